@@ -184,7 +184,7 @@ fn split_operands(s: &str) -> Vec<&str> {
     parts
 }
 
-fn expect_n<'a>(ops: &[&'a str], n: usize) -> R<()> {
+fn expect_n(ops: &[&str], n: usize) -> R<()> {
     if ops.len() == n {
         Ok(())
     } else {

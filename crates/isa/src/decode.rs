@@ -64,7 +64,7 @@ pub enum DecodeErrorKind {
 
 /// Decodes a whole program.
 pub fn decode(bytes: &[u8]) -> Result<Vec<Insn>, DecodeError> {
-    if bytes.len() % opcode::INSN_SIZE != 0 {
+    if !bytes.len().is_multiple_of(opcode::INSN_SIZE) {
         return Err(DecodeError {
             index: bytes.len() / opcode::INSN_SIZE,
             kind: DecodeErrorKind::Truncated { len: bytes.len() },
