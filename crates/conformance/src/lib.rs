@@ -1,0 +1,11 @@
+//! The BPF ISA conformance suite (github.com/Alan-Jowett/bpf_conformance):
+//! its `.data` test files, its plugin protocol, and a runner that feeds every
+//! test through the same path the plugin uses.
+
+mod data;
+mod plugin;
+mod suite;
+
+pub use data::{TestCase, parse_hex_bytes};
+pub use plugin::{PluginError, PluginRequest, run_plugin};
+pub use suite::{Outcome, SuiteReport, TestReport, run_suite};

@@ -1,0 +1,34 @@
+use crate::memory::MemFault;
+
+/// A run that stopped before `exit`: where, and why.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("instruction {pc} ({text}): {kind}")]
+pub struct VmError {
+    /// Slot index of the failing instruction.
+    pub pc: usize,
+    /// The instruction, disassembled.
+    pub text: String,
+    pub kind: VmErrorKind,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum VmErrorKind {
+    #[error("{0}")]
+    Memory(MemFault),
+    #[error("atomic {size}-byte access at {addr:#x} is not {size}-byte aligned")]
+    MisalignedAtomic { addr: u64, size: u64 },
+    #[error("call depth exceeds {} frames", crate::MAX_FRAMES)]
+    CallDepth,
+    #[error(
+        "instruction budget of {0} exhausted (raise it with --budget if the program really loops this long)"
+    )]
+    Budget(u64),
+    #[error("execution ran past the last instruction")]
+    FellOff,
+    #[error("callx to helper {0}, which this VM does not provide")]
+    UnknownHelper(u64),
+    #[error("helper {name} failed: {message}")]
+    Helper { name: String, message: String },
+    #[error("legacy packet load, but no packet is mapped")]
+    NoPacket,
+}

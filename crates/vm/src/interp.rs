@@ -1,0 +1,476 @@
+//! The interpreter loop.
+//!
+//! Semantics follow RFC 9669: 32-bit operations zero the upper half,
+//! immediates are sign-extended to 64 bits (and compared that way by 64-bit
+//! jumps), shift amounts are masked, division by zero yields 0 and modulo
+//! by zero leaves the destination (truncated to 32 bits for 32-bit ops),
+//! signed overflow wraps.
+
+use std::ptr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use isa::opcode::atomic;
+
+use crate::error::{VmError, VmErrorKind};
+use crate::helpers::HelperCtx;
+use crate::memory::{Access, Memory, RegionKind};
+use crate::op::Op;
+use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
+
+#[derive(Copy, Clone, Default)]
+struct Frame {
+    return_pc: usize,
+    saved: [u64; 4],
+}
+
+impl<E> Vm<E> {
+    #[cold]
+    fn fail(&self, pc: usize, kind: VmErrorKind) -> VmError {
+        let text = match self.program.insn_at(pc) {
+            Some(insn) => insn.to_string(),
+            None => "past the end".to_string(),
+        };
+        VmError { pc, text, kind }
+    }
+
+    #[inline(always)]
+    pub(crate) fn execute<const COUNT: bool>(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<RunResult, VmError> {
+        let stack_bottom = self.stack.0.as_mut_ptr().expose_provenance() as u64;
+        let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
+        mem.stack.start = stack_top - STACK_SIZE as u64;
+        mem.stack.len = STACK_SIZE as u64;
+
+        let slots = self.program.slots();
+        let budget = self.budget;
+        let mut stats = Stats::default();
+        // 16 registers so that `idx & 15` needs no bounds check; r11-r15 are
+        // never named by a validated program.
+        let mut r = [0u64; 16];
+        r[1..6].copy_from_slice(&args);
+        r[10] = stack_top;
+        let mut frames = [Frame::default(); MAX_FRAMES];
+        let mut depth = 0usize;
+        let mut pc = 0usize;
+
+        macro_rules! fail {
+            ($kind:expr) => {
+                return Err(self.fail(pc - 1, $kind))
+            };
+        }
+        macro_rules! check {
+            ($addr:expr, $size:expr, $access:expr) => {{
+                match mem.check($addr, $size, $access) {
+                    Ok(kind) => {
+                        if COUNT {
+                            match $access {
+                                Access::Read => stats.loads[kind as usize] += 1,
+                                Access::Write => stats.stores[kind as usize] += 1,
+                            }
+                        }
+                    }
+                    Err(fault) => fail!(VmErrorKind::Memory(fault)),
+                }
+            }};
+        }
+        macro_rules! load {
+            ($ty:ty, $addr:expr) => {{
+                let addr: u64 = $addr;
+                check!(addr, size_of::<$ty>() as u64, Access::Read);
+                // SAFETY: `check` proved the bytes lie in a mapped region.
+                unsafe { ptr::read_unaligned(ptr::with_exposed_provenance::<$ty>(addr as usize)) }
+            }};
+        }
+        macro_rules! store {
+            ($ty:ty, $addr:expr, $value:expr) => {{
+                let addr: u64 = $addr;
+                check!(addr, size_of::<$ty>() as u64, Access::Write);
+                // SAFETY: `check` proved the bytes lie in a writable region.
+                unsafe {
+                    ptr::write_unaligned(
+                        ptr::with_exposed_provenance_mut::<$ty>(addr as usize),
+                        $value,
+                    )
+                }
+            }};
+        }
+
+        loop {
+            let s = slots[pc];
+            pc += 1;
+            stats.insns += 1;
+            if stats.insns > budget {
+                fail!(VmErrorKind::Budget(budget));
+            }
+            let d = (s.dst & 15) as usize;
+            let x = (s.src & 15) as usize;
+            let imm = s.imm as u64;
+            let target = s.off as usize;
+            let addr_src = r[x].wrapping_add(s.off as i64 as u64);
+            let addr_dst = r[d].wrapping_add(s.off as i64 as u64);
+            match s.op {
+                Op::Add64Imm => r[d] = r[d].wrapping_add(imm),
+                Op::Add64Reg => r[d] = r[d].wrapping_add(r[x]),
+                Op::Sub64Imm => r[d] = r[d].wrapping_sub(imm),
+                Op::Sub64Reg => r[d] = r[d].wrapping_sub(r[x]),
+                Op::Mul64Imm => r[d] = r[d].wrapping_mul(imm),
+                Op::Mul64Reg => r[d] = r[d].wrapping_mul(r[x]),
+                Op::Div64Imm => r[d] = div64(r[d], imm),
+                Op::Div64Reg => r[d] = div64(r[d], r[x]),
+                Op::SDiv64Imm => r[d] = sdiv64(r[d], imm),
+                Op::SDiv64Reg => r[d] = sdiv64(r[d], r[x]),
+                Op::Or64Imm => r[d] |= imm,
+                Op::Or64Reg => r[d] |= r[x],
+                Op::And64Imm => r[d] &= imm,
+                Op::And64Reg => r[d] &= r[x],
+                Op::Lsh64Imm => r[d] <<= imm & 63,
+                Op::Lsh64Reg => r[d] <<= r[x] & 63,
+                Op::Rsh64Imm => r[d] >>= imm & 63,
+                Op::Rsh64Reg => r[d] >>= r[x] & 63,
+                Op::Mod64Imm => r[d] = mod64(r[d], imm),
+                Op::Mod64Reg => r[d] = mod64(r[d], r[x]),
+                Op::SMod64Imm => r[d] = smod64(r[d], imm),
+                Op::SMod64Reg => r[d] = smod64(r[d], r[x]),
+                Op::Xor64Imm => r[d] ^= imm,
+                Op::Xor64Reg => r[d] ^= r[x],
+                Op::Mov64Imm => r[d] = imm,
+                Op::Mov64Reg => r[d] = r[x],
+                Op::Arsh64Imm => r[d] = ((r[d] as i64) >> (imm & 63)) as u64,
+                Op::Arsh64Reg => r[d] = ((r[d] as i64) >> (r[x] & 63)) as u64,
+                Op::MovSx8To64 => r[d] = r[x] as i8 as i64 as u64,
+                Op::MovSx16To64 => r[d] = r[x] as i16 as i64 as u64,
+                Op::MovSx32To64 => r[d] = r[x] as i32 as i64 as u64,
+                Op::Neg64 => r[d] = r[d].wrapping_neg(),
+
+                Op::Add32Imm => r[d] = u64::from((r[d] as u32).wrapping_add(imm as u32)),
+                Op::Add32Reg => r[d] = u64::from((r[d] as u32).wrapping_add(r[x] as u32)),
+                Op::Sub32Imm => r[d] = u64::from((r[d] as u32).wrapping_sub(imm as u32)),
+                Op::Sub32Reg => r[d] = u64::from((r[d] as u32).wrapping_sub(r[x] as u32)),
+                Op::Mul32Imm => r[d] = u64::from((r[d] as u32).wrapping_mul(imm as u32)),
+                Op::Mul32Reg => r[d] = u64::from((r[d] as u32).wrapping_mul(r[x] as u32)),
+                Op::Div32Imm => r[d] = div32(r[d], imm),
+                Op::Div32Reg => r[d] = div32(r[d], r[x]),
+                Op::SDiv32Imm => r[d] = sdiv32(r[d], imm),
+                Op::SDiv32Reg => r[d] = sdiv32(r[d], r[x]),
+                Op::Or32Imm => r[d] = u64::from(r[d] as u32 | imm as u32),
+                Op::Or32Reg => r[d] = u64::from(r[d] as u32 | r[x] as u32),
+                Op::And32Imm => r[d] = u64::from(r[d] as u32 & imm as u32),
+                Op::And32Reg => r[d] = u64::from(r[d] as u32 & r[x] as u32),
+                Op::Lsh32Imm => r[d] = u64::from((r[d] as u32) << (imm & 31)),
+                Op::Lsh32Reg => r[d] = u64::from((r[d] as u32) << (r[x] & 31)),
+                Op::Rsh32Imm => r[d] = u64::from((r[d] as u32) >> (imm & 31)),
+                Op::Rsh32Reg => r[d] = u64::from((r[d] as u32) >> (r[x] & 31)),
+                Op::Mod32Imm => r[d] = mod32(r[d], imm),
+                Op::Mod32Reg => r[d] = mod32(r[d], r[x]),
+                Op::SMod32Imm => r[d] = smod32(r[d], imm),
+                Op::SMod32Reg => r[d] = smod32(r[d], r[x]),
+                Op::Xor32Imm => r[d] = u64::from(r[d] as u32 ^ imm as u32),
+                Op::Xor32Reg => r[d] = u64::from(r[d] as u32 ^ r[x] as u32),
+                Op::Mov32Imm => r[d] = u64::from(imm as u32),
+                Op::Mov32Reg => r[d] = u64::from(r[x] as u32),
+                Op::Arsh32Imm => r[d] = u64::from(((r[d] as i32) >> (imm & 31)) as u32),
+                Op::Arsh32Reg => r[d] = u64::from(((r[d] as i32) >> (r[x] & 31)) as u32),
+                Op::MovSx8To32 => r[d] = u64::from(r[x] as i8 as i32 as u32),
+                Op::MovSx16To32 => r[d] = u64::from(r[x] as i16 as i32 as u32),
+                Op::Neg32 => r[d] = u64::from((r[d] as u32).wrapping_neg()),
+
+                Op::Le16 => r[d] = u64::from((r[d] as u16).to_le()),
+                Op::Le32 => r[d] = u64::from((r[d] as u32).to_le()),
+                Op::Le64 => r[d] = r[d].to_le(),
+                Op::Be16 => r[d] = u64::from((r[d] as u16).to_be()),
+                Op::Be32 => r[d] = u64::from((r[d] as u32).to_be()),
+                Op::Be64 => r[d] = r[d].to_be(),
+                Op::Swap16 => r[d] = u64::from((r[d] as u16).swap_bytes()),
+                Op::Swap32 => r[d] = u64::from((r[d] as u32).swap_bytes()),
+                Op::Swap64 => r[d] = r[d].swap_bytes(),
+
+                Op::Ja => pc = target,
+                Op::Jeq64Imm => jump_if(&mut pc, target, r[d] == imm),
+                Op::Jeq64Reg => jump_if(&mut pc, target, r[d] == r[x]),
+                Op::Jgt64Imm => jump_if(&mut pc, target, r[d] > imm),
+                Op::Jgt64Reg => jump_if(&mut pc, target, r[d] > r[x]),
+                Op::Jge64Imm => jump_if(&mut pc, target, r[d] >= imm),
+                Op::Jge64Reg => jump_if(&mut pc, target, r[d] >= r[x]),
+                Op::Jset64Imm => jump_if(&mut pc, target, r[d] & imm != 0),
+                Op::Jset64Reg => jump_if(&mut pc, target, r[d] & r[x] != 0),
+                Op::Jne64Imm => jump_if(&mut pc, target, r[d] != imm),
+                Op::Jne64Reg => jump_if(&mut pc, target, r[d] != r[x]),
+                Op::Jsgt64Imm => jump_if(&mut pc, target, (r[d] as i64) > imm as i64),
+                Op::Jsgt64Reg => jump_if(&mut pc, target, (r[d] as i64) > r[x] as i64),
+                Op::Jsge64Imm => jump_if(&mut pc, target, (r[d] as i64) >= imm as i64),
+                Op::Jsge64Reg => jump_if(&mut pc, target, (r[d] as i64) >= r[x] as i64),
+                Op::Jlt64Imm => jump_if(&mut pc, target, r[d] < imm),
+                Op::Jlt64Reg => jump_if(&mut pc, target, r[d] < r[x]),
+                Op::Jle64Imm => jump_if(&mut pc, target, r[d] <= imm),
+                Op::Jle64Reg => jump_if(&mut pc, target, r[d] <= r[x]),
+                Op::Jslt64Imm => jump_if(&mut pc, target, (r[d] as i64) < imm as i64),
+                Op::Jslt64Reg => jump_if(&mut pc, target, (r[d] as i64) < r[x] as i64),
+                Op::Jsle64Imm => jump_if(&mut pc, target, (r[d] as i64) <= imm as i64),
+                Op::Jsle64Reg => jump_if(&mut pc, target, (r[d] as i64) <= r[x] as i64),
+                Op::Jeq32Imm => jump_if(&mut pc, target, r[d] as u32 == imm as u32),
+                Op::Jeq32Reg => jump_if(&mut pc, target, r[d] as u32 == r[x] as u32),
+                Op::Jgt32Imm => jump_if(&mut pc, target, r[d] as u32 > imm as u32),
+                Op::Jgt32Reg => jump_if(&mut pc, target, r[d] as u32 > r[x] as u32),
+                Op::Jge32Imm => jump_if(&mut pc, target, r[d] as u32 >= imm as u32),
+                Op::Jge32Reg => jump_if(&mut pc, target, r[d] as u32 >= r[x] as u32),
+                Op::Jset32Imm => jump_if(&mut pc, target, r[d] as u32 & imm as u32 != 0),
+                Op::Jset32Reg => jump_if(&mut pc, target, r[d] as u32 & r[x] as u32 != 0),
+                Op::Jne32Imm => jump_if(&mut pc, target, r[d] as u32 != imm as u32),
+                Op::Jne32Reg => jump_if(&mut pc, target, r[d] as u32 != r[x] as u32),
+                Op::Jsgt32Imm => jump_if(&mut pc, target, (r[d] as i32) > imm as i32),
+                Op::Jsgt32Reg => jump_if(&mut pc, target, (r[d] as i32) > r[x] as i32),
+                Op::Jsge32Imm => jump_if(&mut pc, target, (r[d] as i32) >= imm as i32),
+                Op::Jsge32Reg => jump_if(&mut pc, target, (r[d] as i32) >= r[x] as i32),
+                Op::Jlt32Imm => jump_if(&mut pc, target, (r[d] as u32) < imm as u32),
+                Op::Jlt32Reg => jump_if(&mut pc, target, (r[d] as u32) < r[x] as u32),
+                Op::Jle32Imm => jump_if(&mut pc, target, r[d] as u32 <= imm as u32),
+                Op::Jle32Reg => jump_if(&mut pc, target, r[d] as u32 <= r[x] as u32),
+                Op::Jslt32Imm => jump_if(&mut pc, target, (r[d] as i32) < imm as i32),
+                Op::Jslt32Reg => jump_if(&mut pc, target, (r[d] as i32) < r[x] as i32),
+                Op::Jsle32Imm => jump_if(&mut pc, target, (r[d] as i32) <= imm as i32),
+                Op::Jsle32Reg => jump_if(&mut pc, target, (r[d] as i32) <= r[x] as i32),
+
+                Op::CallHelper | Op::Callx => {
+                    let id = if s.op == Op::Callx { r[d] } else { imm };
+                    let Some(helper) = self.helpers.get(id) else {
+                        // Immediate calls were checked at load; only callx gets here.
+                        fail!(VmErrorKind::UnknownHelper(id));
+                    };
+                    stats.helper_calls += 1;
+                    let mut ctx = HelperCtx {
+                        args: [r[1], r[2], r[3], r[4], r[5]],
+                        env: &mut *env,
+                        mem: &mut *mem,
+                    };
+                    match (helper.func)(&mut ctx) {
+                        Ok(v) => r[0] = v,
+                        Err(e) => fail!(VmErrorKind::Helper {
+                            name: helper.name.clone(),
+                            message: e.0,
+                        }),
+                    }
+                }
+                Op::CallLocal => {
+                    if depth + 1 >= MAX_FRAMES {
+                        fail!(VmErrorKind::CallDepth);
+                    }
+                    frames[depth] = Frame {
+                        return_pc: pc,
+                        saved: [r[6], r[7], r[8], r[9]],
+                    };
+                    depth += 1;
+                    r[10] -= STACK_SIZE as u64;
+                    mem.stack.start -= STACK_SIZE as u64;
+                    mem.stack.len += STACK_SIZE as u64;
+                    pc = target;
+                }
+                Op::Exit => {
+                    if depth == 0 {
+                        return Ok(RunResult { r0: r[0], stats });
+                    }
+                    depth -= 1;
+                    let f = frames[depth];
+                    r[6..10].copy_from_slice(&f.saved);
+                    r[10] += STACK_SIZE as u64;
+                    mem.stack.start += STACK_SIZE as u64;
+                    mem.stack.len -= STACK_SIZE as u64;
+                    pc = f.return_pc;
+                }
+
+                Op::Lddw => {
+                    r[d] = imm;
+                    pc += 1;
+                }
+                Op::LdxB => r[d] = u64::from(load!(u8, addr_src)),
+                Op::LdxH => r[d] = u64::from(load!(u16, addr_src)),
+                Op::LdxW => r[d] = u64::from(load!(u32, addr_src)),
+                Op::LdxDW => r[d] = load!(u64, addr_src),
+                Op::LdxSB => r[d] = load!(i8, addr_src) as i64 as u64,
+                Op::LdxSH => r[d] = load!(i16, addr_src) as i64 as u64,
+                Op::LdxSW => r[d] = load!(i32, addr_src) as i64 as u64,
+                Op::StB => store!(u8, addr_dst, imm as u8),
+                Op::StH => store!(u16, addr_dst, imm as u16),
+                Op::StW => store!(u32, addr_dst, imm as u32),
+                Op::StDW => store!(u64, addr_dst, imm),
+                Op::StxB => store!(u8, addr_dst, r[x] as u8),
+                Op::StxH => store!(u16, addr_dst, r[x] as u16),
+                Op::StxW => store!(u32, addr_dst, r[x] as u32),
+                Op::StxDW => store!(u64, addr_dst, r[x]),
+
+                Op::Atomic32 => {
+                    if addr_dst % 4 != 0 {
+                        fail!(VmErrorKind::MisalignedAtomic {
+                            addr: addr_dst,
+                            size: 4
+                        });
+                    }
+                    check!(addr_dst, 4, Access::Read);
+                    check!(addr_dst, 4, Access::Write);
+                    // SAFETY: aligned, and `check` proved the word is mapped
+                    // and writable.
+                    let cell = unsafe {
+                        AtomicU32::from_ptr(ptr::with_exposed_provenance_mut(addr_dst as usize))
+                    };
+                    let src = r[x] as u32;
+                    let old = match s.imm as i32 & !atomic::FETCH {
+                        atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
+                        atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
+                        atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
+                        atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
+                        0xe0 => cell.swap(src, Ordering::SeqCst),
+                        _ => {
+                            let expected = r[0] as u32;
+                            let old = match cell.compare_exchange(
+                                expected,
+                                src,
+                                Ordering::SeqCst,
+                                Ordering::SeqCst,
+                            ) {
+                                Ok(v) | Err(v) => v,
+                            };
+                            r[0] = u64::from(old);
+                            continue;
+                        }
+                    };
+                    if s.imm as i32 & atomic::FETCH != 0 {
+                        r[x] = u64::from(old);
+                    }
+                }
+                Op::Atomic64 => {
+                    if addr_dst % 8 != 0 {
+                        fail!(VmErrorKind::MisalignedAtomic {
+                            addr: addr_dst,
+                            size: 8
+                        });
+                    }
+                    check!(addr_dst, 8, Access::Read);
+                    check!(addr_dst, 8, Access::Write);
+                    // SAFETY: aligned, and `check` proved the word is mapped
+                    // and writable.
+                    let cell = unsafe {
+                        AtomicU64::from_ptr(ptr::with_exposed_provenance_mut(addr_dst as usize))
+                    };
+                    let src = r[x];
+                    let old = match s.imm as i32 & !atomic::FETCH {
+                        atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
+                        atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
+                        atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
+                        atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
+                        0xe0 => cell.swap(src, Ordering::SeqCst),
+                        _ => {
+                            let old = match cell.compare_exchange(
+                                r[0],
+                                src,
+                                Ordering::SeqCst,
+                                Ordering::SeqCst,
+                            ) {
+                                Ok(v) | Err(v) => v,
+                            };
+                            r[0] = old;
+                            continue;
+                        }
+                    };
+                    if s.imm as i32 & atomic::FETCH != 0 {
+                        r[x] = old;
+                    }
+                }
+
+                Op::LdAbsB | Op::LdAbsH | Op::LdAbsW | Op::LdIndB | Op::LdIndH | Op::LdIndW => {
+                    let Some(packet) = mem.packet() else {
+                        fail!(VmErrorKind::NoPacket);
+                    };
+                    let indirect = matches!(s.op, Op::LdIndB | Op::LdIndH | Op::LdIndW);
+                    let base = if indirect { r[x] as i32 } else { 0 };
+                    let off = base.wrapping_add(s.imm as i32);
+                    let size: u64 = match s.op {
+                        Op::LdAbsB | Op::LdIndB => 1,
+                        Op::LdAbsH | Op::LdIndH => 2,
+                        _ => 4,
+                    };
+                    // Out of the packet: the kernel ends the program with 0.
+                    if off < 0 || off as u64 + size > packet.len {
+                        return Ok(RunResult { r0: 0, stats });
+                    }
+                    let addr = packet.start + off as u64;
+                    r[0] = match size {
+                        1 => u64::from(load!(u8, addr)),
+                        2 => u64::from(u16::from_be(load!(u16, addr))),
+                        _ => u64::from(u32::from_be(load!(u32, addr))),
+                    };
+                }
+
+                Op::LddwHigh => unreachable!("validated programs never branch into an lddw"),
+                Op::FellOff => fail!(VmErrorKind::FellOff),
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn jump_if(pc: &mut usize, target: usize, cond: bool) {
+    if cond {
+        *pc = target;
+    }
+}
+
+#[inline(always)]
+fn div64(a: u64, b: u64) -> u64 {
+    a.checked_div(b).unwrap_or(0)
+}
+
+#[inline(always)]
+fn sdiv64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        0
+    } else {
+        (a as i64).wrapping_div(b as i64) as u64
+    }
+}
+
+#[inline(always)]
+fn mod64(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { a % b }
+}
+
+#[inline(always)]
+fn smod64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        (a as i64).wrapping_rem(b as i64) as u64
+    }
+}
+
+#[inline(always)]
+fn div32(a: u64, b: u64) -> u64 {
+    u64::from((a as u32).checked_div(b as u32).unwrap_or(0))
+}
+
+#[inline(always)]
+fn sdiv32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as i32, b as i32);
+    u64::from(if b == 0 { 0 } else { a.wrapping_div(b) as u32 })
+}
+
+#[inline(always)]
+fn mod32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    u64::from(if b == 0 { a } else { a % b })
+}
+
+#[inline(always)]
+fn smod32(a: u64, b: u64) -> u64 {
+    let (a, b) = (a as i32, b as i32);
+    u64::from(if b == 0 {
+        a as u32
+    } else {
+        a.wrapping_rem(b) as u32
+    })
+}
+
+// Counters are indexed by `RegionKind as usize`.
+const _: () = assert!(RegionKind::Map as usize == RegionKind::COUNT - 1);

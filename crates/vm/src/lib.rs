@@ -1,0 +1,154 @@
+//! The sluice eBPF virtual machine.
+//!
+//! A [`Program`] is validated and pre-decoded once; a [`Vm`] runs it with a
+//! [`HelperTable`] against the [`Memory`] regions the embedder maps (context,
+//! packet, map values), with its own 512-byte stack per call frame. Every
+//! memory access is checked; errors name the instruction, address and
+//! region. Two modes: [`Vm::run`] counts executed instructions only,
+//! [`Vm::run_counting`] also counts memory accesses per region.
+//!
+//! ```
+//! use vm::{Memory, Program, SimEnv, Vm, HelperTable};
+//! let insns = isa::assemble("mov %r0, %r2\nexit").unwrap();
+//! let mut vm = Vm::new(Program::new(insns).unwrap(), &HelperTable::<SimEnv>::new()).unwrap();
+//! let mut mem = Memory::new();
+//! let out = vm.run(&mut SimEnv::default(), &mut mem, [0, 7, 0, 0, 0]).unwrap();
+//! assert_eq!(out.r0, 7);
+//! assert_eq!(out.stats.insns, 2);
+//! ```
+
+mod error;
+pub mod helpers;
+mod interp;
+pub mod memory;
+mod op;
+mod program;
+
+pub use error::{VmError, VmErrorKind};
+pub use helpers::{
+    BasicEnv, Helper, HelperCtx, HelperError, HelperFn, HelperTable, SimEnv, register_basic,
+};
+pub use memory::{Access, MemFault, Memory, Region, RegionKind};
+pub use program::{LoadError, Program};
+
+/// Bytes of stack per call frame, as in the kernel.
+pub const STACK_SIZE: usize = 512;
+/// Frames the main program and its bpf-to-bpf calls may use together.
+pub const MAX_FRAMES: usize = 8;
+/// Instructions a run may execute unless [`Vm::set_budget`] says otherwise.
+pub const DEFAULT_BUDGET: u64 = 100_000_000;
+
+/// What one run cost.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Stats {
+    /// Instructions executed (an `lddw` counts once).
+    pub insns: u64,
+    /// Helper calls made.
+    pub helper_calls: u64,
+    /// Loads per region kind (indexed by `RegionKind as usize`); counted by
+    /// [`Vm::run_counting`] only.
+    pub loads: [u64; RegionKind::COUNT],
+    /// Stores per region kind; atomics count as a load and a store.
+    pub stores: [u64; RegionKind::COUNT],
+}
+
+impl Stats {
+    pub fn loads_of(&self, kind: RegionKind) -> u64 {
+        self.loads[kind as usize]
+    }
+    pub fn stores_of(&self, kind: RegionKind) -> u64 {
+        self.stores[kind as usize]
+    }
+    /// All memory accesses the program made.
+    pub fn accesses(&self) -> u64 {
+        self.loads.iter().sum::<u64>() + self.stores.iter().sum::<u64>()
+    }
+}
+
+/// The result of a run that reached `exit`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct RunResult {
+    pub r0: u64,
+    pub stats: Stats,
+}
+
+#[repr(C, align(16))]
+struct StackMem([u8; STACK_SIZE * MAX_FRAMES]);
+
+/// A loaded program with its helpers, ready to run any number of times.
+pub struct Vm<E> {
+    program: Program,
+    helpers: HelperTable<E>,
+    stack: Box<StackMem>,
+    budget: u64,
+}
+
+impl<E> Vm<E> {
+    /// Binds a program to helpers; fails if the program calls a helper the
+    /// table lacks (never at run time).
+    pub fn new(program: Program, helpers: &HelperTable<E>) -> Result<Vm<E>, LoadError> {
+        for (pc, id) in program.helper_calls() {
+            if helpers.get(id as u64).is_none() || id < 0 {
+                return Err(LoadError::UnknownHelper {
+                    pc,
+                    text: program
+                        .insn_at(pc)
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    id,
+                    name: isa::helper_name(id),
+                });
+            }
+        }
+        Ok(Vm {
+            program,
+            helpers: helpers.clone(),
+            stack: Box::new(StackMem([0; STACK_SIZE * MAX_FRAMES])),
+            budget: DEFAULT_BUDGET,
+        })
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Limits the instructions of one run.
+    pub fn set_budget(&mut self, insns: u64) {
+        self.budget = insns;
+    }
+
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Runs the program with `args` in r1-r5, counting instructions.
+    pub fn run(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<RunResult, VmError> {
+        self.run_mode::<false>(env, mem, args)
+    }
+
+    /// Runs the program and also counts memory accesses per region.
+    pub fn run_counting(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<RunResult, VmError> {
+        self.run_mode::<true>(env, mem, args)
+    }
+
+    fn run_mode<const COUNT: bool>(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<RunResult, VmError> {
+        let result = self.execute::<COUNT>(env, mem, args);
+        mem.stack.len = 0;
+        result
+    }
+}

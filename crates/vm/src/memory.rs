@@ -1,0 +1,261 @@
+//! The memory a program may touch: a small table of host regions (stack,
+//! context, packet, map values) checked on every access.
+//!
+//! Registers hold real host addresses, as in the kernel, so the same program
+//! image can later run in a JIT with plain loads once the verifier has
+//! proved its accesses; until then every access is checked here.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+/// What a region holds; access counters are kept per kind.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum RegionKind {
+    Stack,
+    Context,
+    Packet,
+    Map,
+}
+
+impl RegionKind {
+    pub const COUNT: usize = 4;
+    pub const ALL: [RegionKind; 4] = [
+        RegionKind::Stack,
+        RegionKind::Context,
+        RegionKind::Packet,
+        RegionKind::Map,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RegionKind::Stack => "stack",
+            RegionKind::Context => "context",
+            RegionKind::Packet => "packet",
+            RegionKind::Map => "map",
+        }
+    }
+}
+
+impl fmt::Display for RegionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A contiguous range of host memory the program may access.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Region {
+    pub start: u64,
+    pub len: u64,
+    pub kind: RegionKind,
+    pub writable: bool,
+}
+
+impl Region {
+    /// Whether `[addr, addr + size)` lies inside the region.
+    #[inline(always)]
+    pub fn contains(&self, addr: u64, size: u64) -> bool {
+        let off = addr.wrapping_sub(self.start);
+        off < self.len && self.len - off >= size
+    }
+
+    pub fn end(&self) -> u64 {
+        self.start + self.len
+    }
+}
+
+/// Read or write.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// An access that no region permits.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct MemFault {
+    pub access: Access,
+    pub addr: u64,
+    pub size: u64,
+    /// The region the access falls in when it was a write to read-only
+    /// memory, else the nearest region.
+    pub region: Option<Region>,
+    pub read_only: bool,
+}
+
+impl fmt::Display for MemFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.access {
+            Access::Read => "read",
+            Access::Write => "write",
+        };
+        write!(f, "{what} of {} bytes at {:#x}", self.size, self.addr)?;
+        match self.region {
+            Some(r) if self.read_only => write!(f, " into read-only {} memory", r.kind),
+            Some(r) => {
+                let (rel, dist) = if self.addr < r.start {
+                    ("before the start of", r.start - self.addr)
+                } else if self.addr >= r.end() {
+                    ("past the end of", self.addr - r.end())
+                } else {
+                    ("runs off the end of", self.addr + self.size - r.end())
+                };
+                write!(
+                    f,
+                    " is outside every region: {dist} bytes {rel} the {} ({} bytes at {:#x})",
+                    r.kind, r.len, r.start
+                )
+            }
+            None => write!(f, " is outside every region (none is mapped)"),
+        }
+    }
+}
+
+/// The regions of one run, borrowed from the embedder for `'a`.
+///
+/// The VM adds its own stack for the duration of a run.
+pub struct Memory<'a> {
+    regions: Vec<Region>,
+    pub(crate) stack: Region,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl Default for Memory<'_> {
+    fn default() -> Self {
+        Memory::new()
+    }
+}
+
+impl<'a> Memory<'a> {
+    pub fn new() -> Memory<'a> {
+        Memory {
+            regions: Vec::new(),
+            stack: Region {
+                start: 0,
+                len: 0,
+                kind: RegionKind::Stack,
+                writable: true,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Maps a writable buffer; returns its address for the program.
+    pub fn add(&mut self, kind: RegionKind, buf: &'a mut [u8]) -> u64 {
+        let start = buf.as_mut_ptr().expose_provenance() as u64;
+        self.push(Region {
+            start,
+            len: buf.len() as u64,
+            kind,
+            writable: true,
+        })
+    }
+
+    /// Maps a read-only buffer; returns its address for the program.
+    pub fn add_readonly(&mut self, kind: RegionKind, buf: &'a [u8]) -> u64 {
+        let start = buf.as_ptr().expose_provenance() as u64;
+        self.push(Region {
+            start,
+            len: buf.len() as u64,
+            kind,
+            writable: false,
+        })
+    }
+
+    fn push(&mut self, r: Region) -> u64 {
+        self.regions.push(r);
+        r.start
+    }
+
+    /// The embedder's regions (the stack is not listed).
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+
+    /// The first packet region, for the legacy packet loads.
+    pub fn packet(&self) -> Option<Region> {
+        self.regions
+            .iter()
+            .copied()
+            .find(|r| r.kind == RegionKind::Packet)
+    }
+
+    /// The region that holds `[addr, addr + size)` for this access.
+    #[inline(always)]
+    pub(crate) fn check(
+        &self,
+        addr: u64,
+        size: u64,
+        access: Access,
+    ) -> Result<RegionKind, MemFault> {
+        if self.stack.contains(addr, size) {
+            return Ok(RegionKind::Stack);
+        }
+        for r in &self.regions {
+            if r.contains(addr, size) {
+                if access == Access::Write && !r.writable {
+                    return Err(self.fault(addr, size, access));
+                }
+                return Ok(r.kind);
+            }
+        }
+        Err(self.fault(addr, size, access))
+    }
+
+    #[cold]
+    fn fault(&self, addr: u64, size: u64, access: Access) -> MemFault {
+        let all = || {
+            std::iter::once(&self.stack)
+                .chain(&self.regions)
+                .filter(|r| r.len > 0)
+        };
+        if let Some(r) = all().find(|r| r.contains(addr, size)) {
+            return MemFault {
+                access,
+                addr,
+                size,
+                region: Some(*r),
+                read_only: true,
+            };
+        }
+        let distance = |r: &&Region| {
+            if addr < r.start {
+                r.start - addr
+            } else {
+                addr.saturating_sub(r.end().saturating_sub(1))
+            }
+        };
+        MemFault {
+            access,
+            addr,
+            size,
+            region: all().min_by_key(distance).copied(),
+            read_only: false,
+        }
+    }
+
+    /// Checked view of program memory for helpers (e.g. a key on the stack).
+    pub fn read(&self, addr: u64, len: usize) -> Result<&[u8], MemFault> {
+        if len == 0 {
+            return Ok(&[]);
+        }
+        self.check(addr, len as u64, Access::Read)?;
+        let ptr = std::ptr::with_exposed_provenance::<u8>(addr as usize);
+        // SAFETY: `check` proved [addr, addr+len) lies in a region borrowed
+        // for 'a (or in the VM's stack), and no other reference to it is live
+        // while the program or a helper runs.
+        Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+    }
+
+    /// Checked mutable view of program memory for helpers.
+    pub fn write(&mut self, addr: u64, len: usize) -> Result<&mut [u8], MemFault> {
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        self.check(addr, len as u64, Access::Write)?;
+        let ptr = std::ptr::with_exposed_provenance_mut::<u8>(addr as usize);
+        // SAFETY: as in `read`; the region is writable and `&mut self`
+        // prevents a second view through this table.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+    }
+}
