@@ -1,0 +1,5 @@
+pub mod asm;
+pub mod conformance;
+pub mod demo;
+pub mod disasm;
+pub mod exec;

@@ -1,0 +1,63 @@
+//! Shared output helpers: JSON printing and cost summaries.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use vm::{RegionKind, Stats};
+
+/// Prints `value` as one JSON object on stdout.
+pub fn print_json<T: Serialize>(value: &T) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Loads and stores of one region kind.
+#[derive(Serialize)]
+pub struct Accesses {
+    pub loads: u64,
+    pub stores: u64,
+}
+
+/// What a run cost, for JSON.
+#[derive(Serialize)]
+pub struct CostReport {
+    pub insns: u64,
+    pub helper_calls: u64,
+    /// Accesses per region kind: `stack`, `context`, `packet`, `map`.
+    pub memory: BTreeMap<&'static str, Accesses>,
+}
+
+impl CostReport {
+    pub fn new(s: &Stats) -> CostReport {
+        let memory = RegionKind::ALL
+            .iter()
+            .map(|&k| {
+                let a = Accesses {
+                    loads: s.loads_of(k),
+                    stores: s.stores_of(k),
+                };
+                (k.name(), a)
+            })
+            .collect();
+        CostReport {
+            insns: s.insns,
+            helper_calls: s.helper_calls,
+            memory,
+        }
+    }
+}
+
+/// `stack 2/1, context 3/0` (loads/stores) for the regions that were touched.
+pub fn accesses_line(s: &Stats) -> String {
+    let parts: Vec<String> = RegionKind::ALL
+        .iter()
+        .filter(|&&k| s.loads_of(k) + s.stores_of(k) > 0)
+        .map(|&k| format!("{k} {} loads, {} stores", s.loads_of(k), s.stores_of(k)))
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join("; ")
+    }
+}

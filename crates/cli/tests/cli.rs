@@ -1,0 +1,311 @@
+//! The `sluice` binary end to end: assembler and disassembler files, the
+//! conformance plugin protocol, clang-built objects, and clear errors.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn plugin(stdin: &[u8], args: &[&str]) -> Output {
+    let mut child = sluice()
+        .arg("conformance-plugin")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}  ")).collect()
+}
+
+#[test]
+fn asm_then_disasm_then_asm_gives_the_same_bytes() {
+    let dir = scratch("roundtrip");
+    let src = dir.join("p.s");
+    std::fs::write(&src, "mov32 %r0, 0\nldxh %r2, [%r1+12]\njeq %r2, 0x800, done\nlock fetch add [%r10-8], %r2\nlddw %r3, 0x1122334455667788\ncall 5\ndone:\nexit\n").unwrap();
+    run_ok(sluice().arg("asm").arg(&src));
+    let bin = std::fs::read(dir.join("p.bin")).unwrap();
+    assert_eq!(bin.len(), 8 * 8);
+    for flags in [&[][..], &["--no-labels"], &["--annotate"]] {
+        let text = run_ok(sluice().arg("disasm").arg(dir.join("p.bin")).args(flags));
+        let again = dir.join("again.s");
+        std::fs::write(&again, &text).unwrap();
+        run_ok(
+            sluice()
+                .arg("asm")
+                .arg(&again)
+                .arg("-o")
+                .arg(dir.join("again.bin")),
+        );
+        assert_eq!(
+            std::fs::read(dir.join("again.bin")).unwrap(),
+            bin,
+            "{flags:?}:\n{text}"
+        );
+    }
+    let json = run_ok(sluice().arg("disasm").arg("--json").arg(dir.join("p.bin")));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let insns = v["sections"][0]["insns"].as_array().unwrap();
+    assert_eq!(insns.len(), 7);
+    assert_eq!(insns[5]["helper"], "bpf_ktime_get_ns");
+    assert_eq!(insns[4]["bytes"], "18030000887766550000000044332211");
+}
+
+#[test]
+fn exec_reports_r0_and_costs() {
+    let dir = scratch("exec");
+    let src = dir.join("sum.s");
+    std::fs::write(
+        &src,
+        "ldxb %r0, [%r1]\nldxb %r2, [%r1+1]\nadd %r0, %r2\nstxdw [%r10-8], %r0\nexit\n",
+    )
+    .unwrap();
+    let text = run_ok(sluice().arg("exec").arg(&src).args(["--mem", "05 07"]));
+    assert!(text.contains("r0 = 0xc (12)"), "{text}");
+    assert!(text.contains("instructions: 5"), "{text}");
+    let json = run_ok(
+        sluice()
+            .arg("exec")
+            .arg(&src)
+            .args(["--mem", "0507", "--json"]),
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["r0"], 12);
+    assert_eq!(v["insns"], 5);
+    assert_eq!(v["memory"]["context"]["loads"], 2);
+    assert_eq!(v["memory"]["stack"]["stores"], 1);
+
+    // A runtime fault is a clean error naming the instruction.
+    let out = sluice()
+        .arg("exec")
+        .arg(&src)
+        .args(["--mem", "05"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("instruction 1 (ldxb %r2, [%r1+1])") && err.contains("context"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_files_give_errors_not_panics() {
+    let dir = scratch("bad");
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "t.bin",
+            &[0x95, 0, 0, 0, 0, 0, 0, 0, 0xb7],
+            "not a multiple of 8",
+        ),
+        ("u.bin", &[0xff, 0, 0, 0, 0, 0, 0, 0], "unknown opcode 0xff"),
+        (
+            "l.bin",
+            &[0x18, 0, 0, 0, 1, 0, 0, 0],
+            "missing its second half",
+        ),
+        ("x.s", b"mov %r0, 1\nfoo %r1\n", "line 2"),
+        ("e.o", b"\x7fELF\x02\x01\x01garbage", "malformed ELF"),
+    ];
+    for (name, data, needle) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, data).unwrap();
+        for cmd in ["disasm", "exec"] {
+            let out = sluice().arg(cmd).arg(&path).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd} {name}: {err}");
+            assert!(
+                err.contains(needle),
+                "{cmd} {name}: `{err}` lacks `{needle}`"
+            );
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+    let out = sluice()
+        .arg("exec")
+        .arg(dir.join("missing.s"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No such file"));
+}
+
+#[test]
+fn conformance_plugin_speaks_the_protocol() {
+    // add.data from the suite, as the runner would send it.
+    let prog = isa::encode(
+        &isa::assemble("mov32 %r0, 0\nmov32 %r1, 2\nadd32 %r0, 1\nadd32 %r0, %r1\nexit").unwrap(),
+    );
+    let out = plugin(hex(&prog).as_bytes(), &["", ""]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+
+    // Memory in the first argument, r2 = its length; contiguous hex on stdin works too.
+    let prog = isa::encode(&isa::assemble("ldxw %r0, [%r1+4]\nadd %r0, %r2\nexit").unwrap());
+    let contiguous: String = prog.iter().map(|b| format!("{b:02x}")).collect();
+    let out = plugin(
+        contiguous.as_bytes(),
+        &["00 00 00 00 10 00 00 00", "--counting"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "18");
+
+    // Errors go to stderr with a non-zero status.
+    let out = plugin(b"zz", &[""]);
+    assert!(!out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).is_empty());
+    let prog = isa::encode(&isa::assemble("ldxw %r0, [%r1+4]\nexit").unwrap());
+    let out = plugin(hex(&prog).as_bytes(), &["00"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read of 4 bytes"));
+}
+
+#[test]
+fn conformance_plugin_passes_the_suite_through_the_binary() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/bpf_conformance/tests");
+    let mut passed = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "data") {
+            continue;
+        }
+        let case = conformance::TestCase::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let prog = isa::encode(&isa::assemble(&case.asm).unwrap());
+        let out = plugin(hex(&prog).as_bytes(), &[&hex(&case.mem), ""]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let r0 = u64::from_str_radix(text.trim(), 16).unwrap_or_else(|_| {
+            panic!(
+                "{}: {text} {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(Some(r0), case.result, "{}", path.display());
+        passed += 1;
+    }
+    println!("plugin binary: {passed} passed, 0 failed");
+    assert_eq!(passed, 313);
+}
+
+/// clang builds objects for every ISA level; we decode all of them and our
+/// disassembly re-assembles to the very bytes of each section.
+#[test]
+fn clang_objects_decode_and_roundtrip_at_every_cpu_level() {
+    let clang = ["clang-19", "clang"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(clang) = clang else {
+        panic!("clang is required (the README's set-up installs clang-19)");
+    };
+    let dir = scratch("clang");
+    let src = dir.join("prog.c");
+    std::fs::write(
+        &src,
+        r#"
+typedef unsigned long long u64; typedef unsigned int u32; typedef unsigned short u16; typedef unsigned char u8;
+typedef signed char s8; typedef short s16; typedef int s32; typedef long long s64;
+struct md { u32 data, data_end; };
+static __attribute__((noinline)) u64 mix(u64 a, u64 b) { return (a * 0x9e3779b97f4a7c15ULL) ^ (b >> 7) ^ (a % (b | 1)); }
+__attribute__((section("xdp"), used)) int prog(struct md *ctx) {
+    u8 *p = (u8 *)(unsigned long)ctx->data, *end = (u8 *)(unsigned long)ctx->data_end;
+    if (p + 40 > end) return 1;
+    u64 acc = 0; volatile u64 counter = 0;
+    for (int i = 0; i < 8; i++) acc += (u64)(s8)p[i] + (u64)(s16)(p[8 + i] << 8) + (u64)(s32)p[i * 4];
+    __sync_fetch_and_add(&counter, acc);
+    acc = __builtin_bswap64(acc) + __builtin_bswap32((u32)acc) + __builtin_bswap16((u16)acc);
+    s64 s = (s64)acc;
+#if __BPF_CPU_VERSION__ >= 4
+    s = s / -3 + s % 7;
+#else
+    s = (s64)((u64)s / 3 + (u64)s % 7);
+#endif
+    u32 w = (u32)s; w = w / 5 + (w >> 3) + (w << 2);
+    return (int)(mix(acc, s) ^ w ^ counter) & 3;
+}
+char _license[] __attribute__((section("license"), used)) = "GPL";
+"#,
+    )
+    .unwrap();
+    for cpu in ["v1", "v2", "v3", "v4"] {
+        for opt in ["-O1", "-O2"] {
+            let obj = dir.join(format!("prog-{cpu}{opt}.o"));
+            let st = Command::new(clang)
+                .args(["-target", "bpf", opt, "-g", &format!("-mcpu={cpu}"), "-c"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&obj)
+                .status()
+                .unwrap();
+            assert!(st.success(), "clang {cpu} {opt}");
+            let text = run_ok(sluice().arg("disasm").arg(&obj).arg("--annotate"));
+            assert!(text.contains("# section xdp"), "{text}");
+            // Every section re-assembles to its own bytes.
+            let object = obj::ElfObject::parse(&std::fs::read(&obj).unwrap()).unwrap();
+            for section in object.programs() {
+                let insns = isa::decode(&section.bytes)
+                    .unwrap_or_else(|e| panic!("{cpu} {opt} {}: {e}", section.name));
+                let listing = isa::listing(
+                    &insns,
+                    &isa::ListingOptions {
+                        labels: true,
+                        annotate: true,
+                    },
+                );
+                let back = isa::encode(&isa::assemble(&listing).unwrap());
+                assert_eq!(back, section.bytes, "{cpu} {opt} {}", section.name);
+            }
+            if cpu == "v4" {
+                assert!(
+                    text.contains("movsx") || text.contains("ldxs"),
+                    "v4 code should use sign-extending moves or loads:\n{text}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn demo_runs_the_embedded_example() {
+    let text = run_ok(sluice().arg("demo"));
+    assert!(text.contains("DNS query (UDP to port 53)"), "{text}");
+    let json = run_ok(sluice().args(["demo", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let frames = v["frames"].as_array().unwrap();
+    let verdicts: Vec<&str> = frames
+        .iter()
+        .map(|f| f["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["DNS", "IPv4", "IPv4", "other", "IPv4"]);
+    assert!(frames.iter().all(|f| f["insns"].as_u64().unwrap() > 0));
+}
