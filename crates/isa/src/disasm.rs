@@ -248,8 +248,11 @@ pub fn listing(insns: &[Insn], opts: &ListingOptions) -> String {
     let len = slot_count(insns);
     let mut labels = BTreeMap::new();
     if opts.labels {
+        // Only instruction starts can carry a label; a branch into the
+        // second half of an lddw keeps its relative offset.
+        let starts: std::collections::BTreeSet<usize> = with_pcs(insns).map(|(pc, _)| pc).collect();
         for (pc, insn) in with_pcs(insns) {
-            if let Some(t) = branch_target(pc, insn, len) {
+            if let Some(t) = branch_target(pc, insn, len).filter(|t| starts.contains(t)) {
                 labels.insert(t, format!("L{t}"));
             }
         }

@@ -1,1 +1,169 @@
-fn main() {}
+//! Interpreter speed: ns per instruction of sluice's interpreter (fast and
+//! counting modes) beside the rbpf crate's interpreter, on the same bytecode
+//! in the same run; rbpf's JIT is shown for reference. Prints a ratio table
+//! from criterion's median estimates at the end.
+//!
+//! `cargo bench -p vm --bench interp`
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use std::hint::black_box;
+
+use criterion::Criterion;
+use vm::{HelperTable, Memory, Program, RegionKind, SimEnv, Vm};
+
+struct Case {
+    name: &'static str,
+    source: &'static str,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "tight_loop",
+        source: include_str!("programs/tight_loop.s"),
+    },
+    Case {
+        name: "packet_parser",
+        source: include_str!("programs/packet_parser.s"),
+    },
+];
+
+/// A 64-byte Ethernet/IPv4/TCP frame.
+fn frame() -> Vec<u8> {
+    let mut f = vec![0u8; 64];
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&50u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 6;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    f[34..36].copy_from_slice(&12345u16.to_be_bytes());
+    f[36..38].copy_from_slice(&80u16.to_be_bytes());
+    f
+}
+
+fn criterion_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir).join("criterion"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/criterion"),
+    }
+}
+
+/// Criterion's median estimate in ns for one benchmark, if it ran.
+fn median_ns(group: &str, id: &str) -> Option<f64> {
+    let path = criterion_dir()
+        .join(group)
+        .join(id)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+const ENGINES: [&str; 4] = ["sluice", "sluice-counting", "rbpf", "rbpf-jit"];
+
+fn main() {
+    let mut c = Criterion::default()
+        .output_directory(&criterion_dir())
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+
+    let mut insns_per_run = Vec::new();
+    for case in CASES {
+        let insns = isa::assemble(case.source).expect("benchmark program assembles");
+        let bytes = isa::encode(&insns);
+        let mut packet = frame();
+        let check_packet = frame();
+
+        let mut machine =
+            Vm::new(Program::new(insns).unwrap(), &HelperTable::<SimEnv>::new()).unwrap();
+        let mut env = SimEnv::default();
+        let mut mem = Memory::new();
+        let addr = mem.add(RegionKind::Packet, &mut packet);
+        let args = [addr, 64, 0, 0, 0];
+        let reference = machine.run(&mut env, &mut mem, args).unwrap();
+        insns_per_run.push(reference.stats.insns);
+
+        let rbpf_vm = rbpf::EbpfVmMbuff::new(Some(&bytes)).unwrap();
+        let rbpf_r0 = rbpf_vm.execute_program(&check_packet, &[]).unwrap();
+        assert_eq!(
+            rbpf_r0, reference.r0,
+            "{}: rbpf and sluice disagree",
+            case.name
+        );
+        let mut rbpf_jit = rbpf::EbpfVmMbuff::new(Some(&bytes)).unwrap();
+        let jit_ok = rbpf_jit.jit_compile().is_ok();
+        // rbpf's JIT takes r1 from the metadata buffer in this mode.
+        let mut jit_packet = frame();
+        let mut jit_mbuff = frame();
+
+        let mut g = c.benchmark_group(case.name);
+        g.bench_function(ENGINES[0], |b| {
+            b.iter(|| machine.run(&mut env, &mut mem, black_box(args)).unwrap().r0)
+        });
+        g.bench_function(ENGINES[1], |b| {
+            b.iter(|| {
+                machine
+                    .run_counting(&mut env, &mut mem, black_box(args))
+                    .unwrap()
+                    .r0
+            })
+        });
+        g.bench_function(ENGINES[2], |b| {
+            b.iter(|| {
+                rbpf_vm
+                    .execute_program(black_box(&check_packet), &[])
+                    .unwrap()
+            })
+        });
+        if jit_ok {
+            g.bench_function(ENGINES[3], |b| {
+                // SAFETY: the program was verified by rbpf and only reads the
+                // 64-byte frame it is given.
+                b.iter(|| unsafe {
+                    rbpf_jit
+                        .execute_program_jit(black_box(&mut jit_packet), black_box(&mut jit_mbuff))
+                        .unwrap()
+                })
+            });
+        }
+        g.finish();
+    }
+    c.final_summary();
+
+    println!("\nns per instruction (criterion medians; lower is better)");
+    println!(
+        "{:<15} {:>10} {:>9} {:>16} {:>9} {:>9} {:>22}",
+        "program",
+        "insns/run",
+        "sluice",
+        "sluice-counting",
+        "rbpf",
+        "rbpf-jit",
+        "sluice vs rbpf interp"
+    );
+    for (case, insns) in CASES.iter().zip(&insns_per_run) {
+        let per_insn: Vec<Option<f64>> = ENGINES
+            .iter()
+            .map(|e| median_ns(case.name, e).map(|ns| ns / *insns as f64))
+            .collect();
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let ratio = match (per_insn[0], per_insn[2]) {
+            (Some(ours), Some(theirs)) => format!("{:.2}x faster", theirs / ours),
+            _ => "-".to_string(),
+        };
+        println!(
+            "{:<15} {:>10} {:>9} {:>16} {:>9} {:>9} {:>22}",
+            case.name,
+            insns,
+            fmt(per_insn[0]),
+            fmt(per_insn[1]),
+            fmt(per_insn[2]),
+            fmt(per_insn[3]),
+            ratio
+        );
+    }
+}

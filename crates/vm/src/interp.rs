@@ -5,6 +5,11 @@
 //! jumps), shift amounts are masked, division by zero yields 0 and modulo
 //! by zero leaves the destination (truncated to 32 bits for 32-bit ops),
 //! signed overflow wraps.
+//!
+//! Performance shape: the loop keeps only the registers, `pc` and the
+//! remaining budget live; operations that need calls or many temporaries
+//! (helpers, atomics, legacy packet loads) live in out-of-line functions so
+//! they do not force the hot state onto the stack.
 
 use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -12,9 +17,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use isa::opcode::atomic;
 
 use crate::error::{VmError, VmErrorKind};
-use crate::helpers::HelperCtx;
+use crate::helpers::{HelperCtx, HelperTable};
 use crate::memory::{Access, Memory, RegionKind};
-use crate::op::Op;
+use crate::op::{Op, Slot};
 use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
 
 #[derive(Copy, Clone, Default)]
@@ -23,8 +28,11 @@ struct Frame {
     saved: [u64; 4],
 }
 
+type Regs = [u64; 16];
+
 impl<E> Vm<E> {
     #[cold]
+    #[inline(never)]
     fn fail(&self, pc: usize, kind: VmErrorKind) -> VmError {
         let text = match self.program.insn_at(pc) {
             Some(insn) => insn.to_string(),
@@ -33,7 +41,6 @@ impl<E> Vm<E> {
         VmError { pc, text, kind }
     }
 
-    #[inline(always)]
     pub(crate) fn execute<const COUNT: bool>(
         &mut self,
         env: &mut E,
@@ -50,30 +57,39 @@ impl<E> Vm<E> {
         let mut stats = Stats::default();
         // 16 registers so that `idx & 15` needs no bounds check; r11-r15 are
         // never named by a validated program.
-        let mut r = [0u64; 16];
+        let mut r: Regs = [0; 16];
         r[1..6].copy_from_slice(&args);
         r[10] = stack_top;
         let mut frames = [Frame::default(); MAX_FRAMES];
         let mut depth = 0usize;
         let mut pc = 0usize;
+        // Instructions still allowed; the count executed is `budget - left`.
+        let mut left = budget;
 
         macro_rules! fail {
             ($kind:expr) => {
                 return Err(self.fail(pc - 1, $kind))
             };
         }
+        macro_rules! done {
+            ($r0:expr) => {{
+                stats.insns = budget - left;
+                return Ok(RunResult { r0: $r0, stats });
+            }};
+        }
         macro_rules! check {
             ($addr:expr, $size:expr, $access:expr) => {{
-                match mem.check($addr, $size, $access) {
-                    Ok(kind) => {
+                let (addr, size, access) = ($addr, $size, $access);
+                match mem.find(addr, size, access) {
+                    Some(kind) => {
                         if COUNT {
-                            match $access {
+                            match access {
                                 Access::Read => stats.loads[kind as usize] += 1,
                                 Access::Write => stats.stores[kind as usize] += 1,
                             }
                         }
                     }
-                    Err(fault) => fail!(VmErrorKind::Memory(fault)),
+                    None => fail!(VmErrorKind::Memory(mem.fault(addr, size, access))),
                 }
             }};
         }
@@ -81,7 +97,7 @@ impl<E> Vm<E> {
             ($ty:ty, $addr:expr) => {{
                 let addr: u64 = $addr;
                 check!(addr, size_of::<$ty>() as u64, Access::Read);
-                // SAFETY: `check` proved the bytes lie in a mapped region.
+                // SAFETY: `find` proved the bytes lie in a mapped region.
                 unsafe { ptr::read_unaligned(ptr::with_exposed_provenance::<$ty>(addr as usize)) }
             }};
         }
@@ -89,7 +105,7 @@ impl<E> Vm<E> {
             ($ty:ty, $addr:expr, $value:expr) => {{
                 let addr: u64 = $addr;
                 check!(addr, size_of::<$ty>() as u64, Access::Write);
-                // SAFETY: `check` proved the bytes lie in a writable region.
+                // SAFETY: `find` proved the bytes lie in a writable region.
                 unsafe {
                     ptr::write_unaligned(
                         ptr::with_exposed_provenance_mut::<$ty>(addr as usize),
@@ -100,18 +116,32 @@ impl<E> Vm<E> {
         }
 
         loop {
-            let s = slots[pc];
+            debug_assert!(pc < slots.len());
+            // SAFETY: `Program::new` checked that every branch and call target
+            // is a slot of the program, and a program that could run past
+            // its last instruction ends in the `FellOff` sentinel, so `pc`
+            // is always in bounds.
+            let s = unsafe { slots.get_unchecked(pc) };
             pc += 1;
-            stats.insns += 1;
-            if stats.insns > budget {
+            let (next_left, exhausted) = left.overflowing_sub(1);
+            if exhausted {
                 fail!(VmErrorKind::Budget(budget));
             }
+            left = next_left;
             let d = (s.dst & 15) as usize;
             let x = (s.src & 15) as usize;
             let imm = s.imm as u64;
             let target = s.off as usize;
-            let addr_src = r[x].wrapping_add(s.off as i64 as u64);
-            let addr_dst = r[d].wrapping_add(s.off as i64 as u64);
+            macro_rules! addr_src {
+                () => {
+                    r[x].wrapping_add(s.off as i64 as u64)
+                };
+            }
+            macro_rules! addr_dst {
+                () => {
+                    r[d].wrapping_add(s.off as i64 as u64)
+                };
+            }
             match s.op {
                 Op::Add64Imm => r[d] = r[d].wrapping_add(imm),
                 Op::Add64Reg => r[d] = r[d].wrapping_add(r[x]),
@@ -236,22 +266,9 @@ impl<E> Vm<E> {
 
                 Op::CallHelper | Op::Callx => {
                     let id = if s.op == Op::Callx { r[d] } else { imm };
-                    let Some(helper) = self.helpers.get(id) else {
-                        // Immediate calls were checked at load; only callx gets here.
-                        fail!(VmErrorKind::UnknownHelper(id));
-                    };
                     stats.helper_calls += 1;
-                    let mut ctx = HelperCtx {
-                        args: [r[1], r[2], r[3], r[4], r[5]],
-                        env: &mut *env,
-                        mem: &mut *mem,
-                    };
-                    match (helper.func)(&mut ctx) {
-                        Ok(v) => r[0] = v,
-                        Err(e) => fail!(VmErrorKind::Helper {
-                            name: helper.name.clone(),
-                            message: e.0,
-                        }),
+                    if let Err(kind) = call_helper(&self.helpers, id, &mut r, env, mem) {
+                        fail!(kind);
                     }
                 }
                 Op::CallLocal => {
@@ -270,7 +287,7 @@ impl<E> Vm<E> {
                 }
                 Op::Exit => {
                     if depth == 0 {
-                        return Ok(RunResult { r0: r[0], stats });
+                        done!(r[0]);
                     }
                     depth -= 1;
                     let f = frames[depth];
@@ -285,122 +302,33 @@ impl<E> Vm<E> {
                     r[d] = imm;
                     pc += 1;
                 }
-                Op::LdxB => r[d] = u64::from(load!(u8, addr_src)),
-                Op::LdxH => r[d] = u64::from(load!(u16, addr_src)),
-                Op::LdxW => r[d] = u64::from(load!(u32, addr_src)),
-                Op::LdxDW => r[d] = load!(u64, addr_src),
-                Op::LdxSB => r[d] = load!(i8, addr_src) as i64 as u64,
-                Op::LdxSH => r[d] = load!(i16, addr_src) as i64 as u64,
-                Op::LdxSW => r[d] = load!(i32, addr_src) as i64 as u64,
-                Op::StB => store!(u8, addr_dst, imm as u8),
-                Op::StH => store!(u16, addr_dst, imm as u16),
-                Op::StW => store!(u32, addr_dst, imm as u32),
-                Op::StDW => store!(u64, addr_dst, imm),
-                Op::StxB => store!(u8, addr_dst, r[x] as u8),
-                Op::StxH => store!(u16, addr_dst, r[x] as u16),
-                Op::StxW => store!(u32, addr_dst, r[x] as u32),
-                Op::StxDW => store!(u64, addr_dst, r[x]),
+                Op::LdxB => r[d] = u64::from(load!(u8, addr_src!())),
+                Op::LdxH => r[d] = u64::from(load!(u16, addr_src!())),
+                Op::LdxW => r[d] = u64::from(load!(u32, addr_src!())),
+                Op::LdxDW => r[d] = load!(u64, addr_src!()),
+                Op::LdxSB => r[d] = load!(i8, addr_src!()) as i64 as u64,
+                Op::LdxSH => r[d] = load!(i16, addr_src!()) as i64 as u64,
+                Op::LdxSW => r[d] = load!(i32, addr_src!()) as i64 as u64,
+                Op::StB => store!(u8, addr_dst!(), imm as u8),
+                Op::StH => store!(u16, addr_dst!(), imm as u16),
+                Op::StW => store!(u32, addr_dst!(), imm as u32),
+                Op::StDW => store!(u64, addr_dst!(), imm),
+                Op::StxB => store!(u8, addr_dst!(), r[x] as u8),
+                Op::StxH => store!(u16, addr_dst!(), r[x] as u16),
+                Op::StxW => store!(u32, addr_dst!(), r[x] as u32),
+                Op::StxDW => store!(u64, addr_dst!(), r[x]),
 
-                Op::Atomic32 => {
-                    if addr_dst % 4 != 0 {
-                        fail!(VmErrorKind::MisalignedAtomic {
-                            addr: addr_dst,
-                            size: 4
-                        });
-                    }
-                    check!(addr_dst, 4, Access::Read);
-                    check!(addr_dst, 4, Access::Write);
-                    // SAFETY: aligned, and `check` proved the word is mapped
-                    // and writable.
-                    let cell = unsafe {
-                        AtomicU32::from_ptr(ptr::with_exposed_provenance_mut(addr_dst as usize))
-                    };
-                    let src = r[x] as u32;
-                    let old = match s.imm as i32 & !atomic::FETCH {
-                        atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
-                        atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
-                        atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
-                        atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
-                        0xe0 => cell.swap(src, Ordering::SeqCst),
-                        _ => {
-                            let expected = r[0] as u32;
-                            let old = match cell.compare_exchange(
-                                expected,
-                                src,
-                                Ordering::SeqCst,
-                                Ordering::SeqCst,
-                            ) {
-                                Ok(v) | Err(v) => v,
-                            };
-                            r[0] = u64::from(old);
-                            continue;
-                        }
-                    };
-                    if s.imm as i32 & atomic::FETCH != 0 {
-                        r[x] = u64::from(old);
+                Op::Atomic32 | Op::Atomic64 => {
+                    if let Err(kind) = atomic_op::<COUNT>(s, &mut r, mem, &mut stats) {
+                        fail!(kind);
                     }
                 }
-                Op::Atomic64 => {
-                    if addr_dst % 8 != 0 {
-                        fail!(VmErrorKind::MisalignedAtomic {
-                            addr: addr_dst,
-                            size: 8
-                        });
-                    }
-                    check!(addr_dst, 8, Access::Read);
-                    check!(addr_dst, 8, Access::Write);
-                    // SAFETY: aligned, and `check` proved the word is mapped
-                    // and writable.
-                    let cell = unsafe {
-                        AtomicU64::from_ptr(ptr::with_exposed_provenance_mut(addr_dst as usize))
-                    };
-                    let src = r[x];
-                    let old = match s.imm as i32 & !atomic::FETCH {
-                        atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
-                        atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
-                        atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
-                        atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
-                        0xe0 => cell.swap(src, Ordering::SeqCst),
-                        _ => {
-                            let old = match cell.compare_exchange(
-                                r[0],
-                                src,
-                                Ordering::SeqCst,
-                                Ordering::SeqCst,
-                            ) {
-                                Ok(v) | Err(v) => v,
-                            };
-                            r[0] = old;
-                            continue;
-                        }
-                    };
-                    if s.imm as i32 & atomic::FETCH != 0 {
-                        r[x] = old;
-                    }
-                }
-
                 Op::LdAbsB | Op::LdAbsH | Op::LdAbsW | Op::LdIndB | Op::LdIndH | Op::LdIndW => {
-                    let Some(packet) = mem.packet() else {
-                        fail!(VmErrorKind::NoPacket);
-                    };
-                    let indirect = matches!(s.op, Op::LdIndB | Op::LdIndH | Op::LdIndW);
-                    let base = if indirect { r[x] as i32 } else { 0 };
-                    let off = base.wrapping_add(s.imm as i32);
-                    let size: u64 = match s.op {
-                        Op::LdAbsB | Op::LdIndB => 1,
-                        Op::LdAbsH | Op::LdIndH => 2,
-                        _ => 4,
-                    };
-                    // Out of the packet: the kernel ends the program with 0.
-                    if off < 0 || off as u64 + size > packet.len {
-                        return Ok(RunResult { r0: 0, stats });
+                    match legacy_load::<COUNT>(s, &r, mem, &mut stats) {
+                        Ok(Some(v)) => r[0] = v,
+                        Ok(None) => done!(0),
+                        Err(kind) => fail!(kind),
                     }
-                    let addr = packet.start + off as u64;
-                    r[0] = match size {
-                        1 => u64::from(load!(u8, addr)),
-                        2 => u64::from(u16::from_be(load!(u16, addr))),
-                        _ => u64::from(u32::from_be(load!(u32, addr))),
-                    };
                 }
 
                 Op::LddwHigh => unreachable!("validated programs never branch into an lddw"),
@@ -408,6 +336,144 @@ impl<E> Vm<E> {
             }
         }
     }
+}
+
+/// A helper call: id from the immediate or (callx) a register.
+#[inline(never)]
+fn call_helper<E>(
+    helpers: &HelperTable<E>,
+    id: u64,
+    r: &mut Regs,
+    env: &mut E,
+    mem: &mut Memory<'_>,
+) -> Result<(), VmErrorKind> {
+    // Immediate ids were checked at load; only callx can miss.
+    let helper = helpers.get(id).ok_or(VmErrorKind::UnknownHelper(id))?;
+    let mut ctx = HelperCtx {
+        args: [r[1], r[2], r[3], r[4], r[5]],
+        env,
+        mem,
+    };
+    r[0] = (helper.func)(&mut ctx).map_err(|e| VmErrorKind::Helper {
+        name: helper.name.clone(),
+        message: e.0,
+    })?;
+    Ok(())
+}
+
+/// Checks an atomic access: naturally aligned, mapped and writable.
+fn atomic_target<const COUNT: bool>(
+    addr: u64,
+    size: u64,
+    mem: &Memory<'_>,
+    stats: &mut Stats,
+) -> Result<(), VmErrorKind> {
+    if !addr.is_multiple_of(size) {
+        return Err(VmErrorKind::MisalignedAtomic { addr, size });
+    }
+    let kind = mem
+        .check(addr, size, Access::Write)
+        .map_err(VmErrorKind::Memory)?;
+    if COUNT {
+        stats.loads[kind as usize] += 1;
+        stats.stores[kind as usize] += 1;
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn atomic_op<const COUNT: bool>(
+    s: &Slot,
+    r: &mut Regs,
+    mem: &Memory<'_>,
+    stats: &mut Stats,
+) -> Result<(), VmErrorKind> {
+    let (d, x) = ((s.dst & 15) as usize, (s.src & 15) as usize);
+    let addr = r[d].wrapping_add(s.off as i64 as u64);
+    let op = s.imm as i32;
+    let fetch = op & atomic::FETCH != 0;
+    if s.op == Op::Atomic32 {
+        atomic_target::<COUNT>(addr, 4, mem, stats)?;
+        // SAFETY: aligned, and the word is mapped and writable.
+        let cell = unsafe { AtomicU32::from_ptr(ptr::with_exposed_provenance_mut(addr as usize)) };
+        let src = r[x] as u32;
+        let old = match op & !atomic::FETCH {
+            atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
+            atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
+            atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
+            atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
+            0xe0 => cell.swap(src, Ordering::SeqCst),
+            _ => {
+                let expected = r[0] as u32;
+                let (Ok(old) | Err(old)) =
+                    cell.compare_exchange(expected, src, Ordering::SeqCst, Ordering::SeqCst);
+                r[0] = u64::from(old);
+                return Ok(());
+            }
+        };
+        if fetch {
+            r[x] = u64::from(old);
+        }
+    } else {
+        atomic_target::<COUNT>(addr, 8, mem, stats)?;
+        // SAFETY: aligned, and the word is mapped and writable.
+        let cell = unsafe { AtomicU64::from_ptr(ptr::with_exposed_provenance_mut(addr as usize)) };
+        let src = r[x];
+        let old = match op & !atomic::FETCH {
+            atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
+            atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
+            atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
+            atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
+            0xe0 => cell.swap(src, Ordering::SeqCst),
+            _ => {
+                let (Ok(old) | Err(old)) =
+                    cell.compare_exchange(r[0], src, Ordering::SeqCst, Ordering::SeqCst);
+                r[0] = old;
+                return Ok(());
+            }
+        };
+        if fetch {
+            r[x] = old;
+        }
+    }
+    Ok(())
+}
+
+/// `ldabs`/`ldind`: a big-endian load from the packet; `None` when the
+/// offset is outside the packet, which ends the program with 0 as in the
+/// kernel.
+#[inline(never)]
+fn legacy_load<const COUNT: bool>(
+    s: &Slot,
+    r: &Regs,
+    mem: &Memory<'_>,
+    stats: &mut Stats,
+) -> Result<Option<u64>, VmErrorKind> {
+    let packet = mem.packet().ok_or(VmErrorKind::NoPacket)?;
+    let indirect = matches!(s.op, Op::LdIndB | Op::LdIndH | Op::LdIndW);
+    let base = if indirect {
+        r[(s.src & 15) as usize] as i32
+    } else {
+        0
+    };
+    let off = base.wrapping_add(s.imm as i32);
+    let size: u64 = match s.op {
+        Op::LdAbsB | Op::LdIndB => 1,
+        Op::LdAbsH | Op::LdIndH => 2,
+        _ => 4,
+    };
+    if off < 0 || off as u64 + size > packet.len {
+        return Ok(None);
+    }
+    if COUNT {
+        stats.loads[RegionKind::Packet as usize] += 1;
+    }
+    let bytes = mem
+        .read(packet.start + off as u64, size as usize)
+        .map_err(VmErrorKind::Memory)?;
+    Ok(Some(
+        bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),
+    ))
 }
 
 #[inline(always)]

@@ -180,30 +180,36 @@ impl<'a> Memory<'a> {
             .find(|r| r.kind == RegionKind::Packet)
     }
 
-    /// The region that holds `[addr, addr + size)` for this access.
+    /// The kind of region that holds `[addr, addr + size)` for this access,
+    /// or `None` (then [`Memory::fault`] explains why).
     #[inline(always)]
+    pub(crate) fn find(&self, addr: u64, size: u64, access: Access) -> Option<RegionKind> {
+        if self.stack.contains(addr, size) {
+            return Some(RegionKind::Stack);
+        }
+        for r in &self.regions {
+            if r.contains(addr, size) {
+                return (access == Access::Read || r.writable).then_some(r.kind);
+            }
+        }
+        None
+    }
+
+    /// Like [`Memory::find`], with the reason on failure.
     pub(crate) fn check(
         &self,
         addr: u64,
         size: u64,
         access: Access,
     ) -> Result<RegionKind, MemFault> {
-        if self.stack.contains(addr, size) {
-            return Ok(RegionKind::Stack);
-        }
-        for r in &self.regions {
-            if r.contains(addr, size) {
-                if access == Access::Write && !r.writable {
-                    return Err(self.fault(addr, size, access));
-                }
-                return Ok(r.kind);
-            }
-        }
-        Err(self.fault(addr, size, access))
+        self.find(addr, size, access)
+            .ok_or_else(|| self.fault(addr, size, access))
     }
 
+    /// Why an access that [`Memory::find`] refused is refused.
     #[cold]
-    fn fault(&self, addr: u64, size: u64, access: Access) -> MemFault {
+    #[inline(never)]
+    pub(crate) fn fault(&self, addr: u64, size: u64, access: Access) -> MemFault {
         let all = || {
             std::iter::once(&self.stack)
                 .chain(&self.regions)
