@@ -9,6 +9,8 @@
 //! assert_eq!(insns[0].to_string(), "mov32 %r0, 1");
 //! ```
 
+#[cfg(feature = "proptest")]
+pub mod arbitrary;
 pub mod asm;
 pub mod decode;
 pub mod disasm;

@@ -1,6 +1,6 @@
 //! Encoding, decoding, disassembly and assembly are exact inverses.
 
-mod strategy;
+use isa::arbitrary as strategy;
 
 use isa::*;
 use proptest::prelude::*;

@@ -6,7 +6,7 @@
 //! `cargo bench -p vm --bench interp`
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use std::hint::black_box;
 
@@ -51,12 +51,17 @@ fn criterion_dir() -> PathBuf {
     }
 }
 
-/// Criterion's median estimate in ns for one benchmark, if it ran.
-fn median_ns(group: &str, id: &str) -> Option<f64> {
+/// Criterion's median estimate in ns for one benchmark, if it ran in this
+/// process (estimates left on disk by earlier runs are ignored: ratios are
+/// only meaningful between measurements taken together).
+fn median_ns(group: &str, id: &str, since: SystemTime) -> Option<f64> {
     let path = criterion_dir()
         .join(group)
         .join(id)
         .join("new/estimates.json");
+    if std::fs::metadata(&path).and_then(|m| m.modified()).ok()? < since {
+        return None;
+    }
     let text = std::fs::read_to_string(path).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v["median"]["point_estimate"].as_f64()
@@ -65,6 +70,7 @@ fn median_ns(group: &str, id: &str) -> Option<f64> {
 const ENGINES: [&str; 4] = ["sluice", "sluice-counting", "rbpf", "rbpf-jit"];
 
 fn main() {
+    let started = SystemTime::now();
     let mut c = Criterion::default()
         .output_directory(&criterion_dir())
         .warm_up_time(Duration::from_millis(500))
@@ -148,7 +154,7 @@ fn main() {
     for (case, insns) in CASES.iter().zip(&insns_per_run) {
         let per_insn: Vec<Option<f64>> = ENGINES
             .iter()
-            .map(|e| median_ns(case.name, e).map(|ns| ns / *insns as f64))
+            .map(|e| median_ns(case.name, e, started).map(|ns| ns / *insns as f64))
             .collect();
         let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
         let ratio = match (per_insn[0], per_insn[2]) {

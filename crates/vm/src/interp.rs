@@ -47,6 +47,10 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
+        // Each frame starts zeroed, so a run never sees bytes an earlier run
+        // (or an earlier callee) left behind: replays are deterministic even
+        // for programs that read stack they did not write.
+        self.stack.0[MAX_FRAMES - 1] = [0; STACK_SIZE / 8];
         let stack_bottom = self.stack.0.as_mut_ptr().expose_provenance() as u64;
         let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
         mem.stack.start = stack_top - STACK_SIZE as u64;
@@ -280,9 +284,16 @@ impl<E> Vm<E> {
                         saved: [r[6], r[7], r[8], r[9]],
                     };
                     depth += 1;
-                    r[10] -= STACK_SIZE as u64;
+                    r[10] = stack_top - (STACK_SIZE * depth) as u64;
                     mem.stack.start -= STACK_SIZE as u64;
                     mem.stack.len += STACK_SIZE as u64;
+                    // SAFETY: the new frame is frame `depth` of the VM's own
+                    // stack (depth < MAX_FRAMES), which nothing borrows.
+                    unsafe {
+                        *ptr::with_exposed_provenance_mut::<[u64; STACK_SIZE / 8]>(
+                            mem.stack.start as usize,
+                        ) = [0; STACK_SIZE / 8];
+                    }
                     pc = target;
                 }
                 Op::Exit => {
@@ -292,7 +303,7 @@ impl<E> Vm<E> {
                     depth -= 1;
                     let f = frames[depth];
                     r[6..10].copy_from_slice(&f.saved);
-                    r[10] += STACK_SIZE as u64;
+                    r[10] = stack_top - (STACK_SIZE * depth) as u64;
                     mem.stack.start += STACK_SIZE as u64;
                     mem.stack.len -= STACK_SIZE as u64;
                     pc = f.return_pc;

@@ -72,8 +72,10 @@ pub struct RunResult {
     pub stats: Stats,
 }
 
-#[repr(C, align(16))]
-struct StackMem([u8; STACK_SIZE * MAX_FRAMES]);
+/// The VM's stack: `MAX_FRAMES` frames of `STACK_SIZE` bytes, frame 0 at
+/// the top. Words rather than bytes so a frame is zeroed with wide stores.
+#[repr(C, align(64))]
+pub(crate) struct StackMem(pub(crate) [[u64; STACK_SIZE / 8]; MAX_FRAMES]);
 
 /// A loaded program with its helpers, ready to run any number of times.
 pub struct Vm<E> {
@@ -103,7 +105,7 @@ impl<E> Vm<E> {
         Ok(Vm {
             program,
             helpers: helpers.clone(),
-            stack: Box::new(StackMem([0; STACK_SIZE * MAX_FRAMES])),
+            stack: Box::new(StackMem([[0; STACK_SIZE / 8]; MAX_FRAMES])),
             budget: DEFAULT_BUDGET,
         })
     }

@@ -24,6 +24,8 @@ pub enum LoadError {
         text: String,
         target: usize,
     },
+    #[error("instruction {pc} ({text}): r10 is the read-only frame pointer")]
+    WritesFramePointer { pc: usize, text: String },
     #[error(
         "instruction {pc} ({text}): {what} must be resolved by an object loader before the program can run"
     )]
@@ -74,6 +76,12 @@ impl Program {
         }
         let mut slots = Vec::with_capacity(len + 1);
         for (pc, insn) in isa::with_pcs(&insns) {
+            if writes_frame_pointer(insn) {
+                return Err(LoadError::WritesFramePointer {
+                    pc,
+                    text: insn.to_string(),
+                });
+            }
             let target = match insn.branch_offset() {
                 Some(off) => {
                     let t = pc as i64 + 1 + off;
@@ -148,6 +156,20 @@ impl Program {
                 Insn::Call(CallTarget::Helper(id)) => Some((pc, i64::from(*id))),
                 _ => None,
             })
+    }
+}
+
+/// Whether the instruction assigns r10 (the frame pointer is read-only).
+fn writes_frame_pointer(insn: &Insn) -> bool {
+    let fp = isa::Reg::FP;
+    match *insn {
+        Insn::Alu { dst, .. }
+        | Insn::Neg { dst, .. }
+        | Insn::Endian { dst, .. }
+        | Insn::Lddw { dst, .. }
+        | Insn::Load { dst, .. } => dst == fp,
+        Insn::Atomic { fetch, src, op, .. } => fetch && src == fp && op != isa::AtomicOp::CmpXchg,
+        _ => false,
     }
 }
 

@@ -319,6 +319,30 @@ fn load_rejects_bad_branches_and_unresolved_references() {
         LoadError::Unresolved { .. }
     ));
     assert_eq!(Program::new(vec![]).unwrap_err(), LoadError::Empty);
+    for text in [
+        "mov %r10, 0",
+        "add %r10, 8",
+        "ldxdw %r10, [%r1]",
+        "lddw %r10, 1",
+        "neg %r10",
+        "be16 %r10",
+        "lock fetch add [%r1], %r10",
+    ] {
+        let e = load_err(&format!("{text}\nexit"));
+        assert!(
+            matches!(e, LoadError::WritesFramePointer { pc: 0, .. }),
+            "{text}: {e}"
+        );
+        assert!(e.to_string().contains("read-only frame pointer"), "{e}");
+    }
+    // Reading r10 and storing through it is what programs do.
+    assert!(
+        Program::new(
+            isa::assemble("mov %r1, %r10\nstxdw [%r10-8], %r10\nlock add [%r10-8], %r10\nexit")
+                .unwrap()
+        )
+        .is_ok()
+    );
     let msg = load_err("ja +5\nexit").to_string();
     assert!(
         msg.contains("instruction 0 (ja +5)") && msg.contains("outside the program"),

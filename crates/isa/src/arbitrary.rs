@@ -1,6 +1,7 @@
-//! Proptest strategies that produce every valid instruction form.
+//! Proptest strategies that produce every valid instruction form (feature
+//! `proptest`), for property tests here and in the crates built on this one.
 
-use isa::*;
+use crate::*;
 use proptest::prelude::*;
 
 pub fn reg() -> impl Strategy<Value = Reg> {
