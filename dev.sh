@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The sluice developer entry point. Every command first sets up what it needs
+# (idempotent; quick when everything is already there).
+#
+#   ./dev.sh demo    run the main job end to end on the embedded default
+#   ./dev.sh test    run the whole test suite (what CI runs)
+#   ./dev.sh setup   only install the system packages and the Rust toolchain
+#   ./dev.sh bench   run the benchmarks
+#   ./dev.sh fuzz    run every fuzz target briefly (needs the nightly toolchain)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian 12 packages: a C toolchain for Rust's linker, clang/LLVM 19 (and 14)
+# to build eBPF programs, libbpf/libelf/zlib for the kernel backend, libpcap
+# for capture filters, bpftool and iproute2 for kernel tests.
+APT_PACKAGES=(
+    build-essential pkg-config curl ca-certificates git
+    clang-19 llvm-19 clang-14
+    libbpf-dev libelf-dev zlib1g-dev libpcap-dev
+    bpftool iproute2 tcpdump
+)
+RUST_TOOLCHAIN=1.95.0
+
+say() { printf '[dev.sh] %s\n' "$*" >&2; }
+
+setup_apt() {
+    local missing=()
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    say "installing Debian packages: ${missing[*]}"
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+setup_rust() {
+    if ! command -v rustup >/dev/null 2>&1; then
+        if [ -x "$HOME/.cargo/bin/rustup" ]; then
+            export PATH="$HOME/.cargo/bin:$PATH"
+        else
+            say "installing rustup and Rust $RUST_TOOLCHAIN"
+            curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
+                sh -s -- -y --profile minimal --default-toolchain none
+            export PATH="$HOME/.cargo/bin:$PATH"
+        fi
+    fi
+    # rust-toolchain.toml pins the version; make sure it and its components exist.
+    if ! rustup run "$RUST_TOOLCHAIN" cargo clippy --version >/dev/null 2>&1 ||
+        ! rustup run "$RUST_TOOLCHAIN" cargo fmt --version >/dev/null 2>&1; then
+        say "installing Rust $RUST_TOOLCHAIN with rustfmt and clippy"
+        rustup toolchain install "$RUST_TOOLCHAIN" --profile minimal --component rustfmt clippy
+    fi
+}
+
+setup() {
+    setup_apt
+    setup_rust
+}
+
+cmd=${1:-help}
+case "$cmd" in
+setup)
+    setup
+    ;;
+demo)
+    setup
+    cargo build --release -q -p sluice
+    ./target/release/sluice demo
+    ;;
+test)
+    setup
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+    cargo test --workspace --locked
+    ;;
+bench)
+    setup
+    cargo bench -p vm --bench interp
+    ;;
+fuzz)
+    setup
+    command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+    for t in decode assemble interp elf; do
+        (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-60}")
+    done
+    ;;
+*)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    [ "$cmd" = help ] || exit 2
+    ;;
+esac
