@@ -75,6 +75,8 @@ test)
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets --locked -- -D warnings
     cargo test --workspace --locked
+    # The suite's summary line, visible in CI logs (the test above asserts it).
+    cargo run -q --locked -p sluice -- conformance "${SLUICE_CONFORMANCE_DIR:-../shared/conformance/bpf_conformance/tests}" | tail -n 1
     ;;
 bench)
     setup
