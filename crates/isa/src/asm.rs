@@ -126,37 +126,11 @@ fn is_ident(s: &str) -> bool {
 
 /// Puts a resolved branch offset into a parsed instruction.
 fn with_branch_offset(insn: Insn, off: i64) -> R<Insn> {
-    let off16 = || {
-        i16::try_from(off).map_err(|_| {
+    insn.with_branch_offset(off).ok_or_else(|| match insn {
+        Insn::Ja { .. } | Insn::Jmp { .. } => {
             format!("jump of {off} slots does not fit the 16-bit offset (use ja32 for far jumps)")
-        })
-    };
-    let off32 = || i32::try_from(off).map_err(|_| format!("offset {off} does not fit 32 bits"));
-    Ok(match insn {
-        Insn::Ja { .. } => Insn::Ja { off: off16()? },
-        Insn::Jmp {
-            width,
-            cond,
-            dst,
-            src,
-            ..
-        } => Insn::Jmp {
-            width,
-            cond,
-            dst,
-            src,
-            off: off16()?,
-        },
-        Insn::Ja32 { .. } => Insn::Ja32 { off: off32()? },
-        Insn::Call(CallTarget::Local(_)) => Insn::Call(CallTarget::Local(off32()?)),
-        Insn::Lddw {
-            dst,
-            value: Lddw::Func(_),
-        } => Insn::Lddw {
-            dst,
-            value: Lddw::Func(off32()?),
-        },
-        other => other,
+        }
+        _ => format!("offset {off} does not fit 32 bits"),
     })
 }
 

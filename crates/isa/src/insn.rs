@@ -367,6 +367,41 @@ impl Insn {
         }
     }
 
+    /// The same instruction branching `off` slots from the next one, or
+    /// `None` if it does not branch or `off` does not fit its field (16 bits
+    /// for `ja` and conditional jumps, 32 for `ja32`, local calls and `lddw`
+    /// function addresses).
+    pub fn with_branch_offset(&self, off: i64) -> Option<Insn> {
+        let off16 = i16::try_from(off).ok();
+        let off32 = i32::try_from(off).ok();
+        Some(match *self {
+            Insn::Ja { .. } => Insn::Ja { off: off16? },
+            Insn::Jmp {
+                width,
+                cond,
+                dst,
+                src,
+                ..
+            } => Insn::Jmp {
+                width,
+                cond,
+                dst,
+                src,
+                off: off16?,
+            },
+            Insn::Ja32 { .. } => Insn::Ja32 { off: off32? },
+            Insn::Call(CallTarget::Local(_)) => Insn::Call(CallTarget::Local(off32?)),
+            Insn::Lddw {
+                dst,
+                value: Lddw::Func(_),
+            } => Insn::Lddw {
+                dst,
+                value: Lddw::Func(off32?),
+            },
+            _ => return None,
+        })
+    }
+
     /// Whether execution never continues with the next slot.
     pub fn is_terminator(&self) -> bool {
         matches!(self, Insn::Exit | Insn::Ja { .. } | Insn::Ja32 { .. })

@@ -372,13 +372,76 @@ fn call_helper<E>(
     Ok(())
 }
 
-/// Checks an atomic access: naturally aligned, mapped and writable.
-fn atomic_target<const COUNT: bool>(
-    addr: u64,
-    size: u64,
+/// The host atomics behind the 32- and 64-bit atomic instructions.
+trait Atom {
+    type V: Copy;
+    /// # Safety
+    /// `addr` must be naturally aligned, mapped and writable for the
+    /// duration of the returned borrow.
+    unsafe fn at<'a>(addr: u64) -> &'a Self;
+    fn from_reg(v: u64) -> Self::V;
+    fn to_reg(v: Self::V) -> u64;
+    fn rmw(&self, op: i32, v: Self::V) -> Self::V;
+    fn cmpxchg(&self, expected: Self::V, new: Self::V) -> Self::V;
+}
+
+macro_rules! atom {
+    ($atomic:ty, $v:ty) => {
+        impl Atom for $atomic {
+            type V = $v;
+            unsafe fn at<'a>(addr: u64) -> &'a Self {
+                // SAFETY: the caller guarantees alignment and validity.
+                unsafe { <$atomic>::from_ptr(ptr::with_exposed_provenance_mut(addr as usize)) }
+            }
+            fn from_reg(v: u64) -> $v {
+                v as $v
+            }
+            fn to_reg(v: $v) -> u64 {
+                u64::from(v)
+            }
+            fn rmw(&self, op: i32, v: $v) -> $v {
+                match op & !atomic::FETCH {
+                    atomic::ADD => self.fetch_add(v, Ordering::SeqCst),
+                    atomic::OR => self.fetch_or(v, Ordering::SeqCst),
+                    atomic::AND => self.fetch_and(v, Ordering::SeqCst),
+                    atomic::XOR => self.fetch_xor(v, Ordering::SeqCst),
+                    _ => self.swap(v, Ordering::SeqCst),
+                }
+            }
+            fn cmpxchg(&self, expected: $v, new: $v) -> $v {
+                let (Ok(old) | Err(old)) =
+                    self.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst);
+                old
+            }
+        }
+    };
+}
+atom!(AtomicU32, u32);
+atom!(AtomicU64, u64);
+
+#[inline(never)]
+fn atomic_op<const COUNT: bool>(
+    s: &Slot,
+    r: &mut Regs,
     mem: &Memory<'_>,
     stats: &mut Stats,
 ) -> Result<(), VmErrorKind> {
+    if s.op == Op::Atomic32 {
+        atomic_on::<AtomicU32, COUNT>(s, r, mem, stats)
+    } else {
+        atomic_on::<AtomicU64, COUNT>(s, r, mem, stats)
+    }
+}
+
+fn atomic_on<A: Atom, const COUNT: bool>(
+    s: &Slot,
+    r: &mut Regs,
+    mem: &Memory<'_>,
+    stats: &mut Stats,
+) -> Result<(), VmErrorKind> {
+    let (d, x) = ((s.dst & 15) as usize, (s.src & 15) as usize);
+    let addr = r[d].wrapping_add(s.off as i64 as u64);
+    let size = size_of::<A::V>() as u64;
     if !addr.is_multiple_of(size) {
         return Err(VmErrorKind::MisalignedAtomic { addr, size });
     }
@@ -389,62 +452,16 @@ fn atomic_target<const COUNT: bool>(
         stats.loads[kind as usize] += 1;
         stats.stores[kind as usize] += 1;
     }
-    Ok(())
-}
-
-#[inline(never)]
-fn atomic_op<const COUNT: bool>(
-    s: &Slot,
-    r: &mut Regs,
-    mem: &Memory<'_>,
-    stats: &mut Stats,
-) -> Result<(), VmErrorKind> {
-    let (d, x) = ((s.dst & 15) as usize, (s.src & 15) as usize);
-    let addr = r[d].wrapping_add(s.off as i64 as u64);
+    // SAFETY: aligned (checked above), and `check` proved the word is
+    // mapped and writable.
+    let cell = unsafe { A::at(addr) };
     let op = s.imm as i32;
-    let fetch = op & atomic::FETCH != 0;
-    if s.op == Op::Atomic32 {
-        atomic_target::<COUNT>(addr, 4, mem, stats)?;
-        // SAFETY: aligned, and the word is mapped and writable.
-        let cell = unsafe { AtomicU32::from_ptr(ptr::with_exposed_provenance_mut(addr as usize)) };
-        let src = r[x] as u32;
-        let old = match op & !atomic::FETCH {
-            atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
-            atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
-            atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
-            atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
-            0xe0 => cell.swap(src, Ordering::SeqCst),
-            _ => {
-                let expected = r[0] as u32;
-                let (Ok(old) | Err(old)) =
-                    cell.compare_exchange(expected, src, Ordering::SeqCst, Ordering::SeqCst);
-                r[0] = u64::from(old);
-                return Ok(());
-            }
-        };
-        if fetch {
-            r[x] = u64::from(old);
-        }
+    if op == atomic::CMPXCHG {
+        r[0] = A::to_reg(cell.cmpxchg(A::from_reg(r[0]), A::from_reg(r[x])));
     } else {
-        atomic_target::<COUNT>(addr, 8, mem, stats)?;
-        // SAFETY: aligned, and the word is mapped and writable.
-        let cell = unsafe { AtomicU64::from_ptr(ptr::with_exposed_provenance_mut(addr as usize)) };
-        let src = r[x];
-        let old = match op & !atomic::FETCH {
-            atomic::ADD => cell.fetch_add(src, Ordering::SeqCst),
-            atomic::OR => cell.fetch_or(src, Ordering::SeqCst),
-            atomic::AND => cell.fetch_and(src, Ordering::SeqCst),
-            atomic::XOR => cell.fetch_xor(src, Ordering::SeqCst),
-            0xe0 => cell.swap(src, Ordering::SeqCst),
-            _ => {
-                let (Ok(old) | Err(old)) =
-                    cell.compare_exchange(r[0], src, Ordering::SeqCst, Ordering::SeqCst);
-                r[0] = old;
-                return Ok(());
-            }
-        };
-        if fetch {
-            r[x] = old;
+        let old = cell.rmw(op, A::from_reg(r[x]));
+        if op & atomic::FETCH != 0 {
+            r[x] = A::to_reg(old);
         }
     }
     Ok(())

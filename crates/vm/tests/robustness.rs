@@ -26,23 +26,11 @@ fn shape(insns: Vec<Insn>, knobs: &[u16]) -> Vec<Insn> {
                 (Reg::R1, i16::try_from(k % 16).unwrap())
             };
             let biased = k % 5 != 0;
+            let is_lddw = matches!(insn, Insn::Lddw { .. });
+            if let Some(branch) = insn.with_branch_offset(target).filter(|_| !is_lddw) {
+                return branch;
+            }
             match insn {
-                Insn::Ja { .. } => Insn::Ja { off: target as i16 },
-                Insn::Ja32 { .. } => Insn::Ja32 { off: target as i32 },
-                Insn::Jmp {
-                    width,
-                    cond,
-                    dst,
-                    src,
-                    ..
-                } => Insn::Jmp {
-                    width,
-                    cond,
-                    dst,
-                    src,
-                    off: target as i16,
-                },
-                Insn::Call(CallTarget::Local(_)) => Insn::Call(CallTarget::Local(target as i32)),
                 Insn::Call(_) => Insn::Call(CallTarget::Helper([5, 7, 8][usize::from(k % 3)])),
                 Insn::Lddw {
                     dst,
