@@ -303,33 +303,19 @@ fn lower(pc: usize, insn: &Insn, target: i32) -> Result<Slot, LoadError> {
         },
         Insn::Atomic {
             size,
-            op,
-            fetch,
             dst,
             src,
             off,
+            ..
         } => {
-            let (raws, _) = Insn::Atomic {
-                size,
-                op,
-                fetch,
-                dst,
-                src,
-                off,
-            }
-            .to_raw();
+            // The operation stays encoded in the immediate, as in the ISA.
+            let imm = insn.to_raw().0[0].imm;
             let code = if size == Size::W {
                 Op::Atomic32
             } else {
                 Op::Atomic64
             };
-            slot(
-                code,
-                dst.number(),
-                src.number(),
-                off.into(),
-                raws[0].imm.into(),
-            )
+            slot(code, dst.number(), src.number(), off.into(), imm.into())
         }
         Insn::LdAbs { size, imm } => {
             let op = match size {
