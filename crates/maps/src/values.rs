@@ -1,0 +1,83 @@
+//! Value storage: `slots x cpus` elements of `round_up(value_size, 8)`
+//! bytes in one arena, the kernel's per-element stride.
+
+use crate::arena::Arena;
+
+pub struct Values {
+    pub arena: Arena,
+    pub value_size: usize,
+    /// Bytes per element (value size rounded up to 8).
+    pub elem: usize,
+    /// Copies per slot: the CPU count for per-CPU maps, else 1.
+    pub copies: usize,
+}
+
+impl Values {
+    pub fn new(slots: usize, value_size: usize, copies: usize) -> Values {
+        let elem = value_size.div_ceil(8) * 8;
+        Values {
+            arena: Arena::new(slots * copies * elem),
+            value_size,
+            elem,
+            copies,
+        }
+    }
+
+    fn off(&self, slot: u32, copy: usize) -> usize {
+        (slot as usize * self.copies + copy) * self.elem
+    }
+
+    /// Program address of a slot's value for `cpu`.
+    pub fn addr(&self, slot: u32, cpu: u32) -> u64 {
+        self.arena.addr(self.off(slot, cpu as usize % self.copies))
+    }
+
+    pub fn get(&self, slot: u32, cpu: u32) -> &[u8] {
+        self.arena
+            .read(self.off(slot, cpu as usize % self.copies), self.value_size)
+    }
+
+    /// All copies as user space sees them: each rounded up to 8 bytes.
+    pub fn get_all(&self, slot: u32) -> Vec<u8> {
+        self.arena
+            .read(self.off(slot, 0), self.elem * self.copies)
+            .to_vec()
+    }
+
+    pub fn set(&mut self, slot: u32, cpu: u32, value: &[u8]) {
+        let off = self.off(slot, cpu as usize % self.copies);
+        self.arena.write(off, &value[..self.value_size]);
+    }
+
+    /// Sets every copy from user-space layout (`copies` values of `elem` bytes).
+    pub fn set_all(&mut self, slot: u32, values: &[u8]) {
+        for c in 0..self.copies {
+            let src = &values[c * self.elem..c * self.elem + self.value_size];
+            let off = self.off(slot, c);
+            self.arena.write(off, src);
+        }
+    }
+
+    /// A program's update of a per-CPU element: its CPU gets the value; a
+    /// new element's other copies are zeroed, as the kernel does.
+    pub fn set_from_prog(&mut self, slot: u32, cpu: u32, value: &[u8], fresh: bool) {
+        if fresh {
+            self.clear(slot);
+        }
+        self.set(slot, cpu, value);
+    }
+
+    pub fn clear(&mut self, slot: u32) {
+        let off = self.off(slot, 0);
+        self.arena.zero(off, self.elem * self.copies);
+    }
+
+    /// Bytes user space passes for one element: all copies for per-CPU maps.
+    pub fn user_len(&self) -> usize {
+        if self.copies > 1 {
+            self.elem * self.copies
+        } else {
+            self.value_size
+        }
+    }
+}
