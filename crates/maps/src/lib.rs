@@ -185,7 +185,8 @@ impl Map {
                 }
             }
         }
-        let bytes = u64::from(n) * (u64::from(v).div_ceil(8) * 8) * copies as u64;
+        // Values of every slot and CPU, plus about 32 bytes of bookkeeping per slot.
+        let bytes = u64::from(n) * ((u64::from(v).div_ceil(8) * 8) * copies as u64 + 32);
         need(
             &format!("needs {bytes} bytes of values, more than sluice allocates ({MAX_MAP_BYTES})"),
             bytes <= MAX_MAP_BYTES,

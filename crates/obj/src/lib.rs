@@ -1,14 +1,26 @@
-//! eBPF ELF objects as clang (`-target bpf`) writes them.
+//! eBPF ELF objects as clang (`-target bpf`) writes them and libbpf reads
+//! them: program sections and their types, BTF, BTF-defined and legacy
+//! maps, global data, relocations, subprogram linking and line info.
 //!
-//! This crate reads the executable sections of an object (one per program
-//! section, plus `.text` for subprograms) and the function symbols in them.
-//! Maps, BTF, global data and relocations are the object-loading issue's
-//! work; until then [`ElfObject::programs`] returns instructions as they are
-//! in the file.
+//! [`Object::parse`] gives every program of an object linked and ready for
+//! a VM; [`ElfObject`] gives the raw executable sections (for disassembly).
 
-use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+mod btf;
+mod btf_ext;
+mod kind;
+mod load;
+mod mapdef;
+mod reader;
 
-/// Why an object cannot be read; each names the part of the file at fault.
+pub use btf::{Btf, BtfError, Kind as BtfKind, Member, TypeId};
+pub use btf_ext::{BtfExt, CoreRelo, LineRecord};
+pub use kind::{ProgramKind, XdpAttach};
+pub use load::{GlobalVar, Line, Object, Program};
+pub use mapdef::{InitialRef, MapDef, MapOrigin};
+
+use object::{Object as _, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+
+/// Why an object cannot be loaded; each names the part of the file at fault.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum ObjError {
     #[error("not an ELF file (bad magic)")]
@@ -21,9 +33,54 @@ pub enum ObjError {
     BigEndian,
     #[error("section {section}: {size} bytes is not a whole number of 8-byte instructions")]
     RaggedSection { section: String, size: usize },
+    #[error("{0}")]
+    Btf(#[from] BtfError),
+    #[error(".BTF.ext: {0}")]
+    BtfExt(String),
+    #[error("map {name}: {reason}")]
+    Map { name: String, reason: String },
+    #[error("relocation at offset {offset} of section {section}: {reason}")]
+    Relocation {
+        section: String,
+        offset: u64,
+        reason: String,
+    },
+    #[error("program {name} (section {section}): {reason}")]
+    Program {
+        section: String,
+        name: String,
+        reason: String,
+    },
+    #[error("the object has no programs")]
+    NoPrograms,
 }
 
-/// One executable section.
+/// Whether `data` starts like an ELF file.
+pub fn is_elf(data: &[u8]) -> bool {
+    data.starts_with(b"\x7fELF")
+}
+
+fn check_machine(file: &object::File) -> Result<(), ObjError> {
+    if file.architecture() != object::Architecture::Bpf {
+        return Err(ObjError::WrongMachine(format!("{:?}", file.architecture())));
+    }
+    if !file.is_little_endian() {
+        return Err(ObjError::BigEndian);
+    }
+    Ok(())
+}
+
+impl Object {
+    /// Loads an object: every program linked, every map described.
+    pub fn parse(data: &[u8]) -> Result<Object, ObjError> {
+        if !is_elf(data) {
+            return Err(ObjError::NotElf);
+        }
+        load::parse(data)
+    }
+}
+
+/// One executable section as it is in the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgramSection {
     /// Section name, e.g. `xdp` or `.text`.
@@ -34,15 +91,10 @@ pub struct ProgramSection {
     pub functions: Vec<(String, usize)>,
 }
 
-/// A parsed object.
+/// The executable sections of an object, unlinked.
 #[derive(Clone, Debug)]
 pub struct ElfObject {
     programs: Vec<ProgramSection>,
-}
-
-/// Whether `data` starts like an ELF file.
-pub fn is_elf(data: &[u8]) -> bool {
-    data.starts_with(b"\x7fELF")
 }
 
 impl ElfObject {
@@ -51,12 +103,7 @@ impl ElfObject {
             return Err(ObjError::NotElf);
         }
         let file = object::File::parse(data).map_err(|e| ObjError::Malformed(e.to_string()))?;
-        if file.architecture() != object::Architecture::Bpf {
-            return Err(ObjError::WrongMachine(format!("{:?}", file.architecture())));
-        }
-        if !file.is_little_endian() {
-            return Err(ObjError::BigEndian);
-        }
+        check_machine(&file)?;
         let mut programs = Vec::new();
         for section in file.sections() {
             if section.kind() != SectionKind::Text {

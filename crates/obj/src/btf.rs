@@ -1,0 +1,508 @@
+//! BPF Type Format: the `.BTF` section's types and strings.
+//!
+//! Every type reference is checked when the section is parsed, and every
+//! walk through modifiers and typedefs is bounded, so malformed or hostile
+//! BTF (dangling ids, reference loops) is an error, never a hang or panic.
+
+use crate::reader::{Reader, cstr};
+
+/// Why `.BTF` cannot be read.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum BtfError {
+    #[error(".BTF: {0}")]
+    Malformed(String),
+    #[error(".BTF type {id} ({what}) refers to type {target}, but there are only {count} types")]
+    Dangling {
+        id: u32,
+        what: &'static str,
+        target: u32,
+        count: usize,
+    },
+    #[error(".BTF type {0} is part of a reference loop")]
+    Loop(u32),
+}
+
+/// A BTF type id; 0 is `void`.
+pub type TypeId = u32;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub ty: TypeId,
+    /// Offset from the start of the struct, in bits.
+    pub bit_offset: u32,
+    /// Width of a bitfield, 0 for a plain member.
+    pub bitfield_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarSecinfo {
+    pub ty: TypeId,
+    pub offset: u32,
+    pub size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Void,
+    Int {
+        size: u32,
+        signed: bool,
+        bits: u32,
+        offset: u32,
+    },
+    Ptr(TypeId),
+    Array {
+        elem: TypeId,
+        index: TypeId,
+        nelems: u32,
+    },
+    Struct {
+        size: u32,
+        members: Vec<Member>,
+    },
+    Union {
+        size: u32,
+        members: Vec<Member>,
+    },
+    /// ENUM and ENUM64.
+    Enum {
+        size: u32,
+        signed: bool,
+        values: Vec<(String, i64)>,
+    },
+    Fwd {
+        union: bool,
+    },
+    Typedef(TypeId),
+    Volatile(TypeId),
+    Const(TypeId),
+    Restrict(TypeId),
+    Func {
+        proto: TypeId,
+        linkage: u32,
+    },
+    FuncProto {
+        ret: TypeId,
+        params: Vec<(String, TypeId)>,
+    },
+    Var {
+        ty: TypeId,
+        linkage: u32,
+    },
+    Datasec {
+        size: u32,
+        vars: Vec<VarSecinfo>,
+    },
+    Float {
+        size: u32,
+    },
+    DeclTag {
+        ty: TypeId,
+        component: i32,
+    },
+    TypeTag(TypeId),
+}
+
+impl Kind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Void => "void",
+            Kind::Int { .. } => "int",
+            Kind::Ptr(_) => "ptr",
+            Kind::Array { .. } => "array",
+            Kind::Struct { .. } => "struct",
+            Kind::Union { .. } => "union",
+            Kind::Enum { .. } => "enum",
+            Kind::Fwd { .. } => "fwd",
+            Kind::Typedef(_) => "typedef",
+            Kind::Volatile(_) => "volatile",
+            Kind::Const(_) => "const",
+            Kind::Restrict(_) => "restrict",
+            Kind::Func { .. } => "func",
+            Kind::FuncProto { .. } => "func_proto",
+            Kind::Var { .. } => "var",
+            Kind::Datasec { .. } => "datasec",
+            Kind::Float { .. } => "float",
+            Kind::DeclTag { .. } => "decl_tag",
+            Kind::TypeTag(_) => "type_tag",
+        }
+    }
+
+    /// Types this one refers to, for validation.
+    fn refs(&self) -> Vec<TypeId> {
+        match self {
+            Kind::Ptr(t)
+            | Kind::Typedef(t)
+            | Kind::Volatile(t)
+            | Kind::Const(t)
+            | Kind::Restrict(t)
+            | Kind::TypeTag(t) => vec![*t],
+            Kind::Array { elem, index, .. } => vec![*elem, *index],
+            Kind::Struct { members, .. } | Kind::Union { members, .. } => {
+                members.iter().map(|m| m.ty).collect()
+            }
+            Kind::Func { proto, .. } => vec![*proto],
+            Kind::FuncProto { ret, params } => std::iter::once(*ret)
+                .chain(params.iter().map(|p| p.1))
+                .collect(),
+            Kind::Var { ty, .. } | Kind::DeclTag { ty, .. } => vec![*ty],
+            Kind::Datasec { vars, .. } => vars.iter().map(|v| v.ty).collect(),
+            Kind::Void
+            | Kind::Int { .. }
+            | Kind::Enum { .. }
+            | Kind::Fwd { .. }
+            | Kind::Float { .. } => vec![],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Type {
+    pub name: String,
+    pub kind: Kind,
+}
+
+/// Parsed `.BTF`.
+#[derive(Clone, Debug)]
+pub struct Btf {
+    types: Vec<Type>,
+}
+
+/// How many modifier/typedef links a walk may follow before it is a loop.
+const MAX_CHAIN: usize = 64;
+
+impl Btf {
+    pub fn parse(data: &[u8]) -> Result<Btf, BtfError> {
+        let bad = |m: String| BtfError::Malformed(m);
+        let mut r = Reader::new(data);
+        let short = |e: crate::reader::Short| {
+            bad(format!(
+                "truncated header (needs {} bytes at {})",
+                e.want, e.at
+            ))
+        };
+        let magic = r.u16().map_err(short)?;
+        if magic != 0xeb9f {
+            return Err(bad(format!(
+                "bad magic {magic:#06x} (expected 0xeb9f; big-endian BTF is not supported)"
+            )));
+        }
+        let version = r.u8().map_err(short)?;
+        if version != 1 {
+            return Err(bad(format!("unsupported version {version}")));
+        }
+        let _flags = r.u8().map_err(short)?;
+        let hdr_len = r.u32().map_err(short)? as usize;
+        let type_off = r.u32().map_err(short)? as usize;
+        let type_len = r.u32().map_err(short)? as usize;
+        let str_off = r.u32().map_err(short)? as usize;
+        let str_len = r.u32().map_err(short)? as usize;
+        let section = |off: usize, len: usize, what: &str| {
+            hdr_len
+                .checked_add(off)
+                .and_then(|s| s.checked_add(len).map(|e| (s, e)))
+                .filter(|&(_, e)| e <= data.len())
+                .map(|(s, e)| &data[s..e])
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{what} section ({len} bytes at {off}) runs past the end ({} bytes)",
+                        data.len()
+                    ))
+                })
+        };
+        let strings = section(str_off, str_len, "string")?;
+        let type_data = section(type_off, type_len, "type")?;
+
+        let name_at = |off: u32| -> Result<String, BtfError> {
+            cstr(strings, off as usize)
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "name offset {off} is outside the string section or not valid UTF-8"
+                    ))
+                })
+        };
+
+        let mut types = vec![Type {
+            name: String::new(),
+            kind: Kind::Void,
+        }];
+        let mut r = Reader::new(type_data);
+        while r.remaining() > 0 {
+            let id = types.len();
+            let at = r.pos();
+            let trunc = |_| bad(format!("type {id} at byte {at} is truncated"));
+            let name_off = r.u32().map_err(trunc)?;
+            let info = r.u32().map_err(trunc)?;
+            let size_or_type = r.u32().map_err(trunc)?;
+            let vlen = (info & 0xffff) as usize;
+            let kind_flag = info >> 31 == 1;
+            let kind_id = (info >> 24) & 0x1f;
+            let members = |r: &mut Reader| -> Result<Vec<Member>, BtfError> {
+                (0..vlen)
+                    .map(|_| {
+                        let name = name_at(r.u32().map_err(trunc)?)?;
+                        let ty = r.u32().map_err(trunc)?;
+                        let off = r.u32().map_err(trunc)?;
+                        let (bit_offset, bitfield_size) = if kind_flag {
+                            (off & 0xff_ffff, off >> 24)
+                        } else {
+                            (off, 0)
+                        };
+                        Ok(Member {
+                            name,
+                            ty,
+                            bit_offset,
+                            bitfield_size,
+                        })
+                    })
+                    .collect()
+            };
+            let kind = match kind_id {
+                1 => {
+                    let enc = r.u32().map_err(trunc)?;
+                    Kind::Int {
+                        size: size_or_type,
+                        signed: (enc >> 24) & 1 != 0,
+                        offset: (enc >> 16) & 0xff,
+                        bits: enc & 0xff,
+                    }
+                }
+                2 => Kind::Ptr(size_or_type),
+                3 => Kind::Array {
+                    elem: r.u32().map_err(trunc)?,
+                    index: r.u32().map_err(trunc)?,
+                    nelems: r.u32().map_err(trunc)?,
+                },
+                4 => Kind::Struct {
+                    size: size_or_type,
+                    members: members(&mut r)?,
+                },
+                5 => Kind::Union {
+                    size: size_or_type,
+                    members: members(&mut r)?,
+                },
+                6 => Kind::Enum {
+                    size: size_or_type,
+                    signed: kind_flag,
+                    values: (0..vlen)
+                        .map(|_| {
+                            Ok((
+                                name_at(r.u32().map_err(trunc)?)?,
+                                i64::from(r.i32().map_err(trunc)?),
+                            ))
+                        })
+                        .collect::<Result<_, BtfError>>()?,
+                },
+                7 => Kind::Fwd { union: kind_flag },
+                8 => Kind::Typedef(size_or_type),
+                9 => Kind::Volatile(size_or_type),
+                10 => Kind::Const(size_or_type),
+                11 => Kind::Restrict(size_or_type),
+                12 => Kind::Func {
+                    proto: size_or_type,
+                    linkage: vlen as u32,
+                },
+                13 => Kind::FuncProto {
+                    ret: size_or_type,
+                    params: (0..vlen)
+                        .map(|_| Ok((name_at(r.u32().map_err(trunc)?)?, r.u32().map_err(trunc)?)))
+                        .collect::<Result<_, BtfError>>()?,
+                },
+                14 => Kind::Var {
+                    ty: size_or_type,
+                    linkage: r.u32().map_err(trunc)?,
+                },
+                15 => Kind::Datasec {
+                    size: size_or_type,
+                    vars: (0..vlen)
+                        .map(|_| {
+                            Ok(VarSecinfo {
+                                ty: r.u32().map_err(trunc)?,
+                                offset: r.u32().map_err(trunc)?,
+                                size: r.u32().map_err(trunc)?,
+                            })
+                        })
+                        .collect::<Result<_, BtfError>>()?,
+                },
+                16 => Kind::Float { size: size_or_type },
+                17 => Kind::DeclTag {
+                    ty: size_or_type,
+                    component: r.i32().map_err(trunc)?,
+                },
+                18 => Kind::TypeTag(size_or_type),
+                19 => Kind::Enum {
+                    size: size_or_type,
+                    signed: kind_flag,
+                    values: (0..vlen)
+                        .map(|_| {
+                            let name = name_at(r.u32().map_err(trunc)?)?;
+                            let lo = r.u32().map_err(trunc)?;
+                            let hi = r.u32().map_err(trunc)?;
+                            Ok((name, ((u64::from(hi) << 32) | u64::from(lo)) as i64))
+                        })
+                        .collect::<Result<_, BtfError>>()?,
+                },
+                k => return Err(bad(format!("type {id} has unknown kind {k}"))),
+            };
+            types.push(Type {
+                name: name_at(name_off)?,
+                kind,
+            });
+        }
+        let btf = Btf { types };
+        btf.validate()?;
+        Ok(btf)
+    }
+
+    fn validate(&self) -> Result<(), BtfError> {
+        let count = self.types.len();
+        for (id, t) in self.types.iter().enumerate() {
+            for target in t.kind.refs() {
+                if target as usize >= count {
+                    return Err(BtfError::Dangling {
+                        id: id as u32,
+                        what: t.kind.name(),
+                        target,
+                        count,
+                    });
+                }
+            }
+        }
+        // Every chain of modifiers and typedefs must end.
+        for id in 0..count as u32 {
+            self.skip_mods_and_typedefs(id)?;
+        }
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.types.len() <= 1
+    }
+
+    pub fn get(&self, id: TypeId) -> Option<&Type> {
+        self.types.get(id as usize)
+    }
+
+    /// Type `id`, which the parser has checked to exist.
+    pub fn ty(&self, id: TypeId) -> &Type {
+        &self.types[id as usize]
+    }
+
+    pub fn types(&self) -> impl Iterator<Item = (TypeId, &Type)> {
+        self.types.iter().enumerate().map(|(i, t)| (i as TypeId, t))
+    }
+
+    /// Fills in what clang leaves zero in an object's DATASEC `name`: its
+    /// size, and each variable's offset, which `offset_of` finds from the
+    /// symbol table (as libbpf does).
+    pub fn fixup_datasec(
+        &mut self,
+        name: &str,
+        size: u32,
+        offset_of: impl Fn(&str) -> Option<u32>,
+    ) -> Result<(), String> {
+        let Some(id) = self.find(name, "datasec") else {
+            return Ok(());
+        };
+        let names: Vec<String> = match &self.types[id as usize].kind {
+            Kind::Datasec { vars, .. } => vars
+                .iter()
+                .map(|v| self.types[v.ty as usize].name.clone())
+                .collect(),
+            _ => unreachable!("found as a datasec"),
+        };
+        let offsets: Vec<u32> = names
+            .iter()
+            .map(|n| {
+                offset_of(n).ok_or_else(|| format!("DATASEC {name}: no symbol for variable `{n}`"))
+            })
+            .collect::<Result<_, _>>()?;
+        if let Kind::Datasec { size: s, vars } = &mut self.types[id as usize].kind {
+            *s = size;
+            for (v, off) in vars.iter_mut().zip(offsets) {
+                v.offset = off;
+            }
+        }
+        Ok(())
+    }
+
+    /// Follows const/volatile/restrict/type tags and typedefs.
+    pub fn skip_mods_and_typedefs(&self, mut id: TypeId) -> Result<TypeId, BtfError> {
+        for _ in 0..MAX_CHAIN {
+            match self.ty(id).kind {
+                Kind::Typedef(t)
+                | Kind::Volatile(t)
+                | Kind::Const(t)
+                | Kind::Restrict(t)
+                | Kind::TypeTag(t) => id = t,
+                _ => return Ok(id),
+            }
+        }
+        Err(BtfError::Loop(id))
+    }
+
+    /// Size in bytes of a type (pointers are 8 bytes).
+    pub fn size_of(&self, id: TypeId) -> Result<u64, BtfError> {
+        self.size_of_depth(id, 0)
+    }
+
+    fn size_of_depth(&self, id: TypeId, depth: usize) -> Result<u64, BtfError> {
+        if depth > MAX_CHAIN {
+            return Err(BtfError::Loop(id));
+        }
+        let id = self.skip_mods_and_typedefs(id)?;
+        Ok(match &self.ty(id).kind {
+            Kind::Int { size, .. }
+            | Kind::Struct { size, .. }
+            | Kind::Union { size, .. }
+            | Kind::Enum { size, .. }
+            | Kind::Datasec { size, .. }
+            | Kind::Float { size } => u64::from(*size),
+            Kind::Ptr(_) => 8,
+            Kind::Array { elem, nelems, .. } => self
+                .size_of_depth(*elem, depth + 1)?
+                .saturating_mul(u64::from(*nelems)),
+            Kind::Var { ty, .. } => self.size_of_depth(*ty, depth + 1)?,
+            _ => 0,
+        })
+    }
+
+    /// The first type named `name` of the kind `kind_name`.
+    pub fn find(&self, name: &str, kind_name: &str) -> Option<TypeId> {
+        self.types()
+            .find(|(_, t)| t.name == name && t.kind.name() == kind_name)
+            .map(|(id, _)| id)
+    }
+
+    /// A readable name such as `struct iphdr`, `u32` or `char[16]`.
+    pub fn display(&self, id: TypeId) -> String {
+        self.display_depth(id, 0)
+    }
+
+    fn display_depth(&self, id: TypeId, depth: usize) -> String {
+        if depth > MAX_CHAIN {
+            return "...".into();
+        }
+        let t = self.ty(id);
+        match &t.kind {
+            Kind::Void => "void".into(),
+            Kind::Struct { .. } => format!("struct {}", t.name),
+            Kind::Union { .. } => format!("union {}", t.name),
+            Kind::Enum { .. } => format!("enum {}", t.name),
+            Kind::Ptr(to) => format!("{} *", self.display_depth(*to, depth + 1)),
+            Kind::Array { elem, nelems, .. } => {
+                format!("{}[{nelems}]", self.display_depth(*elem, depth + 1))
+            }
+            Kind::Const(to) => format!("const {}", self.display_depth(*to, depth + 1)),
+            Kind::Volatile(to) => format!("volatile {}", self.display_depth(*to, depth + 1)),
+            _ if !t.name.is_empty() => t.name.clone(),
+            k => k.name().into(),
+        }
+    }
+}

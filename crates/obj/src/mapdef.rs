@@ -1,0 +1,250 @@
+//! Map definitions as libbpf reads them: BTF-defined maps in `.maps`, the
+//! legacy `maps` section, and global data sections as single-entry arrays.
+
+use maps::{MapSpec, MapType, flags};
+
+use crate::btf::{Btf, Kind, TypeId};
+
+/// What a map's slot is initialised with (`__array(values, ...)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitialRef {
+    Program(String),
+    Map(String),
+}
+
+/// Where a map came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapOrigin {
+    /// A BTF-defined map in `.maps`.
+    Btf,
+    /// A `struct bpf_map_def` in the legacy `maps` section.
+    Legacy,
+    /// Global data: `.data*`, `.rodata*` (read-only, frozen) or `.bss*`.
+    Data { section: String, readonly: bool },
+}
+
+/// One map of an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapDef {
+    pub spec: MapSpec,
+    pub origin: MapOrigin,
+    /// `LIBBPF_PIN_BY_NAME`: shared through a pin directory.
+    pub pin_by_name: bool,
+    /// The inner map's template, for maps of maps.
+    pub inner: Option<Box<MapDef>>,
+    /// Initial slots from `__array(values, ...)`.
+    pub initial: Vec<(u32, InitialRef)>,
+    /// Initial contents of a global data map.
+    pub data: Option<Vec<u8>>,
+    /// BTF of the key and value, when known (for printing and `--set`).
+    pub key_type: Option<TypeId>,
+    pub value_type: Option<TypeId>,
+}
+
+impl MapDef {
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+/// A BTF map definition before the object's relocations fill `initial`.
+pub struct BtfMapDef {
+    pub def: MapDef,
+    /// Byte offset of the `values` array inside the map variable.
+    pub values_offset: Option<u32>,
+}
+
+fn uint_value(btf: &Btf, ty: TypeId) -> Result<u32, String> {
+    // `__uint(name, N)` is `int (*name)[N]`.
+    let ptr = btf.skip_mods_and_typedefs(ty).map_err(|e| e.to_string())?;
+    let Kind::Ptr(arr) = btf.ty(ptr).kind else {
+        return Err(format!(
+            "expected a pointer to an array, found {}",
+            btf.display(ptr)
+        ));
+    };
+    let arr = btf.skip_mods_and_typedefs(arr).map_err(|e| e.to_string())?;
+    match btf.ty(arr).kind {
+        Kind::Array { nelems, .. } => Ok(nelems),
+        _ => Err(format!("expected an array, found {}", btf.display(arr))),
+    }
+}
+
+fn pointee(btf: &Btf, ty: TypeId) -> Result<TypeId, String> {
+    let ptr = btf.skip_mods_and_typedefs(ty).map_err(|e| e.to_string())?;
+    match btf.ty(ptr).kind {
+        Kind::Ptr(to) => Ok(to),
+        _ => Err(format!(
+            "expected a pointer (__type), found {}",
+            btf.display(ptr)
+        )),
+    }
+}
+
+/// Parses the struct of a BTF-defined map (`struct { __uint(type, ...); ... }`).
+pub fn parse_btf_map(
+    btf: &Btf,
+    name: &str,
+    def_ty: TypeId,
+    inner: bool,
+) -> Result<BtfMapDef, String> {
+    let st = btf
+        .skip_mods_and_typedefs(def_ty)
+        .map_err(|e| e.to_string())?;
+    let Kind::Struct { members, .. } = &btf.ty(st).kind else {
+        return Err(format!("definition is {}, not a struct", btf.display(st)));
+    };
+    let mut map_type = None;
+    let (mut key_size, mut value_size, mut max_entries, mut map_flags) = (None, None, 0u32, 0u32);
+    let (mut key_type, mut value_type) = (None, None);
+    let mut pin_by_name = false;
+    let mut inner_def = None;
+    let mut values_offset = None;
+    for m in members {
+        let at = |e: String| format!("member `{}`: {e}", m.name);
+        match m.name.as_str() {
+            "type" => {
+                let id = uint_value(btf, m.ty).map_err(at)?;
+                map_type = Some(MapType::from_id(id)?);
+            }
+            "max_entries" => max_entries = uint_value(btf, m.ty).map_err(at)?,
+            "map_flags" => map_flags = uint_value(btf, m.ty).map_err(at)?,
+            "key_size" => key_size = Some(uint_value(btf, m.ty).map_err(at)?),
+            "value_size" => value_size = Some(uint_value(btf, m.ty).map_err(at)?),
+            "key" => {
+                let t = pointee(btf, m.ty).map_err(at)?;
+                key_size = Some(btf.size_of(t).map_err(|e| at(e.to_string()))? as u32);
+                key_type = Some(t);
+            }
+            "value" => {
+                let t = pointee(btf, m.ty).map_err(at)?;
+                value_size = Some(btf.size_of(t).map_err(|e| at(e.to_string()))? as u32);
+                value_type = Some(t);
+            }
+            "pinning" => match uint_value(btf, m.ty).map_err(at)? {
+                0 => {}
+                1 => pin_by_name = true,
+                v => return Err(at(format!("unknown pinning {v} (0 none, 1 by name)"))),
+            },
+            "numa_node" | "map_extra" => {}
+            "values" => {
+                if inner {
+                    return Err("an inner map cannot have `values`".into());
+                }
+                values_offset = Some(m.bit_offset / 8);
+                // `__array(values, T)` is `typeof(T) *values[]`.
+                let arr = btf
+                    .skip_mods_and_typedefs(m.ty)
+                    .map_err(|e| at(e.to_string()))?;
+                let Kind::Array { elem, .. } = btf.ty(arr).kind else {
+                    return Err(at("expected __array(values, ...)".into()));
+                };
+                let target = btf
+                    .skip_mods_and_typedefs(pointee(btf, elem).map_err(at)?)
+                    .map_err(|e| at(e.to_string()))?;
+                if let Kind::Struct { .. } = btf.ty(target).kind {
+                    let inner_name = format!("{name}.inner");
+                    inner_def = Some(Box::new(
+                        parse_btf_map(btf, &inner_name, target, true)
+                            .map_err(at)?
+                            .def,
+                    ));
+                }
+            }
+            other => return Err(format!("unknown member `{other}` in a map definition")),
+        }
+    }
+    let map_type = map_type.ok_or("missing __uint(type, ...)")?;
+    let is_map_in_map = matches!(map_type, MapType::ArrayOfMaps | MapType::HashOfMaps);
+    let is_fd_array =
+        matches!(map_type, MapType::ProgArray | MapType::PerfEventArray) || is_map_in_map;
+    if is_map_in_map && inner_def.is_none() {
+        return Err(
+            "a map of maps needs __array(values, struct { ... }) describing its inner map".into(),
+        );
+    }
+    let default_size = if is_fd_array
+        || matches!(
+            map_type,
+            MapType::Devmap | MapType::DevmapHash | MapType::Cpumap | MapType::Xskmap
+        ) {
+        4
+    } else {
+        0
+    };
+    let mut spec = MapSpec::new(
+        name,
+        map_type,
+        key_size.unwrap_or(if map_type == MapType::PerfEventArray {
+            4
+        } else {
+            default_size
+        }),
+        value_size.unwrap_or(default_size),
+        max_entries,
+    );
+    spec.flags = map_flags;
+    Ok(BtfMapDef {
+        def: MapDef {
+            spec,
+            origin: MapOrigin::Btf,
+            pin_by_name,
+            inner: inner_def,
+            initial: Vec::new(),
+            data: None,
+            key_type,
+            value_type,
+        },
+        values_offset,
+    })
+}
+
+/// A legacy `struct bpf_map_def { type, key_size, value_size, max_entries,
+/// map_flags, ... }` of `def.len()` bytes.
+pub fn parse_legacy_map(name: &str, def: &[u8]) -> Result<MapDef, String> {
+    let field = |i: usize| {
+        def.get(i * 4..i * 4 + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    };
+    let ty = field(0).ok_or("definition shorter than 4 bytes")?;
+    let spec = MapSpec {
+        name: name.to_string(),
+        map_type: MapType::from_id(ty)?,
+        key_size: field(1).ok_or("definition has no key_size")?,
+        value_size: field(2).ok_or("definition has no value_size")?,
+        max_entries: field(3).ok_or("definition has no max_entries")?,
+        flags: field(4).unwrap_or(0),
+    };
+    Ok(MapDef {
+        spec,
+        origin: MapOrigin::Legacy,
+        pin_by_name: false,
+        inner: None,
+        initial: Vec::new(),
+        data: None,
+        key_type: None,
+        value_type: None,
+    })
+}
+
+/// A global data section as a one-element array map.
+pub fn data_map(section: &str, contents: Vec<u8>, value_type: Option<TypeId>) -> MapDef {
+    let readonly = section.starts_with(".rodata");
+    let mut spec = MapSpec::new(section, MapType::Array, 4, contents.len() as u32, 1);
+    if readonly {
+        spec.flags |= flags::RDONLY_PROG;
+    }
+    MapDef {
+        spec,
+        origin: MapOrigin::Data {
+            section: section.to_string(),
+            readonly,
+        },
+        pin_by_name: false,
+        inner: None,
+        initial: Vec::new(),
+        data: Some(contents),
+        key_type: None,
+        value_type,
+    }
+}
