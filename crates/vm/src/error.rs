@@ -4,6 +4,8 @@ use crate::memory::MemFault;
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 #[error("instruction {pc} ({text}): {kind}")]
 pub struct VmError {
+    /// Index of the program (among the VM's) the instruction belongs to.
+    pub program: usize,
     /// Slot index of the failing instruction.
     pub pc: usize,
     /// The instruction, disassembled.

@@ -24,6 +24,8 @@ use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
 
 #[derive(Copy, Clone, Default)]
 struct Frame {
+    /// Program and slot to return to.
+    program: usize,
     return_pc: usize,
     saved: [u64; 4],
 }
@@ -33,12 +35,17 @@ type Regs = [u64; 16];
 impl<E> Vm<E> {
     #[cold]
     #[inline(never)]
-    fn fail(&self, pc: usize, kind: VmErrorKind) -> VmError {
-        let text = match self.program.insn_at(pc) {
+    fn fail(&self, program: usize, pc: usize, kind: VmErrorKind) -> VmError {
+        let text = match self.programs[program].insn_at(pc) {
             Some(insn) => insn.to_string(),
             None => "past the end".to_string(),
         };
-        VmError { pc, text, kind }
+        VmError {
+            program,
+            pc,
+            text,
+            kind,
+        }
     }
 
     pub(crate) fn execute<const COUNT: bool>(
@@ -56,7 +63,9 @@ impl<E> Vm<E> {
         mem.stack.start = stack_top - STACK_SIZE as u64;
         mem.stack.len = STACK_SIZE as u64;
 
-        let slots = self.program.slots();
+        let mut cur = self.entry;
+        let mut slots = self.programs[cur].slots();
+        let mut tail_calls_left = crate::MAX_TAIL_CALLS;
         let budget = self.budget;
         let mut stats = Stats::default();
         // 16 registers so that `idx & 15` needs no bounds check; r11-r15 are
@@ -72,7 +81,7 @@ impl<E> Vm<E> {
 
         macro_rules! fail {
             ($kind:expr) => {
-                return Err(self.fail(pc - 1, $kind))
+                return Err(self.fail(cur, pc - 1, $kind))
             };
         }
         macro_rules! done {
@@ -275,11 +284,27 @@ impl<E> Vm<E> {
                         fail!(kind);
                     }
                 }
+                Op::TailCall => {
+                    // Falls through (r0 unchanged) when there is no target or
+                    // the run has used up its tail calls, as in the kernel.
+                    let resolve = self.tail_calls.expect("checked at load");
+                    if tail_calls_left > 0
+                        && let Some(target) =
+                            resolve(env, r[2], r[3]).filter(|&t| t < self.programs.len())
+                    {
+                        tail_calls_left -= 1;
+                        stats.tail_calls += 1;
+                        cur = target;
+                        slots = self.programs[cur].slots();
+                        pc = 0;
+                    }
+                }
                 Op::CallLocal => {
                     if depth + 1 >= MAX_FRAMES {
                         fail!(VmErrorKind::CallDepth);
                     }
                     frames[depth] = Frame {
+                        program: cur,
                         return_pc: pc,
                         saved: [r[6], r[7], r[8], r[9]],
                     };
@@ -306,6 +331,10 @@ impl<E> Vm<E> {
                     r[10] = stack_top - (STACK_SIZE * depth) as u64;
                     mem.stack.start += STACK_SIZE as u64;
                     mem.stack.len -= STACK_SIZE as u64;
+                    if f.program != cur {
+                        cur = f.program;
+                        slots = self.programs[cur].slots();
+                    }
                     pc = f.return_pc;
                 }
 

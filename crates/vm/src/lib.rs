@@ -45,6 +45,8 @@ pub struct Stats {
     pub insns: u64,
     /// Helper calls made.
     pub helper_calls: u64,
+    /// Tail calls taken.
+    pub tail_calls: u64,
     /// Loads per region kind (indexed by `RegionKind as usize`); counted by
     /// [`Vm::run_counting`] only.
     pub loads: [u64; RegionKind::COUNT],
@@ -77,10 +79,20 @@ pub struct RunResult {
 #[repr(C, align(64))]
 pub(crate) struct StackMem(pub(crate) [[u64; STACK_SIZE / 8]; MAX_FRAMES]);
 
-/// A loaded program with its helpers, ready to run any number of times.
+/// Resolves `bpf_tail_call(ctx, map, index)`: the index of the program to
+/// continue with, or `None` (the call then falls through, as in the kernel).
+pub type TailCallFn<E> = fn(env: &mut E, map: u64, index: u64) -> Option<usize>;
+
+/// Tail calls one run may make (the kernel's `MAX_TAIL_CALL_CNT`).
+pub const MAX_TAIL_CALLS: u32 = 33;
+
+/// Loaded programs with their helpers, ready to run any number of times.
+/// A run starts in the entry program; tail calls may move to the others.
 pub struct Vm<E> {
-    program: Program,
+    programs: Vec<Program>,
+    entry: usize,
     helpers: HelperTable<E>,
+    tail_calls: Option<TailCallFn<E>>,
     stack: Box<StackMem>,
     budget: u64,
 }
@@ -89,8 +101,30 @@ impl<E> Vm<E> {
     /// Binds a program to helpers; fails if the program calls a helper the
     /// table lacks (never at run time).
     pub fn new(program: Program, helpers: &HelperTable<E>) -> Result<Vm<E>, LoadError> {
-        for (pc, id) in program.helper_calls() {
-            if helpers.get(id as u64).is_none() || id < 0 {
+        Vm::with_programs(vec![program], helpers, None)
+    }
+
+    /// Binds several programs (tail-call targets of one another) to
+    /// helpers and a tail-call resolver. Program 0 is the entry.
+    pub fn with_programs(
+        programs: Vec<Program>,
+        helpers: &HelperTable<E>,
+        tail_calls: Option<TailCallFn<E>>,
+    ) -> Result<Vm<E>, LoadError> {
+        if programs.is_empty() {
+            return Err(LoadError::Empty);
+        }
+        for program in &programs {
+            let missing = program
+                .helper_calls()
+                .find(|&(_, id)| id < 0 || helpers.get(id as u64).is_none())
+                .or_else(|| {
+                    let pc = program.tail_call_pc()?;
+                    tail_calls
+                        .is_none()
+                        .then_some((pc, i64::from(program::TAIL_CALL)))
+                });
+            if let Some((pc, id)) = missing {
                 return Err(LoadError::UnknownHelper {
                     pc,
                     text: program
@@ -103,15 +137,28 @@ impl<E> Vm<E> {
             }
         }
         Ok(Vm {
-            program,
+            programs,
+            entry: 0,
             helpers: helpers.clone(),
+            tail_calls,
             stack: Box::new(StackMem([[0; STACK_SIZE / 8]; MAX_FRAMES])),
             budget: DEFAULT_BUDGET,
         })
     }
 
+    /// Chooses the program runs start in.
+    pub fn set_entry(&mut self, index: usize) {
+        assert!(index < self.programs.len(), "no program {index}");
+        self.entry = index;
+    }
+
+    pub fn programs(&self) -> &[Program] {
+        &self.programs
+    }
+
+    /// The entry program.
     pub fn program(&self) -> &Program {
-        &self.program
+        &self.programs[self.entry]
     }
 
     /// Limits the instructions of one run.

@@ -144,6 +144,8 @@ pub enum Op {
     Jsle32Reg,
     // Calls.
     CallHelper,
+    /// `bpf_tail_call` (helper 12), handled by the VM as the kernel does.
+    TailCall,
     CallLocal,
     Callx,
     Exit,

@@ -153,11 +153,25 @@ impl Program {
             .iter()
             .zip(&self.insns)
             .filter_map(|(&pc, insn)| match insn {
-                Insn::Call(CallTarget::Helper(id)) => Some((pc, i64::from(*id))),
+                Insn::Call(CallTarget::Helper(id)) if *id != TAIL_CALL => {
+                    Some((pc, i64::from(*id)))
+                }
                 _ => None,
             })
     }
+
+    /// The first tail call of the program, if any.
+    pub fn tail_call_pc(&self) -> Option<usize> {
+        self.starts
+            .iter()
+            .zip(&self.insns)
+            .find(|(_, insn)| **insn == Insn::Call(CallTarget::Helper(TAIL_CALL)))
+            .map(|(&pc, _)| pc)
+    }
 }
+
+/// The helper id of `bpf_tail_call`, which the VM implements itself.
+pub const TAIL_CALL: i32 = 12;
 
 /// Whether the instruction assigns r10 (the frame pointer is read-only).
 fn writes_frame_pointer(insn: &Insn) -> bool {
@@ -244,6 +258,7 @@ fn lower(pc: usize, insn: &Insn, target: i32) -> Result<Slot, LoadError> {
                 imm,
             )
         }
+        Insn::Call(CallTarget::Helper(TAIL_CALL)) => slot(Op::TailCall, 0, 0, 0, 0),
         Insn::Call(CallTarget::Helper(id)) => slot(Op::CallHelper, 0, 0, 0, id.into()),
         Insn::Call(CallTarget::Local(_)) => slot(Op::CallLocal, 0, 0, target, 0),
         Insn::Call(CallTarget::Kfunc { .. }) => return Err(unresolved("a kfunc call")),
