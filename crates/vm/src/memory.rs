@@ -49,6 +49,10 @@ pub struct Region {
     pub len: u64,
     pub kind: RegionKind,
     pub writable: bool,
+    /// The buffer the region may move within (`set_window`), and whether
+    /// helpers may write it even when programs may not.
+    extent: (u64, u64),
+    helper_writable: bool,
 }
 
 impl Region {
@@ -135,6 +139,8 @@ impl<'a> Memory<'a> {
                 len: 0,
                 kind: RegionKind::Stack,
                 writable: true,
+                extent: (0, 0),
+                helper_writable: true,
             },
             _borrow: PhantomData,
         }
@@ -143,28 +149,103 @@ impl<'a> Memory<'a> {
     /// Maps a writable buffer; returns its address for the program.
     pub fn add(&mut self, kind: RegionKind, buf: &'a mut [u8]) -> u64 {
         let start = buf.as_mut_ptr().expose_provenance() as u64;
-        self.push(Region {
-            start,
-            len: buf.len() as u64,
-            kind,
-            writable: true,
-        })
+        self.push(start, buf.len() as u64, kind, true, true)
     }
 
     /// Maps a read-only buffer; returns its address for the program.
     pub fn add_readonly(&mut self, kind: RegionKind, buf: &'a [u8]) -> u64 {
         let start = buf.as_ptr().expose_provenance() as u64;
-        self.push(Region {
-            start,
-            len: buf.len() as u64,
-            kind,
-            writable: false,
-        })
+        self.push(start, buf.len() as u64, kind, false, false)
     }
 
-    fn push(&mut self, r: Region) -> u64 {
-        self.regions.push(r);
-        r.start
+    /// Maps a buffer programs may only read but helpers may update (a
+    /// context whose fields the kernel keeps read-only).
+    pub fn add_protected(&mut self, kind: RegionKind, buf: &'a mut [u8]) -> u64 {
+        let start = buf.as_mut_ptr().expose_provenance() as u64;
+        self.push(start, buf.len() as u64, kind, false, true)
+    }
+
+    /// Maps the part `window` of `buf`; helpers may later move the window
+    /// inside `buf` with [`Memory::set_window`] (packet head and tail
+    /// adjustments). Returns the region's index.
+    pub fn add_window(
+        &mut self,
+        kind: RegionKind,
+        buf: &'a mut [u8],
+        window: std::ops::Range<usize>,
+        writable: bool,
+    ) -> usize {
+        assert!(
+            window.start <= window.end && window.end <= buf.len(),
+            "window inside the buffer"
+        );
+        let base = buf.as_mut_ptr().expose_provenance() as u64;
+        self.push(base, buf.len() as u64, kind, writable, true);
+        let idx = self.regions.len() - 1;
+        self.set_window(
+            idx,
+            base + window.start as u64,
+            (window.end - window.start) as u64,
+        );
+        idx
+    }
+
+    /// Maps memory the caller owns by address.
+    ///
+    /// # Safety
+    /// `[start, start + len)` must stay valid (and, if `writable`, writable)
+    /// for as long as this `Memory` is used, and nothing may hold a Rust
+    /// reference to it while a program runs.
+    pub unsafe fn add_raw(
+        &mut self,
+        kind: RegionKind,
+        start: u64,
+        len: u64,
+        writable: bool,
+    ) -> usize {
+        self.push(start, len, kind, writable, writable);
+        self.regions.len() - 1
+    }
+
+    fn push(
+        &mut self,
+        start: u64,
+        len: u64,
+        kind: RegionKind,
+        writable: bool,
+        helper_writable: bool,
+    ) -> u64 {
+        self.regions.push(Region {
+            start,
+            len,
+            kind,
+            writable,
+            extent: (start, start + len),
+            helper_writable,
+        });
+        start
+    }
+
+    /// Moves region `idx`'s window to `[start, start + len)`, which must lie
+    /// within the buffer it was mapped from.
+    pub fn set_window(&mut self, idx: usize, start: u64, len: u64) {
+        let r = &mut self.regions[idx];
+        assert!(
+            start >= r.extent.0 && start.checked_add(len).is_some_and(|e| e <= r.extent.1),
+            "a window stays inside its buffer"
+        );
+        r.start = start;
+        r.len = len;
+    }
+
+    /// Index of the first region of `kind`.
+    pub fn index_of(&self, kind: RegionKind) -> Option<usize> {
+        self.regions.iter().position(|r| r.kind == kind)
+    }
+
+    /// Forgets every region (to reuse the allocation for another run).
+    pub fn clear(&mut self) {
+        self.regions.clear();
     }
 
     /// The embedder's regions (the stack is not listed).
@@ -259,9 +340,31 @@ impl<'a> Memory<'a> {
             return Ok(&mut []);
         }
         self.check(addr, len as u64, Access::Write)?;
+        self.write_unchecked_kind(addr, len)
+    }
+
+    /// Like [`Memory::write`], but also into regions only helpers may write
+    /// (a context's fields).
+    pub fn helper_write(&mut self, addr: u64, len: usize) -> Result<&mut [u8], MemFault> {
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        let ok = self.stack.contains(addr, len as u64)
+            || self
+                .regions
+                .iter()
+                .any(|r| r.helper_writable && r.contains(addr, len as u64));
+        if !ok {
+            return Err(self.fault(addr, len as u64, Access::Write));
+        }
+        self.write_unchecked_kind(addr, len)
+    }
+
+    fn write_unchecked_kind(&mut self, addr: u64, len: usize) -> Result<&mut [u8], MemFault> {
         let ptr = std::ptr::with_exposed_provenance_mut::<u8>(addr as usize);
-        // SAFETY: as in `read`; the region is writable and `&mut self`
-        // prevents a second view through this table.
+        // SAFETY: the callers checked that the bytes lie in a region mapped
+        // from a mutable borrow (or raw, under `add_raw`'s contract, or the
+        // VM's stack); `&mut self` prevents a second view through this table.
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
     }
 }

@@ -1,0 +1,33 @@
+//! The example programs of `programs/`, built by this crate's build script
+//! with clang (`-target bpf -O2 -g -mcpu=v3`). The objects are also written
+//! to `target/bpf/<name>.o`.
+
+include!(concat!(env!("OUT_DIR"), "/programs.rs"));
+
+/// The object of program `name` (e.g. `xdp_ddos`).
+pub fn object(name: &str) -> Option<&'static [u8]> {
+    PROGRAMS
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .map(|(_, o, _)| *o)
+}
+
+/// The C source of program `name`.
+pub fn source(name: &str) -> Option<&'static str> {
+    PROGRAMS.iter().find(|(n, ..)| *n == name).map(|(.., s)| *s)
+}
+
+/// Names of all example programs.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    PROGRAMS.iter().map(|(n, ..)| *n)
+}
+
+/// Where the build put the programs' headers, for compiling variants.
+pub fn include_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../programs/include")
+}
+
+/// Where the C sources are.
+pub fn source_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../programs")
+}

@@ -1,0 +1,123 @@
+//! The state a program's helpers work on during a run.
+
+use maps::Map;
+use vm::{BasicEnv, SimEnv};
+
+use crate::fib::Fib;
+
+/// What kind of context the running program has.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum CtxKind {
+    Xdp,
+    Skb,
+}
+
+/// The packet of the current run: addresses of its buffer and of the
+/// bytes the program sees (`data_meta <= data <= data_end`).
+#[derive(Copy, Clone, Debug)]
+pub struct PacketView {
+    pub kind: CtxKind,
+    /// Index of the packet's region in the run's `Memory`.
+    pub region: usize,
+    /// First byte of the buffer (`data_hard_start`).
+    pub hard_start: u64,
+    /// Last byte the packet may grow to, exclusive.
+    pub hard_end: u64,
+    pub meta: u64,
+    pub data: u64,
+    pub data_end: u64,
+    /// Address of the context struct.
+    pub ctx: u64,
+}
+
+impl PacketView {
+    pub fn len(&self) -> u64 {
+        self.data_end - self.data
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data_end == self.data
+    }
+}
+
+/// Where a redirect sends the packet.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum RedirectTarget {
+    /// An interface (`bpf_redirect`, a devmap entry, `bpf_redirect_neigh`).
+    Device { ifindex: u32, ingress: bool },
+    /// Another CPU (a cpumap entry).
+    Cpu(u32),
+    /// An AF_XDP socket (an xskmap entry at this queue index).
+    Socket(u32),
+}
+
+/// A redirect requested by the program.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Redirect {
+    pub target: RedirectTarget,
+    /// The map it came from (`bpf_redirect_map`), if any.
+    pub map: Option<usize>,
+}
+
+/// The environment of every helper.
+pub struct Env {
+    pub maps: Vec<Map>,
+    pub sim: SimEnv,
+    /// `bpf_trace_printk` output of the current run.
+    pub trace: Vec<String>,
+    pub redirect: Option<Redirect>,
+    pub packet: PacketView,
+    pub fib: Fib,
+    /// For tail calls: the VM program index of each object program index
+    /// (`None` for programs that cannot run).
+    pub vm_program_of: Vec<Option<usize>>,
+    /// Extra instructions' worth of work helpers report (for profiling).
+    pub last_hash: u32,
+}
+
+impl Env {
+    pub fn new(maps: Vec<Map>, cpu: u32) -> Env {
+        let mut sim = SimEnv::default();
+        sim.cpu = cpu;
+        Env {
+            maps,
+            sim,
+            trace: Vec::new(),
+            redirect: None,
+            packet: PacketView {
+                kind: CtxKind::Xdp,
+                region: 0,
+                hard_start: 0,
+                hard_end: 0,
+                meta: 0,
+                data: 0,
+                data_end: 0,
+                ctx: 0,
+            },
+            fib: Fib::default(),
+            vm_program_of: Vec::new(),
+            last_hash: 0,
+        }
+    }
+
+    /// The map behind a handle a program passed.
+    pub fn map_of(&self, handle: u64) -> Option<usize> {
+        crate::handles::map_index(handle, self.maps.len())
+    }
+
+    pub fn cpu(&self) -> u32 {
+        self.sim.cpu
+    }
+}
+
+impl BasicEnv for Env {
+    fn now_ns(&mut self) -> u64 {
+        self.sim.now_ns()
+    }
+    fn random_u32(&mut self) -> u32 {
+        self.sim.random_u32()
+    }
+    fn cpu_id(&self) -> u32 {
+        self.sim.cpu
+    }
+}

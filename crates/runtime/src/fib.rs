@@ -1,0 +1,249 @@
+//! A user-space forwarding table for `bpf_fib_lookup`, read from a file of
+//! `ip link` / `ip neigh` / `ip route` style lines:
+//!
+//! ```text
+//! link eth0 index 2 address 02:00:00:00:00:02 mtu 1500
+//! neigh 192.168.1.1 dev eth0 lladdr 02:00:00:00:01:01
+//! 10.0.0.0/8 via 192.168.1.1 dev eth0
+//! default via 192.168.1.1 dev eth0
+//! blackhole 10.66.0.0/16
+//! ```
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub name: String,
+    pub index: u32,
+    pub mac: [u8; 6],
+    pub mtu: u32,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RouteKind {
+    Unicast,
+    Blackhole,
+    Unreachable,
+    Prohibit,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub prefix: IpAddr,
+    pub len: u8,
+    pub via: Option<IpAddr>,
+    pub dev: Option<u32>,
+    pub kind: RouteKind,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Fib {
+    pub links: Vec<Link>,
+    pub neighbours: HashMap<IpAddr, [u8; 6]>,
+    pub routes: Vec<Route>,
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<u8> = s
+        .split(':')
+        .map(|p| u8::from_str_radix(p, 16).map_err(|_| format!("bad MAC address `{s}`")))
+        .collect::<Result<_, _>>()?;
+    parts
+        .try_into()
+        .map_err(|_| format!("bad MAC address `{s}`"))
+}
+
+fn mask(addr: IpAddr, len: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let m = if len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(len))
+            };
+            IpAddr::V4((u32::from(a) & m).into())
+        }
+        IpAddr::V6(a) => {
+            let m = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - u32::from(len))
+            };
+            IpAddr::V6((u128::from(a) & m).into())
+        }
+    }
+}
+
+impl Fib {
+    pub fn parse(text: &str) -> Result<Fib, String> {
+        let mut fib = Fib::default();
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let at = |e: String| format!("line {}: {e}", n + 1);
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let value = |key: &str| {
+                words
+                    .iter()
+                    .position(|w| *w == key)
+                    .and_then(|i| words.get(i + 1))
+                    .copied()
+            };
+            match words[0] {
+                "link" => {
+                    let name = words
+                        .get(1)
+                        .ok_or_else(|| at("link needs a name".into()))?
+                        .to_string();
+                    let index = value("index")
+                        .ok_or_else(|| at("link needs `index N`".into()))?
+                        .parse()
+                        .map_err(|_| at("bad index".into()))?;
+                    let mac = parse_mac(
+                        value("address").ok_or_else(|| at("link needs `address MAC`".into()))?,
+                    )
+                    .map_err(at)?;
+                    let mtu = value("mtu")
+                        .map_or(Ok(1500), str::parse)
+                        .map_err(|_| at("bad mtu".into()))?;
+                    fib.links.push(Link {
+                        name,
+                        index,
+                        mac,
+                        mtu,
+                    });
+                }
+                "neigh" => {
+                    let ip: IpAddr = words
+                        .get(1)
+                        .and_then(|w| w.parse().ok())
+                        .ok_or_else(|| at("neigh needs an address".into()))?;
+                    let mac = parse_mac(
+                        value("lladdr").ok_or_else(|| at("neigh needs `lladdr MAC`".into()))?,
+                    )
+                    .map_err(at)?;
+                    fib.neighbours.insert(ip, mac);
+                }
+                _ => {
+                    let (kind, rest) = match words[0] {
+                        "blackhole" => (RouteKind::Blackhole, &words[1..]),
+                        "unreachable" => (RouteKind::Unreachable, &words[1..]),
+                        "prohibit" => (RouteKind::Prohibit, &words[1..]),
+                        _ => (RouteKind::Unicast, &words[..]),
+                    };
+                    let dest = rest
+                        .first()
+                        .ok_or_else(|| at("a route needs a destination".into()))?;
+                    let (prefix, len) = if *dest == "default" {
+                        let v6 = value("via").is_some_and(|v| v.contains(':'));
+                        (
+                            if v6 {
+                                IpAddr::V6(0.into())
+                            } else {
+                                IpAddr::V4(0.into())
+                            },
+                            0,
+                        )
+                    } else {
+                        let (addr, len) = dest.split_once('/').unwrap_or((dest, ""));
+                        let addr: IpAddr = addr
+                            .parse()
+                            .map_err(|_| at(format!("bad destination `{dest}`")))?;
+                        let max = if addr.is_ipv4() { 32 } else { 128 };
+                        let len = if len.is_empty() {
+                            max
+                        } else {
+                            len.parse()
+                                .map_err(|_| at(format!("bad prefix `{dest}`")))?
+                        };
+                        if len > max {
+                            return Err(at(format!("prefix length {len} is too long")));
+                        }
+                        (mask(addr, len), len)
+                    };
+                    let via = value("via")
+                        .map(|v| v.parse().map_err(|_| at(format!("bad gateway `{v}`"))))
+                        .transpose()?;
+                    let dev = match value("dev") {
+                        Some(d) => Some(fib.ifindex(d).ok_or_else(|| {
+                            at(format!(
+                                "unknown device `{d}` (declare it with a `link` line)"
+                            ))
+                        })?),
+                        None => None,
+                    };
+                    if kind == RouteKind::Unicast && dev.is_none() {
+                        return Err(at("a route needs `dev`".into()));
+                    }
+                    fib.routes.push(Route {
+                        prefix,
+                        len,
+                        via,
+                        dev,
+                        kind,
+                    });
+                }
+            }
+        }
+        Ok(fib)
+    }
+
+    fn ifindex(&self, dev: &str) -> Option<u32> {
+        self.links
+            .iter()
+            .find(|l| l.name == dev)
+            .map(|l| l.index)
+            .or_else(|| dev.parse().ok())
+    }
+
+    pub fn link(&self, index: u32) -> Option<&Link> {
+        self.links.iter().find(|l| l.index == index)
+    }
+
+    /// The longest-prefix route for `dst`.
+    pub fn lookup(&self, dst: IpAddr) -> Option<&Route> {
+        self.routes
+            .iter()
+            .filter(|r| r.prefix.is_ipv4() == dst.is_ipv4() && mask(dst, r.len) == r.prefix)
+            .max_by_key(|r| r.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_looks_up() {
+        let fib = Fib::parse(
+            "link eth0 index 2 address 02:00:00:00:00:02\nlink eth1 index 3 address 02:00:00:00:00:03 mtu 9000\n\
+             neigh 192.168.1.1 dev eth0 lladdr 02:00:00:00:01:01\n10.0.0.0/8 via 192.168.1.1 dev eth0\n\
+             10.1.0.0/16 dev eth1\ndefault via 192.168.1.1 dev eth0\nblackhole 10.66.0.0/16\n",
+        )
+        .unwrap();
+        assert_eq!(
+            fib.lookup("10.1.2.3".parse().unwrap()).unwrap().dev,
+            Some(3)
+        );
+        assert_eq!(fib.lookup("10.2.2.3".parse().unwrap()).unwrap().len, 8);
+        assert_eq!(fib.lookup("8.8.8.8".parse().unwrap()).unwrap().len, 0);
+        assert_eq!(
+            fib.lookup("10.66.1.1".parse().unwrap()).unwrap().kind,
+            RouteKind::Blackhole
+        );
+        assert!(fib.lookup("2001:db8::1".parse().unwrap()).is_none());
+        assert!(
+            Fib::parse("10.0.0.0/8 dev nope")
+                .unwrap_err()
+                .contains("unknown device")
+        );
+        assert!(
+            Fib::parse("10.0.0.0/40 dev 2")
+                .unwrap_err()
+                .contains("too long")
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! Running one program of an image over packets, as the kernel's XDP and
+//! tc hooks do: the packet in a frame with headroom, a context struct that
+//! points at it, the object's maps, and a verdict at the end.
+
+use maps::Map;
+use obj::{ProgramKind, XdpAttach};
+use vm::{HelperTable, Memory, RegionKind, Stats, Vm, VmError};
+
+use crate::env::{CtxKind, Env, PacketView, Redirect};
+use crate::helpers;
+use crate::image::Image;
+use crate::lowmem::LowBuf;
+
+/// `XDP_PACKET_HEADROOM`.
+pub const HEADROOM: usize = 256;
+/// `sizeof(struct skb_shared_info)`: kept free at the end of a frame.
+pub const TAILROOM: usize = 320;
+/// Frame size of one packet (a page), larger only for longer packets.
+pub const FRAME: usize = 4096;
+/// Longest packet a hook takes.
+pub const MAX_PACKET: usize = 65_535;
+const CTX_SIZE: usize = 192;
+
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("{0}")]
+    Program(String),
+    #[error("{0}")]
+    Load(#[from] vm::LoadError),
+    #[error("{0}")]
+    Memory(String),
+}
+
+/// What the receive path knows about a packet.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct PacketMeta {
+    pub ifindex: u32,
+    pub rx_queue: u32,
+    /// Arrival time; the program's clock (`bpf_ktime_get_ns`) follows it.
+    pub timestamp_ns: u64,
+    /// For devmap programs: the interface the frame is leaving by.
+    pub egress_ifindex: u32,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum XdpAction {
+    Aborted,
+    Drop,
+    Pass,
+    Tx,
+    Redirect,
+    /// A return value that is no XDP action: the kernel treats it as aborted.
+    Invalid(u64),
+}
+
+impl XdpAction {
+    pub fn from_r0(r0: u64) -> XdpAction {
+        match r0 as u32 {
+            0 => XdpAction::Aborted,
+            1 => XdpAction::Drop,
+            2 => XdpAction::Pass,
+            3 => XdpAction::Tx,
+            4 => XdpAction::Redirect,
+            _ => XdpAction::Invalid(r0),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            XdpAction::Aborted | XdpAction::Invalid(_) => "ABORTED",
+            XdpAction::Drop => "DROP",
+            XdpAction::Pass => "PASS",
+            XdpAction::Tx => "TX",
+            XdpAction::Redirect => "REDIRECT",
+        }
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum TcAction {
+    Unspec,
+    Ok,
+    Reclassify,
+    Shot,
+    Pipe,
+    Stolen,
+    Queued,
+    Repeat,
+    Redirect,
+    Trap,
+    Invalid(u64),
+}
+
+impl TcAction {
+    pub fn from_r0(r0: u64) -> TcAction {
+        match r0 as i32 {
+            -1 => TcAction::Unspec,
+            0 => TcAction::Ok,
+            1 => TcAction::Reclassify,
+            2 => TcAction::Shot,
+            3 => TcAction::Pipe,
+            4 => TcAction::Stolen,
+            5 => TcAction::Queued,
+            6 => TcAction::Repeat,
+            7 => TcAction::Redirect,
+            8 => TcAction::Trap,
+            _ => TcAction::Invalid(r0),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TcAction::Unspec => "UNSPEC",
+            TcAction::Ok => "OK",
+            TcAction::Reclassify => "RECLASSIFY",
+            TcAction::Shot => "SHOT",
+            TcAction::Pipe => "PIPE",
+            TcAction::Stolen => "STOLEN",
+            TcAction::Queued => "QUEUED",
+            TcAction::Repeat => "REPEAT",
+            TcAction::Redirect => "REDIRECT",
+            TcAction::Trap => "TRAP",
+            TcAction::Invalid(_) => "INVALID",
+        }
+    }
+}
+
+/// The program's decision.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Verdict {
+    Xdp(XdpAction),
+    Tc(TcAction),
+    /// A socket filter keeps this many bytes (0 drops).
+    Socket(u32),
+}
+
+impl Verdict {
+    pub fn name(&self) -> String {
+        match self {
+            Verdict::Xdp(a) => a.name().into(),
+            Verdict::Tc(a) => a.name().into(),
+            Verdict::Socket(0) => "DROP".into(),
+            Verdict::Socket(_) => "KEEP".into(),
+        }
+    }
+}
+
+/// The fields of `__sk_buff` a tc program may change.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct SkbFields {
+    pub mark: u32,
+    pub priority: u32,
+    pub tc_index: u32,
+    pub tc_classid: u32,
+    pub cb: [u32; 5],
+}
+
+/// One run's result.
+#[derive(Debug)]
+pub struct Outcome<'h> {
+    pub r0: u64,
+    pub verdict: Verdict,
+    /// The packet as the program left it.
+    pub packet: &'h [u8],
+    pub redirect: Option<Redirect>,
+    pub stats: Stats,
+    /// `bpf_trace_printk` lines of this run.
+    pub trace: &'h [String],
+    pub skb: Option<SkbFields>,
+}
+
+/// A program of an image, ready to run over packets.
+pub struct Hook {
+    vm: Vm<Env>,
+    env: Env,
+    object: obj::Object,
+    program: usize,
+    kind: ProgramKind,
+    buf: LowBuf,
+    ctx: Box<[u8; CTX_SIZE]>,
+    counting: bool,
+}
+
+fn resolve_tail_call(env: &mut Env, map: u64, index: u64) -> Option<usize> {
+    let m = env.map_of(map)?;
+    let prog = env.maps[m].ref_at(&(index as u32).to_le_bytes())?;
+    env.vm_program_of.get(prog as usize).copied().flatten()
+}
+
+impl Hook {
+    /// Prepares program `program` (an index into the image's programs) of
+    /// `image`, with every program of the same type as a tail-call target.
+    pub fn new(image: Image, program: usize, cpu: u32) -> Result<Hook, HookError> {
+        let Image {
+            object,
+            maps,
+            programs,
+        } = image;
+        let kind = object.programs[program].kind.clone();
+        let table = helper_table(&kind)?;
+        let entry = programs[program].as_ref().map_err(|why| {
+            HookError::Program(format!("{}: {why}", object.programs[program].name))
+        })?;
+        // Check the entry alone first, so its own errors are reported.
+        Vm::with_programs(
+            vec![entry.clone()],
+            &table,
+            Some(resolve_tail_call as vm::TailCallFn<Env>),
+        )?;
+        let mut vm_programs = Vec::new();
+        let mut vm_program_of = vec![None; programs.len()];
+        for (i, p) in programs.iter().enumerate() {
+            let Ok(p) = p else { continue };
+            let same_type = object.programs[i].kind.type_name() == kind.type_name();
+            let loads = Vm::with_programs(
+                vec![p.clone()],
+                &table,
+                Some(resolve_tail_call as vm::TailCallFn<Env>),
+            )
+            .is_ok();
+            if same_type && loads {
+                vm_program_of[i] = Some(vm_programs.len());
+                vm_programs.push(p.clone());
+            }
+        }
+        let mut vm = Vm::with_programs(
+            vm_programs,
+            &table,
+            Some(resolve_tail_call as vm::TailCallFn<Env>),
+        )?;
+        vm.set_entry(vm_program_of[program].expect("the entry loads"));
+        let mut env = Env::new(maps, cpu);
+        env.vm_program_of = vm_program_of;
+        Ok(Hook {
+            vm,
+            env,
+            object,
+            program,
+            kind,
+            buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
+                .map_err(HookError::Memory)?,
+            ctx: Box::new([0; CTX_SIZE]),
+            counting: false,
+        })
+    }
+
+    /// Counts memory accesses per region too (for profiling).
+    pub fn set_counting(&mut self, on: bool) {
+        self.counting = on;
+    }
+
+    pub fn set_budget(&mut self, insns: u64) {
+        self.vm.set_budget(insns);
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    pub fn env_mut(&mut self) -> &mut Env {
+        &mut self.env
+    }
+
+    pub fn maps(&self) -> &[Map] {
+        &self.env.maps
+    }
+
+    pub fn maps_mut(&mut self) -> &mut [Map] {
+        &mut self.env.maps
+    }
+
+    pub fn object(&self) -> &obj::Object {
+        &self.object
+    }
+
+    /// The object program this hook runs.
+    pub fn program(&self) -> &obj::Program {
+        &self.object.programs[self.program]
+    }
+
+    pub fn kind(&self) -> &ProgramKind {
+        &self.kind
+    }
+
+    /// Runs the program over one packet.
+    pub fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
+        let len = packet.len().min(MAX_PACKET);
+        let frame = (HEADROOM + len + TAILROOM).div_ceil(FRAME) * FRAME;
+        let ctx_kind = if self.kind.is_xdp() {
+            CtxKind::Xdp
+        } else {
+            CtxKind::Skb
+        };
+        let buf = self.buf.as_mut_slice();
+        // Headroom starts zeroed (the kernel leaves garbage; zeros keep runs
+        // deterministic); the tail is zeroed when it grows.
+        buf[..HEADROOM].fill(0);
+        buf[HEADROOM..HEADROOM + len].copy_from_slice(&packet[..len]);
+        let base = self.buf.addr32(0);
+        let data = base + HEADROOM as u32;
+        let data_end = data + len as u32;
+        self.ctx.fill(0);
+        let put = |ctx: &mut [u8; CTX_SIZE], off: usize, v: u32| {
+            ctx[off..off + 4].copy_from_slice(&v.to_le_bytes())
+        };
+        match ctx_kind {
+            CtxKind::Xdp => {
+                put(&mut self.ctx, 0, data);
+                put(&mut self.ctx, 4, data_end);
+                put(&mut self.ctx, 8, data);
+                put(&mut self.ctx, 12, meta.ifindex);
+                put(&mut self.ctx, 16, meta.rx_queue);
+                let egress = matches!(
+                    self.kind,
+                    ProgramKind::Xdp {
+                        attach: XdpAttach::Devmap,
+                        ..
+                    }
+                );
+                put(
+                    &mut self.ctx,
+                    20,
+                    if egress { meta.egress_ifindex } else { 0 },
+                );
+            }
+            CtxKind::Skb => {
+                let proto = if len >= 14 {
+                    u32::from(u16::from_le_bytes([packet[12], packet[13]]))
+                } else {
+                    0
+                };
+                put(&mut self.ctx, 0, len as u32);
+                put(&mut self.ctx, 12, meta.rx_queue);
+                put(&mut self.ctx, 16, proto);
+                put(&mut self.ctx, 36, meta.ifindex);
+                put(&mut self.ctx, 40, meta.ifindex);
+                put(&mut self.ctx, 76, data);
+                put(&mut self.ctx, 80, data_end);
+                put(&mut self.ctx, 140, data);
+                self.ctx[152..160].copy_from_slice(&meta.timestamp_ns.to_le_bytes());
+                put(&mut self.ctx, 160, len as u32);
+                put(&mut self.ctx, 164, 1);
+            }
+        }
+
+        let buf = self.buf.as_mut_slice();
+        let mut mem = Memory::new();
+        let window = HEADROOM..HEADROOM + len;
+        let region = mem.add_window(RegionKind::Packet, &mut buf[..frame], window, true);
+        let ctx_addr = mem.add_protected(RegionKind::Context, &mut self.ctx[..]);
+        for map in &self.env.maps {
+            if let Some((addr, len)) = map.value_region() {
+                // SAFETY: map arenas never move and live as long as `env`,
+                // which outlives this `Memory`; the interpreter holds only
+                // addresses into them.
+                unsafe { mem.add_raw(RegionKind::Map, addr, len as u64, map.program_writable()) };
+            }
+        }
+        self.env.packet = PacketView {
+            kind: ctx_kind,
+            region,
+            hard_start: u64::from(base),
+            hard_end: u64::from(base) + (frame - TAILROOM) as u64,
+            meta: u64::from(data),
+            data: u64::from(data),
+            data_end: u64::from(data_end),
+            ctx: ctx_addr,
+        };
+        self.env.redirect = None;
+        self.env.trace.clear();
+        self.env.sim.clock_ns = self.env.sim.clock_ns.max(meta.timestamp_ns);
+
+        let args = [ctx_addr, 0, 0, 0, 0];
+        let out = if self.counting {
+            self.vm.run_counting(&mut self.env, &mut mem, args)?
+        } else {
+            self.vm.run(&mut self.env, &mut mem, args)?
+        };
+        drop(mem);
+
+        let p = self.env.packet;
+        let start = (p.data - p.hard_start) as usize;
+        let end = (p.data_end - p.hard_start) as usize;
+        let get =
+            |off: usize| u32::from_le_bytes(self.ctx[off..off + 4].try_into().expect("4 bytes"));
+        let (verdict, skb) = match (&self.kind, ctx_kind) {
+            (ProgramKind::SocketFilter, _) => (Verdict::Socket(out.r0 as u32), None),
+            (_, CtxKind::Xdp) => (Verdict::Xdp(XdpAction::from_r0(out.r0)), None),
+            (_, CtxKind::Skb) => {
+                let mut cb = [0u32; 5];
+                for (i, v) in cb.iter_mut().enumerate() {
+                    *v = get(48 + 4 * i);
+                }
+                let fields = SkbFields {
+                    mark: get(8),
+                    priority: get(32),
+                    tc_index: get(44),
+                    tc_classid: get(72),
+                    cb,
+                };
+                (Verdict::Tc(TcAction::from_r0(out.r0)), Some(fields))
+            }
+        };
+        let verdict_redirects = matches!(
+            verdict,
+            Verdict::Xdp(XdpAction::Redirect) | Verdict::Tc(TcAction::Redirect)
+        );
+        Ok(Outcome {
+            r0: out.r0,
+            verdict,
+            packet: &self.buf.as_slice()[start..end],
+            redirect: if verdict_redirects {
+                self.env.redirect
+            } else {
+                None
+            },
+            stats: out.stats,
+            trace: &self.env.trace,
+            skb,
+        })
+    }
+}
+
+fn helper_table(kind: &ProgramKind) -> Result<HelperTable<Env>, HookError> {
+    Ok(match kind {
+        ProgramKind::Xdp { .. } => helpers::xdp_table(),
+        ProgramKind::SchedCls | ProgramKind::SchedAct => helpers::tc_table(),
+        ProgramKind::SocketFilter => helpers::socket_table(),
+        ProgramKind::Unsupported(why) => return Err(HookError::Program(why.clone())),
+    })
+}

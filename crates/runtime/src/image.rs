@@ -1,0 +1,253 @@
+//! An object made runnable: its maps created and initialised, its programs
+//! resolved against them.
+
+use std::collections::HashMap;
+
+use isa::{Insn, Lddw};
+use maps::{Map, MapType};
+use obj::{InitialRef, MapOrigin, Object, ProgramKind};
+
+use crate::handles::map_handle;
+
+/// Why an object cannot be made runnable.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("{0}")]
+    Map(#[from] maps::MapError),
+    #[error("map {map}: {reason}")]
+    MapSetup { map: String, reason: String },
+    #[error("--set {name}: {reason}")]
+    Global { name: String, reason: String },
+    #[error("program {program}: {reason}")]
+    Program { program: String, reason: String },
+}
+
+/// Choices made when loading, as a user gives them on the command line.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Simulated CPUs (per-CPU maps keep one copy each).
+    pub ncpus: u32,
+    /// `--map-size NAME=N`: overrides `max_entries`.
+    pub map_sizes: HashMap<String, u32>,
+    /// `--set NAME=VALUE`: initial values of global variables.
+    pub globals: Vec<(String, i128)>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            ncpus: 1,
+            map_sizes: HashMap::new(),
+            globals: Vec::new(),
+        }
+    }
+}
+
+/// A loaded object.
+pub struct Image {
+    pub object: Object,
+    pub maps: Vec<Map>,
+    /// Per object program: the resolved VM program, or why it cannot run.
+    pub programs: Vec<Result<vm::Program, String>>,
+}
+
+impl Image {
+    pub fn load(object: Object, opts: &LoadOptions) -> Result<Image, ImageError> {
+        let mut maps = Vec::with_capacity(object.maps.len());
+        for def in &object.maps {
+            let mut spec = def.spec.clone();
+            if let Some(&n) = opts.map_sizes.get(def.name()) {
+                spec.max_entries = n;
+            }
+            if spec.max_entries == 0 && spec.map_type == MapType::PerfEventArray {
+                spec.max_entries = opts.ncpus;
+            }
+            if spec.max_entries == 0 {
+                return Err(ImageError::MapSetup {
+                    map: def.name().to_string(),
+                    reason: format!(
+                        "max_entries is 0 (libbpf programs set it at load time): give it with --map-size {}=N",
+                        def.name()
+                    ),
+                });
+            }
+            let mut map = Map::new(spec, opts.ncpus)?;
+            if let Some(data) = &def.data {
+                map.user_update(
+                    &0u32.to_le_bytes(),
+                    &pad_for_percpu(&map, data),
+                    maps::update::ANY,
+                )
+                .map_err(|e| ImageError::MapSetup {
+                    map: def.name().to_string(),
+                    reason: format!("initial data: {e}"),
+                })?;
+            }
+            maps.push(map);
+        }
+        for (name, value) in &opts.globals {
+            let var = object.global_var(name).ok_or_else(|| ImageError::Global {
+                name: name.clone(),
+                reason: "no such global variable in the object's .rodata/.data/.bss".into(),
+            })?;
+            let bits = var.size * 8;
+            let fits =
+                bits >= 128 || (*value >= -(1i128 << (bits - 1)) && *value < (1i128 << bits));
+            if !fits || !(1..=8).contains(&var.size) {
+                return Err(ImageError::Global {
+                    name: name.clone(),
+                    reason: format!(
+                        "{value} does not fit the {}-byte {}",
+                        var.size, var.type_name
+                    ),
+                });
+            }
+            let map = &mut maps[var.map];
+            let mut data = map
+                .user_lookup(&0u32.to_le_bytes())
+                .expect("data maps have element 0");
+            data[var.offset..var.offset + var.size]
+                .copy_from_slice(&value.to_le_bytes()[..var.size]);
+            map.user_update(&0u32.to_le_bytes(), &data, maps::update::ANY)
+                .expect("writable before freezing");
+        }
+        // Initial slots of program arrays and maps of maps.
+        for (i, def) in object.maps.iter().enumerate() {
+            for (slot, init) in &def.initial {
+                let value = match init {
+                    InitialRef::Program(p) => object.programs.iter().position(|q| q.name == *p),
+                    InitialRef::Map(m) => object.map_index(m),
+                }
+                .ok_or_else(|| ImageError::MapSetup {
+                    map: def.name().to_string(),
+                    reason: format!("initial value {init:?} names nothing in the object"),
+                })? as u32;
+                maps[i]
+                    .user_update(&slot.to_le_bytes(), &value.to_le_bytes(), maps::update::ANY)
+                    .map_err(|e| ImageError::MapSetup {
+                        map: def.name().to_string(),
+                        reason: format!("initial slot {slot}: {e}"),
+                    })?;
+            }
+            if let MapOrigin::Data { readonly: true, .. } = def.origin {
+                maps[i].freeze();
+            }
+        }
+        let programs = object.programs.iter().map(|p| resolve(p, &maps)).collect();
+        Ok(Image {
+            object,
+            maps,
+            programs,
+        })
+    }
+
+    /// The index of the program named `name` (or the only runnable one).
+    pub fn find_program(&self, name: Option<&str>) -> Result<usize, String> {
+        let runnable: Vec<usize> = (0..self.programs.len())
+            .filter(|&i| self.programs[i].is_ok())
+            .collect();
+        match name {
+            Some(n) => {
+                let i = self
+                    .object
+                    .programs
+                    .iter()
+                    .position(|p| p.name == n)
+                    .ok_or_else(|| {
+                        format!("no program `{n}`; the object has: {}", self.program_list())
+                    })?;
+                self.programs[i]
+                    .as_ref()
+                    .map_err(|why| format!("program `{n}`: {why}"))?;
+                Ok(i)
+            }
+            None => match runnable.as_slice() {
+                [only] => Ok(*only),
+                [] => Err(format!(
+                    "no runnable program in the object ({})",
+                    self.program_list()
+                )),
+                _ => Err(format!(
+                    "the object has several programs, choose one with --prog: {}",
+                    self.program_list()
+                )),
+            },
+        }
+    }
+
+    fn program_list(&self) -> String {
+        self.object
+            .programs
+            .iter()
+            .map(|p| format!("{} ({})", p.name, p.section))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// A per-CPU data map would take one copy per CPU; data maps are plain arrays.
+fn pad_for_percpu(map: &Map, data: &[u8]) -> Vec<u8> {
+    let mut v = data.to_vec();
+    v.resize(map.user_value_len(), 0);
+    v
+}
+
+/// Replaces map references by handles and value addresses.
+fn resolve(p: &obj::Program, maps: &[Map]) -> Result<vm::Program, String> {
+    if let ProgramKind::Unsupported(why) = &p.kind {
+        return Err(why.clone());
+    }
+    if let Some((pc, name)) = p.kfuncs.first() {
+        return Err(format!(
+            "instruction {pc} calls the kernel function {name}, which sluice does not provide"
+        ));
+    }
+    let insns = p
+        .insns
+        .iter()
+        .map(|insn| match *insn {
+            Insn::Lddw {
+                dst,
+                value: Lddw::MapIdx(i),
+            } => {
+                let i = i as usize;
+                if i >= maps.len() {
+                    return Err(format!(
+                        "reference to map {i}, but the object has {}",
+                        maps.len()
+                    ));
+                }
+                Ok(Insn::Lddw {
+                    dst,
+                    value: Lddw::Imm(map_handle(i)),
+                })
+            }
+            Insn::Lddw {
+                dst,
+                value: Lddw::MapIdxValue { idx, off },
+            } => {
+                let map = maps
+                    .get(idx as usize)
+                    .ok_or_else(|| format!("reference to map {idx}, which does not exist"))?;
+                let (addr, len) = map.value_region().ok_or_else(|| {
+                    format!(
+                        "direct value access to map {}, which has no values",
+                        map.name()
+                    )
+                })?;
+                if off < 0 || off as usize >= len {
+                    return Err(format!(
+                        "offset {off} is outside map {}'s {len}-byte value",
+                        map.name()
+                    ));
+                }
+                Ok(Insn::Lddw {
+                    dst,
+                    value: Lddw::Imm(addr + off as u64),
+                })
+            }
+            other => Ok(other),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    vm::Program::new(insns).map_err(|e| e.to_string())
+}

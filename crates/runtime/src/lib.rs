@@ -1,0 +1,16 @@
+//! What an eBPF packet program sees in sluice: its object's maps, the
+//! kernel helpers of its program type, and an XDP or tc context around each
+//! packet. [`Hook`] runs one program of an [`Image`] over packets.
+
+mod env;
+pub mod fib;
+mod handles;
+pub mod helpers;
+mod hook;
+mod image;
+mod lowmem;
+
+pub use env::{CtxKind, Env, PacketView, Redirect, RedirectTarget};
+pub use handles::{map_handle, map_index};
+pub use hook::{Hook, HookError, Outcome, PacketMeta, TcAction, Verdict, XdpAction};
+pub use image::{Image, ImageError, LoadOptions};
