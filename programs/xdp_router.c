@@ -92,7 +92,8 @@ int xdp_router_prog(struct xdp_md *ctx)
 		/* TTL and protocol share a 16-bit word of the checksum. */
 		__be16 old = *(__be16 *)&ip->ttl;
 		ip->ttl--;
-		csum_replace2(&ip->check, old, *(__be16 *)&ip->ttl);
+		__be16 new = *(__be16 *)&ip->ttl;
+		csum_replace2(&ip->check, old, new);
 
 		if (rc == BPF_FIB_LKUP_RET_SUCCESS)
 			return forward(eth, fib.ifindex, fib.smac, fib.dmac);
@@ -102,7 +103,7 @@ int xdp_router_prog(struct xdp_md *ctx)
 		if (!nh) {
 			/* Undo: the kernel stack routes it. */
 			ip->ttl++;
-			csum_replace2(&ip->check, *(__be16 *)&ip->ttl, old);
+			csum_replace2(&ip->check, new, old);
 			return count(TO_STACK, XDP_PASS);
 		}
 		return forward(eth, nh->ifindex, nh->smac, nh->dmac);

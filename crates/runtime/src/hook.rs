@@ -347,7 +347,12 @@ impl Hook {
         let mut mem = Memory::new();
         let window = HEADROOM..HEADROOM + len;
         let region = mem.add_window(RegionKind::Packet, &mut buf[..frame], window, true);
-        let ctx_addr = mem.add_protected(RegionKind::Context, &mut self.ctx[..]);
+        // XDP context fields are read-only; tc programs may write some
+        // __sk_buff fields (mark, priority, tc_index, cb, tc_classid, ...).
+        let ctx_addr = match ctx_kind {
+            CtxKind::Xdp => mem.add_protected(RegionKind::Context, &mut self.ctx[..]),
+            CtxKind::Skb => mem.add(RegionKind::Context, &mut self.ctx[..]),
+        };
         for map in &self.env.maps {
             if let Some((addr, len)) = map.value_region() {
                 // SAFETY: map arenas never move and live as long as `env`,
