@@ -12,5 +12,8 @@ mod lowmem;
 
 pub use env::{CtxKind, Env, PacketView, Redirect, RedirectTarget};
 pub use handles::{map_handle, map_index};
-pub use hook::{Hook, HookError, Outcome, PacketMeta, TcAction, Verdict, XdpAction};
+pub use hook::{
+    Hook, HookError, MAX_PACKET as MAX_FRAME, Outcome, PacketMeta, SkbFields, TcAction, Verdict,
+    XdpAction,
+};
 pub use image::{Image, ImageError, LoadOptions};
