@@ -311,16 +311,169 @@ char _license[] __attribute__((section("license"), used)) = "GPL";
 }
 
 #[test]
-fn demo_runs_the_embedded_example() {
+fn demo_runs_the_ddos_filter() {
     let text = run_ok(sluice().arg("demo"));
-    assert!(text.contains("DNS query (UDP to port 53)"), "{text}");
+    assert!(text.contains("xdp_ddos_prog (xdp)"), "{text}");
     let json = run_ok(sluice().args(["demo", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let frames = v["frames"].as_array().unwrap();
-    let verdicts: Vec<&str> = frames
+    assert_eq!(v["packets"], 100_000);
+    assert_eq!(
+        v["verdicts"]["DROP"].as_u64().unwrap() + v["verdicts"]["PASS"].as_u64().unwrap(),
+        100_000
+    );
+    let stats = v["maps"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|f| f["verdict"].as_str().unwrap())
-        .collect();
-    assert_eq!(verdicts, ["DNS", "IPv4", "IPv4", "other", "IPv4"]);
-    assert!(frames.iter().all(|f| f["insns"].as_u64().unwrap() > 0));
+        .find(|m| m["name"] == "drop_stats")
+        .unwrap();
+    let count = |k: usize| {
+        stats["entries"][k]["value"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    assert_eq!(
+        (count(1), count(2)),
+        (20_000, 5_000),
+        "blocked prefix and protected port"
+    );
+    assert!(count(0) >= 60_000, "every client passes");
+    assert!(count(3) > 14_000, "the heavy hitter is rate limited");
+}
+
+fn bpf(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/bpf/{name}.o"))
+}
+
+#[test]
+fn run_replays_a_capture_and_writes_outputs() {
+    let dir = scratch("run");
+    // A capture of four frames: three UDP, one TCP.
+    let input = dir.join("in.pcap");
+    let mut sink = io::PcapSink::create(&input).unwrap();
+    for (i, sport) in [1000u16, 1001, 1002].iter().enumerate() {
+        sink.write(
+            &packet::Builder::udp("10.0.0.1", "10.0.0.2", *sport, 53).build(),
+            1_000_000 * i as u64,
+        )
+        .unwrap();
+    }
+    sink.write(
+        &packet::Builder::tcp("10.0.0.1", "10.0.0.2", 5, 80).build(),
+        5_000_000,
+    )
+    .unwrap();
+    sink.finish().unwrap();
+
+    let out_tx = dir.join("tx.pcapng");
+    let json = run_ok(
+        sluice()
+            .arg("run")
+            .arg(bpf("xdp_parse_tx"))
+            .arg("--pcap")
+            .arg(&input)
+            .arg("--out-tx")
+            .arg(&out_tx)
+            .arg("--json"),
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["packets"], 4);
+    assert_eq!(v["verdicts"]["TX"], 4);
+    assert!(v["insns_per_packet"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["insns_per_packet"]["p99"].as_u64().unwrap()
+            >= v["insns_per_packet"]["p50"].as_u64().unwrap()
+    );
+    let out = std::process::Command::new("tcpdump")
+        .args(["-nn", "-e", "-r"])
+        .arg(&out_tx)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(
+        text.lines()
+            .all(|l| l.contains("02:00:00:00:00:02 > 02:00:00:00:00:01")),
+        "MACs swapped: {text}"
+    );
+
+    // The protocol counter's map, dumped with BTF.
+    let text = run_ok(
+        sluice()
+            .arg("run")
+            .arg(bpf("xdp_count"))
+            .arg("--pcap")
+            .arg(&input),
+    );
+    assert!(text.contains("17 => {packets: 3"), "{text}");
+    assert!(text.contains("6 => {packets: 1"), "{text}");
+}
+
+#[test]
+fn run_takes_settings_and_reports_problems() {
+    let obj = bpf("xdp_ddos");
+    // Globals and map updates change behaviour.
+    let json = run_ok(sluice().arg("run").arg(&obj).args([
+        "--gen",
+        "udp,count=10,src=10.5.0.1/32",
+        "--map-update",
+        "blocklist_v4",
+        "10.5.0.0/16",
+        "0",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdicts"]["DROP"], 10);
+    let json = run_ok(sluice().arg("run").arg(&obj).args([
+        "--gen",
+        "udp,count=10,rate=1000000",
+        "--set",
+        "burst=2",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdicts"]["PASS"], 2);
+    for (args, needle) in [
+        (vec!["--gen", "udp,bogus"], "unknown field"),
+        (
+            vec!["--gen", "udp", "--set", "nope=1"],
+            "no such global variable",
+        ),
+        (vec!["--gen", "udp", "--set", "burst=1x"], "not an integer"),
+        (
+            vec!["--gen", "udp", "--map-update", "nope", "1", "2"],
+            "no such map",
+        ),
+        (
+            vec![
+                "--gen",
+                "udp",
+                "--map-update",
+                "blocklist_v4",
+                "10.0.0.0",
+                "0",
+            ],
+            "ADDR/LEN",
+        ),
+        (
+            vec![
+                "--gen",
+                "udp",
+                "--map-update",
+                "protected_ports",
+                "70000",
+                "1",
+            ],
+            "does not fit",
+        ),
+        (vec!["--gen", "udp", "--prog", "nope"], "no program `nope`"),
+        (vec!["--pcap", "/nonexistent.pcap"], "No such file"),
+    ] {
+        let out = sluice().arg("run").arg(&obj).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
+    }
 }

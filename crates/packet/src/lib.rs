@@ -1,6 +1,8 @@
 //! Packets: builders for common shapes (on etherparse) and the traffic
-//! generator's specification.
+//! generator.
 
 mod build;
+mod generate;
 
 pub use build::{Builder, L4};
+pub use generate::{GenSpec, Generator, Proto, merge};

@@ -278,6 +278,16 @@ impl Hook {
         &self.object.programs[self.program]
     }
 
+    /// The object program behind a VM program index (as errors carry).
+    pub fn program_of_vm(&self, vm_index: usize) -> Option<&obj::Program> {
+        let i = self
+            .env
+            .vm_program_of
+            .iter()
+            .position(|v| *v == Some(vm_index))?;
+        self.object.programs.get(i)
+    }
+
     pub fn kind(&self) -> &ProgramKind {
         &self.kind
     }

@@ -1,16 +1,11 @@
-//! The embedded end-to-end example: assemble a packet classifier, run it
-//! over a few frames, print verdicts and costs.
+//! The README's main job: the DDoS filter example over generated traffic,
+//! run in the VM, with the report `sluice run` prints.
 
 use std::process::ExitCode;
 
-use serde::Serialize;
-use vm::{HelperTable, Memory, Program, RegionKind, SimEnv, Vm, register_basic};
+use crate::cmd::run;
 
-use crate::report::{CostReport, accesses_line, print_json};
-
-const SOURCE: &str = include_str!("../demo/classify.s");
-
-/// Run the embedded example: assemble a classifier, run it over sample frames.
+/// Run the DDoS filter example over generated traffic (no root needed)
 #[derive(clap::Args)]
 pub struct Args {
     /// Print JSON
@@ -18,128 +13,59 @@ pub struct Args {
     json: bool,
 }
 
-/// Ethernet + IPv4 + UDP (or another IP protocol) to `dport`.
-fn ipv4_frame(proto: u8, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let l4_len = 8 + payload.len();
-    let mut f = vec![0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00];
-    let total = (20 + l4_len) as u16;
-    f.extend_from_slice(&[
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        proto,
-        0,
-        0,
-    ]);
-    f.extend_from_slice(&[192, 0, 2, 1, 198, 51, 100, 53]);
-    f.extend_from_slice(&40000u16.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&(l4_len as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(payload);
-    f
-}
+/// The traffic: normal clients, a blocked prefix, one source over its rate
+/// and clients of a protected port.
+/// Over 0.6 s: 200 clients at 500 packets/s each, the blocked prefix,
+/// one source at 25,000 packets/s, and clients of port 53.
+const TRAFFIC: [&str; 4] = [
+    "udp,flows=200,count=60000,rate=100000,src=10.1.0.0/16,dport=80",
+    "udp,flows=20,count=20000,rate=33334,src=10.66.0.0/16,dport=80",
+    "tcp,flows=1,count=15000,rate=25000,src=10.9.9.9/32,dport=443",
+    "udp,flows=50,count=5000,rate=8334,src=10.2.0.0/16,dport=53",
+];
 
-fn frames() -> Vec<(&'static str, Vec<u8>)> {
-    let dns_query =
-        b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01";
-    let mut arp = vec![0xff; 6];
-    arp.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01, 0x08, 0x06]);
-    arp.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-    arp.resize(42, 0);
-    let mut truncated = ipv4_frame(17, 53, &[]);
-    truncated.truncate(38);
-    vec![
-        ("DNS query (UDP to port 53)", ipv4_frame(17, 53, dns_query)),
-        (
-            "NTP request (UDP to port 123)",
-            ipv4_frame(17, 123, &[0x23; 48]),
-        ),
-        ("TCP segment to port 53", ipv4_frame(6, 53, &[0; 12])),
-        ("ARP request", arp),
-        ("IPv4 UDP cut inside the UDP header", truncated),
-    ]
-}
-
-const VERDICTS: [&str; 3] = ["other", "DNS", "IPv4"];
-
-#[derive(Serialize)]
-struct JsonFrame {
-    frame: &'static str,
-    bytes: usize,
-    r0: u64,
-    verdict: &'static str,
-    #[serde(flatten)]
-    cost: CostReport,
-}
+const UPDATES: [[&str; 3]; 2] = [
+    ["blocklist_v4", "10.66.0.0/16", "0"],
+    ["protected_ports", "53", "1"],
+];
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
-    let insns = isa::assemble(SOURCE).map_err(|e| format!("embedded program: {e}"))?;
-    let program = Program::new(insns.clone()).map_err(|e| e.to_string())?;
-    let mut helpers = HelperTable::new();
-    register_basic(&mut helpers);
-    let mut machine = Vm::new(program, &helpers).map_err(|e| e.to_string())?;
-    let mut env = SimEnv::default();
-
-    let mut results = Vec::new();
-    for (name, mut frame) in frames() {
-        let len = frame.len();
-        let mut mem = Memory::new();
-        let addr = mem.add(RegionKind::Packet, &mut frame);
-        let out = machine
-            .run_counting(&mut env, &mut mem, [addr, len as u64, 0, 0, 0])
-            .map_err(|e| format!("{name}: {e}"))?;
-        results.push((name, len, out));
-    }
-    let verdict = |r0: u64| VERDICTS.get(r0 as usize).copied().unwrap_or("?");
-
-    if a.json {
-        let frames: Vec<JsonFrame> = results
-            .iter()
-            .map(|&(frame, bytes, out)| JsonFrame {
-                frame,
-                bytes,
-                r0: out.r0,
-                verdict: verdict(out.r0),
-                cost: CostReport::new(&out.stats),
-            })
-            .collect();
-        print_json(
-            &serde_json::json!({ "program": "classify.s", "insns": insns.len(), "frames": frames }),
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!("sluice demo: a packet classifier, assembled and run in the sluice VM\n");
-    println!("program ({} instructions, disassembled):", insns.len());
-    print!(
-        "{}",
-        isa::listing(
-            &insns,
-            &isa::ListingOptions {
-                labels: true,
-                annotate: false
-            }
-        )
-    );
-    println!();
-    println!(
-        "{:<38} {:>5} {:>7} {:>6}  memory (loads, stores)",
-        "frame", "bytes", "verdict", "insns"
-    );
-    for (name, bytes, out) in &results {
-        let stats = &out.stats;
+    let object = programs::object("xdp_ddos").ok_or("the xdp_ddos example was not built")?;
+    let args = run::Args {
+        object: "target/bpf/xdp_ddos.o".into(),
+        r#gen: TRAFFIC.iter().map(|s| s.to_string()).collect(),
+        map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
+        set: vec!["rate_pps=1000".into(), "burst=100".into()],
+        cpus: 1,
+        ifindex: 1,
+        map_entries: 5,
+        json: a.json,
+        ..run::Args::default()
+    };
+    if !a.json {
         println!(
-            "{name:<38} {bytes:>5} {:>7} {:>6}  {}",
-            verdict(out.r0),
-            stats.insns,
-            accesses_line(stats)
+            "sluice demo: the DDoS filter (programs/xdp_ddos.c) in the sluice VM, over 100,000 generated packets:"
         );
+        println!(
+            "  60,000 from 200 clients in 10.1.0.0/16 (500 packets/s each), 20,000 from the blocked 10.66.0.0/16,"
+        );
+        println!(
+            "  15,000 from one source at 25,000 packets/s (the limit is 1,000), 5,000 UDP to the protected port 53."
+        );
+        println!(
+            "drop_stats counts by reason: 0 passed, 1 blocked, 2 protected port, 3 over the rate, 4 not IP."
+        );
+        println!("The same with the command line:");
+        let mut cmd = String::from("  sluice run target/bpf/xdp_ddos.o");
+        for g in TRAFFIC {
+            cmd.push_str(&format!(" \\\n      --gen {g}"));
+        }
+        for [m, k, v] in UPDATES {
+            cmd.push_str(&format!(" \\\n      --map-update {m} {k} {v}"));
+        }
+        cmd.push_str(" --set rate_pps=1000 --set burst=100");
+        println!("{cmd}\n");
     }
-    Ok(ExitCode::SUCCESS)
+    let mut hook = run::prepare_bytes(&args, object)?;
+    run::report(&args, &mut hook)
 }

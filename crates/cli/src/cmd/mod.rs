@@ -3,3 +3,4 @@ pub mod conformance;
 pub mod demo;
 pub mod disasm;
 pub mod exec;
+pub mod run;

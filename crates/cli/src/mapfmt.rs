@@ -1,0 +1,289 @@
+//! Map keys and values as text: formatted with the object's BTF when it
+//! describes them, parsed from the command line (`--map-update`).
+
+use std::net::IpAddr;
+
+use maps::{Map, MapType};
+use obj::{Btf, BtfKind, MapDef, TypeId};
+use serde::Serialize;
+
+/// One map's contents for reports.
+#[derive(Serialize)]
+pub struct MapDump {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub map_type: String,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    /// Entries in use (array maps: all of them).
+    pub len: usize,
+    /// Entries whose value is not all zeros, up to the limit.
+    pub entries: Vec<EntryDump>,
+    /// Entries whose value is all zeros (not listed).
+    pub zero_entries: usize,
+    /// Non-zero entries beyond the limit (not listed).
+    pub more: usize,
+}
+
+#[derive(Serialize)]
+pub struct EntryDump {
+    pub key: String,
+    pub value: String,
+    /// Per-CPU maps: each CPU's value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<String>,
+}
+
+/// Formats bytes as the BTF type `ty` describes, or as hex.
+pub fn format(btf: Option<&Btf>, ty: Option<TypeId>, bytes: &[u8]) -> String {
+    match (btf, ty) {
+        (Some(btf), Some(ty)) => format_ty(btf, ty, bytes, 0).unwrap_or_else(|| hex(bytes)),
+        _ => hex(bytes),
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn format_ty(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize) -> Option<String> {
+    format_named(btf, ty, bytes, depth, "")
+}
+
+/// Formats a value; `field` is the member name it sits in (address-like
+/// names print as addresses).
+fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) -> Option<String> {
+    if depth > 8 {
+        return None;
+    }
+    let id = btf.skip_mods_and_typedefs(ty).ok()?;
+    let t = btf.get(id)?;
+    let addr_like = field.contains("addr")
+        || field.contains("ip")
+        || field == "vip"
+        || field == "dst"
+        || field == "src";
+    Some(match &t.kind {
+        BtfKind::Struct { .. } if t.name == "in6_addr" => {
+            std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes.get(..16)?).ok()?).to_string()
+        }
+        BtfKind::Int { size: 4, .. } if addr_like && !field.contains("len") => {
+            std::net::Ipv4Addr::from(<[u8; 4]>::try_from(bytes.get(..4)?).ok()?).to_string()
+        }
+        BtfKind::Int { size, signed, .. } | BtfKind::Enum { size, signed, .. } => {
+            let n = *size as usize;
+            let raw = bytes.get(..n)?;
+            let mut b = [0u8; 8];
+            b[..n.min(8)].copy_from_slice(&raw[..n.min(8)]);
+            let v = u64::from_le_bytes(b);
+            if let BtfKind::Enum { values, .. } = &t.kind
+                && let Some((name, _)) = values.iter().find(|(_, x)| *x as u64 == v)
+            {
+                return Some(name.clone());
+            }
+            if *signed {
+                let shift = 64 - 8 * n.min(8) as u32;
+                (((v << shift) as i64) >> shift).to_string()
+            } else {
+                v.to_string()
+            }
+        }
+        BtfKind::Array { elem, nelems, .. } => {
+            let esize = btf.size_of(*elem).ok()? as usize;
+            let n = *nelems as usize;
+            if esize == 1 {
+                let raw = bytes.get(..n)?;
+                return Some(match n {
+                    4 if addr_like => {
+                        std::net::Ipv4Addr::from(<[u8; 4]>::try_from(raw).ok()?).to_string()
+                    }
+                    16 if addr_like => {
+                        std::net::Ipv6Addr::from(<[u8; 16]>::try_from(raw).ok()?).to_string()
+                    }
+                    6 if field.contains("mac") => raw
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<Vec<_>>()
+                        .join(":"),
+                    _ => hex(raw),
+                });
+            }
+            let items: Option<Vec<String>> = (0..n)
+                .map(|i| {
+                    format_named(
+                        btf,
+                        *elem,
+                        bytes.get(i * esize..(i + 1) * esize)?,
+                        depth + 1,
+                        field,
+                    )
+                })
+                .collect();
+            format!("[{}]", items?.join(", "))
+        }
+        // A union shows its first member.
+        BtfKind::Union { members, .. } => {
+            let m = members.first()?;
+            format_named(btf, m.ty, bytes, depth + 1, &m.name)?
+        }
+        BtfKind::Struct { members, .. } => {
+            let mut parts = Vec::new();
+            for m in members {
+                if m.bitfield_size != 0 || m.bit_offset % 8 != 0 {
+                    return None;
+                }
+                let off = (m.bit_offset / 8) as usize;
+                let size = btf.size_of(m.ty).ok()? as usize;
+                let v = format_named(btf, m.ty, bytes.get(off..off + size)?, depth + 1, &m.name)?;
+                if m.name.is_empty() || m.name.starts_with("pad") {
+                    if !m.name.starts_with("pad") {
+                        parts.push(v);
+                    }
+                } else {
+                    parts.push(format!("{}: {v}", m.name));
+                }
+            }
+            format!("{{{}}}", parts.join(", "))
+        }
+        // Global data: each variable by name.
+        BtfKind::Datasec { vars, .. } => {
+            let mut parts = Vec::new();
+            for v in vars {
+                let var = btf.get(v.ty)?;
+                let BtfKind::Var { ty, .. } = var.kind else {
+                    return None;
+                };
+                let (off, size) = (v.offset as usize, v.size as usize);
+                let val = format_named(btf, ty, bytes.get(off..off + size)?, depth + 1, &var.name)?;
+                parts.push(format!("{}: {val}", var.name));
+            }
+            format!("{{{}}}", parts.join(", "))
+        }
+        BtfKind::Ptr(_) => format!(
+            "0x{}",
+            hex(&bytes.get(..8)?.iter().rev().copied().collect::<Vec<_>>())
+        ),
+        _ => return None,
+    })
+}
+
+/// Dumps a map: at most `limit` entries.
+pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) -> MapDump {
+    let spec = map.spec();
+    let entries = map.entries();
+    let (key_ty, value_ty) = def.map_or((None, None), |d| (d.key_type, d.value_type));
+    let is_data = matches!(def.map(|d| &d.origin), Some(obj::MapOrigin::Data { .. }));
+    let elem = (spec.value_size as usize).div_ceil(8) * 8;
+    let nonzero: Vec<&(Vec<u8>, Vec<u8>)> = entries
+        .iter()
+        .filter(|(_, v)| v.iter().any(|&b| b != 0))
+        .collect();
+    let dumped = nonzero
+        .iter()
+        .take(limit)
+        .copied()
+        .map(|(k, v)| {
+            let key = if is_data {
+                "0".into()
+            } else {
+                format(btf, key_ty, k)
+            };
+            if spec.map_type.is_percpu() {
+                let cpus: Vec<String> = v
+                    .chunks(elem)
+                    .map(|c| format(btf, value_ty, &c[..spec.value_size as usize]))
+                    .collect();
+                EntryDump {
+                    key,
+                    value: cpus.first().cloned().unwrap_or_default(),
+                    cpus,
+                }
+            } else {
+                EntryDump {
+                    key,
+                    value: format(btf, value_ty, v),
+                    cpus: Vec::new(),
+                }
+            }
+        })
+        .collect();
+    MapDump {
+        name: map.name().to_string(),
+        map_type: spec.map_type.name().to_string(),
+        key_size: spec.key_size,
+        value_size: spec.value_size,
+        max_entries: spec.max_entries,
+        len: map.len(),
+        zero_entries: entries.len() - nonzero.len(),
+        more: nonzero.len().saturating_sub(limit),
+        entries: dumped,
+    }
+}
+
+/// Parses a key or value of `size` bytes: `hex:0a0b..` (memory order), an
+/// integer (little-endian in `size` bytes), an IP address (network order),
+/// or for an LPM trie key `ADDR/LEN`.
+pub fn parse(text: &str, size: usize, map_type: MapType, is_key: bool) -> Result<Vec<u8>, String> {
+    let t = text.trim();
+    if let Some(h) = t.strip_prefix("hex:") {
+        let bytes = (0..h.len())
+            .step_by(2)
+            .map(|i| h.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| format!("`{t}` is not hex"))?;
+        return fit(bytes, size, t);
+    }
+    if is_key && map_type == MapType::LpmTrie {
+        let (addr, len) = t
+            .split_once('/')
+            .ok_or_else(|| format!("an LPM key is ADDR/LEN, not `{t}`"))?;
+        let ip: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("`{addr}` is not an IP address"))?;
+        let len: u32 = len
+            .parse()
+            .map_err(|_| format!("`{len}` is not a prefix length"))?;
+        let mut key = len.to_le_bytes().to_vec();
+        key.extend(ip_bytes(ip));
+        key.resize(size, 0);
+        return fit(key, size, t);
+    }
+    if let Ok(ip) = t.parse::<IpAddr>() {
+        return fit(ip_bytes(ip), size, t);
+    }
+    let n: i128 = match t.strip_prefix("0x") {
+        Some(h) => i128::from_str_radix(h, 16),
+        None => t.parse(),
+    }
+    .map_err(|_| format!("`{t}` is neither a number, an IP address nor hex:BYTES"))?;
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return Err(format!(
+            "`{t}`: this map's {size}-byte {} needs hex:BYTES",
+            if is_key { "key" } else { "value" }
+        ));
+    }
+    let bits = size * 8;
+    if n >= 1i128 << bits || n < -(1i128 << (bits - 1)) {
+        return Err(format!("`{t}` does not fit {size} bytes"));
+    }
+    Ok(n.to_le_bytes()[..size].to_vec())
+}
+
+fn ip_bytes(ip: IpAddr) -> Vec<u8> {
+    match ip {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    }
+}
+
+fn fit(bytes: Vec<u8>, size: usize, text: &str) -> Result<Vec<u8>, String> {
+    if bytes.len() == size {
+        Ok(bytes)
+    } else {
+        Err(format!(
+            "`{text}` is {} bytes; this map needs {size}",
+            bytes.len()
+        ))
+    }
+}
