@@ -25,7 +25,7 @@ enum Command {
     /// Disassemble raw bytecode or an ELF object into assembly text
     Disasm(cmd::disasm::Args),
     /// Replay a capture or generated traffic through a program in the VM
-    Run(cmd::run::Args),
+    Run(Box<cmd::run::Args>),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// Run the DDoS filter example over generated traffic (no root needed)
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
-        Command::Run(a) => cmd::run::run(a),
+        Command::Run(a) => cmd::run::run(*a),
         Command::Exec(a) => cmd::exec::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),
