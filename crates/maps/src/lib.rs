@@ -541,10 +541,18 @@ impl Map {
                     .ok_or(Errno::ENOENT)?;
                 Ok(values.get(s, 0).to_vec())
             }
-            Store::RefArray { .. } | Store::RefHash { .. } => {
+            Store::RefArray { present, values } => {
                 self.check_key(key)?;
-                let v = self.ref_at(key).ok_or(Errno::ENOENT)?;
-                Ok(v.to_le_bytes().to_vec())
+                let i = u32_key(key) as usize;
+                if i >= present.len() || !present[i] {
+                    return Err(Errno::ENOENT);
+                }
+                Ok(values.get(i as u32, 0).to_vec())
+            }
+            Store::RefHash { table, values } => {
+                self.check_key(key)?;
+                let s = table.peek(&key[..4]).ok_or(Errno::ENOENT)?;
+                Ok(values.get(s, 0).to_vec())
             }
             Store::Fifo { items, lifo } => {
                 let item = if *lifo { items.back() } else { items.front() };

@@ -59,6 +59,11 @@ pub struct Redirect {
     pub map: Option<usize>,
 }
 
+/// Bytes of scratch per nesting level of `bpf_for_each_map_elem` (keys
+/// handed to callbacks; the kernel caps keys at 512 bytes).
+pub const SCRATCH_SLOT: usize = 512;
+pub const SCRATCH_LEVELS: usize = 8;
+
 /// The environment of every helper.
 pub struct Env {
     pub maps: Vec<Map>,
@@ -66,13 +71,21 @@ pub struct Env {
     /// `bpf_trace_printk` output of the current run.
     pub trace: Vec<String>,
     pub redirect: Option<Redirect>,
+    /// The map key of the last `bpf_redirect_map`.
+    pub redirect_key: Option<u32>,
     pub packet: PacketView,
     pub fib: Fib,
     /// For tail calls: the VM program index of each object program index
     /// (`None` for programs that cannot run).
     pub vm_program_of: Vec<Option<usize>>,
-    /// Extra instructions' worth of work helpers report (for profiling).
+    /// The last flow hash computed or set (`bpf_get_hash_recalc`).
     pub last_hash: u32,
+    /// Keys being walked by `bpf_for_each_map_elem`, one list per level.
+    pub iterations: Vec<Vec<Vec<u8>>>,
+    /// Read-only to programs: keys handed to callbacks.
+    pub scratch: Box<[u8; SCRATCH_SLOT * SCRATCH_LEVELS]>,
+    /// The scratch's address as programs see it.
+    pub scratch_addr: u64,
 }
 
 impl Env {
@@ -84,6 +97,7 @@ impl Env {
             sim,
             trace: Vec::new(),
             redirect: None,
+            redirect_key: None,
             packet: PacketView {
                 kind: CtxKind::Xdp,
                 region: 0,
@@ -97,6 +111,9 @@ impl Env {
             fib: Fib::default(),
             vm_program_of: Vec::new(),
             last_hash: 0,
+            iterations: Vec::new(),
+            scratch: Box::new([0; SCRATCH_SLOT * SCRATCH_LEVELS]),
+            scratch_addr: 0,
         }
     }
 

@@ -6,7 +6,7 @@ use maps::Map;
 use obj::{ProgramKind, XdpAttach};
 use vm::{HelperTable, Memory, RegionKind, Stats, Vm, VmError};
 
-use crate::env::{CtxKind, Env, PacketView, Redirect};
+use crate::env::{CtxKind, Env, PacketView, Redirect, RedirectTarget};
 use crate::helpers;
 use crate::image::Image;
 use crate::lowmem::LowBuf;
@@ -167,6 +167,15 @@ pub struct Outcome<'h> {
     /// `bpf_trace_printk` lines of this run.
     pub trace: &'h [String],
     pub skb: Option<SkbFields>,
+    /// The program a redirect ran the frame through (devmap/cpumap entry).
+    pub followup: Option<Followup>,
+}
+
+/// A second program a redirected frame went through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Followup {
+    pub program: String,
+    pub action: XdpAction,
 }
 
 /// A program of an image, ready to run over packets.
@@ -183,8 +192,12 @@ pub struct Hook {
 
 fn resolve_tail_call(env: &mut Env, map: u64, index: u64) -> Option<usize> {
     let m = env.map_of(map)?;
-    let prog = env.maps[m].ref_at(&(index as u32).to_le_bytes())?;
-    env.vm_program_of.get(prog as usize).copied().flatten()
+    if env.maps[m].map_type() != maps::MapType::ProgArray {
+        return None;
+    }
+    let id = env.maps[m].ref_at(&(index as u32).to_le_bytes())?;
+    let prog = (id as usize).checked_sub(1)?;
+    env.vm_program_of.get(prog).copied().flatten()
 }
 
 impl Hook {
@@ -292,8 +305,110 @@ impl Hook {
         &self.kind
     }
 
-    /// Runs the program over one packet.
+    /// Runs the program over one packet; a frame it redirects into a
+    /// devmap or cpumap entry that carries a program then runs through that
+    /// program too (`xdp/devmap`, `xdp/cpumap`), as in the kernel.
     pub fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
+        let entry = self.env.vm_program_of[self.program].expect("the entry is loaded");
+        let first = self.exec(entry, packet, meta, None, true)?;
+        let mut last = first;
+        let mut followup = None;
+        if let Some((prog, egress)) = self.redirect_program(&first) {
+            let bytes = self.buf.as_slice()[first.start..first.end].to_vec();
+            let then = self.exec(prog.1, &bytes, meta, egress, false)?;
+            let action = XdpAction::from_r0(then.r0);
+            followup = Some(Followup {
+                program: self.object.programs[prog.0].name.clone(),
+                action,
+            });
+            last = Exec {
+                stats: add(first.stats, then.stats),
+                ..then
+            };
+            last.r0 = first.r0;
+        }
+        let get =
+            |off: usize| u32::from_le_bytes(self.ctx[off..off + 4].try_into().expect("4 bytes"));
+        let (verdict, skb) = match (&self.kind, self.env.packet.kind) {
+            (ProgramKind::SocketFilter, _) => (Verdict::Socket(first.r0 as u32), None),
+            (_, CtxKind::Xdp) => {
+                let v = match followup.as_ref().map(|f| f.action) {
+                    // The second program decides whether the frame leaves.
+                    Some(XdpAction::Pass) | None => XdpAction::from_r0(first.r0),
+                    Some(_) => XdpAction::Drop,
+                };
+                (Verdict::Xdp(v), None)
+            }
+            (_, CtxKind::Skb) => {
+                let mut cb = [0u32; 5];
+                for (i, v) in cb.iter_mut().enumerate() {
+                    *v = get(48 + 4 * i);
+                }
+                let fields = SkbFields {
+                    mark: get(8),
+                    priority: get(32),
+                    tc_index: get(44),
+                    tc_classid: get(72),
+                    cb,
+                };
+                (Verdict::Tc(TcAction::from_r0(first.r0)), Some(fields))
+            }
+        };
+        let verdict_redirects = matches!(
+            verdict,
+            Verdict::Xdp(XdpAction::Redirect) | Verdict::Tc(TcAction::Redirect)
+        );
+        Ok(Outcome {
+            r0: first.r0,
+            verdict,
+            packet: &self.buf.as_slice()[last.start..last.end],
+            redirect: if verdict_redirects {
+                self.env.redirect
+            } else {
+                None
+            },
+            stats: last.stats,
+            trace: &self.env.trace,
+            skb,
+            followup,
+        })
+    }
+
+    /// The program (object index, VM index) and egress interface a redirect
+    /// runs next, if its map entry carries one.
+    fn redirect_program(&self, first: &Exec) -> Option<((usize, usize), Option<u32>)> {
+        if XdpAction::from_r0(first.r0) != XdpAction::Redirect || !self.kind.is_xdp() {
+            return None;
+        }
+        let r = self.env.redirect?;
+        let map = &self.env.maps[r.map?];
+        if map.spec().value_size != 8 {
+            return None;
+        }
+        let key = match r.target {
+            RedirectTarget::Device { .. } | RedirectTarget::Cpu(_) => self.env.redirect_key?,
+            RedirectTarget::Socket(_) => return None,
+        };
+        let value = map.user_lookup(&key.to_le_bytes()).ok()?;
+        let id = u32::from_le_bytes(value[4..8].try_into().expect("8-byte value"));
+        let prog = (id as usize).checked_sub(1)?;
+        let vm = self.env.vm_program_of.get(prog).copied().flatten()?;
+        let egress = match r.target {
+            RedirectTarget::Device { ifindex, .. } => Some(ifindex),
+            _ => None,
+        };
+        Some(((prog, vm), egress))
+    }
+
+    /// One execution of VM program `entry` over `packet`.
+    fn exec(
+        &mut self,
+        entry: usize,
+        packet: &[u8],
+        meta: &PacketMeta,
+        egress: Option<u32>,
+        fresh: bool,
+    ) -> Result<Exec, VmError> {
         let len = packet.len().min(MAX_PACKET);
         let frame = (HEADROOM + len + TAILROOM).div_ceil(FRAME) * FRAME;
         let ctx_kind = if self.kind.is_xdp() {
@@ -320,7 +435,7 @@ impl Hook {
                 put(&mut self.ctx, 8, data);
                 put(&mut self.ctx, 12, meta.ifindex);
                 put(&mut self.ctx, 16, meta.rx_queue);
-                let egress = matches!(
+                let devmap = matches!(
                     self.kind,
                     ProgramKind::Xdp {
                         attach: XdpAttach::Devmap,
@@ -330,7 +445,7 @@ impl Hook {
                 put(
                     &mut self.ctx,
                     20,
-                    if egress { meta.egress_ifindex } else { 0 },
+                    egress.unwrap_or(if devmap { meta.egress_ifindex } else { 0 }),
                 );
             }
             CtxKind::Skb => {
@@ -371,6 +486,20 @@ impl Hook {
                 unsafe { mem.add_raw(RegionKind::Map, addr, len as u64, map.program_writable()) };
             }
         }
+        // Keys for callbacks: read-only to the program.
+        let scratch_addr = self.env.scratch.as_ptr().expose_provenance() as u64;
+        // SAFETY: the scratch is a boxed array owned by `env`, which outlives
+        // this `Memory` and never moves; only helpers write it, through `env`.
+        unsafe {
+            mem.add_raw(
+                RegionKind::Map,
+                scratch_addr,
+                self.env.scratch.len() as u64,
+                false,
+            )
+        };
+        self.env.scratch_addr = scratch_addr;
+        self.env.iterations.clear();
         self.env.packet = PacketView {
             kind: ctx_kind,
             region,
@@ -381,10 +510,14 @@ impl Hook {
             data_end: u64::from(data_end),
             ctx: ctx_addr,
         };
-        self.env.redirect = None;
-        self.env.trace.clear();
+        if fresh {
+            self.env.redirect = None;
+            self.env.redirect_key = None;
+            self.env.trace.clear();
+        }
         self.env.sim.clock_ns = self.env.sim.clock_ns.max(meta.timestamp_ns);
 
+        self.vm.set_entry(entry);
         let args = [ctx_addr, 0, 0, 0, 0];
         let out = if self.counting {
             self.vm.run_counting(&mut self.env, &mut mem, args)?
@@ -392,48 +525,35 @@ impl Hook {
             self.vm.run(&mut self.env, &mut mem, args)?
         };
         drop(mem);
-
         let p = self.env.packet;
-        let start = (p.data - p.hard_start) as usize;
-        let end = (p.data_end - p.hard_start) as usize;
-        let get =
-            |off: usize| u32::from_le_bytes(self.ctx[off..off + 4].try_into().expect("4 bytes"));
-        let (verdict, skb) = match (&self.kind, ctx_kind) {
-            (ProgramKind::SocketFilter, _) => (Verdict::Socket(out.r0 as u32), None),
-            (_, CtxKind::Xdp) => (Verdict::Xdp(XdpAction::from_r0(out.r0)), None),
-            (_, CtxKind::Skb) => {
-                let mut cb = [0u32; 5];
-                for (i, v) in cb.iter_mut().enumerate() {
-                    *v = get(48 + 4 * i);
-                }
-                let fields = SkbFields {
-                    mark: get(8),
-                    priority: get(32),
-                    tc_index: get(44),
-                    tc_classid: get(72),
-                    cb,
-                };
-                (Verdict::Tc(TcAction::from_r0(out.r0)), Some(fields))
-            }
-        };
-        let verdict_redirects = matches!(
-            verdict,
-            Verdict::Xdp(XdpAction::Redirect) | Verdict::Tc(TcAction::Redirect)
-        );
-        Ok(Outcome {
+        Ok(Exec {
             r0: out.r0,
-            verdict,
-            packet: &self.buf.as_slice()[start..end],
-            redirect: if verdict_redirects {
-                self.env.redirect
-            } else {
-                None
-            },
             stats: out.stats,
-            trace: &self.env.trace,
-            skb,
+            start: (p.data - p.hard_start) as usize,
+            end: (p.data_end - p.hard_start) as usize,
         })
     }
+}
+
+/// One execution's result, before it becomes an [`Outcome`].
+#[derive(Copy, Clone)]
+struct Exec {
+    r0: u64,
+    stats: Stats,
+    start: usize,
+    end: usize,
+}
+
+fn add(a: Stats, b: Stats) -> Stats {
+    let mut s = a;
+    s.insns += b.insns;
+    s.helper_calls += b.helper_calls;
+    s.tail_calls += b.tail_calls;
+    for k in 0..s.loads.len() {
+        s.loads[k] += b.loads[k];
+        s.stores[k] += b.stores[k];
+    }
+    s
 }
 
 fn helper_table(kind: &ProgramKind) -> Result<HelperTable<Env>, HookError> {

@@ -114,8 +114,13 @@ impl Image {
         // Initial slots of program arrays and maps of maps.
         for (i, def) in object.maps.iter().enumerate() {
             for (slot, init) in &def.initial {
+                // Programs are referred to by id: index + 1 (0 is "none").
                 let value = match init {
-                    InitialRef::Program(p) => object.programs.iter().position(|q| q.name == *p),
+                    InitialRef::Program(p) => object
+                        .programs
+                        .iter()
+                        .position(|q| q.name == *p)
+                        .map(|i| i + 1),
                     InitialRef::Map(m) => object.map_index(m),
                 }
                 .ok_or_else(|| ImageError::MapSetup {
@@ -139,6 +144,12 @@ impl Image {
             maps,
             programs,
         })
+    }
+
+    /// The id maps use for program `index` (prog arrays, devmap and cpumap
+    /// entries): `index + 1`, so that 0 means "no program".
+    pub fn program_id(index: usize) -> u32 {
+        index as u32 + 1
     }
 
     /// The index of the program named `name` (or the only runnable one).

@@ -33,4 +33,6 @@ pub enum VmErrorKind {
     Helper { name: String, message: String },
     #[error("legacy packet load, but no packet is mapped")]
     NoPacket,
+    #[error("callback {0:#x} is not a function of this program")]
+    BadCallback(u64),
 }

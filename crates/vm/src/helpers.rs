@@ -10,6 +10,31 @@ pub struct HelperCtx<'c, 'm, E> {
     pub args: [u64; 5],
     pub env: &'c mut E,
     pub mem: &'c mut Memory<'m>,
+    /// When the helper asked for a callback: its state and the callback's
+    /// return value. `None` on the first call.
+    pub resume: Option<Resume>,
+    /// Set by a helper to have a BPF function called; the helper is called
+    /// again with `resume` when the function returns (`bpf_loop`,
+    /// `bpf_for_each_map_elem`). Its own return value is ignored then.
+    pub callback: Option<Callback>,
+}
+
+/// A helper's request to call a BPF function.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Callback {
+    /// A function handle, as `lddw func(...)` loads it.
+    pub func: u64,
+    pub args: [u64; 5],
+    /// Anything the helper needs when it resumes.
+    pub state: u64,
+}
+
+/// What a resumed helper gets back.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Resume {
+    pub state: u64,
+    /// The callback's r0.
+    pub ret: u64,
 }
 
 /// A helper failed in a way the kernel would have prevented (bad pointer,

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use isa::opcode::atomic;
 
 use crate::error::{VmError, VmErrorKind};
-use crate::helpers::{HelperCtx, HelperTable};
+use crate::helpers::{Callback, HelperCtx, HelperTable, Resume};
 use crate::memory::{Access, Memory, RegionKind};
 use crate::op::{Op, Slot};
 use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
@@ -28,6 +28,16 @@ struct Frame {
     program: usize,
     return_pc: usize,
     saved: [u64; 4],
+    /// For a callback's frame: the helper to resume when it returns.
+    callback: Option<Pending>,
+}
+
+/// A helper waiting for its callback to return.
+#[derive(Copy, Clone)]
+struct Pending {
+    helper: u64,
+    args: [u64; 5],
+    state: u64,
 }
 
 type Regs = [u64; 16];
@@ -280,8 +290,32 @@ impl<E> Vm<E> {
                 Op::CallHelper | Op::Callx => {
                     let id = if s.op == Op::Callx { r[d] } else { imm };
                     stats.helper_calls += 1;
-                    if let Err(kind) = call_helper(&self.helpers, id, &mut r, env, mem) {
-                        fail!(kind);
+                    let args = [r[1], r[2], r[3], r[4], r[5]];
+                    match call_helper(&self.helpers, id, args, None, &mut r, env, mem) {
+                        Ok(None) => {}
+                        Ok(Some(cb)) => {
+                            let pending = Pending {
+                                helper: id,
+                                args,
+                                state: cb.state,
+                            };
+                            match enter_callback(
+                                cb,
+                                slots,
+                                pending,
+                                cur,
+                                pc,
+                                &mut depth,
+                                &mut frames,
+                                &mut r,
+                                mem,
+                                stack_top,
+                            ) {
+                                Ok(target) => pc = target,
+                                Err(kind) => fail!(kind),
+                            }
+                        }
+                        Err(kind) => fail!(kind),
                     }
                 }
                 Op::TailCall => {
@@ -307,6 +341,7 @@ impl<E> Vm<E> {
                         program: cur,
                         return_pc: pc,
                         saved: [r[6], r[7], r[8], r[9]],
+                        callback: None,
                     };
                     depth += 1;
                     r[10] = stack_top - (STACK_SIZE * depth) as u64;
@@ -336,6 +371,46 @@ impl<E> Vm<E> {
                         slots = self.programs[cur].slots();
                     }
                     pc = f.return_pc;
+                    if let Some(p) = f.callback {
+                        // Resume the helper that asked for this callback.
+                        let resume = Resume {
+                            state: p.state,
+                            ret: r[0],
+                        };
+                        match call_helper(
+                            &self.helpers,
+                            p.helper,
+                            p.args,
+                            Some(resume),
+                            &mut r,
+                            env,
+                            mem,
+                        ) {
+                            Ok(None) => {}
+                            Ok(Some(cb)) => {
+                                let pending = Pending {
+                                    state: cb.state,
+                                    ..p
+                                };
+                                match enter_callback(
+                                    cb,
+                                    slots,
+                                    pending,
+                                    cur,
+                                    pc,
+                                    &mut depth,
+                                    &mut frames,
+                                    &mut r,
+                                    mem,
+                                    stack_top,
+                                ) {
+                                    Ok(target) => pc = target,
+                                    Err(kind) => fail!(kind),
+                                }
+                            }
+                            Err(kind) => fail!(kind),
+                        }
+                    }
                 }
 
                 Op::Lddw => {
@@ -378,27 +453,78 @@ impl<E> Vm<E> {
     }
 }
 
-/// A helper call: id from the immediate or (callx) a register.
+/// A helper call: id from the immediate or (callx) a register. Returns the
+/// callback the helper asks for, if any.
 #[inline(never)]
 fn call_helper<E>(
     helpers: &HelperTable<E>,
     id: u64,
+    args: [u64; 5],
+    resume: Option<Resume>,
     r: &mut Regs,
     env: &mut E,
     mem: &mut Memory<'_>,
-) -> Result<(), VmErrorKind> {
+) -> Result<Option<Callback>, VmErrorKind> {
     // Immediate ids were checked at load; only callx can miss.
     let helper = helpers.get(id).ok_or(VmErrorKind::UnknownHelper(id))?;
     let mut ctx = HelperCtx {
-        args: [r[1], r[2], r[3], r[4], r[5]],
+        args,
         env,
         mem,
+        resume,
+        callback: None,
     };
-    r[0] = (helper.func)(&mut ctx).map_err(|e| VmErrorKind::Helper {
+    let ret = (helper.func)(&mut ctx).map_err(|e| VmErrorKind::Helper {
         name: helper.name.clone(),
         message: e.0,
     })?;
-    Ok(())
+    if ctx.callback.is_none() {
+        r[0] = ret;
+    }
+    Ok(ctx.callback)
+}
+
+/// Calls a BPF function for a helper: a new frame that resumes the helper
+/// when it exits. Returns the slot to continue at.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn enter_callback(
+    cb: Callback,
+    slots: &[Slot],
+    pending: Pending,
+    cur: usize,
+    return_pc: usize,
+    depth: &mut usize,
+    frames: &mut [Frame; MAX_FRAMES],
+    r: &mut Regs,
+    mem: &mut Memory<'_>,
+    stack_top: u64,
+) -> Result<usize, VmErrorKind> {
+    // The handle came from a register: it must name an instruction of the
+    // running program (the loop relies on in-range slots).
+    let target = crate::func_slot(cb.func)
+        .filter(|&t| t < slots.len() && slots[t].op != Op::LddwHigh)
+        .ok_or(VmErrorKind::BadCallback(cb.func))?;
+    if *depth + 1 >= MAX_FRAMES {
+        return Err(VmErrorKind::CallDepth);
+    }
+    frames[*depth] = Frame {
+        program: cur,
+        return_pc,
+        saved: [r[6], r[7], r[8], r[9]],
+        callback: Some(pending),
+    };
+    *depth += 1;
+    r[1..6].copy_from_slice(&cb.args);
+    r[10] = stack_top - (STACK_SIZE * *depth) as u64;
+    mem.stack.start -= STACK_SIZE as u64;
+    mem.stack.len += STACK_SIZE as u64;
+    // SAFETY: the new frame is frame `depth` of the VM's own stack.
+    unsafe {
+        *ptr::with_exposed_provenance_mut::<[u64; STACK_SIZE / 8]>(mem.stack.start as usize) =
+            [0; STACK_SIZE / 8];
+    }
+    Ok(target)
 }
 
 /// The host atomics behind the 32- and 64-bit atomic instructions.

@@ -26,10 +26,28 @@ mod program;
 
 pub use error::{VmError, VmErrorKind};
 pub use helpers::{
-    BasicEnv, Helper, HelperCtx, HelperError, HelperFn, HelperTable, SimEnv, register_basic,
+    BasicEnv, Callback, Helper, HelperCtx, HelperError, HelperFn, HelperTable, Resume, SimEnv,
+    register_basic,
 };
 pub use memory::{Access, MemFault, Memory, Region, RegionKind};
 pub use program::{LoadError, Program};
+
+/// Function handles (`lddw func(...)`): `FUNC_BASE + slot`, never a
+/// mapped address.
+const FUNC_BASE: u64 = 0xffff_b000_0000_0000;
+
+/// The handle of the function starting at `slot`.
+pub fn func_handle(slot: usize) -> u64 {
+    FUNC_BASE + slot as u64
+}
+
+/// The slot a function handle designates.
+pub fn func_slot(handle: u64) -> Option<usize> {
+    handle
+        .checked_sub(FUNC_BASE)
+        .filter(|&s| s < 1 << 32)
+        .map(|s| s as usize)
+}
 
 /// Bytes of stack per call frame, as in the kernel.
 pub const STACK_SIZE: usize = 512;

@@ -271,7 +271,15 @@ fn lower(pc: usize, insn: &Insn, target: i32) -> Result<Slot, LoadError> {
                 return Err(unresolved("a map value reference"));
             }
             Lddw::BtfId { .. } => return Err(unresolved("a kernel variable (BTF id)")),
-            Lddw::Func(_) => return Err(unresolved("a function address")),
+            // The address of a BPF function (a callback) becomes a handle
+            // the VM can call; `target` was checked to be in the program.
+            Lddw::Func(_) => slot(
+                Op::Lddw,
+                dst.number(),
+                0,
+                0,
+                crate::func_handle(target as usize) as i64,
+            ),
         },
         Insn::Load {
             size,

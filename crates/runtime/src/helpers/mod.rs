@@ -4,6 +4,7 @@
 //! [`xdp_table`] and [`tc_table`] hold the helpers of each. A program that
 //! calls one that is missing fails at load time, naming it.
 
+mod callbacks;
 mod csum;
 mod fib;
 mod maps;
@@ -39,6 +40,7 @@ fn common(t: &mut HelperTable<Env>) {
     register(t, trace::HELPERS);
     register(t, output::HELPERS);
     register(t, csum::COMMON);
+    register(t, callbacks::HELPERS);
     register(t, &[("spin_lock", spin_lock), ("spin_unlock", spin_lock)]);
 }
 

@@ -64,6 +64,7 @@ fn redirect_map(c: &mut Ctx) -> Ret {
                 target,
                 map: Some(m),
             });
+            c.env.redirect_key = Some(key);
             Ok(XDP_REDIRECT)
         }
         None => Ok(flags & 3),
