@@ -55,9 +55,27 @@ setup_rust() {
     fi
 }
 
+# Third-party XDP programs for the tests: the BPF objects of Debian's
+# xdp-tools packages (built from xdp-tools' sources with clang), kept in
+# target/thirdparty, never in git.
+THIRDPARTY=target/thirdparty
+setup_thirdparty() {
+    local marker="$THIRDPARTY/.xdp-tools-1.3.1"
+    [ -f "$marker" ] && return 0
+    say "fetching third-party XDP programs (Debian xdp-tools, libxdp1)"
+    mkdir -p "$THIRDPARTY/debs"
+    (cd "$THIRDPARTY/debs" && apt-get download xdp-tools libxdp1 >/dev/null 2>&1) ||
+        { say "apt-get download xdp-tools libxdp1 failed"; return 1; }
+    for d in "$THIRDPARTY"/debs/*.deb; do
+        dpkg-deb -x "$d" "$THIRDPARTY/root"
+    done
+    touch "$marker"
+}
+
 setup() {
     setup_apt
     setup_rust
+    setup_thirdparty
 }
 
 cmd=${1:-help}
