@@ -96,8 +96,13 @@ fn configure(h: &mut Hook, name: &str) {
     }
 }
 
+/// Verdict and output bytes of each packet.
+type Runs = Vec<(Verdict, Vec<u8>)>;
+/// Each map's sorted entries.
+type MapContents = Vec<Vec<(Vec<u8>, Vec<u8>)>>;
+
 /// What a build does over the packets: verdicts, output bytes, map contents.
-fn behaviour(object: &[u8], name: &str) -> (Vec<(Verdict, Vec<u8>)>, Vec<Vec<(Vec<u8>, Vec<u8>)>>) {
+fn behaviour(object: &[u8], name: &str) -> (Runs, MapContents) {
     let image = Image::load(obj::Object::parse(object).unwrap(), &LoadOptions::default()).unwrap();
     let p = image.find_program(None).unwrap();
     let mut h = Hook::new(image, p, 0).unwrap();
