@@ -470,10 +470,106 @@ fn run_takes_settings_and_reports_problems() {
         ),
         (vec!["--gen", "udp", "--prog", "nope"], "no program `nope`"),
         (vec!["--pcap", "/nonexistent.pcap"], "No such file"),
+        (
+            vec![
+                "--gen",
+                "udp",
+                "--btf",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+            ],
+            "neither raw BTF nor an ELF object",
+        ),
     ] {
         let out = sluice().arg("run").arg(&obj).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: `{err}` lacks `{needle}`");
     }
+}
+
+/// Builds C source into a BPF object in `dir`.
+fn build_c(dir: &Scratch, name: &str, source: &str) -> PathBuf {
+    let (src, out) = (dir.join(format!("{name}.c")), dir.join(format!("{name}.o")));
+    std::fs::write(&src, source).unwrap();
+    let st = Command::new("clang-19")
+        .args(["-target", "bpf", "-O2", "-g", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("clang-19 (the set-up installs it)");
+    assert!(st.success(), "clang-19 {name}");
+    out
+}
+
+#[test]
+fn run_resolves_core_relocations_against_a_chosen_btf() {
+    let dir = scratch("core");
+    // Drops a packet when the u16 field `port` of its view of the header
+    // is 0x3500 (a UDP packet to port 53, read as little-endian).
+    let prog = build_c(
+        &dir,
+        "prog",
+        r#"
+        struct xdp_md { unsigned data, data_end; };
+        struct sluice_view { unsigned short pad[18]; unsigned short port; } __attribute__((preserve_access_index));
+        __attribute__((section("xdp"), used)) int view(struct xdp_md *ctx)
+        {
+            struct sluice_view *v = (void *)(long)ctx->data;
+            if ((void *)(long)ctx->data + 64 > (void *)(long)ctx->data_end)
+                return 2;
+            return v->port == 0x3500 ? 1 : 2;
+        }
+        char _license[] __attribute__((section("license"), used)) = "GPL";
+        "#,
+    );
+    // Another layout of the same type: `port` is the UDP source port (34).
+    let layout = build_c(
+        &dir,
+        "layout",
+        "struct sluice_view { char eth_ip[34]; unsigned short port; } t;\n\
+         __attribute__((section(\"xdp\"), used)) int f(void *c) { return 0; }\n",
+    );
+    // And one without the member at all.
+    let missing = build_c(
+        &dir,
+        "missing",
+        "struct sluice_view { char other; } t;\n\
+         __attribute__((section(\"xdp\"), used)) int f(void *c) { return 0; }\n",
+    );
+    // (A run where packets stop with errors exits with 1, still reporting.)
+    let run = |btf: &Path| -> serde_json::Value {
+        let out = sluice()
+            .arg("run")
+            .arg(&prog)
+            .args([
+                "--gen",
+                "udp,count=4,sport=1000,dport=53",
+                "--json",
+                "--btf",
+            ])
+            .arg(btf)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let errors = v["errors"].as_u64().unwrap();
+        assert_eq!(out.status.code(), Some(i32::from(errors > 0)), "{v}");
+        v
+    };
+    // The object's own layout: `port` at 36, the destination port.
+    let own = run(&prog);
+    assert_eq!(own["verdicts"]["DROP"], 4, "{own}");
+    assert_eq!(own["core"]["relocations"], 1, "{own}");
+    // The other layout reads the source port: nothing is dropped.
+    let moved = run(&layout);
+    assert_eq!(moved["core"]["target"], layout.to_str().unwrap());
+    assert_eq!(moved["verdicts"]["PASS"], 4, "{moved}");
+    // Without the member the read is poisoned: every packet is an error.
+    let poisoned = run(&missing);
+    assert_eq!(
+        poisoned["core"]["poisoned"].as_array().unwrap().len(),
+        1,
+        "{poisoned}"
+    );
+    assert_eq!(poisoned["errors"], 4, "{poisoned}");
 }

@@ -7,6 +7,7 @@
 
 mod btf;
 mod btf_ext;
+mod core;
 mod kind;
 mod load;
 mod mapdef;
@@ -14,6 +15,7 @@ mod reader;
 
 pub use btf::{Btf, BtfError, Kind as BtfKind, Member, TypeId};
 pub use btf_ext::{BtfExt, CoreRelo, LineRecord};
+pub use core::CoreTarget;
 pub use kind::{ProgramKind, XdpAttach};
 pub use load::{GlobalVar, Line, Object, Program};
 pub use mapdef::{InitialRef, MapDef, MapOrigin};
@@ -72,11 +74,21 @@ fn check_machine(file: &object::File) -> Result<(), ObjError> {
 
 impl Object {
     /// Loads an object: every program linked, every map described.
+    ///
+    /// CO-RE relocations are resolved against the running kernel's BTF
+    /// when it has one, else against the object's own types (the layouts
+    /// it was compiled with).
     pub fn parse(data: &[u8]) -> Result<Object, ObjError> {
+        Object::parse_with(data, CoreTarget::kernel())
+    }
+
+    /// Loads an object resolving CO-RE relocations against `target`
+    /// (`None`: the object's own BTF).
+    pub fn parse_with(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, ObjError> {
         if !is_elf(data) {
             return Err(ObjError::NotElf);
         }
-        load::parse(data)
+        load::parse(data, target)
     }
 }
 

@@ -12,6 +12,7 @@ use object::{
 use crate::ObjError;
 use crate::btf::{Btf, Kind};
 use crate::btf_ext::BtfExt;
+use crate::core::{self, CoreTarget, Placement};
 use crate::kind::ProgramKind;
 use crate::mapdef::{self, InitialRef, MapDef};
 
@@ -52,6 +53,9 @@ pub struct Program {
     pub kfuncs: Vec<(usize, String)>,
     /// CO-RE relocations applied while loading.
     pub core_relocations: usize,
+    /// Slots poisoned by CO-RE (the target lacks the field or type they
+    /// use) and why; running one is an error, as in the kernel.
+    pub core_poisoned: Vec<(usize, String)>,
 }
 
 impl Program {
@@ -165,7 +169,7 @@ struct Sym {
     global: bool,
 }
 
-pub(crate) fn parse(data: &[u8]) -> Result<Object, ObjError> {
+pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, ObjError> {
     let file = object::File::parse(data).map_err(|e| ObjError::Malformed(e.to_string()))?;
     crate::check_machine(&file)?;
 
@@ -568,11 +572,40 @@ pub(crate) fn parse(data: &[u8]) -> Result<Object, ObjError> {
     for f in funcs.iter().filter(|f| Some(f.sec) != text_idx && f.global) {
         let section = exec[&f.sec].name.clone();
         let kind = ProgramKind::from_section(&section);
-        let linked = link(f, &funcs, &exec, &refs).map_err(|reason| ObjError::Program {
+        let mut linked = link(f, &funcs, &exec, &refs).map_err(|reason| ObjError::Program {
             section: section.clone(),
             name: f.name.clone(),
             reason,
         })?;
+        let mut core_applied = core::Applied::default();
+        if let (Some(ext), Some(local)) = (&btf_ext, &btf)
+            && ext.core.values().any(|v| !v.is_empty())
+        {
+            let own;
+            let target = match target {
+                Some(t) => t,
+                None => {
+                    own = CoreTarget::new(local.clone(), "the object's own BTF");
+                    &own
+                }
+            };
+            let placed: Vec<Placement> = linked
+                .placed
+                .iter()
+                .map(|&(fi, at)| Placement {
+                    section: &exec[&funcs[fi].sec].name,
+                    start: funcs[fi].start,
+                    len: funcs[fi].len,
+                    at,
+                })
+                .collect();
+            core_applied = core::apply(&mut linked.code, &placed, &ext.core, local, target)
+                .map_err(|reason| ObjError::Program {
+                    section: section.clone(),
+                    name: f.name.clone(),
+                    reason,
+                })?;
+        }
         let insns = isa::decode_raw(&linked.code).map_err(|e| ObjError::Program {
             section: section.clone(),
             name: f.name.clone(),
@@ -609,7 +642,8 @@ pub(crate) fn parse(data: &[u8]) -> Result<Object, ObjError> {
                 .collect(),
             lines,
             kfuncs: linked.kfuncs,
-            core_relocations: 0,
+            core_relocations: core_applied.count,
+            core_poisoned: core_applied.poisoned,
         });
     }
     if programs.is_empty() {

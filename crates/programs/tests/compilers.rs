@@ -4,39 +4,14 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use packet::Builder;
 use runtime::*;
 
-fn compile(clang: &str, name: &str, cpu: &str, opt: &str) -> Vec<u8> {
-    let out = std::env::temp_dir().join(format!(
-        "sluice-matrix-{}-{clang}-{name}-{cpu}{opt}.o",
-        std::process::id()
-    ));
-    let st = Command::new(clang)
-        .args(["-target", "bpf", opt, "-g", &format!("-mcpu={cpu}")])
-        .arg("-I")
-        .arg(programs::include_dir())
-        .arg(format!(
-            "-I/usr/include/{}-linux-gnu",
-            std::env::consts::ARCH
-        ))
-        .arg("-c")
-        .arg(programs::source_dir().join(format!("{name}.c")))
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("{clang}: {e} (the set-up installs clang-14 and clang-19)"));
-    assert!(
-        st.status.success(),
-        "{clang} {cpu} {opt} {name}: {}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let bytes = std::fs::read(&out).unwrap();
-    std::fs::remove_file(&out).unwrap();
-    bytes
+fn build(clang: &str, name: &str, cpu: &str, opt: &str) -> Vec<u8> {
+    let path = programs::source_dir().join(format!("{name}.c"));
+    let source = std::fs::read_to_string(path).unwrap();
+    compile_with(clang, name, &source, &[opt, &format!("-mcpu={cpu}")])
 }
 
 fn packets() -> Vec<Vec<u8>> {
@@ -140,7 +115,7 @@ fn every_example_behaves_the_same_under_every_compiler_and_level() {
                     continue;
                 }
                 for opt in ["-O1", "-O2"] {
-                    let got = behaviour(&compile(clang, name, cpu, opt), name);
+                    let got = behaviour(&build(clang, name, cpu, opt), name);
                     assert_eq!(
                         got.0, reference.0,
                         "{name} with {clang} -mcpu={cpu} {opt}: verdicts or bytes differ"
@@ -156,4 +131,53 @@ fn every_example_behaves_the_same_under_every_compiler_and_level() {
     }
     println!("{builds} builds behave like the canonical ones");
     assert_eq!(builds, 8 * 10);
+}
+
+/// An example with the kernel's header structs marked
+/// `preserve_access_index`, as programs built on vmlinux.h have them: each
+/// access to a context or header field becomes a CO-RE relocation.
+fn core_variant(name: &str) -> String {
+    let headers = [
+        "bpf", "if_ether", "in", "ip", "ipv6", "tcp", "udp", "pkt_cls",
+    ]
+    .map(|h| format!("#include <linux/{h}.h>\n"))
+    .concat();
+    let path = programs::source_dir().join(format!("{name}.c"));
+    format!(
+        "#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)\n\
+         {headers}#pragma clang attribute pop\n#include \"{}\"\n",
+        path.display()
+    )
+}
+
+#[test]
+fn every_example_behaves_the_same_with_core_relocations() {
+    let target = obj::CoreTarget::kernel()
+        .map_or("the objects' own BTF (no /sys/kernel/btf/vmlinux)", |t| {
+            t.origin()
+        });
+    let mut relocations = 0;
+    for name in programs::names() {
+        let bytes = compile_with("clang-19", name, &core_variant(name), &["-O2", "-mcpu=v3"]);
+        let object = obj::Object::parse(&bytes).unwrap();
+        let p = &object.programs[0];
+        // xdp_drop and xdp_pass never touch the context or a header.
+        let touches_headers = !matches!(name, "xdp_drop" | "xdp_pass");
+        assert_eq!(
+            p.core_relocations > 0,
+            touches_headers,
+            "{name}: {} CO-RE relocations",
+            p.core_relocations
+        );
+        assert_eq!(p.core_poisoned, [], "{name}: poisoned against {target}");
+        relocations += p.core_relocations;
+        let got = behaviour(&bytes, name);
+        let reference = behaviour(programs::object(name).unwrap(), name);
+        assert_eq!(
+            got.0, reference.0,
+            "{name} with CO-RE: verdicts or bytes differ"
+        );
+        assert_eq!(got.1, reference.1, "{name} with CO-RE: maps differ");
+    }
+    println!("{relocations} CO-RE relocations resolved against {target}");
 }

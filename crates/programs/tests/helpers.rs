@@ -3,56 +3,16 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use packet::Builder;
 use runtime::*;
 
 /// Compiles `body` (with parse.h and a results array) and loads program `prog`.
 fn load(name: &str, body: &str, prog: Option<&str>) -> Hook {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir =
-        std::env::temp_dir().join(format!("sluice-helpers-{}-{n}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("t.c");
-    std::fs::write(&src, format!("#include \"parse.h\"\n#include <linux/pkt_cls.h>\nlong res[16];\n{body}\nchar _license[] SEC(\"license\") = \"GPL\";\n")).unwrap();
-    let out = dir.join("t.o");
-    let clang = if Command::new("clang-19").arg("--version").output().is_ok() {
-        "clang-19"
-    } else {
-        "clang"
-    };
-    let st = Command::new(clang)
-        .args([
-            "-target",
-            "bpf",
-            "-O2",
-            "-g",
-            "-mcpu=v3",
-            "-Wall",
-            "-Wno-unused-variable",
-        ])
-        .arg("-I")
-        .arg(programs::include_dir())
-        .arg(format!(
-            "-I/usr/include/{}-linux-gnu",
-            std::env::consts::ARCH
-        ))
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&st.stderr)
+    let source = format!(
+        "#include \"parse.h\"\n#include <linux/pkt_cls.h>\nlong res[16];\n{body}\nchar _license[] SEC(\"license\") = \"GPL\";\n"
     );
-    let object = obj::Object::parse(&std::fs::read(&out).unwrap()).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    let object = obj::Object::parse(&compile(name, &source)).unwrap();
     let image = Image::load(
         object,
         &LoadOptions {

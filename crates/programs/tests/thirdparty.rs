@@ -11,31 +11,6 @@ use std::path::PathBuf;
 use common::*;
 use runtime::*;
 
-fn objects() -> Vec<PathBuf> {
-    let root =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/thirdparty/root/usr/lib");
-    let mut found = Vec::new();
-    if let Ok(arches) = std::fs::read_dir(&root) {
-        for a in arches.flatten() {
-            if let Ok(files) = std::fs::read_dir(a.path().join("bpf")) {
-                found.extend(
-                    files
-                        .flatten()
-                        .map(|f| f.path())
-                        .filter(|p| p.extension().is_some_and(|e| e == "o")),
-                );
-            }
-        }
-    }
-    found.sort();
-    assert!(
-        found.len() >= 10,
-        "the xdp-tools objects are missing from {}: run ./dev.sh setup",
-        root.display()
-    );
-    found
-}
-
 fn captures() -> Vec<io::Frame> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -59,7 +34,7 @@ fn captures() -> Vec<io::Frame> {
 fn xdp_tools_programs_run_over_every_capture() {
     let frames = captures();
     let mut ran = 0;
-    for path in objects() {
+    for path in thirdparty_objects() {
         let object = obj::Object::parse(&std::fs::read(&path).unwrap())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for (i, p) in object.programs.iter().enumerate() {

@@ -301,6 +301,18 @@ impl Hook {
         self.object.programs.get(i)
     }
 
+    /// Adds what the loader knows to an error: which CO-RE relocation
+    /// poisoned the instruction that ran.
+    fn explain(&self, mut e: VmError) -> VmError {
+        if e.kind == vm::VmErrorKind::CorePoisoned
+            && let Some(p) = self.program_of_vm(e.program)
+            && let Some((_, why)) = p.core_poisoned.iter().find(|(pc, _)| *pc == e.pc)
+        {
+            e.text = format!("{}; {why}", e.text);
+        }
+        e
+    }
+
     pub fn kind(&self) -> &ProgramKind {
         &self.kind
     }
@@ -310,12 +322,16 @@ impl Hook {
     /// program too (`xdp/devmap`, `xdp/cpumap`), as in the kernel.
     pub fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
         let entry = self.env.vm_program_of[self.program].expect("the entry is loaded");
-        let first = self.exec(entry, packet, meta, None, true)?;
+        let first = self
+            .exec(entry, packet, meta, None, true)
+            .map_err(|e| self.explain(e))?;
         let mut last = first;
         let mut followup = None;
         if let Some((prog, egress)) = self.redirect_program(&first) {
             let bytes = self.buf.as_slice()[first.start..first.end].to_vec();
-            let then = self.exec(prog.1, &bytes, meta, egress, false)?;
+            let then = self
+                .exec(prog.1, &bytes, meta, egress, false)
+                .map_err(|e| self.explain(e))?;
             let action = XdpAction::from_r0(then.r0);
             followup = Some(Followup {
                 program: self.object.programs[prog.0].name.clone(),

@@ -33,6 +33,10 @@ pub enum VmErrorKind {
     Helper { name: String, message: String },
     #[error("legacy packet load, but no packet is mapped")]
     NoPacket,
+    #[error(
+        "this instruction's CO-RE relocation failed at load time (the target BTF lacks the field or type it uses)"
+    )]
+    CorePoisoned,
     #[error("callback {0:#x} is not a function of this program")]
     BadCallback(u64),
 }

@@ -446,6 +446,7 @@ impl<E> Vm<E> {
                     }
                 }
 
+                Op::Poisoned => fail!(VmErrorKind::CorePoisoned),
                 Op::LddwHigh => unreachable!("validated programs never branch into an lddw"),
                 Op::FellOff => fail!(VmErrorKind::FellOff),
             }

@@ -30,7 +30,7 @@ pub use helpers::{
     register_basic,
 };
 pub use memory::{Access, MemFault, Memory, Region, RegionKind};
-pub use program::{LoadError, Program};
+pub use program::{CORE_POISON, LoadError, Program};
 
 /// Function handles (`lddw func(...)`): `FUNC_BASE + slot`, never a
 /// mapped address.

@@ -176,6 +176,8 @@ pub enum Op {
     LdIndB,
     LdIndH,
     LdIndW,
+    /// An instruction whose CO-RE relocation failed.
+    Poisoned,
     /// Second slot of `lddw`: never executed (no branch may land on it).
     LddwHigh,
     /// Past the last instruction of a program that can run off its end.

@@ -153,7 +153,7 @@ impl Program {
             .iter()
             .zip(&self.insns)
             .filter_map(|(&pc, insn)| match insn {
-                Insn::Call(CallTarget::Helper(id)) if *id != TAIL_CALL => {
+                Insn::Call(CallTarget::Helper(id)) if *id != TAIL_CALL && *id != CORE_POISON => {
                     Some((pc, i64::from(*id)))
                 }
                 _ => None,
@@ -172,6 +172,10 @@ impl Program {
 
 /// The helper id of `bpf_tail_call`, which the VM implements itself.
 pub const TAIL_CALL: i32 = 12;
+
+/// The call libbpf puts in place of an instruction whose CO-RE relocation
+/// failed (`0xbad2310`): the program loads, and faults only if it runs it.
+pub const CORE_POISON: i32 = 0xbad2310;
 
 /// Whether the instruction assigns r10 (the frame pointer is read-only).
 fn writes_frame_pointer(insn: &Insn) -> bool {
@@ -259,6 +263,7 @@ fn lower(pc: usize, insn: &Insn, target: i32) -> Result<Slot, LoadError> {
             )
         }
         Insn::Call(CallTarget::Helper(TAIL_CALL)) => slot(Op::TailCall, 0, 0, 0, 0),
+        Insn::Call(CallTarget::Helper(CORE_POISON)) => slot(Op::Poisoned, 0, 0, 0, 0),
         Insn::Call(CallTarget::Helper(id)) => slot(Op::CallHelper, 0, 0, 0, id.into()),
         Insn::Call(CallTarget::Local(_)) => slot(Op::CallLocal, 0, 0, target, 0),
         Insn::Call(CallTarget::Kfunc { .. }) => return Err(unresolved("a kfunc call")),

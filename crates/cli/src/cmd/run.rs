@@ -52,6 +52,9 @@ pub struct Args {
     /// Forwarding table for bpf_fib_lookup: a file of `link`, `neigh` and route lines
     #[arg(long)]
     pub fib: Option<PathBuf>,
+    /// Resolve CO-RE relocations against this BTF (raw, like /sys/kernel/btf/vmlinux, or an object's .BTF) instead of the running kernel's
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
     /// Keep maps pinned by name (LIBBPF_PIN_BY_NAME) in this directory across runs
     #[arg(long)]
     pub pin: Option<PathBuf>,
@@ -92,10 +95,19 @@ struct ErrorReport {
 }
 
 #[derive(Serialize)]
+struct CoreReport {
+    relocations: usize,
+    target: String,
+    poisoned: Vec<String>,
+}
+
+#[derive(Serialize)]
 struct RunReport {
     object: String,
     program: String,
     section: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    core: Option<CoreReport>,
     packets: u64,
     seconds: f64,
     packets_per_second: f64,
@@ -142,7 +154,20 @@ pub fn prepare(a: &Args) -> Result<Hook, String> {
 
 /// Like [`prepare`], with the object's bytes at hand.
 pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
-    let object = obj::Object::parse(data).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let custom = match &a.btf {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let origin = path.display().to_string();
+            Some(obj::CoreTarget::from_bytes(&bytes, &origin).map_err(|e| format!("--btf {e}"))?)
+        }
+        None => None,
+    };
+    let target = match &custom {
+        Some(t) => Some(t),
+        None => obj::CoreTarget::kernel(),
+    };
+    let object = obj::Object::parse_with(data, target)
+        .map_err(|e| format!("{}: {e}", a.object.display()))?;
     let mut opts = LoadOptions {
         ncpus: a.cpus.max(1),
         ..LoadOptions::default()
@@ -438,10 +463,25 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     if link_types.len() == 1 && link_types.contains_key("Ethernet") {
         link_types.clear();
     }
+    let core = (prog.core_relocations > 0).then(|| CoreReport {
+        relocations: prog.core_relocations,
+        target: match &a.btf {
+            Some(p) => p.display().to_string(),
+            None => obj::CoreTarget::kernel()
+                .map_or("the object's own BTF", |t| t.origin())
+                .to_string(),
+        },
+        poisoned: prog
+            .core_poisoned
+            .iter()
+            .map(|(pc, why)| format!("instruction {pc}: {why}"))
+            .collect(),
+    });
     Ok(RunReport {
         object: a.object.display().to_string(),
         program: prog.name.clone(),
         section: prog.section.clone(),
+        core,
         packets,
         seconds,
         packets_per_second: packets as f64 / seconds.max(1e-9),
@@ -463,6 +503,15 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
 
 fn print_text(r: &RunReport) {
     println!("{} ({}) of {}", r.program, r.section, r.object);
+    if let Some(c) = &r.core {
+        println!(
+            "CO-RE         {} relocations against {}",
+            c.relocations, c.target
+        );
+        for p in &c.poisoned {
+            println!("  poisoned {p}");
+        }
+    }
     println!(
         "packets       {} in {:.3} s ({:.0} packets/s)",
         r.packets, r.seconds, r.packets_per_second
