@@ -572,4 +572,8 @@ fn run_resolves_core_relocations_against_a_chosen_btf() {
         "{poisoned}"
     );
     assert_eq!(poisoned["errors"], 4, "{poisoned}");
+    // The bundled UAPI types know nothing of `sluice_view` either.
+    let bundled = run(Path::new("bundled"));
+    assert_eq!(bundled["core"]["target"], "sluice's bundled UAPI types");
+    assert_eq!(bundled["errors"], 4, "{bundled}");
 }

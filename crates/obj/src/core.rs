@@ -68,6 +68,24 @@ impl CoreTarget {
         Ok(CoreTarget::new(btf, origin))
     }
 
+    /// The Linux UAPI context and header types (`xdp_md`, `__sk_buff`,
+    /// `ethhdr`, `iphdr`, `tcphdr`...), built into sluice: the target when
+    /// the kernel has no BTF.
+    pub fn bundled() -> &'static CoreTarget {
+        static BUNDLED: OnceLock<CoreTarget> = OnceLock::new();
+        BUNDLED.get_or_init(|| {
+            let bytes = include_bytes!(concat!(env!("OUT_DIR"), "/uapi_types.o"));
+            CoreTarget::from_bytes(bytes, "sluice's bundled UAPI types")
+                .expect("the bundled BTF was built by build.rs")
+        })
+    }
+
+    /// The target `Object::parse` uses: the kernel's BTF, else the bundled
+    /// UAPI types.
+    pub fn default_target() -> &'static CoreTarget {
+        CoreTarget::kernel().unwrap_or_else(CoreTarget::bundled)
+    }
+
     pub fn btf(&self) -> &Btf {
         &self.btf
     }

@@ -76,10 +76,10 @@ impl Object {
     /// Loads an object: every program linked, every map described.
     ///
     /// CO-RE relocations are resolved against the running kernel's BTF
-    /// when it has one, else against the object's own types (the layouts
-    /// it was compiled with).
+    /// when it has one, else against the Linux UAPI types built into
+    /// sluice ([`CoreTarget::default_target`]).
     pub fn parse(data: &[u8]) -> Result<Object, ObjError> {
-        Object::parse_with(data, CoreTarget::kernel())
+        Object::parse_with(data, Some(CoreTarget::default_target()))
     }
 
     /// Loads an object resolving CO-RE relocations against `target`

@@ -133,29 +133,9 @@ fn every_example_behaves_the_same_under_every_compiler_and_level() {
     assert_eq!(builds, 8 * 10);
 }
 
-/// An example with the kernel's header structs marked
-/// `preserve_access_index`, as programs built on vmlinux.h have them: each
-/// access to a context or header field becomes a CO-RE relocation.
-fn core_variant(name: &str) -> String {
-    let headers = [
-        "bpf", "if_ether", "in", "ip", "ipv6", "tcp", "udp", "pkt_cls",
-    ]
-    .map(|h| format!("#include <linux/{h}.h>\n"))
-    .concat();
-    let path = programs::source_dir().join(format!("{name}.c"));
-    format!(
-        "#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)\n\
-         {headers}#pragma clang attribute pop\n#include \"{}\"\n",
-        path.display()
-    )
-}
-
 #[test]
 fn every_example_behaves_the_same_with_core_relocations() {
-    let target = obj::CoreTarget::kernel()
-        .map_or("the objects' own BTF (no /sys/kernel/btf/vmlinux)", |t| {
-            t.origin()
-        });
+    let target = obj::CoreTarget::default_target().origin();
     let mut relocations = 0;
     for name in programs::names() {
         let bytes = compile_with("clang-19", name, &core_variant(name), &["-O2", "-mcpu=v3"]);

@@ -180,6 +180,33 @@ fn bitfields_follow_the_kernels_struct_tcphdr() {
 }
 
 #[test]
+fn the_bundled_types_resolve_the_examples_like_the_kernel() {
+    let Some(kernel) = obj::CoreTarget::kernel() else {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "SLUICE_REQUIRE_KERNEL=1 but /sys/kernel/btf/vmlinux is missing"
+        );
+        eprintln!("SKIPPED bundled-vs-kernel comparison: no kernel BTF");
+        return;
+    };
+    for name in programs::names() {
+        let bytes = compile(name, &core_variant(name));
+        let a = obj::Object::parse_with(&bytes, Some(kernel)).unwrap();
+        let b = obj::Object::parse_with(&bytes, Some(obj::CoreTarget::bundled())).unwrap();
+        let own = obj::Object::parse_with(&bytes, None).unwrap();
+        let (a, b, own) = (&a.programs[0], &b.programs[0], &own.programs[0]);
+        assert_eq!(b.core_poisoned, [], "{name}");
+        assert_eq!(a.core_relocations, b.core_relocations, "{name}");
+        assert_eq!(
+            a.insns, b.insns,
+            "{name}: bundled and kernel resolutions differ"
+        );
+        // UAPI layouts are what the program was compiled with.
+        assert_eq!(a.insns, own.insns, "{name}");
+    }
+}
+
+#[test]
 fn a_poisoned_instruction_fails_when_it_runs_naming_the_relocation() {
     // Against a target without `struct sluice_hdr`, reading its fields
     // cannot be relocated: loading succeeds, running the read fails.
@@ -298,17 +325,7 @@ fn every_patch_matches_libbpf_against_the_running_kernel() {
     let mut objects: Vec<(String, Vec<u8>)> =
         vec![("core_fields".into(), compile("core_k", LOCAL))];
     for name in programs::names() {
-        let src =
-            std::fs::read_to_string(programs::source_dir().join(format!("{name}.c"))).unwrap();
-        let headers = [
-            "bpf", "if_ether", "in", "ip", "ipv6", "tcp", "udp", "pkt_cls",
-        ]
-        .map(|h| format!("#include <linux/{h}.h>\n"))
-        .concat();
-        let wrapped = format!(
-            "#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)\n{headers}#pragma clang attribute pop\n{src}"
-        );
-        objects.push((name.to_string(), compile(name, &wrapped)));
+        objects.push((name.to_string(), compile(name, &core_variant(name))));
     }
     // Third-party objects: xdpdump's fentry programs read kernel structs.
     for path in thirdparty_objects() {

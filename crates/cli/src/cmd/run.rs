@@ -52,7 +52,7 @@ pub struct Args {
     /// Forwarding table for bpf_fib_lookup: a file of `link`, `neigh` and route lines
     #[arg(long)]
     pub fib: Option<PathBuf>,
-    /// Resolve CO-RE relocations against this BTF (raw, like /sys/kernel/btf/vmlinux, or an object's .BTF) instead of the running kernel's
+    /// Resolve CO-RE relocations against this BTF (raw, like /sys/kernel/btf/vmlinux, or an object's .BTF; `bundled`: sluice's UAPI types) instead of the running kernel's
     #[arg(long, value_name = "FILE")]
     pub btf: Option<PathBuf>,
     /// Keep maps pinned by name (LIBBPF_PIN_BY_NAME) in this directory across runs
@@ -155,6 +155,7 @@ pub fn prepare(a: &Args) -> Result<Hook, String> {
 /// Like [`prepare`], with the object's bytes at hand.
 pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
     let custom = match &a.btf {
+        Some(path) if path.as_os_str() == "bundled" => None,
         Some(path) => {
             let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let origin = path.display().to_string();
@@ -162,11 +163,12 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         }
         None => None,
     };
-    let target = match &custom {
-        Some(t) => Some(t),
-        None => obj::CoreTarget::kernel(),
+    let target = match (&custom, &a.btf) {
+        (Some(t), _) => t,
+        (None, Some(_)) => obj::CoreTarget::bundled(),
+        (None, None) => obj::CoreTarget::default_target(),
     };
-    let object = obj::Object::parse_with(data, target)
+    let object = obj::Object::parse_with(data, Some(target))
         .map_err(|e| format!("{}: {e}", a.object.display()))?;
     let mut opts = LoadOptions {
         ncpus: a.cpus.max(1),
@@ -466,10 +468,11 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     let core = (prog.core_relocations > 0).then(|| CoreReport {
         relocations: prog.core_relocations,
         target: match &a.btf {
+            Some(p) if p.as_os_str() == "bundled" => {
+                obj::CoreTarget::bundled().origin().to_string()
+            }
             Some(p) => p.display().to_string(),
-            None => obj::CoreTarget::kernel()
-                .map_or("the object's own BTF", |t| t.origin())
-                .to_string(),
+            None => obj::CoreTarget::default_target().origin().to_string(),
         },
         poisoned: prog
             .core_poisoned

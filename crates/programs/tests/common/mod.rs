@@ -142,3 +142,20 @@ pub fn thirdparty_objects() -> Vec<std::path::PathBuf> {
     );
     found
 }
+
+/// An example with the kernel's header structs marked
+/// `preserve_access_index`, as programs built on vmlinux.h have them: each
+/// access to a context or header field becomes a CO-RE relocation.
+pub fn core_variant(name: &str) -> String {
+    let headers = [
+        "bpf", "if_ether", "in", "ip", "ipv6", "tcp", "udp", "pkt_cls",
+    ]
+    .map(|h| format!("#include <linux/{h}.h>\n"))
+    .concat();
+    let path = programs::source_dir().join(format!("{name}.c"));
+    format!(
+        "#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)\n\
+         {headers}#pragma clang attribute pop\n#include \"{}\"\n",
+        path.display()
+    )
+}
