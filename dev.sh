@@ -17,7 +17,7 @@ APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev
-    bpftool iproute2 tcpdump
+    bpftool iproute2 tcpdump unzip
 )
 RUST_TOOLCHAIN=1.95.0
 
@@ -72,10 +72,35 @@ setup_thirdparty() {
     touch "$marker"
 }
 
+# Third-party program sources, fetched from the Go module proxy (a package
+# registry that serves these repositories as checksummed zips): Cilium's
+# datapath and cilium/ebpf's examples. The tests build them with clang.
+GO_MODULES=(
+    "github.com/cilium/cilium v1.20.2 8876f17c696b7bd0e629708df542ca2ec0c3bf5b158fafac5ebd9c250223d50f bpf"
+    "github.com/cilium/ebpf v0.20.0 1cef597f00c7bb8b4678b9209793bac31c363a412c9382ab9e307ea1e150a994 examples"
+)
+
+setup_sources() {
+    local entry mod ver sum dir zip
+    mkdir -p "$THIRDPARTY/src"
+    for entry in "${GO_MODULES[@]}"; do
+        read -r mod ver sum dir <<<"$entry"
+        [ -d "$THIRDPARTY/src/$mod@$ver/$dir" ] && continue
+        say "fetching $mod $ver ($dir/) from proxy.golang.org"
+        zip="$THIRDPARTY/src/${mod//\//_}@$ver.zip"
+        curl -fsSL "https://proxy.golang.org/$mod/@v/$ver.zip" -o "$zip"
+        echo "$sum  $zip" | sha256sum -c --quiet - ||
+            { say "checksum mismatch for $mod $ver"; return 1; }
+        unzip -q -o "$zip" "$mod@$ver/$dir/*" -d "$THIRDPARTY/src"
+        rm -f "$zip"
+    done
+}
+
 setup() {
     setup_apt
     setup_rust
     setup_thirdparty
+    setup_sources
 }
 
 cmd=${1:-help}

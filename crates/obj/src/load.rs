@@ -566,6 +566,15 @@ pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, 
         }
     }
 
+    if let Some(btf) = &btf {
+        let text_idx = named.get(".text").copied();
+        mapdef::tail_call_tags(btf, &mut maps, |name| {
+            funcs
+                .iter()
+                .any(|f| f.global && Some(f.sec) != text_idx && f.name == name)
+        })?;
+    }
+
     // Programs: the global functions of every executable section but .text.
     let text_idx = named.get(".text").copied();
     let mut programs = Vec::new();

@@ -3,6 +3,7 @@
 
 use maps::{MapSpec, MapType, flags};
 
+use crate::ObjError;
 use crate::btf::{Btf, Kind, TypeId};
 
 /// What a map's slot is initialised with (`__array(values, ...)`).
@@ -121,11 +122,10 @@ pub fn parse_btf_map(
                 value_size = Some(btf.size_of(t).map_err(|e| at(e.to_string()))? as u32);
                 value_type = Some(t);
             }
-            "pinning" => match uint_value(btf, m.ty).map_err(at)? {
-                0 => {}
-                1 => pin_by_name = true,
-                v => return Err(at(format!("unknown pinning {v} (0 none, 1 by name)"))),
-            },
+            // libbpf knows 0 (none) and 1 (by name); iproute2 uses 2 for
+            // its global namespace, shared by name too. Other loaders give
+            // other values their own meanings (Cilium's 16): not pinned here.
+            "pinning" => pin_by_name = matches!(uint_value(btf, m.ty).map_err(at)?, 1 | 2),
             "numa_node" | "map_extra" => {}
             "values" => {
                 if inner {
@@ -246,5 +246,60 @@ pub fn data_map(section: &str, contents: Vec<u8>, value_type: Option<TypeId>) ->
         data: Some(contents),
         key_type: None,
         value_type,
+    }
+}
+
+/// Program-array slots declared on functions with a BTF declaration tag
+/// `tail:MAP/INDEX` (Cilium's `__declare_tail`, which its agent honours
+/// when loading): each becomes an initial slot, as `__array(values, ...)`
+/// initialisers do for libbpf.
+pub fn tail_call_tags(
+    btf: &Btf,
+    maps: &mut [MapDef],
+    is_program: impl Fn(&str) -> bool,
+) -> Result<(), ObjError> {
+    for (_, t) in btf.types() {
+        let Kind::DeclTag { ty, component: -1 } = t.kind else {
+            continue;
+        };
+        let Some(spec) = t.name.strip_prefix("tail:") else {
+            continue;
+        };
+        let func = btf.ty(ty);
+        // A tagged function the compiler left out is simply not a slot.
+        if !matches!(func.kind, Kind::Func { .. }) || !is_program(&func.name) {
+            continue;
+        }
+        let (map, index) = spec.rsplit_once('/').unwrap_or((spec, ""));
+        let bad = |why: &str| ObjError::Map {
+            name: map.to_string(),
+            reason: format!("tag `{}` on {}: {why}", t.name, func.name),
+        };
+        let index = parse_c_int(index).ok_or_else(|| bad("the index is not a number"))?;
+        let def = maps
+            .iter_mut()
+            .find(|m| m.name() == map)
+            .ok_or_else(|| bad("no such map"))?;
+        if def.spec.map_type != MapType::ProgArray {
+            return Err(bad("the map is not a program array"));
+        }
+        if index >= def.spec.max_entries {
+            return Err(bad(&format!(
+                "index beyond the map's {} entries",
+                def.spec.max_entries
+            )));
+        }
+        def.initial
+            .push((index, InitialRef::Program(func.name.clone())));
+    }
+    Ok(())
+}
+
+/// A C integer literal as `__stringify` leaves it (`42`, `0x2a`, `42U`).
+fn parse_c_int(s: &str) -> Option<u32> {
+    let s = s.trim().trim_end_matches(['u', 'U', 'l', 'L']);
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
     }
 }

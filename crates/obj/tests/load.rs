@@ -188,3 +188,32 @@ fn every_cpu_level_and_optimisation_loads() {
         }
     }
 }
+
+const TAGGED: &str = r#"
+struct { __uint(type, 3); __uint(max_entries, 4); __uint(key_size, 4); __uint(value_size, 4); __uint(pinning, 16); } calls SEC(".maps");
+struct { __uint(type, 2); __uint(max_entries, 1); __type(key, __u32); __type(value, __u32); __uint(pinning, 2); } shared SEC(".maps");
+__attribute__((section("xdp/tail"), used, btf_decl_tag("tail:calls/" TAIL_INDEX))) int tail_a(struct xdp_md *ctx) { return 1; }
+SEC("xdp/entry") int entry(struct xdp_md *ctx) { bpf_tail_call(ctx, &calls, 2); return 2; }
+"#;
+
+#[test]
+fn tail_call_tags_fill_program_arrays_and_other_pinning_values_load() {
+    // Cilium's convention: `btf_decl_tag("tail:MAP/INDEX")` on a function.
+    let src = format!("{PRELUDE}#define TAIL_INDEX \"2\"\n{TAGGED}");
+    let o = Object::parse(&build("tagged", &src, &["-O2"])).unwrap();
+    let calls = &o.maps[o.map_index("calls").unwrap()];
+    assert_eq!(calls.initial, [(2, InitialRef::Program("tail_a".into()))]);
+    // Pinning 16 is another loader's flag (Cilium's), 2 iproute2's global
+    // namespace: both load; only the latter shares by name.
+    assert!(!calls.pin_by_name);
+    assert!(o.maps[o.map_index("shared").unwrap()].pin_by_name);
+    // A tag past the map's end names the map and the function.
+    let src = format!("{PRELUDE}#define TAIL_INDEX \"9\"\n{TAGGED}");
+    let err = Object::parse(&build("tagged_bad", &src, &["-O2"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("calls") && err.contains("tail_a") && err.contains("4 entries"),
+        "{err}"
+    );
+}

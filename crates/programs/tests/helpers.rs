@@ -473,3 +473,70 @@ SEC("xdp/devmap") int egress(struct xdp_md *ctx) {
         Verdict::Xdp(XdpAction::Drop)
     );
 }
+
+#[test]
+fn sockets_tunnels_and_packet_type() {
+    let mut h = load(
+        "sock",
+        r#"
+SEC("tc") int prog(struct __sk_buff *skb) {
+    struct bpf_sock_tuple t = {};
+    struct bpf_sock *sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+    res[0] = sk != 0;
+    if (sk)
+        bpf_sk_release(sk);
+    struct bpf_sock *u = bpf_sk_lookup_udp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+    res[1] = u != 0;
+    if (u)
+        bpf_sk_release(u);
+    struct bpf_tunnel_key key = {};
+    key.tunnel_id = 42;
+    key.remote_ipv4 = 0x0a000001;
+    res[2] = bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0);
+    res[3] = key.tunnel_id; /* cleared by the failed get */
+    key.tunnel_id = 42;
+    key.remote_ipv4 = 0x0a000001;
+    /* Only short packets get a tunnel. */
+    res[4] = skb->len < 100 ? bpf_skb_set_tunnel_key(skb, &key, sizeof(key), 0) : 1;
+    res[5] = bpf_skb_set_tunnel_key(skb, &key, sizeof(key), 1 << 10);
+    __u32 opt[2] = {1, 2};
+    res[6] = bpf_skb_set_tunnel_opt(skb, opt, 6);
+    res[7] = bpf_skb_set_tunnel_opt(skb, opt, 8);
+    res[8] = bpf_skb_change_type(skb, 5);
+    res[9] = bpf_skb_change_type(skb, 1);
+    res[10] = skb->pkt_type;
+    res[11] = bpf_get_netns_cookie(skb);
+    res[12] = bpf_jiffies64();
+    return TC_ACT_OK;
+}
+"#,
+        None,
+    );
+    let out = h.run(&udp(), &meta(2_000_000_000)).unwrap();
+    let tunnel = out
+        .skb
+        .as_ref()
+        .unwrap()
+        .tunnel
+        .clone()
+        .expect("a tunnel key was set");
+    assert_eq!(tunnel.id(), 42);
+    assert_eq!(tunnel.remote().to_string(), "10.0.0.1");
+    assert_eq!(tunnel.options, [1, 0, 0, 0, 2, 0, 0, 0]);
+    let r = res(&mut h);
+    assert_eq!((r[0], r[1]), (0, 0), "a replay has no sockets");
+    assert_eq!((r[2], r[3]), (-22, 0), "no received tunnel metadata");
+    assert_eq!((r[4], r[5]), (0, -22), "unknown flags are refused");
+    assert_eq!((r[6], r[7]), (-22, 0), "options come in 4-byte words");
+    assert_eq!((r[8], r[9], r[10]), (-22, 0, 1));
+    assert_eq!(r[11], 1);
+    // The clock starts at the first packet's timestamp: 2 s is 500 jiffies.
+    assert_eq!(r[12], 500);
+    // The next packet starts without tunnel metadata.
+    let big = Builder::udp("10.0.0.1", "10.0.0.2", 1, 2)
+        .payload(&[0; 200])
+        .build();
+    let out = h.run(&big, &meta(2_000_000_001)).unwrap();
+    assert_eq!(out.skb.as_ref().unwrap().tunnel, None);
+    assert_eq!(res(&mut h)[4], 1);
+}

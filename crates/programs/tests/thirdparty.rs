@@ -6,33 +6,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use runtime::*;
 
-fn captures() -> Vec<io::Frame> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .flat_map(|p| {
-            io::PcapSource::open(p)
-                .unwrap()
-                .map(|f| f.unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 #[test]
 fn xdp_tools_programs_run_over_every_capture() {
-    let frames = captures();
+    let frames = capture_frames();
     let mut ran = 0;
     for path in thirdparty_objects() {
         let object = obj::Object::parse(&std::fs::read(&path).unwrap())

@@ -78,6 +78,8 @@ pub struct Env {
     /// For tail calls: the VM program index of each object program index
     /// (`None` for programs that cannot run).
     pub vm_program_of: Vec<Option<usize>>,
+    /// Tunnel metadata the program set (`bpf_skb_set_tunnel_key`).
+    pub tunnel: Option<crate::helpers::TunnelInfo>,
     /// The last flow hash computed or set (`bpf_get_hash_recalc`).
     pub last_hash: u32,
     /// Keys being walked by `bpf_for_each_map_elem`, one list per level.
@@ -98,6 +100,7 @@ impl Env {
             trace: Vec::new(),
             redirect: None,
             redirect_key: None,
+            tunnel: None,
             packet: PacketView {
                 kind: CtxKind::Xdp,
                 region: 0,

@@ -146,13 +146,15 @@ impl Verdict {
 }
 
 /// The fields of `__sk_buff` a tc program may change.
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct SkbFields {
     pub mark: u32,
     pub priority: u32,
     pub tc_index: u32,
     pub tc_classid: u32,
     pub cb: [u32; 5],
+    /// Tunnel metadata set for an encapsulating device.
+    pub tunnel: Option<crate::helpers::TunnelInfo>,
 }
 
 /// One run's result.
@@ -366,6 +368,7 @@ impl Hook {
                     tc_index: get(44),
                     tc_classid: get(72),
                     cb,
+                    tunnel: self.env.tunnel.clone(),
                 };
                 (Verdict::Tc(TcAction::from_r0(first.r0)), Some(fields))
             }
@@ -529,6 +532,7 @@ impl Hook {
         if fresh {
             self.env.redirect = None;
             self.env.redirect_key = None;
+            self.env.tunnel = None;
             self.env.trace.clear();
         }
         self.env.sim.clock_ns = self.env.sim.clock_ns.max(meta.timestamp_ns);

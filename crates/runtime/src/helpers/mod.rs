@@ -12,8 +12,13 @@ mod output;
 mod packet;
 mod redirect;
 mod skb;
+mod sock;
 mod syncookie;
 mod trace;
+mod tunnel;
+
+pub use sock::HZ;
+pub use tunnel::TunnelInfo;
 
 use vm::{HelperCtx, HelperError, HelperFn, HelperTable};
 
@@ -41,6 +46,7 @@ fn common(t: &mut HelperTable<Env>) {
     register(t, output::HELPERS);
     register(t, csum::COMMON);
     register(t, callbacks::HELPERS);
+    register(t, sock::COMMON);
     register(t, &[("spin_lock", spin_lock), ("spin_unlock", spin_lock)]);
 }
 
@@ -60,6 +66,8 @@ pub fn tc_table() -> HelperTable<Env> {
     let mut t = HelperTable::new();
     common(&mut t);
     register(&mut t, skb::TC);
+    register(&mut t, sock::TC);
+    register(&mut t, tunnel::TC);
     register(&mut t, csum::SKB);
     register(&mut t, redirect::TC);
     register(&mut t, fib::HELPERS);

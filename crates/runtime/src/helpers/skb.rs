@@ -19,6 +19,7 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
     ("set_hash", set_hash),
     ("get_cgroup_classid", zero),
     ("get_route_realm", zero),
+    ("skb_change_type", skb_change_type),
 ];
 
 pub const SOCKET: &[(&str, HelperFn<Env>)] = &[
@@ -224,5 +225,20 @@ fn set_hash(c: &mut Ctx) -> Ret {
     c.mem
         .helper_write(p.ctx + 68, 4)?
         .copy_from_slice(&h.to_le_bytes());
+    Ok(0)
+}
+
+/// `bpf_skb_change_type(skb, type)`: `skb->pkt_type` between
+/// `PACKET_HOST` (0) and `PACKET_OTHERHOST` (3).
+fn skb_change_type(c: &mut Ctx) -> Ret {
+    let p = c.env.packet;
+    let current = u32::from_le_bytes(read(c, p.ctx + 4, 4)?.try_into().expect("4 bytes"));
+    let t = c.args[1] as u32;
+    if current > 3 || t > 3 {
+        return Ok(err(Errno::EINVAL));
+    }
+    c.mem
+        .helper_write(p.ctx + 4, 4)?
+        .copy_from_slice(&t.to_le_bytes());
     Ok(0)
 }

@@ -1,0 +1,255 @@
+//! Third-party programs built from their sources (fetched by `./dev.sh
+//! setup` from the Go module proxy into target/thirdparty/src): Cilium's
+//! datapath, compiled with Cilium's own clang flags in three of the
+//! configurations its Makefile compile-tests, and cilium/ebpf's XDP and tc
+//! examples. Every program loads; every entry program runs over every
+//! capture without an error; tail calls go through the slots Cilium
+//! declares with `tail:cilium_calls/N` tags; the examples count what they
+//! should.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use common::*;
+use packet::Builder;
+use runtime::*;
+
+fn source_root(module: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/thirdparty/src/github.com/cilium")
+        .join(module);
+    assert!(
+        dir.is_dir(),
+        "{} is missing: run ./dev.sh setup",
+        dir.display()
+    );
+    dir
+}
+
+/// Cilium's CLANG_FLAGS (bpf/Makefile.bpf).
+fn cilium_flags(root: &std::path::Path) -> Vec<String> {
+    let mut f: Vec<String> = [
+        "-O2",
+        "-g",
+        "--target=bpf",
+        "-std=gnu99",
+        "-nostdinc",
+        "-ftrap-function=__undefined_trap",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-Wshadow",
+        "-Wno-address-of-packed-member",
+        "-Wno-unknown-warning-option",
+        "-Wno-gnu-variable-sized-type-not-at-end",
+        "-Wimplicit-int-conversion",
+        "-Wenum-conversion",
+        "-Wimplicit-fallthrough",
+        "-mcpu=v3",
+    ]
+    .map(String::from)
+    .to_vec();
+    f.push(format!("-I{}", root.join("bpf").display()));
+    f.push(format!("-I{}", root.join("bpf/include").display()));
+    f
+}
+
+/// Configurations from Cilium's bpf/Makefile: the default, one of
+/// LB_OPTIONS (tunnel + XDP-accelerated NodePort), and MAX_BASE_OPTIONS
+/// (every feature at once, "to max out the BPF program complexity").
+const CONFIGS: &[(&str, &str)] = &[
+    ("default", ""),
+    (
+        "nodeport",
+        "-DENABLE_IPV4 -DENABLE_IPV6 -DENCAP_IFINDEX -DTUNNEL_MODE -DENABLE_NODEPORT -DENABLE_NODEPORT_ACCELERATION",
+    ),
+    (
+        "max",
+        "-DSKIP_DEBUG=1 -DENABLE_IPV4=1 -DENABLE_IPV6=1 -DENABLE_ROUTING=1 -DPOLICY_VERDICT_NOTIFY=1 \
+         -DMONITOR_AGGREGATION=3 -DCT_REPORT_FLAGS=0x0002 -DENABLE_HOST_FIREWALL=1 -DENABLE_SRV6=1 \
+         -DENABLE_L7_LB=1 -DENABLE_MASQUERADE_IPV4=1 -DENABLE_IP_MASQ_AGENT_IPV4=1 \
+         -DENABLE_MASQUERADE_IPV6=1 -DENABLE_IP_MASQ_AGENT_IPV6=1 -DENABLE_NODEPORT=1 \
+         -DENABLE_NODEPORT_ACCELERATION=1 -DENABLE_DSR_ICMP_ERRORS=1 -DENABLE_DSR=1 \
+         -DENABLE_DSR_BYUSER=1 -DENABLE_BANDWIDTH_MANAGER=1 -DENABLE_EGRESS_GATEWAY=1 \
+         -DENABLE_VTEP=1 -DENABLE_CLUSTER_AWARE_ADDRESSING=1 -DENABLE_INTER_CLUSTER_SNAT=1 \
+         -DENABLE_NAT_46X64=1 -DENABLE_NAT_46X64_GATEWAY=1 -DENCAP_IFINDEX=1 -DTUNNEL_MODE=1 \
+         -DENABLE_MULTICAST=1 -DENABLE_WIREGUARD=1 -DENCRYPTION_STRICT_MODE_EGRESS=1 \
+         -DENABLE_SCTP=1 -DENABLE_ACTIVE_CONNECTION_TRACKING=1",
+    ),
+];
+
+const DATAPATH: &[&str] = &[
+    "bpf_xdp",
+    "bpf_host",
+    "bpf_lxc",
+    "bpf_overlay",
+    "bpf_wireguard",
+];
+
+/// Builds one datapath file in one configuration.
+fn build_cilium(root: &std::path::Path, file: &str, defines: &str) -> Vec<u8> {
+    let out = std::env::temp_dir().join(format!(
+        "sluice-cilium-{}-{file}-{}.o",
+        std::process::id(),
+        defines.len()
+    ));
+    let st = std::process::Command::new("clang-19")
+        .args(cilium_flags(root))
+        .args(defines.split_whitespace())
+        .arg("-c")
+        .arg(root.join("bpf").join(format!("{file}.c")))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("clang-19 (the set-up installs it)");
+    assert!(
+        st.status.success(),
+        "{file} [{defines}]: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    bytes
+}
+
+#[test]
+fn cilium_datapath_runs_over_every_capture() {
+    let root = source_root("cilium@v1.20.2");
+    // Build everything first, two at a time (the machine has two cores).
+    let jobs: Vec<(&str, &str, &str)> = CONFIGS
+        .iter()
+        .flat_map(|&(config, defines)| DATAPATH.iter().map(move |&f| (config, f, defines)))
+        .collect();
+    let objects: Vec<(String, Vec<u8>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(jobs.len().div_ceil(2))
+            .map(|chunk| {
+                let root = &root;
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|&(config, f, d)| {
+                            (format!("{f} ({config})"), build_cilium(root, f, d))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let frames = capture_frames();
+    let (mut entries, mut tail_calls) = (0, 0);
+    for (name, bytes) in &objects {
+        let object = obj::Object::parse(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Every declared tail call is in cilium_calls from the start.
+        let calls = object.map_index("cilium_calls").expect("cilium_calls");
+        assert!(
+            !object.maps[calls].initial.is_empty(),
+            "{name}: no tail calls"
+        );
+        for (i, p) in object.programs.iter().enumerate() {
+            if !p.section.ends_with("/entry") {
+                continue;
+            }
+            let image = Image::load(object.clone(), &LoadOptions::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut hook =
+                Hook::new(image, i, 0).unwrap_or_else(|e| panic!("{name} {}: {e}", p.name));
+            let mut verdicts = BTreeMap::new();
+            for f in &frames {
+                let data = &f.data[..f.data.len().min(MAX_FRAME)];
+                let out = hook
+                    .run(data, &meta(f.timestamp_ns))
+                    .unwrap_or_else(|e| panic!("{name} {}: {e}", p.name));
+                tail_calls += out.stats.tail_calls;
+                *verdicts.entry(out.verdict.name()).or_insert(0u64) += 1;
+            }
+            println!("{name} {}: {verdicts:?}", p.name);
+            assert!(
+                !verdicts.contains_key("ABORTED"),
+                "{name} {}: {verdicts:?}",
+                p.name
+            );
+            entries += 1;
+        }
+    }
+    println!("{entries} entry programs, {tail_calls} tail calls");
+    assert!(entries >= 3 * 12, "only {entries} entry programs");
+    assert!(tail_calls > 0);
+}
+
+/// Builds a cilium/ebpf example with its own headers.
+fn build_example(path: &str) -> obj::Object {
+    let root = source_root("ebpf@v0.20.0").join("examples");
+    let source = std::fs::read_to_string(root.join(path)).unwrap();
+    let headers = root.join("headers");
+    let bytes = compile_with(
+        "clang-19",
+        &path.replace('/', "_"),
+        &source,
+        &["-O2", "-mcpu=v3", "-I", headers.to_str().unwrap()],
+    );
+    obj::Object::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn cilium_ebpf_examples_count_what_they_see() {
+    // xdp: packets per IPv4 source in a 16-entry LRU hash.
+    let object = build_example("xdp/xdp.c");
+    let image = Image::load(object, &LoadOptions::default()).unwrap();
+    let p = image.find_program(None).unwrap();
+    let mut h = Hook::new(image, p, 0).unwrap();
+    let mut expect: BTreeMap<[u8; 4], u32> = BTreeMap::new();
+    for i in 0..200u32 {
+        let src = [10, 0, 0, (i % 12) as u8 + 1];
+        let pkt = Builder::udp(
+            &format!("{}.{}.{}.{}", src[0], src[1], src[2], src[3]),
+            "10.9.9.9",
+            1,
+            2,
+        )
+        .build();
+        assert_eq!(
+            h.run(&pkt, &meta(u64::from(i))).unwrap().verdict.name(),
+            "PASS"
+        );
+        *expect.entry(src).or_default() += 1;
+    }
+    // IPv6 and runts are passed without counting.
+    let v6 = Builder::udp("2001:db8::1", "2001:db8::2", 1, 2).build();
+    h.run(&v6, &meta(999)).unwrap();
+    h.run(&[0u8; 10], &meta(1000)).unwrap();
+    let mut got: BTreeMap<[u8; 4], u32> = BTreeMap::new();
+    for (k, v) in map(&mut h, "xdp_stats_map").entries() {
+        got.insert(
+            k.try_into().unwrap(),
+            u32::from_le_bytes(v.try_into().unwrap()),
+        );
+    }
+    assert_eq!(got, expect);
+
+    // tcx: two tc programs counting into globals.
+    let object = build_example("tcx/tcx.c");
+    let image = Image::load(object, &LoadOptions::default()).unwrap();
+    let p = image.find_program(Some("ingress_prog_func")).unwrap();
+    let mut h = Hook::new(image, p, 0).unwrap();
+    let frames = capture_frames();
+    for f in &frames {
+        let out = h
+            .run(
+                &f.data[..f.data.len().min(MAX_FRAME)],
+                &meta(f.timestamp_ns),
+            )
+            .unwrap();
+        assert_eq!(out.verdict.name(), "OK");
+    }
+    let var = h.object().global_var("ingress_pkt_count").unwrap();
+    let data = h.maps()[var.map].user_lookup(&0u32.to_le_bytes()).unwrap();
+    let count = u64::from_le_bytes(data[var.offset..var.offset + 8].try_into().unwrap());
+    assert_eq!(count, frames.len() as u64);
+}

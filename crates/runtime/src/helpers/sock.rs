@@ -1,0 +1,72 @@
+//! Socket and namespace helpers. A replay has no sockets: lookups find
+//! none (`NULL`, as on a host where nothing listens on the tuple), and the
+//! helpers that need a socket fail the way the kernel does without one.
+
+use vm::HelperFn;
+
+use super::{Ctx, Ret, err, read};
+use crate::Env;
+use maps::Errno;
+
+/// Kernel tick rate assumed for `bpf_jiffies64` (Debian's CONFIG_HZ).
+pub const HZ: u64 = 250;
+/// The cookie of the initial network namespace, the one replays run in.
+const INIT_NETNS_COOKIE: u64 = 1;
+
+/// Every packet program type.
+pub const COMMON: &[(&str, HelperFn<Env>)] = &[
+    ("jiffies64", jiffies64),
+    ("sk_lookup_tcp", sk_lookup),
+    ("sk_lookup_udp", sk_lookup),
+    ("skc_lookup_tcp", sk_lookup),
+    ("sk_release", sk_release),
+];
+
+/// tc programs.
+pub const TC: &[(&str, HelperFn<Env>)] = &[
+    ("sk_assign", sk_assign),
+    ("get_netns_cookie", get_netns_cookie),
+    ("get_socket_cookie", no_socket_cookie),
+];
+
+fn jiffies64(c: &mut Ctx) -> Ret {
+    use vm::BasicEnv;
+    Ok(c.env.now_ns() / (1_000_000_000 / HZ))
+}
+
+/// `bpf_sk_lookup_*(ctx, tuple, size, netns, flags)`: the tuple must be an
+/// IPv4 (12 bytes) or IPv6 (36 bytes) `struct bpf_sock_tuple`; no socket
+/// matches.
+fn sk_lookup(c: &mut Ctx) -> Ret {
+    let (tuple, size) = (c.args[1], c.args[2]);
+    if size == 12 || size == 36 {
+        read(c, tuple, size as usize)?;
+    }
+    Ok(0)
+}
+
+/// `bpf_sk_release(sk)`: only ever given a socket a lookup returned, and
+/// lookups return none.
+fn sk_release(c: &mut Ctx) -> Ret {
+    if c.args[0] == 0 {
+        return Err(vm::HelperError("bpf_sk_release of a NULL socket".into()));
+    }
+    Ok(0)
+}
+
+/// `bpf_sk_assign(skb, sk, flags)`: `-EINVAL` without a socket or with flags.
+fn sk_assign(c: &mut Ctx) -> Ret {
+    if c.args[1] == 0 || c.args[2] != 0 {
+        return Ok(err(Errno::EINVAL));
+    }
+    Ok(0)
+}
+
+fn get_netns_cookie(_: &mut Ctx) -> Ret {
+    Ok(INIT_NETNS_COOKIE)
+}
+
+/// `bpf_get_socket_cookie(skb)`: 0 for a packet with no socket.
+fn no_socket_cookie(_: &mut Ctx) -> Ret {
+    Ok(0)
+}
