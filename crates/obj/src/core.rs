@@ -142,6 +142,11 @@ fn access_spec(s: &str) -> Result<Vec<u32>, String> {
         .collect()
 }
 
+/// `n` elements of `size` bytes, in bits.
+fn bits(n: u32, size: u64) -> Option<u64> {
+    u64::from(n).checked_mul(size)?.checked_mul(8)
+}
+
 /// A field reached by an access path: bit offset, size, type, bitfield width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Field {
@@ -160,7 +165,7 @@ fn walk_local(
     let (first, rest) = path.split_first().ok_or("empty access string")?;
     let root_size = btf.size_of(root).map_err(|e| e.to_string())?;
     let mut field = Field {
-        bit_offset: u64::from(*first) * root_size * 8,
+        bit_offset: bits(*first, root_size).ok_or("the access overflows")?,
         byte_size: root_size as u32,
         ty: root,
         bitfield: 0,
@@ -175,7 +180,10 @@ fn walk_local(
                 let m = members
                     .get(idx as usize)
                     .ok_or_else(|| format!("member {idx} of {} does not exist", btf.display(t)))?;
-                field.bit_offset += u64::from(m.bit_offset);
+                field.bit_offset = field
+                    .bit_offset
+                    .checked_add(u64::from(m.bit_offset))
+                    .ok_or("the access overflows")?;
                 field.ty = m.ty;
                 field.bitfield = m.bitfield_size;
                 field.byte_size = btf.size_of(m.ty).map_err(|e| e.to_string())? as u32;
@@ -183,7 +191,9 @@ fn walk_local(
             }
             Kind::Array { elem, .. } => {
                 let esize = btf.size_of(*elem).map_err(|e| e.to_string())?;
-                field.bit_offset += u64::from(idx) * esize * 8;
+                field.bit_offset = bits(idx, esize)
+                    .and_then(|b| field.bit_offset.checked_add(b))
+                    .ok_or("the access overflows")?;
                 field.ty = *elem;
                 field.byte_size = esize as u32;
                 field.bitfield = 0;
@@ -257,7 +267,7 @@ fn walk_target(
 ) -> Option<Field> {
     let size = target.size_of(cand).ok()?;
     let mut field = Field {
-        bit_offset: u64::from(path[0]) * size * 8,
+        bit_offset: bits(path[0], size)?,
         byte_size: size as u32,
         ty: cand,
         bitfield: 0,
@@ -279,7 +289,7 @@ fn walk_target(
             Some(n) if n.is_empty() => {}
             Some(n) => {
                 let (off, ty, bf) = find_member(target, field.ty, n, 0)?;
-                field.bit_offset += off;
+                field.bit_offset = field.bit_offset.checked_add(off)?;
                 field.ty = ty;
                 field.bitfield = bf;
                 field.byte_size = target.size_of(ty).ok()? as u32;
@@ -293,7 +303,7 @@ fn walk_target(
                     return None;
                 }
                 let esize = target.size_of(elem).ok()?;
-                field.bit_offset += u64::from(idx) * esize * 8;
+                field.bit_offset = field.bit_offset.checked_add(bits(idx, esize)?)?;
                 field.ty = elem;
                 field.byte_size = esize as u32;
                 field.bitfield = 0;
@@ -340,7 +350,7 @@ fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, String> {
         // its size, widened until the read covers every bit (libbpf's rule).
         let mut sz = u64::from(f.byte_size.max(1));
         let mut off = f.bit_offset / 8 / sz * sz;
-        while f.bit_offset + u64::from(f.bitfield) - off * 8 > sz * 8 {
+        while f.bit_offset.saturating_add(u64::from(f.bitfield)) - off * 8 > sz * 8 {
             if sz >= 8 {
                 return Err("the bitfield cannot be read with one 64-bit load".into());
             }
@@ -361,8 +371,18 @@ fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, String> {
         kind::FIELD_BYTE_SIZE => byte_size,
         kind::FIELD_EXISTS => 1,
         kind::FIELD_SIGNED => u64::from(signed),
-        kind::FIELD_LSHIFT_U64 => 64 - (f.bit_offset + bit_size - byte_off * 8),
-        kind::FIELD_RSHIFT_U64 => 64 - bit_size,
+        kind::FIELD_LSHIFT_U64 | kind::FIELD_RSHIFT_U64 => {
+            let shift = if kind == kind::FIELD_LSHIFT_U64 {
+                f.bit_offset
+                    .checked_add(bit_size)
+                    .and_then(|e| e.checked_sub(byte_off * 8))
+            } else {
+                Some(bit_size)
+            };
+            shift
+                .and_then(|s| 64u64.checked_sub(s))
+                .ok_or_else(|| format!("a field of {byte_size} bytes has no 64-bit shift"))?
+        }
         k => return Err(format!("relocation kind {k} is not a field kind")),
     })
 }

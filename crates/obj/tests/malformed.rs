@@ -189,3 +189,66 @@ fn random_corruption_never_panics() {
         let _ = Object::parse(&b);
     }
 }
+
+const CORE_SOURCE: &str = r#"
+struct hdr { __u32 a; __u16 lo:4, hi:12; __u64 big[2]; } __attribute__((preserve_access_index));
+enum e { E1 = 1, E2 = 2 };
+SEC("xdp") int prog(struct xdp_md *ctx) {
+    struct hdr *h = (void *)(long)ctx->data;
+    if ((void *)(h + 1) > (void *)(long)ctx->data_end) return 1;
+    return h->a + h->hi + __builtin_preserve_field_info(h->big, 1)
+        + __builtin_preserve_enum_value(*(typeof(enum e) *)E2, 1);
+}
+"#;
+
+#[test]
+fn corrupt_core_relocations_give_errors_not_panics() {
+    let g = build("core", &format!("{PRELUDE}{CORE_SOURCE}"), &["-O2"]);
+    let loaded = Object::parse_with(&g, None).unwrap();
+    assert!(loaded.programs[0].core_relocations >= 4);
+    // Rewrite the relocation records (type ids, access strings, kinds) and
+    // the types they point at, at random.
+    let (ext, ext_len) = section_range(&g, ".BTF.ext");
+    let (btf, btf_len) = section_range(&g, ".BTF");
+    let mut seed = 0x0bad_c0de_1234_5678u64;
+    let mut errors = 0;
+    for i in 0..4000 {
+        let mut b = g.clone();
+        for _ in 0..3 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let (base, len) = if i % 2 == 0 {
+                (ext, ext_len)
+            } else {
+                (btf, btf_len)
+            };
+            b[base + (seed as usize) % len] = (seed >> 40) as u8;
+        }
+        let target = obj::CoreTarget::bundled();
+        for r in [
+            Object::parse_with(&b, None),
+            Object::parse_with(&b, Some(target)),
+        ] {
+            errors += usize::from(r.is_err());
+        }
+    }
+    assert!(errors > 0);
+    // Every record with every relocation kind (and some that do not exist):
+    // a shift asked of a 16-byte array, an enum kind on a struct...
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let hdr_len = word(&g, ext + 4);
+    let core = ext + hdr_len + word(&g, ext + 24);
+    let rec_size = word(&g, core);
+    let records = word(&g, core + 8);
+    assert!(records >= 4);
+    for r in 0..records {
+        for kind in 0..16u32 {
+            let mut b = g.clone();
+            let at = core + 12 + r * rec_size + 12;
+            b[at..at + 4].copy_from_slice(&kind.to_le_bytes());
+            let _ = Object::parse_with(&b, None);
+            let _ = Object::parse_with(&b, Some(obj::CoreTarget::bundled()));
+        }
+    }
+}
