@@ -540,3 +540,103 @@ SEC("tc") int prog(struct __sk_buff *skb) {
     assert_eq!(out.skb.as_ref().unwrap().tunnel, None);
     assert_eq!(res(&mut h)[4], 1);
 }
+
+#[test]
+fn skb_room_protocol_and_tc_redirects() {
+    let mut h = load(
+        "room",
+        r#"
+SEC("tc") int prog(struct __sk_buff *skb) {
+    __u32 len0 = skb->len;
+    res[0] = bpf_skb_adjust_room(skb, 8, BPF_ADJ_ROOM_NET, 0);
+    res[1] = skb->len - len0;
+    res[2] = bpf_skb_adjust_room(skb, -8, BPF_ADJ_ROOM_NET, 0);
+    res[3] = bpf_skb_adjust_room(skb, 8, 7, 0);
+    res[4] = bpf_skb_adjust_room(skb, 0x1000, BPF_ADJ_ROOM_MAC, 0);
+    res[5] = bpf_skb_adjust_room(skb, 8, BPF_ADJ_ROOM_MAC, 1ULL << 40);
+    res[6] = bpf_skb_adjust_room(skb, -(int)skb->len, BPF_ADJ_ROOM_MAC, 0);
+    /* Encapsulation flags need an outer L3 protocol. */
+    res[7] = bpf_skb_adjust_room(skb, 8, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L4_UDP);
+    /* IPv4 in IPv6: the outer protocol becomes IPv6. */
+    res[8] = bpf_skb_adjust_room(skb, 40, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6);
+    res[9] = skb->protocol == bpf_htons(ETH_P_IPV6);
+    res[10] = bpf_skb_change_proto(skb, bpf_htons(ETH_P_IPV6), 0);
+    res[11] = bpf_skb_pull_data(skb, skb->len + 1);
+    res[12] = bpf_skb_pull_data(skb, 0);
+    struct bpf_redir_neigh nh = {};
+    res[13] = bpf_redirect_neigh(3, &nh, 4, 0);
+    res[14] = bpf_redirect_peer(3, 1);
+    res[15] = bpf_redirect_neigh(5, &nh, sizeof(nh), 0);
+    return res[15];
+}
+"#,
+        None,
+    );
+    let pkt = udp();
+    let out = h.run(&pkt, &meta(0)).unwrap();
+    assert_eq!(out.verdict.name(), "REDIRECT");
+    assert_eq!(
+        out.redirect.map(|r| r.target),
+        Some(RedirectTarget::Device {
+            ifindex: 5,
+            ingress: false
+        })
+    );
+    // 8 bytes were inserted after the 20-byte IPv4 header and removed again;
+    // then 40 after the MAC header.
+    assert_eq!(out.packet.len(), pkt.len() + 40);
+    assert_eq!(&out.packet[..14], &pkt[..14]);
+    assert_eq!(&out.packet[14..54], &[0; 40]);
+    assert_eq!(&out.packet[54..], &pkt[14..]);
+    let r = res(&mut h);
+    assert_eq!((r[0], r[1], r[2]), (0, 8, 0));
+    // -ENOTSUPP (524) for an unknown mode, -EFAULT past 0xfff, -EINVAL for
+    // unknown flags, -ENOTSUPP for shrinking past the network header.
+    assert_eq!((r[3], r[4], r[5], r[6]), (-524, -14, -22, -524));
+    assert_eq!((r[7], r[8], r[9]), (-22, 0, 1));
+    assert_eq!(r[10], -524, "already IPv6: nothing to translate");
+    assert_eq!((r[11], r[12]), (-12, 0));
+    assert_eq!((r[13], r[14]), (2, 2), "bad params or flags: TC_ACT_SHOT");
+}
+
+#[test]
+fn clocks_vprintk_locks_and_buff_len() {
+    let mut h = load(
+        "misc",
+        r#"
+struct locked { struct bpf_spin_lock lock; __u64 n; };
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, struct locked); } locks SEC(".maps");
+SEC("xdp") int prog(struct xdp_md *ctx) {
+    __u64 a = bpf_ktime_get_ns(), b = bpf_ktime_get_boot_ns(), c = bpf_ktime_get_coarse_ns();
+    res[0] = a >= 5000 && b > a && c > b;
+    res[1] = bpf_xdp_get_buff_len(ctx);
+    __u64 args[2] = {7, 9};
+    static const char fmt[] = "v=%d w=%d";
+    res[2] = bpf_trace_vprintk(fmt, sizeof(fmt), args, sizeof(args));
+    res[3] = bpf_trace_vprintk(fmt, sizeof(fmt), args, 12);
+    __u32 k = 0;
+    struct locked *l = bpf_map_lookup_elem(&locks, &k);
+    if (l) {
+        bpf_spin_lock(&l->lock);
+        l->n++;
+        bpf_spin_unlock(&l->lock);
+    }
+    return XDP_PASS;
+}
+"#,
+        None,
+    );
+    let pkt = udp();
+    let out = h.run(&pkt, &meta(5000)).unwrap();
+    assert_eq!(out.trace, ["v=7 w=9"]);
+    h.run(&pkt, &meta(6000)).unwrap();
+    let r = res(&mut h);
+    assert_eq!(r[0], 1, "the clocks follow the packets and advance");
+    assert_eq!(r[1], pkt.len() as i64);
+    assert_eq!(r[2], 7, "the length of the formatted text");
+    assert_eq!(r[3], -22, "args must be whole u64s");
+    let v = map(&mut h, "locks")
+        .user_lookup(&0u32.to_le_bytes())
+        .unwrap();
+    assert_eq!(u64::from_le_bytes(v[8..16].try_into().unwrap()), 2);
+}

@@ -93,7 +93,9 @@ fn tc_redirect(c: &mut Ctx) -> Ret {
 /// `bpf_redirect_neigh(ifindex, params, plen, flags)`: out of `ifindex`
 /// after a neighbour lookup (the simulation has no neighbours to consult).
 fn tc_redirect_neigh(c: &mut Ctx) -> Ret {
-    if c.args[3] != 0 {
+    // `params` is a `struct bpf_redir_neigh` (20 bytes) when given.
+    let plen = c.args[2];
+    if c.args[3] != 0 || (plen != 0 && plen < 20) {
         return Ok(TC_ACT_SHOT);
     }
     tc_to(c, c.args[0], false)

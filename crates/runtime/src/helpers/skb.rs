@@ -114,37 +114,63 @@ fn skb_change_head(c: &mut Ctx) -> Ret {
 
 const ADJ_ROOM_NET: u64 = 0;
 const ADJ_ROOM_MAC: u64 = 1;
+/// `-ENOTSUPP`, the kernel-internal errno the skb helpers return.
+const ENOTSUPP: Errno = Errno(524);
+const ETH_HLEN: u64 = 14;
+const F_ADJ_ROOM_FIXED_GSO: u64 = 1;
+const F_ADJ_ROOM_ENCAP_L3_IPV4: u64 = 1 << 1;
+const F_ADJ_ROOM_ENCAP_L3_IPV6: u64 = 1 << 2;
+const F_ADJ_ROOM_ENCAP_L4_GRE: u64 = 1 << 3;
+const F_ADJ_ROOM_ENCAP_L4_UDP: u64 = 1 << 4;
+const F_ADJ_ROOM_NO_CSUM_RESET: u64 = 1 << 5;
+const F_ADJ_ROOM_ENCAP_L2_ETH: u64 = 1 << 6;
+const F_ADJ_ROOM_DECAP_L3_IPV4: u64 = 1 << 7;
+const F_ADJ_ROOM_DECAP_L3_IPV6: u64 = 1 << 8;
+/// `BPF_F_ADJ_ROOM_ENCAP_L2(len)`: the inner MAC header length.
+const F_ADJ_ROOM_ENCAP_L2_MASK: u64 = 0xff << 56;
+const DECAP_L3: u64 = F_ADJ_ROOM_DECAP_L3_IPV4 | F_ADJ_ROOM_DECAP_L3_IPV6;
+const ENCAP_L3: u64 = F_ADJ_ROOM_ENCAP_L3_IPV4 | F_ADJ_ROOM_ENCAP_L3_IPV6;
+/// Largest skb the helpers grow to (`SKB_MAX_ALLOC` on 4 KiB pages).
+const SKB_MAX_LEN: u64 = 16064;
 
-/// `bpf_skb_adjust_room(skb, len_diff, mode, flags)`: grows or shrinks room
-/// after the MAC header (`MAC` mode) or after the network header (`NET`).
-fn skb_adjust_room(c: &mut Ctx) -> Ret {
-    let (diff, mode) = (c.args[1] as i32 as i64, c.args[2]);
+/// `skb->protocol` as the context holds it (a __be16, host-loaded).
+fn skb_protocol(c: &Ctx) -> Result<u16, HelperError> {
+    let b = read(c, c.env.packet.ctx + 16, 4)?;
+    Ok(u16::from_le_bytes([b[0], b[1]]).swap_bytes())
+}
+
+fn set_skb_protocol(c: &mut Ctx, proto: u16) -> Result<(), HelperError> {
     let p = c.env.packet;
-    let at_off = match mode {
-        ADJ_ROOM_MAC => 14,
-        ADJ_ROOM_NET => {
-            14 + network_header_len(c)?.ok_or(HelperError("adjust_room: not IPv4/IPv6".into()))?
-        }
-        _ => return Ok(err(Errno::EINVAL)),
-    };
-    if at_off > p.len() {
-        return Ok(err(Errno::EINVAL));
-    }
+    let v = u32::from(proto.swap_bytes());
+    c.mem
+        .helper_write(p.ctx + 16, 4)?
+        .copy_from_slice(&v.to_le_bytes());
+    Ok(())
+}
+
+/// `sizeof(struct iphdr)` or `sizeof(struct ipv6hdr)` by protocol.
+fn net_base_len(proto: u16) -> u64 {
+    if proto == 0x86dd { 40 } else { 20 }
+}
+
+/// Inserts `diff` zeroed bytes at `off` (or removes `-diff` bytes there),
+/// moving the headers in front of `off`.
+fn room_at(c: &mut Ctx, off: u64, diff: i64) -> Result<u64, HelperError> {
+    let p = c.env.packet;
     if diff >= 0 {
         let d = diff as u64;
         if p.data < p.hard_start + d {
             return Ok(err(Errno::ENOMEM));
         }
-        // Move the headers before the room forward, and zero the room.
-        move_bytes(c, p.data, p.data - d, at_off)?;
-        zero_bytes(c, p.data - d + at_off, d)?;
+        move_bytes(c, p.data, p.data - d, off)?;
+        zero_bytes(c, p.data - d + off, d)?;
         c.env.packet.data -= d;
     } else {
         let d = diff.unsigned_abs();
-        if at_off + d > p.len() || p.len() - d < 14 {
-            return Ok(err(Errno::EINVAL));
+        if off + d > p.len() {
+            return Ok(err(Errno::ENOMEM));
         }
-        move_bytes(c, p.data, p.data + d, at_off)?;
+        move_bytes(c, p.data, p.data + d, off)?;
         c.env.packet.data += d;
     }
     c.env.packet.meta = c.env.packet.data;
@@ -152,52 +178,104 @@ fn skb_adjust_room(c: &mut Ctx) -> Ret {
     Ok(0)
 }
 
-/// Length of the IPv4/IPv6 header after an Ethernet header.
-fn network_header_len(c: &Ctx) -> Result<Option<u64>, HelperError> {
-    let p = c.env.packet;
-    if p.len() < 15 {
-        return Ok(None);
+/// `bpf_skb_adjust_room(skb, len_diff, mode, flags)`: grows or shrinks room
+/// after the MAC header (`MAC` mode) or after the base network header
+/// (`NET`: 20 bytes for IPv4, 40 for IPv6, options or not), with the
+/// kernel's checks and return codes.
+fn skb_adjust_room(c: &mut Ctx) -> Ret {
+    let (diff, mode, flags) = (c.args[1] as i32 as i64, c.args[2], c.args[3]);
+    let allowed = F_ADJ_ROOM_FIXED_GSO
+        | ENCAP_L3
+        | F_ADJ_ROOM_ENCAP_L4_GRE
+        | F_ADJ_ROOM_ENCAP_L4_UDP
+        | F_ADJ_ROOM_NO_CSUM_RESET
+        | F_ADJ_ROOM_ENCAP_L2_ETH
+        | F_ADJ_ROOM_ENCAP_L2_MASK
+        | DECAP_L3;
+    if flags & !allowed != 0 {
+        return Ok(err(Errno::EINVAL));
     }
-    let eth = read(c, p.data + 12, 3)?;
-    Ok(match [eth[0], eth[1]] {
-        [0x08, 0x00] => Some(u64::from(eth[2] & 0xf) * 4),
-        [0x86, 0xdd] => Some(40),
-        _ => None,
-    })
+    let abs = diff.unsigned_abs();
+    if abs > 0xfff {
+        return Ok(err(Errno::EFAULT));
+    }
+    let proto = skb_protocol(c)?;
+    if proto != 0x0800 && proto != 0x86dd {
+        return Ok(err(ENOTSUPP));
+    }
+    let shrink = diff < 0;
+    if (shrink && flags & DECAP_L3 == DECAP_L3) || (!shrink && flags & DECAP_L3 != 0) {
+        return Ok(err(Errno::EINVAL));
+    }
+    let off = match mode {
+        ADJ_ROOM_MAC => ETH_HLEN,
+        ADJ_ROOM_NET => ETH_HLEN + net_base_len(proto),
+        _ => return Ok(err(ENOTSUPP)),
+    };
+    let len_min = match (shrink, flags & DECAP_L3) {
+        (true, F_ADJ_ROOM_DECAP_L3_IPV6) => 40,
+        (true, F_ADJ_ROOM_DECAP_L3_IPV4) => 20,
+        _ => net_base_len(proto),
+    };
+    let len = c.env.packet.len();
+    let len_cur = len.saturating_sub(ETH_HLEN);
+    if (shrink && (abs >= len_cur || len_cur - abs < len_min))
+        || (!shrink && len + abs > SKB_MAX_LEN)
+    {
+        return Ok(err(ENOTSUPP));
+    }
+    if shrink {
+        if flags & !(F_ADJ_ROOM_FIXED_GSO | DECAP_L3 | F_ADJ_ROOM_NO_CSUM_RESET) != 0 {
+            return Ok(err(Errno::EINVAL));
+        }
+    } else {
+        let l4 = flags & (F_ADJ_ROOM_ENCAP_L4_GRE | F_ADJ_ROOM_ENCAP_L4_UDP);
+        let encap = flags & (ENCAP_L3 | l4 | F_ADJ_ROOM_ENCAP_L2_ETH | F_ADJ_ROOM_ENCAP_L2_MASK);
+        if flags & DECAP_L3 != 0
+            || flags & ENCAP_L3 == ENCAP_L3
+            || l4 == F_ADJ_ROOM_ENCAP_L4_GRE | F_ADJ_ROOM_ENCAP_L4_UDP
+            || (encap != 0 && flags & ENCAP_L3 == 0)
+        {
+            return Ok(err(Errno::EINVAL));
+        }
+    }
+    let r = room_at(c, off, diff)?;
+    if r != 0 {
+        return Ok(r);
+    }
+    // skb->protocol follows the new outer header.
+    let outer = match (proto, flags) {
+        (0x0800, f) if f & (F_ADJ_ROOM_ENCAP_L3_IPV6 | F_ADJ_ROOM_DECAP_L3_IPV6) != 0 => 0x86dd,
+        (0x86dd, f) if f & (F_ADJ_ROOM_ENCAP_L3_IPV4 | F_ADJ_ROOM_DECAP_L3_IPV4) != 0 => 0x0800,
+        _ => proto,
+    };
+    if outer != proto {
+        set_skb_protocol(c, outer)?;
+    }
+    Ok(0)
 }
 
-/// `bpf_skb_change_proto(skb, proto, flags)`: between IPv4 and IPv6, the
-/// room for the larger header is made or removed after the MAC header.
+/// `bpf_skb_change_proto(skb, proto, flags)`: between IPv4 and IPv6, room
+/// for the larger header is made or removed after the MAC header (the
+/// program rewrites the headers themselves).
 fn skb_change_proto(c: &mut Ctx) -> Ret {
     // `proto` is a __be16 (bpf_htons(ETH_P_IPV6)).
     let (proto, flags) = ((c.args[1] as u16).swap_bytes(), c.args[2]);
     if flags != 0 {
         return Ok(err(Errno::EINVAL));
     }
-    let current = {
-        let p = c.env.packet;
-        let b = read(c, p.data + 12, 2)?;
-        u16::from_be_bytes([b[0], b[1]])
-    };
+    let current = skb_protocol(c)?;
     let diff: i64 = match (current, proto) {
         (0x0800, 0x86dd) => 20,
         (0x86dd, 0x0800) => -20,
-        (a, b) if a == b => 0,
-        _ => return Ok(err(Errno::EOPNOTSUPP)),
+        // The same protocol included: there is nothing to translate.
+        _ => return Ok(err(ENOTSUPP)),
     };
-    if diff != 0 {
-        c.args = [c.args[0], diff as u64, ADJ_ROOM_MAC, 0, 0];
-        let r = skb_adjust_room(c)?;
-        if r != 0 {
-            return Ok(r);
-        }
+    let r = room_at(c, ETH_HLEN, diff)?;
+    if r != 0 {
+        return Ok(r);
     }
-    // skb->protocol follows (a __be16 as the program passed it).
-    let p = c.env.packet;
-    let v = u32::from(c.args[1] as u16);
-    c.mem
-        .helper_write(p.ctx + 16, 4)?
-        .copy_from_slice(&v.to_le_bytes());
+    set_skb_protocol(c, proto)?;
     Ok(0)
 }
 
