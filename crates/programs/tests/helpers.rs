@@ -253,6 +253,10 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
     res[2] = bpf_redirect_map(&dev, 3, 1 << 9);
     res[3] = bpf_redirect_map(&xsk, 0, XDP_DROP);
     res[4] = bpf_redirect_map(&dev, 1, 0);
+    /* Broadcast is for devmaps only; an empty entry does not matter. */
+    res[5] = bpf_redirect_map(&xsk, 0, BPF_F_BROADCAST);
+    if (ctx->rx_queue_index == 1)
+        return bpf_redirect_map(&dev, 3, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
     return res[4];
 }
 "#,
@@ -272,9 +276,19 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
     );
     let r = res(&mut h);
     assert_eq!(
-        &r[..5],
-        &[0, 2, 0, 1, 4],
+        &r[..6],
+        &[0, 2, 0, 1, 4, 0],
         "bad flags abort; empty entries give the fallback"
+    );
+    let mut m = meta(0);
+    m.rx_queue = 1;
+    let out = h.run(&udp(), &m).unwrap();
+    assert_eq!(out.verdict, Verdict::Xdp(XdpAction::Redirect));
+    assert_eq!(
+        out.redirect.unwrap().target,
+        RedirectTarget::Broadcast {
+            exclude_ingress: true
+        }
     );
 }
 

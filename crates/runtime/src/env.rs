@@ -49,6 +49,9 @@ pub enum RedirectTarget {
     Cpu(u32),
     /// An AF_XDP socket (an xskmap entry at this queue index).
     Socket(u32),
+    /// Every interface of the devmap (`BPF_F_BROADCAST`), the one the
+    /// packet came in on excepted with `BPF_F_EXCLUDE_INGRESS`.
+    Broadcast { exclude_ingress: bool },
 }
 
 /// A redirect requested by the program.

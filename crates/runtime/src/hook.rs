@@ -406,7 +406,9 @@ impl Hook {
         }
         let key = match r.target {
             RedirectTarget::Device { .. } | RedirectTarget::Cpu(_) => self.env.redirect_key?,
-            RedirectTarget::Socket(_) => return None,
+            // Broadcast copies go to every entry: their programs are not
+            // run (one verdict per packet is reported).
+            RedirectTarget::Socket(_) | RedirectTarget::Broadcast { .. } => return None,
         };
         let value = map.user_lookup(&key.to_le_bytes()).ok()?;
         let id = u32::from_le_bytes(value[4..8].try_into().expect("8-byte value"));

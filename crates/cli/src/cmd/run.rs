@@ -323,6 +323,7 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     };
 
     let prog = hook.program().clone();
+    let map_names: Vec<String> = hook.maps().iter().map(|m| m.name().to_string()).collect();
     let mut verdicts: BTreeMap<String, u64> = BTreeMap::new();
     let mut redirects: BTreeMap<String, u64> = BTreeMap::new();
     let mut link_types: BTreeMap<String, u64> = BTreeMap::new();
@@ -375,6 +376,14 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
                         } => format!("ifindex {ifindex} ingress"),
                         RedirectTarget::Cpu(c) => format!("cpu {c}"),
                         RedirectTarget::Socket(q) => format!("xsk queue {q}"),
+                        RedirectTarget::Broadcast { exclude_ingress } => {
+                            let map = r.map.map_or("?", |m| map_names[m].as_str());
+                            if exclude_ingress {
+                                format!("broadcast {map} (not ingress)")
+                            } else {
+                                format!("broadcast {map}")
+                            }
+                        }
                     };
                     *redirects.entry(key).or_default() += 1;
                 }

@@ -21,8 +21,9 @@ const XDP_REDIRECT: u64 = 4;
 const TC_ACT_SHOT: u64 = 2;
 const TC_ACT_REDIRECT: u64 = 7;
 const F_INGRESS: u64 = 1;
-/// `BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS`.
-const BROADCAST_FLAGS: u64 = (1 << 3) | (1 << 4);
+const F_BROADCAST: u64 = 1 << 3;
+const F_EXCLUDE_INGRESS: u64 = 1 << 4;
+const BROADCAST_FLAGS: u64 = F_BROADCAST | F_EXCLUDE_INGRESS;
 
 fn xdp_redirect(c: &mut Ctx) -> Ret {
     if c.args[1] != 0 {
@@ -39,12 +40,28 @@ fn xdp_redirect(c: &mut Ctx) -> Ret {
 }
 
 /// `bpf_redirect_map(map, key, flags)`: the entry's target, or the action
-/// in the low two bits of `flags` when the entry is empty.
+/// in the low two bits of `flags` when the entry is empty; with
+/// `BPF_F_BROADCAST` (devmaps only), every interface of the map.
 fn redirect_map(c: &mut Ctx) -> Ret {
     let m = map_arg(c, c.args[0])?;
     let (key, flags) = (c.args[1] as u32, c.args[2]);
-    if flags & !(3 | BROADCAST_FLAGS) != 0 {
+    let devmap = matches!(
+        c.env.maps[m].map_type(),
+        MapType::Devmap | MapType::DevmapHash
+    );
+    let allowed = if devmap { 3 | BROADCAST_FLAGS } else { 3 };
+    if flags & !allowed != 0 {
         return Ok(XDP_ABORTED);
+    }
+    if flags & F_BROADCAST != 0 {
+        c.env.redirect = Some(Redirect {
+            target: RedirectTarget::Broadcast {
+                exclude_ingress: flags & F_EXCLUDE_INGRESS != 0,
+            },
+            map: Some(m),
+        });
+        c.env.redirect_key = None;
+        return Ok(XDP_REDIRECT);
     }
     let map = &c.env.maps[m];
     let target = map
