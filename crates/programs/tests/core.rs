@@ -144,12 +144,7 @@ fn the_objects_own_types_give_the_layout_it_was_built_with() {
 
 #[test]
 fn bitfields_follow_the_kernels_struct_tcphdr() {
-    let Some(kernel) = obj::CoreTarget::kernel() else {
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but /sys/kernel/btf/vmlinux is missing"
-        );
-        eprintln!("SKIPPED bitfield relocations against the kernel: no kernel BTF");
+    let Some(kernel) = kernel_btf("bitfield relocations against the kernel") else {
         return;
     };
     let bytes = compile("core_bits", LOCAL);
@@ -181,12 +176,7 @@ fn bitfields_follow_the_kernels_struct_tcphdr() {
 
 #[test]
 fn the_bundled_types_resolve_the_examples_like_the_kernel() {
-    let Some(kernel) = obj::CoreTarget::kernel() else {
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but /sys/kernel/btf/vmlinux is missing"
-        );
-        eprintln!("SKIPPED bundled-vs-kernel comparison: no kernel BTF");
+    let Some(kernel) = kernel_btf("bundled-vs-kernel comparison") else {
         return;
     };
     for name in programs::names() {
@@ -204,6 +194,20 @@ fn the_bundled_types_resolve_the_examples_like_the_kernel() {
         // UAPI layouts are what the program was compiled with.
         assert_eq!(a.insns, own.insns, "{name}");
     }
+}
+
+/// The running kernel's BTF; when it has none the skip is loud, and a
+/// failure under `SLUICE_REQUIRE_KERNEL=1` (CI).
+fn kernel_btf(what: &str) -> Option<&'static obj::CoreTarget> {
+    let k = obj::CoreTarget::kernel();
+    if k.is_none() {
+        eprintln!("SKIPPED {what}: no kernel BTF at /sys/kernel/btf/vmlinux");
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: no kernel BTF"
+        );
+    }
+    k
 }
 
 #[test]
