@@ -83,6 +83,9 @@ pub struct Object {
     pub maps: Vec<MapDef>,
     pub programs: Vec<Program>,
     pub btf: Option<Btf>,
+    /// What CO-RE relocations were resolved against (`None` when the
+    /// object has none).
+    pub core_target: Option<String>,
 }
 
 /// A global variable of a data section, for `--set NAME=VALUE`.
@@ -578,6 +581,8 @@ pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, 
     // Programs: the global functions of every executable section but .text.
     let text_idx = named.get(".text").copied();
     let mut programs = Vec::new();
+    let mut own_target: Option<CoreTarget> = None;
+    let mut core_origin: Option<String> = None;
     for f in funcs.iter().filter(|f| Some(f.sec) != text_idx && f.global) {
         let section = exec[&f.sec].name.clone();
         let kind = ProgramKind::from_section(&section);
@@ -590,13 +595,11 @@ pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, 
         if let (Some(ext), Some(local)) = (&btf_ext, &btf)
             && ext.core.values().any(|v| !v.is_empty())
         {
-            let own;
             let target = match target {
                 Some(t) => t,
-                None => {
-                    own = CoreTarget::new(local.clone(), "the object's own BTF");
-                    &own
-                }
+                // Indexed once for all the object's programs.
+                None => own_target
+                    .get_or_insert_with(|| CoreTarget::new(local.clone(), "the object's own BTF")),
             };
             let placed: Vec<Placement> = linked
                 .placed
@@ -608,6 +611,7 @@ pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, 
                     at,
                 })
                 .collect();
+            core_origin = Some(target.origin().to_string());
             core_applied = core::apply(&mut linked.code, &placed, &ext.core, local, target)
                 .map_err(|reason| ObjError::Program {
                     section: section.clone(),
@@ -664,6 +668,7 @@ pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, 
         maps,
         programs,
         btf,
+        core_target: core_origin,
     })
 }
 

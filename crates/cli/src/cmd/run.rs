@@ -476,13 +476,7 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     }
     let core = (prog.core_relocations > 0).then(|| CoreReport {
         relocations: prog.core_relocations,
-        target: match &a.btf {
-            Some(p) if p.as_os_str() == "bundled" => {
-                obj::CoreTarget::bundled().origin().to_string()
-            }
-            Some(p) => p.display().to_string(),
-            None => obj::CoreTarget::default_target().origin().to_string(),
-        },
+        target: hook.object().core_target.clone().unwrap_or_default(),
         poisoned: prog
             .core_poisoned
             .iter()
