@@ -1,5 +1,8 @@
-//! Compiles `programs/*.c` with clang for `-target bpf`, into OUT_DIR (for
-//! `include_bytes!`) and into `target/bpf/<name>.o` (for scripts and docs).
+//! Compiles `programs/*.c` (the examples), `programs/tools/*.c` (the
+//! programs sluice's own tools load, such as `sluice gen`'s frame source)
+//! and `programs/probes/*.c` (context probes for differential tests)
+//! with clang for `-target bpf`, into OUT_DIR (for `include_bytes!`) and
+//! into `target/bpf/<name>.o` (for scripts and docs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,48 +30,69 @@ fn main() {
     let clang = std::env::var("SLUICE_CLANG").unwrap_or_else(|_| clang());
     let multiarch = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
 
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .expect("programs/ exists")
+    let mut table = String::new();
+    for (dir, constant, what) in [
+        (root.clone(), "PROGRAMS", "Every example program"),
+        (
+            root.join("tools"),
+            "TOOLS",
+            "The programs of sluice's tools",
+        ),
+        (
+            root.join("probes"),
+            "PROBES",
+            "Programs that read every context field (for differential tests)",
+        ),
+    ] {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        table.push_str(&format!(
+            "/// {what}: name, object bytes, C source.\npub const {constant}: &[(&str, &[u8], &str)] = &[\n"
+        ));
+        for name in sources(&dir) {
+            let src = dir.join(format!("{name}.c"));
+            let obj = out.join(format!("{name}.o"));
+            let status = Command::new(&clang)
+                .args([
+                    "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wall", "-Werror",
+                ])
+                .arg("-I")
+                .arg(root.join("include"))
+                .arg("-I")
+                .arg(&multiarch)
+                .arg("-c")
+                .arg(&src)
+                .arg("-o")
+                .arg(&obj)
+                .status()
+                .unwrap_or_else(|e| panic!("running {clang}: {e}"));
+            assert!(status.success(), "{clang} failed on {}", src.display());
+            if let Some(dir) = &target_bpf {
+                std::fs::create_dir_all(dir).unwrap();
+                std::fs::copy(&obj, dir.join(format!("{name}.o"))).unwrap();
+            }
+            table.push_str(&format!(
+                "    ({name:?}, include_bytes!({:?}), include_str!({:?})),\n",
+                obj.display().to_string(),
+                Path::new(&src)
+                    .canonicalize()
+                    .unwrap()
+                    .display()
+                    .to_string()
+            ));
+        }
+        table.push_str("];\n");
+    }
+    std::fs::write(out.join("programs.rs"), table).unwrap();
+}
+
+/// The stems of the `.c` files in `dir`, sorted.
+fn sources(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "c"))
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let mut table = String::from(
-        "/// Every example program: name, object bytes, C source.\npub const PROGRAMS: &[(&str, &[u8], &str)] = &[\n",
-    );
-    for name in &names {
-        let src = root.join(format!("{name}.c"));
-        let obj = out.join(format!("{name}.o"));
-        let status = Command::new(&clang)
-            .args([
-                "-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wall", "-Werror",
-            ])
-            .arg("-I")
-            .arg(root.join("include"))
-            .arg("-I")
-            .arg(&multiarch)
-            .arg("-c")
-            .arg(&src)
-            .arg("-o")
-            .arg(&obj)
-            .status()
-            .unwrap_or_else(|e| panic!("running {clang}: {e}"));
-        assert!(status.success(), "{clang} failed on {}", src.display());
-        if let Some(dir) = &target_bpf {
-            std::fs::create_dir_all(dir).unwrap();
-            std::fs::copy(&obj, dir.join(format!("{name}.o"))).unwrap();
-        }
-        table.push_str(&format!(
-            "    ({name:?}, include_bytes!({:?}), include_str!({:?})),\n",
-            obj.display().to_string(),
-            Path::new(&src)
-                .canonicalize()
-                .unwrap()
-                .display()
-                .to_string()
-        ));
-    }
-    table.push_str("];\n");
-    std::fs::write(out.join("programs.rs"), table).unwrap();
+    names
 }

@@ -26,6 +26,8 @@ enum Command {
     Disasm(cmd::disasm::Args),
     /// Replay a capture or generated traffic through a program in the VM
     Run(Box<cmd::run::Args>),
+    /// Compare the VM with the kernel, packet by packet (BPF_PROG_TEST_RUN; needs root)
+    Diff(cmd::diff::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// Run the DDoS filter example over generated traffic (no root needed)
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Run(a) => cmd::run::run(*a),
+        Command::Diff(a) => cmd::diff::run(a),
         Command::Exec(a) => cmd::exec::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),

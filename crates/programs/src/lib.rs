@@ -12,6 +12,17 @@ pub fn object(name: &str) -> Option<&'static [u8]> {
         .map(|(_, o, _)| *o)
 }
 
+/// The object of tool program `name` (`gen`, `record`): programs sluice
+/// loads into the kernel for its own tools, not examples.
+pub fn tool(name: &str) -> Option<&'static [u8]> {
+    TOOLS.iter().find(|(n, ..)| *n == name).map(|(_, o, _)| *o)
+}
+
+/// The context probes: (name, object).
+pub fn probes() -> impl Iterator<Item = (&'static str, &'static [u8])> {
+    PROBES.iter().map(|(n, o, _)| (*n, *o))
+}
+
 /// The C source of program `name`.
 pub fn source(name: &str) -> Option<&'static str> {
     PROGRAMS.iter().find(|(n, ..)| *n == name).map(|(.., s)| *s)

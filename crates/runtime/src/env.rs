@@ -83,6 +83,11 @@ pub struct Env {
     pub vm_program_of: Vec<Option<usize>>,
     /// Tunnel metadata the program set (`bpf_skb_set_tunnel_key`).
     pub tunnel: Option<crate::helpers::TunnelInfo>,
+    /// Helpers called in this run whose results another system cannot
+    /// reproduce (the kernel's jiffies, its randomly seeded flow hash):
+    /// differential testing reports a difference after them as "not
+    /// comparable" rather than as a divergence.
+    pub unreproducible: Vec<&'static str>,
     /// The last flow hash computed or set (`bpf_get_hash_recalc`).
     pub last_hash: u32,
     /// Keys being walked by `bpf_for_each_map_elem`, one list per level.
@@ -103,6 +108,7 @@ impl Env {
             trace: Vec::new(),
             redirect: None,
             redirect_key: None,
+            unreproducible: Vec::new(),
             tunnel: None,
             packet: PacketView {
                 kind: CtxKind::Xdp,

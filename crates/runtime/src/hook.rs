@@ -40,6 +40,49 @@ pub struct PacketMeta {
     pub timestamp_ns: u64,
     /// For devmap programs: the interface the frame is leaving by.
     pub egress_ifindex: u32,
+    /// The receiving interface's MAC address: frames to another unicast
+    /// address are `PACKET_OTHERHOST` (all zeros, as on loopback, where the
+    /// kernel's test runs receive).
+    pub dev_addr: [u8; 6],
+    /// Its broadcast address (all zeros on loopback, so the kernel counts
+    /// ff:ff:ff:ff:ff:ff there as multicast).
+    pub dev_broadcast: [u8; 6],
+}
+
+/// What the kernel's `eth_type_trans` sets for a received frame:
+/// `skb->protocol` as the program reads it (network byte order in a u32)
+/// and `skb->pkt_type`.
+fn eth_type_trans(frame: &[u8], dev_addr: &[u8; 6], broadcast: &[u8; 6]) -> (u32, u32) {
+    const PACKET_HOST: u32 = 0;
+    const PACKET_BROADCAST: u32 = 1;
+    const PACKET_MULTICAST: u32 = 2;
+    const PACKET_OTHERHOST: u32 = 3;
+    if frame.len() < 14 {
+        return (0, PACKET_HOST);
+    }
+    let dst = &frame[..6];
+    let pkt_type = if dst == dev_addr {
+        PACKET_HOST
+    } else if dst[0] & 1 != 0 {
+        if dst == broadcast {
+            PACKET_BROADCAST
+        } else {
+            PACKET_MULTICAST
+        }
+    } else {
+        PACKET_OTHERHOST
+    };
+    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let proto: u16 = if ethertype >= 0x0600 {
+        ethertype
+    } else if frame.get(14..16) == Some(&[0xff, 0xff]) {
+        // Novell raw 802.3 (IPX without LLC): ETH_P_802_3.
+        0x0001
+    } else {
+        // A length field: 802.2 LLC follows (ETH_P_802_2).
+        0x0004
+    };
+    (u32::from(u16::from_ne_bytes(proto.to_be_bytes())), pkt_type)
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -153,6 +196,7 @@ pub struct SkbFields {
     pub tc_index: u32,
     pub tc_classid: u32,
     pub cb: [u32; 5],
+    pub tstamp: u64,
     /// Tunnel metadata set for an encapsulating device.
     pub tunnel: Option<crate::helpers::TunnelInfo>,
 }
@@ -164,6 +208,8 @@ pub struct Outcome<'h> {
     pub verdict: Verdict,
     /// The packet as the program left it.
     pub packet: &'h [u8],
+    /// XDP metadata in front of the packet (`data_meta..data`).
+    pub meta: &'h [u8],
     pub redirect: Option<Redirect>,
     pub stats: Stats,
     /// `bpf_trace_printk` lines of this run.
@@ -368,6 +414,7 @@ impl Hook {
                     tc_index: get(44),
                     tc_classid: get(72),
                     cb,
+                    tstamp: u64::from_le_bytes(self.ctx[152..160].try_into().expect("8 bytes")),
                     tunnel: self.env.tunnel.clone(),
                 };
                 (Verdict::Tc(TcAction::from_r0(first.r0)), Some(fields))
@@ -381,6 +428,7 @@ impl Hook {
             r0: first.r0,
             verdict,
             packet: &self.buf.as_slice()[last.start..last.end],
+            meta: &self.buf.as_slice()[last.meta..last.start],
             redirect: if verdict_redirects {
                 self.env.redirect
             } else {
@@ -470,12 +518,10 @@ impl Hook {
                 );
             }
             CtxKind::Skb => {
-                let proto = if len >= 14 {
-                    u32::from(u16::from_le_bytes([packet[12], packet[13]]))
-                } else {
-                    0
-                };
+                let (proto, pkt_type) =
+                    eth_type_trans(&packet[..len], &meta.dev_addr, &meta.dev_broadcast);
                 put(&mut self.ctx, 0, len as u32);
+                put(&mut self.ctx, 4, pkt_type);
                 put(&mut self.ctx, 12, meta.rx_queue);
                 put(&mut self.ctx, 16, proto);
                 put(&mut self.ctx, 36, meta.ifindex);
@@ -536,6 +582,7 @@ impl Hook {
             self.env.redirect_key = None;
             self.env.tunnel = None;
             self.env.trace.clear();
+            self.env.unreproducible.clear();
         }
         self.env.sim.clock_ns = self.env.sim.clock_ns.max(meta.timestamp_ns);
 
@@ -551,6 +598,7 @@ impl Hook {
         Ok(Exec {
             r0: out.r0,
             stats: out.stats,
+            meta: (p.meta.min(p.data) - p.hard_start) as usize,
             start: (p.data - p.hard_start) as usize,
             end: (p.data_end - p.hard_start) as usize,
         })
@@ -562,6 +610,7 @@ impl Hook {
 struct Exec {
     r0: u64,
     stats: Stats,
+    meta: usize,
     start: usize,
     end: usize,
 }

@@ -147,11 +147,18 @@ pub trait BasicEnv {
 /// and that ticks one nanosecond per read (so time is strictly monotonic),
 /// a seeded xorshift generator and a fixed CPU number. Runs are therefore
 /// reproducible, which differential testing relies on.
+///
+/// For differential runs the embedder can queue values another system
+/// produced (`replay_ns`, `replay_u32`): reads take them first, in order.
 #[derive(Clone, Debug)]
 pub struct SimEnv {
     pub clock_ns: u64,
     pub cpu: u32,
     rng: u64,
+    /// Clock readings to return before the simulated clock.
+    pub replay_ns: std::collections::VecDeque<u64>,
+    /// Random numbers to return before the generator's.
+    pub replay_u32: std::collections::VecDeque<u32>,
 }
 
 impl SimEnv {
@@ -161,6 +168,8 @@ impl SimEnv {
             cpu: 0,
             // xorshift must not start at zero.
             rng: seed | 1,
+            replay_ns: Default::default(),
+            replay_u32: Default::default(),
         }
     }
 }
@@ -173,12 +182,18 @@ impl Default for SimEnv {
 
 impl BasicEnv for SimEnv {
     fn now_ns(&mut self) -> u64 {
+        if let Some(t) = self.replay_ns.pop_front() {
+            return t;
+        }
         let t = self.clock_ns;
         self.clock_ns += 1;
         t
     }
 
     fn random_u32(&mut self) -> u32 {
+        if let Some(r) = self.replay_u32.pop_front() {
+            return r;
+        }
         // xorshift64* (Vigna): cheap and good enough for sampling decisions.
         let mut x = self.rng;
         x ^= x >> 12;

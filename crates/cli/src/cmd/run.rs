@@ -222,10 +222,10 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
 }
 
 /// Packets to replay: `(timestamp, bytes, link kind)`.
-type Frames = Box<dyn Iterator<Item = Result<(u64, Vec<u8>, String), String>>>;
+pub(crate) type Frames = Box<dyn Iterator<Item = Result<(u64, Vec<u8>, String), String>>>;
 
 /// A source of packets, with their number when known.
-fn source(a: &Args) -> Result<(Frames, Option<u64>), String> {
+pub(crate) fn source(a: &Args) -> Result<(Frames, Option<u64>), String> {
     if let Some(path) = &a.pcap {
         let src = io::PcapSource::open(path).map_err(|e| e.to_string())?;
         let it = src.map(|r| {
@@ -347,6 +347,8 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
             rx_queue: 0,
             timestamp_ns: ts,
             egress_ifindex: 0,
+            dev_addr: [0; 6],
+            dev_broadcast: [0; 6],
         };
         let frame = &data[..data.len().min(runtime::MAX_FRAME)];
         match hook.run(frame, &meta) {

@@ -31,6 +31,8 @@ pub fn meta(ts_ns: u64) -> PacketMeta {
         rx_queue: 0,
         timestamp_ns: ts_ns,
         egress_ifindex: 0,
+        dev_addr: [0; 6],
+        dev_broadcast: [0; 6],
     }
 }
 

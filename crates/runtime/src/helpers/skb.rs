@@ -282,6 +282,7 @@ fn skb_change_proto(c: &mut Ctx) -> Ret {
 /// A deterministic flow hash of the packet's addresses and ports (the
 /// kernel's differs per boot: its random seed makes it not comparable).
 fn get_hash_recalc(c: &mut Ctx) -> Ret {
+    c.env.unreproducible.push("bpf_get_hash_recalc");
     let p = c.env.packet;
     let n = p.len().min(54) as usize;
     let head = read(c, p.data, n)?;

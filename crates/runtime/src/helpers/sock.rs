@@ -30,8 +30,9 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
 ];
 
 fn jiffies64(c: &mut Ctx) -> Ret {
-    use vm::BasicEnv;
-    Ok(c.env.now_ns() / (1_000_000_000 / HZ))
+    // The kernel inlines jiffies: no replayed clock reading stands behind it.
+    c.env.unreproducible.push("bpf_jiffies64");
+    Ok(c.env.sim.clock_ns / (1_000_000_000 / HZ))
 }
 
 /// `bpf_sk_lookup_*(ctx, tuple, size, netns, flags)`: the tuple must be an

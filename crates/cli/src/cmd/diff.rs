@@ -1,0 +1,199 @@
+//! `sluice diff`: every packet through the sluice VM and through the
+//! kernel's BPF_PROG_TEST_RUN, compared (verdict, packet, context, maps).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use difftest::{Differ, Difference, Summary};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::cmd::run;
+use crate::report::print_json;
+
+/// Prove the VM and the kernel agree: each packet through both, compared (needs root)
+#[derive(clap::Args)]
+pub struct Args {
+    /// Object file built by clang -target bpf
+    pub object: PathBuf,
+    /// Program to compare (a function name; needed when the object has several)
+    #[arg(long)]
+    pub prog: Option<String>,
+    /// Capture to replay (pcap or pcapng)
+    #[arg(long, conflicts_with = "gen", required_unless_present = "gen")]
+    pub pcap: Option<PathBuf>,
+    /// Generated traffic, e.g. udp,flows=1000,size=64,count=10000 (repeat to mix streams)
+    #[arg(long)]
+    pub r#gen: Vec<String>,
+    /// Set a global variable on both sides: NAME=VALUE
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Set a map's max_entries on both sides: NAME=N
+    #[arg(long = "map-size", value_name = "NAME=N")]
+    pub map_size: Vec<String>,
+    /// Add a map entry on both sides before the run: NAME KEY VALUE
+    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
+    pub map_update: Vec<String>,
+    /// Stop after this many packets
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Divergences shown in full
+    #[arg(long, default_value_t = 5)]
+    pub show: usize,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct DiffReport<'a> {
+    object: String,
+    program: String,
+    #[serde(flatten)]
+    summary: &'a Summary,
+}
+
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    if !kernel::privileged() {
+        return Err(
+            "sluice diff loads the program into the kernel: run it as root (or with CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON)"
+                .into(),
+        );
+    }
+    let bytes = std::fs::read(&a.object).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let run_args = run::Args {
+        object: a.object.clone(),
+        prog: a.prog.clone(),
+        pcap: a.pcap.clone(),
+        r#gen: a.r#gen.clone(),
+        set: a.set.clone(),
+        map_size: a.map_size.clone(),
+        map_update: a.map_update.clone(),
+        // Per-CPU maps hold one value per possible CPU, as the kernel's.
+        cpus: kernel::possible_cpus() as u32,
+        ifindex: 1,
+        ..run::Args::default()
+    };
+    let hook = run::prepare_bytes(&run_args, &bytes)?;
+    let program = hook.program().name.clone();
+    let name = a
+        .object
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "sluice".into());
+    let mut differ = Differ::new(hook, &bytes, &name, a.show)
+        .map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let (frames, total) = run::source(&run_args)?;
+    let limit = a.limit.unwrap_or(u64::MAX);
+    let bar = (std::io::stderr().is_terminal() && !a.json).then(|| {
+        let style = match total {
+            Some(_) => "{spinner} {bar:40} {pos}/{len} packets  {per_sec}  eta {eta}",
+            None => "{spinner} {pos} packets  {per_sec}",
+        };
+        ProgressBar::new(total.unwrap_or(0).min(limit))
+            .with_style(ProgressStyle::with_template(style).expect("template"))
+    });
+    for (i, frame) in frames.enumerate() {
+        if i as u64 >= limit {
+            break;
+        }
+        let (ts, data, _) = frame?;
+        differ.packet(i as u64, ts, &data);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let summary = differ.into_summary();
+    let report = DiffReport {
+        object: a.object.display().to_string(),
+        program,
+        summary: &summary,
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_text(&report);
+    }
+    Ok(if summary.divergences == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn print_text(r: &DiffReport<'_>) {
+    let s = r.summary;
+    println!(
+        "{} {}: {} packets, {} compared, {} divergences, {} not comparable",
+        r.object, r.program, s.packets, s.compared, s.divergences, s.not_comparable
+    );
+    if !s.not_comparable_reasons.is_empty() {
+        println!("not comparable:");
+        for (why, n) in &s.not_comparable_reasons {
+            println!("  {n:>8}  {why}");
+        }
+    }
+    if !s.maps_not_compared.is_empty() {
+        println!("maps not compared:");
+        for (m, why) in &s.maps_not_compared {
+            println!("  {m}: {why}");
+        }
+    }
+    for d in &s.first {
+        println!("packet {} ({} bytes):", d.packet, d.len);
+        for x in &d.differences {
+            println!("  {}", describe(x).replace('\n', "\n    "));
+        }
+    }
+    if s.divergences as usize > s.first.len() {
+        println!(
+            "... {} more diverging packets",
+            s.divergences as usize - s.first.len()
+        );
+    }
+}
+
+fn describe(d: &Difference) -> String {
+    let or_missing = |v: &Option<String>| v.clone().unwrap_or_else(|| "(missing)".into());
+    match d {
+        Difference::ReturnValue { vm, kernel } => {
+            format!("return value: vm {vm}, kernel {kernel}")
+        }
+        Difference::VmError {
+            error,
+            kernel_retval,
+        } => {
+            format!("the VM stopped: {error}; the kernel returned {kernel_retval}")
+        }
+        Difference::Packet {
+            vm_len,
+            kernel_len,
+            offset,
+            diff,
+        } => format!(
+            "output packet differs at byte {offset} (vm {vm_len} bytes, kernel {kernel_len}):\n{diff}"
+        ),
+        Difference::Context { field, vm, kernel } => {
+            format!("context {field}: vm {vm:#x}, kernel {kernel:#x}")
+        }
+        Difference::Map {
+            map,
+            key,
+            vm,
+            kernel,
+        } => format!(
+            "map {map} key {key}:\n   vm {}\n   kernel {}",
+            or_missing(vm),
+            or_missing(kernel)
+        ),
+        Difference::MapMore { map, entries } => {
+            format!("map {map}: {entries} entries differ in all")
+        }
+        Difference::HelperCalls { detail } => detail.clone(),
+        Difference::Resync { error } => format!("could not re-synchronise the maps: {error}"),
+    }
+}

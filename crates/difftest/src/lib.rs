@@ -1,0 +1,397 @@
+//! Differential testing: every packet goes through the sluice VM and through
+//! the kernel (`BPF_PROG_TEST_RUN`, one packet per call), from the same map
+//! contents, and the two are compared: return value, output packet, the
+//! context fields the kernel writes back, and every map afterwards.
+//!
+//! What cannot agree by nature is made to agree or is labelled: programs
+//! that read the clock or random numbers get the same values on both sides
+//! (the kernel's copy reads them from a map, see [`kernel::clock`]; the
+//! clock follows the packets' timestamps); both sides run on CPU 0; a
+//! difference after a helper nobody can reproduce (jiffies, the kernel's
+//! seeded flow hash), or for a packet the kernel's test run refuses, is
+//! counted as "not comparable" with the reason.
+
+mod compare;
+mod report;
+
+use std::collections::BTreeMap;
+
+use kernel::clock::{Clock, SLOTS};
+use kernel::{KernelObject, MapInfo, ProgInfo};
+use runtime::{Hook, PacketMeta};
+
+pub use compare::{Difference, hex_diff};
+pub use report::{Divergence, NotComparable, Summary};
+
+/// How one packet went.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    Same,
+    Diverged(Divergence),
+    NotComparable(NotComparable),
+}
+
+/// How a VM map is compared with its kernel twin.
+enum Pairing {
+    /// Same key/value bytes on both sides.
+    Bytes(MapInfo),
+    /// Not compared, with the reason (reported in the summary).
+    Skipped(String),
+}
+
+/// The interface index both sides see packets arrive on (loopback: the
+/// kernel's test run receives on it).
+const LOOPBACK: u32 = 1;
+
+/// The packet bytes one page holds in the kernel's XDP test run (4096 minus
+/// 256 of headroom and 320 of skb_shared_info); the rest go to fragments.
+const XDP_LINEAR_MAX: usize = 4096 - 256 - 320;
+
+/// Both engines, loaded with the same object, ready for packets.
+pub struct Differ {
+    hook: Hook,
+    kobj: KernelObject,
+    prog: ProgInfo,
+    maps: Vec<Pairing>,
+    /// The shared clock, when a program reads one.
+    clock: Option<Clock>,
+    /// Random numbers handed to both sides (xorshift64 state).
+    rng: u64,
+    xdp: bool,
+    summary: Summary,
+    keep: usize,
+}
+
+/// Runs the calling thread on CPU 0 only, so the kernel's per-CPU map
+/// slots and `bpf_get_smp_processor_id` match the VM's CPU 0.
+fn pin_to_cpu0() -> Result<(), String> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(0, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+            return Err(format!(
+                "cannot pin to CPU 0: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Differ {
+    /// Loads the object of `hook` into the kernel as well (`object` is its
+    /// ELF bytes, `name` its name), gives programs that read the clock a
+    /// shared one, and copies the VM's map contents into the kernel's maps.
+    /// `keep`: divergences kept in full for the report.
+    pub fn new(hook: Hook, object: &[u8], name: &str, keep: usize) -> Result<Differ, String> {
+        let possible = kernel::possible_cpus();
+        if let Some(m) = hook.maps().iter().find(|m| m.ncpus() as usize != possible) {
+            return Err(format!(
+                "map {}: the VM has {} CPUs, the kernel {possible}: load the VM with {possible}",
+                m.name(),
+                m.ncpus()
+            ));
+        }
+        pin_to_cpu0()?;
+        let mut opts = kernel::LoadOptions::default();
+        for (i, def) in hook.object().maps.iter().enumerate() {
+            let map = &hook.maps()[i];
+            if let obj::MapOrigin::Data { section, .. } = &def.origin
+                && let Ok(bytes) = map.user_lookup(&0u32.to_le_bytes())
+            {
+                opts.data.push((section.clone(), bytes));
+            }
+            if def.spec.max_entries != map.spec().max_entries {
+                opts.max_entries
+                    .push((map.name().to_string(), map.spec().max_entries));
+            }
+        }
+        let mut kobj = KernelObject::load(object, name, &opts).map_err(|e| e.to_string())?;
+        let clock = kobj.share_clock().map_err(|e| e.to_string())?;
+        let prog = kobj
+            .program(&hook.program().name)
+            .map_err(|e| e.to_string())?;
+        let kmaps = kobj.maps().map_err(|e| e.to_string())?;
+        let maps = hook
+            .maps()
+            .iter()
+            .map(|m| pair(m, &kmaps))
+            .collect::<Vec<_>>();
+        let xdp = hook.kind().is_xdp();
+        let mut d = Differ {
+            hook,
+            kobj,
+            prog,
+            maps,
+            clock,
+            rng: 0x5eed_d1ff_5eed_d1ff,
+            xdp,
+            summary: Summary::default(),
+            keep,
+        };
+        for (i, p) in d.maps.iter().enumerate() {
+            if let Pairing::Skipped(why) = p {
+                d.summary
+                    .maps_not_compared
+                    .insert(d.hook.maps()[i].name().to_string(), why.clone());
+            }
+        }
+        d.sync_all()?;
+        Ok(d)
+    }
+
+    /// The VM side (for map updates before the run, and reports).
+    pub fn hook(&self) -> &Hook {
+        &self.hook
+    }
+
+    pub fn kernel_object(&self) -> &KernelObject {
+        &self.kobj
+    }
+
+    /// Copies every compared VM map into its kernel twin.
+    pub fn sync_all(&mut self) -> Result<(), String> {
+        for i in 0..self.maps.len() {
+            self.sync(i)?;
+        }
+        Ok(())
+    }
+
+    fn sync(&self, i: usize) -> Result<(), String> {
+        let Pairing::Bytes(k) = &self.maps[i] else {
+            return Ok(());
+        };
+        let vm = &self.hook.maps()[i];
+        if vm.is_frozen() {
+            // .rodata: loaded with the same bytes and frozen on both sides.
+            return Ok(());
+        }
+        let want: BTreeMap<Vec<u8>, Vec<u8>> = vm.entries().into_iter().collect();
+        let is_array = matches!(
+            vm.map_type(),
+            maps::MapType::Array | maps::MapType::PercpuArray
+        );
+        if !is_array {
+            for key in k.keys().map_err(|e| e.to_string())? {
+                if !want.contains_key(&key) {
+                    k.delete(&key).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        for (key, value) in &want {
+            k.update(key, value, 0).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Runs packet number `index`, which arrived at `timestamp_ns`, through
+    /// both sides and compares.
+    pub fn packet(&mut self, index: u64, timestamp_ns: u64, frame: &[u8]) -> Verdict {
+        self.summary.packets += 1;
+        let verdict = self.compare(index, timestamp_ns, frame);
+        match &verdict {
+            Verdict::Same => self.summary.compared += 1,
+            Verdict::Diverged(d) => {
+                self.summary.compared += 1;
+                self.summary.divergences += 1;
+                if self.summary.first.len() < self.keep {
+                    self.summary.first.push(d.clone());
+                }
+            }
+            Verdict::NotComparable(n) => {
+                self.summary.not_comparable += 1;
+                *self
+                    .summary
+                    .not_comparable_reasons
+                    .entry(n.reason.clone())
+                    .or_default() += 1;
+                if self.summary.first_not_comparable.len() < self.keep {
+                    self.summary.first_not_comparable.push(n.clone());
+                }
+            }
+        }
+        verdict
+    }
+
+    fn next_random(&mut self) -> u32 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 32) as u32
+    }
+
+    fn compare(&mut self, index: u64, timestamp_ns: u64, frame: &[u8]) -> Verdict {
+        let not_comparable = |reason: String| {
+            Verdict::NotComparable(NotComparable {
+                packet: index,
+                len: frame.len(),
+                reason,
+            })
+        };
+        if frame.len() < 14 {
+            // bpf_test_init refuses anything shorter than an Ethernet header.
+            return not_comparable(
+                "the kernel's test run needs at least 14 bytes (an Ethernet header)".into(),
+            );
+        }
+        // The clock reads the packet's arrival time, one nanosecond more per
+        // reading, as the VM's simulated clock does.
+        let ns: Vec<u64> = (0..SLOTS as u64).map(|i| timestamp_ns + i).collect();
+        let randoms: Vec<u32> = (0..SLOTS).map(|_| self.next_random()).collect();
+        if self.xdp && frame.len() > XDP_LINEAR_MAX {
+            return not_comparable(format!(
+                "an XDP frame over {XDP_LINEAR_MAX} bytes: the kernel's test run splits it into \
+                 fragments (multi-buffer XDP); sluice's XDP context is linear"
+            ));
+        }
+        if let Some(c) = &self.clock
+            && let Err(e) = c.set(&ns, &randoms)
+        {
+            return not_comparable(format!("setting the shared clock failed: {e}"));
+        }
+        let ctx = compare::ctx_in(self.xdp, frame.len(), LOOPBACK, timestamp_ns);
+        let input = kernel::testrun::RunInput {
+            data: frame,
+            ctx: Some(&ctx),
+            ctx_out: ctx.len(),
+            repeat: 1,
+            data_out: true,
+            ..Default::default()
+        };
+        let kout = match kernel::testrun::run(self.prog.fd, &input) {
+            Ok(o) => o,
+            Err(e) => {
+                // Refused before the program ran: the VM does not run either,
+                // so both sides keep the same maps.
+                return not_comparable(format!("the kernel's test run refused the packet: {e}"));
+            }
+        };
+        let mut uncertain: Vec<String> = Vec::new();
+        let kernel_used = match &self.clock {
+            Some(c) => match c.used() {
+                Ok(u) => u,
+                Err(e) => return not_comparable(format!("reading the shared clock failed: {e}")),
+            },
+            None => (0, 0),
+        };
+        if kernel_used.0 as usize > SLOTS || kernel_used.1 as usize > SLOTS {
+            uncertain.push(format!(
+                "the program read the clock or random numbers more than {SLOTS} times"
+            ));
+        }
+        if self.clock.is_some() {
+            let sim = &mut self.hook.env_mut().sim;
+            sim.replay_ns = ns.into();
+            sim.replay_u32 = randoms.into();
+        }
+        let meta = PacketMeta {
+            ifindex: LOOPBACK,
+            rx_queue: 0,
+            timestamp_ns,
+            egress_ifindex: 0,
+            dev_addr: [0; 6],
+            dev_broadcast: [0; 6],
+        };
+        let mut diffs = Vec::new();
+        match self.hook.run(frame, &meta) {
+            Ok(out) => {
+                compare::outcome(self.xdp, &out, &kout, &mut diffs);
+            }
+            Err(e) => {
+                diffs.push(Difference::VmError {
+                    error: e.to_string(),
+                    kernel_retval: kout.retval,
+                });
+            }
+        }
+        let env = self.hook.env_mut();
+        if self.clock.is_some() {
+            let vm_used = (
+                SLOTS - env.sim.replay_ns.len(),
+                SLOTS - env.sim.replay_u32.len(),
+            );
+            env.sim.replay_ns.clear();
+            env.sim.replay_u32.clear();
+            if (vm_used.0, vm_used.1) != (kernel_used.0 as usize, kernel_used.1 as usize) {
+                diffs.push(Difference::HelperCalls {
+                    detail: format!(
+                        "clock readings / random numbers: VM {}/{}, kernel {}/{}",
+                        vm_used.0, vm_used.1, kernel_used.0, kernel_used.1
+                    ),
+                });
+            }
+        }
+        for name in env.unreproducible.drain(..) {
+            uncertain.push(format!(
+                "the program called {name}, which the VM cannot reproduce"
+            ));
+        }
+        for (i, p) in self.maps.iter().enumerate() {
+            if let Pairing::Bytes(k) = p {
+                compare::map(&self.hook.maps()[i], k, &mut diffs);
+            }
+        }
+        if diffs.is_empty() {
+            return Verdict::Same;
+        }
+        // Bring the kernel back to the VM's state, so the next packet
+        // starts from the same maps again.
+        let resync = self.sync_all();
+        if let Err(e) = resync {
+            diffs.push(Difference::Resync { error: e });
+        }
+        if !uncertain.is_empty() {
+            return not_comparable(uncertain.join("; "));
+        }
+        Verdict::Diverged(Divergence {
+            packet: index,
+            len: frame.len(),
+            differences: diffs,
+        })
+    }
+
+    /// Totals so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    pub fn into_summary(self) -> Summary {
+        self.summary
+    }
+}
+
+/// Finds the kernel twin of VM map `m` and how to compare them.
+fn pair(m: &maps::Map, kmaps: &[MapInfo]) -> Pairing {
+    use maps::MapType as T;
+    let Some(k) = kmaps.iter().find(|k| kernel::same_map(&k.name, m.name())) else {
+        return Pairing::Skipped("libbpf did not create it in the kernel".into());
+    };
+    match m.map_type() {
+        T::ProgArray => Pairing::Skipped(
+            "holds program references (ids differ between the VM and the kernel)".into(),
+        ),
+        T::ArrayOfMaps | T::HashOfMaps => Pairing::Skipped(
+            "holds map references (ids differ between the VM and the kernel)".into(),
+        ),
+        T::Xskmap => {
+            Pairing::Skipped("holds AF_XDP sockets, which user space cannot read back".into())
+        }
+        T::Ringbuf | T::PerfEventArray | T::Queue | T::Stack => Pairing::Skipped(
+            "has no entries user space can read back without consuming them".into(),
+        ),
+        _ if k.key_size != m.spec().key_size || k.user_value_len() != m.user_value_len() => {
+            Pairing::Skipped(format!(
+                "key/value sizes differ: kernel {}/{}, VM {}/{}",
+                k.key_size,
+                k.user_value_len(),
+                m.spec().key_size,
+                m.user_value_len()
+            ))
+        }
+        _ => Pairing::Bytes(k.clone()),
+    }
+}

@@ -1,0 +1,191 @@
+//! `Done when` of the kernel backend: every example program agrees with the
+//! kernel on every capture frame and on generated traffic.
+
+use difftest::{Differ, Summary};
+use runtime::{Hook, Image, LoadOptions};
+
+fn kernel_available(what: &str) -> bool {
+    let ok = kernel::privileged();
+    if !ok {
+        eprintln!("SKIPPED {what}: needs root (or CAP_BPF and CAP_NET_ADMIN)");
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not privileged"
+        );
+    }
+    ok
+}
+
+fn capture_frames() -> Vec<(u64, Vec<u8>)> {
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|p| {
+            io::PcapSource::open(p)
+                .unwrap()
+                .map(|f| f.unwrap())
+                .map(|f| (f.timestamp_ns, f.data))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Map entries that make the examples take their interesting paths for
+/// the captures and for [`TRAFFIC`] (whose UDP goes to 10.255.0.1:80).
+fn configure(name: &str, hook: &mut Hook) {
+    let mut put = |map: &str, key: &[u8], value: &[u8]| {
+        let i = hook.object().map_index(map).unwrap();
+        hook.maps_mut()[i].user_update(key, value, 0).unwrap();
+    };
+    let lpm4 = |len: u32, addr: [u8; 4]| [&len.to_le_bytes()[..], &addr].concat();
+    match name {
+        "xdp_ddos" => {
+            put("blocklist_v4", &lpm4(16, [10, 66, 0, 0]), &[0; 8]);
+            put("protected_ports", &53u16.to_be_bytes(), &[1]);
+        }
+        "xdp_lb" => {
+            let vip = [[10u8, 255, 0, 1].as_slice(), &80u16.to_be_bytes(), &[17, 0]].concat();
+            put("vip_map", &vip, &[0; 8]);
+            for (i, r) in [[192u8, 168, 1, 10], [192, 168, 1, 11], [192, 168, 1, 12]]
+                .iter()
+                .enumerate()
+            {
+                put("reals", &(i as u32).to_le_bytes(), r);
+            }
+            for pos in 0..251u32 {
+                put("ch_rings", &pos.to_le_bytes(), &(pos % 3).to_le_bytes());
+            }
+            put(
+                "lb_config",
+                &0u32.to_le_bytes(),
+                &[2, 0, 0, 0, 0x99, 0x99, 0, 0, 10, 0, 0, 254],
+            );
+        }
+        "xdp_router" => {
+            // Loopback (ifindex 1): the kernel's devmap wants a real device.
+            let nh = [
+                1u32.to_le_bytes().as_slice(),
+                &[2, 0, 0, 0, 7, 7],
+                &[2, 0, 0, 0, 0x77, 0x77],
+            ]
+            .concat();
+            put("routes_v4", &lpm4(16, [10, 255, 0, 0]), &nh);
+            put("routes_v4", &lpm4(8, [192, 0, 0, 0]), &nh);
+            put("tx_ports", &1u32.to_le_bytes(), &1u32.to_le_bytes());
+        }
+        _ => {}
+    }
+}
+
+fn hooks(name: &str) -> Vec<Hook> {
+    let bytes = object(name);
+    let object = obj::Object::parse(bytes).unwrap();
+    let n = object.programs.len();
+    (0..n)
+        .filter_map(|p| {
+            let object = obj::Object::parse(bytes).unwrap();
+            let mut opts = LoadOptions {
+                ncpus: kernel::possible_cpus() as u32,
+                ..LoadOptions::default()
+            };
+            // Smaller LRU tables (on both sides): the kernel walks every
+            // bucket when the maps are compared after each packet.
+            for lru in ["rate_limit", "conn_table"] {
+                if object.map_index(lru).is_some() {
+                    opts.map_sizes.insert(lru.to_string(), 4096);
+                }
+            }
+            let image = Image::load(object, &opts).unwrap();
+            let mut hook = Hook::new(image, p, 0).ok()?;
+            configure(name, &mut hook);
+            Some(hook)
+        })
+        .collect()
+}
+
+fn report(name: &str, s: &Summary) {
+    eprintln!(
+        "{name}: {} packets, {} compared, {} divergences, {} not comparable {:?}",
+        s.packets, s.compared, s.divergences, s.not_comparable, s.not_comparable_reasons
+    );
+    for d in &s.first {
+        eprintln!("  packet {} ({} bytes):", d.packet, d.len);
+        for x in &d.differences {
+            eprintln!("    {x:?}");
+        }
+    }
+}
+
+/// An example or a context probe.
+fn object(name: &str) -> &'static [u8] {
+    programs::object(name)
+        .or_else(|| programs::probes().find(|(n, _)| *n == name).map(|(_, o)| o))
+        .unwrap()
+}
+
+/// Diffs every program of every example and context probe over `frames`;
+/// returns the programs that diverged.
+fn diff_all(frames: &[(u64, Vec<u8>)]) -> Vec<String> {
+    let mut failed = Vec::new();
+    let names = programs::names().chain(programs::probes().map(|(n, _)| n));
+    for name in names {
+        for hook in hooks(name) {
+            let prog = hook.program().name.clone();
+            let mut d = Differ::new(hook, object(name), name, 5)
+                .unwrap_or_else(|e| panic!("{name}/{prog}: {e}"));
+            for (i, (ts, f)) in frames.iter().enumerate() {
+                d.packet(i as u64, *ts, f);
+            }
+            let s = d.into_summary();
+            report(&format!("{name}/{prog}"), &s);
+            assert_eq!(s.packets, frames.len() as u64);
+            assert!(s.compared > 0, "{name}/{prog}: nothing compared");
+            if s.divergences > 0 {
+                failed.push(format!("{name}/{prog}: {}", s.divergences));
+            }
+        }
+    }
+    failed
+}
+
+#[test]
+fn every_example_agrees_with_the_kernel_on_every_capture() {
+    if !kernel_available("differential test over the captures") {
+        return;
+    }
+    let frames = capture_frames();
+    let failed = diff_all(&frames);
+    assert!(failed.is_empty(), "divergences: {failed:?}");
+}
+
+/// The demo's traffic (clients, a blocked prefix, a source over its rate,
+/// a protected port) plus IPv6 and TCP to port 23, at a tenth of the size.
+const TRAFFIC: [&str; 6] = [
+    "udp,flows=200,count=6000,rate=100000,src=10.1.0.0/16,dport=80",
+    "udp,flows=20,count=2000,rate=33334,src=10.66.0.0/16,dport=80",
+    "tcp,flows=1,count=1500,rate=25000,src=10.9.9.9/32,dport=443",
+    "udp,flows=50,count=500,rate=8334,src=10.2.0.0/16,dport=53",
+    "tcp,v6,flows=30,count=600,rate=10000,dport=23",
+    "icmp,flows=4,count=200,rate=2000,size=1400",
+];
+
+#[test]
+fn every_example_agrees_with_the_kernel_on_generated_traffic() {
+    if !kernel_available("differential test over generated traffic") {
+        return;
+    }
+    let specs: Vec<packet::GenSpec> = TRAFFIC
+        .iter()
+        .map(|s| packet::GenSpec::parse(s).unwrap())
+        .collect();
+    let frames: Vec<(u64, Vec<u8>)> = packet::merge(&specs).collect();
+    let failed = diff_all(&frames);
+    assert!(failed.is_empty(), "divergences: {failed:?}");
+}

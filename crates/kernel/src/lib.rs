@@ -1,0 +1,20 @@
+//! The Linux kernel backend: the same object sluice replays, loaded into
+//! the kernel by libbpf (through libbpf-rs), attached to interfaces (XDP,
+//! tc), run packet by packet with `BPF_PROG_TEST_RUN`, and its maps read and
+//! written through their descriptors or bpffs pins.
+//!
+//! Everything here needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON);
+//! [`privileged`] tells whether this process has it.
+
+pub mod attach;
+pub mod clock;
+mod error;
+pub mod kmap;
+pub mod log;
+pub mod netdev;
+mod object;
+pub mod testrun;
+
+pub use error::{Error, ErrorKind, Result, privileged};
+pub use kmap::{MapInfo, PinnedMap, possible_cpus};
+pub use object::{KernelObject, LoadOptions, ProgInfo, same_map};

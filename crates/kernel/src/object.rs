@@ -1,0 +1,345 @@
+//! An object loaded into the kernel by libbpf (through libbpf-rs): libbpf is
+//! the reference loader, so an object means in the kernel what it means for
+//! every other libbpf tool.
+
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::path::Path;
+
+use libbpf_rs::{AsRawLibbpf, MapCore, ObjectBuilder};
+
+use crate::clock::{Clock, LoadAs, RawInsn};
+use crate::error::{Error, ErrorKind, Result};
+use crate::kmap::MapInfo;
+
+/// How to load: what to put in global data and map sizes before the
+/// kernel sees the object, and where pinned maps live.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Root for maps pinned by name (`LIBBPF_PIN_BY_NAME`); libbpf's
+    /// default is `/sys/fs/bpf`.
+    pub pin_root: Option<std::path::PathBuf>,
+    /// Initial contents of global data maps, by section name (`.rodata`,
+    /// `.data`, `.bss`, `.data.custom`...). sluice's own loader computes
+    /// them (with `--set` applied), so both sides start from the same bytes.
+    pub data: Vec<(String, Vec<u8>)>,
+    /// `max_entries` overrides by map name.
+    pub max_entries: Vec<(String, u32)>,
+    /// Load only these programs (by function name); all when empty.
+    pub only: Vec<String>,
+}
+
+/// A program of a loaded object.
+#[derive(Clone, Debug)]
+pub struct ProgInfo {
+    /// The C function's name.
+    pub name: String,
+    pub section: String,
+    pub fd: RawFd,
+    /// `BPF_PROG_TYPE_*`.
+    pub prog_type: u32,
+}
+
+/// An object in the kernel: its programs and maps stay loaded while this
+/// value lives (and after, for what is attached or pinned).
+pub struct KernelObject {
+    obj: libbpf_rs::Object,
+    /// Programs loaded again with the shared clock, by function name.
+    replaced: Vec<(String, std::os::fd::OwnedFd)>,
+}
+
+/// libbpf names a global data map `<object name prefix><section>` for
+/// `.data`, `.rodata`, `.bss` and `.kconfig`, and by the section name alone
+/// (cut to 15 bytes) for custom sections such as `.rodata.str1.1`; sluice
+/// names them by section.
+pub fn same_map(libbpf_name: &str, sluice_name: &str) -> bool {
+    if libbpf_name == sluice_name {
+        return true;
+    }
+    let Some(rest) = sluice_name.strip_prefix('.') else {
+        return false;
+    };
+    if rest.contains('.') {
+        return sluice_name.len() > 15 && sluice_name.get(..15) == Some(libbpf_name);
+    }
+    libbpf_name
+        .strip_suffix(sluice_name)
+        .is_some_and(|prefix| !prefix.contains('.'))
+}
+
+impl KernelObject {
+    /// Loads `bytes` (an ELF object) into the kernel. `name` names the
+    /// object (libbpf uses it for global data map names).
+    pub fn load(bytes: &[u8], name: &str, opts: &LoadOptions) -> Result<KernelObject> {
+        crate::log::install();
+        crate::log::take();
+        let mut builder = ObjectBuilder::default();
+        builder
+            .name(name)
+            .map_err(|e| Error::libbpf("naming the object", &e))?;
+        if let Some(root) = &opts.pin_root {
+            builder
+                .pin_root_path(root)
+                .map_err(|e| Error::libbpf("setting the pin directory", &e))?;
+        }
+        let mut open = builder.open_memory(bytes).map_err(|e| {
+            Error::new(
+                ErrorKind::Invalid,
+                format!(
+                    "libbpf cannot open the object: {e}\n{}",
+                    crate::log::take().trim_end()
+                ),
+            )
+        })?;
+        for mut map in open.maps_mut() {
+            let mname = map.name().to_string_lossy().into_owned();
+            if let Some((_, n)) = opts.max_entries.iter().find(|(m, _)| *m == mname) {
+                map.set_max_entries(*n)
+                    .map_err(|e| Error::libbpf(&format!("map {mname}: max_entries"), &e))?;
+            }
+            if let Some((_, data)) = opts.data.iter().find(|(s, _)| same_map(&mname, s))
+                && let Some(init) = map.initial_value_mut()
+            {
+                if init.len() != data.len() {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        format!(
+                            "map {mname}: libbpf sees {} bytes of global data, sluice {}",
+                            init.len(),
+                            data.len()
+                        ),
+                    ));
+                }
+                init.copy_from_slice(data);
+            }
+        }
+        if !opts.only.is_empty() {
+            for mut p in open.progs_mut() {
+                let keep = opts.only.iter().any(|n| **n == *p.name());
+                p.set_autoload(keep);
+            }
+        }
+        let obj = open.load().map_err(|e| {
+            let messages = crate::log::take();
+            let log = crate::log::verifier_log(&messages);
+            if messages.contains("BEGIN PROG LOAD LOG") {
+                Error::new(
+                    ErrorKind::Verifier,
+                    format!(
+                        "the kernel verifier rejected the program: {e}\n--- kernel verifier log ---\n{}",
+                        log.trim_end()
+                    ),
+                )
+            } else {
+                let mut err = Error::libbpf("loading the object into the kernel", &e);
+                if !messages.trim().is_empty() {
+                    err.message = format!("{}\nlibbpf said:\n{}", err.message, messages.trim_end());
+                }
+                err
+            }
+        })?;
+        Ok(KernelObject {
+            obj,
+            replaced: Vec::new(),
+        })
+    }
+
+    /// The loaded programs (with the shared clock, when
+    /// [`KernelObject::share_clock`] replaced them).
+    pub fn programs(&self) -> Vec<ProgInfo> {
+        self.obj
+            .progs()
+            .filter(|p| p.as_fd().as_raw_fd() >= 0)
+            .map(|p| {
+                let name = p.name().to_string_lossy().into_owned();
+                let fd = self
+                    .replaced
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(p.as_fd().as_raw_fd(), |(_, fd)| fd.as_raw_fd());
+                ProgInfo {
+                    name,
+                    section: p.section().to_string_lossy().into_owned(),
+                    fd,
+                    prog_type: p.prog_type() as u32,
+                }
+            })
+            .collect()
+    }
+
+    /// Loads every program that reads the kernel's clock or random numbers
+    /// again, reading them from a map instead (see [`crate::clock`]), and
+    /// points program arrays at the new copies. Returns the clock, or
+    /// `None` when no program reads one.
+    pub fn share_clock(&mut self) -> Result<Option<Clock>> {
+        let mut clock = None;
+        let mut moved: Vec<(u32, RawFd)> = Vec::new();
+        for p in self.obj.progs() {
+            if p.as_fd().as_raw_fd() < 0 {
+                continue;
+            }
+            let ptr = p.as_libbpf_object().as_ptr();
+            // SAFETY: `ptr` is a loaded program of `self.obj`; libbpf keeps
+            // its final instructions after load.
+            let insns: Vec<RawInsn> = unsafe {
+                let n = libbpf_sys::bpf_program__insn_cnt(ptr) as usize;
+                let at = libbpf_sys::bpf_program__insns(ptr);
+                if at.is_null() {
+                    continue;
+                }
+                std::slice::from_raw_parts(at.cast::<RawInsn>(), n).to_vec()
+            };
+            if !crate::clock::reads_clock(&insns) {
+                continue;
+            }
+            if clock.is_none() {
+                clock = Some(Clock::create()?);
+            }
+            let c = clock.as_ref().expect("created above");
+            let name = p.name().to_string_lossy().into_owned();
+            // SAFETY: `ptr` is a live program of `self.obj`.
+            let how = unsafe {
+                LoadAs {
+                    name: name.clone(),
+                    prog_type: libbpf_sys::bpf_program__type(ptr),
+                    expected_attach_type: libbpf_sys::bpf_program__expected_attach_type(ptr),
+                    flags: libbpf_sys::bpf_program__flags(ptr),
+                }
+            };
+            let fd = crate::clock::load(&crate::clock::rewrite(&insns, c), &how)?;
+            let old = crate::attach::prog_by_fd(p.as_fd().as_raw_fd())?.id;
+            moved.push((old, fd.as_raw_fd()));
+            self.replaced.push((name, fd));
+        }
+        for m in self.maps()? {
+            if m.map_type != crate::kmap::types::PROG_ARRAY {
+                continue;
+            }
+            for (key, value) in m.entries()? {
+                let id = u32::from_le_bytes(value[..4].try_into().expect("4-byte value"));
+                if let Some((_, fd)) = moved.iter().find(|(old, _)| *old == id) {
+                    m.update(&key, &(*fd as u32).to_le_bytes(), 0)?;
+                }
+            }
+        }
+        Ok(clock)
+    }
+
+    /// The program whose function or section is `name`.
+    pub fn program(&self, name: &str) -> Result<ProgInfo> {
+        let all = self.programs();
+        all.iter()
+            .find(|p| p.name == name)
+            .or_else(|| all.iter().find(|p| p.section == name))
+            .cloned()
+            .ok_or_else(|| {
+                let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "no program `{name}` in the object (programs: {})",
+                        names.join(", ")
+                    ),
+                )
+            })
+    }
+
+    /// Every map the kernel created for the object.
+    pub fn maps(&self) -> Result<Vec<MapInfo>> {
+        self.obj
+            .maps()
+            .filter(|m| m.autocreate())
+            .map(|m| {
+                let name = m.name().to_string_lossy().into_owned();
+                let mut info = MapInfo::of_fd(m.as_fd().as_raw_fd())
+                    .map_err(|e| Error::new(e.kind, format!("map {name}: {e}")))?;
+                info.name = name;
+                Ok(info)
+            })
+            .collect()
+    }
+
+    /// Pins every map as `dir/<map name>` (creating `dir`).
+    pub fn pin_maps(&mut self, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::new(ErrorKind::Other, format!("{}: {e}", dir.display())))?;
+        let mut pinned = Vec::new();
+        for mut m in self.obj.maps_mut() {
+            if !m.autocreate() {
+                continue;
+            }
+            let path = dir.join(m.name().to_string_lossy().as_ref());
+            if m.is_pinned() {
+                // Pinned by name already (LIBBPF_PIN_BY_NAME): leave it.
+                continue;
+            }
+            m.pin(&path)
+                .map_err(|e| Error::libbpf(&format!("pinning {}", path.display()), &e))?;
+            pinned.push(path);
+        }
+        Ok(pinned)
+    }
+
+    /// Pins every program as `dir/<function name>`.
+    pub fn pin_programs(&mut self, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::new(ErrorKind::Other, format!("{}: {e}", dir.display())))?;
+        let mut pinned = Vec::new();
+        for mut p in self.obj.progs_mut() {
+            if p.as_fd().as_raw_fd() < 0 {
+                continue;
+            }
+            let path = dir.join(p.name().to_string_lossy().as_ref());
+            p.pin(&path)
+                .map_err(|e| Error::libbpf(&format!("pinning {}", path.display()), &e))?;
+            pinned.push(path);
+        }
+        Ok(pinned)
+    }
+
+    /// The mmap'ed contents of a global data map (for reading and writing
+    /// variables without a system call), by section name.
+    pub fn global_data(&mut self, section: &str) -> Option<&mut [u8]> {
+        self.obj
+            .maps_mut()
+            .find(|m| same_map(&m.name().to_string_lossy(), section))
+            .and_then(|m| {
+                let mut size = 0u64;
+                let map = m.as_libbpf_object().as_ptr();
+                // SAFETY: `map` is a live bpf_map of `self.obj`; after load
+                // libbpf returns its mmap'ed region, valid while the object
+                // lives (and `self` is borrowed mutably for the slice's life).
+                unsafe {
+                    let p = libbpf_sys::bpf_map__initial_value(map, &mut size);
+                    if p.is_null() {
+                        return None;
+                    }
+                    Some(std::slice::from_raw_parts_mut(
+                        p.cast::<u8>(),
+                        size as usize,
+                    ))
+                }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_map;
+
+    #[test]
+    fn global_data_maps_match_by_section() {
+        assert!(same_map("xdp_ddos.rodata", ".rodata"));
+        assert!(same_map("counts", "counts"));
+        assert!(same_map("cilium_.rodata", ".rodata"));
+        assert!(!same_map("xdp_ddos.rodata", ".data"));
+        assert!(!same_map("x.bss", ".rodata"));
+        assert!(same_map(".rodata.str1.1", ".rodata.str1.1"));
+        assert!(!same_map("xdp_ddos.rodata", ".rodata.str1.1"));
+        assert!(!same_map("abcdefgh.rodata", ".rodata.cst16"));
+        assert!(same_map(".rodata.cst16", ".rodata.cst16"));
+        assert!(
+            same_map(".data.a_long_na", ".data.a_long_name"),
+            "cut to 15 bytes"
+        );
+    }
+}
