@@ -17,7 +17,7 @@ APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev
-    bpftool iproute2 tcpdump unzip
+    bpftool iproute2 procps tcpdump unzip
 )
 RUST_TOOLCHAIN=1.95.0
 

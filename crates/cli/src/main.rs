@@ -14,6 +14,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "sluice", version, about, propagate_version = true)]
 struct Cli {
+    /// Run in this network namespace (a name from `ip netns`, or a path), like `ip -n`
+    #[arg(long, global = true, value_name = "NAME")]
+    netns: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -28,6 +31,18 @@ enum Command {
     Run(Box<cmd::run::Args>),
     /// Compare the VM with the kernel, packet by packet (BPF_PROG_TEST_RUN; needs root)
     Diff(cmd::diff::Args),
+    /// Load an object into the kernel and pin its programs and maps (needs root)
+    Load(cmd::kernel::LoadArgs),
+    /// Attach a program to an interface: XDP or tc (needs root)
+    Attach(cmd::kernel::AttachArgs),
+    /// Detach sluice's program from an interface (needs root)
+    Detach(cmd::kernel::DetachArgs),
+    /// Show what is attached to every interface (needs root)
+    Status(cmd::kernel::StatusArgs),
+    /// Dump or update maps pinned in bpffs (needs root)
+    Map(cmd::kernel::MapArgs),
+    /// Send generated traffic out of an interface: XDP live frames or AF_PACKET (needs root)
+    Gen(cmd::trafficgen::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// Run the DDoS filter example over generated traffic (no root needed)
@@ -40,12 +55,27 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`sluice ... | head`), as C tools do.
+    // SAFETY: setting a signal disposition before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
+    if let Some(ns) = &cli.netns
+        && let Err(e) = kernel::netdev::enter_netns(ns)
+    {
+        eprintln!("sluice: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Run(a) => cmd::run::run(*a),
         Command::Diff(a) => cmd::diff::run(a),
+        Command::Load(a) => cmd::kernel::load(a),
+        Command::Attach(a) => cmd::kernel::attach(a),
+        Command::Detach(a) => cmd::kernel::detach(a),
+        Command::Status(a) => cmd::kernel::status(a),
+        Command::Map(a) => cmd::kernel::map(a),
+        Command::Gen(a) => cmd::trafficgen::run(a),
         Command::Exec(a) => cmd::exec::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),

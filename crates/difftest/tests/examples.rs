@@ -48,7 +48,7 @@ fn configure(name: &str, hook: &mut Hook) {
     match name {
         "xdp_ddos" => {
             put("blocklist_v4", &lpm4(16, [10, 66, 0, 0]), &[0; 8]);
-            put("protected_ports", &53u16.to_be_bytes(), &[1]);
+            put("protected_ports", &53u16.to_le_bytes(), &[1]);
         }
         "xdp_lb" => {
             let vip = [[10u8, 255, 0, 1].as_slice(), &80u16.to_be_bytes(), &[17, 0]].concat();

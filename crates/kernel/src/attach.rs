@@ -60,6 +60,7 @@ pub const TC_PRIORITY: u32 = 0x51;
 
 /// Attaches XDP program `prog_fd` to `dev`; fails if a program is there.
 pub fn xdp_attach(dev: &str, prog_fd: RawFd, mode: XdpMode) -> Result<()> {
+    crate::log::install();
     let ifindex = netdev::ifindex(dev)?;
     if let Some(a) = xdp_query(ifindex)?.first() {
         return Err(Error::new(
@@ -100,6 +101,7 @@ pub struct XdpAttachment {
 
 /// The XDP programs attached to interface `ifindex`.
 pub fn xdp_query(ifindex: u32) -> Result<Vec<XdpAttachment>> {
+    crate::log::install();
     // SAFETY: plain old data; zero is valid.
     let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
     opts.sz = std::mem::size_of_val(&opts) as _;
@@ -124,6 +126,7 @@ pub fn xdp_query(ifindex: u32) -> Result<Vec<XdpAttachment>> {
 
 /// Detaches whatever XDP program `dev` has; returns what was detached.
 pub fn xdp_detach(dev: &str) -> Result<Vec<XdpAttachment>> {
+    crate::log::install();
     let ifindex = netdev::ifindex(dev)?;
     let attached = xdp_query(ifindex)?;
     for a in &attached {
@@ -157,6 +160,7 @@ fn tc_opts(prog_fd: RawFd) -> libbpf_sys::bpf_tc_opts {
 /// Adds a clsact qdisc to `dev` (if missing) and attaches `prog_fd` as a
 /// direct-action filter on `dir`.
 pub fn tc_attach(dev: &str, prog_fd: RawFd, dir: TcDir) -> Result<()> {
+    crate::log::install();
     let ifindex = netdev::ifindex(dev)?;
     if let Some(id) = tc_query(ifindex, dir)? {
         return Err(Error::new(
@@ -189,6 +193,7 @@ pub fn tc_attach(dev: &str, prog_fd: RawFd, dir: TcDir) -> Result<()> {
 
 /// The program id of sluice's filter on `dir`, if there is one.
 pub fn tc_query(ifindex: u32, dir: TcDir) -> Result<Option<u32>> {
+    crate::log::install();
     let hook = tc_hook(ifindex, dir);
     let mut opts = tc_opts(0);
     opts.prog_fd = 0;
@@ -205,6 +210,7 @@ pub fn tc_query(ifindex: u32, dir: TcDir) -> Result<Option<u32>> {
 /// Removes sluice's filter from `dir`; with `qdisc`, also the clsact
 /// qdisc (and every other filter on it, as `tc qdisc del ... clsact`).
 pub fn tc_detach(dev: &str, dir: TcDir, qdisc: bool) -> Result<Option<u32>> {
+    crate::log::install();
     let ifindex = netdev::ifindex(dev)?;
     let id = tc_query(ifindex, dir)?;
     let hook = tc_hook(ifindex, dir);
@@ -302,6 +308,7 @@ pub struct Attached {
 
 /// Every XDP program, and sluice's tc filters, on every interface.
 pub fn status() -> Result<Vec<Attached>> {
+    crate::log::install();
     let mut out = Vec::new();
     for (ifindex, dev) in netdev::interfaces() {
         for a in xdp_query(ifindex)? {

@@ -38,6 +38,10 @@ pub struct MapInfo {
     pub value_size: u32,
     pub max_entries: u32,
     pub flags: u32,
+    /// The map's BTF (0: none) and its key and value types there.
+    pub btf_id: u32,
+    pub btf_key_type: u32,
+    pub btf_value_type: u32,
 }
 
 /// Number of possible CPUs (the per-CPU value count of the user API).
@@ -70,6 +74,9 @@ impl MapInfo {
             value_size: info.value_size,
             max_entries: info.max_entries,
             flags: info.map_flags,
+            btf_id: info.btf_id,
+            btf_key_type: info.btf_key_type_id,
+            btf_value_type: info.btf_value_type_id,
         })
     }
 
@@ -288,6 +295,31 @@ impl MapInfo {
         }
         Ok(())
     }
+}
+
+/// The raw bytes of BTF object `id` in the kernel (a map's or program's
+/// types), for formatting keys and values.
+pub fn btf_raw(id: u32) -> Result<Vec<u8>> {
+    // SAFETY: returns an owned btf object or an error pointer.
+    let btf = unsafe { libbpf_sys::btf__load_from_kernel_by_id(id) };
+    // SAFETY: libbpf_get_error accepts any pointer libbpf returned.
+    let err = unsafe { libbpf_sys::libbpf_get_error(btf.cast()) };
+    if err != 0 || btf.is_null() {
+        return Err(Error::errno(&format!("reading BTF id {id}"), (-err) as i32));
+    }
+    let mut size = 0u32;
+    // SAFETY: `btf` is valid until freed below; the data is copied out.
+    let bytes = unsafe {
+        let p = libbpf_sys::btf__raw_data(btf, &mut size);
+        let v = if p.is_null() {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(p.cast::<u8>(), size as usize).to_vec()
+        };
+        libbpf_sys::btf__free(btf);
+        v
+    };
+    Ok(bytes)
 }
 
 /// A map opened from a bpffs pin; the descriptor closes on drop.

@@ -14,6 +14,7 @@ pub mod log;
 pub mod netdev;
 mod object;
 pub mod testrun;
+pub mod traffic;
 
 pub use error::{Error, ErrorKind, Result, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};

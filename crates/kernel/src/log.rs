@@ -21,9 +21,13 @@ fn capture(_level: PrintLevel, msg: String) {
     log.push_str(&msg);
 }
 
-/// Routes libbpf's messages at `Info` and above into the capture buffer.
+/// Routes libbpf's messages at `Info` and above into the capture buffer
+/// (once per process; later calls do nothing).
 pub fn install() {
-    libbpf_rs::set_print(Some((PrintLevel::Info, capture)));
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        libbpf_rs::set_print(Some((PrintLevel::Info, capture)));
+    });
 }
 
 /// Takes what libbpf said since the last call.

@@ -57,3 +57,32 @@ pub fn interfaces() -> Vec<(u32, String)> {
     out.sort();
     out
 }
+
+/// Moves the calling thread into network namespace `name` (as created by
+/// `ip netns add`, under /run/netns), like `ip -n NAME`: interfaces,
+/// attachments and test runs then happen there, while bpffs pins stay in
+/// the caller's mount namespace.
+pub fn enter_netns(name: &str) -> Result<()> {
+    let path = if name.contains('/') {
+        std::path::PathBuf::from(name)
+    } else {
+        std::path::Path::new("/run/netns").join(name)
+    };
+    let f = std::fs::File::open(&path).map_err(|e| {
+        Error::new(
+            ErrorKind::NotFound,
+            format!("network namespace {name}: {}: {e}", path.display()),
+        )
+    })?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: `f` is an open namespace file; setns only reads the descriptor.
+    let ret = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    if ret != 0 {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        return Err(Error::errno(
+            &format!("entering network namespace {name}"),
+            errno,
+        ));
+    }
+    Ok(())
+}

@@ -66,6 +66,12 @@ pub fn same_map(libbpf_name: &str, sluice_name: &str) -> bool {
         .is_some_and(|prefix| !prefix.contains('.'))
 }
 
+/// bpffs refuses names with dots (`xdp_ddos.rodata`): they become `_`,
+/// as bpftool does.
+pub fn pin_name(name: &str) -> String {
+    name.replace('.', "_")
+}
+
 impl KernelObject {
     /// Loads `bytes` (an ELF object) into the kernel. `name` names the
     /// object (libbpf uses it for global data map names).
@@ -258,7 +264,8 @@ impl KernelObject {
             .collect()
     }
 
-    /// Pins every map as `dir/<map name>` (creating `dir`).
+    /// Pins every map as `dir/<map name>` (creating `dir`; dots in names
+    /// become `_`).
     pub fn pin_maps(&mut self, dir: &Path) -> Result<Vec<std::path::PathBuf>> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::new(ErrorKind::Other, format!("{}: {e}", dir.display())))?;
@@ -267,7 +274,7 @@ impl KernelObject {
             if !m.autocreate() {
                 continue;
             }
-            let path = dir.join(m.name().to_string_lossy().as_ref());
+            let path = dir.join(pin_name(&m.name().to_string_lossy()));
             if m.is_pinned() {
                 // Pinned by name already (LIBBPF_PIN_BY_NAME): leave it.
                 continue;
@@ -288,7 +295,7 @@ impl KernelObject {
             if p.as_fd().as_raw_fd() < 0 {
                 continue;
             }
-            let path = dir.join(p.name().to_string_lossy().as_ref());
+            let path = dir.join(pin_name(&p.name().to_string_lossy()));
             p.pin(&path)
                 .map_err(|e| Error::libbpf(&format!("pinning {}", path.display()), &e))?;
             pinned.push(path);

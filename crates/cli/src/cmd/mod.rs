@@ -4,4 +4,6 @@ pub mod demo;
 pub mod diff;
 pub mod disasm;
 pub mod exec;
+pub mod kernel;
 pub mod run;
+pub mod trafficgen;

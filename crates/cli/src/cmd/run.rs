@@ -135,7 +135,7 @@ fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> 
         .ok_or_else(|| format!("{what} takes NAME=VALUE, not `{s}`"))
 }
 
-fn parse_int(s: &str) -> Result<i128, String> {
+pub(crate) fn parse_int(s: &str) -> Result<i128, String> {
     let t = s.trim();
     let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
     let v = match body.strip_prefix("0x") {
