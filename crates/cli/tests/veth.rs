@@ -347,6 +347,51 @@ fn common_failures_are_explained() {
         !std::path::Path::new(&pin2).exists(),
         "a refused attach leaves no pins"
     );
+    // Loopback has no native XDP.
+    let e = fail(&[
+        "--netns",
+        &p.b,
+        "attach",
+        &obj,
+        "--dev",
+        "lo",
+        "--pin",
+        &p.pin("lo"),
+    ]);
+    assert!(e.contains("--mode skb"), "{e}");
+    // A program the kernel verifier rejects: its log is quoted.
+    let dir = std::env::temp_dir().join(format!("sluice-veth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("bad.c");
+    std::fs::write(
+        &src,
+        "#include <linux/bpf.h>\n__attribute__((section(\"tc\"), used)) int bad(struct __sk_buff *s)\n\
+         { return s->family; }\nchar _license[] __attribute__((section(\"license\"), used)) = \"GPL\";\n",
+    )
+    .unwrap();
+    let bad = dir.join("bad.o");
+    let arch = format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+    let clang = if Command::new("clang-19").arg("--version").output().is_ok() {
+        "clang-19"
+    } else {
+        "clang"
+    };
+    sh(&[
+        clang,
+        "-target",
+        "bpf",
+        "-O2",
+        &arch,
+        "-c",
+        src.to_str().unwrap(),
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
+    let e = fail(&["load", bad.to_str().unwrap(), "--pin", &p.pin("bad")]);
+    assert!(e.contains("kernel verifier rejected"), "{e}");
+    assert!(e.contains("invalid bpf_context access"), "{e}");
+    assert!(!p.pins.join("bad").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
     let e = fail(&["--netns", "sluice-no-such-ns", "status"]);
     assert!(e.contains("network namespace"), "{e}");
     let e = fail(&[

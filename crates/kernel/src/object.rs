@@ -128,11 +128,19 @@ impl KernelObject {
             let messages = crate::log::take();
             let log = crate::log::verifier_log(&messages);
             if messages.contains("BEGIN PROG LOAD LOG") {
+                // The end says why; long logs are cut from the front.
+                const SHOWN: usize = 60;
+                let lines: Vec<&str> = log.trim_end().lines().collect();
+                let cut = lines.len().saturating_sub(SHOWN);
+                let mut text = String::new();
+                if cut > 0 {
+                    text.push_str(&format!("... ({cut} earlier lines)\n"));
+                }
+                text.push_str(&lines[cut..].join("\n"));
                 Error::new(
                     ErrorKind::Verifier,
                     format!(
-                        "the kernel verifier rejected the program: {e}\n--- kernel verifier log ---\n{}",
-                        log.trim_end()
+                        "the kernel verifier rejected the program: {e}\n--- kernel verifier log ---\n{text}"
                     ),
                 )
             } else {
