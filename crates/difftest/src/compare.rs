@@ -20,7 +20,7 @@ pub enum Difference {
         error: String,
         kernel_retval: u32,
     },
-    /// Output packets differ (XDP: metadata and packet).
+    /// Output packets differ (XDP: metadata, packet and fragments).
     Packet {
         vm_len: usize,
         kernel_len: usize,
@@ -115,7 +115,7 @@ pub fn outcome(xdp: bool, vm: &Outcome<'_>, k: &RunOutput, diffs: &mut Vec<Diffe
         });
     }
     let vm_bytes: Vec<u8> = if xdp {
-        [vm.meta, vm.packet].concat()
+        [vm.meta, vm.packet, vm.frags].concat()
     } else {
         vm.packet.to_vec()
     };

@@ -43,10 +43,6 @@ enum Pairing {
 /// kernel's test run receives on it).
 const LOOPBACK: u32 = 1;
 
-/// The packet bytes one page holds in the kernel's XDP test run (4096 minus
-/// 256 of headroom and 320 of skb_shared_info); the rest go to fragments.
-const XDP_LINEAR_MAX: usize = 4096 - 256 - 320;
-
 /// Both engines, loaded with the same object, ready for packets.
 pub struct Differ {
     hook: Hook,
@@ -242,12 +238,6 @@ impl Differ {
         // reading, as the VM's simulated clock does.
         let ns: Vec<u64> = (0..SLOTS as u64).map(|i| timestamp_ns + i).collect();
         let randoms: Vec<u32> = (0..SLOTS).map(|_| self.next_random()).collect();
-        if self.xdp && frame.len() > XDP_LINEAR_MAX {
-            return not_comparable(format!(
-                "an XDP frame over {XDP_LINEAR_MAX} bytes: the kernel's test run splits it into \
-                 fragments (multi-buffer XDP); sluice's XDP context is linear"
-            ));
-        }
         if let Some(c) = &self.clock
             && let Err(e) = c.set(&ns, &randoms)
         {

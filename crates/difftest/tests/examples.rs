@@ -166,14 +166,16 @@ fn every_example_agrees_with_the_kernel_on_every_capture() {
 }
 
 /// The demo's traffic (clients, a blocked prefix, a source over its rate,
-/// a protected port) plus IPv6 and TCP to port 23, at a tenth of the size.
-const TRAFFIC: [&str; 6] = [
+/// a protected port) plus IPv6 and TCP to port 23, at a tenth of the size,
+/// and jumbo frames (XDP fragments).
+const TRAFFIC: [&str; 7] = [
     "udp,flows=200,count=6000,rate=100000,src=10.1.0.0/16,dport=80",
     "udp,flows=20,count=2000,rate=33334,src=10.66.0.0/16,dport=80",
     "tcp,flows=1,count=1500,rate=25000,src=10.9.9.9/32,dport=443",
     "udp,flows=50,count=500,rate=8334,src=10.2.0.0/16,dport=53",
     "tcp,v6,flows=30,count=600,rate=10000,dport=23",
     "icmp,flows=4,count=200,rate=2000,size=1400",
+    "udp,flows=2,count=40,rate=400,size=9000",
 ];
 
 #[test]

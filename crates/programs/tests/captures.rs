@@ -55,7 +55,8 @@ fn check_program(name: &str, check: Check) {
             "{name} on {at}: {:?}",
             out.verdict
         );
-        check(input, out.verdict, out.packet)
+        // Frames past one XDP page continue in fragments.
+        check(input, out.verdict, &[out.packet, out.frags].concat())
             .unwrap_or_else(|e| panic!("{name} on {at}: {e} ({:?})", out.verdict));
         *verdicts.entry(out.verdict.name()).or_insert(0) += 1;
     }

@@ -654,3 +654,55 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
         .unwrap();
     assert_eq!(u64::from_le_bytes(v[8..16].try_into().unwrap()), 2);
 }
+
+/// Multi-buffer XDP: a frame past one page keeps 3520 bytes in the linear
+/// part and the rest in fragments that the byte helpers and the tail
+/// adjustment reach (the context probe `programs/probes/xdp_frags_probe.c`).
+#[test]
+fn xdp_fragments_carry_frames_past_one_page() {
+    let bytes = programs::probes()
+        .find(|(n, _)| *n == "xdp_frags_probe")
+        .unwrap()
+        .1;
+    let image = Image::load(obj::Object::parse(bytes).unwrap(), &LoadOptions::default()).unwrap();
+    let mut h = Hook::new(image, 0, 0).unwrap();
+    let frame: Vec<u8> = (0..9000u32).map(|i| (i % 251) as u8).collect();
+    let out = h.run(&frame, &meta(0)).unwrap();
+    let result = |h: &mut Hook, k: u32| {
+        let v = map(h, "results").user_lookup(&k.to_le_bytes()).unwrap();
+        u64::from_le_bytes(v.try_into().unwrap())
+    };
+    let (packet, frags) = (out.packet.to_vec(), out.frags.to_vec());
+    assert_eq!(packet.len(), 3520, "one page of packet data");
+    // 9000 % 700 = 600 bytes cut from the fragments, then 10 zero bytes grown.
+    assert_eq!(frags.len(), 9000 - 3520 - 600 + 10);
+    let whole = [packet, frags].concat();
+    assert_eq!(&whole[..3518], &frame[..3518]);
+    assert_eq!(
+        &whole[3518..3522],
+        &0xdeadbeefu32.to_le_bytes(),
+        "a store across the page end"
+    );
+    assert_eq!(
+        &whole[8390..8400],
+        &frame[8390..8400],
+        "the store at 8900 was cut away"
+    );
+    assert_eq!(&whole[8400..8410], &[0; 10], "grown bytes are zeros");
+    assert_eq!(result(&mut h, 0), 9000, "bpf_xdp_get_buff_len");
+    assert_eq!(result(&mut h, 1), 3520, "data_end - data");
+    assert_eq!(
+        result(&mut h, 3),
+        u64::from_le_bytes(frame[8992..9000].try_into().unwrap())
+    );
+    assert_eq!(
+        result(&mut h, 5),
+        u64::from_le_bytes(frame[3516..3524].try_into().unwrap())
+    );
+    assert_eq!((result(&mut h, 6), result(&mut h, 7)), (0, 0));
+    // A small frame stays linear.
+    let out = h.run(&frame[..600], &meta(0)).unwrap();
+    assert!(out.frags.is_empty());
+    // 600 % 700 = 600: shrinking to nothing is refused (the Ethernet header stays).
+    assert_eq!(result(&mut h, 6) as i64, -22);
+}

@@ -83,6 +83,10 @@ pub struct Env {
     pub vm_program_of: Vec<Option<usize>>,
     /// Tunnel metadata the program set (`bpf_skb_set_tunnel_key`).
     pub tunnel: Option<crate::helpers::TunnelInfo>,
+    /// XDP multi-buffer: the frame's bytes beyond its linear part, in
+    /// fragments of [`crate::FRAG_SIZE`] bytes (what `bpf_xdp_load_bytes`,
+    /// `_store_bytes`, `_get_buff_len` and `_adjust_tail` reach).
+    pub frags: Vec<u8>,
     /// Helpers called in this run whose results another system cannot
     /// reproduce (the kernel's jiffies, its randomly seeded flow hash):
     /// differential testing reports a difference after them as "not
@@ -110,6 +114,7 @@ impl Env {
             redirect_key: None,
             unreproducible: Vec::new(),
             tunnel: None,
+            frags: Vec::new(),
             packet: PacketView {
                 kind: CtxKind::Xdp,
                 region: 0,

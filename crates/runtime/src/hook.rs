@@ -13,6 +13,11 @@ use crate::lowmem::LowBuf;
 
 /// `XDP_PACKET_HEADROOM`.
 pub const HEADROOM: usize = 256;
+/// The most packet bytes one XDP page holds; longer frames continue in
+/// fragments.
+pub const XDP_LINEAR_MAX: usize = FRAME - HEADROOM - TAILROOM;
+/// Size of an XDP fragment (a page).
+pub const FRAG_SIZE: usize = 4096;
 /// `sizeof(struct skb_shared_info)`: kept free at the end of a frame.
 pub const TAILROOM: usize = 320;
 /// Frame size of one packet (a page), larger only for longer packets.
@@ -210,6 +215,9 @@ pub struct Outcome<'h> {
     pub packet: &'h [u8],
     /// XDP metadata in front of the packet (`data_meta..data`).
     pub meta: &'h [u8],
+    /// XDP multi-buffer: the bytes after `packet` (fragments), empty for
+    /// frames that fit one page.
+    pub frags: &'h [u8],
     pub redirect: Option<Redirect>,
     pub stats: Stats,
     /// `bpf_trace_printk` lines of this run.
@@ -429,6 +437,11 @@ impl Hook {
             verdict,
             packet: &self.buf.as_slice()[last.start..last.end],
             meta: &self.buf.as_slice()[last.meta..last.start],
+            frags: if self.env.packet.kind == CtxKind::Xdp {
+                &self.env.frags
+            } else {
+                &[]
+            },
             redirect: if verdict_redirects {
                 self.env.redirect
             } else {
@@ -478,13 +491,24 @@ impl Hook {
         egress: Option<u32>,
         fresh: bool,
     ) -> Result<Exec, VmError> {
-        let len = packet.len().min(MAX_PACKET);
-        let frame = (HEADROOM + len + TAILROOM).div_ceil(FRAME) * FRAME;
         let ctx_kind = if self.kind.is_xdp() {
             CtxKind::Xdp
         } else {
             CtxKind::Skb
         };
+        let mut len = packet.len().min(MAX_PACKET);
+        if ctx_kind == CtxKind::Xdp && fresh {
+            // One page holds the linear part; the rest goes to fragments,
+            // as the kernel's multi-buffer XDP (and its test runs) do.
+            self.env.frags.clear();
+            if len > XDP_LINEAR_MAX {
+                self.env
+                    .frags
+                    .extend_from_slice(&packet[XDP_LINEAR_MAX..len]);
+                len = XDP_LINEAR_MAX;
+            }
+        }
+        let frame = (HEADROOM + len + TAILROOM).div_ceil(FRAME) * FRAME;
         let buf = self.buf.as_mut_slice();
         // Headroom starts zeroed (the kernel leaves garbage; zeros keep runs
         // deterministic); the tail is zeroed when it grows.

@@ -13,7 +13,7 @@ mod lowmem;
 pub use env::{CtxKind, Env, PacketView, Redirect, RedirectTarget};
 pub use handles::{map_handle, map_index};
 pub use hook::{
-    Hook, HookError, MAX_PACKET as MAX_FRAME, Outcome, PacketMeta, SkbFields, TcAction, Verdict,
-    XdpAction,
+    FRAG_SIZE, Hook, HookError, MAX_PACKET as MAX_FRAME, Outcome, PacketMeta, SkbFields, TcAction,
+    Verdict, XDP_LINEAR_MAX, XdpAction,
 };
 pub use image::{Image, ImageError, LoadOptions};

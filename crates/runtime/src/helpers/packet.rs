@@ -6,8 +6,8 @@ use maps::Errno;
 use vm::{HelperError, HelperFn};
 
 use super::{Ctx, Ret, err, read};
-use crate::Env;
 use crate::env::CtxKind;
+use crate::{Env, FRAG_SIZE};
 
 pub const XDP: &[(&str, HelperFn<Env>)] = &[
     ("xdp_adjust_head", xdp_adjust_head),
@@ -109,6 +109,9 @@ fn xdp_adjust_meta(c: &mut Ctx) -> Ret {
 
 fn xdp_adjust_tail(c: &mut Ctx) -> Ret {
     let delta = c.args[1] as i32 as i64;
+    if !c.env.frags.is_empty() {
+        return Ok(frags_adjust_tail(c, delta));
+    }
     let p = c.env.packet;
     let end = p.data_end.wrapping_add_signed(delta);
     if end > p.hard_end || end < p.data + ETH_HLEN {
@@ -123,32 +126,85 @@ fn xdp_adjust_tail(c: &mut Ctx) -> Ret {
     Ok(0)
 }
 
-fn bounds(c: &Ctx, off: u64, len: u64) -> Option<u64> {
+/// `bpf_xdp_adjust_tail` on a multi-buffer frame: growing fills the last
+/// fragment's page, shrinking frees fragments from the end and, once none
+/// is left, continues into the linear part.
+fn frags_adjust_tail(c: &mut Ctx, delta: i64) -> u64 {
+    let frags = c.env.frags.len();
+    if delta >= 0 {
+        let used = (frags - 1) % FRAG_SIZE + 1;
+        if delta as usize > FRAG_SIZE - used {
+            return err(Errno::EINVAL);
+        }
+        c.env.frags.resize(frags + delta as usize, 0);
+        return 0;
+    }
+    let shrink = delta.unsigned_abs();
+    let total = c.env.packet.len() + frags as u64;
+    if shrink > total - ETH_HLEN {
+        return err(Errno::EINVAL);
+    }
+    let from_frags = shrink.min(frags as u64);
+    c.env.frags.truncate(frags - from_frags as usize);
+    let rest = shrink - from_frags;
+    if rest > 0 {
+        c.env.packet.data_end -= rest;
+        if sync(c).is_err() {
+            return err(Errno::EINVAL);
+        }
+    }
+    0
+}
+
+/// The packet's bytes `[off, off + len)` across the linear part and the
+/// fragments: (linear address and length, fragment range).
+fn span(c: &Ctx, off: u64, len: u64) -> Option<((u64, u64), std::ops::Range<usize>)> {
     let p = c.env.packet;
+    let linear = p.len();
     let end = off.checked_add(len)?;
-    (end <= p.len() && len > 0).then_some(p.data + off)
+    if len == 0 || end > linear + c.env.frags.len() as u64 {
+        return None;
+    }
+    let in_linear = if off < linear {
+        (p.data + off, end.min(linear) - off)
+    } else {
+        (p.data, 0)
+    };
+    let frag_start = off.max(linear) - linear;
+    let frag_end = end.max(linear) - linear;
+    Some((in_linear, frag_start as usize..frag_end as usize))
 }
 
 fn xdp_load_bytes(c: &mut Ctx) -> Ret {
     let (off, buf, len) = (c.args[1] & 0xffff_ffff, c.args[2], c.args[3] & 0xffff_ffff);
-    let Some(at) = bounds(c, off, len) else {
+    let Some(((at, n), frags)) = span(c, off, len) else {
         return Ok(err(Errno::EINVAL));
     };
-    let bytes = read(c, at, len as usize)?;
+    let mut bytes = if n > 0 {
+        read(c, at, n as usize)?
+    } else {
+        Vec::new()
+    };
+    bytes.extend_from_slice(&c.env.frags[frags]);
     c.mem.write(buf, len as usize)?.copy_from_slice(&bytes);
     Ok(0)
 }
 
 fn xdp_store_bytes(c: &mut Ctx) -> Ret {
     let (off, buf, len) = (c.args[1] & 0xffff_ffff, c.args[2], c.args[3] & 0xffff_ffff);
-    let Some(at) = bounds(c, off, len) else {
+    let Some(((at, n), frags)) = span(c, off, len) else {
         return Ok(err(Errno::EINVAL));
     };
     let bytes = read(c, buf, len as usize)?;
-    c.mem.write(at, len as usize)?.copy_from_slice(&bytes);
+    if n > 0 {
+        c.mem
+            .write(at, n as usize)?
+            .copy_from_slice(&bytes[..n as usize]);
+    }
+    c.env.frags[frags].copy_from_slice(&bytes[n as usize..]);
     Ok(0)
 }
 
 fn xdp_get_buff_len(c: &mut Ctx) -> Ret {
-    Ok(c.env.packet.len())
+    Ok(c.env.packet.len() + c.env.frags.len() as u64)
 }
