@@ -43,6 +43,13 @@ enum Pairing {
 /// kernel's test run receives on it).
 const LOOPBACK: u32 = 1;
 
+/// The largest packet a tc test run takes: a page less `NET_SKB_PAD` and
+/// `skb_shared_info` (`NET_IP_ALIGN` is 0 on x86-64).
+const SKB_TEST_MAX: usize = 4096 - 64 - 320;
+/// The largest XDP test-run packet: 3520 linear bytes and `MAX_SKB_FRAGS`
+/// pages.
+const XDP_TEST_MAX: usize = 3520 + 17 * 4096;
+
 /// Both engines, loaded with the same object, ready for packets.
 pub struct Differ {
     hook: Hook,
@@ -257,7 +264,16 @@ impl Differ {
             Err(e) => {
                 // Refused before the program ran: the VM does not run either,
                 // so both sides keep the same maps.
-                return not_comparable(format!("the kernel's test run refused the packet: {e}"));
+                let why = match (self.xdp, e.kind) {
+                    (false, kernel::ErrorKind::Invalid) if frame.len() > SKB_TEST_MAX => {
+                        format!(" (tc test runs take at most {SKB_TEST_MAX} bytes)")
+                    }
+                    (true, _) if frame.len() > XDP_TEST_MAX => format!(
+                        " (XDP test runs take at most {XDP_TEST_MAX} bytes: a page and 17 fragments)"
+                    ),
+                    _ => String::new(),
+                };
+                return not_comparable(format!("the kernel's test run refused the packet: {e}{why}"));
             }
         };
         let mut uncertain: Vec<String> = Vec::new();
