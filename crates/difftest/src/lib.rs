@@ -273,7 +273,9 @@ impl Differ {
                     ),
                     _ => String::new(),
                 };
-                return not_comparable(format!("the kernel's test run refused the packet: {e}{why}"));
+                return not_comparable(format!(
+                    "the kernel's test run refused the packet: {e}{why}"
+                ));
             }
         };
         let mut uncertain: Vec<String> = Vec::new();

@@ -5,15 +5,7 @@ use difftest::{Differ, Summary};
 use runtime::{Hook, Image, LoadOptions};
 
 fn kernel_available(what: &str) -> bool {
-    let ok = kernel::privileged();
-    if !ok {
-        eprintln!("SKIPPED {what}: needs root (or CAP_BPF and CAP_NET_ADMIN)");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not privileged"
-        );
-    }
-    ok
+    kernel::available_for_test(what)
 }
 
 fn capture_frames() -> Vec<(u64, Vec<u8>)> {

@@ -281,15 +281,9 @@ pub fn prog_by_fd(fd: RawFd) -> Result<ProgSummary> {
         check("reading program map ids", ret)?;
         map_ids.truncate(info.nr_map_ids.min(n) as usize);
     }
-    let name: Vec<u8> = info
-        .name
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
     Ok(ProgSummary {
         id: info.id,
-        name: String::from_utf8_lossy(&name).into_owned(),
+        name: crate::error::c_name(&info.name),
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
         prog_type: info.type_,
         map_ids,

@@ -203,36 +203,29 @@ pub fn load(insns: &[RawInsn], how: &LoadAs) -> Result<OwnedFd> {
         }
         o
     };
-    let mut o = opts(0, &mut log);
-    // SAFETY: `insns` is a live array of bpf_insn-layout structs; the names
-    // are C strings; `o` is sized.
-    let fd = unsafe {
-        libbpf_sys::bpf_prog_load(
-            how.prog_type,
-            name.as_ptr(),
-            c"GPL".as_ptr(),
-            insns.as_ptr().cast(),
-            insns.len() as _,
-            &mut o,
-        )
+    let attempt = |level: u32, log: &mut Vec<u8>| {
+        let mut o = opts(level, log);
+        // SAFETY: `insns` is a live array of bpf_insn-layout structs; the
+        // names are C strings; `o` is sized and its log buffer outlives
+        // the call.
+        unsafe {
+            libbpf_sys::bpf_prog_load(
+                how.prog_type,
+                name.as_ptr(),
+                c"GPL".as_ptr(),
+                insns.as_ptr().cast(),
+                insns.len() as _,
+                &mut o,
+            )
+        }
     };
+    let fd = attempt(0, &mut log);
     if fd >= 0 {
         // SAFETY: a fresh descriptor we now own.
         return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     // Load again with the log on, to say why.
-    let mut o = opts(1, &mut log);
-    // SAFETY: as above; `log` outlives the call.
-    unsafe {
-        libbpf_sys::bpf_prog_load(
-            how.prog_type,
-            name.as_ptr(),
-            c"GPL".as_ptr(),
-            insns.as_ptr().cast(),
-            insns.len() as _,
-            &mut o,
-        )
-    };
+    attempt(1, &mut log);
     let text =
         String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
     let mut e = Error::errno(&format!("loading {} with the shared clock", how.name), -fd);

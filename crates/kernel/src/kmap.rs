@@ -59,14 +59,8 @@ impl MapInfo {
         // SAFETY: `info` is writable for `len` bytes.
         let ret = unsafe { libbpf_sys::bpf_map_get_info_by_fd(fd, &mut info, &mut len) };
         check("reading map info", ret)?;
-        let name: Vec<u8> = info
-            .name
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
         Ok(MapInfo {
-            name: String::from_utf8_lossy(&name).into_owned(),
+            name: crate::error::c_name(&info.name),
             fd,
             id: info.id,
             map_type: info.type_,

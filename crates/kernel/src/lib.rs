@@ -16,6 +16,6 @@ mod object;
 pub mod testrun;
 pub mod traffic;
 
-pub use error::{Error, ErrorKind, Result, privileged};
+pub use error::{Error, ErrorKind, Result, available_for_test, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};
 pub use object::{KernelObject, LoadOptions, ProgInfo, same_map};
