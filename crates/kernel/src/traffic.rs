@@ -103,6 +103,8 @@ pub fn fill_templates(map: &MapInfo, frames: &[Vec<u8>], prefix: usize) -> Resul
 struct Pacer {
     start: Instant,
     rate: Option<u64>,
+    /// Bursts per second when paced.
+    bursts: u64,
 }
 
 impl Pacer {
@@ -111,8 +113,7 @@ impl Pacer {
         let Some(rate) = self.rate else {
             return left.min(max_burst);
         };
-        // Bursts of about a millisecond's worth.
-        let burst = (rate / 1000).clamp(1, max_burst).min(left);
+        let burst = (rate / self.bursts).clamp(1, max_burst).min(left);
         let due = Duration::from_secs_f64(sent as f64 / rate as f64);
         let now = self.start.elapsed();
         if due > now {
@@ -129,9 +130,12 @@ pub fn send_live(prog_fd: RawFd, plan: &Plan<'_>, mut progress: impl FnMut(u64))
         .frames
         .first()
         .ok_or_else(|| Error::new(ErrorKind::Invalid, "no frames to send"))?;
+    // Every live-frames call sets up a page pool (tens of milliseconds
+    // here): paced, it sends a twentieth of a second's worth at a time.
     let pacer = Pacer {
         start: Instant::now(),
         rate: plan.rate,
+        bursts: 20,
     };
     let mut sent = 0u64;
     while sent < plan.count {
@@ -250,9 +254,11 @@ pub fn send_packet_socket(
         return Err(Error::new(ErrorKind::Invalid, "no frames to send"));
     }
     let sock = PacketSocket::open(ifindex)?;
+    // A millisecond's worth at a time.
     let pacer = Pacer {
         start: Instant::now(),
         rate: plan.rate,
+        bursts: 1000,
     };
     let k = plan.frames.len() as u64;
     let mut sent = 0u64;
