@@ -335,7 +335,7 @@ impl Differ {
         }
         for name in env.unreproducible.drain(..) {
             uncertain.push(format!(
-                "the program called {name}, which the VM cannot reproduce"
+                "{name}: the VM cannot reproduce what the kernel does"
             ));
         }
         for (i, p) in self.maps.iter().enumerate() {

@@ -183,3 +183,37 @@ fn every_example_agrees_with_the_kernel_on_generated_traffic() {
     let failed = diff_all(&frames);
     assert!(failed.is_empty(), "divergences: {failed:?}");
 }
+
+/// A full LRU map evicts exactly in the VM and approximately in the
+/// kernel: what follows is reported as not comparable, with the reason,
+/// and the maps are brought back in step.
+#[test]
+fn lru_evictions_are_labelled_not_comparable() {
+    if !kernel_available("differential test of LRU evictions") {
+        return;
+    }
+    let bytes = programs::object("xdp_ddos").unwrap();
+    let object = obj::Object::parse(bytes).unwrap();
+    let mut opts = LoadOptions {
+        ncpus: kernel::possible_cpus() as u32,
+        ..LoadOptions::default()
+    };
+    opts.map_sizes.insert("rate_limit".into(), 16);
+    let hook = Hook::new(Image::load(object, &opts).unwrap(), 0, 0).unwrap();
+    let mut d = Differ::new(hook, bytes, "xdp_ddos", 5).unwrap();
+    let spec = packet::GenSpec::parse("udp,flows=100,count=400,src=10.1.0.0/16").unwrap();
+    for (i, (ts, f)) in spec.packets().enumerate() {
+        d.packet(i as u64, ts, &f);
+    }
+    let s = d.into_summary();
+    report("xdp_ddos with 16 buckets", &s);
+    assert_eq!(s.divergences, 0);
+    assert!(s.not_comparable > 0);
+    assert!(
+        s.not_comparable_reasons
+            .keys()
+            .all(|r| r.contains("LRU eviction")),
+        "{:?}",
+        s.not_comparable_reasons
+    );
+}

@@ -87,8 +87,9 @@ pub struct Env {
     /// fragments of [`crate::FRAG_SIZE`] bytes (what `bpf_xdp_load_bytes`,
     /// `_store_bytes`, `_get_buff_len` and `_adjust_tail` reach).
     pub frags: Vec<u8>,
-    /// Helpers called in this run whose results another system cannot
-    /// reproduce (the kernel's jiffies, its randomly seeded flow hash):
+    /// What this run did that another system cannot reproduce (the
+    /// kernel's jiffies, its randomly seeded flow hash, its routing table and
+    /// sockets, an LRU eviction):
     /// differential testing reports a difference after them as "not
     /// comparable" rather than as a divergence.
     pub unreproducible: Vec<&'static str>,

@@ -44,6 +44,17 @@ fn update(c: &mut Ctx) -> Ret {
     let k = key(c, m, c.args[1])?;
     let v = read(c, c.args[2], c.env.maps[m].spec().value_size as usize)?;
     let cpu = c.env.cpu();
+    let map = &c.env.maps[m];
+    if matches!(
+        map.map_type(),
+        ::maps::MapType::LruHash | ::maps::MapType::LruPercpuHash
+    ) && map.len() >= map.spec().max_entries as usize
+        && map.user_lookup(&k).is_err()
+    {
+        // The VM evicts the least recently used entry exactly; the
+        // kernel's per-CPU LRU lists only approximately.
+        c.env.unreproducible.push("an LRU eviction");
+    }
     Ok(c.env.maps[m]
         .prog_update(&k, &v, c.args[3], cpu)
         .map_or_else(err, |()| 0))
