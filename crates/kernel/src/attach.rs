@@ -281,13 +281,53 @@ pub fn prog_by_fd(fd: RawFd) -> Result<ProgSummary> {
         check("reading program map ids", ret)?;
         map_ids.truncate(info.nr_map_ids.min(n) as usize);
     }
+    // The kernel keeps 15 bytes of the name; the program's BTF has it all.
+    let name = full_name(fd, &info).unwrap_or_else(|| crate::error::c_name(&info.name));
     Ok(ProgSummary {
         id: info.id,
-        name: crate::error::c_name(&info.name),
+        name,
         tag: info.tag.iter().map(|b| format!("{b:02x}")).collect(),
         prog_type: info.type_,
         map_ids,
     })
+}
+
+/// The program's function name from its BTF (the first func_info record).
+fn full_name(fd: RawFd, info: &libbpf_sys::bpf_prog_info) -> Option<String> {
+    if info.btf_id == 0 || info.nr_func_info == 0 {
+        return None;
+    }
+    let mut func = libbpf_sys::bpf_func_info {
+        insn_off: 0,
+        type_id: 0,
+    };
+    // SAFETY: plain old data; zero is valid.
+    let mut q: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    q.nr_func_info = 1;
+    q.func_info_rec_size = std::mem::size_of_val(&func) as u32;
+    q.func_info = (&mut func as *mut libbpf_sys::bpf_func_info) as u64;
+    let mut len = std::mem::size_of_val(&q) as u32;
+    // SAFETY: `func` has room for the one record asked for.
+    if unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut q, &mut len) } < 0 {
+        return None;
+    }
+    // SAFETY: an owned btf object or an error pointer, freed below; the
+    // name is copied out before.
+    unsafe {
+        let btf = libbpf_sys::btf__load_from_kernel_by_id(info.btf_id);
+        if btf.is_null() || libbpf_sys::libbpf_get_error(btf.cast()) != 0 {
+            return None;
+        }
+        let t = libbpf_sys::btf__type_by_id(btf, func.type_id);
+        let name = if t.is_null() {
+            None
+        } else {
+            let p = libbpf_sys::btf__name_by_offset(btf, (*t).name_off);
+            (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+        };
+        libbpf_sys::btf__free(btf);
+        name.filter(|n| !n.is_empty())
+    }
 }
 
 /// One line of `sluice status`.
