@@ -98,6 +98,7 @@ impl Differ {
             ));
         }
         pin_to_cpu0()?;
+        let mut notes = Vec::new();
         let mut opts = kernel::LoadOptions::default();
         for (i, def) in hook.object().maps.iter().enumerate() {
             let map = &hook.maps()[i];
@@ -111,7 +112,23 @@ impl Differ {
                     .push((map.name().to_string(), map.spec().max_entries));
             }
         }
-        let mut kobj = KernelObject::load(object, name, &opts).map_err(|e| e.to_string())?;
+        let mut kobj = match KernelObject::load(object, name, &opts) {
+            Ok(k) => k,
+            // Another program of the object may be what the kernel refuses:
+            // try the one under test alone (tail calls into the others then
+            // fail in the kernel only, and the comparison shows it).
+            Err(all) => {
+                let mut alone = opts.clone();
+                alone.only = vec![hook.program().name.clone()];
+                let k = KernelObject::load(object, name, &alone).map_err(|_| all.to_string())?;
+                notes.push(format!(
+                    "the kernel refused the whole object, so only {} was loaded: {}",
+                    hook.program().name,
+                    all.to_string().lines().next().unwrap_or_default()
+                ));
+                k
+            }
+        };
         let clock = kobj.share_clock().map_err(|e| e.to_string())?;
         let prog = kobj
             .program(&hook.program().name)
@@ -131,7 +148,10 @@ impl Differ {
             clock,
             rng: 0x5eed_d1ff_5eed_d1ff,
             xdp,
-            summary: Summary::default(),
+            summary: Summary {
+                notes,
+                ..Summary::default()
+            },
             keep,
         };
         for (i, p) in d.maps.iter().enumerate() {

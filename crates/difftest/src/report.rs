@@ -36,6 +36,9 @@ pub struct Summary {
     pub first_not_comparable: Vec<NotComparable>,
     /// Maps whose contents are not compared, with the reason.
     pub maps_not_compared: BTreeMap<String, String>,
+    /// How the run differed from the plain one (e.g. programs left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Summary {
@@ -59,5 +62,6 @@ impl Summary {
             }
         }
         self.maps_not_compared.extend(other.maps_not_compared);
+        self.notes.extend(other.notes);
     }
 }

@@ -131,6 +131,9 @@ fn print_text(r: &DiffReport<'_>) {
         "{} {}: {} packets, {} compared, {} divergences, {} not comparable",
         r.object, r.program, s.packets, s.compared, s.divergences, s.not_comparable
     );
+    for n in &s.notes {
+        println!("note: {n}");
+    }
     if !s.not_comparable_reasons.is_empty() {
         println!("not comparable:");
         for (why, n) in &s.not_comparable_reasons {
