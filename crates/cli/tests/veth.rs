@@ -294,8 +294,10 @@ fn tc_classifier_counts_as_the_vm_predicts_and_detaches_cleanly() {
     }
     let p = Pair::new("t");
     let pin = p.pin("tc");
-    let out = p.attach("tc_classify", &["--tc", "ingress"], &pin);
-    assert!(out.contains("tc ingress"), "{out}");
+    let out = p.attach("tc_classify", &["--tc", "ingress", "--json"], &pin);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["hook"], "tc ingress", "{out}");
+    assert_eq!(v["program"], "tc_classify_prog");
     let specs = [
         "udp,flows=8,count=3000,dport=53",
         "tcp,flows=4,count=1000,dport=23",

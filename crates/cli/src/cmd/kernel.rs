@@ -217,6 +217,19 @@ pub struct AttachArgs {
     /// Set a map's max_entries: NAME=N
     #[arg(long = "map-size", value_name = "NAME=N")]
     map_size: Vec<String>,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct AttachReport {
+    dev: String,
+    hook: String,
+    program: String,
+    id: u32,
+    tag: String,
+    pinned: String,
 }
 
 pub fn attach(a: AttachArgs) -> Result<ExitCode, String> {
@@ -268,14 +281,22 @@ pub fn attach(a: AttachArgs) -> Result<ExitCode, String> {
         return Err(e.to_string());
     }
     let info = attach::prog_by_fd(prog.fd).map_err(|e| e.to_string())?;
-    println!(
-        "attached {} (id {}, tag {}) to {} ({hook}); maps pinned under {}",
-        prog.name,
-        info.id,
-        info.tag,
-        a.dev,
-        dir.display()
-    );
+    let r = AttachReport {
+        dev: a.dev.clone(),
+        hook,
+        program: prog.name.clone(),
+        id: info.id,
+        tag: info.tag,
+        pinned: dir.display().to_string(),
+    };
+    if a.json {
+        print_json(&r)?;
+    } else {
+        println!(
+            "attached {} (id {}, tag {}) to {} ({}); maps pinned under {}",
+            r.program, r.id, r.tag, r.dev, r.hook, r.pinned
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -294,6 +315,16 @@ pub struct DetachArgs {
     /// The pin directory given to attach [default: /sys/fs/bpf/sluice/DEV, or DEV-tc-ingress|egress]
     #[arg(long)]
     pin: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct DetachReport {
+    dev: String,
+    detached: Vec<String>,
+    removed: Option<String>,
 }
 
 pub fn detach(a: DetachArgs) -> Result<ExitCode, String> {
@@ -320,6 +351,14 @@ pub fn detach(a: DetachArgs) -> Result<ExitCode, String> {
     };
     if what.is_empty() && !removed {
         return Err(format!("nothing of sluice's is attached to {}", a.dev));
+    }
+    if a.json {
+        print_json(&DetachReport {
+            dev: a.dev.clone(),
+            detached: what,
+            removed: removed.then(|| dir.display().to_string()),
+        })?;
+        return Ok(ExitCode::SUCCESS);
     }
     for w in &what {
         println!("detached {w} from {}", a.dev);
