@@ -99,19 +99,7 @@ impl Differ {
         }
         pin_to_cpu0()?;
         let mut notes = Vec::new();
-        let mut opts = kernel::LoadOptions::default();
-        for (i, def) in hook.object().maps.iter().enumerate() {
-            let map = &hook.maps()[i];
-            if let obj::MapOrigin::Data { section, .. } = &def.origin
-                && let Ok(bytes) = map.user_lookup(&0u32.to_le_bytes())
-            {
-                opts.data.push((section.clone(), bytes));
-            }
-            if def.spec.max_entries != map.spec().max_entries {
-                opts.max_entries
-                    .push((map.name().to_string(), map.spec().max_entries));
-            }
-        }
+        let opts = load_options(hook.object(), hook.maps());
         let mut kobj = match KernelObject::load(object, name, &opts) {
             Ok(k) => k,
             // Another program of the object may be what the kernel refuses:
@@ -263,8 +251,11 @@ impl Differ {
         }
         // The clock reads the packet's arrival time, one nanosecond more per
         // reading, as the VM's simulated clock does.
-        let ns: Vec<u64> = (0..SLOTS as u64).map(|i| timestamp_ns + i).collect();
-        let randoms: Vec<u32> = (0..SLOTS).map(|_| self.next_random()).collect();
+        let (mut ns, mut randoms) = (Vec::new(), Vec::new());
+        if self.clock.is_some() {
+            ns = (0..SLOTS as u64).map(|i| timestamp_ns + i).collect();
+            randoms = (0..SLOTS).map(|_| self.next_random()).collect();
+        }
         if let Some(c) = &self.clock
             && let Err(e) = c.set(&ns, &randoms)
         {
@@ -390,6 +381,25 @@ impl Differ {
     pub fn into_summary(self) -> Summary {
         self.summary
     }
+}
+
+/// What the kernel's loader needs so its maps start as sluice's loader
+/// left them: the global data (with `--set` applied) by section, and the
+/// map sizes sluice changed (`--map-size`).
+pub fn load_options(object: &obj::Object, vm_maps: &[maps::Map]) -> kernel::LoadOptions {
+    let mut opts = kernel::LoadOptions::default();
+    for (def, map) in object.maps.iter().zip(vm_maps) {
+        if let obj::MapOrigin::Data { section, .. } = &def.origin
+            && let Ok(bytes) = map.user_lookup(&0u32.to_le_bytes())
+        {
+            opts.data.push((section.clone(), bytes));
+        }
+        if def.spec.max_entries != map.spec().max_entries {
+            opts.max_entries
+                .push((map.name().to_string(), map.spec().max_entries));
+        }
+    }
+    opts
 }
 
 /// Finds the kernel twin of VM map `m` and how to compare them.

@@ -63,19 +63,7 @@ pub(crate) fn load_object_bytes(
         opts.map_sizes.insert(n.to_string(), n_entries);
     }
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut kopts = kernel::LoadOptions::default();
-    for (def, map) in image.object.maps.iter().zip(&image.maps) {
-        if let obj::MapOrigin::Data { section, .. } = &def.origin
-            && let Ok(data) = map.user_lookup(&0u32.to_le_bytes())
-        {
-            kopts.data.push((section.clone(), data));
-        }
-        if def.spec.max_entries != map.spec().max_entries {
-            kopts
-                .max_entries
-                .push((map.name().to_string(), map.spec().max_entries));
-        }
-    }
+    let kopts = difftest::load_options(&image.object, &image.maps);
     KernelObject::load(bytes, &object_name(path), &kopts)
         .map_err(|e| format!("{}: {e}", path.display()))
 }
