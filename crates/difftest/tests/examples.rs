@@ -217,3 +217,57 @@ fn lru_evictions_are_labelled_not_comparable() {
         s.not_comparable_reasons
     );
 }
+
+/// The comparison sees a map changed on one side only, and reports the
+/// entry; the kernel's array read in one buffer matches its entries.
+#[test]
+fn a_map_changed_on_one_side_is_a_divergence() {
+    if !kernel_available("differential test of a one-sided map change") {
+        return;
+    }
+    let bytes = programs::object("xdp_count").unwrap();
+    let object = obj::Object::parse(bytes).unwrap();
+    let opts = LoadOptions {
+        ncpus: kernel::possible_cpus() as u32,
+        ..LoadOptions::default()
+    };
+    let hook = Hook::new(Image::load(object, &opts).unwrap(), 0, 0).unwrap();
+    let mut d = Differ::new(hook, bytes, "xdp_count", 5).unwrap();
+    let spec = packet::GenSpec::parse("udp,flows=2,count=4").unwrap();
+    for (i, (ts, f)) in spec.packets().enumerate() {
+        assert!(matches!(
+            d.packet(i as u64, ts, &f),
+            difftest::Verdict::Same
+        ));
+    }
+    let stats = d
+        .kernel_object()
+        .maps()
+        .unwrap()
+        .into_iter()
+        .find(|m| m.name == "proto_stats")
+        .unwrap();
+    let flat: Vec<u8> = stats
+        .entries()
+        .unwrap()
+        .into_iter()
+        .flat_map(|(_, v)| v)
+        .collect();
+    assert_eq!(stats.array_values().unwrap().unwrap(), flat);
+    // Behind the VM's back: key 99 gets a count in the kernel only.
+    let mut value = vec![0u8; stats.user_value_len()];
+    value[0] = 7;
+    stats.update(&99u32.to_le_bytes(), &value, 0).unwrap();
+    let (ts, f) = spec.packets().next().unwrap();
+    let difftest::Verdict::Diverged(div) = d.packet(4, ts, &f) else {
+        panic!("the change was not seen");
+    };
+    assert!(
+        div.differences.iter().any(|x| matches!(x,
+            difftest::Difference::Map { map, key, .. } if map == "proto_stats" && key == "63000000")),
+        "{:?}",
+        div.differences
+    );
+    // The maps were brought back in step: the next packet agrees.
+    assert!(matches!(d.packet(5, ts, &f), difftest::Verdict::Same));
+}

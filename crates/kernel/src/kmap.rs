@@ -209,6 +209,36 @@ impl MapInfo {
     /// All entries with `BPF_MAP_LOOKUP_BATCH` (a few system calls instead
     /// of two per entry), for the map types that have it; `None` otherwise.
     fn entries_batched(&self) -> Result<Option<Entries>> {
+        let (ks, vs) = (self.key_size as usize, self.user_value_len());
+        let mut out = Vec::new();
+        let walked = self.batched(|keys, values, n| {
+            for i in 0..n {
+                out.push((
+                    keys[i * ks..(i + 1) * ks].to_vec(),
+                    values[i * vs..(i + 1) * vs].to_vec(),
+                ));
+            }
+        })?;
+        Ok(walked.then_some(out))
+    }
+
+    /// An array's values, every index in order, as one buffer in the user
+    /// layout (`None` for other map types): one comparison of two buffers
+    /// instead of one per entry.
+    pub fn array_values(&self) -> Result<Option<Vec<u8>>> {
+        if !matches!(self.map_type, 2 | types::PERCPU_ARRAY) {
+            return Ok(None);
+        }
+        let vs = self.user_value_len();
+        let mut out = Vec::with_capacity(vs * self.max_entries as usize);
+        let walked = self.batched(|_, values, n| out.extend_from_slice(&values[..n * vs]))?;
+        Ok(walked.then_some(out))
+    }
+
+    /// Walks the map with `BPF_MAP_LOOKUP_BATCH`, handing each chunk's keys,
+    /// values and count to `visit`; false when the map type has no batch
+    /// operations.
+    fn batched(&self, mut visit: impl FnMut(&[u8], &[u8], usize)) -> Result<bool> {
         const BATCHED: [u32; 6] = [
             1,
             2,
@@ -218,7 +248,7 @@ impl MapInfo {
             types::LRU_PERCPU_HASH,
         ];
         if !BATCHED.contains(&self.map_type) || self.max_entries == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         let (ks, vs) = (self.key_size as usize, self.user_value_len());
         let chunk = self.max_entries.min(4096);
@@ -227,7 +257,6 @@ impl MapInfo {
         // The batch token: a bucket or index, at most the key's size or 8.
         let mut token_in = vec![0u8; ks.max(8)];
         let mut token_out = vec![0u8; ks.max(8)];
-        let mut out = Vec::new();
         let mut first = true;
         loop {
             let mut count = chunk;
@@ -254,21 +283,16 @@ impl MapInfo {
             let done = ret < 0 && -ret == libc::ENOENT;
             if ret < 0 && !done {
                 if first && matches!(-ret, libc::EINVAL | libc::EOPNOTSUPP) {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 return Err(Error::errno(
                     &format!("map {}: batch lookup", self.name),
                     -ret,
                 ));
             }
-            for i in 0..count.min(chunk) as usize {
-                out.push((
-                    keys[i * ks..(i + 1) * ks].to_vec(),
-                    values[i * vs..(i + 1) * vs].to_vec(),
-                ));
-            }
+            visit(&keys, &values, count.min(chunk) as usize);
             if done {
-                return Ok(Some(out));
+                return Ok(true);
             }
             token_in.copy_from_slice(&token_out);
             first = false;

@@ -767,6 +767,25 @@ impl Map {
         }
     }
 
+    /// An array map's values, every index in order, as one buffer in the
+    /// user layout (`None` for other map types).
+    pub fn array_user_values(&self) -> Option<Vec<u8>> {
+        let Store::Array(v) = &self.store else {
+            return None;
+        };
+        let slots = self.spec.max_entries as usize;
+        let user = v.user_len();
+        if user == v.elem * v.copies {
+            // The arena already has the user layout.
+            return Some(v.arena.read(0, slots * user).to_vec());
+        }
+        let mut out = Vec::with_capacity(slots * user);
+        for slot in 0..slots as u32 {
+            out.extend_from_slice(&v.get_all(slot)[..user]);
+        }
+        Some(out)
+    }
+
     /// Every entry as `(key, user value)`, in `get_next_key` order.
     pub fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         if let Store::Fifo { items, lifo } = &self.store {

@@ -439,3 +439,26 @@ fn frozen_maps_refuse_user_writes() {
     // Programs may still write unless the map is read-only to them.
     m.prog_update(&k32(0), &k32(1), update::ANY, 0).unwrap();
 }
+
+#[test]
+fn array_values_come_out_in_the_user_layout() {
+    for (ty, value_size, cpus) in [
+        (MapType::Array, 5u32, 1u32),
+        (MapType::Array, 8, 1),
+        (MapType::PercpuArray, 5, 3),
+    ] {
+        let mut m = Map::new(MapSpec::new("a", ty, 4, value_size, 4), cpus).unwrap();
+        let user = m.user_value_len();
+        let value: Vec<u8> = (0..user as u8).map(|b| b + 1).collect();
+        m.user_update(&2u32.to_le_bytes(), &value, 0).unwrap();
+        let flat: Vec<u8> = m.entries().into_iter().flat_map(|(_, v)| v).collect();
+        assert_eq!(
+            m.array_user_values().unwrap(),
+            flat,
+            "{ty:?} {value_size} x {cpus}"
+        );
+        assert_eq!(flat.len(), 4 * user);
+    }
+    let h = Map::new(MapSpec::new("h", MapType::Hash, 4, 4, 4), 1).unwrap();
+    assert!(h.array_user_values().is_none());
+}
