@@ -50,6 +50,15 @@ const SKB_TEST_MAX: usize = 4096 - 64 - 320;
 /// pages.
 const XDP_TEST_MAX: usize = 3520 + 17 * 4096;
 
+/// Differential runs of this process, for unique pin directories.
+static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl Drop for Differ {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.pin_root);
+    }
+}
+
 /// Both engines, loaded with the same object, ready for packets.
 pub struct Differ {
     hook: Hook,
@@ -58,6 +67,8 @@ pub struct Differ {
     maps: Vec<Pairing>,
     /// The shared clock, when a program reads one.
     clock: Option<Clock>,
+    /// Where maps pinned by name go for this run (removed on drop).
+    pin_root: std::path::PathBuf,
     /// Random numbers handed to both sides (xorshift64 state).
     rng: u64,
     xdp: bool,
@@ -99,7 +110,15 @@ impl Differ {
         }
         pin_to_cpu0()?;
         let mut notes = Vec::new();
-        let opts = load_options(hook.object(), hook.maps());
+        let mut opts = load_options(hook.object(), hook.maps());
+        // Maps pinned by name go to a directory of this run's own, not to
+        // /sys/fs/bpf where a running program may share them.
+        let pin_root = std::path::PathBuf::from(format!(
+            "/sys/fs/bpf/sluice-diff-{}-{}",
+            std::process::id(),
+            RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        opts.pin_root = Some(pin_root.clone());
         let mut kobj = match KernelObject::load(object, name, &opts) {
             Ok(k) => k,
             // Another program of the object may be what the kernel refuses:
@@ -134,6 +153,7 @@ impl Differ {
             prog,
             maps,
             clock,
+            pin_root,
             rng: 0x5eed_d1ff_5eed_d1ff,
             xdp,
             summary: Summary {
@@ -378,8 +398,8 @@ impl Differ {
         &self.summary
     }
 
-    pub fn into_summary(self) -> Summary {
-        self.summary
+    pub fn into_summary(mut self) -> Summary {
+        std::mem::take(&mut self.summary)
     }
 }
 

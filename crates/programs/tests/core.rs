@@ -283,6 +283,16 @@ fn libbpf_patches(object: &[u8]) -> Option<BTreeMap<String, BTreeMap<usize, Opti
     let _ = std::fs::remove_dir_all(&pin);
     std::fs::remove_dir_all(&dir).unwrap();
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Maps pinned by name (LIBBPF_PIN_BY_NAME) land in /sys/fs/bpf itself:
+    // remove the ones this load created.
+    for line in log.lines() {
+        if let Some(path) = line
+            .strip_prefix("libbpf: pinned map '")
+            .and_then(|r| r.strip_suffix('\''))
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
     let mut patches: BTreeMap<String, BTreeMap<usize, Option<i64>>> = BTreeMap::new();
     for line in log.lines() {
         let Some(rest) = line.strip_prefix("libbpf: prog '") else {
