@@ -5,6 +5,7 @@ mod input;
 mod mapfmt;
 mod pin;
 mod report;
+mod settings;
 
 use std::process::ExitCode;
 

@@ -35,7 +35,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         object: "target/bpf/xdp_ddos.o".into(),
         r#gen: TRAFFIC.iter().map(|s| s.to_string()).collect(),
         map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
-        set: vec!["rate_pps=1000".into(), "burst=100".into()],
+        settings: crate::settings::ObjectSettings {
+            set: vec!["rate_pps=1000".into(), "burst=100".into()],
+            map_size: Vec::new(),
+        },
         cpus: 1,
         ifindex: 1,
         map_entries: 5,

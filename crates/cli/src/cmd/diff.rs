@@ -26,12 +26,9 @@ pub struct Args {
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=10000 (repeat to mix streams)
     #[arg(long)]
     pub r#gen: Vec<String>,
-    /// Set a global variable on both sides: NAME=VALUE
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Set a map's max_entries on both sides: NAME=N
-    #[arg(long = "map-size", value_name = "NAME=N")]
-    pub map_size: Vec<String>,
+    /// Globals and map sizes, on both sides
+    #[command(flatten)]
+    pub settings: crate::settings::ObjectSettings,
     /// Add a map entry on both sides before the run: NAME KEY VALUE
     #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
     pub map_update: Vec<String>,
@@ -67,8 +64,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         prog: a.prog.clone(),
         pcap: a.pcap.clone(),
         r#gen: a.r#gen.clone(),
-        set: a.set.clone(),
-        map_size: a.map_size.clone(),
+        settings: a.settings.clone(),
         map_update: a.map_update.clone(),
         // Per-CPU maps hold one value per possible CPU, as the kernel's.
         cpus: kernel::possible_cpus() as u32,

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::mapfmt;
 use crate::report::print_json;
+use crate::settings::ObjectSettings;
 
 /// Where sluice pins what it loads, under bpffs.
 const PIN_ROOT: &str = "/sys/fs/bpf/sluice";
@@ -33,35 +34,20 @@ fn object_name(path: &Path) -> String {
 
 /// Loads `path` into the kernel with the same global data and map sizes
 /// sluice's own loader computes (`--set`, `--map-size`).
-fn load_object(path: &Path, set: &[String], map_size: &[String]) -> Result<KernelObject, String> {
+fn load_object(path: &Path, settings: &ObjectSettings) -> Result<KernelObject, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    load_object_bytes(&bytes, path, set, map_size)
+    load_object_bytes(&bytes, path, settings)
 }
 
 /// [`load_object`] with the bytes at hand (`path` names them in errors).
 pub(crate) fn load_object_bytes(
     bytes: &[u8],
     path: &Path,
-    set: &[String],
-    map_size: &[String],
+    settings: &ObjectSettings,
 ) -> Result<KernelObject, String> {
     let object = obj::Object::parse(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut opts = LoadOptions::default();
-    for s in set {
-        let (n, v) = s
-            .split_once('=')
-            .ok_or_else(|| format!("--set takes NAME=VALUE, not `{s}`"))?;
-        opts.globals
-            .push((n.to_string(), crate::cmd::run::parse_int(v)?));
-    }
-    for s in map_size {
-        let (n, v) = s
-            .split_once('=')
-            .ok_or_else(|| format!("--map-size takes NAME=N, not `{s}`"))?;
-        let n_entries = u32::try_from(crate::cmd::run::parse_int(v)?)
-            .map_err(|_| format!("--map-size {n}: out of range"))?;
-        opts.map_sizes.insert(n.to_string(), n_entries);
-    }
+    settings.apply(&object, &mut opts)?;
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
     let kopts = difftest::load_options(&image.object, &image.maps);
     KernelObject::load(bytes, &object_name(path), &kopts)
@@ -76,12 +62,8 @@ pub struct LoadArgs {
     /// Pin directory (programs as DIR/NAME, maps as DIR/maps/NAME) [default: /sys/fs/bpf/sluice/OBJECT]
     #[arg(long)]
     pin: Option<PathBuf>,
-    /// Set a global variable before loading: NAME=VALUE
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
-    /// Set a map's max_entries: NAME=N
-    #[arg(long = "map-size", value_name = "NAME=N")]
-    map_size: Vec<String>,
+    #[command(flatten)]
+    settings: ObjectSettings,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -103,7 +85,7 @@ struct PinnedProg {
 
 pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
     need_privilege("sluice load")?;
-    let mut kobj = load_object(&a.object, &a.set, &a.map_size)?;
+    let mut kobj = load_object(&a.object, &a.settings)?;
     let dir = a
         .pin
         .unwrap_or_else(|| Path::new(PIN_ROOT).join(object_name(&a.object)));
@@ -199,12 +181,8 @@ pub struct AttachArgs {
     /// Pin the maps here [default: /sys/fs/bpf/sluice/DEV, or DEV-tc-ingress|egress]
     #[arg(long)]
     pin: Option<PathBuf>,
-    /// Set a global variable before loading: NAME=VALUE
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
-    /// Set a map's max_entries: NAME=N
-    #[arg(long = "map-size", value_name = "NAME=N")]
-    map_size: Vec<String>,
+    #[command(flatten)]
+    settings: ObjectSettings,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -232,7 +210,7 @@ pub fn attach(a: AttachArgs) -> Result<ExitCode, String> {
             a.dev
         ));
     }
-    let mut kobj = load_object(&a.object, &a.set, &a.map_size)?;
+    let mut kobj = load_object(&a.object, &a.settings)?;
     let progs = kobj.programs();
     let prog = match &a.prog {
         Some(name) => kobj.program(name).map_err(|e| e.to_string())?,

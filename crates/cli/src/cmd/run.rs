@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::mapfmt::{self, MapDump};
 use crate::report::print_json;
+use crate::settings::ObjectSettings;
 
 /// Replay packets through a program in the sluice VM (no root needed).
 #[derive(clap::Args, Clone, Default)]
@@ -40,12 +41,8 @@ pub struct Args {
     /// Write dropped packets here
     #[arg(long)]
     pub out_drop: Option<PathBuf>,
-    /// Set a global variable (volatile const or not) before the run: NAME=VALUE
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    pub set: Vec<String>,
-    /// Set a map's max_entries: NAME=N
-    #[arg(long = "map-size", value_name = "NAME=N")]
-    pub map_size: Vec<String>,
+    #[command(flatten)]
+    pub settings: ObjectSettings,
     /// Add a map entry before the run: NAME KEY VALUE (KEY/VALUE: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES)
     #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
     pub map_update: Vec<String>,
@@ -130,22 +127,6 @@ struct RunReport {
     maps: Vec<MapDump>,
 }
 
-fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
-    s.split_once('=')
-        .ok_or_else(|| format!("{what} takes NAME=VALUE, not `{s}`"))
-}
-
-pub(crate) fn parse_int(s: &str) -> Result<i128, String> {
-    let t = s.trim();
-    let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
-    let v = match body.strip_prefix("0x") {
-        Some(h) => i128::from_str_radix(h, 16),
-        None => body.parse(),
-    }
-    .map_err(|_| format!("`{s}` is not an integer"))?;
-    Ok(if neg { -v } else { v })
-}
-
 /// Loads the object with the options and map updates of `a`.
 pub fn prepare(a: &Args) -> Result<Hook, String> {
     let data = std::fs::read(&a.object).map_err(|e| format!("{}: {e}", a.object.display()))?;
@@ -174,19 +155,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         ncpus: a.cpus.max(1),
         ..LoadOptions::default()
     };
-    for s in &a.set {
-        let (name, value) = split_pair(s, "--set")?;
-        opts.globals.push((name.to_string(), parse_int(value)?));
-    }
-    for s in &a.map_size {
-        let (name, n) = split_pair(s, "--map-size")?;
-        if object.map_index(name).is_none() {
-            return Err(format!("--map-size {name}: the object has no such map"));
-        }
-        let n =
-            u32::try_from(parse_int(n)?).map_err(|_| format!("--map-size {name}: out of range"))?;
-        opts.map_sizes.insert(name.to_string(), n);
-    }
+    a.settings.apply(&object, &mut opts)?;
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", a.object.display()))?;
     let prog = image
         .find_program(a.prog.as_deref())

@@ -119,8 +119,11 @@ fn send_live(
         format!("n_templates={}", frames.len()),
         format!("prefix={prefix}"),
     ];
-    let sizes = vec![format!("templates={}", frames.len())];
-    let kobj = load_object_bytes(object, Path::new("gen.o"), &set, &sizes)?;
+    let settings = crate::settings::ObjectSettings {
+        set,
+        map_size: vec![format!("templates={}", frames.len())],
+    };
+    let kobj = load_object_bytes(object, Path::new("gen.o"), &settings)?;
     let templates = kobj
         .maps()
         .map_err(|e| e.to_string())?

@@ -1,0 +1,52 @@
+//! `--set NAME=VALUE` and `--map-size NAME=N`, shared by every command that
+//! loads an object (into the VM, the kernel, or both).
+
+use runtime::LoadOptions;
+
+#[derive(clap::Args, Clone, Default)]
+pub struct ObjectSettings {
+    /// Set a global variable (volatile const or not) before loading: NAME=VALUE
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Set a map's max_entries: NAME=N
+    #[arg(long = "map-size", value_name = "NAME=N")]
+    pub map_size: Vec<String>,
+}
+
+fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    s.split_once('=')
+        .ok_or_else(|| format!("{what} takes NAME=VALUE, not `{s}`"))
+}
+
+/// An integer in decimal or `0x` hex, optionally negative.
+pub fn parse_int(s: &str) -> Result<i128, String> {
+    let t = s.trim();
+    let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
+    let v = match body.strip_prefix("0x") {
+        Some(h) => i128::from_str_radix(h, 16),
+        None => body.parse(),
+    }
+    .map_err(|_| format!("`{s}` is not an integer"))?;
+    Ok(if neg { -v } else { v })
+}
+
+impl ObjectSettings {
+    /// Adds the globals and map sizes to `opts`; map names are checked
+    /// against `object`.
+    pub fn apply(&self, object: &obj::Object, opts: &mut LoadOptions) -> Result<(), String> {
+        for s in &self.set {
+            let (name, value) = split_pair(s, "--set")?;
+            opts.globals.push((name.to_string(), parse_int(value)?));
+        }
+        for s in &self.map_size {
+            let (name, n) = split_pair(s, "--map-size")?;
+            if object.map_index(name).is_none() {
+                return Err(format!("--map-size {name}: the object has no such map"));
+            }
+            let n = u32::try_from(parse_int(n)?)
+                .map_err(|_| format!("--map-size {name}: out of range"))?;
+            opts.map_sizes.insert(name.to_string(), n);
+        }
+        Ok(())
+    }
+}
