@@ -15,6 +15,7 @@ pub mod netdev;
 mod object;
 pub mod testrun;
 pub mod traffic;
+pub mod verify;
 
 pub use error::{Error, ErrorKind, Result, available_for_test, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};

@@ -1,8 +1,237 @@
-//! sluice's eBPF verifier. This first part checks control flow as the
-//! kernel's `check_subprogs` and `check_cfg` do (see [`cfg`]); register
-//! state, memory safety and helper prototypes are the verifier issue's next
-//! steps.
+//! sluice's eBPF verifier: proves, path by path as the Linux kernel's
+//! verifier does, that a program only touches memory it may, passes
+//! helpers what they expect, releases what it takes and terminates; and
+//! says why not, in the kernel's words and in plain ones.
+//!
+//! [`verify`] checks one program of an object. The control-flow checks
+//! ([`cfg`]) come first; then every path is walked with the abstract
+//! state of [`state`] (types, [`bounds`] and [`tnum`]s per register, the
+//! stack byte by byte), pruning paths whose state an explored one covers.
 
+mod alu;
+pub mod bounds;
+mod branch;
+mod call;
 pub mod cfg;
+mod check;
+pub mod ctx;
+mod kfmt;
+mod live;
+mod mem;
+pub mod protos;
+pub mod state;
+pub mod tnum;
+
+use std::fmt;
 
 pub use cfg::{Cfg, CfgError, MAX_CALL_FRAMES, Subprog};
+
+use maps::MapType;
+use obj::{MapOrigin, Object, Program};
+
+/// Processed instructions after which the kernel gives up.
+pub const INSN_LIMIT: usize = 1_000_000;
+
+/// The classes of rejection, one per rule the verifier enforces.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// Jumps, calls, unreachable code, falling off the end, recursion.
+    ControlFlow,
+    /// A register read before it is written.
+    UninitRegister,
+    /// A write to r10.
+    FramePointer,
+    /// A load or store through something that is not a pointer to memory.
+    InvalidDeref,
+    /// A pointer that may be NULL used without a check.
+    NullPointer,
+    PacketBounds,
+    MapBounds,
+    StackBounds,
+    /// A context field the program type may not read or write so.
+    CtxAccess,
+    /// A write to read-only memory.
+    ReadOnly,
+    /// Arithmetic the kernel forbids on a pointer.
+    PointerArithmetic,
+    /// A helper argument of the wrong kind or size.
+    HelperArgument,
+    /// A helper that does not exist or this program type may not call.
+    UnknownHelper,
+    /// A reference (socket, ring buffer record) not released on some path.
+    ReferenceLeak,
+    /// An instruction the kernel refuses outright (division by zero
+    /// constant, shift too far, bad encoding, legacy loads in XDP).
+    InvalidInstruction,
+    /// Too many instructions processed, or a loop that never ends.
+    Complexity,
+    /// More than 512 bytes of stack over a call chain.
+    StackDepth,
+    /// The return value is not what the program type allows.
+    ReturnValue,
+    /// Something the kernel may allow but sluice's verifier does not model.
+    Unsupported,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::ControlFlow => "control-flow",
+            Rule::UninitRegister => "uninit-register",
+            Rule::FramePointer => "frame-pointer",
+            Rule::InvalidDeref => "invalid-deref",
+            Rule::NullPointer => "null-pointer",
+            Rule::PacketBounds => "packet-bounds",
+            Rule::MapBounds => "map-bounds",
+            Rule::StackBounds => "stack-bounds",
+            Rule::CtxAccess => "ctx-access",
+            Rule::ReadOnly => "read-only",
+            Rule::PointerArithmetic => "pointer-arithmetic",
+            Rule::HelperArgument => "helper-argument",
+            Rule::UnknownHelper => "unknown-helper",
+            Rule::ReferenceLeak => "reference-leak",
+            Rule::InvalidInstruction => "invalid-instruction",
+            Rule::Complexity => "complexity",
+            Rule::StackDepth => "stack-depth",
+            Rule::ReturnValue => "return-value",
+            Rule::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a program is rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub rule: Rule,
+    /// The instruction (slot) at fault.
+    pub insn: usize,
+    /// The kernel's message for it.
+    pub kernel: String,
+    /// The same in one plain sentence, with what to do.
+    pub reason: String,
+    /// The registers and stack on the failing path.
+    pub state: String,
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "insn {}: {}", self.insn, self.reason)
+    }
+}
+
+/// The outcome of verifying one program.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub result: Result<(), Rejection>,
+    pub insns_processed: usize,
+    /// States stored for pruning.
+    pub states: usize,
+    /// Paths cut short because an explored state covered them.
+    pub pruned: usize,
+    /// Deepest stack use of the entry function, in bytes.
+    pub stack_depth: usize,
+    pub micros: u128,
+    /// The walk, kernel-style, when asked for.
+    pub log: Vec<String>,
+}
+
+/// A map as the verifier sees it.
+#[derive(Clone, Debug)]
+pub struct MapInfo {
+    pub name: String,
+    pub map_type: MapType,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+    /// Programs may not write it (`.rodata`, `BPF_F_RDONLY_PROG`).
+    pub readonly: bool,
+    /// The contents of a frozen read-only array: loads at a constant
+    /// offset read the actual value, as in the kernel.
+    pub frozen: Option<Vec<u8>>,
+    /// The template of a map of maps' inner maps (index into the table).
+    pub inner: Option<usize>,
+}
+
+/// `BPF_F_RDONLY_PROG`.
+const F_RDONLY_PROG: u32 = 1 << 7;
+
+impl MapInfo {
+    /// The maps of an object, inner-map templates appended; `data`
+    /// overrides a global data map's initial contents (after `--set`).
+    pub fn of_object(object: &Object, data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapInfo> {
+        let mut out: Vec<MapInfo> = Vec::new();
+        let mut inner = Vec::new();
+        for (i, def) in object.maps.iter().enumerate() {
+            let readonly = matches!(def.origin, MapOrigin::Data { readonly: true, .. })
+                || def.spec.flags & F_RDONLY_PROG != 0;
+            let frozen = match def.origin {
+                MapOrigin::Data { readonly: true, .. } => data(i).or_else(|| def.data.clone()),
+                _ => None,
+            };
+            out.push(MapInfo {
+                name: def.name().to_string(),
+                map_type: def.spec.map_type,
+                key_size: def.spec.key_size,
+                value_size: def.spec.value_size,
+                max_entries: def.spec.max_entries,
+                readonly,
+                frozen,
+                inner: None,
+            });
+            if let Some(t) = &def.inner {
+                inner.push((i, t.clone()));
+            }
+        }
+        for (i, t) in inner {
+            out[i].inner = Some(out.len());
+            out.push(MapInfo {
+                name: format!("{}.inner", out[i].name),
+                map_type: t.spec.map_type,
+                key_size: t.spec.key_size,
+                value_size: t.spec.value_size,
+                max_entries: t.spec.max_entries,
+                readonly: t.spec.flags & F_RDONLY_PROG != 0,
+                frozen: None,
+                inner: None,
+            });
+        }
+        out
+    }
+}
+
+/// How to verify.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The loader's privileges: with `CAP_PERFMON` (root) the kernel lets
+    /// pointers leak into maps and return values and uninitialised stack be
+    /// read; without, it refuses both.
+    pub privileged: bool,
+    /// Record the walk for `--log`.
+    pub log: bool,
+    pub insn_limit: usize,
+    /// Helper ids the program type may call (`None`: any with a prototype).
+    pub helpers: Option<Vec<u32>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            privileged: true,
+            log: false,
+            insn_limit: INSN_LIMIT,
+            helpers: None,
+        }
+    }
+}
+
+/// Verifies `program` (one of `object`'s) against `maps`.
+pub fn verify(program: &Program, maps: &[MapInfo], opts: &Options) -> Report {
+    check::run(program, maps, opts)
+}

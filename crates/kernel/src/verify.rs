@@ -1,0 +1,275 @@
+//! The kernel's verdict on one program as sluice's loader linked it: its
+//! maps created bare (`BPF_MAP_CREATE`), map references patched to their
+//! descriptors, the instructions given to `BPF_PROG_LOAD`. The verifier
+//! issue compares sluice's verifier with this, and `sluice verify` shows
+//! the kernel's figures beside its own.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use isa::{Insn, Lddw};
+use maps::MapType;
+use obj::{MapDef, MapOrigin, Program, ProgramKind, XdpAttach};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// What the kernel said.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub accepted: bool,
+    /// The verifier log (statistics when accepted; the walk up to the
+    /// error when refused).
+    pub log: String,
+    /// `verification time N usec` from the statistics, when accepted.
+    pub micros: Option<u64>,
+    /// `processed N insns`, when the log says.
+    pub insns_processed: Option<u64>,
+}
+
+impl Verdict {
+    /// The kernel's reason: the last log line before its statistics.
+    pub fn reason(&self) -> &str {
+        self.log
+            .lines()
+            .rev()
+            .find(|l| {
+                !l.is_empty() && !l.starts_with("processed ") && !l.starts_with("verification time")
+            })
+            .unwrap_or("")
+    }
+}
+
+fn check(what: &str, ret: i32) -> Result<i32> {
+    if ret < 0 {
+        Err(Error::errno(what, -ret))
+    } else {
+        Ok(ret)
+    }
+}
+
+/// A map name the kernel takes: at most 15 of `[A-Za-z0-9_.]`.
+fn kernel_name(name: &str) -> std::ffi::CString {
+    let n: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(15)
+        .collect();
+    std::ffi::CString::new(n).expect("no NUL")
+}
+
+fn create_map(def: &MapDef, data: Option<&[u8]>) -> Result<OwnedFd> {
+    let inner = match &def.inner {
+        Some(t) => Some(create_map(t, None)?),
+        None => None,
+    };
+    let spec = &def.spec;
+    let mut flags = spec.flags;
+    let readonly = matches!(def.origin, MapOrigin::Data { readonly: true, .. });
+    if readonly {
+        flags |= libbpf_sys::BPF_F_RDONLY_PROG;
+    }
+    let mut max_entries = spec.max_entries;
+    if max_entries == 0 && spec.map_type == MapType::PerfEventArray {
+        max_entries = crate::possible_cpus() as u32;
+    }
+    let opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        map_flags: flags,
+        inner_map_fd: inner.as_ref().map_or(0, |f| f.as_raw_fd() as u32),
+        ..Default::default()
+    };
+    let name = kernel_name(def.name());
+    // SAFETY: the name is a C string and `opts` is sized and lives across
+    // the call.
+    let fd = unsafe {
+        libbpf_sys::bpf_map_create(
+            spec.map_type as u32,
+            name.as_ptr(),
+            spec.key_size,
+            spec.value_size,
+            max_entries,
+            &opts,
+        )
+    };
+    let fd = check(&format!("creating map {}", def.name()), fd)?;
+    // SAFETY: a fresh descriptor we now own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    if let Some(data) = data.or(def.data.as_deref()) {
+        let mut value = data.to_vec();
+        value.resize(spec.value_size as usize, 0);
+        let key = 0u32;
+        // SAFETY: key and value buffers have the map's key and value sizes.
+        let r = unsafe {
+            libbpf_sys::bpf_map_update_elem(
+                fd.as_raw_fd(),
+                (&key as *const u32).cast(),
+                value.as_ptr().cast(),
+                0,
+            )
+        };
+        check(&format!("initialising map {}", def.name()), r)?;
+        if readonly {
+            // SAFETY: a map descriptor we own.
+            check("freezing a read-only map", unsafe {
+                libbpf_sys::bpf_map_freeze(fd.as_raw_fd())
+            })?;
+        }
+    }
+    Ok(fd)
+}
+
+/// The kernel program type, expected attach type and flags of a kind.
+fn load_type(kind: &ProgramKind) -> Result<(u32, u32, u32)> {
+    Ok(match kind {
+        ProgramKind::Xdp { attach, frags } => (
+            libbpf_sys::BPF_PROG_TYPE_XDP,
+            match attach {
+                XdpAttach::Device => 0,
+                XdpAttach::Devmap => libbpf_sys::BPF_XDP_DEVMAP,
+                XdpAttach::Cpumap => libbpf_sys::BPF_XDP_CPUMAP,
+            },
+            if *frags {
+                libbpf_sys::BPF_F_XDP_HAS_FRAGS
+            } else {
+                0
+            },
+        ),
+        ProgramKind::SchedCls => (libbpf_sys::BPF_PROG_TYPE_SCHED_CLS, 0, 0),
+        ProgramKind::SchedAct => (libbpf_sys::BPF_PROG_TYPE_SCHED_ACT, 0, 0),
+        ProgramKind::SocketFilter => (libbpf_sys::BPF_PROG_TYPE_SOCKET_FILTER, 0, 0),
+        ProgramKind::Unsupported(why) => return Err(Error::new(ErrorKind::Invalid, why.clone())),
+    })
+}
+
+/// Loads `program` (linked by sluice's loader, map references by index
+/// into `maps`) into the kernel and unloads it again: the verifier's
+/// verdict. `data` gives a global data map's contents after `--set`.
+pub fn verify_program(
+    program: &Program,
+    maps: &[MapDef],
+    data: &dyn Fn(usize) -> Option<Vec<u8>>,
+) -> Result<Verdict> {
+    let mut fds = Vec::with_capacity(maps.len());
+    for (i, def) in maps.iter().enumerate() {
+        fds.push(create_map(def, data(i).as_deref())?);
+    }
+    let fd_of = |i: i32| -> Result<i32> {
+        fds.get(i as usize).map(|f| f.as_raw_fd()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Invalid,
+                format!("reference to map {i}, which the object does not have"),
+            )
+        })
+    };
+    let insns = program
+        .insns
+        .iter()
+        .map(|insn| {
+            Ok(match *insn {
+                Insn::Lddw {
+                    dst,
+                    value: Lddw::MapIdx(i),
+                } => Insn::Lddw {
+                    dst,
+                    value: Lddw::MapFd(fd_of(i)?),
+                },
+                Insn::Lddw {
+                    dst,
+                    value: Lddw::MapIdxValue { idx, off },
+                } => Insn::Lddw {
+                    dst,
+                    value: Lddw::MapValue {
+                        fd: fd_of(idx)?,
+                        off,
+                    },
+                },
+                other => other,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (prog_type, attach, flags) = load_type(&program.kind)?;
+    load(
+        &isa::encode(&insns),
+        &program.name,
+        prog_type,
+        attach,
+        flags,
+    )
+}
+
+/// `BPF_PROG_LOAD` of raw instruction bytes: first with statistics only
+/// (a full log of a big program could overflow any buffer), then, if
+/// refused, again with the log of the walk to say why.
+pub fn load(bytes: &[u8], name: &str, prog_type: u32, attach: u32, flags: u32) -> Result<Verdict> {
+    let cname = kernel_name(name);
+    let attempt = |level: u32, log: &mut Vec<u8>| -> i32 {
+        let mut o = libbpf_sys::bpf_prog_load_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+            expected_attach_type: attach,
+            prog_flags: flags,
+            log_level: level,
+            log_size: log.len() as u32,
+            log_buf: log.as_mut_ptr().cast(),
+            ..Default::default()
+        };
+        // SAFETY: `bytes` holds whole 8-byte instructions in the kernel's
+        // layout; the strings are C strings; the log buffer outlives the
+        // call and its size is given.
+        unsafe {
+            libbpf_sys::bpf_prog_load(
+                prog_type,
+                cname.as_ptr(),
+                c"GPL".as_ptr(),
+                bytes.as_ptr().cast(),
+                (bytes.len() / 8) as _,
+                &mut o,
+            )
+        }
+    };
+    let text = |log: &[u8]| {
+        String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())])
+            .into_owned()
+    };
+    let mut log = vec![0u8; 1 << 16];
+    // BPF_LOG_STATS.
+    let fd = attempt(4, &mut log);
+    if fd >= 0 {
+        // SAFETY: a fresh descriptor we own; dropping it unloads the program.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        return Ok(verdict(true, text(&log)));
+    }
+    let errno = -fd;
+    if errno == libc::EPERM && !crate::privileged() {
+        return Err(Error::errno("loading a program", errno));
+    }
+    let mut log = vec![0u8; 64 << 20];
+    let fd = attempt(1, &mut log);
+    if fd >= 0 {
+        // SAFETY: as above.
+        drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        return Ok(verdict(true, text(&log)));
+    }
+    Ok(verdict(false, text(&log)))
+}
+
+fn verdict(accepted: bool, log: String) -> Verdict {
+    let number_after = |key: &str| -> Option<u64> {
+        let at = log.rfind(key)? + key.len();
+        log[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    Verdict {
+        accepted,
+        micros: number_after("verification time "),
+        insns_processed: number_after("processed "),
+        log,
+    }
+}

@@ -1,0 +1,528 @@
+//! Helper calls: arguments checked against the prototype, maps against
+//! the helper, memory arguments against their regions; the result typed;
+//! references taken and released; packet pointers dropped after helpers
+//! that move packet data.
+
+use maps::MapType;
+
+use crate::alu::MAX_VAR_OFF;
+use crate::check::{Res, Verifier, fail};
+use crate::mem::region_check;
+use crate::protos::{self, Arg, Ret};
+use crate::state::{Byte, Frame, Held, Kind, Reg, State};
+use crate::{MapInfo, Rule};
+
+/// What the arguments seen so far tell about the call.
+#[derive(Default)]
+struct Meta {
+    map: Option<usize>,
+    /// The memory argument waiting for its size: register and value.
+    mem: Option<(u8, Reg, Arg)>,
+    alloc: Option<u64>,
+    release: Option<u32>,
+}
+
+const MEM_EXPECTED: &str =
+    "fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_";
+
+fn type_error(r: u8, got: Kind, expected: &str) -> crate::check::Fail {
+    fail(
+        Rule::HelperArgument,
+        format!("R{r} type={} expected={expected}", got.name()),
+        format!(
+            "argument r{r} is a {} but the helper expects {expected}",
+            got.name()
+        ),
+    )
+}
+
+/// Whether map type `t` may be passed to helper `id` (both directions of
+/// the kernel's `check_map_func_compatibility`).
+fn map_fits(t: MapType, id: u32) -> bool {
+    use MapType::*;
+    let by_map = match t {
+        ProgArray => id == 12,
+        PerfEventArray => matches!(id, 22 | 25 | 55),
+        Ringbuf => matches!(id, 130..=134),
+        Devmap | DevmapHash | Xskmap => matches!(id, 1 | 51),
+        Cpumap => id == 51,
+        ArrayOfMaps | HashOfMaps => id == 1,
+        Queue | Stack => matches!(id, 87..=89),
+        Hash | Array | PercpuHash | PercpuArray | LruHash | LruPercpuHash | LpmTrie => {
+            !matches!(id, 12 | 22 | 25 | 51 | 55 | 87..=89 | 130..=134)
+        }
+    };
+    let by_helper = match id {
+        12 => t == ProgArray,
+        25 => t == PerfEventArray,
+        51 => matches!(t, Devmap | DevmapHash | Cpumap | Xskmap),
+        130..=134 => t == Ringbuf,
+        87..=89 => matches!(t, Queue | Stack),
+        164 => matches!(
+            t,
+            Hash | Array | PercpuHash | PercpuArray | LruHash | LruPercpuHash
+        ),
+        _ => true,
+    };
+    by_map && by_helper
+}
+
+impl Verifier<'_> {
+    pub fn call_helper(&mut self, pc: usize, st: &mut State, id: i32) -> Res<()> {
+        let uid = id as u32;
+        let Some(proto) = protos::proto(uid) else {
+            return Err(match isa::helper_name(id as i64) {
+                Some(n) => fail(
+                    Rule::UnknownHelper,
+                    format!("program of this type cannot use helper bpf_{n}#{id}"),
+                    format!(
+                        "bpf_{n} is not available to {} programs in sluice",
+                        self.kind.type_name()
+                    ),
+                ),
+                None => fail(
+                    Rule::UnknownHelper,
+                    format!("invalid func unknown#{id}"),
+                    format!("there is no kernel helper with id {id}"),
+                ),
+            });
+        };
+        if let Some(allowed) = &self.opts.helpers
+            && !allowed.contains(&uid)
+        {
+            return Err(fail(
+                Rule::UnknownHelper,
+                format!(
+                    "program of this type cannot use helper bpf_{}#{id}",
+                    proto.name
+                ),
+                format!(
+                    "bpf_{} cannot be called from {} programs",
+                    proto.name,
+                    self.kind.type_name()
+                ),
+            ));
+        }
+        let mut meta = Meta::default();
+        for (i, &arg) in proto.args.iter().enumerate() {
+            let r = i as u8 + 1;
+            let reg = self.read(st, r)?;
+            self.check_arg(st, pc, proto.name, uid, r, reg, arg, &mut meta)?;
+        }
+        if uid == 12
+            && let Some(h) = st.refs.first()
+        {
+            return Err(fail(
+                Rule::ReferenceLeak,
+                "tail_call would lead to reference leak",
+                format!(
+                    "a tail call ends this program while the reference taken at insn {} is held: release it first",
+                    h.insn
+                ),
+            ));
+        }
+        if let Some(ref_id) = meta.release {
+            st.refs.retain(|h| h.id != ref_id);
+            let privileged = self.opts.privileged;
+            st.for_each_reg(|r| {
+                if r.ref_id == ref_id {
+                    *r = if privileged {
+                        Reg::unknown()
+                    } else {
+                        Reg::NOT_INIT
+                    };
+                }
+            });
+        }
+        for r in 1..=5 {
+            *st.reg_mut(r) = Reg::NOT_INIT;
+        }
+        let r0 = match proto.ret {
+            Ret::Integer => Reg::unknown(),
+            Ret::Void => Reg::NOT_INIT,
+            Ret::MapValueOrNull => {
+                let m = meta.map.expect("the prototype has a map argument");
+                let id = self.fresh_id();
+                let kind = match (self.maps[m].map_type, self.maps[m].inner) {
+                    (MapType::ArrayOfMaps | MapType::HashOfMaps, Some(inner)) => {
+                        Kind::MapPtrOrNull(inner)
+                    }
+                    (MapType::ArrayOfMaps | MapType::HashOfMaps, None) => {
+                        return Err(fail(
+                            Rule::Unsupported,
+                            "map of maps without an inner map template",
+                            "the map of maps has no inner map definition",
+                        ));
+                    }
+                    _ => Kind::MapValueOrNull(m),
+                };
+                Reg {
+                    id,
+                    ..Reg::pointer(kind)
+                }
+            }
+            Ret::RingbufOrNull => {
+                let id = self.fresh_id();
+                st.refs.push(Held { id, insn: pc });
+                Reg {
+                    id,
+                    ref_id: id,
+                    ..Reg::pointer(Kind::Mem {
+                        size: meta.alloc.unwrap_or(0) as u32,
+                        ringbuf: true,
+                        null: true,
+                    })
+                }
+            }
+            Ret::SockOrNull { common } => {
+                let id = self.fresh_id();
+                st.refs.push(Held { id, insn: pc });
+                Reg {
+                    id,
+                    ref_id: id,
+                    ..Reg::pointer(Kind::Sock { null: true, common })
+                }
+            }
+        };
+        *st.reg_mut(0) = r0;
+        if proto.changes_packet {
+            let privileged = self.opts.privileged;
+            st.for_each_reg(|r| {
+                if matches!(r.kind, Kind::Packet | Kind::PacketMeta | Kind::PacketEnd) {
+                    *r = if privileged {
+                        Reg::unknown()
+                    } else {
+                        Reg::NOT_INIT
+                    };
+                }
+            });
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_arg(
+        &mut self,
+        st: &mut State,
+        _pc: usize,
+        name: &str,
+        id: u32,
+        r: u8,
+        reg: Reg,
+        arg: Arg,
+        meta: &mut Meta,
+    ) -> Res<()> {
+        match arg {
+            Arg::Anything => {
+                if reg.kind.is_pointer() && !self.opts.privileged {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!("R{r} leaks addr into helper function"),
+                        format!("r{r} passes a pointer where a number is expected"),
+                    ));
+                }
+            }
+            Arg::Ctx => {
+                if reg.kind != Kind::Ctx {
+                    return Err(type_error(r, reg.kind, "ctx"));
+                }
+                if reg.off != 0 || !reg.s.is_const() || reg.s.var.value != 0 {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!(
+                            "dereference of modified ctx ptr R{r} off={} disallowed",
+                            reg.off
+                        ),
+                        format!("r{r} must be the unmodified context pointer"),
+                    ));
+                }
+            }
+            Arg::Map => {
+                let Kind::MapPtr(m) = reg.kind else {
+                    return Err(type_error(r, reg.kind, "map_ptr"));
+                };
+                let t = self.maps[m].map_type;
+                if !map_fits(t, id) {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!(
+                            "cannot pass map_type {} into func bpf_{name}#{id}",
+                            t as u32
+                        ),
+                        format!(
+                            "map {} is a {t:?} map, which bpf_{name} does not take",
+                            self.maps[m].name
+                        ),
+                    ));
+                }
+                meta.map = Some(m);
+            }
+            Arg::Key | Arg::Value | Arg::UninitValue => {
+                let m = meta.map.expect("a map argument comes first");
+                let info: &MapInfo = &self.maps[m];
+                let (size, what) = if arg == Arg::Key {
+                    (info.key_size, "key")
+                } else {
+                    (info.value_size, "value")
+                };
+                if !matches!(
+                    reg.kind,
+                    Kind::Stack(_) | Kind::Packet | Kind::PacketMeta | Kind::MapValue(_)
+                ) {
+                    return Err(type_error(
+                        r,
+                        reg.kind,
+                        "fp, pkt, pkt_meta, map_key, map_value",
+                    ));
+                }
+                let write = arg == Arg::UninitValue;
+                self.helper_mem(st, r, &reg, size as u64, write)
+                    .map_err(|mut f| {
+                        f.reason = format!(
+                            "the map {what} passed in r{r} must be {size} readable bytes: {}",
+                            f.reason
+                        );
+                        f
+                    })?;
+            }
+            Arg::ReadMem { nullable } => {
+                if nullable && reg.is_null_const() {
+                    meta.mem = Some((r, reg, arg));
+                    return Ok(());
+                }
+                self.mem_kind(r, &reg)?;
+                meta.mem = Some((r, reg, arg));
+            }
+            Arg::WriteMem | Arg::UninitMem => {
+                self.mem_kind(r, &reg)?;
+                meta.mem = Some((r, reg, arg));
+            }
+            Arg::FixedMem(n) => {
+                self.mem_kind(r, &reg)?;
+                self.helper_mem(st, r, &reg, n as u64, false)?;
+            }
+            Arg::Size | Arg::SizeOrZero => {
+                let (mr, mreg, marg) = meta
+                    .mem
+                    .take()
+                    .expect("a memory argument precedes its size");
+                if !reg.is_scalar() {
+                    return Err(type_error(r, reg.kind, "scalar"));
+                }
+                if reg.s.smin < 0 {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!(
+                            "R{r} min value is negative, either use unsigned or 'var &= const'"
+                        ),
+                        format!("the size in r{r} may be negative: make it unsigned or mask it"),
+                    ));
+                }
+                let zero_ok = arg == Arg::SizeOrZero;
+                if reg.s.umin == 0 && !zero_ok {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!(
+                            "R{r} invalid zero-sized read: u64=[{},{}]",
+                            reg.s.umin, reg.s.umax
+                        ),
+                        format!(
+                            "the size in r{r} may be 0, which bpf_{name} does not accept: check `if (len == 0)` first"
+                        ),
+                    ));
+                }
+                if reg.s.umax >= MAX_VAR_OFF as u64 {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!(
+                            "R{r} unbounded memory access, use 'var &= const' or 'if (var < const)'"
+                        ),
+                        format!(
+                            "the size in r{r} has no upper bound: bound it (`if (len > N) ...`)"
+                        ),
+                    ));
+                }
+                if mreg.is_null_const() && matches!(marg, Arg::ReadMem { nullable: true }) {
+                    if reg.s.umax != 0 {
+                        return Err(type_error(mr, mreg.kind, MEM_EXPECTED));
+                    }
+                    return Ok(());
+                }
+                if reg.s.umax > 0 {
+                    let write = matches!(marg, Arg::WriteMem | Arg::UninitMem);
+                    self.helper_mem(st, mr, &mreg, reg.s.umax, write)?;
+                }
+            }
+            Arg::AllocSize => {
+                let Some(v) = reg.as_const() else {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!("R{r} is not a known constant'"),
+                        format!(
+                            "the size in r{r} must be a constant known when the program is loaded"
+                        ),
+                    ));
+                };
+                meta.alloc = Some(v);
+            }
+            Arg::RingbufRelease | Arg::Sock { release: true } => {
+                let ok = match arg {
+                    Arg::RingbufRelease => matches!(
+                        reg.kind,
+                        Kind::Mem {
+                            ringbuf: true,
+                            null: false,
+                            ..
+                        }
+                    ),
+                    _ => matches!(reg.kind, Kind::Sock { null: false, .. }),
+                };
+                if !ok {
+                    let expected = if arg == Arg::RingbufRelease {
+                        "ringbuf_mem"
+                    } else {
+                        "sock_common, sock, tcp_sock, xdp_sock, ptr_"
+                    };
+                    return Err(type_error(r, reg.kind, expected));
+                }
+                if reg.off != 0 || !reg.s.is_const() || reg.s.var.value != 0 {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        format!("R{r} must have zero offset when passed to release func"),
+                        format!(
+                            "r{r} must be the pointer the acquiring helper returned, not moved"
+                        ),
+                    ));
+                }
+                if reg.ref_id == 0 || !st.refs.iter().any(|h| h.id == reg.ref_id) {
+                    return Err(fail(
+                        Rule::ReferenceLeak,
+                        format!("R{r} must be referenced when passed to release func"),
+                        format!("r{r} was already released (or never acquired)"),
+                    ));
+                }
+                meta.release = Some(reg.ref_id);
+            }
+            Arg::Sock { release: false } => {
+                if !matches!(reg.kind, Kind::Sock { null: false, .. }) {
+                    return Err(type_error(
+                        r,
+                        reg.kind,
+                        "sock_common, sock, tcp_sock, xdp_sock, ptr_",
+                    ));
+                }
+            }
+            Arg::Func | Arg::StackOrNull => {
+                return Err(fail(
+                    Rule::Unsupported,
+                    format!("callback functions of bpf_{name} are not modelled"),
+                    format!("sluice's verifier does not yet verify the callbacks bpf_{name} takes"),
+                ));
+            }
+            Arg::SpinLock => {
+                if !matches!(reg.kind, Kind::MapValue(_)) {
+                    return Err(type_error(r, reg.kind, "map_value"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mem_kind(&self, r: u8, reg: &Reg) -> Res<()> {
+        match reg.kind {
+            Kind::Stack(_)
+            | Kind::Packet
+            | Kind::PacketMeta
+            | Kind::MapValue(_)
+            | Kind::Mem { null: false, .. } => Ok(()),
+            k if k.maybe_null() => Err(fail(
+                Rule::NullPointer,
+                format!("R{r} type={} expected={MEM_EXPECTED}", k.name()),
+                format!("r{r} may be NULL: check it before passing it to the helper"),
+            )),
+            k => Err(type_error(r, k, MEM_EXPECTED)),
+        }
+    }
+
+    /// A helper reads (or writes) `size` bytes at `reg`.
+    fn helper_mem(&mut self, st: &mut State, r: u8, reg: &Reg, size: u64, write: bool) -> Res<()> {
+        let size32 = size.min(u32::MAX as u64) as u32;
+        match reg.kind {
+            Kind::Stack(frame) => {
+                let (min, max) =
+                    self.stack_bounds(r, reg, reg.off as i64, size32, " indirect access to")?;
+                let privileged = self.opts.privileged;
+                let f = &mut st.frames[frame as usize];
+                f.depth = f.depth.max((-min) as usize);
+                for a in min..max {
+                    let (slot, byte) = Frame::locate(a);
+                    let s = &mut f.stack[slot];
+                    if write {
+                        if s.bytes.contains(&Byte::Spill) {
+                            for b in s.bytes.iter_mut() {
+                                if *b == Byte::Spill {
+                                    *b = Byte::Misc;
+                                }
+                            }
+                            s.spill = Reg::NOT_INIT;
+                        }
+                        s.bytes[byte] = Byte::Misc;
+                    } else if s.bytes[byte] == Byte::Invalid && !privileged {
+                        return Err(fail(
+                            Rule::StackBounds,
+                            format!(
+                                "invalid indirect read from stack R{r} off {}+{} size {size}",
+                                reg.off,
+                                a - min
+                            ),
+                            format!(
+                                "the helper reads stack bytes that were never written (at {a})"
+                            ),
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            Kind::Packet | Kind::PacketMeta => {
+                let at = reg.off as i64;
+                if reg.s.smin < 0 || at < 0 || at + size as i64 > reg.range as i64 {
+                    return Err(fail(
+                        Rule::PacketBounds,
+                        format!(
+                            "invalid access to packet, off={at} size={size}, R{r}(id={},off={},r={})\nR{r} offset is outside of the packet",
+                            reg.id, reg.off, reg.range
+                        ),
+                        format!(
+                            "the helper would access {size} bytes of packet at r{r}, but only {} are proven inside the packet",
+                            reg.range
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+            Kind::MapValue(m) => {
+                let info = &self.maps[m];
+                if write && info.readonly {
+                    return Err(fail(
+                        Rule::ReadOnly,
+                        format!(
+                            "write into map forbidden, value_size={} off={} size={size}",
+                            info.value_size, reg.off
+                        ),
+                        format!(
+                            "the helper would write into the read-only map {}",
+                            info.name
+                        ),
+                    ));
+                }
+                region_check(r, reg, 0, size32, info.value_size, "map value")
+            }
+            Kind::Mem {
+                size: mem,
+                null: false,
+                ..
+            } => region_check(r, reg, 0, size32, mem, "memory"),
+            k => Err(type_error(r, k, MEM_EXPECTED)),
+        }
+    }
+}

@@ -1,0 +1,681 @@
+//! The path walk: every path from the entry is followed instruction by
+//! instruction with its abstract [`State`]; a conditional jump whose both
+//! outcomes are possible forks the path. At jump targets the state is
+//! compared with states already explored there: a path whose state one of
+//! them covers stops (pruning), one equal to a state still being explored
+//! on the same path is an infinite loop.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use isa::{CallTarget, Insn, Lddw};
+use obj::{Program, ProgramKind};
+
+use crate::cfg::{Cfg, CfgError};
+use crate::live::Liveness;
+use crate::state::{Frame, Kind, Reg, State, covers};
+use crate::{MapInfo, Options, Rejection, Report, Rule, kfmt};
+
+/// Why a path fails: the rule, the kernel's words, plain words.
+#[derive(Clone, Debug)]
+pub struct Fail {
+    pub rule: Rule,
+    pub kernel: String,
+    pub reason: String,
+}
+
+pub fn fail(rule: Rule, kernel: impl Into<String>, reason: impl Into<String>) -> Fail {
+    Fail {
+        rule,
+        kernel: kernel.into(),
+        reason: reason.into(),
+    }
+}
+
+pub type Res<T> = Result<T, Fail>;
+
+/// What follows an instruction on the current path.
+pub enum Flow {
+    Next(usize),
+    /// Continue at `next`; also explore `other` from `at`.
+    Fork {
+        next: usize,
+        at: usize,
+        other: State,
+    },
+    /// The path ends (program exit).
+    Done,
+}
+
+/// A state stored at a prune point.
+struct Node {
+    state: State,
+    parent: Option<usize>,
+    /// Paths still being explored from here; 0 once all ended safely.
+    branches: u32,
+}
+
+struct Pending {
+    pc: usize,
+    state: State,
+    parent: Option<usize>,
+}
+
+pub struct Verifier<'a> {
+    pub kind: &'a ProgramKind,
+    /// The instruction starting at each slot.
+    pub code: Vec<Option<Insn>>,
+    pub cfg: Cfg,
+    pub maps: &'a [MapInfo],
+    pub opts: &'a Options,
+    live: Liveness,
+    prune_at: Vec<bool>,
+    explored: HashMap<usize, Vec<usize>>,
+    nodes: Vec<Node>,
+    pending: Vec<Pending>,
+    pub processed: usize,
+    next_id: u32,
+    pub log: Vec<String>,
+    pruned: usize,
+    /// Deepest stack use per function start.
+    pub depth: HashMap<usize, usize>,
+}
+
+/// States kept per instruction for pruning.
+const MAX_STATES_PER_INSN: usize = 64;
+
+pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
+    let start = Instant::now();
+    let mut report = Report {
+        result: Ok(()),
+        insns_processed: 0,
+        states: 0,
+        pruned: 0,
+        stack_depth: 0,
+        micros: 0,
+        log: Vec::new(),
+    };
+    let reject = |rule, insn, kernel: String, reason: String| Rejection {
+        rule,
+        insn,
+        kernel,
+        reason,
+        state: String::new(),
+    };
+    if let ProgramKind::Unsupported(why) = &prog.kind {
+        report.result = Err(reject(Rule::Unsupported, 0, why.clone(), why.clone()));
+        return report;
+    }
+    if let Some((pc, name)) = prog.kfuncs.first() {
+        report.result = Err(reject(
+            Rule::Unsupported,
+            *pc,
+            format!("kernel function {name} is not modelled"),
+            format!(
+                "the program calls the kernel function {name}, which sluice's verifier and VM do not provide"
+            ),
+        ));
+        return report;
+    }
+    let cfg = match Cfg::build(&prog.insns) {
+        Ok(c) => c,
+        Err(e) => {
+            let insn = cfg_insn(&e);
+            report.result = Err(reject(
+                Rule::ControlFlow,
+                insn,
+                e.to_string(),
+                cfg_reason(&e),
+            ));
+            return report;
+        }
+    };
+    let mut code = vec![None; cfg.slots];
+    for (i, insn) in prog.insns.iter().enumerate() {
+        code[cfg.slot_of[i]] = Some(*insn);
+    }
+    let live = Liveness::compute(&code);
+    let prune_at = prune_points(&code);
+    let mut v = Verifier {
+        kind: &prog.kind,
+        code,
+        cfg,
+        maps,
+        opts,
+        live,
+        prune_at,
+        explored: HashMap::new(),
+        nodes: Vec::new(),
+        pending: Vec::new(),
+        processed: 0,
+        next_id: 0,
+        log: Vec::new(),
+        pruned: 0,
+        depth: HashMap::new(),
+    };
+    report.result = v.walk().and_then(|()| v.check_stack_depth());
+    report.insns_processed = v.processed;
+    report.states = v.nodes.len();
+    report.pruned = v.pruned;
+    report.stack_depth = v.depth.get(&0).copied().unwrap_or(0);
+    report.log = std::mem::take(&mut v.log);
+    report.micros = start.elapsed().as_micros();
+    report
+}
+
+fn cfg_insn(e: &CfgError) -> usize {
+    match *e {
+        CfgError::Empty => 0,
+        CfgError::JumpOutOfRange { from, .. }
+        | CfgError::JumpIntoLddw { from, .. }
+        | CfgError::CallOutOfRange { from, .. } => from,
+        CfgError::FallsOffEnd { insn, .. }
+        | CfgError::Unreachable { insn }
+        | CfgError::Callx { insn } => insn,
+        CfgError::Recursion { ref chain } | CfgError::TooDeep { ref chain, .. } => {
+            chain.last().copied().unwrap_or(0)
+        }
+    }
+}
+
+fn cfg_reason(e: &CfgError) -> String {
+    match e {
+        CfgError::Empty => "the program has no instructions".into(),
+        CfgError::JumpOutOfRange { from, to } => format!(
+            "the jump at insn {from} goes to insn {to}, outside its function: jumps must stay inside the function"
+        ),
+        CfgError::JumpIntoLddw { from, to } => format!(
+            "the jump at insn {from} lands in the middle of the 16-byte lddw at insn {}",
+            to - 1
+        ),
+        CfgError::CallOutOfRange { from, to } => {
+            format!(
+                "the call at insn {from} targets insn {to}, which is not an instruction of the program"
+            )
+        }
+        CfgError::FallsOffEnd { insn, .. } => format!(
+            "execution can run past the last instruction (insn {insn}): every function must end with exit or a jump"
+        ),
+        CfgError::Unreachable { insn } => format!(
+            "insn {insn} can never execute; the kernel refuses dead code (remove it or build with optimisation)"
+        ),
+        CfgError::Recursion { .. } => {
+            "a function calls itself (directly or through others): BPF has no recursion".into()
+        }
+        CfgError::TooDeep { frames, .. } => format!(
+            "calls nest {frames} deep; the kernel allows at most 8 frames (inline some functions)"
+        ),
+        CfgError::Callx { .. } => {
+            "indirect calls (callx) do not exist in the kernel: call helpers by their id".into()
+        }
+    }
+}
+
+/// Jump targets, fall-throughs of conditional jumps and returns from calls.
+fn prune_points(code: &[Option<Insn>]) -> Vec<bool> {
+    let mut at = vec![false; code.len()];
+    for (s, insn) in code.iter().enumerate() {
+        let Some(insn) = insn else { continue };
+        let next = s + insn.slots();
+        match insn {
+            Insn::Jmp { off, .. } => {
+                mark(&mut at, s as i64 + 1 + *off as i64);
+                mark(&mut at, next as i64);
+            }
+            Insn::Ja { off } => mark(&mut at, s as i64 + 1 + *off as i64),
+            Insn::Ja32 { off } => mark(&mut at, s as i64 + 1 + *off as i64),
+            Insn::Call(CallTarget::Local(_)) => mark(&mut at, next as i64),
+            _ => {}
+        }
+    }
+    at
+}
+
+fn mark(at: &mut [bool], t: i64) {
+    if t >= 0 && (t as usize) < at.len() {
+        at[t as usize] = true;
+    }
+}
+
+enum Visit {
+    Pruned,
+    Continue(Option<usize>),
+}
+
+impl<'a> Verifier<'a> {
+    pub fn fresh_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn entry_state(&self) -> State {
+        let mut frame = Frame::new(0, 0, 0);
+        frame.regs[1] = Reg::pointer(Kind::Ctx);
+        State {
+            frames: vec![frame],
+            refs: Vec::new(),
+        }
+    }
+
+    fn walk(&mut self) -> Result<(), Rejection> {
+        let entry = self.entry_state();
+        self.pending.push(Pending {
+            pc: 0,
+            state: entry,
+            parent: None,
+        });
+        while let Some(Pending {
+            mut pc,
+            mut state,
+            mut parent,
+        }) = self.pending.pop()
+        {
+            if self.opts.log && self.processed > 0 {
+                self.log.push(format!("from {pc}: {}", state.describe()));
+            }
+            loop {
+                match self.advance(pc, &mut state, &mut parent) {
+                    Ok(Some(next)) => pc = next,
+                    Ok(None) => break,
+                    Err(f) => {
+                        if self.opts.log {
+                            self.log.push(f.kernel.clone());
+                        }
+                        return Err(Rejection {
+                            rule: f.rule,
+                            insn: pc,
+                            kernel: f.kernel,
+                            reason: f.reason,
+                            state: state.describe(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One instruction of the current path: the next pc, or `None` when the
+    /// path ends.
+    fn advance(
+        &mut self,
+        pc: usize,
+        state: &mut State,
+        parent: &mut Option<usize>,
+    ) -> Res<Option<usize>> {
+        self.processed += 1;
+        if self.processed > self.opts.insn_limit {
+            return Err(fail(
+                Rule::Complexity,
+                format!(
+                    "BPF program is too large. Processed {} insn",
+                    self.processed
+                ),
+                format!(
+                    "the verifier walked {} instructions without proving every path safe: simplify the program, bound loops more tightly or split it with tail calls",
+                    self.opts.insn_limit
+                ),
+            ));
+        }
+        if self.prune_at[pc] {
+            match self.visit(pc, state, *parent)? {
+                Visit::Pruned => {
+                    self.pruned += 1;
+                    if self.opts.log {
+                        self.log.push(format!("{pc}: safe"));
+                    }
+                    self.path_done(*parent);
+                    return Ok(None);
+                }
+                Visit::Continue(p) => *parent = p,
+            }
+        }
+        let insn = self.code[pc].expect("the walk stays on instruction starts");
+        let flow = self.step(pc, &insn, state)?;
+        if self.opts.log {
+            self.log_insn(pc, &insn, state);
+        }
+        match flow {
+            Flow::Next(n) => Ok(Some(n)),
+            Flow::Fork { next, at, other } => {
+                if let Some(p) = *parent {
+                    self.nodes[p].branches += 1;
+                }
+                self.pending.push(Pending {
+                    pc: at,
+                    state: other,
+                    parent: *parent,
+                });
+                Ok(Some(next))
+            }
+            Flow::Done => {
+                self.path_done(*parent);
+                Ok(None)
+            }
+        }
+    }
+
+    fn log_insn(&mut self, pc: usize, insn: &Insn, state: &State) {
+        let mut line = format!("{pc}: ({:02x}) {}", kfmt::opcode(insn), kfmt::insn(insn));
+        let written = match *insn {
+            Insn::Alu { dst, .. }
+            | Insn::Neg { dst, .. }
+            | Insn::Endian { dst, .. }
+            | Insn::Lddw { dst, .. }
+            | Insn::Load { dst, .. } => Some(dst.number()),
+            Insn::Call(_) => Some(0),
+            _ => None,
+        };
+        if let Some(r) = written {
+            line.push_str(&format!("\t; R{r}={}", state.reg(r)));
+        }
+        self.log.push(line);
+    }
+
+    /// Whether register `r` of frame `fi` may be read later on this path.
+    fn live_fn(&self, pc: usize, state: &State) -> impl Fn(usize, usize) -> bool + '_ {
+        let top = state.frames.len() - 1;
+        let returns: Vec<usize> = state.frames.iter().map(|f| f.callsite).collect();
+        move |fi, r| {
+            if r == 10 {
+                return true;
+            }
+            if fi == top {
+                self.live.is_live(pc, r)
+            } else {
+                // A caller resumes after the call with r0 set and r1-r5
+                // scratched.
+                r >= 6 && self.live.is_live(returns[fi + 1], r)
+            }
+        }
+    }
+
+    fn visit(&mut self, pc: usize, state: &State, parent: Option<usize>) -> Res<Visit> {
+        let live = self.live_fn(pc, state);
+        if let Some(list) = self.explored.get(&pc) {
+            for &n in list {
+                let node = &self.nodes[n];
+                if node.branches == 0 {
+                    if covers(&node.state, state, &live) {
+                        return Ok(Visit::Pruned);
+                    }
+                } else if covers(&node.state, state, &live) && covers(state, &node.state, &live) {
+                    return Err(fail(
+                        Rule::Complexity,
+                        format!("infinite loop detected at insn {pc}"),
+                        format!(
+                            "the loop through insn {pc} comes back to it in the same state, so it never ends: make sure the loop variable changes and is bounded"
+                        ),
+                    ));
+                }
+            }
+        }
+        drop(live);
+        let idx = self.nodes.len();
+        self.nodes.push(Node {
+            state: state.clone(),
+            parent,
+            branches: 1,
+        });
+        let list = self.explored.entry(pc).or_default();
+        list.push(idx);
+        if list.len() > MAX_STATES_PER_INSN {
+            // Forget the oldest finished state: pruning is an optimisation.
+            if let Some(pos) = list.iter().position(|&n| self.nodes[n].branches == 0) {
+                list.remove(pos);
+            }
+        }
+        Ok(Visit::Continue(Some(idx)))
+    }
+
+    fn path_done(&mut self, mut parent: Option<usize>) {
+        while let Some(p) = parent {
+            let node = &mut self.nodes[p];
+            node.branches -= 1;
+            if node.branches > 0 {
+                break;
+            }
+            parent = node.parent;
+        }
+    }
+
+    /// Reads register `r`, which must be initialised.
+    pub fn read(&self, state: &State, r: u8) -> Res<Reg> {
+        let reg = *state.reg(r);
+        if !reg.is_init() {
+            return Err(fail(
+                Rule::UninitRegister,
+                format!("R{r} !read_ok"),
+                format!("r{r} is read here but no value was ever written to it on this path"),
+            ));
+        }
+        Ok(reg)
+    }
+
+    /// Checks that `r` may be written (r10 may not).
+    pub fn writable(&self, r: u8) -> Res<()> {
+        if r == 10 {
+            return Err(fail(
+                Rule::FramePointer,
+                "frame pointer is read only",
+                "r10 is the frame pointer and cannot be changed: copy it to another register first",
+            ));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, pc: usize, insn: &Insn, st: &mut State) -> Res<Flow> {
+        let next = pc + insn.slots();
+        match *insn {
+            Insn::Alu {
+                width,
+                op,
+                dst,
+                src,
+            } => self.alu(st, width, op, dst.number(), src)?,
+            Insn::Neg { width, dst } => self.neg(st, width, dst.number())?,
+            Insn::Endian { order, bits, dst } => self.endian(st, order, bits, dst.number())?,
+            Insn::Ja { off } => return Ok(Flow::Next((pc as i64 + 1 + off as i64) as usize)),
+            Insn::Ja32 { off } => return Ok(Flow::Next((pc as i64 + 1 + off as i64) as usize)),
+            Insn::Jmp {
+                width,
+                cond,
+                dst,
+                src,
+                off,
+            } => {
+                let target = (pc as i64 + 1 + off as i64) as usize;
+                return self.cond_jump(st, width, cond, dst.number(), src, next, target);
+            }
+            Insn::Call(CallTarget::Helper(id)) => self.call_helper(pc, st, id)?,
+            Insn::Call(CallTarget::Local(off)) => {
+                let target = (pc as i64 + 1 + off as i64) as usize;
+                self.call_local(st, next, target)?;
+                return Ok(Flow::Next(target));
+            }
+            Insn::Call(CallTarget::Kfunc { btf_id, .. }) => {
+                return Err(fail(
+                    Rule::Unsupported,
+                    format!("kernel function call #{btf_id} is not modelled"),
+                    "kernel functions (kfuncs) are not modelled by sluice's verifier",
+                ));
+            }
+            Insn::Callx { .. } => unreachable!("the control-flow checks refuse callx"),
+            Insn::Exit => return self.exit(st),
+            Insn::Lddw { dst, value } => self.lddw(st, dst.number(), value, next)?,
+            Insn::Load {
+                size,
+                signed,
+                dst,
+                src,
+                off,
+            } => self.load(st, size, signed, dst.number(), src.number(), off)?,
+            Insn::Store {
+                size,
+                dst,
+                off,
+                src,
+            } => self.store(st, size, dst.number(), off, src)?,
+            Insn::Atomic {
+                size,
+                op,
+                fetch,
+                dst,
+                src,
+                off,
+            } => self.atomic(st, size, op, fetch, dst.number(), src.number(), off)?,
+            Insn::LdAbs { size, .. } => self.ld_abs(st, size, None)?,
+            Insn::LdInd { size, src, .. } => self.ld_abs(st, size, Some(src.number()))?,
+        }
+        Ok(Flow::Next(next))
+    }
+
+    fn lddw(&mut self, st: &mut State, dst: u8, value: Lddw, next: usize) -> Res<()> {
+        self.writable(dst)?;
+        let reg = match value {
+            Lddw::Imm(v) => Reg::konst(v),
+            Lddw::MapIdx(i) if (i as usize) < self.maps.len() => {
+                Reg::pointer(Kind::MapPtr(i as usize))
+            }
+            Lddw::MapIdxValue { idx, off } if (idx as usize) < self.maps.len() => {
+                let m = &self.maps[idx as usize];
+                if m.value_size == 0 || off < 0 || off as u32 >= m.value_size {
+                    return Err(fail(
+                        Rule::MapBounds,
+                        format!(
+                            "invalid access to map value pointer, value_size={} off={off}",
+                            m.value_size
+                        ),
+                        format!(
+                            "the address of map {}'s value at offset {off} is outside its {} bytes",
+                            m.name, m.value_size
+                        ),
+                    ));
+                }
+                Reg {
+                    off,
+                    ..Reg::pointer(Kind::MapValue(idx as usize))
+                }
+            }
+            Lddw::Func(off) => Reg::pointer(Kind::Func((next as i64 + off as i64) as usize)),
+            other => {
+                return Err(fail(
+                    Rule::InvalidInstruction,
+                    format!("lddw of {other:?} cannot be resolved"),
+                    "this lddw refers to a map or kernel object the program was not loaded with",
+                ));
+            }
+        };
+        *st.reg_mut(dst) = reg;
+        Ok(())
+    }
+
+    fn call_local(&mut self, st: &mut State, ret: usize, target: usize) -> Res<()> {
+        if st.frames.len() >= crate::MAX_CALL_FRAMES {
+            return Err(fail(
+                Rule::ControlFlow,
+                format!(
+                    "the call stack of {} frames is too deep",
+                    st.frames.len() + 1
+                ),
+                "calls nest more than 8 frames deep",
+            ));
+        }
+        let frameno = st.frames.len() as u8;
+        let mut callee = Frame::new(target, ret, frameno);
+        for r in 1..=5 {
+            callee.regs[r] = st.cur().regs[r];
+        }
+        st.frames.push(callee);
+        Ok(())
+    }
+
+    fn exit(&mut self, st: &mut State) -> Res<Flow> {
+        let r0 = self.read(st, 0).map_err(|mut f| {
+            f.reason =
+                "the function returns without setting r0: return a value on every path".into();
+            f
+        })?;
+        self.record_depth(st);
+        if st.frames.len() > 1 {
+            let frameno = (st.frames.len() - 1) as u8;
+            if r0.kind == Kind::Stack(frameno) {
+                return Err(fail(
+                    Rule::ReturnValue,
+                    "cannot return stack pointer to the caller frame",
+                    "the function returns a pointer into its own stack, which is gone once it returns",
+                ));
+            }
+            let callee = st.frames.pop().expect("callee frame");
+            let caller = st.cur_mut();
+            caller.regs[0] = r0;
+            for r in 1..=5 {
+                caller.regs[r] = Reg::NOT_INIT;
+            }
+            return Ok(Flow::Next(callee.callsite));
+        }
+        if let Some(held) = st.refs.first() {
+            return Err(fail(
+                Rule::ReferenceLeak,
+                format!(
+                    "Unreleased reference id={} alloc_insn={}",
+                    held.id, held.insn
+                ),
+                format!(
+                    "the reference taken at insn {} (a socket or ring buffer record) is still held when the program exits on this path: release, submit or discard it on every path",
+                    held.insn
+                ),
+            ));
+        }
+        if !self.opts.privileged && r0.kind.is_pointer() {
+            return Err(fail(
+                Rule::ReturnValue,
+                "R0 leaks addr as return value",
+                "the program returns a pointer; unprivileged programs may only return numbers",
+            ));
+        }
+        Ok(Flow::Done)
+    }
+
+    pub fn record_depth(&mut self, st: &State) {
+        let f = st.cur();
+        let d = self.depth.entry(f.func).or_default();
+        *d = (*d).max(f.depth);
+    }
+
+    /// The kernel's limit over call chains: the stacks of a chain's
+    /// functions (each rounded up to 16 bytes) fit in 512.
+    fn check_stack_depth(&self) -> Result<(), Rejection> {
+        let depth_of = |k: usize| -> usize {
+            let d = self
+                .depth
+                .get(&self.cfg.subprogs[k].start)
+                .copied()
+                .unwrap_or(0);
+            d.div_ceil(16) * 16
+        };
+        fn deepest(cfg: &Cfg, k: usize, depth_of: &dyn Fn(usize) -> usize) -> (usize, usize) {
+            let mut best = (0, 0);
+            for &c in &cfg.subprogs[k].calls {
+                let (d, n) = deepest(cfg, c, depth_of);
+                if d > best.0 {
+                    best = (d, n);
+                }
+            }
+            (depth_of(k) + best.0, best.1 + 1)
+        }
+        let (total, frames) = deepest(&self.cfg, 0, &depth_of);
+        if total > crate::state::STACK_SIZE {
+            return Err(Rejection {
+                rule: Rule::StackDepth,
+                insn: 0,
+                kernel: format!("combined stack size of {frames} calls is {total}. Too large"),
+                reason: format!(
+                    "the deepest call chain ({frames} functions) uses {total} bytes of stack; the kernel allows 512 in all: move large buffers into a per-CPU array map"
+                ),
+                state: String::new(),
+            });
+        }
+        Ok(())
+    }
+}
