@@ -226,17 +226,7 @@ impl Verifier<'_> {
                 format!("r{dst} is a {name} pointer, which cannot be moved by arithmetic"),
             ));
         }
-        if off.s.smin == i64::MIN && known.is_none() && matches!(op, AluOp::Add | AluOp::Sub) {
-            return Err(fail(
-                Rule::PointerArithmetic,
-                format!(
-                    "math between {name} pointer and register with unbounded min value is not allowed"
-                ),
-                format!(
-                    "the value added to the {name} pointer in r{dst} has no lower bound: check its range first"
-                ),
-            ));
-        }
+        sane_offset(&off, name)?;
         let _ = src_is_reg;
         let mut out = ptr;
         match op {
@@ -301,23 +291,14 @@ impl Verifier<'_> {
                 ));
             }
         }
-        if (out.off as i64).abs() >= MAX_VAR_OFF
-            || out.s.smin <= -MAX_VAR_OFF
-            || out.s.smax >= MAX_VAR_OFF
-        {
-            let v = if out.s.is_const() {
-                out.off as i64 + out.s.smin
-            } else {
-                out.s.smin
-            };
-            return Err(fail(
-                Rule::PointerArithmetic,
-                format!("value {v} makes {name} pointer be out of bounds"),
-                format!(
-                    "the {name} pointer in r{dst} is moved too far (more than 2^29 bytes): bound the offset first"
-                ),
+        if (out.off as i64).abs() >= MAX_VAR_OFF {
+            return Err(out_of_bounds(
+                format!("{name} pointer offset {} is not allowed", out.off),
+                name,
+                dst,
             ));
         }
+        sane_offset(&out, name)?;
         Ok(out)
     }
 
@@ -372,6 +353,42 @@ impl Verifier<'_> {
         }
         Ok(Reg::scalar(u))
     }
+}
+
+fn out_of_bounds(kernel: String, name: &str, dst: u8) -> crate::check::Fail {
+    fail(
+        Rule::PointerArithmetic,
+        kernel,
+        format!(
+            "the {name} pointer in r{dst} would move too far (2^29 bytes or more, or without a lower bound): bound the offset first"
+        ),
+    )
+}
+
+/// The kernel's `check_reg_sane_offset`: offsets (fixed, or the smallest
+/// variable one) stay within 2^29 bytes and have a lower bound.
+fn sane_offset(r: &Reg, name: &str) -> Res<()> {
+    let fail_with = |k: String| Err(out_of_bounds(k, name, 0));
+    if let Some(v) = r.s.as_const() {
+        let v = v as i64;
+        if r.is_scalar() && !(-MAX_VAR_OFF + 1..MAX_VAR_OFF).contains(&v) {
+            return fail_with(format!(
+                "math between {name} pointer and {v} is not allowed"
+            ));
+        }
+    }
+    if r.s.smin == i64::MIN {
+        return fail_with(format!(
+            "math between {name} pointer and register with unbounded min value is not allowed"
+        ));
+    }
+    if r.s.smin >= MAX_VAR_OFF || r.s.smin <= -MAX_VAR_OFF {
+        return fail_with(format!(
+            "value {} makes {name} pointer be out of bounds",
+            r.s.smin
+        ));
+    }
+    Ok(())
 }
 
 fn extend(s: &Scalar, bytes: u32, width: Width) -> Reg {

@@ -20,6 +20,8 @@ struct Meta {
     mem: Option<(u8, Reg, Arg)>,
     alloc: Option<u64>,
     release: Option<u32>,
+    /// The key, when it is a constant on the stack.
+    const_key: Option<u64>,
 }
 
 const MEM_EXPECTED: &str =
@@ -67,18 +69,48 @@ fn map_fits(t: MapType, id: u32) -> bool {
     by_map && by_helper
 }
 
+/// The value of `size` stack bytes at `at`, when known: all zero, or a
+/// spilled constant read from its start.
+fn stack_const(f: &Frame, at: i64, size: u32) -> Option<u64> {
+    if !(1..=8).contains(&size) || at < -(crate::state::STACK_SIZE as i64) || at + size as i64 > 0 {
+        return None;
+    }
+    let (slot, byte) = Frame::locate(at);
+    let s = f.slot(slot);
+    if byte == 0 && s.spill_len() >= size as usize && s.spill.is_scalar() {
+        return s.spill.s.as_const().map(|v| {
+            if size == 8 {
+                v
+            } else {
+                v & ((1u64 << (size * 8)) - 1)
+            }
+        });
+    }
+    let zero = (0..size as i64).all(|i| {
+        let (sl, b) = Frame::locate(at + i);
+        f.slot(sl).bytes[b] == Byte::Zero
+    });
+    zero.then_some(0)
+}
+
 impl Verifier<'_> {
     pub fn call_helper(&mut self, pc: usize, st: &mut State, id: i32) -> Res<()> {
         let uid = id as u32;
         let Some(proto) = protos::proto(uid) else {
             return Err(match isa::helper_name(id as i64) {
+                // The kernel has it, sluice does not (tracing and other
+                // helpers outside packet processing).
                 Some(n) => fail(
-                    Rule::UnknownHelper,
-                    format!("program of this type cannot use helper bpf_{n}#{id}"),
+                    Rule::Unsupported,
+                    format!("helper {n}#{id} is not modelled"),
                     format!(
-                        "bpf_{n} is not available to {} programs in sluice",
-                        self.kind.type_name()
+                        "{n} is a kernel helper sluice does not provide, so it can neither check nor run this program"
                     ),
+                ),
+                None if id == 0 => fail(
+                    Rule::UnknownHelper,
+                    "program of this type cannot use helper bpf_unspec#0",
+                    "helper id 0 (bpf_unspec) is no helper",
                 ),
                 None => fail(
                     Rule::UnknownHelper,
@@ -153,6 +185,15 @@ impl Verifier<'_> {
                             "map of maps without an inner map template",
                             "the map of maps has no inner map definition",
                         ));
+                    }
+                    (MapType::Array | MapType::PercpuArray, _)
+                        if meta
+                            .const_key
+                            .is_some_and(|k| k < self.maps[m].max_entries as u64) =>
+                    {
+                        // A constant key inside an array: never NULL (as
+                        // in the kernel since 6.14).
+                        Kind::MapValue(m)
                     }
                     _ => Kind::MapValueOrNull(m),
                 };
@@ -242,6 +283,16 @@ impl Verifier<'_> {
                     return Err(type_error(r, reg.kind, "map_ptr"));
                 };
                 let t = self.maps[m].map_type;
+                if id == 12 && t != MapType::ProgArray {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        "expected prog array map for tail call",
+                        format!(
+                            "bpf_tail_call needs a program array, and map {} is a {t:?} map",
+                            self.maps[m].name
+                        ),
+                    ));
+                }
                 if !map_fits(t, id) {
                     return Err(fail(
                         Rule::HelperArgument,
@@ -269,11 +320,23 @@ impl Verifier<'_> {
                     reg.kind,
                     Kind::Stack(_) | Kind::Packet | Kind::PacketMeta | Kind::MapValue(_)
                 ) {
-                    return Err(type_error(
-                        r,
-                        reg.kind,
-                        "fp, pkt, pkt_meta, map_key, map_value",
-                    ));
+                    let mut e = type_error(r, reg.kind, "fp, pkt, pkt_meta, map_key, map_value");
+                    if reg.kind.maybe_null() {
+                        e.rule = Rule::NullPointer;
+                        e.reason =
+                            format!("r{r} may be NULL: check it before passing it to the helper");
+                    }
+                    return Err(e);
+                }
+                if arg == Arg::Key
+                    && let Kind::Stack(f) = reg.kind
+                    && reg.s.is_const()
+                {
+                    meta.const_key = stack_const(
+                        &st.frames[f as usize],
+                        reg.off as i64 + reg.s.var.value as i64,
+                        size,
+                    );
                 }
                 let write = arg == Arg::UninitValue;
                 self.helper_mem(st, r, &reg, size as u64, write)
@@ -449,14 +512,14 @@ impl Verifier<'_> {
         let size32 = size.min(u32::MAX as u64) as u32;
         match reg.kind {
             Kind::Stack(frame) => {
-                let (min, max) =
-                    self.stack_bounds(r, reg, reg.off as i64, size32, " indirect access to")?;
+                let extra = if write { " write to" } else { " read from" };
+                let (min, max) = self.stack_bounds(r, reg, reg.off as i64, size32, extra)?;
                 let privileged = self.opts.privileged;
                 let f = &mut st.frames[frame as usize];
                 f.depth = f.depth.max((-min) as usize);
                 for a in min..max {
                     let (slot, byte) = Frame::locate(a);
-                    let s = &mut f.stack[slot];
+                    let s = f.slot_mut(slot);
                     if write {
                         if s.bytes.contains(&Byte::Spill) {
                             for b in s.bytes.iter_mut() {

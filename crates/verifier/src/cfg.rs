@@ -18,7 +18,7 @@ pub enum CfgError {
     JumpOutOfRange { from: usize, to: i64 },
     #[error("jump from insn {from} into the middle of the lddw at insn {}", to - 1)]
     JumpIntoLddw { from: usize, to: usize },
-    #[error("call from insn {from} to insn {to}, outside the program or inside an lddw")]
+    #[error("call to invalid destination (insn {from} calls insn {to})")]
     CallOutOfRange { from: usize, to: i64 },
     #[error(
         "last insn {insn} of the function at insn {start} is not an exit or jmp (it falls off the end)"

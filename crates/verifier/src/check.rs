@@ -77,12 +77,16 @@ pub struct Verifier<'a> {
     next_id: u32,
     pub log: Vec<String>,
     pruned: usize,
+    last_stored: usize,
     /// Deepest stack use per function start.
     pub depth: HashMap<usize, usize>,
 }
 
 /// States kept per instruction for pruning.
 const MAX_STATES_PER_INSN: usize = 64;
+
+/// Instructions processed between two stored states.
+const STORE_EVERY: usize = 8;
 
 pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
     let start = Instant::now();
@@ -151,6 +155,7 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         next_id: 0,
         log: Vec::new(),
         pruned: 0,
+        last_stored: 0,
         depth: HashMap::new(),
     };
     report.result = v.walk().and_then(|()| v.check_stack_depth());
@@ -411,6 +416,12 @@ impl<'a> Verifier<'a> {
             }
         }
         drop(live);
+        // Storing every visit would cost memory and comparisons in tight
+        // loops: like the kernel, store only after some progress.
+        if self.processed - self.last_stored < STORE_EVERY {
+            return Ok(Visit::Continue(parent));
+        }
+        self.last_stored = self.processed;
         let idx = self.nodes.len();
         self.nodes.push(Node {
             state: state.clone(),
@@ -420,10 +431,9 @@ impl<'a> Verifier<'a> {
         let list = self.explored.entry(pc).or_default();
         list.push(idx);
         if list.len() > MAX_STATES_PER_INSN {
-            // Forget the oldest finished state: pruning is an optimisation.
-            if let Some(pos) = list.iter().position(|&n| self.nodes[n].branches == 0) {
-                list.remove(pos);
-            }
+            // Forget the oldest state: pruning and loop detection are
+            // optimisations (the instruction limit still ends every walk).
+            list.remove(0);
         }
         Ok(Visit::Continue(Some(idx)))
     }
@@ -602,7 +612,7 @@ impl<'a> Verifier<'a> {
             if r0.kind == Kind::Stack(frameno) {
                 return Err(fail(
                     Rule::ReturnValue,
-                    "cannot return stack pointer to the caller frame",
+                    "cannot return stack pointer to the caller",
                     "the function returns a pointer into its own stack, which is gone once it returns",
                 ));
             }

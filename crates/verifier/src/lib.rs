@@ -27,7 +27,7 @@ use std::fmt;
 pub use cfg::{Cfg, CfgError, MAX_CALL_FRAMES, Subprog};
 
 use maps::MapType;
-use obj::{MapOrigin, Object, Program};
+use obj::{MapDef, MapOrigin, Object, Program};
 
 /// Processed instructions after which the kernel gives up.
 pub const INSN_LIMIT: usize = 1_000_000;
@@ -166,9 +166,14 @@ impl MapInfo {
     /// The maps of an object, inner-map templates appended; `data`
     /// overrides a global data map's initial contents (after `--set`).
     pub fn of_object(object: &Object, data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapInfo> {
+        MapInfo::of_maps(&object.maps, data)
+    }
+
+    /// The same for a list of map definitions.
+    pub fn of_maps(maps: &[MapDef], data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapInfo> {
         let mut out: Vec<MapInfo> = Vec::new();
         let mut inner = Vec::new();
-        for (i, def) in object.maps.iter().enumerate() {
+        for (i, def) in maps.iter().enumerate() {
             let readonly = matches!(def.origin, MapOrigin::Data { readonly: true, .. })
                 || def.spec.flags & F_RDONLY_PROG != 0;
             let frozen = match def.origin {

@@ -301,10 +301,22 @@ impl Verifier<'_> {
                     kind.name()
                 ),
             )),
+            Kind::MapPtr(_) => Err(fail(
+                Rule::Unsupported,
+                format!("R{regno} reading struct bpf_map fields is not modelled"),
+                "the program reads the kernel's struct bpf_map through a map pointer, which sluice does not model",
+            )),
             Kind::Sock { .. } => Err(fail(
                 Rule::Unsupported,
                 format!("R{regno} socket field access is not modelled"),
                 "sluice's verifier does not model reading socket fields",
+            )),
+            Kind::Scalar if base.is_null_const() => Err(fail(
+                Rule::NullPointer,
+                format!("R{regno} invalid mem access 'scalar'"),
+                format!(
+                    "r{regno} is NULL on this path (a pointer check said so): do not dereference it here"
+                ),
             )),
             kind => Err(fail(
                 Rule::InvalidDeref,
@@ -394,7 +406,6 @@ impl Verifier<'_> {
         let write = access == Access::Write;
         let extra = if write { " write to" } else { " read from" };
         let fixed = off + base.off as i64;
-        let (min, max) = self.stack_bounds(regno, base, fixed, size, extra)?;
         // Stack accesses must be aligned to their size (the kernel's spill
         // tracking relies on it).
         if !base
@@ -414,6 +425,7 @@ impl Verifier<'_> {
                 ),
             ));
         }
+        let (min, max) = self.stack_bounds(regno, base, fixed, size, extra)?;
         let fno = frame as usize;
         if write
             && fno + 1 != st.frames.len()
@@ -448,7 +460,7 @@ impl Verifier<'_> {
             // A variable-offset write makes every byte it may touch unknown.
             for a in min..max {
                 let (slot, byte) = Frame::locate(a);
-                let s = &mut f.stack[slot];
+                let s = f.slot_mut(slot);
                 if s.bytes.contains(&Byte::Spill) {
                     for b in s.bytes.iter_mut() {
                         if *b == Byte::Spill {
@@ -462,7 +474,7 @@ impl Verifier<'_> {
         } else {
             for a in min..max {
                 let (slot, byte) = Frame::locate(a);
-                if f.stack[slot].bytes[byte] == Byte::Invalid && !self.opts.privileged {
+                if f.slot(slot).bytes[byte] == Byte::Invalid && !self.opts.privileged {
                     return Err(fail(
                         Rule::StackBounds,
                         format!(
@@ -528,7 +540,7 @@ impl Verifier<'_> {
 /// A fixed-offset store into a frame's stack.
 fn stack_write(f: &mut Frame, at: i64, size: u32, value: Reg, privileged: bool) -> Res<()> {
     let (slot, byte) = Frame::locate(at);
-    let s = &mut f.stack[slot];
+    let s = f.slot_mut(slot);
     let aligned = byte == 0;
     if value.kind.is_pointer() && size != 8 {
         if !privileged {
@@ -586,7 +598,7 @@ fn stack_write(f: &mut Frame, at: i64, size: u32, value: Reg, privileged: bool) 
 /// A fixed-offset load from a frame's stack.
 fn stack_read(f: &Frame, at: i64, size: u32, privileged: bool) -> Res<Reg> {
     let (slot, byte) = Frame::locate(at);
-    let s = &f.stack[slot];
+    let s = f.slot(slot);
     let spill = s.spill_len();
     if spill > 0 {
         if byte == 0 && size as usize == spill && size == 8 {

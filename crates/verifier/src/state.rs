@@ -277,7 +277,8 @@ pub const SLOTS: usize = STACK_SIZE / 8;
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Frame {
     pub regs: [Reg; 11],
-    /// Slot `i` covers stack offsets `-(i+1)*8 .. -i*8`.
+    /// Slot `i` covers stack offsets `-(i+1)*8 .. -i*8`; slots past the
+    /// end were never touched.
     pub stack: Vec<Slot>,
     /// Where the caller continues (slot after the call), for frames > 0.
     pub callsite: usize,
@@ -293,11 +294,22 @@ impl Frame {
         regs[10] = Reg::pointer(Kind::Stack(frameno));
         Frame {
             regs,
-            stack: vec![Slot::EMPTY; SLOTS],
+            stack: Vec::new(),
             callsite,
             func,
             depth: 0,
         }
+    }
+
+    pub fn slot(&self, i: usize) -> &Slot {
+        self.stack.get(i).unwrap_or(&Slot::EMPTY)
+    }
+
+    pub fn slot_mut(&mut self, i: usize) -> &mut Slot {
+        if i >= self.stack.len() {
+            self.stack.resize(i + 1, Slot::EMPTY);
+        }
+        &mut self.stack[i]
     }
 
     /// The stack byte at offset `off` (negative) from the frame pointer:
@@ -440,8 +452,8 @@ pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool) -> 
                 return false;
             }
         }
-        for (so, sn) in fo.stack.iter().zip(&fnew.stack) {
-            if !slot_covers(so, sn, &mut ids) {
+        for i in 0..fo.stack.len().max(fnew.stack.len()) {
+            if !slot_covers(fo.slot(i), fnew.slot(i), &mut ids) {
                 return false;
             }
         }

@@ -253,6 +253,9 @@ impl Tnum {
 impl fmt::Display for Tnum {
     /// The kernel's spelling: `(0x0; 0xff)` for value and mask.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_const() {
+            return write!(f, "{}", self.value as i64);
+        }
         write!(f, "({:#x}; {:#x})", self.value, self.mask)
     }
 }

@@ -83,6 +83,21 @@ pub fn socket_table() -> HelperTable<Env> {
     t
 }
 
+/// The helper ids a program of `kind` may call in sluice (`None` for kinds
+/// sluice cannot run).
+pub fn ids_for(kind: &obj::ProgramKind) -> Option<Vec<u32>> {
+    let table = match kind {
+        obj::ProgramKind::Xdp { .. } => xdp_table(),
+        obj::ProgramKind::SchedCls | obj::ProgramKind::SchedAct => tc_table(),
+        obj::ProgramKind::SocketFilter => socket_table(),
+        obj::ProgramKind::Unsupported(_) => return None,
+    };
+    // Tail calls are the VM's own, not a table entry.
+    let mut ids: Vec<u32> = table.ids().collect();
+    ids.push(id("tail_call"));
+    Some(ids)
+}
+
 /// Runs are single-threaded, so a lock is always free.
 fn spin_lock(_: &mut Ctx) -> Ret {
     Ok(0)
