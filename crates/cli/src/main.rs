@@ -30,6 +30,8 @@ enum Command {
     Disasm(cmd::disasm::Args),
     /// Replay a capture or generated traffic through a program in the VM
     Run(Box<cmd::run::Args>),
+    /// Check that programs are safe, as the kernel's verifier would, and explain why not
+    Verify(cmd::verify::Args),
     /// Compare the VM with the kernel, packet by packet (BPF_PROG_TEST_RUN; needs root)
     Diff(cmd::diff::Args),
     /// Load an object into the kernel and pin its programs and maps (needs root)
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Run(a) => cmd::run::run(*a),
+        Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Load(a) => cmd::kernel::load(a),
         Command::Attach(a) => cmd::kernel::attach(a),

@@ -197,6 +197,7 @@ impl Verifier<'_> {
                     }
                     _ => Kind::MapValueOrNull(m),
                 };
+                self.origins.insert(id, pc);
                 Reg {
                     id,
                     ..Reg::pointer(kind)
@@ -204,6 +205,7 @@ impl Verifier<'_> {
             }
             Ret::RingbufOrNull => {
                 let id = self.fresh_id();
+                self.origins.insert(id, pc);
                 st.refs.push(Held { id, insn: pc });
                 Reg {
                     id,
@@ -217,6 +219,7 @@ impl Verifier<'_> {
             }
             Ret::SockOrNull { common } => {
                 let id = self.fresh_id();
+                self.origins.insert(id, pc);
                 st.refs.push(Held { id, insn: pc });
                 Reg {
                     id,

@@ -22,6 +22,14 @@ pub struct Fail {
     pub rule: Rule,
     pub kernel: String,
     pub reason: String,
+    pub origin: Option<usize>,
+}
+
+impl Fail {
+    pub fn with_origin(mut self, origin: Option<usize>) -> Fail {
+        self.origin = origin;
+        self
+    }
 }
 
 pub fn fail(rule: Rule, kernel: impl Into<String>, reason: impl Into<String>) -> Fail {
@@ -29,6 +37,7 @@ pub fn fail(rule: Rule, kernel: impl Into<String>, reason: impl Into<String>) ->
         rule,
         kernel: kernel.into(),
         reason: reason.into(),
+        origin: None,
     }
 }
 
@@ -62,6 +71,8 @@ struct Pending {
 }
 
 pub struct Verifier<'a> {
+    /// Slots poisoned by CO-RE, and why.
+    pub poisoned: &'a [(usize, String)],
     pub kind: &'a ProgramKind,
     /// The instruction starting at each slot.
     pub code: Vec<Option<Insn>>,
@@ -78,6 +89,8 @@ pub struct Verifier<'a> {
     pub log: Vec<String>,
     pruned: usize,
     last_stored: usize,
+    /// The instruction that made each nullable pointer id.
+    pub origins: HashMap<u32, usize>,
     /// Deepest stack use per function start.
     pub depth: HashMap<usize, usize>,
 }
@@ -105,6 +118,7 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         kernel,
         reason,
         state: String::new(),
+        origin: None,
     };
     if let ProgramKind::Unsupported(why) = &prog.kind {
         report.result = Err(reject(Rule::Unsupported, 0, why.clone(), why.clone()));
@@ -141,6 +155,7 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
     let live = Liveness::compute(&code);
     let prune_at = prune_points(&code);
     let mut v = Verifier {
+        poisoned: &prog.core_poisoned,
         kind: &prog.kind,
         code,
         cfg,
@@ -156,6 +171,7 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         log: Vec::new(),
         pruned: 0,
         last_stored: 0,
+        origins: HashMap::new(),
         depth: HashMap::new(),
     };
     report.result = v.walk().and_then(|()| v.check_stack_depth());
@@ -292,6 +308,7 @@ impl<'a> Verifier<'a> {
                             kernel: f.kernel,
                             reason: f.reason,
                             state: state.describe(),
+                            origin: f.origin,
                         });
                     }
                 }
@@ -497,7 +514,18 @@ impl<'a> Verifier<'a> {
                 let target = (pc as i64 + 1 + off as i64) as usize;
                 return self.cond_jump(st, width, cond, dst.number(), src, next, target);
             }
-            Insn::Call(CallTarget::Helper(id)) => self.call_helper(pc, st, id)?,
+            Insn::Call(CallTarget::Helper(id)) => {
+                if let Some((_, why)) = self.poisoned.iter().find(|(at, _)| *at == pc) {
+                    return Err(fail(
+                        Rule::InvalidInstruction,
+                        format!("invalid func unknown#{id}"),
+                        format!(
+                            "insn {pc} was poisoned by a CO-RE relocation that failed: {why} (guard it with bpf_core_field_exists(), or build against the target's types)"
+                        ),
+                    ));
+                }
+                self.call_helper(pc, st, id)?
+            }
             Insn::Call(CallTarget::Local(off)) => {
                 let target = (pc as i64 + 1 + off as i64) as usize;
                 self.call_local(st, next, target)?;
@@ -684,6 +712,7 @@ impl<'a> Verifier<'a> {
                     "the deepest call chain ({frames} functions) uses {total} bytes of stack; the kernel allows 512 in all: move large buffers into a per-CPU array map"
                 ),
                 state: String::new(),
+                origin: None,
             });
         }
         Ok(())

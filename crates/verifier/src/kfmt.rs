@@ -206,6 +206,19 @@ fn op_char(op: AtomicOp) -> &'static str {
     }
 }
 
+/// The instruction starting at slot `slot`, as the log shows it:
+/// `(61) r0 = *(u32 *)(r1 +0)`.
+pub fn at(insns: &[Insn], slot: usize) -> Option<String> {
+    let mut s = 0;
+    for i in insns {
+        if s == slot {
+            return Some(format!("({:02x}) {}", opcode(i), insn(i)));
+        }
+        s += i.slots();
+    }
+    None
+}
+
 /// The opcode byte, as the log shows it in parentheses.
 pub fn opcode(i: &Insn) -> u8 {
     i.to_raw().0[0].code

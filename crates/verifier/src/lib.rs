@@ -15,7 +15,7 @@ mod call;
 pub mod cfg;
 mod check;
 pub mod ctx;
-mod kfmt;
+pub mod kfmt;
 mod live;
 mod mem;
 pub mod protos;
@@ -118,6 +118,9 @@ pub struct Rejection {
     pub reason: String,
     /// The registers and stack on the failing path.
     pub state: String,
+    /// Where the value at fault came from (the map lookup that may return
+    /// NULL), when that helps.
+    pub origin: Option<usize>,
 }
 
 impl fmt::Display for Rejection {

@@ -19,6 +19,15 @@ pub enum Access {
 }
 
 impl Verifier<'_> {
+    /// What a program of this type returns to drop a packet, for advice.
+    pub fn drop_action(&self) -> &'static str {
+        match self.kind {
+            obj::ProgramKind::Xdp { .. } => "XDP_DROP",
+            obj::ProgramKind::SchedCls | obj::ProgramKind::SchedAct => "TC_ACT_SHOT",
+            _ => "0",
+        }
+    }
+
     pub fn load(
         &mut self,
         st: &mut State,
@@ -297,10 +306,11 @@ impl Verifier<'_> {
                 Rule::NullPointer,
                 format!("R{regno} invalid mem access '{}'", kind.name()),
                 format!(
-                    "r{regno} may be NULL here ({}): check it with `if (!ptr) return ...;` before using it",
-                    kind.name()
+                    "r{regno} may be NULL here ({}): add a check like `if (!value) return {};` after the call that returned it, before this use",
+                    kind.name(),
+                    self.drop_action()
                 ),
-            )),
+            ).with_origin(self.origins.get(&base.id).copied())),
             Kind::MapPtr(_) => Err(fail(
                 Rule::Unsupported,
                 format!("R{regno} reading struct bpf_map fields is not modelled"),
@@ -665,7 +675,7 @@ fn packet_check(regno: u8, base: &Reg, off: i64, size: u32) -> Res<()> {
                 base.id, base.off, base.range
             ),
             format!(
-                "reading {size} bytes at offset {at} of packet pointer r{regno} is not proven inside the packet (only {} bytes are): compare `ptr + {} > data_end` and bail out first",
+                "accessing {size} byte(s) at offset {at} of packet pointer r{regno} is not proven inside the packet (only {} are): compare `ptr + {} > data_end` and bail out first",
                 base.range,
                 at + size as i64
             ),

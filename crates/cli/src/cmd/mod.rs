@@ -7,3 +7,4 @@ pub mod exec;
 pub mod kernel;
 pub mod run;
 pub mod trafficgen;
+pub mod verify;

@@ -70,6 +70,9 @@ pub struct Args {
     /// Entries shown per map
     #[arg(long, default_value_t = 16)]
     pub map_entries: usize,
+    /// Replay without verifying first (every access is still checked at run time)
+    #[arg(long)]
+    pub no_verify: bool,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
@@ -244,6 +247,9 @@ fn percentiles(mut v: Vec<u32>) -> Percentiles {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let mut hook = prepare(&a)?;
+    if !a.no_verify {
+        crate::cmd::verify::before_run(&hook)?;
+    }
     report(&a, &mut hook)
 }
 
