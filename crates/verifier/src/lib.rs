@@ -19,6 +19,7 @@ pub mod kfmt;
 mod live;
 mod mem;
 pub mod protos;
+pub mod randprog;
 pub mod state;
 pub mod tnum;
 
