@@ -2,6 +2,8 @@
 //! with clang (`-target bpf -O2 -g -mcpu=v3`). The objects are also written
 //! to `target/bpf/<name>.o`.
 
+pub mod thirdparty;
+
 include!(concat!(env!("OUT_DIR"), "/programs.rs"));
 
 /// The object of program `name` (e.g. `xdp_ddos`).

@@ -119,31 +119,7 @@ pub fn kernel_available(what: &str) -> bool {
     root
 }
 
-/// The xdp-tools objects `./dev.sh setup` fetches into target/thirdparty.
-pub fn thirdparty_objects() -> Vec<std::path::PathBuf> {
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/thirdparty/root/usr/lib");
-    let mut found = Vec::new();
-    if let Ok(arches) = std::fs::read_dir(&root) {
-        for a in arches.flatten() {
-            if let Ok(files) = std::fs::read_dir(a.path().join("bpf")) {
-                found.extend(
-                    files
-                        .flatten()
-                        .map(|f| f.path())
-                        .filter(|p| p.extension().is_some_and(|e| e == "o")),
-                );
-            }
-        }
-    }
-    found.sort();
-    assert!(
-        found.len() >= 10,
-        "the xdp-tools objects are missing from {}: run ./dev.sh setup",
-        root.display()
-    );
-    found
-}
+pub use programs::thirdparty::xdp_tools_objects as thirdparty_objects;
 
 /// An example with the kernel's header structs marked
 /// `preserve_access_index`, as programs built on vmlinux.h have them: each

@@ -1,0 +1,72 @@
+//! Third-party programs (from `./dev.sh setup`): xdp-tools' objects,
+//! cilium/ebpf's XDP and tc examples' sources, and Cilium's datapath in its
+//! default configuration. sluice accepts every packet program the kernel
+//! accepts, and the kernel (when root) gives the same verdict.
+
+use verifier::{MapInfo, Options};
+
+fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<String>) -> usize {
+    let object = obj::Object::parse(bytes).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let maps = MapInfo::of_object(&object, &|_| None);
+    let mut checked = 0;
+    for p in object.programs.iter().filter(|p| p.kind.is_runnable()) {
+        let opts = Options {
+            helpers: runtime::helpers::ids_for(&p.kind),
+            ..Options::default()
+        };
+        let ours = verifier::verify(p, &maps, &opts);
+        let line = format!(
+            "{label} {}: sluice {:?} in {} insns",
+            p.name,
+            ours.result.as_ref().map_err(|e| &e.kernel),
+            ours.insns_processed
+        );
+        if kernel {
+            let theirs = kernel::verify::verify_program(p, &object.maps, &|_| None)
+                .unwrap_or_else(|e| panic!("{label} {}: {e}", p.name));
+            eprintln!(
+                "{line}; kernel {} in {:?}",
+                theirs.accepted, theirs.insns_processed
+            );
+            if theirs.accepted != ours.result.is_ok() {
+                failures.push(format!(
+                    "{line}, but the kernel says {}: {}",
+                    theirs.accepted,
+                    theirs.reason()
+                ));
+            }
+        } else {
+            eprintln!("{line}");
+        }
+        if let Err(e) = &ours.result {
+            failures.push(format!("{line}: {}", e.reason));
+        }
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn third_party_programs_verify_as_in_the_kernel() {
+    let kernel = kernel::available_for_test("kernel verdicts on third-party programs");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for path in programs::thirdparty::xdp_tools_objects() {
+        let bytes = std::fs::read(&path).unwrap();
+        checked += check_object(
+            &path.file_name().unwrap().to_string_lossy(),
+            &bytes,
+            kernel,
+            &mut failures,
+        );
+    }
+    let root = programs::thirdparty::source_root("cilium@v1.20.2");
+    let (_, defines) = programs::thirdparty::CONFIGS[0];
+    for file in programs::thirdparty::DATAPATH {
+        let bytes = programs::thirdparty::build_cilium(&root, file, defines);
+        checked += check_object(&format!("cilium {file}"), &bytes, kernel, &mut failures);
+    }
+    eprintln!("{checked} programs");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 40, "only {checked} programs");
+}
