@@ -342,7 +342,7 @@ fn every_patch_matches_libbpf_against_the_running_kernel() {
         objects.push((name.to_string(), compile(name, &core_variant(name))));
     }
     // Third-party objects: xdpdump's fentry programs read kernel structs.
-    for path in thirdparty_objects() {
+    for path in programs::thirdparty::xdp_tools_objects() {
         objects.push((path.display().to_string(), std::fs::read(&path).unwrap()));
     }
     let mut compared = 0;

@@ -13,7 +13,7 @@ use runtime::*;
 fn xdp_tools_programs_run_over_every_capture() {
     let frames = capture_frames();
     let mut ran = 0;
-    for path in thirdparty_objects() {
+    for path in programs::thirdparty::xdp_tools_objects() {
         let object = obj::Object::parse(&std::fs::read(&path).unwrap())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for (i, p) in object.programs.iter().enumerate() {

@@ -119,7 +119,6 @@ pub fn kernel_available(what: &str) -> bool {
     root
 }
 
-pub use programs::thirdparty::xdp_tools_objects as thirdparty_objects;
 
 /// An example with the kernel's header structs marked
 /// `preserve_access_index`, as programs built on vmlinux.h have them: each
