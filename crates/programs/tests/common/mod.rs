@@ -119,7 +119,6 @@ pub fn kernel_available(what: &str) -> bool {
     root
 }
 
-
 /// An example with the kernel's header structs marked
 /// `preserve_access_index`, as programs built on vmlinux.h have them: each
 /// access to a context or header field becomes a CO-RE relocation.
