@@ -68,6 +68,15 @@ impl Verifier<'_> {
             }),
         };
         if d.kind.is_pointer() || s.kind.is_pointer() {
+            // The number added to a pointer decides what it may reach.
+            let number = match src {
+                Operand::Reg(r) if d.kind.is_pointer() && s.is_scalar() => 1u16 << r.number(),
+                _ if d.is_scalar() => 1u16 << dst,
+                _ => 0,
+            };
+            if number != 0 {
+                self.demand(st, number, &[]);
+            }
             let out = self.pointer_alu(width, op, dst, d, s, src_reg.is_some())?;
             *st.reg_mut(dst) = out;
             return Ok(());

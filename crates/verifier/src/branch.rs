@@ -232,6 +232,22 @@ impl Verifier<'_> {
             Width::W64 => Bits::B64,
             Width::W32 => Bits::B32,
         };
+        let mut refined = None;
+        if d.is_scalar() && s.is_scalar() {
+            let true_edge = refine(&d.s, &s.s, Edge::Holds(cond), bits);
+            let false_edge = match negate(cond) {
+                Some(n) => refine(&d.s, &s.s, Edge::Holds(n), bits),
+                None => refine(&d.s, &s.s, Edge::NotSet, bits),
+            };
+            let compared = (1u16 << dst) | src_reg.map_or(0, |r| 1 << r);
+            self.last_linked = linked(st, &[d, s]);
+            if true_edge.is_none() || false_edge.is_none() {
+                // The values decided the branch: they must stay as narrow
+                // wherever this path is compared with another.
+                self.demand(st, compared, &[]);
+            }
+            refined = Some((true_edge, false_edge));
+        }
         let mut taken = Some(st.clone());
         let mut fall = Some(std::mem::replace(
             st,
@@ -241,12 +257,7 @@ impl Verifier<'_> {
             },
         ));
 
-        if d.is_scalar() && s.is_scalar() {
-            let true_edge = refine(&d.s, &s.s, Edge::Holds(cond), bits);
-            let false_edge = match negate(cond) {
-                Some(n) => refine(&d.s, &s.s, Edge::Holds(n), bits),
-                None => refine(&d.s, &s.s, Edge::NotSet, bits),
-            };
+        if let Some((true_edge, false_edge)) = refined {
             apply(&mut taken, true_edge, dst, src_reg, &d, &s);
             apply(&mut fall, false_edge, dst, src_reg, &d, &s);
         } else if width == Width::W64
@@ -352,6 +363,45 @@ impl Verifier<'_> {
             });
         }
     }
+}
+
+/// Registers and spilled numbers of the current frame linked (same id)
+/// to the compared numbers, and whether links reach other frames.
+fn linked(st: &State, compared: &[Reg]) -> (u16, u64, bool) {
+    let ids: Vec<u32> = compared
+        .iter()
+        .filter(|r| r.is_scalar() && r.id != 0)
+        .map(|r| r.id)
+        .collect();
+    if ids.is_empty() {
+        return (0, 0, false);
+    }
+    let top = st.frames.len() - 1;
+    let (mut regs, mut slots, mut far) = (0u16, 0u64, false);
+    for (f, frame) in st.frames.iter().enumerate() {
+        for (r, reg) in frame.regs.iter().enumerate() {
+            if reg.is_scalar() && ids.contains(&reg.id) {
+                if f == top {
+                    regs |= 1 << r;
+                } else {
+                    far = true;
+                }
+            }
+        }
+        for (i, slot) in frame.stack.iter().enumerate() {
+            if slot.bytes.contains(&crate::state::Byte::Spill)
+                && slot.spill.is_scalar()
+                && ids.contains(&slot.spill.id)
+            {
+                if f == top && i < 64 {
+                    slots |= 1 << i;
+                } else {
+                    far = true;
+                }
+            }
+        }
+    }
+    (regs, slots, far)
 }
 
 /// The largest packet offset the kernel tracks (`MAX_PACKET_OFF`).

@@ -20,8 +20,9 @@ struct Meta {
     mem: Option<(u8, Reg, Arg)>,
     alloc: Option<u64>,
     release: Option<u32>,
-    /// The key, when it is a constant on the stack.
+    /// The key, when it is a constant on the stack, and its stack slots.
     const_key: Option<u64>,
+    key_slots: Vec<(u8, u8)>,
 }
 
 const MEM_EXPECTED: &str =
@@ -192,7 +193,9 @@ impl Verifier<'_> {
                             .is_some_and(|k| k < self.maps[m].max_entries as u64) =>
                     {
                         // A constant key inside an array: never NULL (as
-                        // in the kernel since 6.14).
+                        // in the kernel since 6.14). The key's value decided it.
+                        let slots = std::mem::take(&mut meta.key_slots);
+                        self.demand(st, 0, &slots);
                         Kind::MapValue(m)
                     }
                     _ => Kind::MapValueOrNull(m),
@@ -335,14 +338,16 @@ impl Verifier<'_> {
                     && let Kind::Stack(f) = reg.kind
                     && reg.s.is_const()
                 {
-                    meta.const_key = stack_const(
-                        &st.frames[f as usize],
-                        reg.off as i64 + reg.s.var.value as i64,
-                        size,
-                    );
+                    let at = reg.off as i64 + reg.s.var.value as i64;
+                    meta.const_key = stack_const(&st.frames[f as usize], at, size);
+                    if meta.const_key.is_some() {
+                        let (first, _) = Frame::locate(at);
+                        let (last, _) = Frame::locate(at + size as i64 - 1);
+                        meta.key_slots = (last..=first).map(|s| (f, s as u8)).collect();
+                    }
                 }
                 let write = arg == Arg::UninitValue;
-                self.helper_mem(st, r, &reg, size as u64, write)
+                self.helper_mem(st, r, &reg, size as u64, write, !write)
                     .map_err(|mut f| {
                         f.reason = format!(
                             "the map {what} passed in r{r} must be {size} readable bytes: {}",
@@ -365,9 +370,10 @@ impl Verifier<'_> {
             }
             Arg::FixedMem(n) => {
                 self.mem_kind(r, &reg)?;
-                self.helper_mem(st, r, &reg, n as u64, false)?;
+                self.helper_mem(st, r, &reg, n as u64, false, true)?;
             }
             Arg::Size | Arg::SizeOrZero => {
+                self.demand(st, 1 << r, &[]);
                 let (mr, mreg, marg) = meta
                     .mem
                     .take()
@@ -416,10 +422,12 @@ impl Verifier<'_> {
                 }
                 if reg.s.umax > 0 {
                     let write = matches!(marg, Arg::WriteMem | Arg::UninitMem);
-                    self.helper_mem(st, mr, &mreg, reg.s.umax, write)?;
+                    let reads = !matches!(marg, Arg::UninitMem);
+                    self.helper_mem(st, mr, &mreg, reg.s.umax, write, reads)?;
                 }
             }
             Arg::AllocSize => {
+                self.demand(st, 1 << r, &[]);
                 let Some(v) = reg.as_const() else {
                     return Err(fail(
                         Rule::HelperArgument,
@@ -511,12 +519,23 @@ impl Verifier<'_> {
     }
 
     /// A helper reads (or writes) `size` bytes at `reg`.
-    fn helper_mem(&mut self, st: &mut State, r: u8, reg: &Reg, size: u64, write: bool) -> Res<()> {
+    fn helper_mem(
+        &mut self,
+        st: &mut State,
+        r: u8,
+        reg: &Reg,
+        size: u64,
+        write: bool,
+        reads: bool,
+    ) -> Res<()> {
         let size32 = size.min(u32::MAX as u64) as u32;
         match reg.kind {
             Kind::Stack(frame) => {
                 let extra = if write { " write to" } else { " read from" };
                 let (min, max) = self.stack_bounds(r, reg, reg.off as i64, size32, extra)?;
+                if reads {
+                    self.read_stack(frame, min, max);
+                }
                 let privileged = self.opts.privileged;
                 let f = &mut st.frames[frame as usize];
                 f.depth = f.depth.max((-min) as usize);

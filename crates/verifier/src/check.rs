@@ -13,6 +13,7 @@ use obj::{Program, ProgramKind};
 
 use crate::cfg::{Cfg, CfgError};
 use crate::live::Liveness;
+use crate::precise::{Demand, Entry};
 use crate::state::{Frame, Kind, Reg, State, covers};
 use crate::{MapInfo, Options, Rejection, Report, Rule, kfmt};
 
@@ -57,17 +58,20 @@ pub enum Flow {
 }
 
 /// A state stored at a prune point.
-struct Node {
-    state: State,
-    parent: Option<usize>,
+pub struct Node {
+    pub state: State,
+    pub parent: Option<usize>,
     /// Paths still being explored from here; 0 once all ended safely.
     branches: u32,
+    /// The instructions from the parent's state to this one.
+    pub history: Vec<Entry>,
 }
 
 struct Pending {
     pc: usize,
     state: State,
     parent: Option<usize>,
+    history: Vec<Entry>,
 }
 
 pub struct Verifier<'a> {
@@ -82,8 +86,14 @@ pub struct Verifier<'a> {
     live: Liveness,
     prune_at: Vec<bool>,
     explored: HashMap<usize, Vec<usize>>,
-    nodes: Vec<Node>,
+    pub nodes: Vec<Node>,
     pending: Vec<Pending>,
+    /// The current path: its last stored state and the instructions since.
+    pub parent: Option<usize>,
+    pub hist: Vec<Entry>,
+    /// What the instruction being checked touched, for its history entry.
+    pub last_stack: Option<(u8, u8)>,
+    pub last_linked: (u16, u64, bool),
     pub processed: usize,
     next_id: u32,
     pub log: Vec<String>,
@@ -166,6 +176,10 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         explored: HashMap::new(),
         nodes: Vec::new(),
         pending: Vec::new(),
+        parent: None,
+        hist: Vec::new(),
+        last_stack: None,
+        last_linked: (0, 0, false),
         processed: 0,
         next_id: 0,
         log: Vec::new(),
@@ -260,7 +274,7 @@ fn mark(at: &mut [bool], t: i64) {
 
 enum Visit {
     Pruned,
-    Continue(Option<usize>),
+    Continue,
 }
 
 impl<'a> Verifier<'a> {
@@ -284,18 +298,22 @@ impl<'a> Verifier<'a> {
             pc: 0,
             state: entry,
             parent: None,
+            history: Vec::new(),
         });
         while let Some(Pending {
             mut pc,
             mut state,
-            mut parent,
+            parent,
+            history,
         }) = self.pending.pop()
         {
+            self.parent = parent;
+            self.hist = history;
             if self.opts.log && self.processed > 0 {
                 self.log.push(format!("from {pc}: {}", state.describe()));
             }
             loop {
-                match self.advance(pc, &mut state, &mut parent) {
+                match self.advance(pc, &mut state) {
                     Ok(Some(next)) => pc = next,
                     Ok(None) => break,
                     Err(f) => {
@@ -319,12 +337,7 @@ impl<'a> Verifier<'a> {
 
     /// One instruction of the current path: the next pc, or `None` when the
     /// path ends.
-    fn advance(
-        &mut self,
-        pc: usize,
-        state: &mut State,
-        parent: &mut Option<usize>,
-    ) -> Res<Option<usize>> {
+    fn advance(&mut self, pc: usize, state: &mut State) -> Res<Option<usize>> {
         self.processed += 1;
         if self.processed > self.opts.insn_limit {
             return Err(fail(
@@ -340,38 +353,43 @@ impl<'a> Verifier<'a> {
             ));
         }
         if self.prune_at[pc] {
-            match self.visit(pc, state, *parent)? {
-                Visit::Pruned => {
-                    self.pruned += 1;
-                    if self.opts.log {
-                        self.log.push(format!("{pc}: safe"));
-                    }
-                    self.path_done(*parent);
-                    return Ok(None);
+            if let Visit::Pruned = self.visit(pc, state)? {
+                self.pruned += 1;
+                if self.opts.log {
+                    self.log.push(format!("{pc}: safe"));
                 }
-                Visit::Continue(p) => *parent = p,
+                self.path_done(self.parent);
+                return Ok(None);
             }
         }
         let insn = self.code[pc].expect("the walk stays on instruction starts");
+        let frame = state.frames.len() - 1;
+        self.last_stack = None;
+        self.last_linked = (0, 0, false);
         let flow = self.step(pc, &insn, state)?;
+        let mut entry = Entry::new(pc, frame);
+        entry.stack = self.last_stack;
+        (entry.linked, entry.linked_slots, entry.linked_far) = self.last_linked;
+        self.hist.push(entry);
         if self.opts.log {
             self.log_insn(pc, &insn, state);
         }
         match flow {
             Flow::Next(n) => Ok(Some(n)),
             Flow::Fork { next, at, other } => {
-                if let Some(p) = *parent {
+                if let Some(p) = self.parent {
                     self.nodes[p].branches += 1;
                 }
                 self.pending.push(Pending {
                     pc: at,
                     state: other,
-                    parent: *parent,
+                    parent: self.parent,
+                    history: self.hist.clone(),
                 });
                 Ok(Some(next))
             }
             Flow::Done => {
-                self.path_done(*parent);
+                self.path_done(self.parent);
                 Ok(None)
             }
         }
@@ -412,16 +430,20 @@ impl<'a> Verifier<'a> {
         }
     }
 
-    fn visit(&mut self, pc: usize, state: &State, parent: Option<usize>) -> Res<Visit> {
+    fn visit(&mut self, pc: usize, state: &State) -> Res<Visit> {
         let live = self.live_fn(pc, state);
+        let mut pruned_by = None;
         if let Some(list) = self.explored.get(&pc) {
             for &n in list {
                 let node = &self.nodes[n];
                 if node.branches == 0 {
-                    if covers(&node.state, state, &live) {
-                        return Ok(Visit::Pruned);
+                    if covers(&node.state, state, &live, false) {
+                        pruned_by = Some(n);
+                        break;
                     }
-                } else if covers(&node.state, state, &live) && covers(state, &node.state, &live) {
+                } else if covers(&node.state, state, &live, true)
+                    && covers(state, &node.state, &live, true)
+                {
                     return Err(fail(
                         Rule::Complexity,
                         format!("infinite loop detected at insn {pc}"),
@@ -433,18 +455,36 @@ impl<'a> Verifier<'a> {
             }
         }
         drop(live);
+        if let Some(n) = pruned_by {
+            // This path's future is the stored state's: what that future
+            // depended on, this path's past must provide precisely too.
+            let d = Demand::of_precise(&self.nodes[n].state);
+            self.backtrack(d);
+            let reads = Demand::of_live(&self.nodes[n].state);
+            self.backtrack_reads(reads);
+            return Ok(Visit::Pruned);
+        }
         // Storing every visit would cost memory and comparisons in tight
         // loops: like the kernel, store only after some progress.
         if self.processed - self.last_stored < STORE_EVERY {
-            return Ok(Visit::Continue(parent));
+            return Ok(Visit::Continue);
         }
         self.last_stored = self.processed;
         let idx = self.nodes.len();
+        let mut stored = state.clone();
+        stored.for_each_reg(|r| r.precise = false);
+        for f in stored.frames.iter_mut() {
+            for s in f.stack.iter_mut() {
+                s.live = false;
+            }
+        }
         self.nodes.push(Node {
-            state: state.clone(),
-            parent,
+            state: stored,
+            parent: self.parent,
             branches: 1,
+            history: std::mem::take(&mut self.hist),
         });
+        self.parent = Some(idx);
         let list = self.explored.entry(pc).or_default();
         list.push(idx);
         if list.len() > MAX_STATES_PER_INSN {
@@ -452,7 +492,7 @@ impl<'a> Verifier<'a> {
             // optimisations (the instruction limit still ends every walk).
             list.remove(0);
         }
-        Ok(Visit::Continue(Some(idx)))
+        Ok(Visit::Continue)
     }
 
     fn path_done(&mut self, mut parent: Option<usize>) {

@@ -18,6 +18,7 @@ pub mod ctx;
 pub mod kfmt;
 mod live;
 mod mem;
+mod precise;
 pub mod protos;
 pub mod randprog;
 pub mod state;

@@ -451,9 +451,13 @@ impl Verifier<'_> {
             let f = &mut st.frames[fno];
             f.depth = f.depth.max((-min) as usize);
         }
+        if !write {
+            self.read_stack(frame, min, max);
+        }
         let f = &mut st.frames[fno];
         if base.s.is_const() {
             let at = fixed + base.s.var.value as i64;
+            self.last_stack = Some((frame, Frame::locate(at).0 as u8));
             if write {
                 stack_write(
                     f,

@@ -132,6 +132,10 @@ pub struct Reg {
     pub ref_id: u32,
     /// Packet pointers: bytes proven readable from the pointer's base.
     pub range: i32,
+    /// In a stored state: some path on from here depended on this
+    /// number's value (its range decided a branch, a size, an offset), so
+    /// pruning must compare it. Other numbers match any number.
+    pub precise: bool,
 }
 
 impl Reg {
@@ -142,6 +146,7 @@ impl Reg {
         id: 0,
         ref_id: 0,
         range: 0,
+        precise: false,
     };
 
     pub fn scalar(s: Scalar) -> Reg {
@@ -252,12 +257,16 @@ pub struct Slot {
     /// The register spilled here; its low `n` bytes are the slot's first
     /// `n` bytes marked [`Byte::Spill`].
     pub spill: Reg,
+    /// In a stored state: some path on from here reads the slot before
+    /// writing it whole. Pruning ignores the other slots.
+    pub live: bool,
 }
 
 impl Slot {
     pub const EMPTY: Slot = Slot {
         bytes: [Byte::Invalid; 8],
         spill: Reg::NOT_INIT,
+        live: false,
     };
 
     /// The register, when the whole slot holds one spilled register.
@@ -271,6 +280,8 @@ impl Slot {
 }
 
 pub const STACK_SIZE: usize = 512;
+/// Frames a call chain may hold (`MAX_CALL_FRAMES`).
+pub const MAX_FRAMES: usize = 8;
 pub const SLOTS: usize = STACK_SIZE / 8;
 
 /// One function activation.
@@ -433,7 +444,8 @@ impl IdMap {
 /// Whether a path reaching an instruction in state `new` is safe because
 /// one in state `old` was proven safe from there: `old` allows everything
 /// `new` can be. `live(frame, reg)` says which registers may still be read.
-pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool) -> bool {
+/// Unless `exact`, numbers of `old` not marked precise match any number.
+pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool, exact: bool) -> bool {
     if old.frames.len() != new.frames.len() || old.refs.len() != new.refs.len() {
         return false;
     }
@@ -448,12 +460,15 @@ pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool) -> 
             return false;
         }
         for r in 0..11 {
-            if live(fi, r) && !reg_covers(&fo.regs[r], &fnew.regs[r], &mut ids) {
+            if live(fi, r) && !reg_covers(&fo.regs[r], &fnew.regs[r], &mut ids, exact) {
                 return false;
             }
         }
         for i in 0..fo.stack.len().max(fnew.stack.len()) {
-            if !slot_covers(fo.slot(i), fnew.slot(i), &mut ids) {
+            if !exact && !fo.slot(i).live {
+                continue;
+            }
+            if !slot_covers(fo.slot(i), fnew.slot(i), &mut ids, exact) {
                 return false;
             }
         }
@@ -461,9 +476,10 @@ pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool) -> 
     true
 }
 
-fn reg_covers(old: &Reg, new: &Reg, ids: &mut IdMap) -> bool {
+fn reg_covers(old: &Reg, new: &Reg, ids: &mut IdMap, exact: bool) -> bool {
     match old.kind {
         Kind::NotInit => true,
+        Kind::Scalar if !exact && !old.precise => new.is_scalar(),
         Kind::Scalar => new.is_scalar() && old.s.includes(&new.s) && ids.check(old.id, new.id),
         _ => {
             old.kind == new.kind
@@ -476,16 +492,29 @@ fn reg_covers(old: &Reg, new: &Reg, ids: &mut IdMap) -> bool {
     }
 }
 
-fn slot_covers(old: &Slot, new: &Slot, ids: &mut IdMap) -> bool {
+fn slot_covers(old: &Slot, new: &Slot, ids: &mut IdMap, exact: bool) -> bool {
     if let Some(o) = old.full_spill() {
         return match new.full_spill() {
-            Some(n) => reg_covers(o, n, ids),
-            // A spilled unknown scalar is no more than misc bytes.
-            None => o.is_scalar() && o.s.is_unknown() && !new.bytes.contains(&Byte::Invalid),
+            Some(n) => reg_covers(o, n, ids, exact),
+            // A spilled unknown (or imprecise) number is no more than misc
+            // bytes.
+            None => {
+                o.is_scalar()
+                    && (o.s.is_unknown() || (!exact && !o.precise))
+                    && !new.bytes.contains(&Byte::Invalid)
+            }
         };
     }
     if old.bytes.contains(&Byte::Spill) {
-        return old == new;
+        let plain = |s: &Slot| Slot {
+            spill: Reg {
+                precise: false,
+                ..s.spill
+            },
+            live: false,
+            ..*s
+        };
+        return plain(old) == plain(new);
     }
     old.bytes.iter().zip(&new.bytes).all(|(o, n)| match o {
         // Reading either gives an unknown scalar (uninitialised stack is
@@ -518,9 +547,11 @@ mod tests {
         old.frames[0].regs[1] = Reg::scalar(Scalar::urange(0, 100));
         new.frames[0].regs[1] = Reg::scalar(Scalar::urange(3, 7));
         let all = |_: usize, _: usize| true;
-        assert!(covers(&old, &new, &all));
-        assert!(!covers(&new, &old, &all));
+        assert!(covers(&old, &new, &all, true));
+        assert!(!covers(&new, &old, &all, true));
+        // Not marked precise, any number does.
+        assert!(covers(&new, &old, &all, false));
         let dead = |_: usize, r: usize| r != 1;
-        assert!(covers(&new, &old, &dead));
+        assert!(covers(&new, &old, &dead, true));
     }
 }
