@@ -352,15 +352,13 @@ impl<'a> Verifier<'a> {
                 ),
             ));
         }
-        if self.prune_at[pc] {
-            if let Visit::Pruned = self.visit(pc, state)? {
-                self.pruned += 1;
-                if self.opts.log {
-                    self.log.push(format!("{pc}: safe"));
-                }
-                self.path_done(self.parent);
-                return Ok(None);
+        if self.prune_at[pc] && matches!(self.visit(pc, state)?, Visit::Pruned) {
+            self.pruned += 1;
+            if self.opts.log {
+                self.log.push(format!("{pc}: safe"));
             }
+            self.path_done(self.parent);
+            return Ok(None);
         }
         let insn = self.code[pc].expect("the walk stays on instruction starts");
         let frame = state.frames.len() - 1;
