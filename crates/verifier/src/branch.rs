@@ -465,6 +465,12 @@ fn mark_null(st: &mut State, p: &Reg, preg: u8, is_null: bool) {
                 *r = Reg::konst(0);
             } else {
                 r.kind = r.kind.non_null();
+                // Checked map values need their id no more; without it,
+                // states from different lookups can prune each other (as
+                // in the kernel). References keep theirs.
+                if matches!(r.kind, Kind::MapValue(_) | Kind::MapPtr(_)) {
+                    r.id = 0;
+                }
             }
         }
     });
