@@ -66,7 +66,12 @@ fn third_party_programs_verify_as_in_the_kernel() {
     for (config, defines) in &programs::thirdparty::CONFIGS[..2] {
         for file in programs::thirdparty::DATAPATH {
             let bytes = programs::thirdparty::build_cilium(&root, file, defines);
-            checked += check_object(&format!("cilium {file} ({config})"), &bytes, kernel, &mut failures);
+            checked += check_object(
+                &format!("cilium {file} ({config})"),
+                &bytes,
+                kernel,
+                &mut failures,
+            );
         }
     }
     eprintln!("{checked} programs");
