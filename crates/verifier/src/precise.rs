@@ -290,29 +290,8 @@ impl Verifier<'_> {
         self.backtrack_reads(d);
     }
 
-    pub fn backtrack_reads(&mut self, mut d: Demand) {
-        for e in self.hist.iter().rev() {
-            if d.is_empty() {
-                return;
-            }
-            let insn = self.code[e.pc as usize].expect("history holds instructions");
-            back_reads(&insn, e, &mut d);
-        }
-        let mut node = self.parent;
-        while let Some(n) = node {
-            if d.is_empty() || !d.mark_live(&mut self.nodes[n].state) {
-                return;
-            }
-            for i in (0..self.nodes[n].history.len()).rev() {
-                if d.is_empty() {
-                    return;
-                }
-                let e = self.nodes[n].history[i];
-                let insn = self.code[e.pc as usize].expect("history holds instructions");
-                back_reads(&insn, &e, &mut d);
-            }
-            node = self.nodes[n].parent;
-        }
+    pub fn backtrack_reads(&mut self, d: Demand) {
+        self.walk_back(d, back_reads, Demand::mark_live);
     }
 
     /// Registers `regs` of the current frame (and stack slots `slots`) hold
@@ -329,22 +308,30 @@ impl Verifier<'_> {
 
     /// Traces `d` back from the current instruction through the path's
     /// history and its stored states.
-    pub fn backtrack(&mut self, mut d: Demand) {
+    pub fn backtrack(&mut self, d: Demand) {
+        self.walk_back(d, back, Demand::mark);
+    }
+
+    /// Walks a demand back over the current path's instructions (`step`
+    /// undoes one) and stored states (`mark` records it there, saying
+    /// whether anything was new; if not, an earlier walk went on from
+    /// there already).
+    fn walk_back(
+        &mut self,
+        mut d: Demand,
+        step: fn(&Insn, &Entry, &mut Demand),
+        mark: fn(&mut Demand, &mut State) -> bool,
+    ) {
         for e in self.hist.iter().rev() {
             if d.is_empty() {
                 return;
             }
             let insn = self.code[e.pc as usize].expect("history holds instructions");
-            back(&insn, e, &mut d);
+            step(&insn, e, &mut d);
         }
         let mut node = self.parent;
         while let Some(n) = node {
-            if d.is_empty() {
-                return;
-            }
-            // Marked already: an earlier demand went on from here with
-            // (at least) the same numbers.
-            if !d.mark(&mut self.nodes[n].state) {
+            if d.is_empty() || !mark(&mut d, &mut self.nodes[n].state) {
                 return;
             }
             for i in (0..self.nodes[n].history.len()).rev() {
@@ -353,7 +340,7 @@ impl Verifier<'_> {
                 }
                 let e = self.nodes[n].history[i];
                 let insn = self.code[e.pc as usize].expect("history holds instructions");
-                back(&insn, &e, &mut d);
+                step(&insn, &e, &mut d);
             }
             node = self.nodes[n].parent;
         }
