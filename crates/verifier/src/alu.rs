@@ -177,7 +177,11 @@ impl Verifier<'_> {
         let opstr = alu_string(op);
         if d.kind.is_pointer() && s.kind.is_pointer() {
             if op == AluOp::Sub && self.opts.privileged {
-                return Ok(Reg::unknown());
+                let mut u = Scalar::unknown();
+                if width == Width::W32 {
+                    u.zext32();
+                }
+                return Ok(Reg::scalar(u));
             }
             return Err(fail(
                 Rule::PointerArithmetic,

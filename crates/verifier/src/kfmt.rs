@@ -120,7 +120,7 @@ pub fn insn(insn: &Insn) -> String {
             operand(src, width)
         ),
         Insn::Call(CallTarget::Helper(id)) => match isa::helper_name(id.into()) {
-            Some(n) => format!("call bpf_{n}#{id}"),
+            Some(n) => format!("call {n}#{id}"),
             None => format!("call unknown#{id}"),
         },
         Insn::Call(CallTarget::Local(off)) => format!("call pc{off:+}"),
