@@ -7,7 +7,7 @@ use maps::MapType;
 
 use crate::alu::MAX_VAR_OFF;
 use crate::check::{Res, Verifier, fail};
-use crate::mem::region_check;
+use crate::mem::{packet_check, region_check};
 use crate::protos::{self, Arg, Ret};
 use crate::state::{Byte, Frame, Held, Kind, Reg, State};
 use crate::{MapInfo, Rule};
@@ -568,23 +568,7 @@ impl Verifier<'_> {
                 }
                 Ok(())
             }
-            Kind::Packet | Kind::PacketMeta => {
-                let at = reg.off as i64;
-                if reg.s.smin < 0 || at < 0 || at + size as i64 > reg.range as i64 {
-                    return Err(fail(
-                        Rule::PacketBounds,
-                        format!(
-                            "invalid access to packet, off={at} size={size}, R{r}(id={},off={},r={})\nR{r} offset is outside of the packet",
-                            reg.id, reg.off, reg.range
-                        ),
-                        format!(
-                            "the helper would access {size} bytes of packet at r{r}, but only {} are proven inside the packet",
-                            reg.range
-                        ),
-                    ));
-                }
-                Ok(())
-            }
+            Kind::Packet | Kind::PacketMeta => packet_check(r, reg, 0, size32),
             Kind::MapValue(m) => {
                 let info = &self.maps[m];
                 if write && info.readonly {

@@ -658,7 +658,7 @@ fn stack_read(f: &Frame, at: i64, size: u32, privileged: bool) -> Res<Reg> {
 }
 
 /// A packet access: inside the range proven against `data_end`.
-fn packet_check(regno: u8, base: &Reg, off: i64, size: u32) -> Res<()> {
+pub fn packet_check(regno: u8, base: &Reg, off: i64, size: u32) -> Res<()> {
     if base.s.smin < 0 {
         return Err(fail(
             Rule::PacketBounds,
