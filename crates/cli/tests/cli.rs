@@ -580,3 +580,65 @@ fn run_resolves_core_relocations_against_a_chosen_btf() {
     assert_eq!(bundled["core"]["target"], "sluice's bundled UAPI types");
     assert_eq!(bundled["errors"], 4, "{bundled}");
 }
+
+#[test]
+fn run_verifies_first_and_drops_the_checks_of_verified_programs() {
+    let dir = scratch("verified");
+    let run = |obj: &Path, extra: &[&str]| -> Output {
+        sluice()
+            .arg("run")
+            .arg(obj)
+            .args(["--gen", "udp,count=8", "--json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // An accepted program runs without per-access checks.
+    let out = run(&bpf("xdp_parse_tx"), &[]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["checks"], "verified", "{v}");
+    assert_eq!(v["verdicts"]["TX"], 8, "{v}");
+    let out = run(&bpf("xdp_parse_tx"), &["--no-verify"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["checks"], "run-time", "{v}");
+    assert_eq!(v["verdicts"]["TX"], 8, "{v}");
+
+    // A read 100 bytes into the packet without a bounds check: refused
+    // before the replay, and `sluice verify` says why.
+    let bad = build_c(
+        &dir,
+        "unchecked",
+        r#"
+        struct xdp_md { unsigned data, data_end; };
+        __attribute__((section("xdp"), used)) int peek(struct xdp_md *ctx)
+        {
+            unsigned char *p = (void *)(long)ctx->data;
+            return p[100] == 7 ? 1 : 2;
+        }
+        char _license[] __attribute__((section("license"), used)) = "GPL";
+        "#,
+    );
+    let out = run(&bad, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the verifier rejects peek"), "{err}");
+    assert!(out.stdout.is_empty(), "no replay after a rejection");
+    let out = sluice()
+        .args(["verify", "--json", "--no-kernel"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["programs"][0]["verdict"], "reject", "{v}");
+    assert!(v["programs"][0]["line"].as_str().is_some(), "{v}");
+
+    // --no-verify replays it with the checks: the short generated
+    // packets make every run stop with a clean memory error.
+    let out = run(&bad, &["--no-verify"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["checks"], "run-time", "{v}");
+    assert_eq!(v["errors"], 8, "{v}");
+    assert!(v["first_errors"][0].to_string().contains("packet"), "{v}");
+}

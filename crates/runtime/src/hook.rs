@@ -313,6 +313,28 @@ impl Hook {
         })
     }
 
+    /// The object's programs this hook may run: the entry and the tail-call
+    /// targets of the same type (indices into the object's programs).
+    pub fn runnable(&self) -> impl Iterator<Item = usize> + '_ {
+        (self.env.vm_program_of.iter().enumerate()).filter_map(|(i, v)| v.map(|_| i))
+    }
+
+    /// Runs loads and stores without per-access checks (the verifier's fast
+    /// mode).
+    ///
+    /// # Safety
+    /// The verifier must have accepted every program of [`Hook::runnable`]
+    /// against this hook's maps (sizes and frozen contents as they are now).
+    pub unsafe fn trust_verified(&mut self) {
+        // SAFETY: passed on from the caller.
+        unsafe { self.vm.trust_verified() }
+    }
+
+    /// Whether loads and stores run unchecked.
+    pub fn is_trusted(&self) -> bool {
+        self.vm.is_trusted()
+    }
+
     /// Counts memory accesses per region too (for profiling).
     pub fn set_counting(&mut self, on: bool) {
         self.counting = on;

@@ -1,5 +1,5 @@
-//! Interpreter speed: ns per instruction of sluice's interpreter (fast and
-//! counting modes) beside the rbpf crate's interpreter, on the same bytecode
+//! Interpreter speed: ns per instruction of sluice's interpreter (checked,
+//! unchecked as for verified programs, and counting modes) beside the rbpf crate's interpreter, on the same bytecode
 //! in the same run; rbpf's JIT is shown for reference. Prints a ratio table
 //! from criterion's median estimates at the end.
 //!
@@ -67,7 +67,13 @@ fn median_ns(group: &str, id: &str, since: SystemTime) -> Option<f64> {
     v["median"]["point_estimate"].as_f64()
 }
 
-const ENGINES: [&str; 4] = ["sluice", "sluice-counting", "rbpf", "rbpf-jit"];
+const ENGINES: [&str; 5] = [
+    "sluice",
+    "sluice-counting",
+    "rbpf",
+    "rbpf-jit",
+    "sluice-unchecked",
+];
 
 fn main() {
     let started = SystemTime::now();
@@ -84,8 +90,11 @@ fn main() {
         let mut packet = frame();
         let check_packet = frame();
 
-        let mut machine =
-            Vm::new(Program::new(insns).unwrap(), &HelperTable::<SimEnv>::new()).unwrap();
+        let mut machine = Vm::new(
+            Program::new(insns.clone()).unwrap(),
+            &HelperTable::<SimEnv>::new(),
+        )
+        .unwrap();
         let mut env = SimEnv::default();
         let mut mem = Memory::new();
         let addr = mem.add(RegionKind::Packet, &mut packet);
@@ -106,9 +115,22 @@ fn main() {
         let mut jit_packet = frame();
         let mut jit_mbuff = frame();
 
+        let mut trusted = Vm::new(
+            Program::new(insns.clone()).unwrap(),
+            &HelperTable::<SimEnv>::new(),
+        )
+        .unwrap();
+        // SAFETY: not verified here (the vm crate cannot use the verifier),
+        // but the checked run above shows that on this fixed frame every
+        // access stays inside the 64 bytes, and the inputs never change.
+        unsafe { trusted.trust_verified() };
+
         let mut g = c.benchmark_group(case.name);
         g.bench_function(ENGINES[0], |b| {
             b.iter(|| machine.run(&mut env, &mut mem, black_box(args)).unwrap().r0)
+        });
+        g.bench_function(ENGINES[4], |b| {
+            b.iter(|| trusted.run(&mut env, &mut mem, black_box(args)).unwrap().r0)
         });
         g.bench_function(ENGINES[1], |b| {
             b.iter(|| {
@@ -142,10 +164,11 @@ fn main() {
 
     println!("\nns per instruction (criterion medians; lower is better)");
     println!(
-        "{:<15} {:>10} {:>9} {:>16} {:>9} {:>9} {:>22}",
+        "{:<15} {:>10} {:>9} {:>17} {:>16} {:>9} {:>9} {:>22}",
         "program",
         "insns/run",
         "sluice",
+        "sluice-unchecked",
         "sluice-counting",
         "rbpf",
         "rbpf-jit",
@@ -162,10 +185,11 @@ fn main() {
             _ => "-".to_string(),
         };
         println!(
-            "{:<15} {:>10} {:>9} {:>16} {:>9} {:>9} {:>22}",
+            "{:<15} {:>10} {:>9} {:>17} {:>16} {:>9} {:>9} {:>22}",
             case.name,
             insns,
             fmt(per_insn[0]),
+            fmt(per_insn[4]),
             fmt(per_insn[1]),
             fmt(per_insn[2]),
             fmt(per_insn[3]),

@@ -58,7 +58,9 @@ impl<E> Vm<E> {
         }
     }
 
-    pub(crate) fn execute<const COUNT: bool>(
+    /// `CHECK == false` skips the region lookup of plain loads and stores
+    /// (the verifier proved them); counting still classifies each access.
+    pub(crate) fn execute<const COUNT: bool, const CHECK: bool>(
         &mut self,
         env: &mut E,
         mem: &mut Memory<'_>,
@@ -103,16 +105,18 @@ impl<E> Vm<E> {
         macro_rules! check {
             ($addr:expr, $size:expr, $access:expr) => {{
                 let (addr, size, access) = ($addr, $size, $access);
-                match mem.find(addr, size, access) {
-                    Some(kind) => {
-                        if COUNT {
-                            match access {
-                                Access::Read => stats.loads[kind as usize] += 1,
-                                Access::Write => stats.stores[kind as usize] += 1,
+                if CHECK || COUNT {
+                    match mem.find(addr, size, access) {
+                        Some(kind) => {
+                            if COUNT {
+                                match access {
+                                    Access::Read => stats.loads[kind as usize] += 1,
+                                    Access::Write => stats.stores[kind as usize] += 1,
+                                }
                             }
                         }
+                        None => fail!(VmErrorKind::Memory(mem.fault(addr, size, access))),
                     }
-                    None => fail!(VmErrorKind::Memory(mem.fault(addr, size, access))),
                 }
             }};
         }
@@ -120,7 +124,8 @@ impl<E> Vm<E> {
             ($ty:ty, $addr:expr) => {{
                 let addr: u64 = $addr;
                 check!(addr, size_of::<$ty>() as u64, Access::Read);
-                // SAFETY: `find` proved the bytes lie in a mapped region.
+                // SAFETY: `find` proved the bytes lie in a mapped region, or the
+                // verifier did (`Vm::trust_verified`).
                 unsafe { ptr::read_unaligned(ptr::with_exposed_provenance::<$ty>(addr as usize)) }
             }};
         }
@@ -128,7 +133,8 @@ impl<E> Vm<E> {
             ($ty:ty, $addr:expr, $value:expr) => {{
                 let addr: u64 = $addr;
                 check!(addr, size_of::<$ty>() as u64, Access::Write);
-                // SAFETY: `find` proved the bytes lie in a writable region.
+                // SAFETY: `find` proved the bytes lie in a writable region, or
+                // the verifier did (`Vm::trust_verified`).
                 unsafe {
                     ptr::write_unaligned(
                         ptr::with_exposed_provenance_mut::<$ty>(addr as usize),

@@ -5,7 +5,9 @@
 //! packet, map values), with its own 512-byte stack per call frame. Every
 //! memory access is checked; errors name the instruction, address and
 //! region. Two modes: [`Vm::run`] counts executed instructions only,
-//! [`Vm::run_counting`] also counts memory accesses per region.
+//! [`Vm::run_counting`] also counts memory accesses per region. Programs
+//! the verifier accepted may skip the per-access checks
+//! ([`Vm::trust_verified`]).
 //!
 //! ```
 //! use vm::{Memory, Program, SimEnv, Vm, HelperTable};
@@ -113,6 +115,8 @@ pub struct Vm<E> {
     tail_calls: Option<TailCallFn<E>>,
     stack: Box<StackMem>,
     budget: u64,
+    /// Plain loads and stores skip the region check (see `trust_verified`).
+    trusted: bool,
 }
 
 impl<E> Vm<E> {
@@ -161,6 +165,7 @@ impl<E> Vm<E> {
             tail_calls,
             stack: Box::new(StackMem([[0; STACK_SIZE / 8]; MAX_FRAMES])),
             budget: DEFAULT_BUDGET,
+            trusted: false,
         })
     }
 
@@ -186,6 +191,30 @@ impl<E> Vm<E> {
 
     pub fn budget(&self) -> u64 {
         self.budget
+    }
+
+    /// Runs plain loads and stores without the per-access region check,
+    /// the fast mode for verified programs. Helpers, atomics and legacy
+    /// packet loads keep their checks; [`Vm::run_counting`] still
+    /// classifies (and so checks) every access.
+    ///
+    /// # Safety
+    /// Every program of this VM must have been accepted by the verifier
+    /// for the context, packet layout and maps (sizes, frozen contents) it
+    /// will run with: an access the verifier did not prove touches
+    /// arbitrary memory of this process.
+    pub unsafe fn trust_verified(&mut self) {
+        self.trusted = true;
+    }
+
+    /// Back to checking every access.
+    pub fn distrust(&mut self) {
+        self.trusted = false;
+    }
+
+    /// Whether loads and stores run unchecked.
+    pub fn is_trusted(&self) -> bool {
+        self.trusted
     }
 
     /// Runs the program with `args` in r1-r5, counting instructions.
@@ -214,7 +243,11 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
-        let result = self.execute::<COUNT>(env, mem, args);
+        let result = if self.trusted {
+            self.execute::<COUNT, false>(env, mem, args)
+        } else {
+            self.execute::<COUNT, true>(env, mem, args)
+        };
         mem.stack.len = 0;
         result
     }

@@ -70,5 +70,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         println!("{cmd}\n");
     }
     let mut hook = run::prepare_bytes(&args, object)?;
+    // Like `sluice run`: verified first, then replayed without checks.
+    crate::cmd::verify::before_run(&mut hook)?;
     run::report(&args, &mut hook)
 }

@@ -108,6 +108,8 @@ struct RunReport {
     section: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     core: Option<CoreReport>,
+    /// "verified" (no per-access checks) or "run-time".
+    checks: &'static str,
     packets: u64,
     seconds: f64,
     packets_per_second: f64,
@@ -248,7 +250,7 @@ fn percentiles(mut v: Vec<u32>) -> Percentiles {
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let mut hook = prepare(&a)?;
     if !a.no_verify {
-        crate::cmd::verify::before_run(&hook)?;
+        crate::cmd::verify::before_run(&mut hook)?;
     }
     report(&a, &mut hook)
 }
@@ -468,6 +470,11 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     Ok(RunReport {
         object: a.object.display().to_string(),
         program: prog.name.clone(),
+        checks: if hook.is_trusted() {
+            "verified"
+        } else {
+            "run-time"
+        },
         section: prog.section.clone(),
         core,
         packets,
@@ -500,6 +507,14 @@ fn print_text(r: &RunReport) {
             println!("  poisoned {p}");
         }
     }
+    println!(
+        "checks        {}",
+        if r.checks == "verified" {
+            "none per access (verified)"
+        } else {
+            "run-time, on every access"
+        }
+    );
     println!(
         "packets       {} in {:.3} s ({:.0} packets/s)",
         r.packets, r.seconds, r.packets_per_second

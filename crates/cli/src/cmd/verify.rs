@@ -269,12 +269,13 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
     }
 }
 
-/// Verifies the program a replay is about to run: a rejection stops the
-/// replay (`--no-verify` runs it anyway, with run-time checks); what the
-/// verifier does not model is a note.
-pub fn before_run(hook: &runtime::Hook) -> Result<(), String> {
+/// Verifies the programs a replay is about to run (the entry and its
+/// tail-call targets). A rejected entry stops the replay (`--no-verify`
+/// runs it anyway, with run-time checks); when every program is accepted
+/// the hook runs without per-access checks; otherwise a note says why the
+/// checks stay.
+pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
     let object = hook.object();
-    let p = hook.program();
     let data_of = |i: usize| -> Option<Vec<u8>> {
         object.maps[i].data.as_ref()?;
         hook.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
@@ -283,28 +284,54 @@ pub fn before_run(hook: &runtime::Hook) -> Result<(), String> {
     for (info, map) in maps.iter_mut().zip(hook.maps()) {
         info.max_entries = map.spec().max_entries;
     }
+    let entry = hook.program();
     let opts = Options {
-        helpers: runtime::helpers::ids_for(&p.kind),
+        helpers: runtime::helpers::ids_for(&entry.kind),
         ..Options::default()
     };
-    let Err(e) = verifier::verify(p, &maps, &opts).result else {
-        return Ok(());
+    let at = |p: &obj::Program, insn: usize| match p.line_at(insn) {
+        Some(l) => format!("insn {insn} ({}:{})", l.file, l.line),
+        None => format!("insn {insn}"),
     };
-    let at = match p.line_at(e.insn) {
-        Some(l) => format!("insn {} ({}:{})", e.insn, l.file, l.line),
-        None => format!("insn {}", e.insn),
-    };
-    if e.rule == Rule::Unsupported {
-        eprintln!(
-            "sluice: note: {} is not verified ({at}: {}); replaying with run-time checks",
-            p.name, e.reason
-        );
-        return Ok(());
+    // The entry first, so its rejection is the one reported.
+    let mut order: Vec<&obj::Program> = vec![entry];
+    order.extend(
+        hook.runnable()
+            .map(|i| &object.programs[i])
+            .filter(|p| !std::ptr::eq(*p, entry)),
+    );
+    let mut unproven = None;
+    for p in order {
+        let Err(e) = verifier::verify(p, &maps, &opts).result else {
+            continue;
+        };
+        if e.rule != Rule::Unsupported && std::ptr::eq(p, entry) {
+            return Err(format!(
+                "the verifier rejects {} at {}: {}\n  kernel-style: {}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
+                p.name,
+                at(p, e.insn),
+                e.reason,
+                e.kernel.replace('\n', " / ")
+            ));
+        }
+        let what = if e.rule == Rule::Unsupported {
+            "is not verified"
+        } else {
+            "(a tail-call target) is rejected"
+        };
+        unproven = Some(format!(
+            "{} {what} ({}: {}); replaying with run-time checks",
+            p.name,
+            at(p, e.insn),
+            e.reason
+        ));
+        break;
     }
-    Err(format!(
-        "the verifier rejects {} at {at}: {}\n  kernel-style: {}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
-        p.name,
-        e.reason,
-        e.kernel.replace('\n', " / ")
-    ))
+    match unproven {
+        Some(note) => eprintln!("sluice: note: {note}"),
+        // SAFETY: the verifier accepted every program the hook may run,
+        // against the hook's own maps (sizes and frozen contents).
+        None => unsafe { hook.trust_verified() },
+    }
+    Ok(())
 }
