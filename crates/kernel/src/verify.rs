@@ -193,19 +193,117 @@ pub fn verify_program(
         })
         .collect::<Result<Vec<_>>>()?;
     let (prog_type, attach, flags) = load_type(&program.kind)?;
-    load(
+    // The kernel takes a function's address (a callback) only from a
+    // program with BTF function info; give it a minimal one.
+    let takes_address = (program.insns.iter()).any(|i| {
+        matches!(
+            i,
+            Insn::Lddw {
+                value: Lddw::Func(_),
+                ..
+            }
+        )
+    });
+    let funcs = if takes_address {
+        Some(FuncInfo::load(&function_starts(&insns))?)
+    } else {
+        None
+    };
+    load_with(
         &isa::encode(&insns),
         &program.name,
-        prog_type,
-        attach,
-        flags,
+        (prog_type, attach, flags),
+        funcs.as_ref(),
     )
+}
+
+/// The slots where the program's functions start: the entry, local call
+/// targets and functions whose address is taken.
+fn function_starts(insns: &[Insn]) -> Vec<u32> {
+    let mut starts = vec![0i64];
+    let mut slot = 0i64;
+    for insn in insns {
+        match *insn {
+            Insn::Call(isa::CallTarget::Local(off))
+            | Insn::Lddw {
+                value: Lddw::Func(off),
+                ..
+            } => starts.push(slot + 1 + i64::from(off)),
+            _ => {}
+        }
+        slot += insn.slots() as i64;
+    }
+    starts.retain(|&s| (0..slot).contains(&s));
+    starts.sort_unstable();
+    starts.dedup();
+    starts.into_iter().map(|s| s as u32).collect()
+}
+
+/// BTF with one `static int fN(void)` per function, loaded into the
+/// kernel, and the `bpf_func_info` records naming them.
+struct FuncInfo {
+    btf: OwnedFd,
+    records: Vec<libbpf_sys::bpf_func_info>,
+}
+
+impl FuncInfo {
+    fn load(starts: &[u32]) -> Result<FuncInfo> {
+        const KIND_INT: u32 = 1;
+        const KIND_FUNC: u32 = 12;
+        const KIND_FUNC_PROTO: u32 = 13;
+        let mut strings = b"\0int\0".to_vec();
+        let mut types: Vec<u32> = Vec::new();
+        // [1] int: 32 bits, signed.
+        types.extend([1, KIND_INT << 24, 4, (1 << 24) | 32]);
+        // [2] int (void)
+        types.extend([0, KIND_FUNC_PROTO << 24, 1]);
+        let mut records = Vec::new();
+        for (i, &start) in starts.iter().enumerate() {
+            let name = strings.len() as u32;
+            strings.extend(format!("f{i}\0").bytes());
+            records.push(libbpf_sys::bpf_func_info {
+                insn_off: start,
+                type_id: 3 + i as u32,
+            });
+            // [3 + i] static int fI(void)
+            types.extend([name, KIND_FUNC << 24, 2]);
+        }
+        let type_len = (types.len() * 4) as u32;
+        let mut blob = Vec::new();
+        blob.extend(0xeb9f_u16.to_le_bytes());
+        blob.extend([1u8, 0]);
+        for v in [24, 0, type_len, type_len, strings.len() as u32] {
+            blob.extend(u32::to_le_bytes(v));
+        }
+        blob.extend(types.iter().flat_map(|v| v.to_le_bytes()));
+        blob.extend(&strings);
+        // SAFETY: the blob is a complete BTF image of the given size; no
+        // options are passed.
+        let fd = unsafe {
+            libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, std::ptr::null_mut())
+        };
+        let fd = check("loading BTF for the program's functions", fd)?;
+        Ok(FuncInfo {
+            // SAFETY: a fresh descriptor we own.
+            btf: unsafe { OwnedFd::from_raw_fd(fd) },
+            records,
+        })
+    }
 }
 
 /// `BPF_PROG_LOAD` of raw instruction bytes: first with statistics only
 /// (a full log of a big program could overflow any buffer), then, if
 /// refused, again with the log of the walk to say why.
 pub fn load(bytes: &[u8], name: &str, prog_type: u32, attach: u32, flags: u32) -> Result<Verdict> {
+    load_with(bytes, name, (prog_type, attach, flags), None)
+}
+
+fn load_with(
+    bytes: &[u8],
+    name: &str,
+    (prog_type, attach, flags): (u32, u32, u32),
+    funcs: Option<&FuncInfo>,
+) -> Result<Verdict> {
     let cname = kernel_name(name);
     let attempt = |level: u32, log: &mut Vec<u8>| -> i32 {
         let mut o = libbpf_sys::bpf_prog_load_opts {
@@ -217,6 +315,12 @@ pub fn load(bytes: &[u8], name: &str, prog_type: u32, attach: u32, flags: u32) -
             log_buf: log.as_mut_ptr().cast(),
             ..Default::default()
         };
+        if let Some(f) = funcs {
+            o.prog_btf_fd = f.btf.as_raw_fd() as u32;
+            o.func_info = f.records.as_ptr().cast();
+            o.func_info_cnt = f.records.len() as u32;
+            o.func_info_rec_size = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
+        }
         // SAFETY: `bytes` holds whole 8-byte instructions in the kernel's
         // layout; the strings are C strings; the log buffer outlives the
         // call and its size is given.

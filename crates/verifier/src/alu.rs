@@ -224,6 +224,7 @@ impl Verifier<'_> {
         let allowed = match ptr.kind {
             Kind::Ctx
             | Kind::MapValue(_)
+            | Kind::MapKey(_)
             | Kind::Stack(_)
             | Kind::Packet
             | Kind::PacketMeta

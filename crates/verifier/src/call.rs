@@ -23,6 +23,9 @@ struct Meta {
     /// The key, when it is a constant on the stack, and its stack slots.
     const_key: Option<u64>,
     key_slots: Vec<(u8, u8)>,
+    /// The callback's start slot and the context handed to it.
+    callback: Option<usize>,
+    callback_ctx: Option<Reg>,
 }
 
 const MEM_EXPECTED: &str =
@@ -142,6 +145,23 @@ impl Verifier<'_> {
             let reg = self.read(st, r)?;
             self.check_arg(st, pc, proto.name, uid, r, reg, arg, &mut meta)?;
         }
+        if let Some(start) = meta.callback {
+            // bpf_loop calls its callback at most `nr_loops` times: explore
+            // no more calls than that on one path (r1 decides it).
+            let more = if uid == 181 {
+                self.demand(st, 1 << 1, &[]);
+                st.cur().callback_depth < st.cur().regs[1].s.umax
+            } else {
+                true
+            };
+            if more {
+                let mut cb = self.callback_entry(pc, st, uid, start, &meta)?;
+                let caller = cb.frames.len() - 2;
+                cb.frames[caller].callback_depth += 1;
+                self.callback = Some((start, cb));
+            }
+            st.cur_mut().callback_depth = 0;
+        }
         if uid == 12
             && let Some(h) = st.refs.first()
         {
@@ -247,6 +267,60 @@ impl Verifier<'_> {
         Ok(())
     }
 
+    /// The state a callback starts in: the caller as it is at the call
+    /// (so that the call can run again when the callback returns) with the
+    /// callback's frame on top, its arguments set as the helper passes
+    /// them (the kernel's `set_loop_callback_state` and
+    /// `set_map_elem_callback_state`).
+    fn callback_entry(
+        &mut self,
+        pc: usize,
+        st: &State,
+        id: u32,
+        start: usize,
+        meta: &Meta,
+    ) -> Res<State> {
+        if st.frames.len() >= crate::MAX_CALL_FRAMES {
+            return Err(fail(
+                Rule::ControlFlow,
+                format!(
+                    "the call stack of {} frames is too deep",
+                    st.frames.len() + 1
+                ),
+                "the callback would be the ninth frame: calls and callbacks nest at most 8 deep",
+            ));
+        }
+        let mut cb = st.clone();
+        let caller = cb.cur();
+        let ctx = meta.callback_ctx.unwrap_or(Reg::konst(0));
+        let mut frame = Frame::new(start, pc, st.frames.len() as u8);
+        frame.callback = true;
+        match id {
+            // bpf_loop: callback(u64 index, void *ctx)
+            181 => {
+                frame.regs[1] = Reg::unknown();
+                frame.regs[2] = ctx;
+            }
+            // bpf_for_each_map_elem: callback(map, key, value, ctx)
+            164 => {
+                let m = meta.map.expect("a map argument comes first");
+                frame.regs[1] = caller.regs[1];
+                frame.regs[2] = Reg::pointer(Kind::MapKey(m));
+                frame.regs[3] = Reg::pointer(Kind::MapValue(m));
+                frame.regs[4] = ctx;
+            }
+            _ => {
+                return Err(fail(
+                    Rule::Unsupported,
+                    format!("callbacks of helper #{id} are not modelled"),
+                    "sluice's verifier models the callbacks of bpf_loop and bpf_for_each_map_elem only",
+                ));
+            }
+        }
+        cb.frames.push(frame);
+        Ok(cb)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn check_arg(
         &mut self,
@@ -299,6 +373,26 @@ impl Verifier<'_> {
                         ),
                     ));
                 }
+                if id == 164
+                    && !matches!(
+                        t,
+                        MapType::Hash
+                            | MapType::Array
+                            | MapType::PercpuHash
+                            | MapType::PercpuArray
+                            | MapType::LruHash
+                            | MapType::LruPercpuHash
+                    )
+                {
+                    return Err(fail(
+                        Rule::HelperArgument,
+                        "callback function not allowed for map",
+                        format!(
+                            "bpf_for_each_map_elem cannot walk map {}, a {t:?} map: hash and array maps only",
+                            self.maps[m].name
+                        ),
+                    ));
+                }
                 if !map_fits(t, id) {
                     return Err(fail(
                         Rule::HelperArgument,
@@ -324,7 +418,11 @@ impl Verifier<'_> {
                 };
                 if !matches!(
                     reg.kind,
-                    Kind::Stack(_) | Kind::Packet | Kind::PacketMeta | Kind::MapValue(_)
+                    Kind::Stack(_)
+                        | Kind::Packet
+                        | Kind::PacketMeta
+                        | Kind::MapValue(_)
+                        | Kind::MapKey(_)
                 ) {
                     let mut e = type_error(r, reg.kind, "fp, pkt, pkt_meta, map_key, map_value");
                     if reg.kind.maybe_null() {
@@ -486,12 +584,17 @@ impl Verifier<'_> {
                     ));
                 }
             }
-            Arg::Func | Arg::StackOrNull => {
-                return Err(fail(
-                    Rule::Unsupported,
-                    format!("callback functions of bpf_{name} are not modelled"),
-                    format!("sluice's verifier does not yet verify the callbacks bpf_{name} takes"),
-                ));
+            Arg::Func => {
+                let Kind::Func(start) = reg.kind else {
+                    return Err(type_error(r, reg.kind, "func"));
+                };
+                meta.callback = Some(start);
+            }
+            Arg::StackOrNull => {
+                if !matches!(reg.kind, Kind::Stack(_)) && !reg.is_null_const() {
+                    return Err(type_error(r, reg.kind, "fp"));
+                }
+                meta.callback_ctx = Some(reg);
             }
             Arg::SpinLock => {
                 if !matches!(reg.kind, Kind::MapValue(_)) {
@@ -508,6 +611,7 @@ impl Verifier<'_> {
             | Kind::Packet
             | Kind::PacketMeta
             | Kind::MapValue(_)
+            | Kind::MapKey(_)
             | Kind::Mem { null: false, .. } => Ok(()),
             k if k.maybe_null() => Err(fail(
                 Rule::NullPointer,
@@ -591,6 +695,9 @@ impl Verifier<'_> {
                 null: false,
                 ..
             } => region_check(r, reg, 0, size32, mem, "memory"),
+            Kind::MapKey(m) if !write => {
+                region_check(r, reg, 0, size32, self.maps[m].key_size, "map key")
+            }
             k => Err(type_error(r, k, MEM_EXPECTED)),
         }
     }

@@ -4,7 +4,7 @@
 //!
 //! Positions are slots (an `lddw` takes two), as in the kernel's messages.
 
-use isa::{CallTarget, Insn};
+use isa::{CallTarget, Insn, Lddw};
 
 /// Frames a call chain may hold, the entry's included (`MAX_CALL_FRAMES`).
 pub const MAX_CALL_FRAMES: usize = 8;
@@ -82,12 +82,17 @@ impl Cfg {
         }
         let valid = |t: i64| t >= 0 && (t as usize) < slots && insn_at[t as usize].is_some();
 
-        // Functions: the entry and every local call's target.
+        // Functions: the entry, every local call's target and every
+        // function whose address is taken (a callback: `lddw rN, func`).
         let mut starts = vec![0usize];
         for (i, insn) in insns.iter().enumerate() {
             let s = slot_of[i];
             match insn {
-                Insn::Call(CallTarget::Local(off)) => {
+                Insn::Call(CallTarget::Local(off))
+                | Insn::Lddw {
+                    value: Lddw::Func(off),
+                    ..
+                } => {
                     let t = target(s, i64::from(*off));
                     if !valid(t) {
                         return Err(CfgError::CallOutOfRange { from: s, to: t });
@@ -183,7 +188,14 @@ impl Cfg {
             })
             .collect();
         for (i, insn) in insns.iter().enumerate() {
-            if let Insn::Call(CallTarget::Local(off)) = insn {
+            // A callback runs in a frame of its own above the function
+            // that passes it, like a call.
+            if let Insn::Call(CallTarget::Local(off))
+            | Insn::Lddw {
+                value: Lddw::Func(off),
+                ..
+            } = insn
+            {
                 let s = slot_of[i];
                 let callee = func_of(target(s, i64::from(*off)) as usize);
                 let caller = func_of(s);

@@ -59,6 +59,7 @@ pub enum Flow {
 
 /// A state stored at a prune point.
 pub struct Node {
+    pub pc: usize,
     pub state: State,
     pub parent: Option<usize>,
     /// Paths still being explored from here; 0 once all ended safely.
@@ -103,6 +104,9 @@ pub struct Verifier<'a> {
     pub origins: HashMap<u32, usize>,
     /// Deepest stack use per function start.
     pub depth: HashMap<usize, usize>,
+    /// A callback the helper call just checked runs: its start and the
+    /// state it starts in.
+    pub callback: Option<(usize, State)>,
 }
 
 /// States kept per instruction for pruning.
@@ -187,6 +191,7 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         last_stored: 0,
         origins: HashMap::new(),
         depth: HashMap::new(),
+        callback: None,
     };
     report.result = v.walk().and_then(|()| v.check_stack_depth());
     report.insns_processed = v.processed;
@@ -260,10 +265,17 @@ fn prune_points(code: &[Option<Insn>]) -> Vec<bool> {
             Insn::Ja { off } => mark(&mut at, s as i64 + 1 + *off as i64),
             Insn::Ja32 { off } => mark(&mut at, s as i64 + 1 + *off as i64),
             Insn::Call(CallTarget::Local(_)) => mark(&mut at, next as i64),
+            // A callback returns to the helper call that runs it.
+            Insn::Call(CallTarget::Helper(id)) if calls_back(*id) => at[s] = true,
             _ => {}
         }
     }
     at
+}
+
+/// Helpers that call a callback some number of times.
+fn calls_back(id: i32) -> bool {
+    matches!(id, 164 | 181)
 }
 
 fn mark(at: &mut [bool], t: i64) {
@@ -413,7 +425,11 @@ impl<'a> Verifier<'a> {
     /// Whether register `r` of frame `fi` may be read later on this path.
     fn live_fn(&self, pc: usize, state: &State) -> impl Fn(usize, usize) -> bool + '_ {
         let top = state.frames.len() - 1;
-        let returns: Vec<usize> = state.frames.iter().map(|f| f.callsite).collect();
+        let returns: Vec<(usize, bool)> = state
+            .frames
+            .iter()
+            .map(|f| (f.callsite, f.callback))
+            .collect();
         move |fi, r| {
             if r == 10 {
                 return true;
@@ -421,14 +437,21 @@ impl<'a> Verifier<'a> {
             if fi == top {
                 self.live.is_live(pc, r)
             } else {
-                // A caller resumes after the call with r0 set and r1-r5
-                // scratched.
-                r >= 6 && self.live.is_live(returns[fi + 1], r)
+                match returns[fi + 1] {
+                    // Back from a callback, the caller runs the helper call
+                    // again with its registers as they were.
+                    (at, true) => self.live.is_live(at, r),
+                    // A caller resumes after the call with r0 set and r1-r5
+                    // scratched.
+                    (at, false) => r >= 6 && self.live.is_live(at, r),
+                }
             }
         }
     }
 
     fn visit(&mut self, pc: usize, state: &State) -> Res<Visit> {
+        let callsite =
+            matches!(self.code[pc], Some(Insn::Call(CallTarget::Helper(id))) if calls_back(id));
         let live = self.live_fn(pc, state);
         let mut pruned_by = None;
         if let Some(list) = self.explored.get(&pc) {
@@ -436,6 +459,16 @@ impl<'a> Verifier<'a> {
                 let node = &self.nodes[n];
                 if node.branches == 0 {
                     if covers(&node.state, state, &live, false) {
+                        pruned_by = Some(n);
+                        break;
+                    }
+                } else if callsite {
+                    // Back from a callback at the call that runs it, in a
+                    // state this path had here before (numbers alike, as
+                    // imprecise ones were widened on the way back): more
+                    // calls add nothing new. Not a loop: the helper bounds
+                    // the calls.
+                    if covers(&node.state, state, &live, true) {
                         pruned_by = Some(n);
                         break;
                     }
@@ -464,7 +497,7 @@ impl<'a> Verifier<'a> {
         }
         // Storing every visit would cost memory and comparisons in tight
         // loops: like the kernel, store only after some progress.
-        if self.processed - self.last_stored < STORE_EVERY {
+        if !callsite && self.processed - self.last_stored < STORE_EVERY {
             return Ok(Visit::Continue);
         }
         self.last_stored = self.processed;
@@ -477,6 +510,7 @@ impl<'a> Verifier<'a> {
             }
         }
         self.nodes.push(Node {
+            pc,
             state: stored,
             parent: self.parent,
             branches: 1,
@@ -562,7 +596,16 @@ impl<'a> Verifier<'a> {
                         ),
                     ));
                 }
-                self.call_helper(pc, st, id)?
+                self.call_helper(pc, st, id)?;
+                if let Some((start, other)) = self.callback.take() {
+                    // Go on as if the helper has called the callback for
+                    // the last time; explore one more call later.
+                    return Ok(Flow::Fork {
+                        next,
+                        at: start,
+                        other,
+                    });
+                }
             }
             Insn::Call(CallTarget::Local(off)) => {
                 let target = (pc as i64 + 1 + off as i64) as usize;
@@ -633,7 +676,8 @@ impl<'a> Verifier<'a> {
                     ..Reg::pointer(Kind::MapValue(idx as usize))
                 }
             }
-            Lddw::Func(off) => Reg::pointer(Kind::Func((next as i64 + off as i64) as usize)),
+            // Relative to the slot after the lddw's first half, like jumps.
+            Lddw::Func(off) => Reg::pointer(Kind::Func((next as i64 - 1 + off as i64) as usize)),
             other => {
                 return Err(fail(
                     Rule::InvalidInstruction,
@@ -675,12 +719,22 @@ impl<'a> Verifier<'a> {
         self.record_depth(st);
         if st.frames.len() > 1 {
             let frameno = (st.frames.len() - 1) as u8;
-            if r0.kind == Kind::Stack(frameno) {
+            if let Kind::Stack(f) = r0.kind {
+                // Even a caller's stack, which would still be valid: the
+                // kernel is conservative here.
+                let whose = if f == frameno {
+                    "its own stack, which is gone once it returns"
+                } else {
+                    "a stack, which the kernel never lets a function return (pass results through memory the caller gave instead)"
+                };
                 return Err(fail(
                     Rule::ReturnValue,
                     "cannot return stack pointer to the caller",
-                    "the function returns a pointer into its own stack, which is gone once it returns",
+                    format!("the function returns a pointer into {whose}"),
                 ));
+            }
+            if st.cur().callback {
+                return self.callback_exit(st, r0);
             }
             let callee = st.frames.pop().expect("callee frame");
             let caller = st.cur_mut();
@@ -711,6 +765,74 @@ impl<'a> Verifier<'a> {
             ));
         }
         Ok(Flow::Done)
+    }
+
+    /// A callback returns 0 (go on) or 1 (stop); its caller then is back
+    /// at the helper call, which may run the callback again.
+    fn callback_exit(&mut self, st: &mut State, r0: Reg) -> Res<Flow> {
+        if !r0.is_scalar() {
+            return Err(fail(
+                Rule::ReturnValue,
+                "R0 not a scalar value",
+                "a callback must return a number (0 to go on, 1 to stop), not a pointer",
+            ));
+        }
+        self.demand(st, 1, &[]);
+        if r0.s.umax > 1 {
+            let mut has = String::new();
+            if r0.s.smin > i64::MIN {
+                has.push_str(&format!(" smin={}", r0.s.smin));
+            }
+            if r0.s.smax < i64::MAX {
+                has.push_str(&format!(" smax={}", r0.s.smax));
+            }
+            return Err(fail(
+                Rule::ReturnValue,
+                format!("At callback return the register R0 has{has} should have been in [0, 1]"),
+                format!(
+                    "the callback may return {}; callbacks return 0 (go on) or 1 (stop)",
+                    r0.s
+                ),
+            ));
+        }
+        let callee = st.frames.pop().expect("a callback frame");
+        self.widen(callee.callsite, st);
+        Ok(Flow::Next(callee.callsite))
+    }
+
+    /// Numbers that changed since this path was last at the helper call
+    /// and that nothing depended on yet become unknown, so that the
+    /// callback's calls converge (the kernel's `widen_imprecise_scalars`).
+    fn widen(&self, callsite: usize, st: &mut State) {
+        let mut n = self.parent;
+        while let Some(i) = n {
+            let node = &self.nodes[i];
+            if node.pc == callsite && node.state.frames.len() == st.frames.len() {
+                break;
+            }
+            n = node.parent;
+        }
+        let Some(i) = n else { return };
+        let old = &self.nodes[i].state;
+        let differs = |o: &Reg, r: &Reg| {
+            o.is_scalar() && r.is_scalar() && !o.precise && (o.s != r.s || o.id != r.id)
+        };
+        for (fo, f) in old.frames.iter().zip(st.frames.iter_mut()) {
+            for (o, r) in fo.regs.iter().zip(f.regs.iter_mut()) {
+                if differs(o, r) {
+                    *r = Reg::unknown();
+                }
+            }
+            for (i, s) in f.stack.iter_mut().enumerate() {
+                let o = fo.slot(i);
+                if o.full_spill().is_some()
+                    && s.full_spill().is_some()
+                    && differs(&o.spill, &s.spill)
+                {
+                    s.spill = Reg::unknown();
+                }
+            }
+        }
     }
 
     pub fn record_depth(&mut self, st: &State) {

@@ -297,6 +297,17 @@ impl Verifier<'_> {
                 region_check(regno, base, off, size, mem, "memory")?;
                 Ok(Reg::unknown())
             }
+            Kind::MapKey(m) => {
+                if write {
+                    return Err(fail(
+                        Rule::ReadOnly,
+                        format!("write to change key R{regno} not allowed"),
+                        "the key bpf_for_each_map_elem hands its callback is read-only",
+                    ));
+                }
+                region_check(regno, base, off, size, self.maps[m].key_size, "map key")?;
+                Ok(Reg::unknown())
+            }
             Kind::NotInit => Err(fail(
                 Rule::UninitRegister,
                 format!("R{regno} !read_ok"),

@@ -1,7 +1,7 @@
 //! Random XDP programs for soundness testing: built from templates that
 //! packet programs are made of (bounds checks, packet, stack and map
 //! accesses, NULL checks, arithmetic, branches, helper calls, a bounded
-//! loop), with offsets and sizes drawn near the edges of what is allowed,
+//! loop, callbacks of `bpf_loop` and `bpf_for_each_map_elem`), with offsets and sizes drawn near the edges of what is allowed,
 //! so that many programs are accepted and many only just.
 //!
 //! The soundness test runs every accepted program in the checked
@@ -97,10 +97,13 @@ pub fn program(seed: u64) -> String {
     };
     reinit(r, &mut out);
     let blocks = 2 + r.below(10);
+    // Callback functions, placed after the program's exit.
+    let mut funcs = String::new();
     for b in 0..blocks {
         out(format!("b{b}:"));
         let skip = format!("b{}", (b + 2).min(blocks));
-        match r.below(16) {
+        match r.below(18) {
+            16 | 17 => callback(r, b, &mut out, &mut funcs),
             // Arithmetic on numbers.
             0..=2 => {
                 let op = *r.pick(&[
@@ -265,5 +268,81 @@ pub fn program(seed: u64) -> String {
     let _ = writeln!(tail, "end:");
     let _ = writeln!(tail, "mov %r0, 2");
     let _ = writeln!(tail, "exit");
-    s + &tail
+    s + &tail + &funcs
+}
+
+/// A call of `bpf_loop` or `bpf_for_each_map_elem` with a callback `cbN`
+/// (its code goes to `funcs`) that touches its context on the caller's
+/// stack, or the key and value it is given.
+fn callback(r: &mut Rng, b: u64, out: &mut dyn FnMut(String), funcs: &mut String) {
+    let mut f = |line: String| {
+        funcs.push_str(&line);
+        funcs.push('\n');
+    };
+    // The context: 16 bytes at fp-16 of the caller, or none.
+    let ctx = r.chance(80);
+    if ctx {
+        out("stdw [%r10-16], 0".into());
+        if r.chance(80) {
+            out("stdw [%r10-8], 0".into());
+        }
+    }
+    let each = r.chance(40);
+    if each {
+        out(format!("lddw %r1, map_idx({})", r.below(2)));
+    } else {
+        out(format!("mov %r1, {}", r.below(6)));
+    }
+    out(format!("lddw %r2, func(cb{b})"));
+    if ctx {
+        out("mov %r3, %r10".into());
+        out("add %r3, -16".into());
+    } else {
+        out("mov %r3, 0".into());
+    }
+    out("mov %r4, 0".into());
+    out(format!(
+        "call {}",
+        if each {
+            "bpf_for_each_map_elem"
+        } else {
+            "bpf_loop"
+        }
+    ));
+    f(format!("cb{b}:"));
+    let ctx_reg = if each { 4 } else { 2 };
+    if each {
+        // Key (4 bytes) and value (16 or 32 bytes), near their ends.
+        let key_off = *r.pick(&[0, 0, 2, 4]);
+        f(format!("ldxw %r0, [%r2+{key_off}]"));
+        let (sz, n) = *r.pick(&SIZES);
+        let off = r.below(u64::from(HASH_VALUE) + 4) as i64;
+        let off = off - off % n;
+        if r.chance(50) {
+            f(format!("ldx{sz} %r0, [%r3+{off}]"));
+        } else {
+            f(format!("st{sz} [%r3+{off}], {}", imm(r)));
+        }
+    }
+    let mut stop = false;
+    if ctx {
+        let (sz, n) = *r.pick(&SIZES);
+        let off = r.below(20) as i64 - if r.chance(10) { 4 } else { 0 };
+        let off = off - off.rem_euclid(n);
+        f(format!("ldx{sz} %r5, [%r{ctx_reg}+{off}]"));
+        f("add %r5, 1".into());
+        f(format!("stx{sz} [%r{ctx_reg}+{off}], %r5"));
+        if r.chance(50) {
+            f(format!("jgt %r5, {}, cb{b}_stop", r.below(8)));
+            stop = true;
+        }
+    }
+    let ret = if r.chance(5) { 2 } else { 0 };
+    f(format!("mov %r0, {ret}"));
+    f("exit".into());
+    if stop {
+        f(format!("cb{b}_stop:"));
+        f("mov %r0, 1".into());
+        f("exit".into());
+    }
 }

@@ -23,6 +23,9 @@ pub enum Kind {
     MapPtrOrNull(MapId),
     MapValue(MapId),
     MapValueOrNull(MapId),
+    /// A map's key, as `bpf_for_each_map_elem` hands it to its callback
+    /// (read-only).
+    MapKey(MapId),
     /// A pointer into the stack of frame `n`.
     Stack(u8),
     Packet,
@@ -90,6 +93,7 @@ impl Kind {
             Kind::MapPtrOrNull(_) => "map_ptr_or_null",
             Kind::MapValue(_) => "map_value",
             Kind::MapValueOrNull(_) => "map_value_or_null",
+            Kind::MapKey(_) => "map_key",
             Kind::Stack(_) => "fp",
             Kind::Packet => "pkt",
             Kind::PacketMeta => "pkt_meta",
@@ -291,8 +295,16 @@ pub struct Frame {
     /// Slot `i` covers stack offsets `-(i+1)*8 .. -i*8`; slots past the
     /// end were never touched.
     pub stack: Vec<Slot>,
-    /// Where the caller continues (slot after the call), for frames > 0.
+    /// Where the caller continues (slot after the call), for frames > 0;
+    /// for a callback, the helper call that runs it (which may run it
+    /// again).
     pub callsite: usize,
+    /// A callback's frame (`bpf_loop`, `bpf_for_each_map_elem`).
+    pub callback: bool,
+    /// Calls of a `bpf_loop` callback explored so far on this path from the
+    /// call in this frame (never more than its `nr_loops`); not compared
+    /// when pruning, like the kernel's `callback_depth`.
+    pub callback_depth: u64,
     /// The function's start slot.
     pub func: usize,
     /// Deepest stack byte touched, in bytes.
@@ -307,6 +319,8 @@ impl Frame {
             regs,
             stack: Vec::new(),
             callsite,
+            callback: false,
+            callback_depth: 0,
             func,
             depth: 0,
         }
@@ -456,7 +470,7 @@ pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool, exa
         }
     }
     for (fi, (fo, fnew)) in old.frames.iter().zip(&new.frames).enumerate() {
-        if fo.callsite != fnew.callsite || fo.func != fnew.func {
+        if fo.callsite != fnew.callsite || fo.func != fnew.func || fo.callback != fnew.callback {
             return false;
         }
         for r in 0..11 {
@@ -493,36 +507,44 @@ fn reg_covers(old: &Reg, new: &Reg, ids: &mut IdMap, exact: bool) -> bool {
 }
 
 fn slot_covers(old: &Slot, new: &Slot, ids: &mut IdMap, exact: bool) -> bool {
+    // A spilled number no path depended on (or an unknown one) is no more
+    // than misc bytes.
+    let spill_is_misc = |o: &Reg| o.is_scalar() && (o.s.is_unknown() || (!exact && !o.precise));
     if let Some(o) = old.full_spill() {
         return match new.full_spill() {
             Some(n) => reg_covers(o, n, ids, exact),
-            // A spilled unknown (or imprecise) number is no more than misc
-            // bytes.
-            None => {
-                o.is_scalar()
-                    && (o.s.is_unknown() || (!exact && !o.precise))
-                    && !new.bytes.contains(&Byte::Invalid)
-            }
+            None => spill_is_misc(o) && !new.bytes.contains(&Byte::Invalid),
         };
     }
     if old.bytes.contains(&Byte::Spill) {
-        let plain = |s: &Slot| Slot {
-            spill: Reg {
-                precise: false,
-                ..s.spill
-            },
-            live: false,
-            ..*s
+        // A narrower spill (a 32-bit number, say): the spilled part is
+        // compared like a register when the new slot has the same shape, the
+        // rest byte by byte.
+        let same_shape = (old.bytes.iter().zip(&new.bytes))
+            .all(|(o, n)| (*o == Byte::Spill) == (*n == Byte::Spill));
+        let spill_ok = if same_shape {
+            reg_covers(&old.spill, &new.spill, ids, exact)
+        } else {
+            spill_is_misc(&old.spill)
+                && (old.bytes.iter().zip(&new.bytes))
+                    .all(|(o, n)| *o != Byte::Spill || *n != Byte::Invalid)
         };
-        return plain(old) == plain(new);
+        return spill_ok
+            && (old.bytes.iter().zip(&new.bytes))
+                .all(|(o, n)| *o == Byte::Spill || byte_covers(*o, *n, new));
     }
-    old.bytes.iter().zip(&new.bytes).all(|(o, n)| match o {
+    (old.bytes.iter().zip(&new.bytes)).all(|(o, n)| byte_covers(*o, *n, new))
+}
+
+/// One stack byte that is not part of a spill in the old state.
+fn byte_covers(old: Byte, new: Byte, new_slot: &Slot) -> bool {
+    match old {
         // Reading either gives an unknown scalar (uninitialised stack is
         // readable for privileged programs): anything can stand in for it.
         Byte::Invalid | Byte::Misc => true,
-        Byte::Zero => *n == Byte::Zero || (*n == Byte::Spill && new.spill.is_null_const()),
-        Byte::Spill => unreachable!(),
-    })
+        Byte::Zero => new == Byte::Zero || (new == Byte::Spill && new_slot.spill.is_null_const()),
+        Byte::Spill => unreachable!("spilled bytes are compared as registers"),
+    }
 }
 
 #[cfg(test)]
