@@ -280,16 +280,7 @@ impl Verifier<'_> {
         start: usize,
         meta: &Meta,
     ) -> Res<State> {
-        if st.frames.len() >= crate::MAX_CALL_FRAMES {
-            return Err(fail(
-                Rule::ControlFlow,
-                format!(
-                    "the call stack of {} frames is too deep",
-                    st.frames.len() + 1
-                ),
-                "the callback would be the ninth frame: calls and callbacks nest at most 8 deep",
-            ));
-        }
+        Self::frame_room(st)?;
         let mut cb = st.clone();
         let caller = cb.cur();
         let ctx = meta.callback_ctx.unwrap_or(Reg::konst(0));

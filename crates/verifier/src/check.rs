@@ -690,7 +690,8 @@ impl<'a> Verifier<'a> {
         Ok(())
     }
 
-    fn call_local(&mut self, st: &mut State, ret: usize, target: usize) -> Res<()> {
+    /// A call (or callback) may add a frame: at most 8 in all.
+    pub fn frame_room(st: &State) -> Res<()> {
         if st.frames.len() >= crate::MAX_CALL_FRAMES {
             return Err(fail(
                 Rule::ControlFlow,
@@ -698,9 +699,14 @@ impl<'a> Verifier<'a> {
                     "the call stack of {} frames is too deep",
                     st.frames.len() + 1
                 ),
-                "calls nest more than 8 frames deep",
+                "calls and callbacks nest more than 8 frames deep",
             ));
         }
+        Ok(())
+    }
+
+    fn call_local(&mut self, st: &mut State, ret: usize, target: usize) -> Res<()> {
+        Self::frame_room(st)?;
         let frameno = st.frames.len() as u8;
         let mut callee = Frame::new(target, ret, frameno);
         for r in 1..=5 {
