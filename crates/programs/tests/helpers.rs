@@ -614,6 +614,43 @@ SEC("tc") int prog(struct __sk_buff *skb) {
 }
 
 #[test]
+fn clone_redirect_sends_copies_and_goes_on() {
+    let mut h = load(
+        "clone",
+        r#"
+SEC("tc") int prog(struct __sk_buff *skb) {
+    res[0] = bpf_clone_redirect(skb, 5, 0);
+    /* The copy is taken at the call: growing the packet afterwards
+       changes only the original and the second copy. */
+    res[1] = bpf_skb_change_tail(skb, skb->len + 4, 0);
+    res[2] = bpf_clone_redirect(skb, 7, BPF_F_INGRESS);
+    res[3] = bpf_clone_redirect(skb, 9, 1ULL << 8);
+    return TC_ACT_OK;
+}
+"#,
+        None,
+    );
+    let pkt = udp();
+    let out = h.run(&pkt, &meta(0)).unwrap();
+    assert_eq!(out.verdict.name(), "OK");
+    assert_eq!(out.packet.len(), pkt.len() + 4);
+    let clones: Vec<(u32, bool, usize)> = (out.clones.iter())
+        .map(|c| (c.ifindex, c.ingress, c.packet.len()))
+        .collect();
+    assert_eq!(
+        clones,
+        [(5, false, pkt.len()), (7, true, pkt.len() + 4)],
+        "unknown flags send nothing"
+    );
+    assert_eq!(out.clones[0].packet, pkt);
+    let r = res(&mut h);
+    assert_eq!((r[0], r[1], r[2], r[3]), (0, 0, 0, -22));
+    // A new packet starts with no copies.
+    let out = h.run(&pkt, &meta(1)).unwrap();
+    assert_eq!(out.clones.len(), 2);
+}
+
+#[test]
 fn clocks_vprintk_locks_and_buff_len() {
     let mut h = load(
         "misc",

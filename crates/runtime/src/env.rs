@@ -54,6 +54,15 @@ pub enum RedirectTarget {
     Broadcast { exclude_ingress: bool },
 }
 
+/// A copy of the packet `bpf_clone_redirect` sent to an interface (out of
+/// it, or into it with `BPF_F_INGRESS`), as the packet was at the call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cloned {
+    pub ifindex: u32,
+    pub ingress: bool,
+    pub packet: Vec<u8>,
+}
+
 /// A redirect requested by the program.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct Redirect {
@@ -74,6 +83,8 @@ pub struct Env {
     /// `bpf_trace_printk` output of the current run.
     pub trace: Vec<String>,
     pub redirect: Option<Redirect>,
+    /// Copies `bpf_clone_redirect` sent on during the current run.
+    pub clones: Vec<Cloned>,
     /// The map key of the last `bpf_redirect_map`.
     pub redirect_key: Option<u32>,
     pub packet: PacketView,
@@ -112,6 +123,7 @@ impl Env {
             sim,
             trace: Vec::new(),
             redirect: None,
+            clones: Vec::new(),
             redirect_key: None,
             unreproducible: Vec::new(),
             tunnel: None,

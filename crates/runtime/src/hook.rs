@@ -222,6 +222,8 @@ pub struct Outcome<'h> {
     pub stats: Stats,
     /// `bpf_trace_printk` lines of this run.
     pub trace: &'h [String],
+    /// Copies `bpf_clone_redirect` sent on (tc).
+    pub clones: &'h [crate::Cloned],
     pub skb: Option<SkbFields>,
     /// The program a redirect ran the frame through (devmap/cpumap entry).
     pub followup: Option<Followup>,
@@ -471,6 +473,7 @@ impl Hook {
             },
             stats: last.stats,
             trace: &self.env.trace,
+            clones: &self.env.clones,
             skb,
             followup,
         })
@@ -625,6 +628,7 @@ impl Hook {
         };
         if fresh {
             self.env.redirect = None;
+            self.env.clones.clear();
             self.env.redirect_key = None;
             self.env.tunnel = None;
             self.env.trace.clear();

@@ -10,7 +10,7 @@ mod hook;
 mod image;
 mod lowmem;
 
-pub use env::{CtxKind, Env, PacketView, Redirect, RedirectTarget};
+pub use env::{Cloned, CtxKind, Env, PacketView, Redirect, RedirectTarget};
 pub use handles::{map_handle, map_index};
 pub use hook::{
     FRAG_SIZE, Hook, HookError, MAX_PACKET as MAX_FRAME, Outcome, PacketMeta, SkbFields, TcAction,

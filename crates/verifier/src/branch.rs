@@ -254,6 +254,7 @@ impl Verifier<'_> {
             State {
                 frames: vec![],
                 refs: vec![],
+                callback_calls: 0,
             },
         ));
 

@@ -158,6 +158,7 @@ impl Verifier<'_> {
                 let mut cb = self.callback_entry(pc, st, uid, start, &meta)?;
                 let caller = cb.frames.len() - 2;
                 cb.frames[caller].callback_depth += 1;
+                cb.callback_calls += 1;
                 self.callback = Some((start, cb));
             }
             st.cur_mut().callback_depth = 0;

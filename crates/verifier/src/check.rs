@@ -301,6 +301,7 @@ impl<'a> Verifier<'a> {
         State {
             frames: vec![frame],
             refs: Vec::new(),
+            callback_calls: 0,
         }
     }
 
@@ -472,7 +473,8 @@ impl<'a> Verifier<'a> {
                         pruned_by = Some(n);
                         break;
                     }
-                } else if covers(&node.state, state, &live, true)
+                } else if node.state.callback_calls == state.callback_calls
+                    && covers(&node.state, state, &live, true)
                     && covers(state, &node.state, &live, true)
                 {
                     return Err(fail(

@@ -194,6 +194,7 @@ const PROTOS: &[Proto] = &[
         INT,
     ),
     p("redirect_peer", &[Anything, Anything], INT),
+    pkt("clone_redirect", &[Ctx, Anything, Anything]),
     p("ktime_get_coarse_ns", &[], INT),
     p(
         "for_each_map_elem",

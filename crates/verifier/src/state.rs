@@ -359,6 +359,10 @@ pub struct Held {
 pub struct State {
     pub frames: Vec<Frame>,
     pub refs: Vec<Held>,
+    /// Callback calls entered on the path so far: two states that differ
+    /// here are different calls, not a loop (the kernel's
+    /// `callback_unroll_depth`).
+    pub callback_calls: u32,
 }
 
 impl State {
@@ -564,6 +568,7 @@ mod tests {
         let mut old = State {
             frames: vec![Frame::new(0, 0, 0)],
             refs: vec![],
+            callback_calls: 0,
         };
         let mut new = old.clone();
         old.frames[0].regs[1] = Reg::scalar(Scalar::urange(0, 100));

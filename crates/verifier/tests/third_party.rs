@@ -1,13 +1,9 @@
 //! Third-party programs (from `./dev.sh setup`): xdp-tools' objects and
 //! Cilium's datapath in its three configurations. sluice accepts every
 //! packet program the kernel accepts, and the kernel (when root) gives the
-//! same verdict, except for the programs listed in `VM_LACKS`.
+//! same verdict.
 
-use verifier::{MapInfo, Options, Rule};
-
-/// Programs sluice verifies up to a helper call its VM does not provide
-/// (so the verdict is `unsupported`): program and helper.
-const VM_LACKS: &[(&str, &str)] = &[("tail_mcast_ep_delivery", "bpf_clone_redirect")];
+use verifier::{MapInfo, Options};
 
 fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<String>) -> usize {
     let object = obj::Object::parse(bytes).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -19,10 +15,6 @@ fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<Stri
             ..Options::default()
         };
         let ours = verifier::verify(p, &maps, &opts);
-        let gap = ours.result.as_ref().err().filter(|e| {
-            e.rule == Rule::Unsupported
-                && (VM_LACKS.iter()).any(|(prog, h)| p.name == *prog && e.reason.starts_with(h))
-        });
         let line = format!(
             "{label} {}: sluice {:?} in {} insns",
             p.name,
@@ -36,14 +28,7 @@ fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<Stri
                 "{line}; kernel {} in {:?}",
                 theirs.accepted, theirs.insns_processed
             );
-            if gap.is_some() {
-                if !theirs.accepted {
-                    failures.push(format!(
-                        "{line}: the kernel refuses it: {}",
-                        theirs.reason()
-                    ));
-                }
-            } else if theirs.accepted != ours.result.is_ok() {
+            if theirs.accepted != ours.result.is_ok() {
                 failures.push(format!(
                     "{line}, but the kernel says {}: {}",
                     theirs.accepted,
@@ -53,10 +38,8 @@ fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<Stri
         } else {
             eprintln!("{line}");
         }
-        match (&ours.result, gap) {
-            (_, Some(e)) => eprintln!("  (known gap: {})", e.reason),
-            (Err(e), None) => failures.push(format!("{line}: {}", e.reason)),
-            (Ok(()), None) => {}
+        if let Err(e) = &ours.result {
+            failures.push(format!("{line}: {}", e.reason));
         }
         checked += 1;
     }

@@ -115,6 +115,9 @@ struct RunReport {
     packets_per_second: f64,
     verdicts: BTreeMap<String, u64>,
     redirects: BTreeMap<String, u64>,
+    /// Copies sent on by `bpf_clone_redirect`, per interface.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    clones: BTreeMap<String, u64>,
     insns_per_packet: Percentiles,
     helper_calls_per_packet: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -303,6 +306,7 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     let map_names: Vec<String> = hook.maps().iter().map(|m| m.name().to_string()).collect();
     let mut verdicts: BTreeMap<String, u64> = BTreeMap::new();
     let mut redirects: BTreeMap<String, u64> = BTreeMap::new();
+    let mut clones: BTreeMap<String, u64> = BTreeMap::new();
     let mut link_types: BTreeMap<String, u64> = BTreeMap::new();
     let mut insns = Vec::new();
     let (mut helpers, mut loads, mut stores) = (0u64, [0u64; 4], [0u64; 4]);
@@ -365,6 +369,16 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
                         }
                     };
                     *redirects.entry(key).or_default() += 1;
+                }
+                for c in out.clones {
+                    let dir = if c.ingress { " ingress" } else { "" };
+                    *clones
+                        .entry(format!("ifindex {}{dir}", c.ifindex))
+                        .or_default() += 1;
+                    // Copies leave like redirected packets do.
+                    if let Some(s) = &mut sinks.redirect {
+                        s.write(&c.packet, ts).map_err(|e| e.to_string())?;
+                    }
                 }
                 let target = match out.verdict {
                     Verdict::Xdp(runtime::XdpAction::Pass) | Verdict::Tc(runtime::TcAction::Ok) => {
@@ -482,6 +496,7 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
         packets_per_second: packets as f64 / seconds.max(1e-9),
         verdicts,
         redirects,
+        clones,
         insns_per_packet: percentiles(insns),
         helper_calls_per_packet: helpers as f64 / n,
         memory_per_packet,
@@ -533,6 +548,12 @@ fn print_text(r: &RunReport) {
             .map(|(k, n)| format!("{k}: {n}"))
             .collect();
         println!("redirects     {}", v.join("  "));
+    }
+    if !r.clones.is_empty() {
+        let v: Vec<String> = (r.clones.iter())
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect();
+        println!("clones        {}", v.join("  "));
     }
     let p = &r.insns_per_packet;
     println!(

@@ -1,12 +1,12 @@
 //! Redirects: to an interface, through a device/CPU/socket map, to a
 //! neighbour or a peer device.
 
-use maps::MapType;
+use maps::{Errno, MapType};
 use vm::HelperFn;
 
-use super::{Ctx, Ret, map_arg};
+use super::{Ctx, Ret, err, map_arg, read};
 use crate::Env;
-use crate::env::{Redirect, RedirectTarget};
+use crate::env::{Cloned, Redirect, RedirectTarget};
 
 pub const XDP: &[(&str, HelperFn<Env>)] =
     &[("redirect", xdp_redirect), ("redirect_map", redirect_map)];
@@ -14,6 +14,7 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
     ("redirect", tc_redirect),
     ("redirect_neigh", tc_redirect_neigh),
     ("redirect_peer", tc_redirect_peer),
+    ("clone_redirect", tc_clone_redirect),
 ];
 
 const XDP_ABORTED: u64 = 0;
@@ -105,6 +106,24 @@ fn tc_redirect(c: &mut Ctx) -> Ret {
         return Ok(TC_ACT_SHOT);
     }
     tc_to(c, c.args[0], flags & F_INGRESS != 0)
+}
+
+/// `bpf_clone_redirect(skb, ifindex, flags)`: a copy of the packet as it
+/// is now goes out of `ifindex` (into it with `BPF_F_INGRESS`); the program
+/// goes on with the original. Every ifindex exists in the simulation.
+fn tc_clone_redirect(c: &mut Ctx) -> Ret {
+    let (ifindex, flags) = (c.args[1] as u32, c.args[2]);
+    if flags & !F_INGRESS != 0 {
+        return Ok(err(Errno::EINVAL));
+    }
+    let p = c.env.packet;
+    let packet = read(c, p.data, p.len() as usize)?;
+    c.env.clones.push(Cloned {
+        ifindex,
+        ingress: flags & F_INGRESS != 0,
+        packet,
+    });
+    Ok(0)
 }
 
 /// `bpf_redirect_neigh(ifindex, params, plen, flags)`: out of `ifindex`
