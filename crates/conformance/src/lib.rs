@@ -7,5 +7,5 @@ mod plugin;
 mod suite;
 
 pub use data::{TestCase, parse_hex_bytes};
-pub use plugin::{PluginError, PluginRequest, run_plugin};
+pub use plugin::{Engine, PluginError, PluginRequest, run_plugin};
 pub use suite::{Outcome, SuiteReport, TestReport, run_suite};

@@ -15,6 +15,22 @@ pub struct PluginRequest {
     pub elf: bool,
     /// Count memory accesses too (`--counting`); the result is the same.
     pub counting: bool,
+    /// Which engine runs the program (`--jit`, `--jit-fast`).
+    pub engine: Engine,
+}
+
+/// The engine of a plugin run.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    #[default]
+    Interpreter,
+    /// The JIT with run-time checks.
+    Jit,
+    /// The JIT without checks. The suite's programs are not verified, so
+    /// the plugin first runs the checked JIT: only a run that succeeded
+    /// (every access in bounds for this input) is repeated unchecked on a
+    /// fresh copy of the memory, and both must give the same r0.
+    JitFast,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
@@ -34,9 +50,11 @@ impl PluginRequest {
                     match opt {
                         "--elf" => req.elf = true,
                         "--counting" => req.counting = true,
+                        "--jit" => req.engine = Engine::Jit,
+                        "--jit-fast" => req.engine = Engine::JitFast,
                         other => {
                             return Err(PluginError(format!(
-                                "unknown plugin option `{other}` (known: --elf, --counting)"
+                                "unknown plugin option `{other}` (known: --elf, --counting, --jit, --jit-fast)"
                             )));
                         }
                     }
@@ -81,17 +99,45 @@ pub fn run_plugin(req: &PluginRequest) -> Result<u64, PluginError> {
     let mut helpers = HelperTable::new();
     register_basic(&mut helpers);
     let mut machine = Vm::new(program, &helpers).map_err(|e| err(&e))?;
-
-    let mut mem_buf = req.mem.clone();
-    let len = mem_buf.len() as u64;
-    let mut mem = Memory::new();
-    let addr = mem.add(RegionKind::Context, &mut mem_buf);
-    let mut env = SimEnv::default();
-    let args = [addr, len, 0, 0, 0];
-    let out = if req.counting {
-        machine.run_counting(&mut env, &mut mem, args)
-    } else {
-        machine.run(&mut env, &mut mem, args)
+    if req.engine != Engine::Interpreter {
+        enable_jit(&mut machine)?;
+    }
+    let run = |machine: &mut Vm<SimEnv>| {
+        let mut mem_buf = req.mem.clone();
+        let len = mem_buf.len() as u64;
+        let mut mem = Memory::new();
+        let addr = mem.add(RegionKind::Context, &mut mem_buf);
+        let mut env = SimEnv::default();
+        let args = [addr, len, 0, 0, 0];
+        let out = if req.counting {
+            machine.run_counting(&mut env, &mut mem, args)
+        } else {
+            machine.run(&mut env, &mut mem, args)
+        };
+        out.map(|o| o.r0).map_err(|e| err(&e))
     };
-    out.map(|o| o.r0).map_err(|e| err(&e))
+    let r0 = run(&mut machine)?;
+    if req.engine == Engine::JitFast {
+        // SAFETY: the checked run of this same program on this same input
+        // succeeded, so the unchecked run takes the same path and makes
+        // the same (in-bounds) accesses.
+        unsafe { machine.trust_verified() };
+        let fast = run(&mut machine)?;
+        if fast != r0 {
+            return Err(PluginError(format!(
+                "the unchecked JIT gives r0 = {fast:#x}, the checked one {r0:#x}"
+            )));
+        }
+    }
+    Ok(r0)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn enable_jit(machine: &mut Vm<SimEnv>) -> Result<(), PluginError> {
+    machine.enable_jit().map_err(|e| PluginError(e.to_string()))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn enable_jit(_: &mut Vm<SimEnv>) -> Result<(), PluginError> {
+    Err(PluginError("the JIT needs an x86-64 host".into()))
 }

@@ -48,7 +48,7 @@ pub fn test_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Assembles, encodes and runs one test exactly as the suite's runner
 /// drives a plugin (program as hex on stdin, memory as a hex argument).
-pub fn run_case(case: &TestCase, counting: bool) -> Result<(), String> {
+pub fn run_case(case: &TestCase, options: &[&str]) -> Result<(), String> {
     let insns = isa::assemble(&case.asm).map_err(|e| format!("assembler: {e}"))?;
     let bytes = isa::encode(&insns);
     if let Some(raw) = &case.raw {
@@ -69,9 +69,7 @@ pub fn run_case(case: &TestCase, counting: bool) -> Result<(), String> {
             .join("  ")
     };
     let mut args = vec![hex(&case.mem)];
-    if counting {
-        args.push("--counting".into());
-    }
+    args.extend(options.iter().map(|o| o.to_string()));
     let req = PluginRequest::from_args(&args, hex(&bytes).as_bytes()).map_err(|e| e.0)?;
     match (run_plugin(&req), &case.result, &case.error) {
         (Ok(r0), Some(want), _) if r0 == *want => Ok(()),
@@ -83,8 +81,9 @@ pub fn run_case(case: &TestCase, counting: bool) -> Result<(), String> {
     }
 }
 
-/// Runs every test of `dir`.
-pub fn run_suite(dir: &Path, counting: bool) -> std::io::Result<SuiteReport> {
+/// Runs every test of `dir` with the plugin `options` (`--counting`,
+/// `--jit`, `--jit-fast`).
+pub fn run_suite(dir: &Path, options: &[&str]) -> std::io::Result<SuiteReport> {
     let mut tests = Vec::new();
     for path in test_files(dir)? {
         let name = path
@@ -92,7 +91,7 @@ pub fn run_suite(dir: &Path, counting: bool) -> std::io::Result<SuiteReport> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let text = std::fs::read_to_string(&path)?;
-        let result = TestCase::parse(&text).and_then(|case| run_case(&case, counting));
+        let result = TestCase::parse(&text).and_then(|case| run_case(&case, options));
         tests.push(TestReport {
             name,
             outcome: if result.is_ok() {

@@ -1,4 +1,5 @@
-//! Every test of the BPF ISA conformance suite passes in the interpreter.
+//! Every test of the BPF ISA conformance suite passes in the interpreter
+//! and in the JIT, checked and unchecked, with and without counting.
 
 use std::path::PathBuf;
 
@@ -10,9 +11,9 @@ fn suite_dir() -> PathBuf {
     }
 }
 
-fn check(counting: bool) {
+fn check(options: &[&str]) {
     let dir = suite_dir();
-    let report = conformance::run_suite(&dir, counting).unwrap_or_else(|e| {
+    let report = conformance::run_suite(&dir, options).unwrap_or_else(|e| {
         panic!(
             "cannot read the conformance suite at {}: {e}",
             dir.display()
@@ -22,10 +23,8 @@ fn check(counting: bool) {
         eprintln!("FAIL {}: {}", t.name, t.reason.as_deref().unwrap_or(""));
     }
     println!(
-        "conformance ({}): {} passed, {} failed",
-        if counting { "counting" } else { "fast" },
-        report.passed,
-        report.failed
+        "conformance ({options:?}): {} passed, {} failed",
+        report.passed, report.failed
     );
     assert_eq!(
         report.failed, 0,
@@ -37,10 +36,18 @@ fn check(counting: bool) {
 
 #[test]
 fn interpreter_passes_the_whole_suite() {
-    check(false);
+    check(&[]);
 }
 
 #[test]
 fn counting_interpreter_passes_the_whole_suite() {
-    check(true);
+    check(&["--counting"]);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn jit_passes_the_whole_suite_checked_and_fast() {
+    check(&["--jit"]);
+    check(&["--jit", "--counting"]);
+    check(&["--jit-fast"]);
 }

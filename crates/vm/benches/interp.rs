@@ -67,12 +67,14 @@ fn median_ns(group: &str, id: &str, since: SystemTime) -> Option<f64> {
     v["median"]["point_estimate"].as_f64()
 }
 
-const ENGINES: [&str; 5] = [
+const ENGINES: [&str; 7] = [
     "sluice",
     "sluice-counting",
     "rbpf",
     "rbpf-jit",
     "sluice-unchecked",
+    "sluice-jit",
+    "sluice-jit-fast",
 ];
 
 fn main() {
@@ -125,7 +127,35 @@ fn main() {
         // access stays inside the 64 bytes, and the inputs never change.
         unsafe { trusted.trust_verified() };
 
+        let mut jit = Vm::new(
+            Program::new(insns.clone()).unwrap(),
+            &HelperTable::<SimEnv>::new(),
+        )
+        .unwrap();
+        jit.enable_jit().unwrap();
+        assert_eq!(jit.run(&mut env, &mut mem, args).unwrap(), reference);
+        let mut jit_fast = Vm::new(
+            Program::new(insns.clone()).unwrap(),
+            &HelperTable::<SimEnv>::new(),
+        )
+        .unwrap();
+        jit_fast.enable_jit().unwrap();
+        // SAFETY: as for `trusted`.
+        unsafe { jit_fast.trust_verified() };
+        assert_eq!(jit_fast.run(&mut env, &mut mem, args).unwrap(), reference);
+
         let mut g = c.benchmark_group(case.name);
+        g.bench_function(ENGINES[5], |b| {
+            b.iter(|| jit.run(&mut env, &mut mem, black_box(args)).unwrap().r0)
+        });
+        g.bench_function(ENGINES[6], |b| {
+            b.iter(|| {
+                jit_fast
+                    .run(&mut env, &mut mem, black_box(args))
+                    .unwrap()
+                    .r0
+            })
+        });
         g.bench_function(ENGINES[0], |b| {
             b.iter(|| machine.run(&mut env, &mut mem, black_box(args)).unwrap().r0)
         });
@@ -164,12 +194,14 @@ fn main() {
 
     println!("\nns per instruction (criterion medians; lower is better)");
     println!(
-        "{:<15} {:>10} {:>9} {:>17} {:>16} {:>9} {:>9} {:>22}",
+        "{:<15} {:>10} {:>9} {:>17} {:>16} {:>11} {:>16} {:>9} {:>9} {:>22}",
         "program",
         "insns/run",
         "sluice",
         "sluice-unchecked",
         "sluice-counting",
+        "sluice-jit",
+        "sluice-jit-fast",
         "rbpf",
         "rbpf-jit",
         "sluice vs rbpf interp"
@@ -185,12 +217,14 @@ fn main() {
             _ => "-".to_string(),
         };
         println!(
-            "{:<15} {:>10} {:>9} {:>17} {:>16} {:>9} {:>9} {:>22}",
+            "{:<15} {:>10} {:>9} {:>17} {:>16} {:>11} {:>16} {:>9} {:>9} {:>22}",
             case.name,
             insns,
             fmt(per_insn[0]),
             fmt(per_insn[4]),
             fmt(per_insn[1]),
+            fmt(per_insn[5]),
+            fmt(per_insn[6]),
             fmt(per_insn[2]),
             fmt(per_insn[3]),
             ratio

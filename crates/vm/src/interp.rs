@@ -22,6 +22,23 @@ use crate::memory::{Access, Memory, RegionKind};
 use crate::op::{Op, Slot};
 use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
 
+/// Where a run is: what a JIT driver hands back and forth with the
+/// interpreter. `repr(C)` with the registers first and the budget next, as
+/// the JIT's code addresses them.
+#[repr(C)]
+pub(crate) struct Machine {
+    pub r: Regs,
+    /// Instructions still allowed; the count executed is `budget - left`.
+    pub left: u64,
+    pub pc: usize,
+    /// The program running (tail calls move between programs).
+    pub cur: usize,
+    pub depth: usize,
+    pub tail_calls_left: u32,
+    frames: [Frame; MAX_FRAMES],
+    pub stats: Stats,
+}
+
 #[derive(Copy, Clone, Default)]
 struct Frame {
     /// Program and slot to return to.
@@ -40,7 +57,7 @@ struct Pending {
     state: u64,
 }
 
-type Regs = [u64; 16];
+pub(crate) type Regs = [u64; 16];
 
 impl<E> Vm<E> {
     #[cold]
@@ -66,6 +83,15 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
+        let mut m = self.start(mem, args);
+        let r0 = self
+            .resume::<COUNT, CHECK, false>(env, mem, &mut m)?
+            .expect("a run without steps ends");
+        Ok(RunResult { r0, stats: m.stats })
+    }
+
+    /// The state a run starts in (and maps the VM's stack into `mem`).
+    pub(crate) fn start(&mut self, mem: &mut Memory<'_>, args: [u64; 5]) -> Machine {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
         // for programs that read stack they did not write.
@@ -74,22 +100,45 @@ impl<E> Vm<E> {
         let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
         mem.stack.start = stack_top - STACK_SIZE as u64;
         mem.stack.len = STACK_SIZE as u64;
-
-        let mut cur = self.entry;
-        let mut slots = self.programs[cur].slots();
-        let mut tail_calls_left = crate::MAX_TAIL_CALLS;
-        let budget = self.budget;
-        let mut stats = Stats::default();
-        // 16 registers so that `idx & 15` needs no bounds check; r11-r15 are
-        // never named by a validated program.
         let mut r: Regs = [0; 16];
         r[1..6].copy_from_slice(&args);
         r[10] = stack_top;
-        let mut frames = [Frame::default(); MAX_FRAMES];
-        let mut depth = 0usize;
-        let mut pc = 0usize;
+        Machine {
+            r,
+            left: self.budget,
+            pc: 0,
+            cur: self.entry,
+            depth: 0,
+            tail_calls_left: crate::MAX_TAIL_CALLS,
+            frames: [Frame::default(); MAX_FRAMES],
+            stats: Stats::default(),
+        }
+    }
+
+    /// Runs from the state `m` until the program exits (`Some(r0)`, with
+    /// the instruction count in `m.stats`) or, with `STEP`, after one
+    /// instruction (`None`, `m` updated).
+    pub(crate) fn resume<const COUNT: bool, const CHECK: bool, const STEP: bool>(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        m: &mut Machine,
+    ) -> Result<Option<u64>, VmError> {
+        let stack_bottom = self.stack.0.as_mut_ptr().expose_provenance() as u64;
+        let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
+        let mut cur = m.cur;
+        let mut slots = self.programs[cur].slots();
+        let mut tail_calls_left = m.tail_calls_left;
+        let budget = self.budget;
+        let mut stats = m.stats;
+        // 16 registers so that `idx & 15` needs no bounds check; r11-r15 are
+        // never named by a validated program.
+        let mut r: Regs = m.r;
+        let frames = &mut m.frames;
+        let mut depth = m.depth;
+        let mut pc = m.pc;
         // Instructions still allowed; the count executed is `budget - left`.
-        let mut left = budget;
+        let mut left = m.left;
 
         macro_rules! fail {
             ($kind:expr) => {
@@ -99,7 +148,9 @@ impl<E> Vm<E> {
         macro_rules! done {
             ($r0:expr) => {{
                 stats.insns = budget - left;
-                return Ok(RunResult { r0: $r0, stats });
+                m.stats = stats;
+                m.left = left;
+                return Ok(Some($r0));
             }};
         }
         macro_rules! check {
@@ -306,15 +357,7 @@ impl<E> Vm<E> {
                                 state: cb.state,
                             };
                             match enter_callback(
-                                cb,
-                                slots,
-                                pending,
-                                cur,
-                                pc,
-                                &mut depth,
-                                &mut frames,
-                                &mut r,
-                                mem,
+                                cb, slots, pending, cur, pc, &mut depth, frames, &mut r, mem,
                                 stack_top,
                             ) {
                                 Ok(target) => pc = target,
@@ -399,15 +442,7 @@ impl<E> Vm<E> {
                                     ..p
                                 };
                                 match enter_callback(
-                                    cb,
-                                    slots,
-                                    pending,
-                                    cur,
-                                    pc,
-                                    &mut depth,
-                                    &mut frames,
-                                    &mut r,
-                                    mem,
+                                    cb, slots, pending, cur, pc, &mut depth, frames, &mut r, mem,
                                     stack_top,
                                 ) {
                                     Ok(target) => pc = target,
@@ -455,6 +490,16 @@ impl<E> Vm<E> {
                 Op::Poisoned => fail!(VmErrorKind::CorePoisoned),
                 Op::LddwHigh => unreachable!("validated programs never branch into an lddw"),
                 Op::FellOff => fail!(VmErrorKind::FellOff),
+            }
+            if STEP {
+                m.r = r;
+                m.left = left;
+                m.pc = pc;
+                m.cur = cur;
+                m.depth = depth;
+                m.tail_calls_left = tail_calls_left;
+                m.stats = stats;
+                return Ok(None);
             }
         }
     }

@@ -22,6 +22,8 @@
 mod error;
 pub mod helpers;
 mod interp;
+#[cfg(target_arch = "x86_64")]
+mod jit;
 pub mod memory;
 mod op;
 mod program;
@@ -33,6 +35,9 @@ pub use helpers::{
 };
 pub use memory::{Access, MemFault, Memory, Region, RegionKind};
 pub use program::{CORE_POISON, LoadError, Program};
+
+#[cfg(target_arch = "x86_64")]
+pub use jit::JitError;
 
 /// Function handles (`lddw func(...)`): `FUNC_BASE + slot`, never a
 /// mapped address.
@@ -117,6 +122,9 @@ pub struct Vm<E> {
     budget: u64,
     /// Plain loads and stores skip the region check (see `trust_verified`).
     trusted: bool,
+    /// Machine code for the programs, when the JIT is enabled.
+    #[cfg(target_arch = "x86_64")]
+    jit: Option<jit::Jit>,
 }
 
 impl<E> Vm<E> {
@@ -166,6 +174,8 @@ impl<E> Vm<E> {
             stack: Box::new(StackMem([[0; STACK_SIZE / 8]; MAX_FRAMES])),
             budget: DEFAULT_BUDGET,
             trusted: false,
+            #[cfg(target_arch = "x86_64")]
+            jit: None,
         })
     }
 
@@ -243,6 +253,16 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
+        #[cfg(target_arch = "x86_64")]
+        if self.jit.is_some() {
+            let result = if self.trusted {
+                self.execute_jit::<COUNT, false>(env, mem, args)
+            } else {
+                self.execute_jit::<COUNT, true>(env, mem, args)
+            };
+            mem.stack.len = 0;
+            return result;
+        }
         let result = if self.trusted {
             self.execute::<COUNT, false>(env, mem, args)
         } else {

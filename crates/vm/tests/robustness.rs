@@ -1,5 +1,7 @@
 //! Random programs: loading and running never panics, and the fast and
-//! counting modes agree exactly (r0, instruction count, error, memory).
+//! counting modes of the interpreter and of the JIT (checked, and
+//! unchecked where the checked run succeeded) agree exactly (r0,
+//! instruction, helper and memory-access counts, error, memory).
 
 use isa::{CallTarget, Insn, Lddw, Operand, Reg};
 use proptest::prelude::*;
@@ -97,7 +99,7 @@ fn run(
     ctx: &mut [u8],
     pkt: &mut [u8],
     packet: &[u8],
-) -> (Result<RunResult, VmError>, Vec<u8>) {
+) -> (Result<RunResult, VmError>, Vec<u8>, Vec<u8>) {
     ctx.fill(0xa5);
     pkt.copy_from_slice(packet);
     let mut mem = Memory::new();
@@ -111,7 +113,7 @@ fn run(
         machine.run(&mut env, &mut mem, args)
     };
     drop(mem);
-    (out, ctx.to_vec())
+    (out, ctx.to_vec(), pkt.to_vec())
 }
 
 proptest! {
@@ -133,10 +135,11 @@ proptest! {
         machine.set_budget(5_000);
         let mut ctx = vec![0u8; CTX_LEN];
         let mut pkt = packet.clone();
-        let (fast, fast_ctx) = run(&mut machine, false, &mut ctx, &mut pkt, &packet);
-        let (counted, counted_ctx) = run(&mut machine, true, &mut ctx, &mut pkt, &packet);
-        prop_assert_eq!(fast_ctx, counted_ctx);
-        match (fast, counted) {
+        let (fast, fast_ctx, fast_pkt) = run(&mut machine, false, &mut ctx, &mut pkt, &packet);
+        let (counted, counted_ctx, counted_pkt) = run(&mut machine, true, &mut ctx, &mut pkt, &packet);
+        prop_assert_eq!(&fast_ctx, &counted_ctx);
+        prop_assert_eq!(&fast_pkt, &counted_pkt);
+        match (&fast, &counted) {
             (Ok(a), Ok(b)) => {
                 prop_assert_eq!(a.r0, b.r0);
                 prop_assert_eq!(a.stats.insns, b.stats.insns);
@@ -145,6 +148,27 @@ proptest! {
             }
             (Err(a), Err(b)) => prop_assert_eq!(a, b),
             (a, b) => prop_assert!(false, "modes disagree: {:?} vs {:?}", a, b),
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            machine.enable_jit().unwrap();
+            let (jit, jit_ctx, jit_pkt) = run(&mut machine, false, &mut ctx, &mut pkt, &packet);
+            prop_assert_eq!(&jit, &fast, "checked JIT vs interpreter");
+            prop_assert_eq!(&jit_ctx, &fast_ctx);
+            prop_assert_eq!(&jit_pkt, &fast_pkt);
+            let (jit_counted, jc_ctx, jc_pkt) = run(&mut machine, true, &mut ctx, &mut pkt, &packet);
+            prop_assert_eq!(&jit_counted, &counted, "counting JIT vs counting interpreter");
+            prop_assert_eq!(&jc_ctx, &fast_ctx);
+            prop_assert_eq!(&jc_pkt, &fast_pkt);
+            if jit.is_ok() {
+                // SAFETY: the checked run on these same inputs succeeded, so
+                // the unchecked one takes the same path and accesses.
+                unsafe { machine.trust_verified() };
+                let (unchecked, u_ctx, u_pkt) = run(&mut machine, false, &mut ctx, &mut pkt, &packet);
+                prop_assert_eq!(&unchecked, &fast, "unchecked JIT vs interpreter");
+                prop_assert_eq!(&u_ctx, &fast_ctx);
+                prop_assert_eq!(&u_pkt, &fast_pkt);
+            }
         }
     }
 }

@@ -13,13 +13,32 @@ pub struct SuiteArgs {
     /// Also count memory accesses (the results must not change)
     #[arg(long)]
     counting: bool,
+    /// Run in the JIT: `checked`, or `fast` (each test's successful checked
+    /// run repeated without checks; both must agree)
+    #[arg(long, value_name = "MODE")]
+    jit: Option<JitMode>,
     /// Print JSON
     #[arg(long)]
     json: bool,
 }
 
+#[derive(Copy, Clone, clap::ValueEnum)]
+enum JitMode {
+    Checked,
+    Fast,
+}
+
 pub fn run_suite(a: SuiteArgs) -> Result<ExitCode, String> {
-    let report = conformance::run_suite(&a.dir, a.counting)
+    let mut options = Vec::new();
+    if a.counting {
+        options.push("--counting");
+    }
+    match a.jit {
+        Some(JitMode::Checked) => options.push("--jit"),
+        Some(JitMode::Fast) => options.push("--jit-fast"),
+        None => {}
+    }
+    let report = conformance::run_suite(&a.dir, &options)
         .map_err(|e| format!("{}: {e}", a.dir.display()))?;
     if a.json {
         print_json(&report)?;
@@ -41,7 +60,7 @@ pub fn run_suite(a: SuiteArgs) -> Result<ExitCode, String> {
 
 /// The plugin of github.com/Alan-Jowett/bpf_conformance: reads the program
 /// as hex on stdin, takes memory as hex in the first argument and options
-/// (`--elf`, `--counting`) after it, prints r0 in hex.
+/// (`--elf`, `--counting`, `--jit`, `--jit-fast`) after it, prints r0 in hex.
 #[derive(clap::Args)]
 pub struct PluginArgs {
     /// [MEMORY-HEX] [OPTIONS...]

@@ -1,0 +1,587 @@
+//! Which x86-64 each eBPF instruction becomes (docs/jit.md has the table).
+//!
+//! Arithmetic, jumps, `lddw`, loads and stores run natively; everything
+//! that needs the VM's state machine (helper calls, bpf-to-bpf calls and
+//! exits, tail calls, atomics, legacy packet loads) leaves the code with
+//! `pc` set, and the driver lets the interpreter execute that one
+//! instruction. Instructions are counted per block: a block's header
+//! subtracts its length from the budget and, if the budget cannot pay for
+//! all of it, leaves for the interpreter, which then runs out exactly
+//! where it would have alone. In checked mode every load and store asks
+//! `check_access` first; a refused access also leaves for the interpreter
+//! with the block's unexecuted instructions given back, so the
+//! interpreter re-executes it and reports the very same error.
+
+use std::mem::offset_of;
+
+use dynasmrt::{AssemblyOffset, DynamicLabel, ExecutableBuffer};
+
+use super::x64::*;
+use super::{JitCtx, check_access};
+use crate::interp::Machine;
+use crate::op::{Op, Slot};
+
+/// eBPF r0-r10 in x86 registers: r1-r5 are the System V argument
+/// registers, r6-r9 and the frame pointer callee-saved ones.
+const MAP: [R; 11] = [RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP];
+/// Scratch registers (no eBPF register lives there) and the context.
+const T0: R = R9;
+const T1: R = R10;
+const T2: R = R11;
+const CTX: R = R12;
+
+fn reg(n: u8) -> R {
+    MAP[n as usize]
+}
+
+const fn off(field: usize) -> i32 {
+    (offset_of!(JitCtx, m) + field) as i32
+}
+const REGS: i32 = off(offset_of!(Machine, r));
+const LEFT: i32 = off(offset_of!(Machine, left));
+const PC: i32 = off(offset_of!(Machine, pc));
+const DEPTH: i32 = off(offset_of!(Machine, depth));
+const DONE: i32 = offset_of!(JitCtx, done) as i32;
+
+/// Native code for one program.
+pub struct Code {
+    buf: ExecutableBuffer,
+    enter: AssemblyOffset,
+    /// Where each slot that starts a native block begins.
+    at: Vec<Option<AssemblyOffset>>,
+}
+
+/// `extern "sysv64" fn(ctx, code address)`: loads the registers from
+/// `ctx`, jumps to the address, and stores them back when the code leaves.
+pub type Enter = unsafe extern "sysv64" fn(*mut JitCtx, *const u8);
+
+impl Code {
+    /// The entry trampoline and the address to start at for `pc`, if
+    /// native code starts there.
+    pub fn entry(&self, pc: usize) -> Option<(Enter, *const u8)> {
+        let at = (*self.at.get(pc)?)?;
+        // SAFETY: `enter` is the offset of the trampoline emitted by
+        // `compile`, whose signature is `Enter`.
+        let enter = unsafe { std::mem::transmute::<*const u8, Enter>(self.buf.ptr(self.enter)) };
+        Some((enter, self.buf.ptr(at)))
+    }
+
+    /// Bytes of machine code.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Whether the instruction runs natively (else the interpreter runs it).
+fn native(op: Op) -> bool {
+    !matches!(
+        op,
+        Op::CallHelper
+            | Op::TailCall
+            | Op::CallLocal
+            | Op::Callx
+            | Op::Exit
+            | Op::Atomic32
+            | Op::Atomic64
+            | Op::LdAbsB
+            | Op::LdAbsH
+            | Op::LdAbsW
+            | Op::LdIndB
+            | Op::LdIndH
+            | Op::LdIndW
+            | Op::Poisoned
+            | Op::FellOff
+            | Op::LddwHigh
+    )
+}
+
+fn is_jump(op: Op) -> bool {
+    (Op::Ja as u8..=Op::Jsle32Reg as u8).contains(&(op as u8))
+}
+
+/// Slots where a block starts: the entry, jump and call targets, the
+/// functions whose address is taken, and whatever follows a jump or an
+/// instruction the interpreter runs.
+fn leaders(slots: &[Slot]) -> Vec<bool> {
+    let n = slots.len();
+    let mut lead = vec![false; n];
+    let mut mark = |i: usize| {
+        if i < n {
+            lead[i] = true;
+        }
+    };
+    mark(0);
+    for (pc, s) in slots.iter().enumerate() {
+        if is_jump(s.op) || s.op == Op::CallLocal {
+            mark(s.off as usize);
+        }
+        if s.op == Op::Lddw
+            && let Some(t) = crate::func_slot(s.imm as u64)
+        {
+            mark(t);
+        }
+        if is_jump(s.op) || (!native(s.op) && s.op != Op::LddwHigh) {
+            mark(pc);
+            mark(pc + 1);
+        }
+    }
+    lead
+}
+
+struct Stub {
+    label: DynamicLabel,
+    pc: usize,
+    give_back: i32,
+}
+
+/// Compiles `slots` (a validated program). `checked`: every load and store
+/// is checked (and counted when the context asks) by `check_access`.
+pub fn compile(slots: &[Slot], checked: bool) -> std::io::Result<Code> {
+    let mut a = Asm::new()?;
+    let n = slots.len();
+    let lead = leaders(slots);
+    let labels: Vec<DynamicLabel> = (0..n).map(|_| a.label()).collect();
+    let exit = a.label();
+
+    // The trampoline.
+    let enter = a.offset();
+    for r in [RBP, RBX, R12, R13, R14, R15] {
+        a.push(r);
+    }
+    a.add_rsp(-8);
+    a.alu_rr(Alu::Mov, W::Q, CTX, RDI);
+    a.alu_rr(Alu::Mov, W::Q, T2, RSI);
+    for (i, &r) in MAP.iter().enumerate() {
+        a.load_q(r, CTX, REGS + 8 * i as i32);
+    }
+    a.jmp_r(T2);
+    a.bind(exit);
+    for (i, &r) in MAP.iter().enumerate() {
+        a.store_q(CTX, REGS + 8 * i as i32, r);
+    }
+    a.add_rsp(8);
+    for r in [R15, R14, R13, R12, RBX, RBP] {
+        a.pop(r);
+    }
+    a.ret();
+
+    let mut at = vec![None; n];
+    let mut stubs: Vec<Stub> = Vec::new();
+    // The current block: its length and how many of it have been emitted.
+    let (mut block, mut done) = (0i32, 0i32);
+    for pc in 0..n {
+        let s = slots[pc];
+        if lead[pc] {
+            a.bind(labels[pc]);
+        }
+        if s.op == Op::LddwHigh {
+            continue;
+        }
+        if s.op == Op::Exit {
+            // The program's own exit (not a function's) ends the run here,
+            // counted like any instruction.
+            let (interp, give_back) = (a.label(), a.label());
+            a.cmp_mi(CTX, DEPTH, 0);
+            a.jcc(Cond::Ne, interp);
+            a.sub_mi(CTX, LEFT, 1);
+            a.jcc(Cond::Below, give_back);
+            a.mov_mi(CTX, DONE, 1);
+            a.jmp(exit);
+            a.bind(give_back);
+            a.add_mi(CTX, LEFT, 1);
+            a.bind(interp);
+        }
+        if !native(s.op) {
+            a.mov_mi(CTX, PC, pc as i32);
+            a.jmp(exit);
+            continue;
+        }
+        if lead[pc] {
+            at[pc] = Some(a.offset());
+            block = (pc..n)
+                .take_while(|&i| i == pc || !lead[i])
+                .filter(|&i| native(slots[i].op))
+                .count() as i32;
+            done = 0;
+            let stub = a.label();
+            a.sub_mi(CTX, LEFT, block);
+            a.jcc(Cond::Below, stub);
+            stubs.push(Stub {
+                label: stub,
+                pc,
+                give_back: block,
+            });
+        }
+        let fault = a.label();
+        if emit(&mut a, &s, &labels, checked, fault) {
+            stubs.push(Stub {
+                label: fault,
+                pc,
+                give_back: block - done,
+            });
+        }
+        done += 1;
+    }
+    for st in stubs {
+        a.bind(st.label);
+        a.add_mi(CTX, LEFT, st.give_back);
+        a.mov_mi(CTX, PC, st.pc as i32);
+        a.jmp(exit);
+    }
+    let buf = a
+        .ops
+        .finalize()
+        .map_err(|_| std::io::Error::other("finalising JIT code"))?;
+    Ok(Code { buf, enter, at })
+}
+
+/// Emits one native instruction; says whether it jumps to `fault`.
+fn emit(
+    a: &mut Asm,
+    s: &Slot,
+    labels: &[DynamicLabel],
+    checked: bool,
+    fault: DynamicLabel,
+) -> bool {
+    use Op::*;
+    let d = reg(s.dst & 15);
+    let x = || reg(s.src & 15);
+    let imm = s.imm as i32;
+    let w = |q: bool| if q { W::Q } else { W::D };
+    match s.op {
+        Add64Imm | Sub64Imm | And64Imm | Or64Imm | Xor64Imm | Mov64Imm | Add32Imm | Sub32Imm
+        | And32Imm | Or32Imm | Xor32Imm | Mov32Imm => {
+            let (op, q) = alu_of(s.op);
+            a.alu_ri(op, w(q), d, imm);
+        }
+        Add64Reg | Sub64Reg | And64Reg | Or64Reg | Xor64Reg | Mov64Reg | Add32Reg | Sub32Reg
+        | And32Reg | Or32Reg | Xor32Reg | Mov32Reg => {
+            let (op, q) = alu_of(s.op);
+            a.alu_rr(op, w(q), d, x());
+        }
+        Mul64Imm => a.imul_ri(W::Q, d, imm),
+        Mul32Imm => a.imul_ri(W::D, d, imm),
+        Mul64Reg => a.imul_rr(W::Q, d, x()),
+        Mul32Reg => a.imul_rr(W::D, d, x()),
+        Neg64 => a.neg(W::Q, d),
+        Neg32 => a.neg(W::D, d),
+        Lsh64Imm | Rsh64Imm | Arsh64Imm | Lsh32Imm | Rsh32Imm | Arsh32Imm => {
+            let (op, q) = shift_of(s.op);
+            let n = (s.imm & if q { 63 } else { 31 }) as i8;
+            if n != 0 {
+                a.shift_ri(op, w(q), d, n);
+            } else if !q {
+                a.alu_rr(Alu::Mov, W::D, d, d);
+            }
+        }
+        Lsh64Reg | Rsh64Reg | Arsh64Reg | Lsh32Reg | Rsh32Reg | Arsh32Reg => {
+            // The count must be in cl, and rcx is r4: shift a copy.
+            let (op, q) = shift_of(s.op);
+            a.alu_rr(Alu::Mov, w(q), T1, d);
+            a.alu_rr(Alu::Mov, W::Q, T0, RCX);
+            a.alu_rr(Alu::Mov, W::Q, RCX, x());
+            a.shift_cl(op, w(q), T1);
+            a.alu_rr(Alu::Mov, W::Q, RCX, T0);
+            a.alu_rr(Alu::Mov, W::Q, d, T1);
+        }
+        Div64Imm | Div64Reg | Mod64Imm | Mod64Reg | SDiv64Imm | SDiv64Reg | SMod64Imm
+        | SMod64Reg | Div32Imm | Div32Reg | Mod32Imm | Mod32Reg | SDiv32Imm | SDiv32Reg
+        | SMod32Imm | SMod32Reg => divide(a, s, d),
+        MovSx8To64 => a.movsx(W::Q, Size::B, d, x()),
+        MovSx16To64 => a.movsx(W::Q, Size::H, d, x()),
+        MovSx32To64 => a.movsx(W::Q, Size::W, d, x()),
+        MovSx8To32 => a.movsx(W::D, Size::B, d, x()),
+        MovSx16To32 => a.movsx(W::D, Size::H, d, x()),
+        Le16 => a.movzx16(d),
+        Le32 => a.alu_rr(Alu::Mov, W::D, d, d),
+        Le64 => {}
+        Be16 | Swap16 => {
+            a.rol16_8(d);
+            a.movzx16(d);
+        }
+        Be32 | Swap32 => a.bswap(W::D, d),
+        Be64 | Swap64 => a.bswap(W::Q, d),
+        Ja => a.jmp(labels[s.off as usize]),
+        Lddw => a.mov_ri64(d, s.imm),
+        LdxB | LdxH | LdxW | LdxDW | LdxSB | LdxSH | LdxSW => {
+            let (size, signed) = match s.op {
+                LdxB => (Size::B, false),
+                LdxH => (Size::H, false),
+                LdxW => (Size::W, false),
+                LdxDW => (Size::Dw, false),
+                LdxSB => (Size::B, true),
+                LdxSH => (Size::H, true),
+                _ => (Size::W, true),
+            };
+            let base = x();
+            if checked {
+                check(a, base, s.off, size, false, fault);
+                a.load(size, signed, d, T0, 0);
+            } else {
+                a.load(size, signed, d, base, s.off);
+            }
+            return checked;
+        }
+        StB | StH | StW | StDW | StxB | StxH | StxW | StxDW => {
+            let size = match s.op {
+                StB | StxB => Size::B,
+                StH | StxH => Size::H,
+                StW | StxW => Size::W,
+                _ => Size::Dw,
+            };
+            let (base, off) = if checked {
+                check(a, d, s.off, size, true, fault);
+                (T0, 0)
+            } else {
+                (d, s.off)
+            };
+            if matches!(s.op, StB | StH | StW | StDW) {
+                a.store_i(size, base, off, imm);
+            } else {
+                a.store_r(size, base, off, x());
+            }
+            return checked;
+        }
+        op if is_jump(op) => {
+            let t = labels[s.off as usize];
+            let (cond, q, with_reg) = jump_of(op);
+            if cond == JumpKind::Set {
+                if with_reg {
+                    a.test_rr(w(q), d, x());
+                } else {
+                    a.test_ri(w(q), d, imm);
+                }
+                a.jcc(Cond::Ne, t);
+            } else {
+                if with_reg {
+                    a.cmp_rr(w(q), d, x());
+                } else {
+                    a.cmp_ri(w(q), d, imm);
+                }
+                a.jcc(cond.cond(), t);
+            }
+        }
+        other => unreachable!("{other:?} is not native"),
+    }
+    false
+}
+
+fn alu_of(op: Op) -> (Alu, bool) {
+    use Op::*;
+    match op {
+        Add64Imm | Add64Reg => (Alu::Add, true),
+        Sub64Imm | Sub64Reg => (Alu::Sub, true),
+        And64Imm | And64Reg => (Alu::And, true),
+        Or64Imm | Or64Reg => (Alu::Or, true),
+        Xor64Imm | Xor64Reg => (Alu::Xor, true),
+        Mov64Imm | Mov64Reg => (Alu::Mov, true),
+        Add32Imm | Add32Reg => (Alu::Add, false),
+        Sub32Imm | Sub32Reg => (Alu::Sub, false),
+        And32Imm | And32Reg => (Alu::And, false),
+        Or32Imm | Or32Reg => (Alu::Or, false),
+        Xor32Imm | Xor32Reg => (Alu::Xor, false),
+        _ => (Alu::Mov, false),
+    }
+}
+
+fn shift_of(op: Op) -> (Shift, bool) {
+    use Op::*;
+    match op {
+        Lsh64Imm | Lsh64Reg => (Shift::Shl, true),
+        Rsh64Imm | Rsh64Reg => (Shift::Shr, true),
+        Arsh64Imm | Arsh64Reg => (Shift::Sar, true),
+        Lsh32Imm | Lsh32Reg => (Shift::Shl, false),
+        Rsh32Imm | Rsh32Reg => (Shift::Shr, false),
+        _ => (Shift::Sar, false),
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum JumpKind {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+    SGt,
+    SGe,
+    SLt,
+    SLe,
+    Set,
+}
+
+impl JumpKind {
+    fn cond(self) -> Cond {
+        match self {
+            JumpKind::Eq => Cond::Eq,
+            JumpKind::Ne => Cond::Ne,
+            JumpKind::Gt => Cond::Above,
+            JumpKind::Ge => Cond::AboveEq,
+            JumpKind::Lt => Cond::Below,
+            JumpKind::Le => Cond::BelowEq,
+            JumpKind::SGt => Cond::Greater,
+            JumpKind::SGe => Cond::GreaterEq,
+            JumpKind::SLt => Cond::Less,
+            JumpKind::SLe => Cond::LessEq,
+            JumpKind::Set => Cond::Ne,
+        }
+    }
+}
+
+/// A conditional jump: its condition, width (true: 64-bit) and whether it
+/// compares with a register.
+fn jump_of(op: Op) -> (JumpKind, bool, bool) {
+    use JumpKind as K;
+    use Op::*;
+    match op {
+        Jeq64Imm => (K::Eq, true, false),
+        Jeq64Reg => (K::Eq, true, true),
+        Jgt64Imm => (K::Gt, true, false),
+        Jgt64Reg => (K::Gt, true, true),
+        Jge64Imm => (K::Ge, true, false),
+        Jge64Reg => (K::Ge, true, true),
+        Jset64Imm => (K::Set, true, false),
+        Jset64Reg => (K::Set, true, true),
+        Jne64Imm => (K::Ne, true, false),
+        Jne64Reg => (K::Ne, true, true),
+        Jsgt64Imm => (K::SGt, true, false),
+        Jsgt64Reg => (K::SGt, true, true),
+        Jsge64Imm => (K::SGe, true, false),
+        Jsge64Reg => (K::SGe, true, true),
+        Jlt64Imm => (K::Lt, true, false),
+        Jlt64Reg => (K::Lt, true, true),
+        Jle64Imm => (K::Le, true, false),
+        Jle64Reg => (K::Le, true, true),
+        Jslt64Imm => (K::SLt, true, false),
+        Jslt64Reg => (K::SLt, true, true),
+        Jsle64Imm => (K::SLe, true, false),
+        Jsle64Reg => (K::SLe, true, true),
+        Jeq32Imm => (K::Eq, false, false),
+        Jeq32Reg => (K::Eq, false, true),
+        Jgt32Imm => (K::Gt, false, false),
+        Jgt32Reg => (K::Gt, false, true),
+        Jge32Imm => (K::Ge, false, false),
+        Jge32Reg => (K::Ge, false, true),
+        Jset32Imm => (K::Set, false, false),
+        Jset32Reg => (K::Set, false, true),
+        Jne32Imm => (K::Ne, false, false),
+        Jne32Reg => (K::Ne, false, true),
+        Jsgt32Imm => (K::SGt, false, false),
+        Jsgt32Reg => (K::SGt, false, true),
+        Jsge32Imm => (K::SGe, false, false),
+        Jsge32Reg => (K::SGe, false, true),
+        Jlt32Imm => (K::Lt, false, false),
+        Jlt32Reg => (K::Lt, false, true),
+        Jle32Imm => (K::Le, false, false),
+        Jle32Reg => (K::Le, false, true),
+        Jslt32Imm => (K::SLt, false, false),
+        Jslt32Reg => (K::SLt, false, true),
+        Jsle32Imm => (K::SLe, false, false),
+        _ => (K::SLe, false, true),
+    }
+}
+
+/// Division and modulo, unsigned and signed, in rdx:rax (r0 and r3 live
+/// there: they are saved in the scratch registers around the divide).
+/// Division by zero gives 0 and modulo by zero keeps the dividend
+/// (truncated to 32 bits at 32-bit width); signed division by -1 negates
+/// and modulo by -1 gives 0, where x86 would trap on the minimum.
+fn divide(a: &mut Asm, s: &Slot, d: R) {
+    use Op::*;
+    let q = matches!(
+        s.op,
+        Div64Imm | Div64Reg | Mod64Imm | Mod64Reg | SDiv64Imm | SDiv64Reg | SMod64Imm | SMod64Reg
+    );
+    let w = if q { W::Q } else { W::D };
+    let signed = matches!(
+        s.op,
+        SDiv64Imm
+            | SDiv64Reg
+            | SMod64Imm
+            | SMod64Reg
+            | SDiv32Imm
+            | SDiv32Reg
+            | SMod32Imm
+            | SMod32Reg
+    );
+    let modulo = matches!(
+        s.op,
+        Mod64Imm | Mod64Reg | SMod64Imm | SMod64Reg | Mod32Imm | Mod32Reg | SMod32Imm | SMod32Reg
+    );
+    let with_imm = matches!(
+        s.op,
+        Div64Imm | Mod64Imm | SDiv64Imm | SMod64Imm | Div32Imm | Mod32Imm | SDiv32Imm | SMod32Imm
+    );
+    if with_imm {
+        a.alu_ri(Alu::Mov, w, T2, s.imm as i32);
+    } else {
+        a.alu_rr(Alu::Mov, W::Q, T2, reg(s.src & 15));
+    }
+    let (zero, minus_one, end) = (a.label(), a.label(), a.label());
+    a.test_rr(w, T2, T2);
+    a.jcc(Cond::Eq, zero);
+    if signed {
+        a.cmp_ri(w, T2, -1);
+        a.jcc(Cond::Eq, minus_one);
+    }
+    a.alu_rr(Alu::Mov, W::Q, T0, RAX);
+    a.alu_rr(Alu::Mov, W::Q, T1, RDX);
+    let dividend = match d {
+        RAX => T0,
+        RDX => T1,
+        other => other,
+    };
+    a.alu_rr(Alu::Mov, w, RAX, dividend);
+    a.div(w, signed, T2);
+    a.alu_rr(Alu::Mov, W::Q, T2, if modulo { RDX } else { RAX });
+    a.alu_rr(Alu::Mov, W::Q, RAX, T0);
+    a.alu_rr(Alu::Mov, W::Q, RDX, T1);
+    a.alu_rr(Alu::Mov, W::Q, d, T2);
+    a.jmp(end);
+    a.bind(zero);
+    if !modulo {
+        a.alu_rr(Alu::Xor, W::D, d, d);
+    } else if !q {
+        a.alu_rr(Alu::Mov, W::D, d, d);
+    }
+    if signed {
+        a.jmp(end);
+        a.bind(minus_one);
+        if modulo {
+            a.alu_rr(Alu::Xor, W::D, d, d);
+        } else {
+            a.neg(w, d);
+        }
+    }
+    a.bind(end);
+}
+
+/// Checked mode: asks `check_access` whether `[base + off]` may be read or
+/// written with `size` bytes (and counts it); jumps to `fault` if not.
+/// Leaves the address in T0.
+fn check(a: &mut Asm, base: R, off: i32, size: Size, write: bool, fault: DynamicLabel) {
+    const SAVED: [R; 6] = [RAX, RCX, RDX, RSI, RDI, R8];
+    let bytes = match size {
+        Size::B => 1,
+        Size::H => 2,
+        Size::W => 4,
+        Size::Dw => 8,
+    };
+    a.lea(T0, base, off);
+    for r in SAVED {
+        a.push(r);
+    }
+    a.alu_rr(Alu::Mov, W::Q, RDI, CTX);
+    a.alu_rr(Alu::Mov, W::Q, RSI, T0);
+    a.alu_ri(Alu::Mov, W::D, RDX, bytes | (i32::from(write) << 8));
+    a.call_abs(check_access as *const () as i64);
+    a.alu_rr(Alu::Mov, W::Q, T1, RAX);
+    for r in SAVED.iter().rev() {
+        a.pop(*r);
+    }
+    a.test_rr(W::Q, T1, T1);
+    a.jcc(Cond::Ne, fault);
+    // The call may have clobbered T0 (r9 is caller-saved).
+    a.lea(T0, base, off);
+}

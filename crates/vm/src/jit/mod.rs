@@ -1,0 +1,178 @@
+//! The x86-64 JIT (docs/jit.md).
+//!
+//! `codegen.rs` turns a program's pre-decoded slots into machine code
+//! (through the instruction forms of `x64.rs`); the driver here runs it.
+//! Native code covers arithmetic, jumps, `lddw`, loads and stores; at an
+//! instruction that needs the VM's state machine (helpers, calls, exits,
+//! tail calls, atomics, legacy packet loads), or when a check or the
+//! budget refuses, the code leaves with `pc` set and the interpreter runs
+//! that one instruction on the same state ([`Machine`]). So both engines
+//! share one implementation of everything but the straight-line code, and
+//! agree on results, errors and counts by construction there.
+
+mod codegen;
+mod x64;
+
+use crate::interp::Machine;
+use crate::memory::{Access, Memory};
+use crate::{RunResult, Vm, VmError};
+
+pub use codegen::Code;
+
+/// What native code reads and writes: the machine (registers first), and
+/// for checked code the run's memory and whether to count accesses.
+#[repr(C)]
+pub(crate) struct JitCtx {
+    pub m: Machine,
+    /// Set by native code when the program exited (r0 holds the result).
+    pub done: u64,
+    mem: *const Memory<'static>,
+    count: bool,
+}
+
+/// Called by checked code before every load and store: 0 if the access is
+/// allowed (and then counted per region when counting), 1 if not.
+extern "sysv64" fn check_access(ctx: *mut JitCtx, addr: u64, spec: u64) -> u64 {
+    // SAFETY: native code passes the context the driver entered it with,
+    // whose `mem` the driver set to the run's memory just before; no Rust
+    // reference to either is live while native code runs.
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: as above.
+    let mem = unsafe { &*ctx.mem };
+    let access = if spec & 0x100 != 0 {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    match mem.find(addr, spec & 0xff, access) {
+        Some(kind) => {
+            if ctx.count {
+                let s = &mut ctx.m.stats;
+                match access {
+                    Access::Read => s.loads[kind as usize] += 1,
+                    Access::Write => s.stores[kind as usize] += 1,
+                }
+            }
+            0
+        }
+        None => 1,
+    }
+}
+
+/// Machine code for a VM's programs: with checks (used for counting too)
+/// and, for verified programs, without.
+pub(crate) struct Jit {
+    checked: Vec<Code>,
+    fast: Option<Vec<Code>>,
+}
+
+/// Why the JIT is not available.
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    #[error("mapping memory for JIT code: {0}")]
+    Memory(#[from] std::io::Error),
+}
+
+impl Jit {
+    pub fn compile(programs: &[crate::Program]) -> Result<Jit, JitError> {
+        let checked = programs
+            .iter()
+            .map(|p| codegen::compile(p.slots(), true))
+            .collect::<Result<_, _>>()?;
+        Ok(Jit {
+            checked,
+            fast: None,
+        })
+    }
+
+    /// Bytes of machine code of the checked variant.
+    pub fn code_bytes(&self) -> usize {
+        self.checked.iter().map(Code::len).sum()
+    }
+}
+
+impl<E> Vm<E> {
+    /// Runs the programs in native code from now on, with the checked
+    /// variant unless the VM is trusted (then the unchecked one).
+    pub fn enable_jit(&mut self) -> Result<(), JitError> {
+        if self.jit.is_none() {
+            self.jit = Some(Jit::compile(&self.programs)?);
+        }
+        Ok(())
+    }
+
+    /// Back to the interpreter.
+    pub fn disable_jit(&mut self) {
+        self.jit = None;
+    }
+
+    pub fn jit_enabled(&self) -> bool {
+        self.jit.is_some()
+    }
+
+    /// Bytes of machine code the JIT made (checked variant), if enabled.
+    pub fn jit_code_bytes(&self) -> Option<usize> {
+        self.jit.as_ref().map(Jit::code_bytes)
+    }
+
+    pub(crate) fn execute_jit<const COUNT: bool, const CHECK: bool>(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<RunResult, VmError> {
+        let mut jit = self.jit.take().expect("the JIT is enabled");
+        if !(CHECK || COUNT) && jit.fast.is_none() {
+            // If no memory is left for more code, the checked variant runs.
+            jit.fast = (self.programs.iter())
+                .map(|p| codegen::compile(p.slots(), false))
+                .collect::<Result<Vec<_>, _>>()
+                .ok();
+        }
+        let result = match &jit.fast {
+            Some(fast) if !(CHECK || COUNT) => self.drive::<false, false>(fast, env, mem, args),
+            _ => self.drive::<COUNT, true>(&jit.checked, env, mem, args),
+        };
+        self.jit = Some(jit);
+        result
+    }
+
+    /// Native code until it leaves, one interpreted instruction, and again.
+    fn drive<const COUNT: bool, const CHECK: bool>(
+        &mut self,
+        codes: &[Code],
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<RunResult, VmError> {
+        let mut ctx = JitCtx {
+            m: self.start(mem, args),
+            done: 0,
+            mem: std::ptr::null(),
+            count: COUNT,
+        };
+        loop {
+            if let Some((enter, at)) = codes[ctx.m.cur].entry(ctx.m.pc) {
+                ctx.mem = (mem as *const Memory<'_>).cast::<Memory<'static>>();
+                // SAFETY: `at` is a block of `codes[cur]`, compiled from the
+                // running program; checked code checks every access against
+                // `mem`, unchecked code runs only for verified programs
+                // (`Vm::trust_verified`).
+                unsafe { enter(&mut ctx, at) };
+                if ctx.done != 0 {
+                    ctx.m.stats.insns = self.budget - ctx.m.left;
+                    return Ok(RunResult {
+                        r0: ctx.m.r[0],
+                        stats: ctx.m.stats,
+                    });
+                }
+            }
+            if let Some(r0) = self.resume::<COUNT, CHECK, true>(env, mem, &mut ctx.m)? {
+                return Ok(RunResult {
+                    r0,
+                    stats: ctx.m.stats,
+                });
+            }
+        }
+    }
+}
