@@ -599,6 +599,12 @@ fn run_verifies_first_and_drops_the_checks_of_verified_programs() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["checks"], "verified", "{v}");
     assert_eq!(v["verdicts"]["TX"], 8, "{v}");
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(v["engine"], "jit", "the JIT is the default: {v}");
+    let out = run(&bpf("xdp_parse_tx"), &["--engine", "interp"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["engine"], "interpreter", "{v}");
+    assert_eq!(v["verdicts"]["TX"], 8, "{v}");
     let out = run(&bpf("xdp_parse_tx"), &["--no-verify"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["checks"], "run-time", "{v}");

@@ -1,5 +1,7 @@
 //! Every example program over every capture of the tcpdump corpus: no VM
-//! error, no ABORTED, and each program's output exactly as expected.
+//! error, no ABORTED, and each program's output exactly as expected; and
+//! the JIT (checked, and unchecked for verified programs) gives exactly
+//! what the interpreter gives.
 
 mod common;
 
@@ -164,4 +166,111 @@ fn tc_classify() {
         }
         _ => Err("neither OK nor SHOT".into()),
     });
+}
+
+/// What one run produced, owned.
+#[derive(Debug, PartialEq)]
+struct Run {
+    r0: u64,
+    verdict: Verdict,
+    bytes: Vec<u8>,
+    redirect: Option<Redirect>,
+    clones: Vec<Cloned>,
+    insns: u64,
+    helper_calls: u64,
+    tail_calls: u64,
+}
+
+fn replay(h: &mut Hook, frame: &io::Frame) -> Result<Run, String> {
+    let input = &frame.data[..frame.data.len().min(runtime::MAX_FRAME)];
+    let out = h
+        .run(input, &meta(frame.timestamp_ns))
+        .map_err(|e| e.to_string())?;
+    Ok(Run {
+        r0: out.r0,
+        verdict: out.verdict,
+        bytes: [out.meta, out.packet, out.frags].concat(),
+        redirect: out.redirect,
+        clones: out.clones.to_vec(),
+        insns: out.stats.insns,
+        helper_calls: out.stats.helper_calls,
+        tail_calls: out.stats.tail_calls,
+    })
+}
+
+/// Whether the verifier accepts every program `h` may run.
+fn verified(h: &Hook) -> bool {
+    let object = h.object();
+    let maps = verifier::MapInfo::of_object(object, &|i| {
+        object.maps[i].data.as_ref()?;
+        h.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
+    });
+    h.runnable().all(|i| {
+        let p = &object.programs[i];
+        let opts = verifier::Options {
+            helpers: runtime::helpers::ids_for(&p.kind),
+            ..verifier::Options::default()
+        };
+        verifier::verify(p, &maps, &opts).result.is_ok()
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_jit_replays_every_capture_like_the_interpreter() {
+    let frames = frames();
+    let mut unchecked_programs = 0;
+    for name in programs::names() {
+        let mut interp = hook(name);
+        let mut checked = hook(name);
+        checked.enable_jit().unwrap();
+        let mut fast = hook(name);
+        fast.enable_jit().unwrap();
+        let trusted = verified(&fast);
+        if trusted {
+            // SAFETY: the verifier accepted every program the hook runs,
+            // against its own maps.
+            unsafe { fast.trust_verified() };
+            unchecked_programs += 1;
+        }
+        for (at, frame) in &frames {
+            let want = replay(&mut interp, frame);
+            assert_eq!(
+                replay(&mut checked, frame),
+                want,
+                "{name} on {at}: checked JIT"
+            );
+            if trusted {
+                assert_eq!(
+                    replay(&mut fast, frame),
+                    want,
+                    "{name} on {at}: unchecked JIT"
+                );
+            }
+        }
+        for (i, m) in interp.maps().iter().enumerate() {
+            assert_eq!(
+                checked.maps()[i].entries(),
+                m.entries(),
+                "{name}: map {}",
+                m.name()
+            );
+            if trusted {
+                assert_eq!(
+                    fast.maps()[i].entries(),
+                    m.entries(),
+                    "{name}: map {}",
+                    m.name()
+                );
+            }
+        }
+        println!(
+            "{name}: {} frames alike (unchecked too: {trusted})",
+            frames.len()
+        );
+    }
+    assert!(
+        unchecked_programs >= 8,
+        "only {unchecked_programs} examples verified"
+    );
 }

@@ -337,6 +337,34 @@ impl Hook {
         self.vm.is_trusted()
     }
 
+    /// Runs the programs as x86-64 machine code from now on (checked, or
+    /// unchecked once trusted); elsewhere an error and the interpreter.
+    pub fn enable_jit(&mut self) -> Result<(), HookError> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.vm
+                .enable_jit()
+                .map_err(|e| HookError::Program(format!("the JIT: {e}")))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Err(HookError::Program(
+                "the JIT needs an x86-64 host; the interpreter runs instead".into(),
+            ))
+        }
+    }
+
+    pub fn jit_enabled(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.vm.jit_enabled()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
     /// Counts memory accesses per region too (for profiling).
     pub fn set_counting(&mut self, on: bool) {
         self.counting = on;

@@ -16,6 +16,14 @@ use crate::report::print_json;
 use crate::settings::ObjectSettings;
 
 /// Replay packets through a program in the sluice VM (no root needed).
+/// Which engine runs the programs.
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum Engine {
+    #[default]
+    Jit,
+    Interp,
+}
+
 #[derive(clap::Args, Clone, Default)]
 pub struct Args {
     /// Object file built by clang -target bpf
@@ -73,6 +81,10 @@ pub struct Args {
     /// Replay without verifying first (every access is still checked at run time)
     #[arg(long)]
     pub no_verify: bool,
+    /// The engine: the x86-64 JIT (the interpreter on other hosts) or the
+    /// interpreter
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
+    pub engine: Engine,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
@@ -108,6 +120,8 @@ struct RunReport {
     section: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     core: Option<CoreReport>,
+    /// "jit" or "interpreter".
+    engine: &'static str,
     /// "verified" (no per-access checks) or "run-time".
     checks: &'static str,
     packets: u64,
@@ -170,6 +184,11 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         .map_err(|e| format!("{}: {e}", a.object.display()))?;
     let mut hook = Hook::new(image, prog, 0).map_err(|e| format!("{}: {e}", a.object.display()))?;
     hook.set_counting(a.count_memory);
+    if a.engine == Engine::Jit
+        && let Err(e) = hook.enable_jit()
+    {
+        eprintln!("sluice: note: {e}");
+    }
     if let Some(fib) = &a.fib {
         let text = std::fs::read_to_string(fib).map_err(|e| format!("{}: {e}", fib.display()))?;
         hook.env_mut().fib =
@@ -484,6 +503,11 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     Ok(RunReport {
         object: a.object.display().to_string(),
         program: prog.name.clone(),
+        engine: if hook.jit_enabled() {
+            "jit"
+        } else {
+            "interpreter"
+        },
         checks: if hook.is_trusted() {
             "verified"
         } else {
@@ -523,11 +547,12 @@ fn print_text(r: &RunReport) {
         }
     }
     println!(
-        "checks        {}",
+        "engine        {}, {}",
+        r.engine,
         if r.checks == "verified" {
-            "none per access (verified)"
+            "no per-access checks (verified)"
         } else {
-            "run-time, on every access"
+            "checks on every access"
         }
     );
     println!(
