@@ -22,9 +22,10 @@ use crate::memory::{Access, Memory, RegionKind};
 use crate::op::{Op, Slot};
 use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
 
-/// Where a run is: what a JIT driver hands back and forth with the
-/// interpreter. `repr(C)` with the registers first and the budget next, as
-/// the JIT's code addresses them.
+/// Where a run is: what the JIT's native code and the interpreter hand
+/// back and forth. `repr(C)`: native code addresses the fields. Kept by the
+/// VM from run to run (boxed), so a run does not initialise the frames
+/// (each is written by the call that pushes it before it is read).
 #[repr(C)]
 pub(crate) struct Machine {
     pub r: Regs,
@@ -35,9 +36,18 @@ pub(crate) struct Machine {
     pub cur: usize,
     pub depth: usize,
     pub tail_calls_left: u32,
-    frames: [Frame; MAX_FRAMES],
     pub stats: Stats,
+    /// Set by native code when the program exited (r0 holds the result).
+    pub done: u64,
+    /// For native code's checks: the run's memory, and whether to count.
+    pub mem: *const Memory<'static>,
+    pub count: bool,
+    frames: [Frame; MAX_FRAMES],
 }
+
+// SAFETY: `mem` is only dereferenced by native code's checks during a run,
+// after the driver set it to that run's memory; between runs it is dead.
+unsafe impl Send for Machine {}
 
 #[derive(Copy, Clone, Default)]
 struct Frame {
@@ -84,14 +94,18 @@ impl<E> Vm<E> {
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
         let mut m = self.start(mem, args);
-        let r0 = self
-            .resume::<COUNT, CHECK, false>(env, mem, &mut m)?
-            .expect("a run without steps ends");
-        Ok(RunResult { r0, stats: m.stats })
+        let r0 = self.resume::<COUNT, CHECK, false>(env, mem, &mut m);
+        let stats = m.stats;
+        self.machine = Some(m);
+        Ok(RunResult {
+            r0: r0?.expect("a run without steps ends"),
+            stats,
+        })
     }
 
-    /// The state a run starts in (and maps the VM's stack into `mem`).
-    pub(crate) fn start(&mut self, mem: &mut Memory<'_>, args: [u64; 5]) -> Machine {
+    /// The state a run starts in (and maps the VM's stack into `mem`);
+    /// give it back to `self.machine` after the run.
+    pub(crate) fn start(&mut self, mem: &mut Memory<'_>, args: [u64; 5]) -> Box<Machine> {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
         // for programs that read stack they did not write.
@@ -100,19 +114,33 @@ impl<E> Vm<E> {
         let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
         mem.stack.start = stack_top - STACK_SIZE as u64;
         mem.stack.len = STACK_SIZE as u64;
-        let mut r: Regs = [0; 16];
-        r[1..6].copy_from_slice(&args);
-        r[10] = stack_top;
-        Machine {
-            r,
-            left: self.budget,
-            pc: 0,
-            cur: self.entry,
-            depth: 0,
-            tail_calls_left: crate::MAX_TAIL_CALLS,
-            frames: [Frame::default(); MAX_FRAMES],
-            stats: Stats::default(),
-        }
+        let mut m = self.machine.take().unwrap_or_else(|| {
+            Box::new(Machine {
+                r: [0; 16],
+                left: 0,
+                pc: 0,
+                cur: 0,
+                depth: 0,
+                tail_calls_left: 0,
+                stats: Stats::default(),
+                done: 0,
+                mem: ptr::null(),
+                count: false,
+                frames: [Frame::default(); MAX_FRAMES],
+            })
+        });
+        m.r = [0; 16];
+        m.r[1..6].copy_from_slice(&args);
+        m.r[10] = stack_top;
+        m.left = self.budget;
+        m.pc = 0;
+        m.cur = self.entry;
+        m.depth = 0;
+        m.tail_calls_left = crate::MAX_TAIL_CALLS;
+        m.stats = Stats::default();
+        m.done = 0;
+        m.mem = ptr::null();
+        m
     }
 
     /// Runs from the state `m` until the program exits (`Some(r0)`, with

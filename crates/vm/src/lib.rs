@@ -122,6 +122,8 @@ pub struct Vm<E> {
     budget: u64,
     /// Plain loads and stores skip the region check (see `trust_verified`).
     trusted: bool,
+    /// The run state, kept between runs (`interp::Machine`).
+    machine: Option<Box<interp::Machine>>,
     /// Machine code for the programs, when the JIT is enabled.
     #[cfg(target_arch = "x86_64")]
     jit: Option<jit::Jit>,
@@ -174,6 +176,7 @@ impl<E> Vm<E> {
             stack: Box::new(StackMem([[0; STACK_SIZE / 8]; MAX_FRAMES])),
             budget: DEFAULT_BUDGET,
             trusted: false,
+            machine: None,
             #[cfg(target_arch = "x86_64")]
             jit: None,
         })

@@ -16,15 +16,15 @@ use std::mem::offset_of;
 
 use dynasmrt::{AssemblyOffset, DynamicLabel, ExecutableBuffer};
 
+use super::check_access;
 use super::x64::*;
-use super::{JitCtx, check_access};
 use crate::interp::Machine;
 use crate::op::{Op, Slot};
 
 /// eBPF r0-r10 in x86 registers: r1-r5 are the System V argument
 /// registers, r6-r9 and the frame pointer callee-saved ones.
 const MAP: [R; 11] = [RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP];
-/// Scratch registers (no eBPF register lives there) and the context.
+/// Scratch registers (no eBPF register lives there) and the machine.
 const T0: R = R9;
 const T1: R = R10;
 const T2: R = R11;
@@ -34,14 +34,11 @@ fn reg(n: u8) -> R {
     MAP[n as usize]
 }
 
-const fn off(field: usize) -> i32 {
-    (offset_of!(JitCtx, m) + field) as i32
-}
-const REGS: i32 = off(offset_of!(Machine, r));
-const LEFT: i32 = off(offset_of!(Machine, left));
-const PC: i32 = off(offset_of!(Machine, pc));
-const DEPTH: i32 = off(offset_of!(Machine, depth));
-const DONE: i32 = offset_of!(JitCtx, done) as i32;
+const REGS: i32 = offset_of!(Machine, r) as i32;
+const LEFT: i32 = offset_of!(Machine, left) as i32;
+const PC: i32 = offset_of!(Machine, pc) as i32;
+const DEPTH: i32 = offset_of!(Machine, depth) as i32;
+const DONE: i32 = offset_of!(Machine, done) as i32;
 
 /// Native code for one program.
 pub struct Code {
@@ -53,7 +50,7 @@ pub struct Code {
 
 /// `extern "sysv64" fn(ctx, code address)`: loads the registers from
 /// `ctx`, jumps to the address, and stores them back when the code leaves.
-pub type Enter = unsafe extern "sysv64" fn(*mut JitCtx, *const u8);
+pub type Enter = unsafe extern "sysv64" fn(*mut Machine, *const u8);
 
 impl Code {
     /// The entry trampoline and the address to start at for `pc`, if

@@ -19,26 +19,15 @@ use crate::{RunResult, Vm, VmError};
 
 pub use codegen::Code;
 
-/// What native code reads and writes: the machine (registers first), and
-/// for checked code the run's memory and whether to count accesses.
-#[repr(C)]
-pub(crate) struct JitCtx {
-    pub m: Machine,
-    /// Set by native code when the program exited (r0 holds the result).
-    pub done: u64,
-    mem: *const Memory<'static>,
-    count: bool,
-}
-
 /// Called by checked code before every load and store: 0 if the access is
 /// allowed (and then counted per region when counting), 1 if not.
-extern "sysv64" fn check_access(ctx: *mut JitCtx, addr: u64, spec: u64) -> u64 {
-    // SAFETY: native code passes the context the driver entered it with,
+extern "sysv64" fn check_access(m: *mut Machine, addr: u64, spec: u64) -> u64 {
+    // SAFETY: native code passes the machine the driver entered it with,
     // whose `mem` the driver set to the run's memory just before; no Rust
     // reference to either is live while native code runs.
-    let ctx = unsafe { &mut *ctx };
+    let m = unsafe { &mut *m };
     // SAFETY: as above.
-    let mem = unsafe { &*ctx.mem };
+    let mem = unsafe { &*m.mem };
     let access = if spec & 0x100 != 0 {
         Access::Write
     } else {
@@ -46,8 +35,8 @@ extern "sysv64" fn check_access(ctx: *mut JitCtx, addr: u64, spec: u64) -> u64 {
     };
     match mem.find(addr, spec & 0xff, access) {
         Some(kind) => {
-            if ctx.count {
-                let s = &mut ctx.m.stats;
+            if m.count {
+                let s = &mut m.stats;
                 match access {
                     Access::Read => s.loads[kind as usize] += 1,
                     Access::Write => s.stores[kind as usize] += 1,
@@ -145,33 +134,38 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
-        let mut ctx = JitCtx {
-            m: self.start(mem, args),
-            done: 0,
-            mem: std::ptr::null(),
-            count: COUNT,
-        };
+        let mut m = self.start(mem, args);
+        m.count = COUNT;
+        let result = self.drive_from::<COUNT, CHECK>(codes, env, mem, &mut m);
+        self.machine = Some(m);
+        result
+    }
+
+    fn drive_from<const COUNT: bool, const CHECK: bool>(
+        &mut self,
+        codes: &[Code],
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        m: &mut Machine,
+    ) -> Result<RunResult, VmError> {
         loop {
-            if let Some((enter, at)) = codes[ctx.m.cur].entry(ctx.m.pc) {
-                ctx.mem = (mem as *const Memory<'_>).cast::<Memory<'static>>();
+            if let Some((enter, at)) = codes[m.cur].entry(m.pc) {
+                m.mem = (mem as *const Memory<'_>).cast::<Memory<'static>>();
                 // SAFETY: `at` is a block of `codes[cur]`, compiled from the
                 // running program; checked code checks every access against
                 // `mem`, unchecked code runs only for verified programs
                 // (`Vm::trust_verified`).
-                unsafe { enter(&mut ctx, at) };
-                if ctx.done != 0 {
-                    ctx.m.stats.insns = self.budget - ctx.m.left;
+                unsafe { enter(m, at) };
+                if m.done != 0 {
+                    m.stats.insns = self.budget - m.left;
                     return Ok(RunResult {
-                        r0: ctx.m.r[0],
-                        stats: ctx.m.stats,
+                        r0: m.r[0],
+                        stats: m.stats,
                     });
                 }
             }
-            if let Some(r0) = self.resume::<COUNT, CHECK, true>(env, mem, &mut ctx.m)? {
-                return Ok(RunResult {
-                    r0,
-                    stats: ctx.m.stats,
-                });
+            if let Some(r0) = self.resume::<COUNT, CHECK, true>(env, mem, m)? {
+                return Ok(RunResult { r0, stats: m.stats });
             }
         }
     }
