@@ -42,11 +42,15 @@ pub(crate) struct Machine {
     /// For native code's checks: the run's memory, and whether to count.
     pub mem: *const Memory<'static>,
     pub count: bool,
+    /// For native helper calls: the run's `jit::Host`, and the error a
+    /// helper ended the run with.
+    pub host: *mut (),
+    pub error: Option<VmErrorKind>,
     frames: [Frame; MAX_FRAMES],
 }
 
-// SAFETY: `mem` is only dereferenced by native code's checks during a run,
-// after the driver set it to that run's memory; between runs it is dead.
+// SAFETY: `mem` and `host` are only dereferenced by native code during a
+// run, after the driver set them to that run's; between runs they are dead.
 unsafe impl Send for Machine {}
 
 #[derive(Copy, Clone, Default)]
@@ -72,7 +76,7 @@ pub(crate) type Regs = [u64; 16];
 impl<E> Vm<E> {
     #[cold]
     #[inline(never)]
-    fn fail(&self, program: usize, pc: usize, kind: VmErrorKind) -> VmError {
+    pub(crate) fn fail(&self, program: usize, pc: usize, kind: VmErrorKind) -> VmError {
         let text = match self.programs[program].insn_at(pc) {
             Some(insn) => insn.to_string(),
             None => "past the end".to_string(),
@@ -126,6 +130,8 @@ impl<E> Vm<E> {
                 done: 0,
                 mem: ptr::null(),
                 count: false,
+                host: ptr::null_mut(),
+                error: None,
                 frames: [Frame::default(); MAX_FRAMES],
             })
         });
@@ -140,6 +146,8 @@ impl<E> Vm<E> {
         m.stats = Stats::default();
         m.done = 0;
         m.mem = ptr::null();
+        m.host = ptr::null_mut();
+        m.error = None;
         m
     }
 
@@ -536,7 +544,7 @@ impl<E> Vm<E> {
 /// A helper call: id from the immediate or (callx) a register. Returns the
 /// callback the helper asks for, if any.
 #[inline(never)]
-fn call_helper<E>(
+pub(crate) fn call_helper<E>(
     helpers: &HelperTable<E>,
     id: u64,
     args: [u64; 5],

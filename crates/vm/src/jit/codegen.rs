@@ -69,12 +69,18 @@ impl Code {
     }
 }
 
+/// Helpers that call back into the program (`bpf_for_each_map_elem`,
+/// `bpf_loop`): their callbacks need the interpreter's frames.
+const CALLS_BACK: [i64; 2] = [164, 181];
+
 /// Whether the instruction runs natively (else the interpreter runs it).
-fn native(op: Op) -> bool {
+fn native(s: &Slot) -> bool {
+    if s.op == Op::CallHelper {
+        return !CALLS_BACK.contains(&s.imm);
+    }
     !matches!(
-        op,
-        Op::CallHelper
-            | Op::TailCall
+        s.op,
+        Op::TailCall
             | Op::CallLocal
             | Op::Callx
             | Op::Exit
@@ -117,7 +123,7 @@ fn leaders(slots: &[Slot]) -> Vec<bool> {
         {
             mark(t);
         }
-        if is_jump(s.op) || (!native(s.op) && s.op != Op::LddwHigh) {
+        if is_jump(s.op) || (!native(s) && s.op != Op::LddwHigh) {
             mark(pc);
             mark(pc + 1);
         }
@@ -132,8 +138,9 @@ struct Stub {
 }
 
 /// Compiles `slots` (a validated program). `checked`: every load and store
-/// is checked (and counted when the context asks) by `check_access`.
-pub fn compile(slots: &[Slot], checked: bool) -> std::io::Result<Code> {
+/// is checked (and counted when the machine asks) by `check_access`.
+/// `call_native` is the VM's `jit::call_native::<E>`, which runs helpers.
+pub fn compile(slots: &[Slot], checked: bool, call_native: *const ()) -> std::io::Result<Code> {
     let mut a = Asm::new()?;
     let n = slots.len();
     let lead = leaders(slots);
@@ -188,7 +195,7 @@ pub fn compile(slots: &[Slot], checked: bool) -> std::io::Result<Code> {
             a.add_mi(CTX, LEFT, 1);
             a.bind(interp);
         }
-        if !native(s.op) {
+        if !native(&s) {
             a.mov_mi(CTX, PC, pc as i32);
             a.jmp(exit);
             continue;
@@ -197,7 +204,7 @@ pub fn compile(slots: &[Slot], checked: bool) -> std::io::Result<Code> {
             at[pc] = Some(a.offset());
             block = (pc..n)
                 .take_while(|&i| i == pc || !lead[i])
-                .filter(|&i| native(slots[i].op))
+                .filter(|&i| native(&slots[i]))
                 .count() as i32;
             done = 0;
             let stub = a.label();
@@ -210,7 +217,7 @@ pub fn compile(slots: &[Slot], checked: bool) -> std::io::Result<Code> {
             });
         }
         let fault = a.label();
-        if emit(&mut a, &s, &labels, checked, fault) {
+        if emit(&mut a, &s, &labels, checked, call_native, fault) {
             stubs.push(Stub {
                 label: fault,
                 pc,
@@ -238,6 +245,7 @@ fn emit(
     s: &Slot,
     labels: &[DynamicLabel],
     checked: bool,
+    call_native: *const (),
     fault: DynamicLabel,
 ) -> bool {
     use Op::*;
@@ -300,6 +308,23 @@ fn emit(
         Be64 | Swap64 => a.bswap(W::Q, d),
         Ja => a.jmp(labels[s.off as usize]),
         Lddw => a.mov_ri64(d, s.imm),
+        CallHelper => {
+            // r1-r5 go to the machine for the helper, which writes r0
+            // there; they come back unchanged, as in the interpreter.
+            for r in 1..=5 {
+                a.store_q(CTX, REGS + 8 * r, MAP[r as usize]);
+            }
+            a.alu_rr(Alu::Mov, W::Q, RDI, CTX);
+            a.mov_ri64(RSI, s.imm);
+            a.call_abs(call_native as i64);
+            a.test_rr(W::Q, RAX, RAX);
+            // (loads leave the flags alone)
+            for r in 0..=5 {
+                a.load_q(MAP[r as usize], CTX, REGS + 8 * r);
+            }
+            a.jcc(Cond::Ne, fault);
+            return true;
+        }
         LdxB | LdxH | LdxW | LdxDW | LdxSB | LdxSH | LdxSW => {
             let (size, signed) = match s.op {
                 LdxB => (Size::B, false),

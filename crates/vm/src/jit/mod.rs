@@ -13,9 +13,10 @@
 mod codegen;
 mod x64;
 
-use crate::interp::Machine;
+use crate::helpers::HelperTable;
+use crate::interp::{Machine, call_helper};
 use crate::memory::{Access, Memory};
-use crate::{RunResult, Vm, VmError};
+use crate::{RunResult, Vm, VmError, VmErrorKind};
 
 pub use codegen::Code;
 
@@ -48,6 +49,46 @@ extern "sysv64" fn check_access(m: *mut Machine, addr: u64, spec: u64) -> u64 {
     }
 }
 
+/// What a native helper call needs, for one run.
+struct Host<E> {
+    helpers: *const HelperTable<E>,
+    env: *mut E,
+    mem: *mut Memory<'static>,
+}
+
+/// A helper call from native code (`call_native::<E>(machine, id)`):
+/// arguments in `m.r[1..6]`, the result in `m.r[0]`. Returns 0, or 1 with
+/// `m.error` set when the helper failed (the run ends there).
+extern "sysv64" fn call_native<E>(m: *mut Machine, id: u64) -> u64 {
+    // SAFETY: native code passes the machine the driver entered it with;
+    // its `host` was set by the driver to a `Host<E>` of this run whose
+    // pointers come from the driver's exclusive borrows, unused while
+    // native code runs.
+    let m = unsafe { &mut *m };
+    // SAFETY: as above.
+    let host = unsafe { &mut *m.host.cast::<Host<E>>() };
+    m.stats.helper_calls += 1;
+    let args = [m.r[1], m.r[2], m.r[3], m.r[4], m.r[5]];
+    // SAFETY: as above.
+    let (helpers, env, mem) = unsafe { (&*host.helpers, &mut *host.env, &mut *host.mem) };
+    match call_helper(helpers, id, args, None, &mut m.r, env, mem) {
+        Ok(None) => 0,
+        Ok(Some(_)) => {
+            // Helpers that call back are left to the interpreter
+            // (`codegen::CALLS_BACK`); another one would be a table error.
+            m.error = Some(VmErrorKind::Helper {
+                name: isa::helper_name(id as i64).unwrap_or_else(|| "?".into()),
+                message: "asked for a callback from native code".into(),
+            });
+            1
+        }
+        Err(kind) => {
+            m.error = Some(kind);
+            1
+        }
+    }
+}
+
 /// Machine code for a VM's programs: with checks (used for counting too)
 /// and, for verified programs, without.
 pub(crate) struct Jit {
@@ -63,10 +104,10 @@ pub enum JitError {
 }
 
 impl Jit {
-    pub fn compile(programs: &[crate::Program]) -> Result<Jit, JitError> {
+    pub fn compile<E>(programs: &[crate::Program]) -> Result<Jit, JitError> {
         let checked = programs
             .iter()
-            .map(|p| codegen::compile(p.slots(), true))
+            .map(|p| codegen::compile(p.slots(), true, call_native::<E> as *const ()))
             .collect::<Result<_, _>>()?;
         Ok(Jit {
             checked,
@@ -85,7 +126,7 @@ impl<E> Vm<E> {
     /// variant unless the VM is trusted (then the unchecked one).
     pub fn enable_jit(&mut self) -> Result<(), JitError> {
         if self.jit.is_none() {
-            self.jit = Some(Jit::compile(&self.programs)?);
+            self.jit = Some(Jit::compile::<E>(&self.programs)?);
         }
         Ok(())
     }
@@ -114,7 +155,7 @@ impl<E> Vm<E> {
         if !(CHECK || COUNT) && jit.fast.is_none() {
             // If no memory is left for more code, the checked variant runs.
             jit.fast = (self.programs.iter())
-                .map(|p| codegen::compile(p.slots(), false))
+                .map(|p| codegen::compile(p.slots(), false, call_native::<E> as *const ()))
                 .collect::<Result<Vec<_>, _>>()
                 .ok();
         }
@@ -150,12 +191,22 @@ impl<E> Vm<E> {
     ) -> Result<RunResult, VmError> {
         loop {
             if let Some((enter, at)) = codes[m.cur].entry(m.pc) {
+                let mut host = Host {
+                    helpers: &self.helpers,
+                    env,
+                    mem: (mem as *mut Memory<'_>).cast::<Memory<'static>>(),
+                };
+                m.host = (&mut host as *mut Host<E>).cast::<()>();
                 m.mem = (mem as *const Memory<'_>).cast::<Memory<'static>>();
                 // SAFETY: `at` is a block of `codes[cur]`, compiled from the
                 // running program; checked code checks every access against
                 // `mem`, unchecked code runs only for verified programs
                 // (`Vm::trust_verified`).
                 unsafe { enter(m, at) };
+                m.host = std::ptr::null_mut();
+                if let Some(kind) = m.error.take() {
+                    return Err(self.fail(m.cur, m.pc, kind));
+                }
                 if m.done != 0 {
                     m.stats.insns = self.budget - m.left;
                     return Ok(RunResult {
