@@ -128,7 +128,7 @@ bench)
 fuzz)
     setup
     command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-    for t in decode assemble interp elf; do
+    for t in decode assemble interp elf verifier jit; do
         (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-60}")
     done
     ;;
