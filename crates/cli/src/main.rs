@@ -48,6 +48,8 @@ enum Command {
     Gen(cmd::trafficgen::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
+    /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf
+    Bench(cmd::bench::Args),
     /// Run the DDoS filter example over generated traffic (no root needed)
     Demo(cmd::demo::Args),
     /// Run the BPF ISA conformance suite through the interpreter
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(*a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::Load(a) => cmd::kernel::load(a),
         Command::Attach(a) => cmd::kernel::attach(a),
         Command::Detach(a) => cmd::kernel::detach(a),

@@ -1,4 +1,5 @@
 pub mod asm;
+pub mod bench;
 pub mod conformance;
 pub mod demo;
 pub mod diff;

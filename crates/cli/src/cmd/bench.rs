@@ -1,0 +1,387 @@
+//! `sluice bench`: ns per packet of one program on the same packets, in the
+//! same run, in sluice's interpreter and JIT, in the kernel through
+//! `BPF_PROG_TEST_RUN` (one call per packet, and repeated inside the
+//! kernel), and in the rbpf crate where it can run the program.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use runtime::{Hook, PacketMeta};
+use serde::Serialize;
+
+use crate::cmd::run;
+use crate::report::print_json;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Object file built by clang -target bpf
+    object: PathBuf,
+    /// Program to run (a function name; needed when the object has several)
+    #[arg(long)]
+    prog: Option<String>,
+    /// Packets from a capture
+    #[arg(long, conflicts_with = "gen")]
+    pcap: Option<PathBuf>,
+    /// Generated packets (see `sluice run --help`); repeatable
+    #[arg(long = "gen", value_name = "SPEC")]
+    r#gen: Vec<String>,
+    /// Packets taken from the source
+    #[arg(long, default_value_t = 10_000)]
+    packets: usize,
+    /// Time per engine, in seconds (whole passes over the packets)
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Runs per packet inside the kernel for `kernel-repeat`
+    #[arg(long, default_value_t = 100)]
+    repeat: u32,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    program: String,
+    packets: usize,
+    /// "verified" (sluice runs without per-access checks) or "run-time".
+    checks: &'static str,
+    results: Vec<Engine>,
+}
+
+#[derive(Serialize)]
+struct Engine {
+    engine: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ns_per_packet: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mpps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
+}
+
+impl Engine {
+    fn measured(engine: &'static str, ns: f64) -> Engine {
+        Engine {
+            engine,
+            ns_per_packet: Some(ns),
+            mpps: Some(1e3 / ns),
+            skipped: None,
+        }
+    }
+
+    fn skipped(engine: &'static str, why: impl Into<String>) -> Engine {
+        Engine {
+            engine,
+            ns_per_packet: None,
+            mpps: None,
+            skipped: Some(why.into()),
+        }
+    }
+}
+
+fn meta() -> PacketMeta {
+    PacketMeta {
+        ifindex: 1,
+        rx_queue: 0,
+        timestamp_ns: 0,
+        egress_ifindex: 0,
+        dev_addr: [0; 6],
+        dev_broadcast: [0; 6],
+    }
+}
+
+/// Whole passes over `packets` until `seconds` passed: ns per packet.
+fn time_passes(
+    seconds: f64,
+    packets: usize,
+    mut pass: impl FnMut() -> Result<(), String>,
+) -> Result<f64, String> {
+    let start = Instant::now();
+    let mut runs = 0u64;
+    while start.elapsed() < Duration::from_secs_f64(seconds) || runs == 0 {
+        pass()?;
+        runs += packets as u64;
+    }
+    Ok(start.elapsed().as_nanos() as f64 / runs as f64)
+}
+
+/// A fresh hook on the program, verified (and then trusted) as `sluice run`
+/// does, on the chosen engine; its verdicts for one pass.
+fn hook(a: &run::Args, jit: bool) -> Result<Hook, String> {
+    let mut h = run::prepare(a)?;
+    crate::cmd::verify::before_run(&mut h)?;
+    if jit {
+        h.enable_jit().map_err(|e| e.to_string())?;
+    }
+    Ok(h)
+}
+
+fn sluice_engine(
+    a: &run::Args,
+    jit: bool,
+    packets: &[Vec<u8>],
+    seconds: f64,
+) -> Result<(f64, Vec<String>), String> {
+    let mut h = hook(a, jit)?;
+    let m = meta();
+    let verdicts = packets
+        .iter()
+        .map(|p| {
+            h.run(p, &m)
+                .map(|o| o.verdict.name())
+                .unwrap_or_else(|e| format!("ERROR {e}"))
+        })
+        .collect();
+    let ns = time_passes(seconds, packets.len(), || {
+        for p in packets {
+            let _ = h.run(p, &m);
+        }
+        Ok(())
+    })?;
+    Ok((ns, verdicts))
+}
+
+/// The kernel through `BPF_PROG_TEST_RUN`: wall time per call with one run
+/// per packet, and the kernel's own per-run figure with `repeat` runs.
+fn kernel_engines(a: &Args, ra: &run::Args, packets: &[Vec<u8>]) -> Vec<Engine> {
+    if !kernel::privileged() {
+        let why = "needs root (BPF_PROG_TEST_RUN)";
+        return vec![
+            Engine::skipped("kernel", why),
+            Engine::skipped("kernel-repeat", why),
+        ];
+    }
+    let measure = || -> Result<Vec<Engine>, String> {
+        let h = run::prepare(ra)?;
+        let bytes = std::fs::read(&a.object).map_err(|e| e.to_string())?;
+        let mut opts = difftest::load_options(h.object(), h.maps());
+        let pins = PathBuf::from(format!("/sys/fs/bpf/sluice-bench-{}", std::process::id()));
+        opts.pin_root = Some(pins.clone());
+        let name = a.object.display().to_string();
+        let loaded = kernel::KernelObject::load(&bytes, &name, &opts);
+        let result = loaded.map_err(|e| e.to_string()).and_then(|k| {
+            let fd = k.program(&h.program().name).map_err(|e| e.to_string())?.fd;
+            let once = |p: &[u8], repeat: u32| {
+                kernel::testrun::run(
+                    fd,
+                    &kernel::testrun::RunInput {
+                        data: p,
+                        repeat,
+                        ..Default::default()
+                    },
+                )
+                .map_err(|e| e.to_string())
+            };
+            let per_call = time_passes(a.seconds, packets.len(), || {
+                for p in packets {
+                    once(p, 1)?;
+                }
+                Ok(())
+            })?;
+            let mut total = 0f64;
+            for p in packets {
+                total += f64::from(once(p, a.repeat)?.duration_ns);
+            }
+            Ok(vec![
+                Engine::measured("kernel", per_call),
+                Engine::measured("kernel-repeat", total / packets.len() as f64),
+            ])
+        });
+        let _ = std::fs::remove_dir_all(&pins);
+        result
+    };
+    measure().unwrap_or_else(|e| {
+        vec![
+            Engine::skipped("kernel", e.clone()),
+            Engine::skipped("kernel-repeat", e),
+        ]
+    })
+}
+
+/// rbpf runs plain bytecode over 64-bit pointers: programs that read the
+/// XDP or tc context (32-bit `data` fields the kernel rewrites), call
+/// helpers or use maps are out of its reach.
+fn rbpf_engines(prog: &obj::Program, packets: usize, seconds: f64) -> Vec<Engine> {
+    use isa::Insn;
+    let why = prog.insns.iter().find_map(|i| match i {
+        Insn::Call(_) | Insn::Callx { .. } => Some("the program calls helpers or functions"),
+        Insn::Lddw { value, .. } if !matches!(value, isa::Lddw::Imm(_)) => {
+            Some("the program uses maps or global data")
+        }
+        Insn::Load { .. } | Insn::Store { .. } | Insn::Atomic { .. } => Some(
+            "the program reads its context: rbpf passes 64-bit pointers where xdp_md/__sk_buff have 32-bit fields (the kernel rewrites those loads)",
+        ),
+        Insn::LdAbs { .. } | Insn::LdInd { .. } => Some("legacy packet loads"),
+        _ => None,
+    });
+    if let Some(why) = why {
+        return vec![
+            Engine::skipped("rbpf-interp", why),
+            Engine::skipped("rbpf-jit", why),
+        ];
+    }
+    let bytes = isa::encode(&prog.insns);
+    let mut out = Vec::new();
+    match rbpf::EbpfVmNoData::new(Some(&bytes)) {
+        Ok(vm) => {
+            let ns = time_passes(seconds, packets, || {
+                for _ in 0..packets {
+                    std::hint::black_box(vm.execute_program().map_err(|e| e.to_string())?);
+                }
+                Ok(())
+            });
+            out.push(match ns {
+                Ok(ns) => Engine::measured("rbpf-interp", ns),
+                Err(e) => Engine::skipped("rbpf-interp", e),
+            });
+            let mut jit = vm;
+            out.push(match jit.jit_compile() {
+                Ok(()) => {
+                    let ns = time_passes(seconds, packets, || {
+                        for _ in 0..packets {
+                            // SAFETY: rbpf verified the program, which touches
+                            // no memory (checked above).
+                            std::hint::black_box(
+                                unsafe { jit.execute_program_jit() }.map_err(|e| e.to_string())?,
+                            );
+                        }
+                        Ok(())
+                    });
+                    match ns {
+                        Ok(ns) => Engine::measured("rbpf-jit", ns),
+                        Err(e) => Engine::skipped("rbpf-jit", e),
+                    }
+                }
+                Err(e) => Engine::skipped("rbpf-jit", e.to_string()),
+            });
+        }
+        Err(e) => {
+            out.push(Engine::skipped("rbpf-interp", e.to_string()));
+            out.push(Engine::skipped("rbpf-jit", e.to_string()));
+        }
+    }
+    out
+}
+
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    let ra = run::Args {
+        object: a.object.clone(),
+        prog: a.prog.clone(),
+        pcap: a.pcap.clone(),
+        r#gen: if a.pcap.is_none() && a.r#gen.is_empty() {
+            vec![format!("udp,count={}", a.packets)]
+        } else {
+            a.r#gen.clone()
+        },
+        cpus: 1,
+        ifindex: 1,
+        engine: run::Engine::Interp,
+        ..run::Args::default()
+    };
+    let (frames, _) = run::source(&ra)?;
+    let mut packets = Vec::new();
+    for f in frames.take(a.packets) {
+        let (_, data, _) = f?;
+        packets.push(data[..data.len().min(runtime::MAX_FRAME)].to_vec());
+    }
+    if packets.is_empty() {
+        return Err("no packets to run".into());
+    }
+    let probe = hook(&ra, false)?;
+    let program = probe.program().clone();
+    let checks = if probe.is_trusted() {
+        "verified"
+    } else {
+        "run-time"
+    };
+    drop(probe);
+
+    let mut results = Vec::new();
+    let (interp_ns, interp_verdicts) = sluice_engine(&ra, false, &packets, a.seconds)?;
+    results.push(Engine::measured("interp", interp_ns));
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (jit_ns, jit_verdicts) = sluice_engine(&ra, true, &packets, a.seconds)?;
+        if jit_verdicts != interp_verdicts {
+            return Err(
+                "the JIT and the interpreter gave different verdicts: a bug, please report it"
+                    .into(),
+            );
+        }
+        results.push(Engine::measured("jit", jit_ns));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    results.push(Engine::skipped("jit", "the JIT needs an x86-64 host"));
+    results.extend(kernel_engines(&a, &ra, &packets));
+    results.extend(rbpf_engines(&program, packets.len(), a.seconds));
+
+    let report = Report {
+        program: program.name.clone(),
+        packets: packets.len(),
+        checks,
+        results,
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_text(&report, &program);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_text(r: &Report, p: &obj::Program) {
+    println!(
+        "{} ({}): {} packets, {} in sluice",
+        r.program,
+        p.section,
+        r.packets,
+        if r.checks == "verified" {
+            "verified, no per-access checks"
+        } else {
+            "checked on every access"
+        }
+    );
+    println!("{:<14} {:>12} {:>9}", "engine", "ns/packet", "Mpps");
+    let ns_of = |e: &str| {
+        r.results
+            .iter()
+            .find(|x| x.engine == e)
+            .and_then(|x| x.ns_per_packet)
+    };
+    for e in &r.results {
+        match (e.ns_per_packet, &e.skipped) {
+            (Some(ns), _) => println!("{:<14} {ns:>12.1} {:>9.2}", e.engine, 1e3 / ns),
+            (None, Some(why)) => println!("{:<14} skipped: {why}", e.engine),
+            _ => {}
+        }
+    }
+    let ratio = |a: &str, b: &str| match (ns_of(a), ns_of(b)) {
+        (Some(x), Some(y)) => Some(x / y),
+        _ => None,
+    };
+    let mut lines = Vec::new();
+    if let Some(x) = ratio("jit", "kernel") {
+        lines.push(format!(
+            "jit time / kernel time (one packet per call): {x:.2}x (goal <= 1.0)"
+        ));
+    }
+    if let Some(x) = ratio("jit", "kernel-repeat") {
+        lines.push(format!(
+            "jit time / kernel time (repeat, kernel-measured): {x:.2}x"
+        ));
+    }
+    if let Some(x) = ratio("interp", "jit") {
+        lines.push(format!(
+            "jit speed-up over the interpreter: {x:.1}x (goal >= 10)"
+        ));
+    }
+    if let Some(x) = ratio("rbpf-jit", "jit") {
+        lines.push(format!(
+            "jit speed-up over rbpf's JIT: {x:.2}x (goal >= 1.5)"
+        ));
+    }
+    for l in lines {
+        println!("{l}");
+    }
+}
