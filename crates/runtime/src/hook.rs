@@ -246,6 +246,8 @@ pub struct Hook {
     buf: LowBuf,
     ctx: Box<[u8; CTX_SIZE]>,
     counting: bool,
+    /// The region list of the last run's `Memory`, reused.
+    regions: Vec<vm::Region>,
 }
 
 fn resolve_tail_call(env: &mut Env, map: u64, index: u64) -> Option<usize> {
@@ -312,6 +314,7 @@ impl Hook {
                 .map_err(HookError::Memory)?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: false,
+            regions: Vec::new(),
         })
     }
 
@@ -613,7 +616,7 @@ impl Hook {
         }
 
         let buf = self.buf.as_mut_slice();
-        let mut mem = Memory::new();
+        let mut mem = Memory::recycle(std::mem::take(&mut self.regions));
         let window = HEADROOM..HEADROOM + len;
         let region = mem.add_window(RegionKind::Packet, &mut buf[..frame], window, true);
         // XDP context fields are read-only; tc programs may write some
@@ -671,7 +674,7 @@ impl Hook {
         } else {
             self.vm.run(&mut self.env, &mut mem, args)?
         };
-        drop(mem);
+        self.regions = mem.into_regions();
         let p = self.env.packet;
         Ok(Exec {
             r0: out.r0,

@@ -146,6 +146,21 @@ impl<'a> Memory<'a> {
         }
     }
 
+    /// A `Memory` on the region list of an earlier one (emptied), so that
+    /// a run per packet does not allocate.
+    pub fn recycle(mut regions: Vec<Region>) -> Memory<'a> {
+        regions.clear();
+        Memory {
+            regions,
+            ..Memory::new()
+        }
+    }
+
+    /// The region list, for [`Memory::recycle`].
+    pub fn into_regions(self) -> Vec<Region> {
+        self.regions
+    }
+
     /// Maps a writable buffer; returns its address for the program.
     pub fn add(&mut self, kind: RegionKind, buf: &'a mut [u8]) -> u64 {
         let start = buf.as_mut_ptr().expose_provenance() as u64;
