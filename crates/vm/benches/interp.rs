@@ -67,7 +67,7 @@ fn median_ns(group: &str, id: &str, since: SystemTime) -> Option<f64> {
     v["median"]["point_estimate"].as_f64()
 }
 
-const ENGINES: [&str; 7] = [
+const ENGINES: [&str; 8] = [
     "sluice",
     "sluice-counting",
     "rbpf",
@@ -75,6 +75,7 @@ const ENGINES: [&str; 7] = [
     "sluice-unchecked",
     "sluice-jit",
     "sluice-jit-fast",
+    "sluice-jit-counting",
 ];
 
 fn main() {
@@ -148,6 +149,13 @@ fn main() {
         g.bench_function(ENGINES[5], |b| {
             b.iter(|| jit.run(&mut env, &mut mem, black_box(args)).unwrap().r0)
         });
+        g.bench_function(ENGINES[7], |b| {
+            b.iter(|| {
+                jit.run_counting(&mut env, &mut mem, black_box(args))
+                    .unwrap()
+                    .r0
+            })
+        });
         g.bench_function(ENGINES[6], |b| {
             b.iter(|| {
                 jit_fast
@@ -194,7 +202,7 @@ fn main() {
 
     println!("\nns per instruction (criterion medians; lower is better)");
     println!(
-        "{:<15} {:>10} {:>9} {:>17} {:>16} {:>11} {:>16} {:>9} {:>9} {:>22}",
+        "{:<15} {:>10} {:>9} {:>17} {:>16} {:>11} {:>16} {:>20} {:>9} {:>9} {:>22}",
         "program",
         "insns/run",
         "sluice",
@@ -202,6 +210,7 @@ fn main() {
         "sluice-counting",
         "sluice-jit",
         "sluice-jit-fast",
+        "sluice-jit-counting",
         "rbpf",
         "rbpf-jit",
         "sluice vs rbpf interp"
@@ -217,7 +226,7 @@ fn main() {
             _ => "-".to_string(),
         };
         println!(
-            "{:<15} {:>10} {:>9} {:>17} {:>16} {:>11} {:>16} {:>9} {:>9} {:>22}",
+            "{:<15} {:>10} {:>9} {:>17} {:>16} {:>11} {:>16} {:>20} {:>9} {:>9} {:>22}",
             case.name,
             insns,
             fmt(per_insn[0]),
@@ -225,6 +234,7 @@ fn main() {
             fmt(per_insn[1]),
             fmt(per_insn[5]),
             fmt(per_insn[6]),
+            fmt(per_insn[7]),
             fmt(per_insn[2]),
             fmt(per_insn[3]),
             ratio
