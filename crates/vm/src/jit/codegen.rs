@@ -1,8 +1,9 @@
 //! Which x86-64 each eBPF instruction becomes (docs/jit.md has the table).
 //!
-//! Arithmetic, jumps, `lddw`, loads and stores run natively; everything
-//! that needs the VM's state machine (helper calls, bpf-to-bpf calls and
-//! exits, tail calls, atomics, legacy packet loads) leaves the code with
+//! Arithmetic, jumps, `lddw`, loads, stores, atomics and helper calls run
+//! natively; everything that needs the VM's state machine (helpers with
+//! callbacks, bpf-to-bpf calls and exits, tail calls, legacy packet loads)
+//! leaves the code with
 //! `pc` set, and the driver lets the interpreter execute that one
 //! instruction. Instructions are counted per block: a block's header
 //! subtracts its length from the budget and, if the budget cannot pay for
@@ -17,6 +18,8 @@ use std::mem::offset_of;
 use dynasmrt::{AssemblyOffset, DynamicLabel, ExecutableBuffer};
 
 use super::check_access;
+use isa::opcode::atomic;
+
 use super::x64::*;
 use crate::interp::Machine;
 use crate::op::{Op, Slot};
@@ -78,14 +81,16 @@ fn native(s: &Slot) -> bool {
     if s.op == Op::CallHelper {
         return !CALLS_BACK.contains(&s.imm);
     }
+    if matches!(s.op, Op::Atomic32 | Op::Atomic64) {
+        return atomic_alu(s.imm as i32).is_some()
+            || matches!(s.imm as i32, atomic::XCHG | atomic::CMPXCHG);
+    }
     !matches!(
         s.op,
         Op::TailCall
             | Op::CallLocal
             | Op::Callx
             | Op::Exit
-            | Op::Atomic32
-            | Op::Atomic64
             | Op::LdAbsB
             | Op::LdAbsH
             | Op::LdAbsW
@@ -337,7 +342,7 @@ fn emit(
             };
             let base = x();
             if checked {
-                check(a, base, s.off, size, false, fault);
+                check(a, base, s.off, size, 0, fault);
                 a.load(size, signed, d, T0, 0);
             } else {
                 a.load(size, signed, d, base, s.off);
@@ -352,7 +357,7 @@ fn emit(
                 _ => Size::Dw,
             };
             let (base, off) = if checked {
-                check(a, d, s.off, size, true, fault);
+                check(a, d, s.off, size, WRITE, fault);
                 (T0, 0)
             } else {
                 (d, s.off)
@@ -363,6 +368,10 @@ fn emit(
                 a.store_r(size, base, off, x());
             }
             return checked;
+        }
+        Atomic32 | Atomic64 => {
+            atomic_op(a, s, checked, fault);
+            return true;
         }
         op if is_jump(op) => {
             let t = labels[s.off as usize];
@@ -579,10 +588,81 @@ fn divide(a: &mut Asm, s: &Slot, d: R) {
     a.bind(end);
 }
 
+/// The lock-prefixed operation of an atomic add/or/and/xor (fetching or
+/// not).
+fn atomic_alu(imm: i32) -> Option<Alu> {
+    match imm & !atomic::FETCH {
+        atomic::ADD => Some(Alu::Add),
+        atomic::OR => Some(Alu::Or),
+        atomic::AND => Some(Alu::And),
+        atomic::XOR => Some(Alu::Xor),
+        _ => None,
+    }
+}
+
+/// Atomics. A misaligned address leaves for the interpreter (which reports
+/// it), as does a refused one in checked mode (counted as a load and a
+/// store, like the interpreter).
+fn atomic_op(a: &mut Asm, s: &Slot, checked: bool, fault: DynamicLabel) {
+    let (w, size, bytes) = if s.op == Op::Atomic64 {
+        (W::Q, Size::Dw, 8)
+    } else {
+        (W::D, Size::W, 4)
+    };
+    let base = reg(s.dst & 15);
+    let x = reg(s.src & 15);
+    a.lea(T0, base, s.off);
+    a.test_ri(W::Q, T0, bytes - 1);
+    a.jcc(Cond::Ne, fault);
+    if checked {
+        check(a, base, s.off, size, WRITE | ATOMIC, fault);
+    }
+    let op = s.imm as i32;
+    match (op, atomic_alu(op)) {
+        (atomic::XCHG, _) => a.xchg_mr(w, T0, x),
+        (atomic::CMPXCHG, _) => {
+            a.lock_cmpxchg(w, T0, x);
+            if w == W::D {
+                // A successful 32-bit cmpxchg leaves rax's upper half.
+                a.alu_rr(Alu::Mov, W::D, RAX, RAX);
+            }
+        }
+        (_, Some(Alu::Add)) if op & atomic::FETCH != 0 => {
+            a.alu_rr(Alu::Mov, W::Q, T1, x);
+            a.lock_xadd(w, T0, T1);
+            a.alu_rr(Alu::Mov, W::Q, x, T1);
+        }
+        (_, Some(alu)) if op & atomic::FETCH != 0 => {
+            // or/and/xor with the old value: a cmpxchg loop on rax (r0,
+            // saved in T2 meanwhile).
+            a.alu_rr(Alu::Mov, W::Q, T2, RAX);
+            let operand = if x == RAX { T2 } else { x };
+            a.load(size, false, RAX, T0, 0);
+            let again = a.label();
+            a.bind(again);
+            a.alu_rr(Alu::Mov, W::Q, T1, RAX);
+            a.alu_rr(alu, w, T1, operand);
+            a.lock_cmpxchg(w, T0, T1);
+            a.jcc(Cond::Ne, again);
+            if x != RAX {
+                a.alu_rr(Alu::Mov, W::Q, x, RAX);
+                a.alu_rr(Alu::Mov, W::Q, RAX, T2);
+            }
+        }
+        (_, Some(alu)) => a.lock_alu_mr(alu, w, T0, x),
+        _ => unreachable!("`native` leaves other atomics to the interpreter"),
+    }
+}
+
+/// `check_access` flags: a write; an atomic (counted as a load and a
+/// store).
+const WRITE: i32 = 0x100;
+const ATOMIC: i32 = 0x200;
+
 /// Checked mode: asks `check_access` whether `[base + off]` may be read or
 /// written with `size` bytes (and counts it); jumps to `fault` if not.
 /// Leaves the address in T0.
-fn check(a: &mut Asm, base: R, off: i32, size: Size, write: bool, fault: DynamicLabel) {
+fn check(a: &mut Asm, base: R, off: i32, size: Size, flags: i32, fault: DynamicLabel) {
     const SAVED: [R; 6] = [RAX, RCX, RDX, RSI, RDI, R8];
     let bytes = match size {
         Size::B => 1,
@@ -596,7 +676,7 @@ fn check(a: &mut Asm, base: R, off: i32, size: Size, write: bool, fault: Dynamic
     }
     a.alu_rr(Alu::Mov, W::Q, RDI, CTX);
     a.alu_rr(Alu::Mov, W::Q, RSI, T0);
-    a.alu_ri(Alu::Mov, W::D, RDX, bytes | (i32::from(write) << 8));
+    a.alu_ri(Alu::Mov, W::D, RDX, bytes | flags);
     a.call_abs(check_access as *const () as i64);
     a.alu_rr(Alu::Mov, W::Q, T1, RAX);
     for r in SAVED.iter().rev() {

@@ -2,9 +2,10 @@
 //!
 //! `codegen.rs` turns a program's pre-decoded slots into machine code
 //! (through the instruction forms of `x64.rs`); the driver here runs it.
-//! Native code covers arithmetic, jumps, `lddw`, loads and stores; at an
-//! instruction that needs the VM's state machine (helpers, calls, exits,
-//! tail calls, atomics, legacy packet loads), or when a check or the
+//! Native code covers arithmetic, jumps, `lddw`, loads, stores, atomics
+//! and helper calls; at an instruction that needs the VM's state machine
+//! (callbacks, local calls and their exits, tail calls, legacy packet
+//! loads), or when a check or the
 //! budget refuses, the code leaves with `pc` set and the interpreter runs
 //! that one instruction on the same state ([`Machine`]). So both engines
 //! share one implementation of everything but the straight-line code, and
@@ -41,6 +42,10 @@ extern "sysv64" fn check_access(m: *mut Machine, addr: u64, spec: u64) -> u64 {
                 match access {
                     Access::Read => s.loads[kind as usize] += 1,
                     Access::Write => s.stores[kind as usize] += 1,
+                }
+                // An atomic reads as it writes.
+                if spec & 0x200 != 0 {
+                    s.loads[kind as usize] += 1;
                 }
             }
             0

@@ -361,6 +361,45 @@ impl Asm {
         dynasm!(self.ops ; .arch x64 ; mov QWORD [Rq(b) + off], imm);
     }
 
+    /// `lock <op> [b], s` for add/or/and/xor (no result).
+    pub fn lock_alu_mr(&mut self, op: Alu, w: W, b: R, s: R) {
+        match (op, w) {
+            (Alu::Add, W::Q) => dynasm!(self.ops ; .arch x64 ; lock add QWORD [Rq(b)], Rq(s)),
+            (Alu::Or, W::Q) => dynasm!(self.ops ; .arch x64 ; lock or QWORD [Rq(b)], Rq(s)),
+            (Alu::And, W::Q) => dynasm!(self.ops ; .arch x64 ; lock and QWORD [Rq(b)], Rq(s)),
+            (Alu::Xor, W::Q) => dynasm!(self.ops ; .arch x64 ; lock xor QWORD [Rq(b)], Rq(s)),
+            (Alu::Add, W::D) => dynasm!(self.ops ; .arch x64 ; lock add DWORD [Rq(b)], Rd(s)),
+            (Alu::Or, W::D) => dynasm!(self.ops ; .arch x64 ; lock or DWORD [Rq(b)], Rd(s)),
+            (Alu::And, W::D) => dynasm!(self.ops ; .arch x64 ; lock and DWORD [Rq(b)], Rd(s)),
+            (Alu::Xor, W::D) => dynasm!(self.ops ; .arch x64 ; lock xor DWORD [Rq(b)], Rd(s)),
+            (op, _) => unreachable!("no atomic {op:?}"),
+        }
+    }
+
+    /// `lock xadd [b], s`: s gets the old value.
+    pub fn lock_xadd(&mut self, w: W, b: R, s: R) {
+        match w {
+            W::Q => dynasm!(self.ops ; .arch x64 ; lock xadd QWORD [Rq(b)], Rq(s)),
+            W::D => dynasm!(self.ops ; .arch x64 ; lock xadd DWORD [Rq(b)], Rd(s)),
+        }
+    }
+
+    /// `xchg [b], s` (locked by the processor).
+    pub fn xchg_mr(&mut self, w: W, b: R, s: R) {
+        match w {
+            W::Q => dynasm!(self.ops ; .arch x64 ; xchg QWORD [Rq(b)], Rq(s)),
+            W::D => dynasm!(self.ops ; .arch x64 ; xchg DWORD [Rq(b)], Rd(s)),
+        }
+    }
+
+    /// `lock cmpxchg [b], s` (compares with and loads into rax).
+    pub fn lock_cmpxchg(&mut self, w: W, b: R, s: R) {
+        match w {
+            W::Q => dynasm!(self.ops ; .arch x64 ; lock cmpxchg QWORD [Rq(b)], Rq(s)),
+            W::D => dynasm!(self.ops ; .arch x64 ; lock cmpxchg DWORD [Rq(b)], Rd(s)),
+        }
+    }
+
     pub fn ret(&mut self) {
         dynasm!(self.ops ; .arch x64 ; ret);
     }
