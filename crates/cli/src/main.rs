@@ -52,7 +52,7 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Run the DDoS filter example over generated traffic (no root needed)
     Demo(cmd::demo::Args),
-    /// Run the BPF ISA conformance suite through the interpreter
+    /// Run the BPF ISA conformance suite through the interpreter or the JIT
     Conformance(cmd::conformance::SuiteArgs),
     /// Speak the bpf_conformance plugin protocol (program as hex on stdin)
     #[command(name = "conformance-plugin")]
