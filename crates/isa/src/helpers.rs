@@ -227,6 +227,15 @@ pub fn helper_name(id: i64) -> Option<String> {
     HELPER_NAMES.get(idx).map(|n| format!("bpf_{n}"))
 }
 
+/// `bpf_for_each_map_elem` and `bpf_loop`: the helpers (of those sluice
+/// runs) that call a BPF function of the program back, any number of times.
+pub const CALLBACK_HELPERS: [i64; 2] = [164, 181];
+
+/// Whether helper `id` calls a function of the program back.
+pub fn calls_back(id: i64) -> bool {
+    CALLBACK_HELPERS.contains(&id)
+}
+
 /// The id of a helper given with or without its `bpf_` prefix.
 pub fn helper_id(name: &str) -> Option<u32> {
     let bare = name.strip_prefix("bpf_").unwrap_or(name);

@@ -24,6 +24,6 @@ pub use asm::{AsmError, assemble};
 pub use decode::{DecodeError, DecodeErrorKind, decode, decode_one, decode_raw};
 pub use disasm::{ListingOptions, listing};
 pub use encode::encode;
-pub use helpers::{helper_id, helper_name};
+pub use helpers::{calls_back, helper_id, helper_name};
 pub use insn::*;
 pub use reg::Reg;

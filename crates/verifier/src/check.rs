@@ -266,16 +266,11 @@ fn prune_points(code: &[Option<Insn>]) -> Vec<bool> {
             Insn::Ja32 { off } => mark(&mut at, s as i64 + 1 + *off as i64),
             Insn::Call(CallTarget::Local(_)) => mark(&mut at, next as i64),
             // A callback returns to the helper call that runs it.
-            Insn::Call(CallTarget::Helper(id)) if calls_back(*id) => at[s] = true,
+            Insn::Call(CallTarget::Helper(id)) if isa::calls_back((*id).into()) => at[s] = true,
             _ => {}
         }
     }
     at
-}
-
-/// Helpers that call a callback some number of times.
-fn calls_back(id: i32) -> bool {
-    matches!(id, 164 | 181)
 }
 
 fn mark(at: &mut [bool], t: i64) {
@@ -451,8 +446,7 @@ impl<'a> Verifier<'a> {
     }
 
     fn visit(&mut self, pc: usize, state: &State) -> Res<Visit> {
-        let callsite =
-            matches!(self.code[pc], Some(Insn::Call(CallTarget::Helper(id))) if calls_back(id));
+        let callsite = matches!(self.code[pc], Some(Insn::Call(CallTarget::Helper(id))) if isa::calls_back(id.into()));
         let live = self.live_fn(pc, state);
         let mut pruned_by = None;
         if let Some(list) = self.explored.get(&pc) {

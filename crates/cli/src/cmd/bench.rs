@@ -118,12 +118,10 @@ fn hook(a: &run::Args, jit: bool) -> Result<Hook, String> {
 }
 
 fn sluice_engine(
-    a: &run::Args,
-    jit: bool,
+    mut h: Hook,
     packets: &[Vec<u8>],
     seconds: f64,
 ) -> Result<(f64, Vec<String>), String> {
-    let mut h = hook(a, jit)?;
     let m = meta();
     let verdicts = packets
         .iter()
@@ -288,21 +286,20 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if packets.is_empty() {
         return Err("no packets to run".into());
     }
-    let probe = hook(&ra, false)?;
-    let program = probe.program().clone();
-    let checks = if probe.is_trusted() {
+    let interp = hook(&ra, false)?;
+    let program = interp.program().clone();
+    let checks = if interp.is_trusted() {
         "verified"
     } else {
         "run-time"
     };
-    drop(probe);
 
     let mut results = Vec::new();
-    let (interp_ns, interp_verdicts) = sluice_engine(&ra, false, &packets, a.seconds)?;
+    let (interp_ns, interp_verdicts) = sluice_engine(interp, &packets, a.seconds)?;
     results.push(Engine::measured("interp", interp_ns));
     #[cfg(target_arch = "x86_64")]
     {
-        let (jit_ns, jit_verdicts) = sluice_engine(&ra, true, &packets, a.seconds)?;
+        let (jit_ns, jit_verdicts) = sluice_engine(hook(&ra, true)?, &packets, a.seconds)?;
         if jit_verdicts != interp_verdicts {
             return Err(
                 "the JIT and the interpreter gave different verdicts: a bug, please report it"

@@ -72,14 +72,11 @@ impl Code {
     }
 }
 
-/// Helpers that call back into the program (`bpf_for_each_map_elem`,
-/// `bpf_loop`): their callbacks need the interpreter's frames.
-const CALLS_BACK: [i64; 2] = [164, 181];
-
 /// Whether the instruction runs natively (else the interpreter runs it).
 fn native(s: &Slot) -> bool {
     if s.op == Op::CallHelper {
-        return !CALLS_BACK.contains(&s.imm);
+        // Callbacks need the interpreter's frames.
+        return !isa::calls_back(s.imm);
     }
     if matches!(s.op, Op::Atomic32 | Op::Atomic64) {
         return atomic_alu(s.imm as i32).is_some()

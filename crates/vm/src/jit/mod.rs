@@ -80,7 +80,7 @@ extern "sysv64" fn call_native<E>(m: *mut Machine, id: u64) -> u64 {
         Ok(None) => 0,
         Ok(Some(_)) => {
             // Helpers that call back are left to the interpreter
-            // (`codegen::CALLS_BACK`); another one would be a table error.
+            // (`isa::calls_back`); another one would be a table error.
             m.error = Some(VmErrorKind::Helper {
                 name: isa::helper_name(id as i64).unwrap_or_else(|| "?".into()),
                 message: "asked for a callback from native code".into(),
