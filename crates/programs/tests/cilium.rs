@@ -4,8 +4,9 @@
 //! configurations its Makefile compile-tests, and cilium/ebpf's XDP and tc
 //! examples. Every program loads; every entry program runs over every
 //! capture without an error; tail calls go through the slots Cilium
-//! declares with `tail:cilium_calls/N` tags; the examples count what they
-//! should.
+//! declares with `tail:cilium_calls/N` tags, and the JIT (bpf-to-bpf and
+//! tail calls in native code) gives the very results of the interpreter;
+//! the examples count what they should.
 
 mod common;
 
@@ -62,6 +63,13 @@ fn cilium_datapath_runs_over_every_capture() {
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             let mut hook =
                 Hook::new(image, i, 0).unwrap_or_else(|e| panic!("{name} {}: {e}", p.name));
+            #[cfg(target_arch = "x86_64")]
+            let mut jit = {
+                let image = Image::load(object.clone(), &LoadOptions::default()).unwrap();
+                let mut h = Hook::new(image, i, 0).unwrap();
+                h.enable_jit().unwrap();
+                h
+            };
             let mut verdicts = BTreeMap::new();
             for f in &frames {
                 let data = &f.data[..f.data.len().min(MAX_FRAME)];
@@ -70,6 +78,24 @@ fn cilium_datapath_runs_over_every_capture() {
                     .unwrap_or_else(|e| panic!("{name} {}: {e}", p.name));
                 tail_calls += out.stats.tail_calls;
                 *verdicts.entry(out.verdict.name()).or_insert(0u64) += 1;
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let want = summary(&out);
+                    let got = jit
+                        .run(data, &meta(f.timestamp_ns))
+                        .unwrap_or_else(|e| panic!("{name} {} (JIT): {e}", p.name));
+                    assert_eq!(summary(&got), want, "{name} {}: JIT", p.name);
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            for (m, j) in hook.maps().iter().zip(jit.maps()) {
+                assert_eq!(
+                    m.entries(),
+                    j.entries(),
+                    "{name} {}: map {}",
+                    p.name,
+                    m.name()
+                );
             }
             println!("{name} {}: {verdicts:?}", p.name);
             assert!(
@@ -83,6 +109,20 @@ fn cilium_datapath_runs_over_every_capture() {
     println!("{entries} entry programs, {tail_calls} tail calls");
     assert!(entries >= 3 * 12, "only {entries} entry programs");
     assert!(tail_calls > 0);
+}
+
+/// What a run gave, owned, to compare engines.
+type Summary = (u64, String, Vec<u8>, Option<Redirect>, vm::Stats);
+
+fn summary(out: &Outcome) -> Summary {
+    let bytes = [out.meta, out.packet, out.frags].concat();
+    (
+        out.r0,
+        out.verdict.name().to_string(),
+        bytes,
+        out.redirect,
+        out.stats,
+    )
 }
 
 /// Builds a cilium/ebpf example with its own headers.

@@ -73,6 +73,42 @@ struct Pending {
 
 pub(crate) type Regs = [u64; 16];
 
+/// Native code's calls and exits (the JIT), on the registers in `r`, with
+/// the very frames the interpreter uses.
+impl Machine {
+    /// A bpf-to-bpf call in program `cur` returning to `return_pc`.
+    pub(crate) fn call_local(
+        &mut self,
+        return_pc: usize,
+        mem: &mut Memory<'_>,
+    ) -> Result<(), VmErrorKind> {
+        let (cur, r) = (self.cur, &mut self.r);
+        push_frame(
+            &mut self.frames,
+            &mut self.depth,
+            cur,
+            return_pc,
+            None,
+            r,
+            mem,
+        )
+    }
+
+    /// An exit from a function (`depth > 0`) that returns to a call
+    /// instruction: `cur` and `pc` are then where to continue. `false`
+    /// (nothing changed) for a callback's exit, which resumes its helper:
+    /// the interpreter does that.
+    pub(crate) fn return_local(&mut self, mem: &mut Memory<'_>) -> bool {
+        if self.depth == 0 || self.frames[self.depth - 1].callback.is_some() {
+            return false;
+        }
+        let f = pop_frame(&self.frames, &mut self.depth, &mut self.r, mem);
+        self.cur = f.program;
+        self.pc = f.return_pc;
+        true
+    }
+}
+
 impl<E> Vm<E> {
     #[cold]
     #[inline(never)]
@@ -160,8 +196,6 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         m: &mut Machine,
     ) -> Result<Option<u64>, VmError> {
-        let stack_bottom = self.stack.0.as_mut_ptr().expose_provenance() as u64;
-        let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
         let mut cur = m.cur;
         let mut slots = self.programs[cur].slots();
         let mut tail_calls_left = m.tail_calls_left;
@@ -394,7 +428,6 @@ impl<E> Vm<E> {
                             };
                             match enter_callback(
                                 cb, slots, pending, cur, pc, &mut depth, frames, &mut r, mem,
-                                stack_top,
                             ) {
                                 Ok(target) => pc = target,
                                 Err(kind) => fail!(kind),
@@ -419,25 +452,8 @@ impl<E> Vm<E> {
                     }
                 }
                 Op::CallLocal => {
-                    if depth + 1 >= MAX_FRAMES {
-                        fail!(VmErrorKind::CallDepth);
-                    }
-                    frames[depth] = Frame {
-                        program: cur,
-                        return_pc: pc,
-                        saved: [r[6], r[7], r[8], r[9]],
-                        callback: None,
-                    };
-                    depth += 1;
-                    r[10] = stack_top - (STACK_SIZE * depth) as u64;
-                    mem.stack.start -= STACK_SIZE as u64;
-                    mem.stack.len += STACK_SIZE as u64;
-                    // SAFETY: the new frame is frame `depth` of the VM's own
-                    // stack (depth < MAX_FRAMES), which nothing borrows.
-                    unsafe {
-                        *ptr::with_exposed_provenance_mut::<[u64; STACK_SIZE / 8]>(
-                            mem.stack.start as usize,
-                        ) = [0; STACK_SIZE / 8];
+                    if let Err(kind) = push_frame(frames, &mut depth, cur, pc, None, &mut r, mem) {
+                        fail!(kind);
                     }
                     pc = target;
                 }
@@ -445,12 +461,7 @@ impl<E> Vm<E> {
                     if depth == 0 {
                         done!(r[0]);
                     }
-                    depth -= 1;
-                    let f = frames[depth];
-                    r[6..10].copy_from_slice(&f.saved);
-                    r[10] = stack_top - (STACK_SIZE * depth) as u64;
-                    mem.stack.start += STACK_SIZE as u64;
-                    mem.stack.len -= STACK_SIZE as u64;
+                    let f = pop_frame(frames, &mut depth, &mut r, mem);
                     if f.program != cur {
                         cur = f.program;
                         slots = self.programs[cur].slots();
@@ -479,7 +490,6 @@ impl<E> Vm<E> {
                                 };
                                 match enter_callback(
                                     cb, slots, pending, cur, pc, &mut depth, frames, &mut r, mem,
-                                    stack_top,
                                 ) {
                                     Ok(target) => pc = target,
                                     Err(kind) => fail!(kind),
@@ -586,33 +596,70 @@ fn enter_callback(
     frames: &mut [Frame; MAX_FRAMES],
     r: &mut Regs,
     mem: &mut Memory<'_>,
-    stack_top: u64,
 ) -> Result<usize, VmErrorKind> {
     // The handle came from a register: it must name an instruction of the
     // running program (the loop relies on in-range slots).
     let target = crate::func_slot(cb.func)
         .filter(|&t| t < slots.len() && slots[t].op != Op::LddwHigh)
         .ok_or(VmErrorKind::BadCallback(cb.func))?;
+    push_frame(frames, depth, cur, return_pc, Some(pending), r, mem)?;
+    r[1..6].copy_from_slice(&cb.args);
+    Ok(target)
+}
+
+/// Enters a function: saves the caller's r6-r9 and where to return, and
+/// gives the callee a fresh, zeroed frame below the caller's (r10 at its
+/// top). The interpreter and native code share this, so both see the same
+/// frames.
+#[inline]
+fn push_frame(
+    frames: &mut [Frame; MAX_FRAMES],
+    depth: &mut usize,
+    program: usize,
+    return_pc: usize,
+    callback: Option<Pending>,
+    r: &mut Regs,
+    mem: &mut Memory<'_>,
+) -> Result<(), VmErrorKind> {
     if *depth + 1 >= MAX_FRAMES {
         return Err(VmErrorKind::CallDepth);
     }
     frames[*depth] = Frame {
-        program: cur,
+        program,
         return_pc,
         saved: [r[6], r[7], r[8], r[9]],
-        callback: Some(pending),
+        callback,
     };
     *depth += 1;
-    r[1..6].copy_from_slice(&cb.args);
-    r[10] = stack_top - (STACK_SIZE * *depth) as u64;
     mem.stack.start -= STACK_SIZE as u64;
     mem.stack.len += STACK_SIZE as u64;
-    // SAFETY: the new frame is frame `depth` of the VM's own stack.
+    r[10] = mem.stack.start + STACK_SIZE as u64;
+    // SAFETY: the stack region always starts at the deepest frame, which is
+    // frame `depth` of the VM's own stack (depth < MAX_FRAMES); nothing
+    // borrows it.
     unsafe {
         *ptr::with_exposed_provenance_mut::<[u64; STACK_SIZE / 8]>(mem.stack.start as usize) =
             [0; STACK_SIZE / 8];
     }
-    Ok(target)
+    Ok(())
+}
+
+/// Leaves a function (`depth > 0`): restores the caller's r6-r9 and frame
+/// pointer and gives back the frame, which says where to return.
+#[inline]
+fn pop_frame(
+    frames: &[Frame; MAX_FRAMES],
+    depth: &mut usize,
+    r: &mut Regs,
+    mem: &mut Memory<'_>,
+) -> Frame {
+    *depth -= 1;
+    let f = frames[*depth];
+    r[6..10].copy_from_slice(&f.saved);
+    mem.stack.start += STACK_SIZE as u64;
+    mem.stack.len -= STACK_SIZE as u64;
+    r[10] = mem.stack.start + STACK_SIZE as u64;
+    f
 }
 
 /// The host atomics behind the 32- and 64-bit atomic instructions.

@@ -11,7 +11,8 @@ const CTX_LEN: usize = 32;
 
 /// Nudges a random instruction towards something that loads and runs far:
 /// branches land inside the program, memory operands mostly hit the stack
-/// or the context, references become constants, calls name known helpers.
+/// or the context, references become constants, calls name known helpers
+/// or functions of the program.
 fn shape(insns: Vec<Insn>, knobs: &[u16]) -> Vec<Insn> {
     let len = isa::slot_count(&insns) as i64;
     let mut pc = 0i64;
@@ -33,6 +34,9 @@ fn shape(insns: Vec<Insn>, knobs: &[u16]) -> Vec<Insn> {
                 return branch;
             }
             match insn {
+                // A quarter of the calls are bpf-to-bpf calls (recursion
+                // included, which runs out of frames).
+                Insn::Call(_) if k % 4 == 0 => Insn::Call(CallTarget::Local(target as i32)),
                 Insn::Call(_) => Insn::Call(CallTarget::Helper([5, 7, 8][usize::from(k % 3)])),
                 Insn::Lddw {
                     dst,

@@ -1,4 +1,4 @@
-//! bpf_tail_call as the kernel implements it.
+//! bpf_tail_call as the kernel implements it, in the interpreter and the JIT.
 
 use vm::*;
 
@@ -19,9 +19,21 @@ fn vm(texts: &[&str], with_resolver: bool) -> Result<Vm<SimEnv>, LoadError> {
     )
 }
 
+/// Runs in the interpreter and, on x86-64, in the JIT (where tail calls,
+/// calls and exits are native code): both must agree.
 fn run(vm: &mut Vm<SimEnv>) -> RunResult {
-    vm.run(&mut SimEnv::default(), &mut Memory::new(), [7, 0, 0, 0, 0])
-        .unwrap()
+    let go = |vm: &mut Vm<SimEnv>| {
+        vm.run(&mut SimEnv::default(), &mut Memory::new(), [7, 0, 0, 0, 0])
+            .unwrap()
+    };
+    let interpreted = go(vm);
+    #[cfg(target_arch = "x86_64")]
+    {
+        vm.enable_jit().unwrap();
+        assert_eq!(go(vm), interpreted, "JIT vs interpreter");
+        vm.disable_jit();
+    }
+    interpreted
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! Which x86-64 each eBPF instruction becomes (docs/jit.md has the table).
 //!
-//! Arithmetic, jumps, `lddw`, loads, stores, atomics and helper calls run
-//! natively; everything that needs the VM's state machine (helpers with
-//! callbacks, bpf-to-bpf calls and exits, tail calls, legacy packet loads)
-//! leaves the code with
-//! `pc` set, and the driver lets the interpreter execute that one
-//! instruction. Instructions are counted per block: a block's header
+//! Arithmetic, jumps, `lddw`, loads, stores, atomics, helper calls,
+//! bpf-to-bpf calls and exits, and tail calls run natively (calls, exits
+//! and tail calls through small Rust functions that keep the interpreter's
+//! frames); what needs the interpreter's state machine (helpers with
+//! callbacks and the exits that resume them, legacy packet loads) leaves
+//! the code with `pc` set, and the driver lets the interpreter execute that
+//! one instruction. Instructions are counted per block: a block's header
 //! subtracts its length from the budget and, if the budget cannot pay for
 //! all of it, leaves for the interpreter, which then runs out exactly
 //! where it would have alone. In checked mode every load and store asks
@@ -15,7 +16,7 @@
 
 use std::mem::offset_of;
 
-use dynasmrt::{AssemblyOffset, DynamicLabel, ExecutableBuffer};
+use dynasmrt::{DynamicLabel, ExecutableBuffer};
 
 use super::check_access;
 use isa::opcode::atomic;
@@ -43,13 +44,45 @@ const PC: i32 = offset_of!(Machine, pc) as i32;
 const DEPTH: i32 = offset_of!(Machine, depth) as i32;
 const DONE: i32 = offset_of!(Machine, done) as i32;
 
+/// The Rust functions native code calls, monomorphised for the VM's
+/// environment type (`jit/mod.rs`). Each takes the machine first.
+#[derive(Clone, Copy)]
+pub struct Natives {
+    /// `(m, helper id) -> 0 | 1`: 1 = leave (error set, or a helper that
+    /// calls back: the interpreter runs it).
+    pub helper: *const (),
+    /// `(m, return pc) -> 0 | 1`: 1 = the call cannot be made (the
+    /// interpreter repeats it and reports why).
+    pub call_local: *const (),
+    /// `(m) -> 0 | 1 | address`: 0 = not a plain return (the interpreter
+    /// runs the exit), 1 = returned to a slot without native code
+    /// (`m.pc` set), else where to continue.
+    pub return_local: *const (),
+    /// `(m) -> 0 | 1 | address`: 0 = no tail call (fall through), 1 = went
+    /// to a program whose first slot has no native code, else its entry.
+    pub tail_call: *const (),
+}
+
+/// What every instruction's code may refer to.
+struct Env<'a> {
+    labels: &'a [DynamicLabel],
+    exit: DynamicLabel,
+    checked: bool,
+    natives: Natives,
+}
+
 /// Native code for one program.
 pub struct Code {
+    /// Owns the pages the addresses below point into.
     buf: ExecutableBuffer,
-    enter: AssemblyOffset,
-    /// Where each slot that starts a native block begins.
-    at: Vec<Option<AssemblyOffset>>,
+    enter: Enter,
+    /// Where each slot that starts a native block begins (null: nowhere).
+    at: Vec<*const u8>,
 }
+
+// SAFETY: the addresses point into `buf`, which the `Code` owns and which
+// is never written after `compile`.
+unsafe impl Send for Code {}
 
 /// `extern "sysv64" fn(ctx, code address)`: loads the registers from
 /// `ctx`, jumps to the address, and stores them back when the code leaves.
@@ -58,12 +91,10 @@ pub type Enter = unsafe extern "sysv64" fn(*mut Machine, *const u8);
 impl Code {
     /// The entry trampoline and the address to start at for `pc`, if
     /// native code starts there.
+    #[inline]
     pub fn entry(&self, pc: usize) -> Option<(Enter, *const u8)> {
-        let at = (*self.at.get(pc)?)?;
-        // SAFETY: `enter` is the offset of the trampoline emitted by
-        // `compile`, whose signature is `Enter`.
-        let enter = unsafe { std::mem::transmute::<*const u8, Enter>(self.buf.ptr(self.enter)) };
-        Some((enter, self.buf.ptr(at)))
+        let at = *self.at.get(pc)?;
+        (!at.is_null()).then_some((self.enter, at))
     }
 
     /// Bytes of machine code.
@@ -84,11 +115,7 @@ fn native(s: &Slot) -> bool {
     }
     !matches!(
         s.op,
-        Op::TailCall
-            | Op::CallLocal
-            | Op::Callx
-            | Op::Exit
-            | Op::LdAbsB
+        Op::LdAbsB
             | Op::LdAbsH
             | Op::LdAbsW
             | Op::LdIndB
@@ -105,8 +132,9 @@ fn is_jump(op: Op) -> bool {
 }
 
 /// Slots where a block starts: the entry, jump and call targets, the
-/// functions whose address is taken, and whatever follows a jump or an
-/// instruction the interpreter runs.
+/// functions whose address is taken, and whatever follows a jump, a call,
+/// an exit, a tail call or an instruction the interpreter runs (so that a
+/// block's instructions all run once its first does, unless it leaves).
 fn leaders(slots: &[Slot]) -> Vec<bool> {
     let n = slots.len();
     let mut lead = vec![false; n];
@@ -129,6 +157,9 @@ fn leaders(slots: &[Slot]) -> Vec<bool> {
             mark(pc);
             mark(pc + 1);
         }
+        if matches!(s.op, Op::CallLocal | Op::Exit | Op::TailCall) {
+            mark(pc + 1);
+        }
     }
     lead
 }
@@ -141,8 +172,8 @@ struct Stub {
 
 /// Compiles `slots` (a validated program). `checked`: every load and store
 /// is checked (and counted when the machine asks) by `check_access`.
-/// `call_native` is the VM's `jit::call_native::<E>`, which runs helpers.
-pub fn compile(slots: &[Slot], checked: bool, call_native: *const ()) -> std::io::Result<Code> {
+/// `natives` are the VM's Rust functions for helpers, calls and tail calls.
+pub fn compile(slots: &[Slot], checked: bool, natives: Natives) -> std::io::Result<Code> {
     let mut a = Asm::new()?;
     let n = slots.len();
     let lead = leaders(slots);
@@ -183,20 +214,6 @@ pub fn compile(slots: &[Slot], checked: bool, call_native: *const ()) -> std::io
         if s.op == Op::LddwHigh {
             continue;
         }
-        if s.op == Op::Exit {
-            // The program's own exit (not a function's) ends the run here,
-            // counted like any instruction.
-            let (interp, give_back) = (a.label(), a.label());
-            a.cmp_mi(CTX, DEPTH, 0);
-            a.jcc(Cond::Ne, interp);
-            a.sub_mi(CTX, LEFT, 1);
-            a.jcc(Cond::Below, give_back);
-            a.mov_mi(CTX, DONE, 1);
-            a.jmp(exit);
-            a.bind(give_back);
-            a.add_mi(CTX, LEFT, 1);
-            a.bind(interp);
-        }
         if !native(&s) {
             a.mov_mi(CTX, PC, pc as i32);
             a.jmp(exit);
@@ -219,7 +236,13 @@ pub fn compile(slots: &[Slot], checked: bool, call_native: *const ()) -> std::io
             });
         }
         let fault = a.label();
-        if emit(&mut a, &s, &labels, checked, call_native, fault) {
+        let env = Env {
+            labels: &labels,
+            exit,
+            checked,
+            natives,
+        };
+        if emit(&mut a, &s, pc, &env, fault) {
             stubs.push(Stub {
                 label: fault,
                 pc,
@@ -238,19 +261,35 @@ pub fn compile(slots: &[Slot], checked: bool, call_native: *const ()) -> std::io
         .ops
         .finalize()
         .map_err(|_| std::io::Error::other("finalising JIT code"))?;
+    // SAFETY: `enter` is the offset of the trampoline emitted above, whose
+    // signature is `Enter`.
+    let enter = unsafe { std::mem::transmute::<*const u8, Enter>(buf.ptr(enter)) };
+    let at = at
+        .iter()
+        .map(|o| o.map_or(std::ptr::null(), |o| buf.ptr(o)))
+        .collect();
     Ok(Code { buf, enter, at })
 }
 
+/// Calls `f(machine, arg)` with every eBPF register in the machine, which
+/// `f` may change; they come back, and `f`'s result is in `T0`.
+fn call_with_registers(a: &mut Asm, f: *const (), arg: i64) {
+    for (i, &r) in MAP.iter().enumerate() {
+        a.store_q(CTX, REGS + 8 * i as i32, r);
+    }
+    a.alu_rr(Alu::Mov, W::Q, RDI, CTX);
+    a.mov_ri64(RSI, arg);
+    a.call_abs(f as i64);
+    a.alu_rr(Alu::Mov, W::Q, T0, RAX);
+    for (i, &r) in MAP.iter().enumerate() {
+        a.load_q(r, CTX, REGS + 8 * i as i32);
+    }
+}
+
 /// Emits one native instruction; says whether it jumps to `fault`.
-fn emit(
-    a: &mut Asm,
-    s: &Slot,
-    labels: &[DynamicLabel],
-    checked: bool,
-    call_native: *const (),
-    fault: DynamicLabel,
-) -> bool {
+fn emit(a: &mut Asm, s: &Slot, pc: usize, env: &Env, fault: DynamicLabel) -> bool {
     use Op::*;
+    let (labels, checked) = (env.labels, env.checked);
     let d = reg(s.dst & 15);
     let x = || reg(s.src & 15);
     let imm = s.imm as i32;
@@ -310,15 +349,19 @@ fn emit(
         Be64 | Swap64 => a.bswap(W::Q, d),
         Ja => a.jmp(labels[s.off as usize]),
         Lddw => a.mov_ri64(d, s.imm),
-        CallHelper => {
-            // r1-r5 go to the machine for the helper, which writes r0
-            // there; they come back unchanged, as in the interpreter.
-            for r in 1..=5 {
+        CallHelper | Callx => {
+            // r0-r5 go to the machine for the helper, which writes r0
+            // there; r1-r5 come back unchanged, as in the interpreter.
+            for r in 0..=5 {
                 a.store_q(CTX, REGS + 8 * r, MAP[r as usize]);
             }
+            if s.op == Callx {
+                a.alu_rr(Alu::Mov, W::Q, RSI, d);
+            } else {
+                a.mov_ri64(RSI, s.imm);
+            }
             a.alu_rr(Alu::Mov, W::Q, RDI, CTX);
-            a.mov_ri64(RSI, s.imm);
-            a.call_abs(call_native as i64);
+            a.call_abs(env.natives.helper as i64);
             a.test_rr(W::Q, RAX, RAX);
             // (loads leave the flags alone)
             for r in 0..=5 {
@@ -326,6 +369,38 @@ fn emit(
             }
             a.jcc(Cond::Ne, fault);
             return true;
+        }
+        CallLocal => {
+            // The frame is pushed in Rust, on the interpreter's frames.
+            call_with_registers(a, env.natives.call_local, (pc + 1) as i64);
+            a.cmp_ri(W::Q, T0, 0);
+            a.jcc(Cond::Ne, fault);
+            a.jmp(labels[s.off as usize]);
+            return true;
+        }
+        Exit => {
+            // The program's own exit ends the run; a function's returns.
+            let local = a.label();
+            a.cmp_mi(CTX, DEPTH, 0);
+            a.jcc(Cond::Ne, local);
+            a.mov_mi(CTX, DONE, 1);
+            a.jmp(env.exit);
+            a.bind(local);
+            call_with_registers(a, env.natives.return_local, 0);
+            a.cmp_ri(W::Q, T0, 1);
+            a.jcc(Cond::Below, fault);
+            a.jcc(Cond::Eq, env.exit);
+            a.jmp_r(T0);
+            return true;
+        }
+        TailCall => {
+            let no_target = a.label();
+            call_with_registers(a, env.natives.tail_call, 0);
+            a.cmp_ri(W::Q, T0, 1);
+            a.jcc(Cond::Below, no_target);
+            a.jcc(Cond::Eq, env.exit);
+            a.jmp_r(T0);
+            a.bind(no_target);
         }
         LdxB | LdxH | LdxW | LdxDW | LdxSB | LdxSH | LdxSW => {
             let (size, signed) = match s.op {

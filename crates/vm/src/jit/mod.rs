@@ -2,14 +2,15 @@
 //!
 //! `codegen.rs` turns a program's pre-decoded slots into machine code
 //! (through the instruction forms of `x64.rs`); the driver here runs it.
-//! Native code covers arithmetic, jumps, `lddw`, loads, stores, atomics
-//! and helper calls; at an instruction that needs the VM's state machine
-//! (callbacks, local calls and their exits, tail calls, legacy packet
-//! loads), or when a check or the
-//! budget refuses, the code leaves with `pc` set and the interpreter runs
-//! that one instruction on the same state ([`Machine`]). So both engines
-//! share one implementation of everything but the straight-line code, and
-//! agree on results, errors and counts by construction there.
+//! Native code covers arithmetic, jumps, `lddw`, loads, stores, atomics,
+//! helper calls, bpf-to-bpf calls and exits, and tail calls (the last three
+//! through the Rust functions below, on the interpreter's own frames). At
+//! an instruction that needs the interpreter's state machine (helpers with
+//! callbacks, legacy packet loads), or when a check or the budget refuses,
+//! the code leaves with `pc` set and the interpreter runs that one
+//! instruction on the same state ([`Machine`]). So both engines share one
+//! implementation of everything but the straight-line code, and agree on
+//! results, errors and counts by construction there.
 
 mod codegen;
 mod x64;
@@ -17,9 +18,10 @@ mod x64;
 use crate::helpers::HelperTable;
 use crate::interp::{Machine, call_helper};
 use crate::memory::{Access, Memory};
-use crate::{RunResult, Vm, VmError, VmErrorKind};
+use crate::{RunResult, TailCallFn, Vm, VmError, VmErrorKind};
 
 pub use codegen::Code;
+use codegen::Natives;
 
 /// Called by checked code before every load and store: 0 if the access is
 /// allowed (and then counted per region when counting), 1 if not.
@@ -54,24 +56,54 @@ extern "sysv64" fn check_access(m: *mut Machine, addr: u64, spec: u64) -> u64 {
     }
 }
 
-/// What a native helper call needs, for one run.
+/// What the Rust functions native code calls need, for one run.
 struct Host<E> {
     helpers: *const HelperTable<E>,
     env: *mut E,
     mem: *mut Memory<'static>,
+    /// The code of every program (calls and tail calls jump into it).
+    codes: *const [Code],
+    tail_calls: Option<TailCallFn<E>>,
+}
+
+impl<E> Host<E> {
+    /// Where native code continues for `pc` of program `cur`: its address,
+    /// or 1 when that slot has no native code (the interpreter runs it).
+    fn continue_at(&self, cur: usize, pc: usize) -> u64 {
+        // SAFETY: `codes` is the driver's borrow, live for the run.
+        let codes = unsafe { &*self.codes };
+        match codes[cur].entry(pc) {
+            Some((_, at)) => at as u64,
+            None => 1,
+        }
+    }
+}
+
+/// The machine and its host as native code passes them.
+///
+/// # Safety
+/// `m` must be the machine the driver entered native code with; its
+/// `host` is then a `Host<E>` of this run whose pointers come from the
+/// driver's exclusive borrows, unused while native code runs.
+unsafe fn parts<'a, E>(m: *mut Machine) -> (&'a mut Machine, &'a mut Host<E>) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let m = &mut *m;
+        let host = &mut *m.host.cast::<Host<E>>();
+        (m, host)
+    }
 }
 
 /// A helper call from native code (`call_native::<E>(machine, id)`):
 /// arguments in `m.r[1..6]`, the result in `m.r[0]`. Returns 0, or 1 with
 /// `m.error` set when the helper failed (the run ends there).
 extern "sysv64" fn call_native<E>(m: *mut Machine, id: u64) -> u64 {
-    // SAFETY: native code passes the machine the driver entered it with;
-    // its `host` was set by the driver to a `Host<E>` of this run whose
-    // pointers come from the driver's exclusive borrows, unused while
-    // native code runs.
-    let m = unsafe { &mut *m };
-    // SAFETY: as above.
-    let host = unsafe { &mut *m.host.cast::<Host<E>>() };
+    // SAFETY: native code passes the machine it was entered with.
+    let (m, host) = unsafe { parts::<E>(m) };
+    if isa::calls_back(id as i64) {
+        // (callx to bpf_loop and the like) The interpreter runs it.
+        return 1;
+    }
     m.stats.helper_calls += 1;
     let args = [m.r[1], m.r[2], m.r[3], m.r[4], m.r[5]];
     // SAFETY: as above.
@@ -94,6 +126,64 @@ extern "sysv64" fn call_native<E>(m: *mut Machine, id: u64) -> u64 {
     }
 }
 
+/// A bpf-to-bpf call from native code, returning to `return_pc`: 0, or 1
+/// when it cannot be made (too deep; the interpreter repeats it and fails).
+extern "sysv64" fn call_local<E>(m: *mut Machine, return_pc: u64) -> u64 {
+    // SAFETY: native code passes the machine it was entered with.
+    let (m, host) = unsafe { parts::<E>(m) };
+    // SAFETY: as above.
+    let mem = unsafe { &mut *host.mem };
+    u64::from(m.call_local(return_pc as usize, mem).is_err())
+}
+
+/// A function's exit from native code: where to continue (see
+/// `Natives::return_local`).
+extern "sysv64" fn return_local<E>(m: *mut Machine) -> u64 {
+    // SAFETY: native code passes the machine it was entered with.
+    let (m, host) = unsafe { parts::<E>(m) };
+    // SAFETY: as above.
+    let mem = unsafe { &mut *host.mem };
+    if !m.return_local(mem) {
+        return 0;
+    }
+    host.continue_at(m.cur, m.pc)
+}
+
+/// A tail call from native code (see `Natives::tail_call`). Falls through
+/// when there is no target or the run has used up its tail calls, as the
+/// interpreter and the kernel do.
+extern "sysv64" fn tail_call<E>(m: *mut Machine) -> u64 {
+    // SAFETY: native code passes the machine it was entered with.
+    let (m, host) = unsafe { parts::<E>(m) };
+    let resolve = host.tail_calls.expect("checked at load");
+    // SAFETY: as above.
+    let codes = unsafe { &*host.codes };
+    if m.tail_calls_left == 0 {
+        return 0;
+    }
+    // SAFETY: as above.
+    let env = unsafe { &mut *host.env };
+    match resolve(env, m.r[2], m.r[3]).filter(|&t| t < codes.len()) {
+        None => 0,
+        Some(target) => {
+            m.tail_calls_left -= 1;
+            m.stats.tail_calls += 1;
+            m.cur = target;
+            m.pc = 0;
+            host.continue_at(target, 0)
+        }
+    }
+}
+
+fn natives<E>() -> Natives {
+    Natives {
+        helper: call_native::<E> as *const (),
+        call_local: call_local::<E> as *const (),
+        return_local: return_local::<E> as *const (),
+        tail_call: tail_call::<E> as *const (),
+    }
+}
+
 /// Machine code for a VM's programs: with checks (used for counting too)
 /// and, for verified programs, without.
 pub(crate) struct Jit {
@@ -112,7 +202,7 @@ impl Jit {
     pub fn compile<E>(programs: &[crate::Program]) -> Result<Jit, JitError> {
         let checked = programs
             .iter()
-            .map(|p| codegen::compile(p.slots(), true, call_native::<E> as *const ()))
+            .map(|p| codegen::compile(p.slots(), true, natives::<E>()))
             .collect::<Result<_, _>>()?;
         Ok(Jit {
             checked,
@@ -160,7 +250,7 @@ impl<E> Vm<E> {
         if !(CHECK || COUNT) && jit.fast.is_none() {
             // If no memory is left for more code, the checked variant runs.
             jit.fast = (self.programs.iter())
-                .map(|p| codegen::compile(p.slots(), false, call_native::<E> as *const ()))
+                .map(|p| codegen::compile(p.slots(), false, natives::<E>()))
                 .collect::<Result<Vec<_>, _>>()
                 .ok();
         }
@@ -200,6 +290,8 @@ impl<E> Vm<E> {
                     helpers: &self.helpers,
                     env,
                     mem: (mem as *mut Memory<'_>).cast::<Memory<'static>>(),
+                    codes,
+                    tail_calls: self.tail_calls,
                 };
                 m.host = (&mut host as *mut Host<E>).cast::<()>();
                 m.mem = (mem as *const Memory<'_>).cast::<Memory<'static>>();
