@@ -133,6 +133,27 @@ impl Verifier<'_> {
             ));
         }
         let n = size.bytes() as u32;
+        // Atomics are always strictly aligned (the kernel's
+        // `strict_alignment_once`); the stack is checked in `access`.
+        let desc = match base.kind {
+            Kind::MapValue(_) => Some("value "),
+            Kind::Mem { .. } => Some(""),
+            _ => None,
+        };
+        if let Some(desc) = desc {
+            let fixed = off as i64 + base.off as i64;
+            let at = base.s.var.add(crate::tnum::Tnum::konst(fixed as u64));
+            if !at.is_aligned(u64::from(n)) {
+                return Err(fail(
+                    Rule::InvalidDeref,
+                    format!(
+                        "misaligned {desc}access off {}+{}+{off} size {n}",
+                        base.s.var, base.off
+                    ),
+                    format!("a {n}-byte atomic operation must be aligned to {n} bytes"),
+                ));
+            }
+        }
         let old = self.access(st, dst, &base, off as i64, n, Access::Read, None)?;
         if old.kind.is_pointer() && fetch {
             return Err(fail(
