@@ -124,6 +124,7 @@ test)
 bench)
     setup
     cargo bench -p vm --bench interp
+    cargo bench -p sluice --bench per_packet
     ;;
 fuzz)
     setup
