@@ -46,6 +46,8 @@ enum Command {
     Map(cmd::kernel::MapArgs),
     /// Send generated traffic out of an interface: XDP live frames or AF_PACKET (needs root)
     Gen(cmd::trafficgen::Args),
+    /// AF_XDP datapath benchmarks on an interface: rxdrop, txonly, l2fwd (needs root)
+    Xsk(cmd::xsk::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Status(a) => cmd::kernel::status(a),
         Command::Map(a) => cmd::kernel::map(a),
         Command::Gen(a) => cmd::trafficgen::run(a),
+        Command::Xsk(a) => cmd::xsk::run(a),
         Command::Exec(a) => cmd::exec::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),

@@ -461,3 +461,143 @@ fn sluice_load_pins_programs_and_maps() {
     );
     cleanup().unwrap();
 }
+
+/// `sluice --netns NS xsk ...` started in the background, its stdout kept.
+fn spawn_xsk(ns: &str, args: &[&str]) -> std::process::Child {
+    Command::new(SLUICE)
+        .args(["--netns", ns, "xsk"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `ns` shows an XDP program (the datapath's redirect) on a
+/// link.
+fn wait_attached(ns: &str) {
+    for _ in 0..200 {
+        let status = sluice(&["--netns", ns, "status", "--json"]);
+        if status.trim() != "[]" {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no XDP program appeared in {ns}");
+}
+
+fn xsk_summary(child: std::process::Child) -> serde_json::Value {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sluice xsk: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_af_xdp_datapath_drops_and_reflects_every_frame() {
+    if !kernel_available("veth test (AF_XDP datapath)") {
+        return;
+    }
+    let p = Pair::new("x");
+    // B reflects (l2fwd) what A sends; A's own datapath receives it back.
+    let fwd = spawn_xsk(&p.b, &["l2fwd", "--dev", VB, "--duration", "6", "--json"]);
+    let rx = spawn_xsk(
+        &p.a,
+        &[
+            "rxdrop",
+            "--dev",
+            VA,
+            "--pool",
+            "list",
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
+    wait_attached(&p.b);
+    wait_attached(&p.a);
+    p.send("udp,size=100,count=3000,rate=20000", "live");
+    let fwd = xsk_summary(fwd);
+    let rx = xsk_summary(rx);
+    assert_eq!(fwd["bind"], "copy", "veth has no zero-copy: {fwd}");
+    assert_eq!(fwd["rx_packets"], 3000, "{fwd}");
+    assert_eq!(fwd["rx_bytes"], 300_000, "{fwd}");
+    assert_eq!(fwd["tx_packets"], 3000, "{fwd}");
+    assert_eq!(rx["rx_packets"], 3000, "{rx}");
+    assert_eq!(rx["dropped"], 3000, "{rx}");
+    assert_eq!(rx["rx_bytes"], 300_000, "{rx}");
+    for s in [&fwd, &rx] {
+        assert_eq!(s["frames_unaccounted"], 0, "no frame leaked: {s}");
+        assert_eq!(s["kernel"]["rx_ring_full"], 0, "{s}");
+    }
+    for ns in [&p.a, &p.b] {
+        let status = sluice(&["--netns", ns, "status", "--json"]);
+        assert_eq!(status.trim(), "[]", "the redirect program is gone");
+    }
+}
+
+#[test]
+fn the_af_xdp_datapath_stops_cleanly_on_sigint() {
+    if !kernel_available("veth test (AF_XDP datapath, SIGINT)") {
+        return;
+    }
+    let p = Pair::new("i");
+    let child = spawn_xsk(&p.b, &["rxdrop", "--dev", VB, "--no-pmd", "--json"]);
+    wait_attached(&p.b);
+    p.send("udp,count=500,rate=20000", "live");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let s = xsk_summary(child);
+    assert_eq!(s["rx_packets"], 500, "{s}");
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
+    let status = sluice(&["--netns", &p.b, "status", "--json"]);
+    assert_eq!(status.trim(), "[]", "the redirect program is gone");
+}
+
+#[test]
+fn af_xdp_misuse_is_explained() {
+    if !kernel_available("veth test (AF_XDP errors)") {
+        return;
+    }
+    let p = Pair::new("m");
+    let fail = |args: &[&str]| {
+        let out = Command::new(SLUICE)
+            .args(["--netns", &p.b, "xsk", "rxdrop", "--duration", "1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = fail(&["--dev", "nosuchdev0"]);
+    assert!(e.contains("no interface \"nosuchdev0\""), "{e}");
+    let e = fail(&["--dev", VB, "--queue", "5"]);
+    assert!(e.contains("queue 5 is out of range"), "{e}");
+    let e = fail(&["--dev", VB, "--bind", "zero-copy"]);
+    assert!(e.contains("zero-copy AF_XDP is not supported"), "{e}");
+    let e = fail(&["--dev", VB, "--ring-size", "1000"]);
+    assert!(e.contains("must be a power of two"), "{e}");
+    let e = fail(&["--dev", VB, "--frame-size", "3000"]);
+    assert!(e.contains("frame size 3000"), "{e}");
+    // Nothing stays attached after a refusal.
+    let status = sluice(&["--netns", &p.b, "status", "--json"]);
+    assert_eq!(status.trim(), "[]");
+    // Without privileges (as nobody, on loopback in this namespace).
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([SLUICE, "xsk", "rxdrop", "--dev", "lo", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("permission denied"), "{e}");
+}

@@ -14,10 +14,15 @@ pub fn object(name: &str) -> Option<&'static [u8]> {
         .map(|(_, o, _)| *o)
 }
 
-/// The object of tool program `name` (`gen`, `record`): programs sluice
+/// The object of tool program `name` (`gen`, `xsk`): programs sluice
 /// loads into the kernel for its own tools, not examples.
 pub fn tool(name: &str) -> Option<&'static [u8]> {
     TOOLS.iter().find(|(n, ..)| *n == name).map(|(_, o, _)| *o)
+}
+
+/// Every tool program: (name, object).
+pub fn tools() -> impl Iterator<Item = (&'static str, &'static [u8])> {
+    TOOLS.iter().map(|(n, o, _)| (*n, *o))
 }
 
 /// The context probes: (name, object).

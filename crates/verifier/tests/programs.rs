@@ -6,7 +6,7 @@ fn every_program_of_the_project_passes_the_control_flow_checks() {
     let objects = programs::names()
         .map(|n| (n, programs::object(n).unwrap()))
         .chain(programs::probes())
-        .chain(programs::tool("gen").map(|o| ("gen", o)));
+        .chain(programs::tools());
     let mut checked = 0;
     for (name, bytes) in objects {
         let object = obj::Object::parse(bytes).unwrap();
@@ -26,7 +26,7 @@ fn every_program_of_the_project_is_accepted() {
     let objects = programs::names()
         .map(|n| (n, programs::object(n).unwrap()))
         .chain(programs::probes())
-        .chain(programs::tool("gen").map(|o| ("gen", o)));
+        .chain(programs::tools());
     let mut failures = Vec::new();
     for (name, bytes) in objects {
         let object = obj::Object::parse(bytes).unwrap();
@@ -70,7 +70,7 @@ fn the_kernel_agrees_on_every_program() {
     let objects = programs::names()
         .map(|n| (n, programs::object(n).unwrap()))
         .chain(programs::probes())
-        .chain(programs::tool("gen").map(|o| ("gen", o)));
+        .chain(programs::tools());
     for (name, bytes) in objects {
         let object = obj::Object::parse(bytes).unwrap();
         let maps = verifier::MapInfo::of_object(&object, &|_| None);

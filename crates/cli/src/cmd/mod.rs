@@ -9,3 +9,4 @@ pub mod kernel;
 pub mod run;
 pub mod trafficgen;
 pub mod verify;
+pub mod xsk;

@@ -1,0 +1,215 @@
+//! `sluice xsk rxdrop|txonly|l2fwd`: the AF_XDP datapath's benchmarks on
+//! one interface (xdpsock's three), with live rates every second and a
+//! summary at the end (docs/datapath.md).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use datapath::{App, Options, Summary, Totals};
+use io::xsk::{BindMode, PoolKind};
+use kernel::attach::XdpMode;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Bench {
+    /// Receive and drop
+    Rxdrop,
+    /// Send one generated frame as fast as possible
+    Txonly,
+    /// Swap MAC addresses and send back out of the same port
+    L2fwd,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Native,
+    Skb,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// Zero-copy when the driver has it, else copy
+    Auto,
+    Copy,
+    ZeroCopy,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    bench: Bench,
+    /// Interface
+    #[arg(long)]
+    dev: String,
+    /// Queue to bind (repeatable: one socket, UMEM and thread per queue)
+    #[arg(long = "queue", default_values_t = [0u32])]
+    queues: Vec<u32>,
+    /// XDP attach mode of the redirect program
+    #[arg(long, value_enum, default_value_t = Mode::Native)]
+    mode: Mode,
+    /// AF_XDP bind mode
+    #[arg(long, value_enum, default_value_t = Bind::Auto)]
+    bind: Bind,
+    /// Packets per batch
+    #[arg(long, default_value_t = 32)]
+    batch: u32,
+    /// Free-frame pool design
+    #[arg(long, default_value = "stack")]
+    pool: PoolKind,
+    /// One thread waiting in poll() on every socket instead of a polling thread per queue
+    #[arg(long)]
+    no_pmd: bool,
+    /// Pin each polling thread to a CPU
+    #[arg(long)]
+    pin: bool,
+    /// Kick TX once this many descriptors are outstanding [default: 512 or 3/4 of the TX ring]
+    #[arg(long)]
+    kick_at: Option<u32>,
+    /// Bytes per UMEM frame (power of two, 2048 to the page size)
+    #[arg(long, default_value_t = 4096)]
+    frame_size: u32,
+    /// Frames per UMEM (per queue)
+    #[arg(long, default_value_t = 4096)]
+    frames: u32,
+    /// Entries of each ring (power of two)
+    #[arg(long, default_value_t = 2048)]
+    ring_size: u32,
+    /// The frame txonly sends (a `sluice gen` spec; the first frame)
+    #[arg(long, default_value = "udp")]
+    packet: String,
+    /// Stop after this many seconds (else at Ctrl-C)
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Print one JSON summary at the end instead of live rates
+    #[arg(long)]
+    json: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
+    let frame = packet::GenSpec::parse(&a.packet)?.frame(0);
+    let mut opts = Options::new(&a.dev, frame);
+    opts.queues = a.queues.clone();
+    opts.mode = match a.mode {
+        Mode::Native => XdpMode::Native,
+        Mode::Skb => XdpMode::Skb,
+    };
+    opts.xsk.bind = match a.bind {
+        Bind::Auto => BindMode::Auto,
+        Bind::Copy => BindMode::Copy,
+        Bind::ZeroCopy => BindMode::ZeroCopy,
+    };
+    opts.xsk.frame_size = a.frame_size;
+    opts.xsk.frame_count = a.frames;
+    for size in [
+        &mut opts.xsk.rx_size,
+        &mut opts.xsk.tx_size,
+        &mut opts.xsk.fill_size,
+        &mut opts.xsk.comp_size,
+    ] {
+        *size = a.ring_size;
+    }
+    opts.batch = a.batch;
+    opts.pool = a.pool;
+    opts.pmd = !a.no_pmd;
+    opts.pin = a.pin;
+    opts.kick_at = a.kick_at;
+    opts.duration = a.duration.map(Duration::from_secs_f64);
+    let app = match a.bench {
+        Bench::Rxdrop => App::RxDrop,
+        Bench::Txonly => App::TxOnly,
+        Bench::L2fwd => App::L2Fwd,
+    };
+    // SAFETY: installing an async-signal-safe handler (one atomic store).
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    if !a.json {
+        eprintln!(
+            "sluice xsk {}: {} queue(s) {:?}, {} XDP; Ctrl-C stops",
+            app.name(),
+            a.dev,
+            a.queues,
+            opts.mode.name()
+        );
+    }
+    let mut last = (Totals::default(), Duration::ZERO);
+    let summary = datapath::run(app, &opts, &STOP, |t, at| {
+        if !a.json {
+            let dt = (at - last.1).as_secs_f64().max(1e-9);
+            let rate = |now: u64, then: u64| (now - then) as f64 / dt;
+            eprintln!(
+                "{:>6.1}s  rx/s {:>12.0}  tx/s {:>12.0}  drop/s {:>12.0}  cycles/pkt {:>8.1}",
+                at.as_secs_f64(),
+                rate(t.rx, last.0.rx),
+                rate(t.tx, last.0.tx),
+                rate(t.dropped, last.0.dropped),
+                t.cycles_per_packet()
+            );
+        }
+        last = (*t, at);
+    })
+    .map_err(|e| e.to_string())?;
+    print_summary(&summary, a.json);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn print_summary(s: &Summary, json: bool) {
+    let t = &s.totals;
+    let per_s = |n: u64| n as f64 / s.seconds.max(1e-9);
+    if json {
+        let v = serde_json::json!({
+            "bench": s.app.name(),
+            "dev": s.dev,
+            "queues": s.queues,
+            "xdp_mode": s.xdp_mode.name(),
+            "bind": s.bind.name(),
+            "seconds": s.seconds,
+            "rx_packets": t.rx,
+            "rx_bytes": t.rx_bytes,
+            "tx_packets": t.tx,
+            "dropped": t.dropped,
+            "tx_kicks": t.kicks,
+            "rx_pps": per_s(t.rx),
+            "tx_pps": per_s(t.tx),
+            "drop_pps": per_s(t.dropped),
+            "cycles_per_packet": t.cycles_per_packet(),
+            "frames": s.frames,
+            "frames_unaccounted": s.frames_unaccounted,
+            "kernel": {
+                "rx_dropped": s.kernel.rx_dropped,
+                "rx_ring_full": s.kernel.rx_ring_full,
+                "rx_fill_ring_empty": s.kernel.rx_fill_ring_empty_descs,
+                "rx_invalid_descs": s.kernel.rx_invalid_descs,
+                "tx_invalid_descs": s.kernel.tx_invalid_descs,
+                "tx_ring_empty": s.kernel.tx_ring_empty_descs,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+    } else {
+        println!(
+            "{} on {} ({} XDP, {} AF_XDP): {:.2} s, rx {} ({:.3} Mpps), tx {} ({:.3} Mpps), dropped {}, {:.1} cycles/packet, {} TX kicks, {} of {} frames unaccounted; kernel: {} dropped, RX ring full {}, FILL ring empty {}",
+            s.app.name(),
+            s.dev,
+            s.xdp_mode.name(),
+            s.bind.name(),
+            s.seconds,
+            t.rx,
+            per_s(t.rx) / 1e6,
+            t.tx,
+            per_s(t.tx) / 1e6,
+            t.dropped,
+            t.cycles_per_packet(),
+            t.kicks,
+            s.frames_unaccounted,
+            s.frames,
+            s.kernel.rx_dropped,
+            s.kernel.rx_ring_full,
+            s.kernel.rx_fill_ring_empty_descs
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! sluice's user-space datapath on AF_XDP (docs/datapath.md), after the
+//! Open vSwitch AF_XDP paper: one socket and one UMEM per queue (no locks
+//! between queues), a free-frame pool per UMEM (LIFO stack by default),
+//! batches of 32, a poll-mode (PMD) thread per queue or one thread
+//! waiting in `poll()` on every socket, and TX kicks issued only when many
+//! descriptors are outstanding. The XSK redirect program is loaded and
+//! attached through the kernel backend and removed again at the end.
+
+mod queue;
+pub mod redirect;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use io::xsk::{BoundMode, PoolKind, Xsk, XskConfig, XskError, XskStats};
+use kernel::attach::XdpMode;
+
+use queue::Queue;
+use redirect::XskRedirect;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatapathError {
+    #[error(transparent)]
+    Xsk(#[from] XskError),
+    #[error(transparent)]
+    Kernel(#[from] kernel::Error),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What the datapath does with received packets (xdpsock's benchmarks).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum App {
+    /// Receive and drop (frames straight back to the pool).
+    RxDrop,
+    /// Send a fixed frame as fast as the ring takes it.
+    TxOnly,
+    /// Swap the MAC addresses and send back out of the same port.
+    L2Fwd,
+}
+
+impl App {
+    pub fn name(self) -> &'static str {
+        match self {
+            App::RxDrop => "rxdrop",
+            App::TxOnly => "txonly",
+            App::L2Fwd => "l2fwd",
+        }
+    }
+}
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub dev: String,
+    pub queues: Vec<u32>,
+    pub mode: XdpMode,
+    pub xsk: XskConfig,
+    pub batch: u32,
+    pub pool: PoolKind,
+    /// A polling thread per queue; else one thread in `poll()`.
+    pub pmd: bool,
+    /// Pin PMD thread i to CPU `i % cpus`.
+    pub pin: bool,
+    /// Kick TX once this many descriptors are outstanding (default: 512
+    /// or 3/4 of the TX ring, whichever is smaller).
+    pub kick_at: Option<u32>,
+    /// The frame `txonly` sends.
+    pub tx_frame: Vec<u8>,
+    pub duration: Option<Duration>,
+}
+
+impl Options {
+    pub fn new(dev: &str, app_frame: Vec<u8>) -> Options {
+        Options {
+            dev: dev.into(),
+            queues: vec![0],
+            mode: XdpMode::Native,
+            xsk: XskConfig::default(),
+            batch: 32,
+            pool: PoolKind::Stack,
+            pmd: true,
+            pin: false,
+            kick_at: None,
+            tx_frame: app_frame,
+            duration: None,
+        }
+    }
+
+    fn kick_threshold(&self) -> u32 {
+        self.kick_at
+            .unwrap_or_else(|| 512.min(self.xsk.tx_size * 3 / 4))
+            .max(1)
+    }
+}
+
+/// Counters of one queue, updated by its thread once per batch.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub rx: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    /// Sent (completed) frames.
+    pub tx: AtomicU64,
+    pub dropped: AtomicU64,
+    pub kicks: AtomicU64,
+    /// Timestamp-counter cycles spent in polls that handled packets.
+    pub cycles: AtomicU64,
+}
+
+/// Totals over all queues at one moment.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub rx: u64,
+    pub rx_bytes: u64,
+    pub tx: u64,
+    pub dropped: u64,
+    pub kicks: u64,
+    pub cycles: u64,
+}
+
+impl Totals {
+    fn of(counters: &[Arc<Counters>]) -> Totals {
+        let mut t = Totals::default();
+        for c in counters {
+            t.rx += c.rx.load(Ordering::Relaxed);
+            t.rx_bytes += c.rx_bytes.load(Ordering::Relaxed);
+            t.tx += c.tx.load(Ordering::Relaxed);
+            t.dropped += c.dropped.load(Ordering::Relaxed);
+            t.kicks += c.kicks.load(Ordering::Relaxed);
+            t.cycles += c.cycles.load(Ordering::Relaxed);
+        }
+        t
+    }
+
+    /// TSC cycles per packet handled (received or sent).
+    pub fn cycles_per_packet(&self) -> f64 {
+        let n = self.rx.max(self.tx);
+        if n == 0 {
+            0.0
+        } else {
+            self.cycles as f64 / n as f64
+        }
+    }
+}
+
+/// The end of a run.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub app: App,
+    pub dev: String,
+    pub queues: Vec<u32>,
+    pub xdp_mode: XdpMode,
+    pub bind: BoundMode,
+    pub totals: Totals,
+    pub seconds: f64,
+    /// Frames neither free nor in a FILL ring after draining (held by the
+    /// kernel, or lost).
+    pub frames_unaccounted: u64,
+    pub frames: u64,
+    /// The kernel's counters, summed over the sockets.
+    pub kernel: XskStats,
+}
+
+/// Opens a socket per queue, attaches the redirect program, runs `app`
+/// until `stop` is set or the duration has passed, calling `tick` with the
+/// totals about once a second, then detaches and drains.
+pub fn run(
+    app: App,
+    opts: &Options,
+    stop: &AtomicBool,
+    mut tick: impl FnMut(&Totals, Duration),
+) -> Result<Summary, DatapathError> {
+    if opts.batch == 0 {
+        return Err(DatapathError::Setup("--batch must be at least 1".into()));
+    }
+    if app == App::TxOnly
+        && (opts.tx_frame.len() < 14
+            || opts.tx_frame.len() as u32 > opts.xsk.frame_size - opts.xsk.headroom)
+    {
+        return Err(DatapathError::Setup(format!(
+            "the frame to send is {} bytes: it must be 14 to {} bytes",
+            opts.tx_frame.len(),
+            opts.xsk.frame_size - opts.xsk.headroom
+        )));
+    }
+    // Sockets first: bad queues, sizes or modes fail before anything is
+    // attached.
+    let sockets = (opts.queues.iter())
+        .map(|&q| Xsk::open(&opts.dev, q, &opts.xsk))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bind = sockets.first().map_or(BoundMode::Copy, Xsk::mode);
+    let redirect = XskRedirect::attach(&opts.dev, opts.mode)?;
+    for s in &sockets {
+        redirect.register(s.queue(), s.fd())?;
+    }
+    let template: Arc<[u8]> = opts.tx_frame.clone().into();
+    let mut queues: Vec<Queue> = sockets
+        .into_iter()
+        .map(|s| {
+            Queue::new(
+                s,
+                opts.pool,
+                app,
+                opts.batch,
+                opts.kick_threshold(),
+                template.clone(),
+            )
+        })
+        .collect();
+    let counters: Vec<Arc<Counters>> = queues.iter().map(|q| q.counters.clone()).collect();
+    let start = Instant::now();
+    let finished = AtomicBool::new(false);
+    let worker_error = std::thread::scope(|s| -> Result<(), DatapathError> {
+        let workers: Vec<_> = if opts.pmd {
+            queues
+                .iter_mut()
+                .enumerate()
+                .map(|(i, q)| {
+                    let (finished, pin) = (&finished, opts.pin);
+                    s.spawn(move || {
+                        if pin {
+                            pin_to_cpu(i);
+                        }
+                        pmd_loop(std::slice::from_mut(q), finished, false)
+                    })
+                })
+                .collect()
+        } else {
+            let finished = &finished;
+            let qs = &mut queues;
+            vec![s.spawn(move || pmd_loop(qs, finished, true))]
+        };
+        let mut next = start + Duration::from_secs(1);
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let over = opts.duration.is_some_and(|d| start.elapsed() >= d);
+            let failed = workers.iter().any(|w| w.is_finished());
+            if stop.load(Ordering::Relaxed) || over || failed {
+                break;
+            }
+            if Instant::now() >= next {
+                tick(&Totals::of(&counters), start.elapsed());
+                next += Duration::from_secs(1);
+            }
+        }
+        finished.store(true, Ordering::Relaxed);
+        let mut result = Ok(());
+        for w in workers {
+            let r = w.join().expect("a datapath thread panicked");
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    // No new frames once the program is gone; then drain.
+    drop(redirect);
+    let frames_unaccounted = queues.iter_mut().map(Queue::drain).sum();
+    worker_error?;
+    let mut kernel = XskStats::default();
+    for q in &queues {
+        let k = q.xsk.stats()?;
+        kernel.rx_dropped += k.rx_dropped;
+        kernel.rx_invalid_descs += k.rx_invalid_descs;
+        kernel.tx_invalid_descs += k.tx_invalid_descs;
+        kernel.rx_ring_full += k.rx_ring_full;
+        kernel.rx_fill_ring_empty_descs += k.rx_fill_ring_empty_descs;
+        kernel.tx_ring_empty_descs += k.tx_ring_empty_descs;
+    }
+    Ok(Summary {
+        app,
+        dev: opts.dev.clone(),
+        queues: opts.queues.clone(),
+        xdp_mode: opts.mode,
+        bind,
+        totals: Totals::of(&counters),
+        seconds,
+        frames_unaccounted,
+        frames: u64::from(opts.xsk.frame_count) * opts.queues.len() as u64,
+        kernel,
+    })
+}
+
+/// Polls `queues` until `finished`; with `wait`, sleeps in `poll()` on
+/// all sockets while none has work (the non-PMD mode).
+fn pmd_loop(queues: &mut [Queue], finished: &AtomicBool, wait: bool) -> Result<(), DatapathError> {
+    let mut fds: Vec<libc::pollfd> = queues
+        .iter()
+        .map(|q| libc::pollfd {
+            fd: q.xsk.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while !finished.load(Ordering::Relaxed) {
+        let mut work = 0;
+        for q in queues.iter_mut() {
+            work += q.poll()?;
+        }
+        if wait && work == 0 {
+            // SAFETY: `fds` is a live array of its length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
+        }
+    }
+    Ok(())
+}
+
+fn pin_to_cpu(i: usize) {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes inside it;
+    // sched_setaffinity(0) applies to the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(i % cpus, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+    }
+}

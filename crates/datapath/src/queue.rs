@@ -1,0 +1,199 @@
+//! One queue of a port: its socket and UMEM, the free-frame pool, and the
+//! work of one poll (receive a batch, run the application, refill, send).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use io::xsk::{FramePool, PoolKind, XdpDesc, Xsk};
+
+use crate::{App, Counters, DatapathError};
+
+pub(crate) struct Queue {
+    pub xsk: Xsk,
+    pool: FramePool,
+    app: App,
+    batch: u32,
+    kick_at: u32,
+    /// The frame `txonly` sends.
+    template: Arc<[u8]>,
+    pub counters: Arc<Counters>,
+    rx: Vec<XdpDesc>,
+    done: Vec<u64>,
+}
+
+impl Queue {
+    pub fn new(
+        xsk: Xsk,
+        pool: PoolKind,
+        app: App,
+        batch: u32,
+        kick_at: u32,
+        template: Arc<[u8]>,
+    ) -> Queue {
+        let (count, size) = (xsk.config().frame_count, xsk.config().frame_size);
+        let mut pool = FramePool::full(pool, count, size);
+        let mut xsk = xsk;
+        if app != App::TxOnly {
+            // Half the frames wait in the FILL ring for packets, the rest
+            // are for sending.
+            let n = xsk.fill.free((count / 2).max(1));
+            xsk.fill.produce((0..n).map_while(|_| pool.get()));
+        }
+        Queue {
+            xsk,
+            pool,
+            app,
+            batch,
+            kick_at,
+            template,
+            counters: Arc::new(Counters::default()),
+            rx: Vec::with_capacity(batch as usize),
+            done: Vec::with_capacity(batch as usize * 2),
+        }
+    }
+
+    /// One poll; returns the packets handled.
+    pub fn poll(&mut self) -> Result<u32, DatapathError> {
+        let start = tsc();
+        self.reap_completions();
+        let n = match self.app {
+            App::RxDrop => self.rx_drop(),
+            App::L2Fwd => self.l2fwd(),
+            App::TxOnly => self.tx_only(),
+        };
+        self.refill();
+        let outstanding = self.xsk.tx.outstanding();
+        // Kick when enough is queued, or when traffic pauses (so that a
+        // short burst is not left on the ring).
+        if outstanding >= self.kick_at || (outstanding > 0 && n < self.batch) {
+            self.xsk.kick_tx()?;
+            self.counters.kicks.fetch_add(1, Ordering::Relaxed);
+        }
+        if n > 0 {
+            self.counters
+                .cycles
+                .fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
+        } else if self.xsk.fill.needs_wakeup() {
+            self.xsk.wake_rx();
+        }
+        Ok(n)
+    }
+
+    fn reap_completions(&mut self) {
+        self.done.clear();
+        let n = self.xsk.comp.consume(self.batch * 2, &mut self.done);
+        for &addr in &self.done {
+            self.pool.put(self.xsk.frame_of(addr));
+        }
+        if n > 0 {
+            self.counters.tx.fetch_add(u64::from(n), Ordering::Relaxed);
+        }
+    }
+
+    fn rx_drop(&mut self) -> u32 {
+        self.rx.clear();
+        let n = self.xsk.rx.consume(self.batch, &mut self.rx);
+        let mut bytes = 0;
+        for d in &self.rx {
+            bytes += u64::from(d.len);
+            self.pool.put(self.xsk.frame_of(d.addr));
+        }
+        self.count_rx(n, bytes);
+        self.counters
+            .dropped
+            .fetch_add(u64::from(n), Ordering::Relaxed);
+        n
+    }
+
+    /// Swaps the Ethernet addresses and sends the frame back out.
+    fn l2fwd(&mut self) -> u32 {
+        let room = self.xsk.tx.free(self.batch);
+        self.rx.clear();
+        let n = self.xsk.rx.consume(room, &mut self.rx);
+        let mut bytes = 0;
+        for d in &self.rx {
+            bytes += u64::from(d.len);
+            if let Some(eth) = self.xsk.bytes_mut(d.addr, (d.len as usize).min(12))
+                && eth.len() == 12
+            {
+                let (dst, src) = eth.split_at_mut(6);
+                dst.swap_with_slice(src);
+            }
+        }
+        self.count_rx(n, bytes);
+        self.xsk.tx.produce(self.rx.iter().copied());
+        n
+    }
+
+    fn tx_only(&mut self) -> u32 {
+        let want = self.xsk.tx.free(self.batch).min(self.pool.len() as u32);
+        let len = self.template.len();
+        let mut descs = std::mem::take(&mut self.rx);
+        descs.clear();
+        for _ in 0..want {
+            let Some(frame) = self.pool.get() else { break };
+            if let Some(buf) = self.xsk.bytes_mut(frame, len) {
+                buf.copy_from_slice(&self.template);
+            }
+            descs.push(XdpDesc {
+                addr: frame,
+                len: len as u32,
+                options: 0,
+            });
+        }
+        let n = self.xsk.tx.produce(descs.iter().copied());
+        self.rx = descs;
+        n
+    }
+
+    fn refill(&mut self) {
+        if self.app == App::TxOnly {
+            return;
+        }
+        let n = self.xsk.fill.free(self.pool.len() as u32);
+        let pool = &mut self.pool;
+        self.xsk.fill.produce((0..n).map_while(|_| pool.get()));
+    }
+
+    fn count_rx(&self, n: u32, bytes: u64) {
+        if n > 0 {
+            self.counters.rx.fetch_add(u64::from(n), Ordering::Relaxed);
+            self.counters.rx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// After the redirect program is gone: sends what is queued, takes
+    /// back completions and received frames, and counts the frames that
+    /// are neither free nor in the FILL ring (held by the kernel).
+    pub fn drain(&mut self) -> u64 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while self.xsk.tx.outstanding() > 0 && std::time::Instant::now() < deadline {
+            let _ = self.xsk.kick_tx();
+            self.reap_completions();
+        }
+        self.reap_completions();
+        loop {
+            self.rx.clear();
+            if self.xsk.rx.consume(self.batch, &mut self.rx) == 0 {
+                break;
+            }
+            for d in &self.rx {
+                self.pool.put(self.xsk.frame_of(d.addr));
+            }
+        }
+        let total = u64::from(self.xsk.config().frame_count);
+        let accounted = self.pool.len() as u64 + u64::from(self.xsk.fill.outstanding());
+        total.saturating_sub(accounted)
+    }
+}
+
+/// The timestamp counter (0 where there is none).
+fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtsc has no preconditions on x86-64.
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
