@@ -94,6 +94,20 @@ impl Machine {
         )
     }
 
+    /// A legacy packet load (`ld_abs`/`ld_ind`) from native code: the
+    /// value, `None` when the program ends there (out of the packet).
+    pub(crate) fn legacy_load(
+        &mut self,
+        s: &Slot,
+        mem: &Memory<'_>,
+    ) -> Result<Option<u64>, VmErrorKind> {
+        if self.count {
+            legacy_load::<true>(s, &self.r, mem, &mut self.stats)
+        } else {
+            legacy_load::<false>(s, &self.r, mem, &mut self.stats)
+        }
+    }
+
     /// An exit from a function (`depth > 0`) that returns to a call
     /// instruction: `cur` and `pc` are then where to continue. `false`
     /// (nothing changed) for a callback's exit, which resumes its helper:

@@ -38,6 +38,16 @@ fn shape(insns: Vec<Insn>, knobs: &[u16]) -> Vec<Insn> {
                 // included, which runs out of frames).
                 Insn::Call(_) if k % 4 == 0 => Insn::Call(CallTarget::Local(target as i32)),
                 Insn::Call(_) => Insn::Call(CallTarget::Helper([5, 7, 8][usize::from(k % 3)])),
+                // Legacy packet loads mostly inside the (up to 64-byte) packet.
+                Insn::LdAbs { size, .. } if biased => Insn::LdAbs {
+                    size,
+                    imm: i32::from(k % 64),
+                },
+                Insn::LdInd { size, src, .. } if biased => Insn::LdInd {
+                    size,
+                    src,
+                    imm: i32::from(k % 16),
+                },
                 Insn::Lddw {
                     dst,
                     value: Lddw::Imm(v),

@@ -61,6 +61,30 @@ pub struct Natives {
     /// `(m) -> 0 | 1 | address`: 0 = no tail call (fall through), 1 = went
     /// to a program whose first slot has no native code, else its entry.
     pub tail_call: *const (),
+    /// `(m, packed slot) -> 0 | 1 | 2`: 0 = r0 loaded, 1 = the program
+    /// ended (out of the packet; `done` set), 2 = error set.
+    pub legacy_load: *const (),
+}
+
+/// An `ld_abs`/`ld_ind` slot in one word for `Natives::legacy_load`:
+/// opcode, source register, immediate.
+pub fn pack_legacy(s: &Slot) -> i64 {
+    (s.op as u8 as i64) | (i64::from(s.src) << 8) | ((s.imm as u32 as i64) << 32)
+}
+
+/// The slot [`pack_legacy`] packed.
+pub fn unpack_legacy(v: u64) -> Option<Slot> {
+    use Op::*;
+    let op = [LdAbsB, LdAbsH, LdAbsW, LdIndB, LdIndH, LdIndW]
+        .into_iter()
+        .find(|&o| o as u8 == v as u8)?;
+    Some(Slot {
+        op,
+        dst: 0,
+        src: (v >> 8) as u8,
+        off: 0,
+        imm: i64::from((v >> 32) as u32 as i32),
+    })
 }
 
 /// What every instruction's code may refer to.
@@ -113,18 +137,7 @@ fn native(s: &Slot) -> bool {
         return atomic_alu(s.imm as i32).is_some()
             || matches!(s.imm as i32, atomic::XCHG | atomic::CMPXCHG);
     }
-    !matches!(
-        s.op,
-        Op::LdAbsB
-            | Op::LdAbsH
-            | Op::LdAbsW
-            | Op::LdIndB
-            | Op::LdIndH
-            | Op::LdIndW
-            | Op::Poisoned
-            | Op::FellOff
-            | Op::LddwHigh
-    )
+    !matches!(s.op, Op::Poisoned | Op::FellOff | Op::LddwHigh)
 }
 
 fn is_jump(op: Op) -> bool {
@@ -157,7 +170,18 @@ fn leaders(slots: &[Slot]) -> Vec<bool> {
             mark(pc);
             mark(pc + 1);
         }
-        if matches!(s.op, Op::CallLocal | Op::Exit | Op::TailCall) {
+        if matches!(
+            s.op,
+            Op::CallLocal
+                | Op::Exit
+                | Op::TailCall
+                | Op::LdAbsB
+                | Op::LdAbsH
+                | Op::LdAbsW
+                | Op::LdIndB
+                | Op::LdIndH
+                | Op::LdIndW
+        ) {
             mark(pc + 1);
         }
     }
@@ -391,6 +415,16 @@ fn emit(a: &mut Asm, s: &Slot, pc: usize, env: &Env, fault: DynamicLabel) -> boo
             a.jcc(Cond::Below, fault);
             a.jcc(Cond::Eq, env.exit);
             a.jmp_r(T0);
+            return true;
+        }
+        LdAbsB | LdAbsH | LdAbsW | LdIndB | LdIndH | LdIndW => {
+            // In Rust, as the interpreter does it; a load outside the packet
+            // ends the program with r0 = 0 (the block ends here, so nothing
+            // after it was charged).
+            call_with_registers(a, env.natives.legacy_load, pack_legacy(s));
+            a.cmp_ri(W::Q, T0, 1);
+            a.jcc(Cond::Eq, env.exit);
+            a.jcc(Cond::Above, fault);
             return true;
         }
         TailCall => {

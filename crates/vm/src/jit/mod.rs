@@ -175,12 +175,37 @@ extern "sysv64" fn tail_call<E>(m: *mut Machine) -> u64 {
     }
 }
 
+/// A legacy packet load from native code (see `Natives::legacy_load`).
+extern "sysv64" fn legacy_load<E>(m: *mut Machine, packed: u64) -> u64 {
+    // SAFETY: native code passes the machine it was entered with.
+    let (m, host) = unsafe { parts::<E>(m) };
+    // SAFETY: as above.
+    let mem = unsafe { &*host.mem };
+    let slot = codegen::unpack_legacy(packed).expect("packed by codegen");
+    match m.legacy_load(&slot, mem) {
+        Ok(Some(v)) => {
+            m.r[0] = v;
+            0
+        }
+        Ok(None) => {
+            m.r[0] = 0;
+            m.done = 1;
+            1
+        }
+        Err(kind) => {
+            m.error = Some(kind);
+            2
+        }
+    }
+}
+
 fn natives<E>() -> Natives {
     Natives {
         helper: call_native::<E> as *const (),
         call_local: call_local::<E> as *const (),
         return_local: return_local::<E> as *const (),
         tail_call: tail_call::<E> as *const (),
+        legacy_load: legacy_load::<E> as *const (),
     }
 }
 
