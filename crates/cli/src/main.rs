@@ -48,6 +48,8 @@ enum Command {
     Gen(cmd::trafficgen::Args),
     /// AF_XDP datapath benchmarks on an interface: rxdrop, txonly, l2fwd (needs root)
     Xsk(cmd::xsk::Args),
+    /// Run an XDP program in user space on AF_XDP ports; the datapath carries out its verdicts (needs root)
+    Datapath(cmd::datapath::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         Command::Map(a) => cmd::kernel::map(a),
         Command::Gen(a) => cmd::trafficgen::run(a),
         Command::Xsk(a) => cmd::xsk::run(a),
+        Command::Datapath(a) => cmd::datapath::run(a),
         Command::Exec(a) => cmd::exec::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),

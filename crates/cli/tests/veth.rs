@@ -601,3 +601,97 @@ fn af_xdp_misuse_is_explained() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("permission denied"), "{e}");
 }
+
+/// A namespace of a test, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn a_program_on_the_datapath_routes_between_two_ports() {
+    if !kernel_available("veth test (AF_XDP datapath with a program)") {
+        return;
+    }
+    // A (sl_tx) -- (sl_rx) B (sl_b2) -- (sl_c) C: B's datapath runs the
+    // router example on both of its ports, C counts what arrives.
+    let p = Pair::new("r");
+    let c = Netns(format!("slt{}rc", std::process::id()));
+    sh(&["ip", "netns", "add", &c.0]);
+    sh(&[
+        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
+        "netns", &c.0,
+    ]);
+    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
+    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+    let link = sh(&["ip", "-n", &p.b, "-o", "link", "show", "sl_b2"]);
+    let out_if: u32 = link.split(':').next().unwrap().trim().parse().unwrap();
+    let nexthop = format!("hex:{:02x}0000000200000000aa0200000000bb", out_if);
+    let receiver = spawn_xsk(
+        &c.0,
+        &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
+    );
+    let router = Command::new(SLUICE)
+        .args(["--netns", &p.b, "datapath", "--port", VB, "--port", "sl_b2"])
+        .args(["--prog", &object_path("xdp_router")])
+        .args([
+            "--map-update",
+            "tx_ports",
+            &out_if.to_string(),
+            &out_if.to_string(),
+        ])
+        .args(["--map-update", "routes_v4", "10.255.0.0/16", &nexthop])
+        .args(["--duration", "6", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_attached(&c.0);
+    wait_attached(&p.b);
+    p.send("udp,count=2000,rate=20000", "live");
+    let router = xsk_summary(router);
+    let received = xsk_summary(receiver);
+    let ports = router["ports"].as_array().unwrap();
+    assert_eq!(ports[0]["rx_packets"], 2000, "{router}");
+    assert_eq!(ports[0]["verdicts"]["redirect"], 2000, "{router}");
+    assert_eq!(ports[1]["tx_packets"], 2000, "{router}");
+    assert_eq!(ports[1]["lost"], 0, "{router}");
+    assert_eq!(router["frames_unaccounted"], 0, "{router}");
+    assert_eq!(received["rx_packets"], 2000, "{received}");
+    assert_eq!(received["rx_bytes"], 2000 * 64, "{received}");
+    for ns in [&p.b, &c.0] {
+        let status = sluice(&["--netns", ns, "status", "--json"]);
+        assert_eq!(status.trim(), "[]", "the redirect programs are gone");
+    }
+}
+
+#[test]
+fn a_program_on_the_datapath_sends_back_what_it_tx_es() {
+    if !kernel_available("veth test (AF_XDP datapath, XDP_TX)") {
+        return;
+    }
+    let p = Pair::new("t");
+    let program = Command::new(SLUICE)
+        .args(["--netns", &p.b, "datapath", "--port", VB])
+        .args(["--prog", &object_path("xdp_parse_tx"), "--engine", "interp"])
+        .args(["--duration", "6", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = spawn_xsk(&p.a, &["rxdrop", "--dev", VA, "--duration", "6", "--json"]);
+    wait_attached(&p.b);
+    wait_attached(&p.a);
+    p.send("udp,size=80,count=1500,rate=20000", "live");
+    let program = xsk_summary(program);
+    let rx = xsk_summary(rx);
+    let port = &program["ports"][0];
+    assert_eq!(port["verdicts"]["tx"], 1500, "{program}");
+    assert_eq!(port["tx_packets"], 1500, "{program}");
+    assert_eq!(program["frames_unaccounted"], 0, "{program}");
+    assert_eq!(rx["rx_packets"], 1500, "{rx}");
+    assert_eq!(rx["rx_bytes"], 1500 * 80, "{rx}");
+}

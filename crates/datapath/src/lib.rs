@@ -6,6 +6,7 @@
 //! descriptors are outstanding. The XSK redirect program is loaded and
 //! attached through the kernel backend and removed again at the end.
 
+pub mod program;
 mod queue;
 pub mod redirect;
 
@@ -38,6 +39,8 @@ pub enum App {
     TxOnly,
     /// Swap the MAC addresses and send back out of the same port.
     L2Fwd,
+    /// A sluice program decides per packet (`program::run`).
+    Program,
 }
 
 impl App {
@@ -46,6 +49,7 @@ impl App {
             App::RxDrop => "rxdrop",
             App::TxOnly => "txonly",
             App::L2Fwd => "l2fwd",
+            App::Program => "program",
         }
     }
 }

@@ -60,7 +60,15 @@ impl Queue {
             App::RxDrop => self.rx_drop(),
             App::L2Fwd => self.l2fwd(),
             App::TxOnly => self.tx_only(),
+            // The program datapath drives the queue itself.
+            App::Program => 0,
         };
+        self.finish_poll(start, n)
+    }
+
+    /// The end of a poll that handled `n` packets since `start` (a TSC
+    /// reading): refill, kick TX when due, wake RX when asked.
+    pub fn finish_poll(&mut self, start: u64, n: u32) -> Result<u32, DatapathError> {
         self.refill();
         let outstanding = self.xsk.tx.outstanding();
         // Kick when enough is queued, or when traffic pauses (so that a
@@ -79,7 +87,7 @@ impl Queue {
         Ok(n)
     }
 
-    fn reap_completions(&mut self) {
+    pub fn reap_completions(&mut self) {
         self.done.clear();
         let n = self.xsk.comp.consume(self.batch * 2, &mut self.done);
         for &addr in &self.done {
@@ -155,6 +163,43 @@ impl Queue {
         self.xsk.fill.produce((0..n).map_while(|_| pool.get()));
     }
 
+    /// Receives up to a batch of descriptors (counted as received).
+    pub fn receive(&mut self, out: &mut Vec<XdpDesc>) -> u32 {
+        out.clear();
+        let room = self.xsk.tx.free(self.batch).max(1);
+        let n = self.xsk.rx.consume(self.batch.min(room), out);
+        let bytes = out.iter().map(|d| u64::from(d.len)).sum();
+        self.count_rx(n, bytes);
+        n
+    }
+
+    /// A frame back to the pool.
+    pub fn recycle(&mut self, addr: u64) {
+        let frame = self.xsk.frame_of(addr);
+        self.pool.put(frame);
+    }
+
+    /// A free frame of this queue's UMEM, if any.
+    pub fn take_frame(&mut self) -> Option<u64> {
+        self.pool.get()
+    }
+
+    /// Queues `len` bytes at `addr` for sending (the caller checked that
+    /// the TX ring has room, see [`receive`](Self::receive)); false (and
+    /// the frame recycled) if it has none after all.
+    pub fn send(&mut self, addr: u64, len: u32) -> bool {
+        if self.xsk.tx.free(1) == 0 {
+            self.recycle(addr);
+            return false;
+        }
+        self.xsk.tx.produce([XdpDesc {
+            addr,
+            len,
+            options: 0,
+        }]);
+        true
+    }
+
     fn count_rx(&self, n: u32, bytes: u64) {
         if n > 0 {
             self.counters.rx.fetch_add(u64::from(n), Ordering::Relaxed);
@@ -188,7 +233,7 @@ impl Queue {
 }
 
 /// The timestamp counter (0 where there is none).
-fn tsc() -> u64 {
+pub(crate) fn tsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: rdtsc has no preconditions on x86-64.
     unsafe {

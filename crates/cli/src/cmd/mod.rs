@@ -1,6 +1,7 @@
 pub mod asm;
 pub mod bench;
 pub mod conformance;
+pub mod datapath;
 pub mod demo;
 pub mod diff;
 pub mod disasm;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use datapath::{App, Options, Summary, Totals};
-use io::xsk::{BindMode, PoolKind};
+use io::xsk::{BindMode, PoolKind, XskConfig};
 use kernel::attach::XdpMode;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -39,48 +39,110 @@ pub struct Args {
     /// Interface
     #[arg(long)]
     dev: String,
-    /// Queue to bind (repeatable: one socket, UMEM and thread per queue)
-    #[arg(long = "queue", default_values_t = [0u32])]
-    queues: Vec<u32>,
-    /// XDP attach mode of the redirect program
-    #[arg(long, value_enum, default_value_t = Mode::Native)]
-    mode: Mode,
-    /// AF_XDP bind mode
-    #[arg(long, value_enum, default_value_t = Bind::Auto)]
-    bind: Bind,
-    /// Packets per batch
-    #[arg(long, default_value_t = 32)]
-    batch: u32,
-    /// Free-frame pool design
-    #[arg(long, default_value = "stack")]
-    pool: PoolKind,
-    /// One thread waiting in poll() on every socket instead of a polling thread per queue
+    #[command(flatten)]
+    common: Common,
+    /// No polling thread per queue: one thread waiting in poll() on every socket
     #[arg(long)]
     no_pmd: bool,
     /// Pin each polling thread to a CPU
     #[arg(long)]
     pin: bool,
-    /// Kick TX once this many descriptors are outstanding [default: 512 or 3/4 of the TX ring]
-    #[arg(long)]
-    kick_at: Option<u32>,
-    /// Bytes per UMEM frame (power of two, 2048 to the page size)
-    #[arg(long, default_value_t = 4096)]
-    frame_size: u32,
-    /// Frames per UMEM (per queue)
-    #[arg(long, default_value_t = 4096)]
-    frames: u32,
-    /// Entries of each ring (power of two)
-    #[arg(long, default_value_t = 2048)]
-    ring_size: u32,
     /// The frame txonly sends (a `sluice gen` spec; the first frame)
     #[arg(long, default_value = "udp")]
     packet: String,
+}
+
+/// Options every AF_XDP command shares.
+#[derive(clap::Args)]
+pub struct Common {
+    /// Queue to bind (repeatable: one socket and UMEM per queue)
+    #[arg(long = "queue", default_values_t = [0u32])]
+    pub queues: Vec<u32>,
+    /// XDP attach mode of the redirect program
+    #[arg(long, value_enum, default_value_t = Mode::Native)]
+    pub mode: Mode,
+    /// AF_XDP bind mode
+    #[arg(long, value_enum, default_value_t = Bind::Auto)]
+    pub bind: Bind,
+    /// Packets per batch
+    #[arg(long, default_value_t = 32)]
+    pub batch: u32,
+    /// Free-frame pool design
+    #[arg(long, default_value = "stack")]
+    pub pool: PoolKind,
+    /// Kick TX once this many descriptors are outstanding [default: 512 or 3/4 of the TX ring]
+    #[arg(long)]
+    pub kick_at: Option<u32>,
+    /// Bytes per UMEM frame (power of two, 2048 to the page size)
+    #[arg(long, default_value_t = 4096)]
+    pub frame_size: u32,
+    /// Frames per UMEM (per queue)
+    #[arg(long, default_value_t = 4096)]
+    pub frames: u32,
+    /// Entries of each ring (power of two)
+    #[arg(long, default_value_t = 2048)]
+    pub ring_size: u32,
     /// Stop after this many seconds (else at Ctrl-C)
     #[arg(long)]
-    duration: Option<f64>,
+    pub duration: Option<f64>,
     /// Print one JSON summary at the end instead of live rates
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+}
+
+impl Common {
+    pub fn xdp_mode(&self) -> XdpMode {
+        match self.mode {
+            Mode::Native => XdpMode::Native,
+            Mode::Skb => XdpMode::Skb,
+        }
+    }
+
+    pub fn config(&self) -> XskConfig {
+        XskConfig {
+            bind: match self.bind {
+                Bind::Auto => BindMode::Auto,
+                Bind::Copy => BindMode::Copy,
+                Bind::ZeroCopy => BindMode::ZeroCopy,
+            },
+            frame_size: self.frame_size,
+            frame_count: self.frames,
+            rx_size: self.ring_size,
+            tx_size: self.ring_size,
+            fill_size: self.ring_size,
+            comp_size: self.ring_size,
+            ..XskConfig::default()
+        }
+    }
+
+    pub fn duration(&self) -> Option<Duration> {
+        self.duration.map(Duration::from_secs_f64)
+    }
+}
+
+/// Stops the run at SIGINT or SIGTERM (the teardown still happens).
+pub fn stop_on_signals() -> &'static AtomicBool {
+    // SAFETY: installing an async-signal-safe handler (one atomic store).
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    &STOP
+}
+
+/// Prints a line of live rates from the totals now and at the last tick.
+pub fn live_rates(last: &mut (Totals, Duration), t: &Totals, at: Duration) {
+    let dt = (at - last.1).as_secs_f64().max(1e-9);
+    let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
+    eprintln!(
+        "{:>6.1}s  rx/s {:>12.0}  tx/s {:>12.0}  drop/s {:>12.0}  cycles/pkt {:>8.1}",
+        at.as_secs_f64(),
+        rate(t.rx, last.0.rx),
+        rate(t.tx, last.0.tx),
+        rate(t.dropped, last.0.dropped),
+        t.cycles_per_packet()
+    );
+    *last = (*t, at);
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -91,70 +153,40 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     let frame = packet::GenSpec::parse(&a.packet)?.frame(0);
+    let c = &a.common;
     let mut opts = Options::new(&a.dev, frame);
-    opts.queues = a.queues.clone();
-    opts.mode = match a.mode {
-        Mode::Native => XdpMode::Native,
-        Mode::Skb => XdpMode::Skb,
-    };
-    opts.xsk.bind = match a.bind {
-        Bind::Auto => BindMode::Auto,
-        Bind::Copy => BindMode::Copy,
-        Bind::ZeroCopy => BindMode::ZeroCopy,
-    };
-    opts.xsk.frame_size = a.frame_size;
-    opts.xsk.frame_count = a.frames;
-    for size in [
-        &mut opts.xsk.rx_size,
-        &mut opts.xsk.tx_size,
-        &mut opts.xsk.fill_size,
-        &mut opts.xsk.comp_size,
-    ] {
-        *size = a.ring_size;
-    }
-    opts.batch = a.batch;
-    opts.pool = a.pool;
+    opts.queues = c.queues.clone();
+    opts.mode = c.xdp_mode();
+    opts.xsk = c.config();
+    opts.batch = c.batch;
+    opts.pool = c.pool;
     opts.pmd = !a.no_pmd;
     opts.pin = a.pin;
-    opts.kick_at = a.kick_at;
-    opts.duration = a.duration.map(Duration::from_secs_f64);
+    opts.kick_at = c.kick_at;
+    opts.duration = c.duration();
     let app = match a.bench {
         Bench::Rxdrop => App::RxDrop,
         Bench::Txonly => App::TxOnly,
         Bench::L2fwd => App::L2Fwd,
     };
-    // SAFETY: installing an async-signal-safe handler (one atomic store).
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-    if !a.json {
+    let stop = stop_on_signals();
+    if !c.json {
         eprintln!(
             "sluice xsk {}: {} queue(s) {:?}, {} XDP; Ctrl-C stops",
             app.name(),
             a.dev,
-            a.queues,
+            c.queues,
             opts.mode.name()
         );
     }
     let mut last = (Totals::default(), Duration::ZERO);
-    let summary = datapath::run(app, &opts, &STOP, |t, at| {
-        if !a.json {
-            let dt = (at - last.1).as_secs_f64().max(1e-9);
-            let rate = |now: u64, then: u64| (now - then) as f64 / dt;
-            eprintln!(
-                "{:>6.1}s  rx/s {:>12.0}  tx/s {:>12.0}  drop/s {:>12.0}  cycles/pkt {:>8.1}",
-                at.as_secs_f64(),
-                rate(t.rx, last.0.rx),
-                rate(t.tx, last.0.tx),
-                rate(t.dropped, last.0.dropped),
-                t.cycles_per_packet()
-            );
+    let summary = datapath::run(app, &opts, stop, |t, at| {
+        if !c.json {
+            live_rates(&mut last, t, at);
         }
-        last = (*t, at);
     })
     .map_err(|e| e.to_string())?;
-    print_summary(&summary, a.json);
+    print_summary(&summary, c.json);
     Ok(std::process::ExitCode::SUCCESS)
 }
 

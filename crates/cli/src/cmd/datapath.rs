@@ -1,0 +1,153 @@
+//! `sluice datapath --port IF --port IF --prog OBJ`: a sluice program on
+//! the AF_XDP datapath, run in user space (the JIT) on every frame the
+//! ports receive, its verdicts carried out by the datapath
+//! (docs/datapath.md).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use datapath::Totals;
+use datapath::program::{self, ProgramOptions, ProgramSummary};
+
+use crate::cmd::{run, xsk};
+use crate::settings::ObjectSettings;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// An interface of the datapath (repeatable)
+    #[arg(long = "port", required = true)]
+    ports: Vec<String>,
+    /// Object file with the XDP program (built by clang -target bpf)
+    #[arg(long = "prog")]
+    object: PathBuf,
+    /// Program in the object (a function name; needed when it has several)
+    #[arg(long = "prog-name")]
+    prog_name: Option<String>,
+    #[command(flatten)]
+    settings: ObjectSettings,
+    /// Add a map entry before the run: NAME KEY VALUE (as `sluice run`)
+    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
+    map_update: Vec<String>,
+    /// The engine running the program
+    #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
+    engine: run::Engine,
+    #[command(flatten)]
+    common: xsk::Common,
+}
+
+pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
+    let ra = run::Args {
+        object: a.object.clone(),
+        prog: a.prog_name.clone(),
+        settings: a.settings.clone(),
+        map_update: a.map_update.clone(),
+        engine: a.engine,
+        r#gen: vec!["udp".into()],
+        ..run::Args::default()
+    };
+    let mut hook = run::prepare(&ra)?;
+    crate::cmd::verify::before_run(&mut hook)?;
+    let c = &a.common;
+    let opts = ProgramOptions {
+        ports: a.ports.clone(),
+        queues: c.queues.clone(),
+        mode: c.xdp_mode(),
+        xsk: c.config(),
+        batch: c.batch,
+        pool: c.pool,
+        kick_at: c.kick_at,
+        duration: c.duration(),
+    };
+    let stop = xsk::stop_on_signals();
+    if !c.json {
+        eprintln!(
+            "sluice datapath: {} on {} ({}, {} XDP); Ctrl-C stops",
+            hook.program().name,
+            a.ports.join(", "),
+            if hook.jit_enabled() {
+                "JIT"
+            } else {
+                "interpreter"
+            },
+            opts.mode.name()
+        );
+    }
+    let mut last = (Totals::default(), Duration::ZERO);
+    let summary = program::run(&mut hook, &opts, stop, |t, at| {
+        if !c.json {
+            xsk::live_rates(&mut last, t, at);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    print_summary(&hook.program().name, &summary, c.json);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
+    let sum = |f: fn(&program::PortSummary) -> u64| s.ports.iter().map(f).sum::<u64>();
+    let (rx, tx) = (sum(|p| p.rx), sum(|p| p.tx));
+    let dropped = sum(|p| p.dropped + p.aborted);
+    let per_s = |n: u64| n as f64 / s.seconds.max(1e-9);
+    let packets = rx.max(1);
+    if json {
+        let ports: Vec<_> = s
+            .ports
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "dev": p.dev,
+                    "ifindex": p.ifindex,
+                    "bind": p.bind.map(|b| b.name()),
+                    "rx_packets": p.rx,
+                    "rx_bytes": p.rx_bytes,
+                    "tx_packets": p.tx,
+                    "verdicts": {
+                        "drop": p.dropped,
+                        "pass": p.passed,
+                        "tx": p.tx_verdicts,
+                        "redirect": p.redirected,
+                        "aborted": p.aborted,
+                    },
+                    "lost": p.lost,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "program": prog,
+            "seconds": s.seconds,
+            "rx_pps": per_s(rx),
+            "tx_pps": per_s(tx),
+            "drop_pps": per_s(dropped),
+            "cycles_per_packet": s.cycles as f64 / packets as f64,
+            "frames": s.frames,
+            "frames_unaccounted": s.frames_unaccounted,
+            "ports": ports,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+        return;
+    }
+    println!(
+        "{prog}: {:.2} s, rx {rx} ({:.3} Mpps), tx {tx} ({:.3} Mpps), dropped {dropped}, {:.1} cycles/packet, {} of {} frames unaccounted",
+        s.seconds,
+        per_s(rx) / 1e6,
+        per_s(tx) / 1e6,
+        s.cycles as f64 / packets as f64,
+        s.frames_unaccounted,
+        s.frames
+    );
+    for p in &s.ports {
+        println!(
+            "  {} (ifindex {}): rx {} tx {} | drop {} pass {} tx {} redirect {} aborted {} lost {}",
+            p.dev,
+            p.ifindex,
+            p.rx,
+            p.tx,
+            p.dropped,
+            p.passed,
+            p.tx_verdicts,
+            p.redirected,
+            p.aborted,
+            p.lost
+        );
+    }
+}

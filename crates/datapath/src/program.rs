@@ -1,0 +1,389 @@
+//! A sluice program on the datapath: every frame received on any port runs
+//! through the program (the JIT, in user space), and the datapath carries
+//! out its verdict: DROP and ABORTED recycle the frame, TX sends the
+//! (possibly rewritten) frame back out of the same port, REDIRECT to a
+//! port's interface copies it into that port's UMEM and sends it there,
+//! PASS is counted (there is no tap to hand it to the kernel).
+//!
+//! One thread polls every queue of every port, with one hook, so the
+//! program's maps are shared as in the kernel.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig};
+use kernel::attach::XdpMode;
+use runtime::{Hook, PacketMeta, RedirectTarget, Verdict, XdpAction};
+
+use crate::queue::{Queue, tsc};
+use crate::redirect::XskRedirect;
+use crate::{App, DatapathError, Totals};
+
+/// How to run a program on ports.
+#[derive(Clone, Debug)]
+pub struct ProgramOptions {
+    pub ports: Vec<String>,
+    pub queues: Vec<u32>,
+    pub mode: XdpMode,
+    pub xsk: XskConfig,
+    pub batch: u32,
+    pub pool: PoolKind,
+    pub kick_at: Option<u32>,
+    pub duration: Option<Duration>,
+}
+
+/// What happened on one port.
+#[derive(Default, Debug)]
+pub struct PortCounters {
+    pub rx: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    /// Frames sent out of this port (completed), from TX or redirects.
+    pub tx: AtomicU64,
+    pub dropped: AtomicU64,
+    pub passed: AtomicU64,
+    pub tx_verdicts: AtomicU64,
+    pub redirected: AtomicU64,
+    /// Program errors and ABORTED.
+    pub aborted: AtomicU64,
+    /// Frames that could not be sent (no free frame or TX room, too big,
+    /// a redirect to something that is not a port).
+    pub lost: AtomicU64,
+}
+
+/// Totals of one port at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortSummary {
+    pub dev: String,
+    pub ifindex: u32,
+    pub bind: Option<BoundMode>,
+    pub rx: u64,
+    pub rx_bytes: u64,
+    pub tx: u64,
+    pub dropped: u64,
+    pub passed: u64,
+    pub tx_verdicts: u64,
+    pub redirected: u64,
+    pub aborted: u64,
+    pub lost: u64,
+}
+
+pub struct ProgramSummary {
+    pub ports: Vec<PortSummary>,
+    pub seconds: f64,
+    pub cycles: u64,
+    pub frames: u64,
+    pub frames_unaccounted: u64,
+}
+
+struct Port {
+    dev: String,
+    ifindex: u32,
+    queues: Vec<Queue>,
+    counters: Arc<PortCounters>,
+}
+
+/// Opens the ports, attaches the redirect program to each, runs `hook`
+/// on every received frame until `stop` or the duration, then detaches
+/// and drains. `tick` gets the totals about once a second.
+pub fn run(
+    hook: &mut Hook,
+    opts: &ProgramOptions,
+    stop: &AtomicBool,
+    mut tick: impl FnMut(&Totals, Duration),
+) -> Result<ProgramSummary, DatapathError> {
+    if !hook.kind().is_xdp() {
+        return Err(DatapathError::Setup(format!(
+            "{} is not an XDP program: the datapath runs XDP programs",
+            hook.program().name
+        )));
+    }
+    if opts.ports.is_empty() || opts.queues.is_empty() || opts.batch == 0 {
+        return Err(DatapathError::Setup(
+            "at least one port, one queue and a batch of 1".into(),
+        ));
+    }
+    let kick_at = opts
+        .kick_at
+        .unwrap_or_else(|| 512.min(opts.xsk.tx_size * 3 / 4))
+        .max(1);
+    let mut ports = Vec::new();
+    for dev in &opts.ports {
+        let sockets = (opts.queues.iter())
+            .map(|&q| Xsk::open(dev, q, &opts.xsk))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ifindex = sockets[0].ifindex();
+        let queues = sockets
+            .into_iter()
+            .map(|s| {
+                Queue::new(
+                    s,
+                    opts.pool,
+                    App::Program,
+                    opts.batch,
+                    kick_at,
+                    Arc::from([]),
+                )
+            })
+            .collect();
+        ports.push(Port {
+            dev: dev.clone(),
+            ifindex,
+            queues,
+            counters: Arc::default(),
+        });
+    }
+    let mut redirects = Vec::new();
+    for p in &ports {
+        let r = XskRedirect::attach(&p.dev, opts.mode)?;
+        for q in &p.queues {
+            r.register(q.xsk.queue(), q.xsk.fd())?;
+        }
+        redirects.push(r);
+    }
+    let counters: Vec<Arc<PortCounters>> = ports.iter().map(|p| p.counters.clone()).collect();
+    let cycles = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let start = Instant::now();
+    let result = std::thread::scope(|s| {
+        let worker = s.spawn(|| poll_ports(hook, &mut ports, &finished, &cycles));
+        let mut next = start + Duration::from_secs(1);
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let over = opts.duration.is_some_and(|d| start.elapsed() >= d);
+            if stop.load(Ordering::Relaxed) || over || worker.is_finished() {
+                break;
+            }
+            if Instant::now() >= next {
+                tick(&totals(&counters, &cycles), start.elapsed());
+                next += Duration::from_secs(1);
+            }
+        }
+        finished.store(true, Ordering::Relaxed);
+        worker.join().expect("the datapath thread panicked")
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    drop(redirects);
+    let mut unaccounted = 0;
+    let mut frames = 0;
+    for p in &mut ports {
+        for q in &mut p.queues {
+            unaccounted += q.drain();
+            frames += u64::from(q.xsk.config().frame_count);
+        }
+    }
+    result?;
+    Ok(ProgramSummary {
+        ports: ports
+            .iter()
+            .map(|p| {
+                let c = &p.counters;
+                let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+                let sent: u64 = p
+                    .queues
+                    .iter()
+                    .map(|q| q.counters.tx.load(Ordering::Relaxed))
+                    .sum();
+                PortSummary {
+                    dev: p.dev.clone(),
+                    ifindex: p.ifindex,
+                    bind: p.queues.first().map(|q| q.xsk.mode()),
+                    rx: get(&c.rx),
+                    rx_bytes: get(&c.rx_bytes),
+                    tx: sent,
+                    dropped: get(&c.dropped),
+                    passed: get(&c.passed),
+                    tx_verdicts: get(&c.tx_verdicts),
+                    redirected: get(&c.redirected),
+                    aborted: get(&c.aborted),
+                    lost: get(&c.lost),
+                }
+            })
+            .collect(),
+        seconds,
+        cycles: cycles.load(Ordering::Relaxed),
+        frames,
+        frames_unaccounted: unaccounted,
+    })
+}
+
+fn totals(counters: &[Arc<PortCounters>], cycles: &AtomicU64) -> Totals {
+    let mut t = Totals::default();
+    for c in counters {
+        t.rx += c.rx.load(Ordering::Relaxed);
+        t.rx_bytes += c.rx_bytes.load(Ordering::Relaxed);
+        t.tx += c.tx_verdicts.load(Ordering::Relaxed) + c.redirected.load(Ordering::Relaxed);
+        t.dropped += c.dropped.load(Ordering::Relaxed) + c.aborted.load(Ordering::Relaxed);
+    }
+    t.cycles = cycles.load(Ordering::Relaxed);
+    t
+}
+
+/// What the program decided for one frame, with the bytes to send.
+enum Action {
+    Recycle,
+    Send { port: usize },
+}
+
+fn poll_ports(
+    hook: &mut Hook,
+    ports: &mut [Port],
+    finished: &AtomicBool,
+    cycles: &AtomicU64,
+) -> Result<(), DatapathError> {
+    let mut descs: Vec<XdpDesc> = Vec::with_capacity(64);
+    let mut bytes: Vec<u8> = Vec::with_capacity(4096);
+    let epoch = Instant::now();
+    let ifindexes: Vec<u32> = ports.iter().map(|p| p.ifindex).collect();
+    while !finished.load(Ordering::Relaxed) {
+        for p in 0..ports.len() {
+            for q in 0..ports[p].queues.len() {
+                let start = tsc();
+                ports[p].queues[q].reap_completions();
+                let n = ports[p].queues[q].receive(&mut descs);
+                let counters = ports[p].counters.clone();
+                counters.rx.fetch_add(u64::from(n), Ordering::Relaxed);
+                let meta = PacketMeta {
+                    ifindex: ports[p].ifindex,
+                    rx_queue: ports[p].queues[q].xsk.queue(),
+                    timestamp_ns: epoch.elapsed().as_nanos() as u64,
+                    ..PacketMeta::default()
+                };
+                for d in &descs {
+                    counters
+                        .rx_bytes
+                        .fetch_add(u64::from(d.len), Ordering::Relaxed);
+                    let action = {
+                        let queue = &mut ports[p].queues[q];
+                        let Some(frame) = queue.xsk.bytes_mut(d.addr, d.len as usize) else {
+                            counters.lost.fetch_add(1, Ordering::Relaxed);
+                            queue.recycle(d.addr);
+                            continue;
+                        };
+                        decide(hook, frame, &meta, &mut bytes, &ifindexes, p, &counters)
+                    };
+                    deliver(ports, p, q, d.addr, action, &bytes, &counters);
+                }
+                let queue = &mut ports[p].queues[q];
+                queue.finish_poll(start, n)?;
+                if n > 0 {
+                    cycles.fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the program on `frame`; the bytes to send (if any) go to `out`.
+fn decide(
+    hook: &mut Hook,
+    frame: &[u8],
+    meta: &PacketMeta,
+    out: &mut Vec<u8>,
+    ifindexes: &[u32],
+    ingress: usize,
+    c: &PortCounters,
+) -> Action {
+    let Ok(o) = hook.run(frame, meta) else {
+        c.aborted.fetch_add(1, Ordering::Relaxed);
+        return Action::Recycle;
+    };
+    let verdict = o.verdict;
+    out.clear();
+    out.extend_from_slice(o.packet);
+    let redirect = o.redirect;
+    match verdict {
+        Verdict::Xdp(XdpAction::Tx) => {
+            c.tx_verdicts.fetch_add(1, Ordering::Relaxed);
+            Action::Send { port: ingress }
+        }
+        Verdict::Xdp(XdpAction::Redirect) => {
+            let port = redirect.and_then(|r| match r.target {
+                RedirectTarget::Device { ifindex, .. } => {
+                    ifindexes.iter().position(|&i| i == ifindex)
+                }
+                _ => None,
+            });
+            match port {
+                Some(port) => {
+                    c.redirected.fetch_add(1, Ordering::Relaxed);
+                    Action::Send { port }
+                }
+                None => {
+                    c.lost.fetch_add(1, Ordering::Relaxed);
+                    Action::Recycle
+                }
+            }
+        }
+        Verdict::Xdp(XdpAction::Pass) => {
+            c.passed.fetch_add(1, Ordering::Relaxed);
+            Action::Recycle
+        }
+        Verdict::Xdp(XdpAction::Aborted) => {
+            c.aborted.fetch_add(1, Ordering::Relaxed);
+            Action::Recycle
+        }
+        _ => {
+            c.dropped.fetch_add(1, Ordering::Relaxed);
+            Action::Recycle
+        }
+    }
+}
+
+/// Carries out `action` for the frame at `addr` of queue `q` of port
+/// `p`: the bytes go into the same frame (same port) or a frame of the
+/// egress port's UMEM (queue 0 there), as the paper's Figure 5.
+fn deliver(
+    ports: &mut [Port],
+    p: usize,
+    q: usize,
+    addr: u64,
+    action: Action,
+    bytes: &[u8],
+    c: &PortCounters,
+) {
+    let lost = || {
+        c.lost.fetch_add(1, Ordering::Relaxed);
+    };
+    match action {
+        Action::Recycle => ports[p].queues[q].recycle(addr),
+        Action::Send { port } if port == p => {
+            let queue = &mut ports[p].queues[q];
+            let frame = queue.xsk.frame_of(addr);
+            let at = frame + 256;
+            match queue.xsk.bytes_mut(at, bytes.len()) {
+                Some(buf) => {
+                    buf.copy_from_slice(bytes);
+                    if !queue.send(at, bytes.len() as u32) {
+                        lost();
+                    }
+                }
+                None => {
+                    queue.recycle(addr);
+                    lost();
+                }
+            }
+        }
+        Action::Send { port } => {
+            ports[p].queues[q].recycle(addr);
+            let egress = &mut ports[port].queues[0];
+            let Some(frame) = egress.take_frame() else {
+                return lost();
+            };
+            let at = frame + 256;
+            match egress.xsk.bytes_mut(at, bytes.len()) {
+                Some(buf) => {
+                    buf.copy_from_slice(bytes);
+                    if !egress.send(at, bytes.len() as u32) {
+                        lost();
+                    }
+                }
+                None => {
+                    egress.recycle(frame);
+                    lost();
+                }
+            }
+        }
+    }
+}
