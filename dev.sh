@@ -12,12 +12,13 @@ cd "$(dirname "$0")"
 
 # Debian 12 packages: a C toolchain for Rust's linker, clang/LLVM 19 (and 14)
 # to build eBPF programs, libbpf/libelf/zlib for the kernel backend, libpcap
-# for capture filters, bpftool and iproute2 for kernel tests.
+# for capture filters, bpftool and iproute2 for kernel tests, libxdp for the
+# AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks.
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
-    libbpf-dev libelf-dev zlib1g-dev libpcap-dev
-    bpftool iproute2 procps tcpdump unzip
+    libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
+    bpftool iproute2 procps tcpdump unzip util-linux
 )
 RUST_TOOLCHAIN=1.95.0
 
@@ -125,6 +126,7 @@ bench)
     setup
     cargo bench -p vm --bench interp
     cargo bench -p sluice --bench per_packet
+    cargo bench -p sluice --bench xsk
     ;;
 fuzz)
     setup

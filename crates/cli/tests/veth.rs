@@ -502,8 +502,21 @@ fn the_af_xdp_datapath_drops_and_reflects_every_frame() {
         return;
     }
     let p = Pair::new("x");
-    // B reflects (l2fwd) what A sends; A's own datapath receives it back.
-    let fwd = spawn_xsk(&p.b, &["l2fwd", "--dev", VB, "--duration", "6", "--json"]);
+    // B reflects (l2fwd, metadata inline) what A sends; A's own datapath
+    // receives it back (list pool, metadata in an array).
+    let fwd = spawn_xsk(
+        &p.b,
+        &[
+            "l2fwd",
+            "--dev",
+            VB,
+            "--meta",
+            "inline",
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
     let rx = spawn_xsk(
         &p.a,
         &[

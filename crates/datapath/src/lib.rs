@@ -6,6 +6,7 @@
 //! descriptors are outstanding. The XSK redirect program is loaded and
 //! attached through the kernel backend and removed again at the end.
 
+mod meta;
 pub mod program;
 mod queue;
 pub mod redirect;
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use io::xsk::{BoundMode, PoolKind, Xsk, XskConfig, XskError, XskStats};
 use kernel::attach::XdpMode;
 
+pub use meta::{FrameMeta, MetaKind};
 use queue::Queue;
 use redirect::XskRedirect;
 
@@ -63,6 +65,8 @@ pub struct Options {
     pub xsk: XskConfig,
     pub batch: u32,
     pub pool: PoolKind,
+    /// Where per-packet metadata lives.
+    pub meta: MetaKind,
     /// A polling thread per queue; else one thread in `poll()`.
     pub pmd: bool,
     /// Pin PMD thread i to CPU `i % cpus`.
@@ -84,6 +88,7 @@ impl Options {
             xsk: XskConfig::default(),
             batch: 32,
             pool: PoolKind::Stack,
+            meta: MetaKind::Array,
             pmd: true,
             pin: false,
             kick_at: None,
@@ -209,6 +214,7 @@ pub fn run(
                 opts.batch,
                 opts.kick_threshold(),
                 template.clone(),
+                opts.meta,
             )
         })
         .collect();

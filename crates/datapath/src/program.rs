@@ -123,6 +123,7 @@ pub fn run(
                     opts.batch,
                     kick_at,
                     Arc::from([]),
+                    crate::MetaKind::Array,
                 )
             })
             .collect();

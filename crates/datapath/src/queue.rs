@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use io::xsk::{FramePool, PoolKind, XdpDesc, Xsk};
 
+use crate::meta::{FrameMeta, MetaKind, MetaStore};
 use crate::{App, Counters, DatapathError};
 
 pub(crate) struct Queue {
@@ -19,6 +20,7 @@ pub(crate) struct Queue {
     pub counters: Arc<Counters>,
     rx: Vec<XdpDesc>,
     done: Vec<u64>,
+    meta: MetaStore,
 }
 
 impl Queue {
@@ -29,6 +31,7 @@ impl Queue {
         batch: u32,
         kick_at: u32,
         template: Arc<[u8]>,
+        meta: MetaKind,
     ) -> Queue {
         let (count, size) = (xsk.config().frame_count, xsk.config().frame_size);
         let mut pool = FramePool::full(pool, count, size);
@@ -49,6 +52,7 @@ impl Queue {
             counters: Arc::new(Counters::default()),
             rx: Vec::with_capacity(batch as usize),
             done: Vec::with_capacity(batch as usize * 2),
+            meta: MetaStore::new(meta, count),
         }
     }
 
@@ -98,13 +102,30 @@ impl Queue {
         }
     }
 
+    /// Records the metadata of the batch just received.
+    fn record(&mut self) {
+        let (tsc, queue) = (tsc(), self.xsk.queue() as u16);
+        for d in &self.rx {
+            let m = FrameMeta {
+                addr: d.addr,
+                len: d.len,
+                queue,
+                rx_tsc: tsc,
+                ..FrameMeta::default()
+            };
+            self.meta.put(&mut self.xsk, m);
+        }
+    }
+
     fn rx_drop(&mut self) -> u32 {
         self.rx.clear();
         let n = self.xsk.rx.consume(self.batch, &mut self.rx);
+        self.record();
         let mut bytes = 0;
         for d in &self.rx {
-            bytes += u64::from(d.len);
-            self.pool.put(self.xsk.frame_of(d.addr));
+            let m = self.meta.get(&mut self.xsk, d.addr);
+            bytes += u64::from(m.len);
+            self.pool.put(self.xsk.frame_of(m.addr));
         }
         self.count_rx(n, bytes);
         self.counters
@@ -118,10 +139,12 @@ impl Queue {
         let room = self.xsk.tx.free(self.batch);
         self.rx.clear();
         let n = self.xsk.rx.consume(room, &mut self.rx);
+        self.record();
         let mut bytes = 0;
         for d in &self.rx {
-            bytes += u64::from(d.len);
-            if let Some(eth) = self.xsk.bytes_mut(d.addr, (d.len as usize).min(12))
+            let m = self.meta.get(&mut self.xsk, d.addr);
+            bytes += u64::from(m.len);
+            if let Some(eth) = self.xsk.bytes_mut(m.addr, (m.len as usize).min(12))
                 && eth.len() == 12
             {
                 let (dst, src) = eth.split_at_mut(6);

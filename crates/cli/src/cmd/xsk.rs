@@ -47,6 +47,9 @@ pub struct Args {
     /// Pin each polling thread to a CPU
     #[arg(long)]
     pin: bool,
+    /// Where per-packet metadata lives: an array on the heap, or inline in the frame's headroom
+    #[arg(long, default_value = "array")]
+    meta: datapath::MetaKind,
     /// The frame txonly sends (a `sluice gen` spec; the first frame)
     #[arg(long, default_value = "udp")]
     packet: String,
@@ -160,6 +163,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     opts.xsk = c.config();
     opts.batch = c.batch;
     opts.pool = c.pool;
+    opts.meta = a.meta;
     opts.pmd = !a.no_pmd;
     opts.pin = a.pin;
     opts.kick_at = c.kick_at;
