@@ -219,10 +219,20 @@ fn main() {
         ("rxdrop, ring pool", "rxdrop", &["--pool", "ring"]),
         ("rxdrop, list pool", "rxdrop", &["--pool", "list"]),
         ("rxdrop, metadata inline", "rxdrop", &["--meta", "inline"]),
+        (
+            "rxdrop, shared-UMEM design (pool behind a mutex)",
+            "rxdrop",
+            &["--shared-umem"],
+        ),
         ("l2fwd, batched kicks (default)", "l2fwd", &[]),
         ("l2fwd, kick every batch", "l2fwd", &["--kick-at", "1"]),
         ("l2fwd, non-PMD (poll())", "l2fwd", &["--no-pmd"]),
         ("l2fwd, metadata inline", "l2fwd", &["--meta", "inline"]),
+        (
+            "l2fwd, shared-UMEM design (pool behind a mutex)",
+            "l2fwd",
+            &["--shared-umem"],
+        ),
     ];
     for (name, bench, extra) in rows {
         println!("{name:<52}{:>12}", show(&ours(bench, extra)));

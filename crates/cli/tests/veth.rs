@@ -51,6 +51,11 @@ const VB: &str = "sl_rx";
 
 impl Pair {
     fn new(tag: &str) -> Pair {
+        Pair::with_queues(tag, 1)
+    }
+
+    /// A pair whose veth ends have `queues` RX and TX queues each.
+    fn with_queues(tag: &str, queues: u32) -> Pair {
         let id = std::process::id();
         let pair = Pair {
             a: format!("slt{id}{tag}a"),
@@ -59,9 +64,29 @@ impl Pair {
         };
         sh(&["ip", "netns", "add", &pair.a]);
         sh(&["ip", "netns", "add", &pair.b]);
+        let q = queues.to_string();
         sh(&[
-            "ip", "link", "add", VA, "netns", &pair.a, "type", "veth", "peer", "name", VB, "netns",
+            "ip",
+            "link",
+            "add",
+            VA,
+            "netns",
+            &pair.a,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            VB,
+            "netns",
             &pair.b,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
         ]);
         // No IPv6 (router solicitations, DAD) and no addresses (ARP): only
         // the test's own frames cross the link.
@@ -707,4 +732,36 @@ fn a_program_on_the_datapath_sends_back_what_it_tx_es() {
     assert_eq!(program["frames_unaccounted"], 0, "{program}");
     assert_eq!(rx["rx_packets"], 1500, "{rx}");
     assert_eq!(rx["rx_bytes"], 1500 * 80, "{rx}");
+}
+
+#[test]
+fn two_queues_can_share_one_umem() {
+    if !kernel_available("veth test (AF_XDP shared UMEM)") {
+        return;
+    }
+    let p = Pair::with_queues("s", 2);
+    let child = spawn_xsk(
+        &p.b,
+        &[
+            "rxdrop",
+            "--dev",
+            VB,
+            "--queue",
+            "0",
+            "--queue",
+            "1",
+            "--shared-umem",
+            "--no-pmd",
+            "--duration",
+            "5",
+            "--json",
+        ],
+    );
+    wait_attached(&p.b);
+    p.send("udp,count=2000,rate=10000", "live");
+    let s = xsk_summary(child);
+    assert_eq!(s["queues"], serde_json::json!([0, 1]), "{s}");
+    assert_eq!(s["frames"], 4096, "one UMEM: {s}");
+    assert_eq!(s["rx_packets"], 2000, "{s}");
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
 }

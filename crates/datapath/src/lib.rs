@@ -67,6 +67,9 @@ pub struct Options {
     pub pool: PoolKind,
     /// Where per-packet metadata lives.
     pub meta: MetaKind,
+    /// One UMEM for all queues (`XDP_SHARED_UMEM`) and one free-frame pool
+    /// behind a mutex, instead of one of each per queue.
+    pub shared_umem: bool,
     /// A polling thread per queue; else one thread in `poll()`.
     pub pmd: bool,
     /// Pin PMD thread i to CPU `i % cpus`.
@@ -89,6 +92,7 @@ impl Options {
             batch: 32,
             pool: PoolKind::Stack,
             meta: MetaKind::Array,
+            shared_umem: false,
             pmd: true,
             pin: false,
             kick_at: None,
@@ -195,26 +199,46 @@ pub fn run(
     }
     // Sockets first: bad queues, sizes or modes fail before anything is
     // attached.
-    let sockets = (opts.queues.iter())
-        .map(|&q| Xsk::open(&opts.dev, q, &opts.xsk))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut sockets: Vec<Xsk> = Vec::new();
+    for &q in &opts.queues {
+        sockets.push(match sockets.first() {
+            Some(first) if opts.shared_umem => Xsk::open_shared(&opts.dev, q, first)?,
+            _ => Xsk::open(&opts.dev, q, &opts.xsk)?,
+        });
+    }
     let bind = sockets.first().map_or(BoundMode::Copy, Xsk::mode);
     let redirect = XskRedirect::attach(&opts.dev, opts.mode)?;
     for s in &sockets {
         redirect.register(s.queue(), s.fd())?;
     }
     let template: Arc<[u8]> = opts.tx_frame.clone().into();
+    let (count, size) = (opts.xsk.frame_count, opts.xsk.frame_size);
+    let shared = opts
+        .shared_umem
+        .then(|| queue::Pool::new(opts.pool, count, size, true));
+    // Half the frames of each UMEM wait in FILL rings, the rest are for
+    // sending.
+    let prefill = if opts.shared_umem {
+        count / 2 / opts.queues.len() as u32
+    } else {
+        count / 2
+    };
     let mut queues: Vec<Queue> = sockets
         .into_iter()
         .map(|s| {
+            let pool = match &shared {
+                Some(p) => p.share().expect("a shared pool"),
+                None => queue::Pool::new(opts.pool, count, size, false),
+            };
             Queue::new(
                 s,
-                opts.pool,
+                pool,
                 app,
                 opts.batch,
                 opts.kick_threshold(),
                 template.clone(),
                 opts.meta,
+                prefill,
             )
         })
         .collect();
@@ -267,7 +291,8 @@ pub fn run(
     let seconds = start.elapsed().as_secs_f64();
     // No new frames once the program is gone; then drain.
     drop(redirect);
-    let frames_unaccounted = queues.iter_mut().map(Queue::drain).sum();
+    queues.iter_mut().for_each(Queue::drain);
+    let frames_unaccounted = queue::unaccounted(&queues);
     worker_error?;
     let mut kernel = XskStats::default();
     for q in &queues {
@@ -288,7 +313,11 @@ pub fn run(
         totals: Totals::of(&counters),
         seconds,
         frames_unaccounted,
-        frames: u64::from(opts.xsk.frame_count) * opts.queues.len() as u64,
+        frames: if opts.shared_umem {
+            u64::from(count)
+        } else {
+            u64::from(count) * opts.queues.len() as u64
+        },
         kernel,
     })
 }

@@ -116,14 +116,16 @@ pub fn run(
         let queues = sockets
             .into_iter()
             .map(|s| {
+                let (count, size) = (opts.xsk.frame_count, opts.xsk.frame_size);
                 Queue::new(
                     s,
-                    opts.pool,
+                    crate::queue::Pool::new(opts.pool, count, size, false),
                     App::Program,
                     opts.batch,
                     kick_at,
                     Arc::from([]),
                     crate::MetaKind::Array,
+                    count / 2,
                 )
             })
             .collect();
@@ -168,10 +170,13 @@ pub fn run(
     let mut unaccounted = 0;
     let mut frames = 0;
     for p in &mut ports {
-        for q in &mut p.queues {
-            unaccounted += q.drain();
-            frames += u64::from(q.xsk.config().frame_count);
-        }
+        p.queues.iter_mut().for_each(Queue::drain);
+        unaccounted += crate::queue::unaccounted(&p.queues);
+        frames += p
+            .queues
+            .iter()
+            .map(|q| u64::from(q.xsk.config().frame_count))
+            .sum::<u64>();
     }
     result?;
     Ok(ProgramSummary {

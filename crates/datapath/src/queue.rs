@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use std::sync::Mutex;
+
 use io::xsk::{FramePool, PoolKind, XdpDesc, Xsk};
 
 use crate::meta::{FrameMeta, MetaKind, MetaStore};
@@ -11,7 +13,7 @@ use crate::{App, Counters, DatapathError};
 
 pub(crate) struct Queue {
     pub xsk: Xsk,
-    pool: FramePool,
+    pool: Pool,
     app: App,
     batch: u32,
     kick_at: u32,
@@ -23,23 +25,75 @@ pub(crate) struct Queue {
     meta: MetaStore,
 }
 
+/// The free frames a queue takes from and gives back to: its own UMEM's,
+/// or those of a UMEM shared by several queues, behind a mutex.
+pub(crate) enum Pool {
+    Own(FramePool),
+    Shared(Arc<Mutex<FramePool>>),
+}
+
+impl Pool {
+    /// The pool for a UMEM of `count` frames: a queue's own, or one to
+    /// share.
+    pub fn new(kind: PoolKind, count: u32, size: u32, shared: bool) -> Pool {
+        let full = FramePool::full(kind, count, size);
+        if shared {
+            Pool::Shared(Arc::new(Mutex::new(full)))
+        } else {
+            Pool::Own(full)
+        }
+    }
+
+    /// Another handle on a shared pool (`None` for a queue's own).
+    pub fn share(&self) -> Option<Pool> {
+        match self {
+            Pool::Shared(p) => Some(Pool::Shared(p.clone())),
+            Pool::Own(_) => None,
+        }
+    }
+
+    #[inline]
+    fn get(&mut self) -> Option<u64> {
+        match self {
+            Pool::Own(p) => p.get(),
+            Pool::Shared(p) => p.lock().expect("pool lock").get(),
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, frame: u64) {
+        match self {
+            Pool::Own(p) => p.put(frame),
+            Pool::Shared(p) => p.lock().expect("pool lock").put(frame),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Pool::Own(p) => p.len(),
+            Pool::Shared(p) => p.lock().expect("pool lock").len(),
+        }
+    }
+}
+
 impl Queue {
+    /// A queue on `xsk` taking frames from `pool`, `prefill` of which go
+    /// to the FILL ring at once (none for `txonly`).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         xsk: Xsk,
-        pool: PoolKind,
+        mut pool: Pool,
         app: App,
         batch: u32,
         kick_at: u32,
         template: Arc<[u8]>,
         meta: MetaKind,
+        prefill: u32,
     ) -> Queue {
-        let (count, size) = (xsk.config().frame_count, xsk.config().frame_size);
-        let mut pool = FramePool::full(pool, count, size);
+        let count = xsk.config().frame_count;
         let mut xsk = xsk;
         if app != App::TxOnly {
-            // Half the frames wait in the FILL ring for packets, the rest
-            // are for sending.
-            let n = xsk.fill.free((count / 2).max(1));
+            let n = xsk.fill.free(prefill.max(1));
             xsk.fill.produce((0..n).map_while(|_| pool.get()));
         }
         Queue {
@@ -231,9 +285,8 @@ impl Queue {
     }
 
     /// After the redirect program is gone: sends what is queued, takes
-    /// back completions and received frames, and counts the frames that
-    /// are neither free nor in the FILL ring (held by the kernel).
-    pub fn drain(&mut self) -> u64 {
+    /// back completions and received frames.
+    pub fn drain(&mut self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         while self.xsk.tx.outstanding() > 0 && std::time::Instant::now() < deadline {
             let _ = self.xsk.kick_tx();
@@ -249,10 +302,32 @@ impl Queue {
                 self.pool.put(self.xsk.frame_of(d.addr));
             }
         }
-        let total = u64::from(self.xsk.config().frame_count);
-        let accounted = self.pool.len() as u64 + u64::from(self.xsk.fill.outstanding());
-        total.saturating_sub(accounted)
     }
+
+    /// Frames waiting in the FILL ring.
+    pub fn in_fill_ring(&self) -> u64 {
+        u64::from(self.xsk.fill.outstanding())
+    }
+}
+
+/// Frames of `queues` (drained) that are neither free nor in a FILL ring:
+/// held by the kernel, or lost. A shared pool is counted once.
+pub(crate) fn unaccounted(queues: &[Queue]) -> u64 {
+    let mut missing = 0u64;
+    let mut shared_seen = false;
+    for q in queues {
+        let frames = u64::from(q.xsk.config().frame_count);
+        match &q.pool {
+            Pool::Own(p) => missing += frames.saturating_sub(p.len() as u64),
+            Pool::Shared(p) if !shared_seen => {
+                shared_seen = true;
+                missing += frames.saturating_sub(p.lock().expect("pool lock").len() as u64);
+            }
+            Pool::Shared(_) => {}
+        }
+        missing = missing.saturating_sub(q.in_fill_ring());
+    }
+    missing
 }
 
 /// The timestamp counter (0 where there is none).

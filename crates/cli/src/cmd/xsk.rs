@@ -47,6 +47,9 @@ pub struct Args {
     /// Pin each polling thread to a CPU
     #[arg(long)]
     pin: bool,
+    /// One UMEM for all queues (XDP_SHARED_UMEM) with one free-frame pool behind a mutex
+    #[arg(long)]
+    shared_umem: bool,
     /// Where per-packet metadata lives: an array on the heap, or inline in the frame's headroom
     #[arg(long, default_value = "array")]
     meta: datapath::MetaKind,
@@ -164,6 +167,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     opts.batch = c.batch;
     opts.pool = c.pool;
     opts.meta = a.meta;
+    opts.shared_umem = a.shared_umem;
     opts.pmd = !a.no_pmd;
     opts.pin = a.pin;
     opts.kick_at = c.kick_at;

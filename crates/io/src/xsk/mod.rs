@@ -9,6 +9,7 @@ mod ring;
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 
 pub use pool::{FramePool, PoolKind};
 pub use ring::{Consumer, Producer, XdpDesc};
@@ -162,15 +163,16 @@ pub struct XskStats {
     pub tx_ring_empty_descs: u64,
 }
 
-/// One AF_XDP socket with its own UMEM. Fields drop in order: the rings
-/// are unmapped, the socket closed, then the UMEM unmapped.
+/// One AF_XDP socket with its UMEM (its own, or shared with other sockets:
+/// [`Xsk::open_shared`]). Fields drop in order: the rings are unmapped,
+/// the socket closed, then the UMEM unmapped (by its last socket).
 pub struct Xsk {
     pub fill: Producer<u64>,
     pub comp: Consumer<u64>,
     pub rx: Consumer<XdpDesc>,
     pub tx: Producer<XdpDesc>,
     fd: OwnedFd,
-    umem: Mapping,
+    umem: Arc<Mapping>,
     mode: BoundMode,
     config: XskConfig,
     dev: String,
@@ -283,6 +285,22 @@ impl Xsk {
     /// mapped, bound as `config.bind` says. An XDP program redirecting to
     /// it (an XSKMAP entry) is the caller's business.
     pub fn open(dev: &str, queue: u32, config: &XskConfig) -> Result<Xsk, XskError> {
+        Xsk::open_with(dev, queue, config, None)
+    }
+
+    /// A socket on another queue that shares `first`'s UMEM
+    /// (`XDP_SHARED_UMEM`; its own FILL and COMPLETION rings, Linux 5.10+).
+    /// Frames are then one pool for both: the caller shares it.
+    pub fn open_shared(dev: &str, queue: u32, first: &Xsk) -> Result<Xsk, XskError> {
+        Xsk::open_with(dev, queue, &first.config, Some(first))
+    }
+
+    fn open_with(
+        dev: &str,
+        queue: u32,
+        config: &XskConfig,
+        shared: Option<&Xsk>,
+    ) -> Result<Xsk, XskError> {
         config.check()?;
         let ifindex = ifindex(dev)?;
         if let Some(queues) = queue_count(dev)
@@ -303,17 +321,23 @@ impl Xsk {
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let raw = fd.as_raw_fd();
 
-        let len = config.frame_size as usize * config.frame_count as usize;
-        let umem = Mapping::new(len, None, "UMEM")?;
-        let reg = libc::xdp_umem_reg {
-            addr: umem.ptr as u64,
-            len: len as u64,
-            chunk_size: config.frame_size,
-            headroom: config.headroom,
-            flags: 0,
-            tx_metadata_len: 0,
+        let umem = match shared {
+            Some(first) => first.umem.clone(),
+            None => {
+                let len = config.frame_size as usize * config.frame_count as usize;
+                let umem = Mapping::new(len, None, "UMEM")?;
+                let reg = libc::xdp_umem_reg {
+                    addr: umem.ptr as u64,
+                    len: len as u64,
+                    chunk_size: config.frame_size,
+                    headroom: config.headroom,
+                    flags: 0,
+                    tx_metadata_len: 0,
+                };
+                setsockopt(raw, libc::XDP_UMEM_REG, &reg, "registering the UMEM")?;
+                Arc::new(umem)
+            }
         };
-        setsockopt(raw, libc::XDP_UMEM_REG, &reg, "registering the UMEM")?;
         for (opt, size, what) in [
             (
                 libc::XDP_UMEM_FILL_RING,
@@ -368,12 +392,18 @@ impl Xsk {
         if config.need_wakeup {
             flags |= libc::XDP_USE_NEED_WAKEUP;
         }
+        // A socket sharing a UMEM takes the first one's bind mode; the
+        // kernel refuses any other flag with XDP_SHARED_UMEM.
+        let (flags, shared_fd) = match shared {
+            Some(first) => (libc::XDP_SHARED_UMEM, first.fd() as u32),
+            None => (flags, 0),
+        };
         let addr = libc::sockaddr_xdp {
             sxdp_family: libc::AF_XDP as u16,
             sxdp_flags: flags,
             sxdp_ifindex: ifindex,
             sxdp_queue_id: queue,
-            sxdp_shared_umem_fd: 0,
+            sxdp_shared_umem_fd: shared_fd,
         };
         // SAFETY: `addr` is a live sockaddr_xdp of the size passed.
         let rc = unsafe {

@@ -64,6 +64,14 @@ impl Mapping {
     }
 }
 
+// SAFETY: a mapping is an address range; who may touch which bytes is
+// decided by its owners (a UMEM's frames belong to one queue at a time,
+// handed over through the pools and rings), and unmapping needs the last
+// reference.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`len` are exactly what mmap returned; nothing
