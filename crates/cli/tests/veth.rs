@@ -765,3 +765,38 @@ fn two_queues_can_share_one_umem() {
     assert_eq!(s["rx_packets"], 2000, "{s}");
     assert_eq!(s["frames_unaccounted"], 0, "{s}");
 }
+
+#[test]
+fn txonly_sends_the_generated_frame() {
+    if !kernel_available("veth test (AF_XDP txonly)") {
+        return;
+    }
+    let p = Pair::new("o");
+    let rx = spawn_xsk(&p.a, &["rxdrop", "--dev", VA, "--duration", "4", "--json"]);
+    wait_attached(&p.a);
+    let tx = spawn_xsk(
+        &p.b,
+        &[
+            "txonly",
+            "--dev",
+            VB,
+            "--packet",
+            "udp,size=90",
+            "--duration",
+            "2",
+            "--json",
+        ],
+    );
+    let tx = xsk_summary(tx);
+    let rx = xsk_summary(rx);
+    let sent = tx["tx_packets"].as_u64().unwrap();
+    let got = rx["rx_packets"].as_u64().unwrap();
+    assert!(sent > 1000, "{tx}");
+    assert!(got > 0 && got <= sent, "sent {sent}, received {got}: {rx}");
+    assert_eq!(
+        rx["rx_bytes"].as_u64().unwrap(),
+        got * 90,
+        "every frame is the template"
+    );
+    assert_eq!(tx["frames_unaccounted"], 0, "{tx}");
+}
