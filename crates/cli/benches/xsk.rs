@@ -4,7 +4,8 @@
 //! joined by a veth pair that this benchmark creates and deletes. `sluice
 //! gen` sends flat out from one end (XDP live frames); the receiver at the
 //! other end runs in native XDP, copy mode. Rate = frames the receiver
-//! handled / the sender's time.
+//! handled / the sender's time; each figure is the median of
+//! `SLUICE_XSK_RUNS` runs (default 3).
 //!
 //! `cargo bench -p sluice --bench xsk` (root; `SLUICE_XSK_FRAMES`, default
 //! 3,000,000 frames per run).
@@ -79,19 +80,20 @@ fn build_baseline(dir: &Path) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-/// Waits until `ns` has an XDP program attached.
-fn wait_attached(ns: &str) {
+/// Waits (up to 10 s) until the receiving end has an XDP program
+/// attached, or has none.
+fn wait_xdp(ns: &str, attached: bool) -> bool {
     for _ in 0..200 {
         let out = Command::new("ip")
             .args(["-n", ns, "link", "show", "slb_rx"])
             .output()
             .unwrap();
-        if String::from_utf8_lossy(&out.stdout).contains("xdp") {
-            return;
+        if String::from_utf8_lossy(&out.stdout).contains("xdp") == attached {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("the receiver did not attach");
+    false
 }
 
 /// Starts `receiver`, sends `frames` flat out, stops the receiver; frames
@@ -102,12 +104,19 @@ fn measure(
     field: &str,
     frames: u64,
 ) -> Result<f64, String> {
-    let child: Child = receiver
+    let mut child: Child = receiver
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    wait_attached(&ns.b);
+    if !wait_xdp(&ns.b, true) {
+        let _ = child.kill();
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        return Err(format!(
+            "the receiver did not start: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
     let sent = Command::new(SLUICE)
         .args(["--netns", &ns.a, "gen", "--dev", "slb_tx", "--json"])
         .arg(format!("udp,count={frames}"))
@@ -119,6 +128,10 @@ fn measure(
     // SAFETY: signalling our own child by its PID.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    // The kernel releases a socket's queue a little after the process
+    // ends: wait for the program to go, and a moment more.
+    wait_xdp(&ns.b, false);
+    std::thread::sleep(Duration::from_millis(500));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
             "receiver output: {e}: {}",
@@ -127,6 +140,24 @@ fn measure(
     })?;
     let handled = v[field].as_f64().ok_or(format!("no {field} in {v}"))?;
     Ok(handled / sent["seconds"].as_f64().unwrap_or(f64::NAN) / 1e6)
+}
+
+/// The median of `runs` measurements (an error if any fails).
+fn median(runs: u64, mut f: impl FnMut() -> Result<f64, String>) -> Result<f64, String> {
+    let mut v = (0..runs)
+        .map(|_| f())
+        .collect::<Result<Vec<f64>, String>>()?;
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+/// The JSON field with the frames a receiver handled in `bench`.
+fn handled(bench: &str) -> &'static str {
+    if bench == "l2fwd" {
+        "tx_packets"
+    } else {
+        "rx_packets"
+    }
 }
 
 fn sluice_xsk(ns: &Namespaces, bench: &str, extra: &[&str]) -> Command {
@@ -141,38 +172,32 @@ fn main() {
         println!("skipped: the AF_XDP benchmark needs root (namespaces, XDP, AF_XDP)");
         return;
     }
-    let frames: u64 = std::env::var("SLUICE_XSK_FRAMES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3_000_000);
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let frames = env("SLUICE_XSK_FRAMES", 3_000_000);
+    let runs = env("SLUICE_XSK_RUNS", 3).max(1);
     let dir = std::env::temp_dir().join(format!("sluice-xsk-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let baseline = build_baseline(&dir);
     let ns = setup();
     let base = |bench: &str| -> Result<f64, String> {
         let path = baseline.as_ref().map_err(Clone::clone)?;
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &ns.b])
-            .arg(path)
-            .args(["slb_rx", bench, "native", "60"]);
-        measure(
-            &ns,
-            c,
-            if bench == "l2fwd" {
-                "tx_packets"
-            } else {
-                "rx_packets"
-            },
-            frames,
-        )
+        median(runs, || {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &ns.b])
+                .arg(path)
+                .args(["slb_rx", bench, "native", "60"]);
+            measure(&ns, c, handled(bench), frames)
+        })
     };
     let ours = |bench: &str, extra: &[&str]| {
-        let field = if bench == "l2fwd" {
-            "tx_packets"
-        } else {
-            "rx_packets"
-        };
-        measure(&ns, sluice_xsk(&ns, bench, extra), field, frames)
+        median(runs, || {
+            measure(&ns, sluice_xsk(&ns, bench, extra), handled(bench), frames)
+        })
     };
     let show = |r: &Result<f64, String>| match r {
         Ok(v) => format!("{v:.3}"),
@@ -183,7 +208,9 @@ fn main() {
         _ => "-".into(),
     };
 
-    println!("AF_XDP on veth, native XDP, copy mode, {frames} frames flat out; Mpps handled");
+    println!(
+        "AF_XDP on veth, native XDP, copy mode, {frames} frames flat out; Mpps handled (median of {runs})"
+    );
     let base_rx = base("rxdrop");
     let sl_rx = ours("rxdrop", &[]);
     let base_fwd = base("l2fwd");
