@@ -621,6 +621,15 @@ fn af_xdp_misuse_is_explained() {
     assert!(e.contains("must be a power of two"), "{e}");
     let e = fail(&["--dev", VB, "--frame-size", "3000"]);
     assert!(e.contains("frame size 3000"), "{e}");
+    // A datapath program must be an XDP program.
+    let out = Command::new(SLUICE)
+        .args(["--netns", &p.b, "datapath", "--port", VB, "--duration", "1"])
+        .args(["--prog", &object_path("tc_classify")])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("is not an XDP program"), "{e}");
     // Nothing stays attached after a refusal.
     let status = sluice(&["--netns", &p.b, "status", "--json"]);
     assert_eq!(status.trim(), "[]");

@@ -46,6 +46,13 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         ..run::Args::default()
     };
     let mut hook = run::prepare(&ra)?;
+    if !hook.kind().is_xdp() {
+        return Err(format!(
+            "{}: {} is not an XDP program: the datapath runs XDP programs",
+            a.object.display(),
+            hook.program().name
+        ));
+    }
     crate::cmd::verify::before_run(&mut hook)?;
     let c = &a.common;
     let opts = ProgramOptions {
