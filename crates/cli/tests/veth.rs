@@ -723,7 +723,13 @@ fn a_program_on_the_datapath_sends_back_what_it_tx_es() {
     let p = Pair::new("t");
     let program = Command::new(SLUICE)
         .args(["--netns", &p.b, "datapath", "--port", VB])
-        .args(["--prog", &object_path("xdp_parse_tx"), "--engine", "interp"])
+        .args([
+            "--prog",
+            &object_path("xdp_parse_tx"),
+            "--engine",
+            "interp",
+            "--no-pmd",
+        ])
         .args(["--duration", "6", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

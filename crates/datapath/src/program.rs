@@ -5,11 +5,12 @@
 //! port's interface copies it into that port's UMEM and sends it there,
 //! PASS is counted (there is no tap to hand it to the kernel).
 //!
-//! One thread polls every queue of every port, with one hook, so the
-//! program's maps are shared as in the kernel.
+//! A polling thread per queue (or, with `pmd` off, one thread for all)
+//! receives batches; the program runs with one hook for all of them,
+//! taken once per batch, so its maps are shared as in the kernel.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig};
@@ -31,6 +32,8 @@ pub struct ProgramOptions {
     pub pool: PoolKind,
     pub kick_at: Option<u32>,
     pub duration: Option<Duration>,
+    /// A polling thread per queue (else one thread for all).
+    pub pmd: bool,
 }
 
 /// What happened on one port.
@@ -145,27 +148,65 @@ pub fn run(
         redirects.push(r);
     }
     let counters: Vec<Arc<PortCounters>> = ports.iter().map(|p| p.counters.clone()).collect();
-    let cycles = AtomicU64::new(0);
-    let finished = AtomicBool::new(false);
+    let shared = Shared {
+        hook: Mutex::new(hook),
+        queues: ports
+            .iter_mut()
+            .map(|p| p.queues.drain(..).map(Mutex::new).collect())
+            .collect(),
+        ifindexes: ports.iter().map(|p| p.ifindex).collect(),
+        counters: counters.clone(),
+        cycles: AtomicU64::new(0),
+        finished: AtomicBool::new(false),
+        epoch: Instant::now(),
+    };
     let start = Instant::now();
     let result = std::thread::scope(|s| {
-        let worker = s.spawn(|| poll_ports(hook, &mut ports, &finished, &cycles));
+        let shared = &shared;
+        let all: Vec<(usize, usize)> = (0..shared.queues.len())
+            .flat_map(|p| (0..shared.queues[p].len()).map(move |q| (p, q)))
+            .collect();
+        // A polling thread per queue, or one thread for all of them.
+        let groups: Vec<Vec<(usize, usize)>> = if opts.pmd {
+            all.into_iter().map(|pq| vec![pq]).collect()
+        } else {
+            vec![all]
+        };
+        let workers: Vec<_> = groups
+            .into_iter()
+            .map(|group| s.spawn(move || poll_loop(shared, &group)))
+            .collect();
         let mut next = start + Duration::from_secs(1);
         loop {
             std::thread::sleep(Duration::from_millis(20));
             let over = opts.duration.is_some_and(|d| start.elapsed() >= d);
-            if stop.load(Ordering::Relaxed) || over || worker.is_finished() {
+            let failed = workers.iter().any(|w| w.is_finished());
+            if stop.load(Ordering::Relaxed) || over || failed {
                 break;
             }
             if Instant::now() >= next {
-                tick(&totals(&counters, &cycles), start.elapsed());
+                tick(&totals(&counters, &shared.cycles), start.elapsed());
                 next += Duration::from_secs(1);
             }
         }
-        finished.store(true, Ordering::Relaxed);
-        worker.join().expect("the datapath thread panicked")
+        shared.finished.store(true, Ordering::Relaxed);
+        let mut result = Ok(());
+        for w in workers {
+            let r = w.join().expect("a datapath thread panicked");
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
     });
     let seconds = start.elapsed().as_secs_f64();
+    let cycles = shared.cycles.load(Ordering::Relaxed);
+    for (port, queues) in ports.iter_mut().zip(shared.queues) {
+        port.queues = queues
+            .into_iter()
+            .map(|q| q.into_inner().expect("queue lock"))
+            .collect();
+    }
     drop(redirects);
     let mut unaccounted = 0;
     let mut frames = 0;
@@ -207,7 +248,7 @@ pub fn run(
             })
             .collect(),
         seconds,
-        cycles: cycles.load(Ordering::Relaxed),
+        cycles,
         frames,
         frames_unaccounted: unaccounted,
     })
@@ -231,53 +272,91 @@ enum Action {
     Send { port: usize },
 }
 
-fn poll_ports(
-    hook: &mut Hook,
-    ports: &mut [Port],
-    finished: &AtomicBool,
-    cycles: &AtomicU64,
-) -> Result<(), DatapathError> {
-    let mut descs: Vec<XdpDesc> = Vec::with_capacity(64);
-    let mut bytes: Vec<u8> = Vec::with_capacity(4096);
-    let epoch = Instant::now();
-    let ifindexes: Vec<u32> = ports.iter().map(|p| p.ifindex).collect();
-    while !finished.load(Ordering::Relaxed) {
-        for p in 0..ports.len() {
-            for q in 0..ports[p].queues.len() {
-                let start = tsc();
-                ports[p].queues[q].reap_completions();
-                let n = ports[p].queues[q].receive(&mut descs);
-                let counters = ports[p].counters.clone();
-                counters.rx.fetch_add(u64::from(n), Ordering::Relaxed);
-                let meta = PacketMeta {
-                    ifindex: ports[p].ifindex,
-                    rx_queue: ports[p].queues[q].xsk.queue(),
-                    timestamp_ns: epoch.elapsed().as_nanos() as u64,
-                    ..PacketMeta::default()
+/// What the polling threads share: the one hook (so the program's maps
+/// are shared, as in the kernel; taken once per batch) and every queue
+/// (each polled by one thread; locked by others only to send a
+/// redirected frame out of it).
+struct Shared<'h> {
+    hook: Mutex<&'h mut Hook>,
+    queues: Vec<Vec<Mutex<Queue>>>,
+    ifindexes: Vec<u32>,
+    counters: Vec<Arc<PortCounters>>,
+    cycles: AtomicU64,
+    finished: AtomicBool,
+    epoch: Instant,
+}
+
+/// A thread's buffers.
+#[derive(Default)]
+struct Scratch {
+    descs: Vec<XdpDesc>,
+    bytes: Vec<u8>,
+    /// Frames for other ports: (port, range in `redirected`).
+    pending: Vec<(usize, std::ops::Range<usize>)>,
+    redirected: Vec<u8>,
+}
+
+fn poll_loop(sh: &Shared, queues: &[(usize, usize)]) -> Result<(), DatapathError> {
+    let mut scratch = Scratch::default();
+    while !sh.finished.load(Ordering::Relaxed) {
+        for &(p, q) in queues {
+            poll_queue(sh, p, q, &mut scratch)?;
+        }
+    }
+    Ok(())
+}
+
+/// One batch of queue `q` of port `p`: receive, run the program on each
+/// frame (holding the hook), carry out the verdicts on this queue, then
+/// send the frames redirected to other ports (holding only their queue).
+fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<(), DatapathError> {
+    let start = tsc();
+    let c = &sh.counters[p];
+    {
+        let mut me = sh.queues[p][q].lock().expect("queue lock");
+        me.reap_completions();
+        let n = me.receive(&mut s.descs);
+        if n > 0 {
+            c.rx.fetch_add(u64::from(n), Ordering::Relaxed);
+            let mut hook = sh.hook.lock().expect("hook lock");
+            let meta = PacketMeta {
+                ifindex: sh.ifindexes[p],
+                rx_queue: me.xsk.queue(),
+                timestamp_ns: sh.epoch.elapsed().as_nanos() as u64,
+                ..PacketMeta::default()
+            };
+            for d in &s.descs {
+                c.rx_bytes.fetch_add(u64::from(d.len), Ordering::Relaxed);
+                let Some(frame) = me.xsk.bytes_mut(d.addr, d.len as usize) else {
+                    c.lost.fetch_add(1, Ordering::Relaxed);
+                    me.recycle(d.addr);
+                    continue;
                 };
-                for d in &descs {
-                    counters
-                        .rx_bytes
-                        .fetch_add(u64::from(d.len), Ordering::Relaxed);
-                    let action = {
-                        let queue = &mut ports[p].queues[q];
-                        let Some(frame) = queue.xsk.bytes_mut(d.addr, d.len as usize) else {
-                            counters.lost.fetch_add(1, Ordering::Relaxed);
-                            queue.recycle(d.addr);
-                            continue;
-                        };
-                        decide(hook, frame, &meta, &mut bytes, &ifindexes, p, &counters)
-                    };
-                    deliver(ports, p, q, d.addr, action, &bytes, &counters);
-                }
-                let queue = &mut ports[p].queues[q];
-                queue.finish_poll(start, n)?;
-                if n > 0 {
-                    cycles.fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
+                match decide(&mut hook, frame, &meta, &mut s.bytes, &sh.ifindexes, p, c) {
+                    Action::Recycle => me.recycle(d.addr),
+                    Action::Send { port } if port == p => {
+                        send_in_frame(&mut me, d.addr, &s.bytes, c);
+                    }
+                    Action::Send { port } => {
+                        me.recycle(d.addr);
+                        let at = s.redirected.len();
+                        s.redirected.extend_from_slice(&s.bytes);
+                        s.pending.push((port, at..s.redirected.len()));
+                    }
                 }
             }
         }
+        me.finish_poll(start, n)?;
+        if n > 0 {
+            sh.cycles
+                .fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
+        }
     }
+    for (port, range) in s.pending.drain(..) {
+        let mut egress = sh.queues[port][0].lock().expect("queue lock");
+        send_copy(&mut egress, &s.redirected[range], c);
+    }
+    s.redirected.clear();
     Ok(())
 }
 
@@ -337,59 +416,29 @@ fn decide(
     }
 }
 
-/// Carries out `action` for the frame at `addr` of queue `q` of port
-/// `p`: the bytes go into the same frame (same port) or a frame of the
-/// egress port's UMEM (queue 0 there), as the paper's Figure 5.
-fn deliver(
-    ports: &mut [Port],
-    p: usize,
-    q: usize,
-    addr: u64,
-    action: Action,
-    bytes: &[u8],
-    c: &PortCounters,
-) {
-    let lost = || {
-        c.lost.fetch_add(1, Ordering::Relaxed);
-    };
-    match action {
-        Action::Recycle => ports[p].queues[q].recycle(addr),
-        Action::Send { port } if port == p => {
-            let queue = &mut ports[p].queues[q];
-            let frame = queue.xsk.frame_of(addr);
-            let at = frame + 256;
-            match queue.xsk.bytes_mut(at, bytes.len()) {
-                Some(buf) => {
-                    buf.copy_from_slice(bytes);
-                    if !queue.send(at, bytes.len() as u32) {
-                        lost();
-                    }
-                }
-                None => {
-                    queue.recycle(addr);
-                    lost();
-                }
+/// Sends `bytes` out of `queue` in the frame that held `addr` (XDP_TX).
+fn send_in_frame(queue: &mut Queue, addr: u64, bytes: &[u8], c: &PortCounters) {
+    let at = queue.xsk.frame_of(addr) + 256;
+    match queue.xsk.bytes_mut(at, bytes.len()) {
+        Some(buf) => {
+            buf.copy_from_slice(bytes);
+            if !queue.send(at, bytes.len() as u32) {
+                c.lost.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Action::Send { port } => {
-            ports[p].queues[q].recycle(addr);
-            let egress = &mut ports[port].queues[0];
-            let Some(frame) = egress.take_frame() else {
-                return lost();
-            };
-            let at = frame + 256;
-            match egress.xsk.bytes_mut(at, bytes.len()) {
-                Some(buf) => {
-                    buf.copy_from_slice(bytes);
-                    if !egress.send(at, bytes.len() as u32) {
-                        lost();
-                    }
-                }
-                None => {
-                    egress.recycle(frame);
-                    lost();
-                }
-            }
+        None => {
+            queue.recycle(addr);
+            c.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Sends a copy of `bytes` out of `egress`, in a frame of its own UMEM
+/// (the paper's Figure 5).
+fn send_copy(egress: &mut Queue, bytes: &[u8], c: &PortCounters) {
+    let Some(frame) = egress.take_frame() else {
+        c.lost.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    send_in_frame(egress, frame, bytes, c);
 }
