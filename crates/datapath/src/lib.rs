@@ -102,10 +102,16 @@ impl Options {
     }
 
     fn kick_threshold(&self) -> u32 {
-        self.kick_at
-            .unwrap_or_else(|| 512.min(self.xsk.tx_size * 3 / 4))
-            .max(1)
+        kick_threshold(self.kick_at, &self.xsk)
     }
+}
+
+/// Kick TX at `kick_at` outstanding descriptors, by default 512 or 3/4 of
+/// the TX ring, whichever is smaller.
+pub(crate) fn kick_threshold(kick_at: Option<u32>, xsk: &XskConfig) -> u32 {
+    kick_at
+        .unwrap_or_else(|| 512.min(xsk.tx_size * 3 / 4))
+        .max(1)
 }
 
 /// Counters of one queue, updated by its thread once per batch.
@@ -265,28 +271,9 @@ pub fn run(
             let qs = &mut queues;
             vec![s.spawn(move || pmd_loop(qs, finished, true))]
         };
-        let mut next = start + Duration::from_secs(1);
-        loop {
-            std::thread::sleep(Duration::from_millis(20));
-            let over = opts.duration.is_some_and(|d| start.elapsed() >= d);
-            let failed = workers.iter().any(|w| w.is_finished());
-            if stop.load(Ordering::Relaxed) || over || failed {
-                break;
-            }
-            if Instant::now() >= next {
-                tick(&Totals::of(&counters), start.elapsed());
-                next += Duration::from_secs(1);
-            }
-        }
-        finished.store(true, Ordering::Relaxed);
-        let mut result = Ok(());
-        for w in workers {
-            let r = w.join().expect("a datapath thread panicked");
-            if result.is_ok() {
-                result = r;
-            }
-        }
-        result
+        supervise(workers, &finished, start, opts.duration, stop, |at| {
+            tick(&Totals::of(&counters), at)
+        })
     });
     let seconds = start.elapsed().as_secs_f64();
     // No new frames once the program is gone; then drain.
@@ -320,6 +307,41 @@ pub fn run(
         },
         kernel,
     })
+}
+
+/// Watches the worker threads until `stop`, the duration, or a worker
+/// ending (an error); calls `tick` about once a second; then tells them
+/// to finish and gives the first error.
+pub(crate) fn supervise(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, Result<(), DatapathError>>>,
+    finished: &AtomicBool,
+    start: Instant,
+    duration: Option<Duration>,
+    stop: &AtomicBool,
+    mut tick: impl FnMut(Duration),
+) -> Result<(), DatapathError> {
+    let mut next = start + Duration::from_secs(1);
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let over = duration.is_some_and(|d| start.elapsed() >= d);
+        let failed = workers.iter().any(|w| w.is_finished());
+        if stop.load(Ordering::Relaxed) || over || failed {
+            break;
+        }
+        if Instant::now() >= next {
+            tick(start.elapsed());
+            next += Duration::from_secs(1);
+        }
+    }
+    finished.store(true, Ordering::Relaxed);
+    let mut result = Ok(());
+    for w in workers {
+        let r = w.join().expect("a datapath thread panicked");
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result
 }
 
 /// Polls `queues` until `finished`; with `wait`, sleeps in `poll()` on

@@ -106,10 +106,7 @@ pub fn run(
             "at least one port, one queue and a batch of 1".into(),
         ));
     }
-    let kick_at = opts
-        .kick_at
-        .unwrap_or_else(|| 512.min(opts.xsk.tx_size * 3 / 4))
-        .max(1);
+    let kick_at = crate::kick_threshold(opts.kick_at, &opts.xsk);
     let mut ports = Vec::new();
     for dev in &opts.ports {
         let sockets = (opts.queues.iter())
@@ -176,28 +173,10 @@ pub fn run(
             .into_iter()
             .map(|group| s.spawn(move || poll_loop(shared, &group)))
             .collect();
-        let mut next = start + Duration::from_secs(1);
-        loop {
-            std::thread::sleep(Duration::from_millis(20));
-            let over = opts.duration.is_some_and(|d| start.elapsed() >= d);
-            let failed = workers.iter().any(|w| w.is_finished());
-            if stop.load(Ordering::Relaxed) || over || failed {
-                break;
-            }
-            if Instant::now() >= next {
-                tick(&totals(&counters, &shared.cycles), start.elapsed());
-                next += Duration::from_secs(1);
-            }
-        }
-        shared.finished.store(true, Ordering::Relaxed);
-        let mut result = Ok(());
-        for w in workers {
-            let r = w.join().expect("a datapath thread panicked");
-            if result.is_ok() {
-                result = r;
-            }
-        }
-        result
+        let finished = &shared.finished;
+        crate::supervise(workers, finished, start, opts.duration, stop, |at| {
+            tick(&totals(&counters, &shared.cycles), at)
+        })
     });
     let seconds = start.elapsed().as_secs_f64();
     let cycles = shared.cycles.load(Ordering::Relaxed);
