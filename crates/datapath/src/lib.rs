@@ -368,7 +368,7 @@ fn pmd_loop(queues: &mut [Queue], finished: &AtomicBool, wait: bool) -> Result<(
     Ok(())
 }
 
-fn pin_to_cpu(i: usize) {
+pub(crate) fn pin_to_cpu(i: usize) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes inside it;
     // sched_setaffinity(0) applies to the calling thread.

@@ -32,8 +32,11 @@ pub struct ProgramOptions {
     pub pool: PoolKind,
     pub kick_at: Option<u32>,
     pub duration: Option<Duration>,
-    /// A polling thread per queue (else one thread for all).
+    /// A polling thread per queue (else one thread for all, waiting in
+    /// `poll()` while no queue has work).
     pub pmd: bool,
+    /// Pin polling thread i to CPU i (modulo the CPU count).
+    pub pin: bool,
 }
 
 /// What happened on one port.
@@ -169,9 +172,18 @@ pub fn run(
         } else {
             vec![all]
         };
+        let (wait, pin) = (!opts.pmd, opts.pin);
         let workers: Vec<_> = groups
             .into_iter()
-            .map(|group| s.spawn(move || poll_loop(shared, &group)))
+            .enumerate()
+            .map(|(i, group)| {
+                s.spawn(move || {
+                    if pin {
+                        crate::pin_to_cpu(i);
+                    }
+                    poll_loop(shared, &group, wait)
+                })
+            })
             .collect();
         let finished = &shared.finished;
         crate::supervise(workers, finished, start, opts.duration, stop, |at| {
@@ -275,11 +287,26 @@ struct Scratch {
     redirected: Vec<u8>,
 }
 
-fn poll_loop(sh: &Shared, queues: &[(usize, usize)]) -> Result<(), DatapathError> {
+/// Polls `queues` until the run ends; with `wait`, sleeps in `poll()` on
+/// their sockets while none has work.
+fn poll_loop(sh: &Shared, queues: &[(usize, usize)], wait: bool) -> Result<(), DatapathError> {
     let mut scratch = Scratch::default();
+    let mut fds: Vec<libc::pollfd> = queues
+        .iter()
+        .map(|&(p, q)| libc::pollfd {
+            fd: sh.queues[p][q].lock().expect("queue lock").xsk.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     while !sh.finished.load(Ordering::Relaxed) {
+        let mut work = 0;
         for &(p, q) in queues {
-            poll_queue(sh, p, q, &mut scratch)?;
+            work += poll_queue(sh, p, q, &mut scratch)?;
+        }
+        if wait && work == 0 {
+            // SAFETY: `fds` is a live array of its length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
         }
     }
     Ok(())
@@ -288,10 +315,10 @@ fn poll_loop(sh: &Shared, queues: &[(usize, usize)]) -> Result<(), DatapathError
 /// One batch of queue `q` of port `p`: receive, run the program on each
 /// frame (holding the hook), carry out the verdicts on this queue, then
 /// send the frames redirected to other ports (holding only their queue).
-fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<(), DatapathError> {
+fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<u32, DatapathError> {
     let start = tsc();
     let c = &sh.counters[p];
-    {
+    let received = {
         let mut me = sh.queues[p][q].lock().expect("queue lock");
         me.reap_completions();
         let n = me.receive(&mut s.descs);
@@ -330,13 +357,14 @@ fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<(), Da
             sh.cycles
                 .fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
         }
-    }
+        n
+    };
     for (port, range) in s.pending.drain(..) {
         let mut egress = sh.queues[port][0].lock().expect("queue lock");
         send_copy(&mut egress, &s.redirected[range], c);
     }
     s.redirected.clear();
-    Ok(())
+    Ok(received)
 }
 
 /// Runs the program on `frame`; the bytes to send (if any) go to `out`.

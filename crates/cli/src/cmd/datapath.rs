@@ -31,9 +31,6 @@ pub struct Args {
     /// The engine running the program
     #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
     engine: run::Engine,
-    /// One thread for all queues instead of a polling thread per queue
-    #[arg(long)]
-    no_pmd: bool,
     #[command(flatten)]
     common: xsk::Common,
 }
@@ -67,7 +64,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         pool: c.pool,
         kick_at: c.kick_at,
         duration: c.duration(),
-        pmd: !a.no_pmd,
+        pmd: !c.no_pmd,
+        pin: c.pin,
     };
     let stop = xsk::stop_on_signals();
     if !c.json {

@@ -41,12 +41,6 @@ pub struct Args {
     dev: String,
     #[command(flatten)]
     common: Common,
-    /// No polling thread per queue: one thread waiting in poll() on every socket
-    #[arg(long)]
-    no_pmd: bool,
-    /// Pin each polling thread to a CPU
-    #[arg(long)]
-    pin: bool,
     /// One UMEM for all queues (XDP_SHARED_UMEM) with one free-frame pool behind a mutex
     #[arg(long)]
     shared_umem: bool,
@@ -73,6 +67,12 @@ pub struct Common {
     /// Packets per batch
     #[arg(long, default_value_t = 32)]
     pub batch: u32,
+    /// No polling thread per queue: one thread waiting in poll() on every socket
+    #[arg(long)]
+    pub no_pmd: bool,
+    /// Pin polling thread i to CPU i (modulo the CPU count)
+    #[arg(long)]
+    pub pin: bool,
     /// Free-frame pool design
     #[arg(long, default_value = "stack")]
     pub pool: PoolKind,
@@ -85,6 +85,9 @@ pub struct Common {
     /// Frames per UMEM (per queue)
     #[arg(long, default_value_t = 4096)]
     pub frames: u32,
+    /// Bytes the kernel leaves free in each frame before a received packet, beyond XDP's 256
+    #[arg(long, default_value_t = 0)]
+    pub headroom: u32,
     /// Entries of each ring (power of two)
     #[arg(long, default_value_t = 2048)]
     pub ring_size: u32,
@@ -113,6 +116,7 @@ impl Common {
             },
             frame_size: self.frame_size,
             frame_count: self.frames,
+            headroom: self.headroom,
             rx_size: self.ring_size,
             tx_size: self.ring_size,
             fill_size: self.ring_size,
@@ -168,8 +172,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     opts.pool = c.pool;
     opts.meta = a.meta;
     opts.shared_umem = a.shared_umem;
-    opts.pmd = !a.no_pmd;
-    opts.pin = a.pin;
+    opts.pmd = !c.no_pmd;
+    opts.pin = c.pin;
     opts.kick_at = c.kick_at;
     opts.duration = c.duration();
     let app = match a.bench {
