@@ -24,6 +24,7 @@ pub mod helpers;
 mod interp;
 #[cfg(target_arch = "x86_64")]
 mod jit;
+mod memops;
 pub mod memory;
 mod op;
 mod program;

@@ -1,0 +1,160 @@
+//! What the namespace tests share: a veth pair between two network
+//! namespaces (created by the test, deleted on drop, also when it fails)
+//! and running `sluice` and `ip`.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::path::PathBuf;
+use std::process::Command;
+
+pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+
+pub fn kernel_available(what: &str) -> bool {
+    kernel::available_for_test(what)
+}
+
+pub fn sh(cmd: &[&str]) -> String {
+    let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn sluice(args: &[&str]) -> String {
+    let out = Command::new(SLUICE).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "sluice {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Two namespaces, `a` sending from `va`, `b` receiving on `vb`; all of it
+/// (and the pin directory) goes away on drop.
+pub struct Pair {
+    pub a: String,
+    pub b: String,
+    pub pins: PathBuf,
+}
+
+pub const VA: &str = "sl_tx";
+pub const VB: &str = "sl_rx";
+
+impl Pair {
+    pub fn new(tag: &str) -> Pair {
+        Pair::with_queues(tag, 1)
+    }
+
+    /// A pair whose veth ends have `queues` RX and TX queues each.
+    pub fn with_queues(tag: &str, queues: u32) -> Pair {
+        let id = std::process::id();
+        let pair = Pair {
+            a: format!("slt{id}{tag}a"),
+            b: format!("slt{id}{tag}b"),
+            pins: PathBuf::from(format!("/sys/fs/bpf/sluice-test-{id}-{tag}")),
+        };
+        sh(&["ip", "netns", "add", &pair.a]);
+        sh(&["ip", "netns", "add", &pair.b]);
+        let q = queues.to_string();
+        sh(&[
+            "ip",
+            "link",
+            "add",
+            VA,
+            "netns",
+            &pair.a,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            VB,
+            "netns",
+            &pair.b,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
+        // No IPv6 (router solicitations, DAD) and no addresses (ARP): only
+        // the test's own frames cross the link.
+        for ns in [&pair.a, &pair.b] {
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ]);
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ]);
+        }
+        sh(&["ip", "-n", &pair.a, "link", "set", VA, "up"]);
+        sh(&["ip", "-n", &pair.b, "link", "set", VB, "up"]);
+        pair
+    }
+
+    pub fn pin(&self, name: &str) -> String {
+        self.pins.join(name).display().to_string()
+    }
+
+    /// `sluice --netns B attach ...`
+    pub fn attach(&self, object: &str, extra: &[&str], pin: &str) -> String {
+        let obj = object_path(object);
+        let mut args = vec![
+            "--netns", &self.b, "attach", &obj, "--dev", VB, "--pin", pin,
+        ];
+        args.extend(extra);
+        sluice(&args)
+    }
+
+    pub fn send(&self, spec: &str, method: &str) {
+        let out = sluice(&[
+            "--netns", &self.a, "gen", "--dev", VA, spec, "--method", method, "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["method"],
+            if method == "live" {
+                "xdp-live-frames"
+            } else {
+                "af-packet"
+            }
+        );
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its veth end, which takes the peer,
+        // the XDP programs and the qdiscs with it.
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = std::fs::remove_dir_all(&self.pins);
+    }
+}
+
+pub fn object_path(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../target/bpf/{name}.o"))
+        .display()
+        .to_string()
+}

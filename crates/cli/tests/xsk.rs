@@ -1,0 +1,339 @@
+//! The AF_XDP datapath on real interfaces (root): `sluice xsk` and
+//! `sluice datapath` between network namespaces joined by veth pairs,
+//! with counts and bytes checked at the receiving end, frames accounted
+//! for at shutdown, and nothing left attached.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// `sluice --netns NS xsk ...` started in the background, its stdout kept.
+fn spawn_xsk(ns: &str, args: &[&str]) -> std::process::Child {
+    Command::new(SLUICE)
+        .args(["--netns", ns, "xsk"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `ns` shows an XDP program (the datapath's redirect) on a
+/// link.
+fn wait_attached(ns: &str) {
+    for _ in 0..200 {
+        let status = sluice(&["--netns", ns, "status", "--json"]);
+        if status.trim() != "[]" {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no XDP program appeared in {ns}");
+}
+
+fn xsk_summary(child: std::process::Child) -> serde_json::Value {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sluice xsk: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_af_xdp_datapath_drops_and_reflects_every_frame() {
+    if !kernel_available("veth test (AF_XDP datapath)") {
+        return;
+    }
+    let p = Pair::new("x");
+    // B reflects (l2fwd, metadata inline) what A sends; A's own datapath
+    // receives it back (list pool, metadata in an array).
+    let fwd = spawn_xsk(
+        &p.b,
+        &[
+            "l2fwd",
+            "--dev",
+            VB,
+            "--meta",
+            "inline",
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
+    let rx = spawn_xsk(
+        &p.a,
+        &[
+            "rxdrop",
+            "--dev",
+            VA,
+            "--pool",
+            "list",
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
+    wait_attached(&p.b);
+    wait_attached(&p.a);
+    p.send("udp,size=100,count=3000,rate=20000", "live");
+    let fwd = xsk_summary(fwd);
+    let rx = xsk_summary(rx);
+    assert_eq!(fwd["bind"], "copy", "veth has no zero-copy: {fwd}");
+    assert_eq!(fwd["rx_packets"], 3000, "{fwd}");
+    assert_eq!(fwd["rx_bytes"], 300_000, "{fwd}");
+    assert_eq!(fwd["tx_packets"], 3000, "{fwd}");
+    assert_eq!(rx["rx_packets"], 3000, "{rx}");
+    assert_eq!(rx["dropped"], 3000, "{rx}");
+    assert_eq!(rx["rx_bytes"], 300_000, "{rx}");
+    for s in [&fwd, &rx] {
+        assert_eq!(s["frames_unaccounted"], 0, "no frame leaked: {s}");
+        assert_eq!(s["kernel"]["rx_ring_full"], 0, "{s}");
+    }
+    for ns in [&p.a, &p.b] {
+        let status = sluice(&["--netns", ns, "status", "--json"]);
+        assert_eq!(status.trim(), "[]", "the redirect program is gone");
+    }
+}
+
+#[test]
+fn the_af_xdp_datapath_stops_cleanly_on_sigint() {
+    if !kernel_available("veth test (AF_XDP datapath, SIGINT)") {
+        return;
+    }
+    let p = Pair::new("i");
+    let child = spawn_xsk(&p.b, &["rxdrop", "--dev", VB, "--no-pmd", "--json"]);
+    wait_attached(&p.b);
+    p.send("udp,count=500,rate=20000", "live");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let s = xsk_summary(child);
+    assert_eq!(s["rx_packets"], 500, "{s}");
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
+    let status = sluice(&["--netns", &p.b, "status", "--json"]);
+    assert_eq!(status.trim(), "[]", "the redirect program is gone");
+}
+
+#[test]
+fn af_xdp_misuse_is_explained() {
+    if !kernel_available("veth test (AF_XDP errors)") {
+        return;
+    }
+    let p = Pair::new("m");
+    let fail = |args: &[&str]| {
+        let out = Command::new(SLUICE)
+            .args(["--netns", &p.b, "xsk", "rxdrop", "--duration", "1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = fail(&["--dev", "nosuchdev0"]);
+    assert!(e.contains("no interface \"nosuchdev0\""), "{e}");
+    let e = fail(&["--dev", VB, "--queue", "5"]);
+    assert!(e.contains("queue 5 is out of range"), "{e}");
+    let e = fail(&["--dev", VB, "--bind", "zero-copy"]);
+    assert!(e.contains("zero-copy AF_XDP is not supported"), "{e}");
+    let e = fail(&["--dev", VB, "--ring-size", "1000"]);
+    assert!(e.contains("must be a power of two"), "{e}");
+    let e = fail(&["--dev", VB, "--frame-size", "3000"]);
+    assert!(e.contains("frame size 3000"), "{e}");
+    // A datapath program must be an XDP program.
+    let out = Command::new(SLUICE)
+        .args(["--netns", &p.b, "datapath", "--port", VB, "--duration", "1"])
+        .args(["--prog", &object_path("tc_classify")])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("is not an XDP program"), "{e}");
+    // Nothing stays attached after a refusal.
+    let status = sluice(&["--netns", &p.b, "status", "--json"]);
+    assert_eq!(status.trim(), "[]");
+    // Without privileges (as nobody, on loopback in this namespace).
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([SLUICE, "xsk", "rxdrop", "--dev", "lo", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("permission denied"), "{e}");
+}
+
+/// A namespace of a test, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn a_program_on_the_datapath_routes_between_two_ports() {
+    if !kernel_available("veth test (AF_XDP datapath with a program)") {
+        return;
+    }
+    // A (sl_tx) -- (sl_rx) B (sl_b2) -- (sl_c) C: B's datapath runs the
+    // router example on both of its ports, C counts what arrives.
+    let p = Pair::new("r");
+    let c = Netns(format!("slt{}rc", std::process::id()));
+    sh(&["ip", "netns", "add", &c.0]);
+    sh(&[
+        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
+        "netns", &c.0,
+    ]);
+    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
+    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+    let link = sh(&["ip", "-n", &p.b, "-o", "link", "show", "sl_b2"]);
+    let out_if: u32 = link.split(':').next().unwrap().trim().parse().unwrap();
+    let nexthop = format!("hex:{:02x}0000000200000000aa0200000000bb", out_if);
+    let receiver = spawn_xsk(
+        &c.0,
+        &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
+    );
+    let router = Command::new(SLUICE)
+        .args(["--netns", &p.b, "datapath", "--port", VB, "--port", "sl_b2"])
+        .args(["--prog", &object_path("xdp_router")])
+        .args([
+            "--map-update",
+            "tx_ports",
+            &out_if.to_string(),
+            &out_if.to_string(),
+        ])
+        .args(["--map-update", "routes_v4", "10.255.0.0/16", &nexthop])
+        .args(["--duration", "6", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_attached(&c.0);
+    wait_attached(&p.b);
+    p.send("udp,count=2000,rate=20000", "live");
+    let router = xsk_summary(router);
+    let received = xsk_summary(receiver);
+    let ports = router["ports"].as_array().unwrap();
+    assert_eq!(ports[0]["rx_packets"], 2000, "{router}");
+    assert_eq!(ports[0]["verdicts"]["redirect"], 2000, "{router}");
+    assert_eq!(ports[1]["tx_packets"], 2000, "{router}");
+    assert_eq!(ports[1]["lost"], 0, "{router}");
+    assert_eq!(router["frames_unaccounted"], 0, "{router}");
+    assert_eq!(received["rx_packets"], 2000, "{received}");
+    assert_eq!(received["rx_bytes"], 2000 * 64, "{received}");
+    for ns in [&p.b, &c.0] {
+        let status = sluice(&["--netns", ns, "status", "--json"]);
+        assert_eq!(status.trim(), "[]", "the redirect programs are gone");
+    }
+}
+
+#[test]
+fn a_program_on_the_datapath_sends_back_what_it_tx_es() {
+    if !kernel_available("veth test (AF_XDP datapath, XDP_TX)") {
+        return;
+    }
+    let p = Pair::new("t");
+    let program = Command::new(SLUICE)
+        .args(["--netns", &p.b, "datapath", "--port", VB])
+        .args([
+            "--prog",
+            &object_path("xdp_parse_tx"),
+            "--engine",
+            "interp",
+            "--no-pmd",
+        ])
+        .args(["--duration", "6", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = spawn_xsk(&p.a, &["rxdrop", "--dev", VA, "--duration", "6", "--json"]);
+    wait_attached(&p.b);
+    wait_attached(&p.a);
+    p.send("udp,size=80,count=1500,rate=20000", "live");
+    let program = xsk_summary(program);
+    let rx = xsk_summary(rx);
+    let port = &program["ports"][0];
+    assert_eq!(port["verdicts"]["tx"], 1500, "{program}");
+    assert_eq!(port["tx_packets"], 1500, "{program}");
+    assert_eq!(program["frames_unaccounted"], 0, "{program}");
+    assert_eq!(rx["rx_packets"], 1500, "{rx}");
+    assert_eq!(rx["rx_bytes"], 1500 * 80, "{rx}");
+}
+
+#[test]
+fn two_queues_can_share_one_umem() {
+    if !kernel_available("veth test (AF_XDP shared UMEM)") {
+        return;
+    }
+    let p = Pair::with_queues("s", 2);
+    let child = spawn_xsk(
+        &p.b,
+        &[
+            "rxdrop",
+            "--dev",
+            VB,
+            "--queue",
+            "0",
+            "--queue",
+            "1",
+            "--shared-umem",
+            "--no-pmd",
+            "--duration",
+            "5",
+            "--json",
+        ],
+    );
+    wait_attached(&p.b);
+    p.send("udp,count=2000,rate=10000", "live");
+    let s = xsk_summary(child);
+    assert_eq!(s["queues"], serde_json::json!([0, 1]), "{s}");
+    assert_eq!(s["frames"], 4096, "one UMEM: {s}");
+    assert_eq!(s["rx_packets"], 2000, "{s}");
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
+}
+
+#[test]
+fn txonly_sends_the_generated_frame() {
+    if !kernel_available("veth test (AF_XDP txonly)") {
+        return;
+    }
+    let p = Pair::new("o");
+    let rx = spawn_xsk(&p.a, &["rxdrop", "--dev", VA, "--duration", "4", "--json"]);
+    wait_attached(&p.a);
+    let tx = spawn_xsk(
+        &p.b,
+        &[
+            "txonly",
+            "--dev",
+            VB,
+            "--packet",
+            "udp,size=90",
+            "--duration",
+            "2",
+            "--json",
+        ],
+    );
+    let tx = xsk_summary(tx);
+    let rx = xsk_summary(rx);
+    let sent = tx["tx_packets"].as_u64().unwrap();
+    let got = rx["rx_packets"].as_u64().unwrap();
+    assert!(sent > 1000, "{tx}");
+    assert!(got > 0 && got <= sent, "sent {sent}, received {got}: {rx}");
+    assert_eq!(
+        rx["rx_bytes"].as_u64().unwrap(),
+        got * 90,
+        "every frame is the template"
+    );
+    assert_eq!(tx["frames_unaccounted"], 0, "{tx}");
+}
