@@ -9,15 +9,9 @@ use std::process::Command;
 
 use common::*;
 
-/// `sluice --netns NS xsk ...` started in the background, its stdout kept.
+/// `sluice --netns NS xsk ARGS...` started in the background.
 fn spawn_xsk(ns: &str, args: &[&str]) -> std::process::Child {
-    Command::new(SLUICE)
-        .args(["--netns", ns, "xsk"])
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
+    spawn_sluice(ns, &[&["xsk"], args].concat())
 }
 
 /// Waits until `ns` shows an XDP program (the datapath's redirect) on a
@@ -33,11 +27,11 @@ fn wait_attached(ns: &str) {
     panic!("no XDP program appeared in {ns}");
 }
 
-fn xsk_summary(child: std::process::Child) -> serde_json::Value {
+fn summary(child: std::process::Child) -> serde_json::Value {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "sluice xsk: {}",
+        "sluice: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
@@ -80,8 +74,8 @@ fn the_af_xdp_datapath_drops_and_reflects_every_frame() {
     wait_attached(&p.b);
     wait_attached(&p.a);
     p.send("udp,size=100,count=3000,rate=20000", "live");
-    let fwd = xsk_summary(fwd);
-    let rx = xsk_summary(rx);
+    let fwd = summary(fwd);
+    let rx = summary(rx);
     assert_eq!(fwd["bind"], "copy", "veth has no zero-copy: {fwd}");
     assert_eq!(fwd["rx_packets"], 3000, "{fwd}");
     assert_eq!(fwd["rx_bytes"], 300_000, "{fwd}");
@@ -111,7 +105,7 @@ fn the_af_xdp_datapath_stops_cleanly_on_sigint() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: signalling our own child by its PID.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let s = xsk_summary(child);
+    let s = summary(child);
     assert_eq!(s["rx_packets"], 500, "{s}");
     assert_eq!(s["frames_unaccounted"], 0, "{s}");
     let status = sluice(&["--netns", &p.b, "status", "--json"]);
@@ -203,26 +197,35 @@ fn a_program_on_the_datapath_routes_between_two_ports() {
         &c.0,
         &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
     );
-    let router = Command::new(SLUICE)
-        .args(["--netns", &p.b, "datapath", "--port", VB, "--port", "sl_b2"])
-        .args(["--prog", &object_path("xdp_router")])
-        .args([
+    let (router_obj, out) = (object_path("xdp_router"), out_if.to_string());
+    let router = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
+            "--port",
+            "sl_b2",
+            "--prog",
+            &router_obj,
             "--map-update",
             "tx_ports",
-            &out_if.to_string(),
-            &out_if.to_string(),
-        ])
-        .args(["--map-update", "routes_v4", "10.255.0.0/16", &nexthop])
-        .args(["--duration", "6", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+            &out,
+            &out,
+            "--map-update",
+            "routes_v4",
+            "10.255.0.0/16",
+            &nexthop,
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
     wait_attached(&c.0);
     wait_attached(&p.b);
     p.send("udp,count=2000,rate=20000", "live");
-    let router = xsk_summary(router);
-    let received = xsk_summary(receiver);
+    let router = summary(router);
+    let received = summary(receiver);
     let ports = router["ports"].as_array().unwrap();
     assert_eq!(ports[0]["rx_packets"], 2000, "{router}");
     assert_eq!(ports[0]["verdicts"]["redirect"], 2000, "{router}");
@@ -243,26 +246,29 @@ fn a_program_on_the_datapath_sends_back_what_it_tx_es() {
         return;
     }
     let p = Pair::new("t");
-    let program = Command::new(SLUICE)
-        .args(["--netns", &p.b, "datapath", "--port", VB])
-        .args([
+    let tx_obj = object_path("xdp_parse_tx");
+    let program = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
             "--prog",
-            &object_path("xdp_parse_tx"),
+            &tx_obj,
             "--engine",
             "interp",
             "--no-pmd",
-        ])
-        .args(["--duration", "6", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
     let rx = spawn_xsk(&p.a, &["rxdrop", "--dev", VA, "--duration", "6", "--json"]);
     wait_attached(&p.b);
     wait_attached(&p.a);
     p.send("udp,size=80,count=1500,rate=20000", "live");
-    let program = xsk_summary(program);
-    let rx = xsk_summary(rx);
+    let program = summary(program);
+    let rx = summary(rx);
     let port = &program["ports"][0];
     assert_eq!(port["verdicts"]["tx"], 1500, "{program}");
     assert_eq!(port["tx_packets"], 1500, "{program}");
@@ -296,7 +302,7 @@ fn two_queues_can_share_one_umem() {
     );
     wait_attached(&p.b);
     p.send("udp,count=2000,rate=10000", "live");
-    let s = xsk_summary(child);
+    let s = summary(child);
     assert_eq!(s["queues"], serde_json::json!([0, 1]), "{s}");
     assert_eq!(s["frames"], 4096, "one UMEM: {s}");
     assert_eq!(s["rx_packets"], 2000, "{s}");
@@ -324,8 +330,8 @@ fn txonly_sends_the_generated_frame() {
             "--json",
         ],
     );
-    let tx = xsk_summary(tx);
-    let rx = xsk_summary(rx);
+    let tx = summary(tx);
+    let rx = summary(rx);
     let sent = tx["tx_packets"].as_u64().unwrap();
     let got = rx["rx_packets"].as_u64().unwrap();
     assert!(sent > 1000, "{tx}");

@@ -12,26 +12,39 @@ pub fn kernel_available(what: &str) -> bool {
     kernel::available_for_test(what)
 }
 
-pub fn sh(cmd: &[&str]) -> String {
-    let out = Command::new(cmd[0]).args(&cmd[1..]).output().unwrap();
+/// Runs `cmd` to success; its stdout.
+fn output_of(mut cmd: Command, what: &str) -> String {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
-        "{cmd:?}: {}{}",
+        "{what}: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+pub fn sh(cmd: &[&str]) -> String {
+    let mut c = Command::new(cmd[0]);
+    c.args(&cmd[1..]);
+    output_of(c, &format!("{cmd:?}"))
+}
+
 pub fn sluice(args: &[&str]) -> String {
-    let out = Command::new(SLUICE).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "sluice {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let mut c = Command::new(SLUICE);
+    c.args(args);
+    output_of(c, &format!("sluice {args:?}"))
+}
+
+/// `sluice --netns NS ARGS...` started in the background, its output kept.
+pub fn spawn_sluice(ns: &str, args: &[&str]) -> std::process::Child {
+    Command::new(SLUICE)
+        .args(["--netns", ns])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Two namespaces, `a` sending from `va`, `b` receiving on `vb`; all of it
