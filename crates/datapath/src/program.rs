@@ -44,8 +44,6 @@ pub struct ProgramOptions {
 pub struct PortCounters {
     pub rx: AtomicU64,
     pub rx_bytes: AtomicU64,
-    /// Frames sent out of this port (completed), from TX or redirects.
-    pub tx: AtomicU64,
     pub dropped: AtomicU64,
     pub passed: AtomicU64,
     pub tx_verdicts: AtomicU64,
@@ -250,6 +248,8 @@ fn totals(counters: &[Arc<PortCounters>], cycles: &AtomicU64) -> Totals {
     for c in counters {
         t.rx += c.rx.load(Ordering::Relaxed);
         t.rx_bytes += c.rx_bytes.load(Ordering::Relaxed);
+        // Live: frames the program sent on (completions are counted per
+        // queue and summed at the end).
         t.tx += c.tx_verdicts.load(Ordering::Relaxed) + c.redirected.load(Ordering::Relaxed);
         t.dropped += c.dropped.load(Ordering::Relaxed) + c.aborted.load(Ordering::Relaxed);
     }
