@@ -4,6 +4,7 @@ mod cmd;
 mod input;
 mod mapfmt;
 mod pin;
+mod progress;
 mod report;
 mod settings;
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use pipeline::Batch;
 use runtime::{Hook, PacketMeta};
 use serde::Serialize;
 
@@ -118,9 +119,13 @@ fn hook(a: &run::Args, jit: bool) -> Result<Hook, String> {
     Ok(h)
 }
 
+/// Times the pipeline's worker over the batches (what a one-thread replay
+/// spends per packet, reading aside), after one pass that records each
+/// packet's verdict.
 fn sluice_engine(
     mut h: Hook,
     packets: &[Vec<u8>],
+    batches: &[Batch],
     seconds: f64,
 ) -> Result<(f64, Vec<String>), String> {
     let m = meta();
@@ -128,13 +133,14 @@ fn sluice_engine(
         .iter()
         .map(|p| {
             h.run(p, &m)
-                .map(|o| o.verdict.name())
+                .map(|o| o.verdict.name().to_string())
                 .unwrap_or_else(|e| format!("ERROR {e}"))
         })
         .collect();
+    let mut worker = pipeline::Worker::new(&mut h, &pipeline::Sinks::new(), m.ifindex);
     let ns = time_passes(seconds, packets.len(), || {
-        for p in packets {
-            let _ = h.run(p, &m);
+        for b in batches {
+            worker.run(b);
         }
         Ok(())
     })?;
@@ -286,12 +292,17 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         engine: run::Engine::Interp,
         ..run::Args::default()
     };
-    let (frames, _) = run::source(&ra)?;
-    let mut packets = Vec::new();
-    for f in frames.take(a.packets) {
-        let (_, data, _) = f?;
-        packets.push(data[..data.len().min(runtime::MAX_FRAME)].to_vec());
-    }
+    let mut source = run::source(&ra)?;
+    let (mut packets, mut batches) = (Vec::new(), vec![Batch::new()]);
+    pipeline::for_each_packet(source.as_mut(), Some(a.packets as u64), |info, data| {
+        packets.push(data.to_vec());
+        if batches.last().is_some_and(Batch::is_full) {
+            batches.push(Batch::new());
+        }
+        let b = batches.last_mut().expect("one batch at least");
+        b.push(info.seq, info.timestamp_ns, info.link, data);
+    })
+    .map_err(|e| e.to_string())?;
     if packets.is_empty() {
         return Err("no packets to run".into());
     }
@@ -304,11 +315,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
 
     let mut results = Vec::new();
-    let (interp_ns, interp_verdicts) = sluice_engine(interp, &packets, a.seconds)?;
+    let (interp_ns, interp_verdicts) = sluice_engine(interp, &packets, &batches, a.seconds)?;
     results.push(Engine::measured("interp", interp_ns));
     #[cfg(target_arch = "x86_64")]
     {
-        let (jit_ns, jit_verdicts) = sluice_engine(hook(&ra, true)?, &packets, a.seconds)?;
+        let (jit_ns, jit_verdicts) =
+            sluice_engine(hook(&ra, true)?, &packets, &batches, a.seconds)?;
         if jit_verdicts != interp_verdicts {
             return Err(
                 "the JIT and the interpreter gave different verdicts: a bug, please report it"

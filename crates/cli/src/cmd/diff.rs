@@ -1,12 +1,10 @@
 //! `sluice diff`: every packet through the sluice VM and through the
 //! kernel's BPF_PROG_TEST_RUN, compared (verdict, packet, context, maps).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use difftest::{Differ, Difference, Summary};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::cmd::run;
@@ -80,29 +78,15 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .unwrap_or_else(|| "sluice".into());
     let mut differ = Differ::new(hook, &bytes, &name, a.show)
         .map_err(|e| format!("{}: {e}", a.object.display()))?;
-    let (frames, total) = run::source(&run_args)?;
-    let limit = a.limit.unwrap_or(u64::MAX);
-    let bar = (std::io::stderr().is_terminal() && !a.json).then(|| {
-        let style = match total {
-            Some(_) => "{spinner} {bar:40} {pos}/{len} packets  {per_sec}  eta {eta}",
-            None => "{spinner} {pos} packets  {per_sec}",
-        };
-        ProgressBar::new(total.unwrap_or(0).min(limit))
-            .with_style(ProgressStyle::with_template(style).expect("template"))
-    });
-    for (i, frame) in frames.enumerate() {
-        if i as u64 >= limit {
-            break;
-        }
-        let (ts, data, _) = frame?;
-        differ.packet(i as u64, ts, &data);
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let mut source = run::source(&run_args)?;
+    let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
+    crate::progress::with_progress(total, a.json, |count| {
+        pipeline::for_each_packet(source.as_mut(), a.limit, |info, data| {
+            differ.packet(info.seq - 1, info.timestamp_ns, data);
+            count.store(info.seq, std::sync::atomic::Ordering::Relaxed);
+        })
+    })
+    .map_err(|e| e.to_string())?;
     let summary = differ.into_summary();
     let report = DiffReport {
         object: a.object.display().to_string(),

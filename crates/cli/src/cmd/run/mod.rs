@@ -1,0 +1,240 @@
+//! `sluice run`: replays packets through a program in the VM and reports
+//! verdicts, costs, output and maps.
+
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use pipeline::{Capture, Generated, Route, Shard, Sinks, Source};
+use runtime::{Hook, Image, LoadOptions};
+
+use crate::mapfmt;
+use crate::settings::ObjectSettings;
+
+/// Replay packets through a program in the sluice VM (no root needed).
+/// Which engine runs the programs.
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum Engine {
+    #[default]
+    Jit,
+    Interp,
+}
+
+#[derive(clap::Args, Clone, Default)]
+pub struct Args {
+    /// Object file built by clang -target bpf
+    pub object: PathBuf,
+    /// Program to run (a function name; needed when the object has several)
+    #[arg(long)]
+    pub prog: Option<String>,
+    /// Capture to replay (pcap or pcapng)
+    #[arg(long, conflicts_with = "gen", required_unless_present = "gen")]
+    pub pcap: Option<PathBuf>,
+    /// Generated traffic, e.g. udp,flows=1000,size=64,count=1000000 (repeat to mix streams)
+    #[arg(long)]
+    pub r#gen: Vec<String>,
+    /// Write passed packets here (pcap; .pcapng for pcapng)
+    #[arg(long)]
+    pub out_pass: Option<PathBuf>,
+    /// Write packets sent back out (XDP_TX) here
+    #[arg(long)]
+    pub out_tx: Option<PathBuf>,
+    /// Write redirected packets here
+    #[arg(long)]
+    pub out_redirect: Option<PathBuf>,
+    /// Write dropped packets here
+    #[arg(long)]
+    pub out_drop: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: ObjectSettings,
+    /// Add a map entry before the run: NAME KEY VALUE (KEY/VALUE: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES)
+    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
+    pub map_update: Vec<String>,
+    /// Forwarding table for bpf_fib_lookup: a file of `link`, `neigh` and route lines
+    #[arg(long)]
+    pub fib: Option<PathBuf>,
+    /// Resolve CO-RE relocations against this BTF (raw, like /sys/kernel/btf/vmlinux, or an object's .BTF; `bundled`: sluice's UAPI types) instead of the running kernel's
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
+    /// Keep maps pinned by name (LIBBPF_PIN_BY_NAME) in this directory across runs
+    #[arg(long)]
+    pub pin: Option<PathBuf>,
+    /// Simulated CPUs (per-CPU maps keep one value per CPU; at least one per thread)
+    #[arg(long, default_value_t = 1)]
+    pub cpus: u32,
+    /// Worker threads, each with its own copy of the program on the same
+    /// maps, packets sharded by flow (0: one per core)
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// How packets are spread over threads: symmetric (both directions of a
+    /// flow together), directional, or round-robin
+    #[arg(long, default_value = "symmetric")]
+    pub shard: Shard,
+    /// Interface index the packets arrive on
+    #[arg(long, default_value_t = 1)]
+    pub ifindex: u32,
+    /// Stop after this many packets
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Count memory accesses per region too
+    #[arg(long)]
+    pub count_memory: bool,
+    /// Entries shown per map
+    #[arg(long, default_value_t = 16)]
+    pub map_entries: usize,
+    /// Replay without verifying first (every access is still checked at run time)
+    #[arg(long)]
+    pub no_verify: bool,
+    /// The engine: the x86-64 JIT (the interpreter on other hosts) or the
+    /// interpreter
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
+    pub engine: Engine,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Loads the object with the options and map updates of `a`.
+pub fn prepare(a: &Args) -> Result<Hook, String> {
+    let data = std::fs::read(&a.object).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    prepare_bytes(a, &data)
+}
+
+/// Like [`prepare`], with the object's bytes at hand.
+pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
+    let custom = match &a.btf {
+        Some(path) if path.as_os_str() == "bundled" => None,
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let origin = path.display().to_string();
+            Some(obj::CoreTarget::from_bytes(&bytes, &origin).map_err(|e| format!("--btf {e}"))?)
+        }
+        None => None,
+    };
+    let target = match (&custom, &a.btf) {
+        (Some(t), _) => t,
+        (None, Some(_)) => obj::CoreTarget::bundled(),
+        (None, None) => obj::CoreTarget::default_target(),
+    };
+    let object = obj::Object::parse_with(data, Some(target))
+        .map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let mut opts = LoadOptions {
+        ncpus: a.cpus.max(a.worker_threads() as u32).max(1),
+        ..LoadOptions::default()
+    };
+    a.settings.apply(&object, &mut opts)?;
+    let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let prog = image
+        .find_program(a.prog.as_deref())
+        .map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let mut hook = Hook::new(image, prog, 0).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    hook.set_counting(a.count_memory);
+    if a.engine == Engine::Jit
+        && let Err(e) = hook.enable_jit()
+    {
+        eprintln!("sluice: note: {e}");
+    }
+    if let Some(fib) = &a.fib {
+        let text = std::fs::read_to_string(fib).map_err(|e| format!("{}: {e}", fib.display()))?;
+        hook.env_mut().fib =
+            runtime::fib::Fib::parse(&text).map_err(|e| format!("{}: {e}", fib.display()))?;
+    }
+    if let Some(dir) = &a.pin {
+        crate::pin::load(&mut hook, dir)?;
+    }
+    for u in a.map_update.chunks(3) {
+        let [name, key, value] = u else {
+            unreachable!("clap gives three values")
+        };
+        let i = hook
+            .object()
+            .map_index(name)
+            .ok_or_else(|| format!("--map-update {name}: no such map"))?;
+        let map = &mut hook.maps_mut()[i];
+        let spec = map.spec().clone();
+        let k = mapfmt::parse(key, spec.key_size as usize, spec.map_type, true)
+            .map_err(|e| format!("--map-update {name}: key {e}"))?;
+        let v = mapfmt::parse(value, map.user_value_len(), spec.map_type, false)
+            .map_err(|e| format!("--map-update {name}: value {e}"))?;
+        map.user_update(&k, &v, maps::update::ANY)
+            .map_err(|e| format!("--map-update {name} {key} {value}: {e}"))?;
+    }
+    Ok(hook)
+}
+
+impl Args {
+    /// The worker threads the replay uses.
+    pub fn worker_threads(&self) -> usize {
+        match self.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
+}
+
+/// The packets `a` names: a capture or generated traffic.
+pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
+    match &a.pcap {
+        Some(path) => Ok(Box::new(Capture::open(path).map_err(|e| e.to_string())?)),
+        None => Ok(Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?)),
+    }
+}
+
+/// The per-verdict outputs `a` asks for.
+fn sinks(a: &Args) -> Result<Sinks, String> {
+    let mut sinks = Sinks::new();
+    for (path, route) in [
+        (&a.out_pass, Route::Pass),
+        (&a.out_tx, Route::Tx),
+        (&a.out_redirect, Route::Redirect),
+        (&a.out_drop, Route::Drop),
+    ] {
+        if let Some(p) = path {
+            let w = pipeline::PcapWriter::create(p).map_err(|e| e.to_string())?;
+            sinks.add(&[route], Box::new(w));
+        }
+    }
+    Ok(sinks)
+}
+
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    let mut hook = prepare(&a)?;
+    if !a.no_verify {
+        crate::cmd::verify::before_run(&mut hook)?;
+    }
+    report(&a, &mut hook)
+}
+
+/// Replays, saves pinned maps and prints the report.
+pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
+    let mut source = source(a)?;
+    let sinks = sinks(a)?;
+    let opts = pipeline::Options {
+        threads: a.worker_threads(),
+        shard: a.shard,
+        limit: a.limit,
+        ifindex: a.ifindex,
+    };
+    let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
+    let summary = crate::progress::with_progress(total, a.json, |count| {
+        pipeline::replay(hook, source.as_mut(), sinks, &opts, Some(count))
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(dir) = &a.pin {
+        crate::pin::save(hook, dir)?;
+    }
+    let report = report::RunReport::new(a, hook, &summary);
+    report.print(a.json)?;
+    if let Some(e) = &summary.source_error {
+        return Err(format!(
+            "the capture ended early after {} packets: {e}",
+            summary.counters.packets
+        ));
+    }
+    Ok(if report.errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,142 @@
+//! A batch: up to [`BATCH`] packets in one reused byte buffer, with their
+//! metadata. Sources fill batches, hooks run them, nothing is allocated per
+//! packet once the buffers have grown to their working size.
+
+use io::LinkKind;
+
+/// Packets per batch, as the kernel's NAPI budget and AF_XDP rings batch.
+pub const BATCH: usize = 64;
+
+/// What a source knows of one packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    /// Position in the source, from 1 (reports name packets by it).
+    pub seq: u64,
+    pub timestamp_ns: u64,
+    /// How the captured frame became these bytes.
+    pub link: LinkKind,
+    start: u32,
+    len: u32,
+}
+
+/// Up to [`BATCH`] packets.
+#[derive(Default)]
+pub struct Batch {
+    bytes: Vec<u8>,
+    packets: Vec<PacketInfo>,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch {
+            bytes: Vec::with_capacity(BATCH * 2048),
+            packets: Vec::with_capacity(BATCH),
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.packets.clear();
+    }
+
+    /// Keeps the first `n` packets.
+    pub fn truncate(&mut self, n: usize) {
+        if let Some(p) = self.packets.get(n) {
+            self.bytes.truncate(p.start as usize);
+            self.packets.truncate(n);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.packets.len() >= BATCH
+    }
+
+    /// Appends a packet whose bytes a writer puts at the end of the
+    /// buffer; `write` returns false to withdraw it (nothing is kept).
+    pub fn push_with(
+        &mut self,
+        seq: u64,
+        timestamp_ns: u64,
+        link: LinkKind,
+        write: impl FnOnce(&mut Vec<u8>) -> bool,
+    ) -> bool {
+        let start = self.bytes.len();
+        if !write(&mut self.bytes) {
+            self.bytes.truncate(start);
+            return false;
+        }
+        let len = (self.bytes.len() - start).min(runtime::MAX_FRAME);
+        self.bytes.truncate(start + len);
+        self.packets.push(PacketInfo {
+            seq,
+            timestamp_ns,
+            link,
+            start: start as u32,
+            len: len as u32,
+        });
+        true
+    }
+
+    /// Appends a copy of `data` (longer packets are cut at the longest
+    /// frame a hook takes).
+    pub fn push(&mut self, seq: u64, timestamp_ns: u64, link: LinkKind, data: &[u8]) {
+        self.push_with(seq, timestamp_ns, link, |buf| {
+            buf.extend_from_slice(&data[..data.len().min(runtime::MAX_FRAME)]);
+            true
+        });
+    }
+
+    /// The packets with their bytes, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&PacketInfo, &[u8])> {
+        self.packets.iter().map(|p| {
+            let s = p.start as usize;
+            (p, &self.bytes[s..s + p.len as usize])
+        })
+    }
+
+    /// Packet `i`'s bytes.
+    pub fn data(&self, i: usize) -> &[u8] {
+        let p = &self.packets[i];
+        &self.bytes[p.start as usize..(p.start + p.len) as usize]
+    }
+
+    pub fn info(&self, i: usize) -> &PacketInfo {
+        &self.packets[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_keep_their_bytes_and_order() {
+        let mut b = Batch::new();
+        b.push(1, 10, LinkKind::Ethernet, &[1, 2, 3]);
+        assert!(!b.push_with(2, 20, LinkKind::Ethernet, |v| {
+            v.push(9);
+            false
+        }));
+        b.push(3, 30, LinkKind::Converted, &[4]);
+        let got: Vec<_> = b.iter().map(|(p, d)| (p.seq, d.to_vec())).collect();
+        assert_eq!(got, vec![(1, vec![1, 2, 3]), (3, vec![4])]);
+        assert_eq!(b.info(1).link, LinkKind::Converted);
+        b.clear();
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn long_packets_are_cut_at_the_largest_frame() {
+        let mut b = Batch::new();
+        b.push(1, 0, LinkKind::Ethernet, &vec![0; runtime::MAX_FRAME + 10]);
+        assert_eq!(b.data(0).len(), runtime::MAX_FRAME);
+    }
+}

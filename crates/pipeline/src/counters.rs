@@ -1,0 +1,131 @@
+//! What a replay counts, per worker, merged at the end. Counting is a few
+//! additions per packet: keys are small enums found by a linear scan (a
+//! program returns a handful of distinct verdicts), nothing is formatted
+//! or allocated per packet.
+
+use io::LinkKind;
+use runtime::{Redirect, Verdict};
+use vm::{RegionKind, VmError};
+
+use crate::histogram::Histogram;
+
+/// A packet whose run stopped with an error.
+#[derive(Clone, Debug)]
+pub struct PacketError {
+    /// The packet's position in the source, from 1.
+    pub seq: u64,
+    pub error: VmError,
+}
+
+/// Counts keyed by a small set of values.
+#[derive(Clone, Debug)]
+pub struct Tally<K>(Vec<(K, u64)>);
+
+impl<K> Default for Tally<K> {
+    fn default() -> Self {
+        Tally(Vec::new())
+    }
+}
+
+impl<K: PartialEq + Copy> Tally<K> {
+    #[inline]
+    pub fn add(&mut self, key: K, n: u64) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, c)) => *c += n,
+            None => self.0.push((key, n)),
+        }
+    }
+
+    pub fn get(&self, key: K) -> u64 {
+        self.0.iter().find(|(k, _)| *k == key).map_or(0, |e| e.1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
+        self.0.iter().copied()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn merge(&mut self, other: &Tally<K>) {
+        for &(k, n) in &other.0 {
+            self.add(k, n);
+        }
+    }
+}
+
+/// Where a clone went: (ifindex, into its ingress).
+pub type CloneTarget = (u32, bool);
+
+/// The counts of a replay (or of one worker's share of it).
+#[derive(Clone, Default)]
+pub struct Counters {
+    pub packets: u64,
+    pub verdicts: Tally<Verdict>,
+    /// Runs that stopped with an error.
+    pub errors: u64,
+    /// The first errors, by packet order.
+    pub first_errors: Vec<PacketError>,
+    /// Instructions per packet.
+    pub insns: Histogram,
+    pub helper_calls: u64,
+    pub tail_calls: u64,
+    /// Loads and stores per region kind (with memory counting on).
+    pub loads: [u64; RegionKind::COUNT],
+    pub stores: [u64; RegionKind::COUNT],
+    pub redirects: Tally<Redirect>,
+    pub clones: Tally<CloneTarget>,
+    pub link_types: Tally<LinkKind>,
+    /// The first `bpf_trace_printk` lines, by packet order.
+    pub trace: Vec<(u64, String)>,
+    pub trace_lines: u64,
+}
+
+/// How many errors and trace lines a report keeps.
+pub const FIRST_ERRORS: usize = 5;
+pub const TRACE_LINES: usize = 100;
+
+impl Counters {
+    pub(crate) fn error(&mut self, seq: u64, error: VmError) {
+        self.errors += 1;
+        if self.first_errors.len() < FIRST_ERRORS {
+            self.first_errors.push(PacketError { seq, error });
+        }
+    }
+
+    pub(crate) fn trace(&mut self, seq: u64, lines: &[String]) {
+        self.trace_lines += lines.len() as u64;
+        for l in lines {
+            if self.trace.len() >= TRACE_LINES {
+                break;
+            }
+            self.trace.push((seq, l.clone()));
+        }
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, o: &Counters) {
+        self.packets += o.packets;
+        self.verdicts.merge(&o.verdicts);
+        self.errors += o.errors;
+        self.first_errors.extend(o.first_errors.iter().cloned());
+        self.first_errors.sort_by_key(|e| e.seq);
+        self.first_errors.truncate(FIRST_ERRORS);
+        self.insns.merge(&o.insns);
+        self.helper_calls += o.helper_calls;
+        self.tail_calls += o.tail_calls;
+        for k in 0..RegionKind::COUNT {
+            self.loads[k] += o.loads[k];
+            self.stores[k] += o.stores[k];
+        }
+        self.redirects.merge(&o.redirects);
+        self.clones.merge(&o.clones);
+        self.link_types.merge(&o.link_types);
+        self.trace.extend(o.trace.iter().cloned());
+        // Stable: one packet's lines stay in their order.
+        self.trace.sort_by_key(|t| t.0);
+        self.trace.truncate(TRACE_LINES);
+        self.trace_lines += o.trace_lines;
+    }
+}

@@ -1,0 +1,276 @@
+//! The replay loop: a source's batches through a hook, each verdict
+//! routed to its sink, counted where the work is done. One thread runs
+//! the loop itself; with more, a dispatcher shards packets by flow over
+//! workers, each with its own hook on the same shared maps, as RSS spreads
+//! packets over CPUs.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use runtime::Hook;
+
+use crate::batch::Batch;
+use crate::counters::Counters;
+use crate::shard::{Shard, flow_hash};
+use crate::sink::{SinkError, Sinks};
+use crate::source::{Source, SourceError};
+use crate::worker::Worker;
+
+/// How to replay.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Worker threads (1: the caller's thread runs everything, in order).
+    pub threads: usize,
+    pub shard: Shard,
+    /// Stop after this many packets.
+    pub limit: Option<u64>,
+    /// The interface packets arrive on.
+    pub ifindex: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 1,
+            shard: Shard::default(),
+            limit: None,
+            ifindex: 1,
+        }
+    }
+}
+
+/// What a replay did.
+pub struct Summary {
+    pub counters: Counters,
+    /// Workers that ran the program.
+    pub threads: usize,
+    pub seconds: f64,
+    /// Why the source ended early (every packet before it was replayed).
+    pub source_error: Option<SourceError>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("{0}")]
+    Sink(#[from] SinkError),
+    #[error("worker {worker}: {why}")]
+    Worker { worker: usize, why: String },
+}
+
+/// Takes the next batch, cut at the limit; the source's error comes back
+/// with the packets read before it.
+fn next_batch(
+    source: &mut dyn Source,
+    batch: &mut Batch,
+    read: u64,
+    limit: Option<u64>,
+) -> Option<SourceError> {
+    batch.clear();
+    if limit.is_some_and(|l| read >= l) {
+        return None;
+    }
+    let err = source.fill(batch).err();
+    if let Some(l) = limit
+        && read + batch.len() as u64 > l
+    {
+        batch.truncate((l - read) as usize);
+    }
+    err
+}
+
+/// Replays `source` through `hook` (and, with more threads, its siblings on
+/// the same maps), routing packets to `sinks`. `progress` counts the
+/// packets read so far, for a progress bar polled elsewhere.
+pub fn replay(
+    hook: &mut Hook,
+    source: &mut dyn Source,
+    sinks: Sinks,
+    opts: &Options,
+    progress: Option<&AtomicU64>,
+) -> Result<Summary, ReplayError> {
+    let start = Instant::now();
+    let threads = opts.threads.max(1);
+    let (counters, source_error, result) = if threads == 1 {
+        one_thread(hook, source, sinks, opts, progress)
+    } else {
+        sharded(hook, threads, source, sinks, opts, progress)
+    };
+    result?;
+    Ok(Summary {
+        counters,
+        threads,
+        seconds: start.elapsed().as_secs_f64(),
+        source_error,
+    })
+}
+
+type Outcome = (Counters, Option<SourceError>, Result<(), ReplayError>);
+
+fn one_thread(
+    hook: &mut Hook,
+    source: &mut dyn Source,
+    mut sinks: Sinks,
+    opts: &Options,
+    progress: Option<&AtomicU64>,
+) -> Outcome {
+    let mut worker = Worker::new(hook, &sinks, opts.ifindex);
+    let mut batch = Batch::new();
+    let mut source_error = None;
+    let mut result = Ok(());
+    let mut read = 0u64;
+    while source_error.is_none() {
+        source_error = next_batch(source, &mut batch, read, opts.limit);
+        if batch.is_empty() {
+            break;
+        }
+        read += batch.len() as u64;
+        worker.run(&batch);
+        if let Err(e) = worker.flush(&mut sinks) {
+            result = Err(e.into());
+            break;
+        }
+        if let Some(p) = progress {
+            p.store(read, Ordering::Relaxed);
+        }
+    }
+    // Outputs stay valid files whatever stopped the loop.
+    let finished = sinks.finish().map_err(ReplayError::from);
+    (worker.into_counters(), source_error, result.and(finished))
+}
+
+/// Batches each worker may have queued: bounds memory whatever the
+/// source's size.
+const QUEUED: usize = 8;
+
+fn sharded(
+    hook: &mut Hook,
+    threads: usize,
+    source: &mut dyn Source,
+    sinks: Sinks,
+    opts: &Options,
+    progress: Option<&AtomicU64>,
+) -> Outcome {
+    let mut siblings = Vec::new();
+    for w in 1..threads {
+        match hook.sibling(w as u32) {
+            Ok(h) => siblings.push(h),
+            Err(e) => {
+                let why = e.to_string();
+                let err: Result<(), _> = Err(ReplayError::Worker { worker: w, why });
+                return (
+                    Counters::default(),
+                    None,
+                    err.and(sinks.finish().map_err(Into::into)),
+                );
+            }
+        }
+    }
+    let workers: Vec<Worker> = std::iter::once(hook)
+        .chain(siblings.iter_mut())
+        .map(|h| Worker::new(h, &sinks, opts.ifindex))
+        .collect();
+    let sinks = Mutex::new(sinks);
+    let mut source_error = None;
+    let mut read = 0u64;
+    let results = std::thread::scope(|s| {
+        let (recycle_tx, recycle) = mpsc::channel::<Batch>();
+        let mut queues = Vec::new();
+        let mut spawned = Vec::new();
+        for (w, mut worker) in workers.into_iter().enumerate() {
+            let (tx, rx) = mpsc::sync_channel::<Batch>(QUEUED);
+            queues.push(tx);
+            let (recycle_tx, sinks) = (recycle_tx.clone(), &sinks);
+            spawned.push(s.spawn(move || -> Result<Counters, ReplayError> {
+                for mut batch in rx {
+                    worker.run(&batch);
+                    if worker.has_output() {
+                        let mut sinks = sinks.lock().map_err(|_| ReplayError::Worker {
+                            worker: w,
+                            why: "another worker panicked".into(),
+                        })?;
+                        worker.flush(&mut sinks)?;
+                    }
+                    batch.clear();
+                    // The dispatcher may have stopped; the batch is then freed.
+                    let _ = recycle_tx.send(batch);
+                }
+                Ok(worker.into_counters())
+            }));
+        }
+        let mut input = Batch::new();
+        let mut pending: Vec<Batch> = (0..threads).map(|_| Batch::new()).collect();
+        let mut turn = 0usize;
+        'read: while source_error.is_none() {
+            source_error = next_batch(source, &mut input, read, opts.limit);
+            if input.is_empty() {
+                break;
+            }
+            read += input.len() as u64;
+            for (info, data) in input.iter() {
+                let w = match opts.shard {
+                    Shard::Symmetric => (flow_hash(data, true) % threads as u64) as usize,
+                    Shard::Directional => (flow_hash(data, false) % threads as u64) as usize,
+                    Shard::RoundRobin => {
+                        turn = (turn + 1) % threads;
+                        turn
+                    }
+                };
+                pending[w].push(info.seq, info.timestamp_ns, info.link, data);
+                if pending[w].is_full() {
+                    let fresh = recycle.try_recv().unwrap_or_else(|_| Batch::new());
+                    let full = std::mem::replace(&mut pending[w], fresh);
+                    if queues[w].send(full).is_err() {
+                        // The worker stopped (a sink failed): its error tells.
+                        break 'read;
+                    }
+                }
+            }
+            if let Some(p) = progress {
+                p.store(read, Ordering::Relaxed);
+            }
+        }
+        for (q, rest) in queues.iter().zip(pending) {
+            if !rest.is_empty() {
+                let _ = q.send(rest);
+            }
+        }
+        drop(queues);
+        spawned
+            .into_iter()
+            .enumerate()
+            .map(|(w, h)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(ReplayError::Worker {
+                        worker: w,
+                        why: "panicked".into(),
+                    })
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut total = Counters::default();
+    let mut result = Ok(());
+    for r in results {
+        match r {
+            Ok(c) => total.merge(&c),
+            Err(e) if result.is_ok() => result = Err(e),
+            Err(_) => {}
+        }
+    }
+    let sinks = sinks.into_inner().unwrap_or_else(|p| p.into_inner());
+    let finished = sinks.finish().map_err(ReplayError::from);
+    (total, source_error, result.and(finished))
+}
+
+/// Until `runtime::Hook::sibling` lands: a placeholder that refuses.
+trait Sibling: Sized {
+    fn sibling(&self, cpu: u32) -> Result<Self, runtime::HookError>;
+}
+
+impl Sibling for Hook {
+    fn sibling(&self, _cpu: u32) -> Result<Hook, runtime::HookError> {
+        Err(runtime::HookError::Program("threads: not yet".into()))
+    }
+}

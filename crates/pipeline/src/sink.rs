@@ -1,0 +1,233 @@
+//! Sinks: where packets go after their verdict, through one table from
+//! [`Route`] to sink. Sinks never look inside packets.
+
+use std::path::Path;
+
+use runtime::{TcAction, Verdict, XdpAction};
+
+/// A sink that failed; the replay stops at the first failure.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SinkError(pub String);
+
+/// Where a verdict sends its packet.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Route {
+    /// Up the stack: XDP_PASS, TC_ACT_OK, a socket filter keeping bytes.
+    Pass,
+    /// Back out of the interface it came in on: XDP_TX.
+    Tx,
+    /// To another interface, CPU or socket: XDP_REDIRECT, TC_ACT_REDIRECT,
+    /// and the copies `bpf_clone_redirect` sends.
+    Redirect,
+    /// Dropped: XDP_DROP, TC_ACT_SHOT, a socket filter keeping nothing.
+    Drop,
+}
+
+impl Route {
+    pub const ALL: [Route; 4] = [Route::Pass, Route::Tx, Route::Redirect, Route::Drop];
+
+    /// The route of a verdict; aborted runs and other tc actions go nowhere.
+    pub fn of(verdict: Verdict) -> Option<Route> {
+        Some(match verdict {
+            Verdict::Xdp(XdpAction::Pass) | Verdict::Tc(TcAction::Ok) => Route::Pass,
+            Verdict::Xdp(XdpAction::Tx) => Route::Tx,
+            Verdict::Xdp(XdpAction::Redirect) | Verdict::Tc(TcAction::Redirect) => Route::Redirect,
+            Verdict::Xdp(XdpAction::Drop) | Verdict::Tc(TcAction::Shot) => Route::Drop,
+            Verdict::Socket(0) => Route::Drop,
+            Verdict::Socket(_) => Route::Pass,
+            _ => return None,
+        })
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Something that takes packets.
+pub trait Sink: Send {
+    /// One packet: its linear bytes, then its fragments (usually empty).
+    fn write(&mut self, packet: &[u8], frags: &[u8], timestamp_ns: u64) -> Result<(), SinkError>;
+
+    /// Flushes and closes; the output is complete and valid after it.
+    fn finish(self: Box<Self>) -> Result<(), SinkError>;
+}
+
+/// A pcap or pcapng file (pcapng when the name ends in `.pcapng`).
+pub struct PcapWriter {
+    out: io::PcapSink,
+    scratch: Vec<u8>,
+}
+
+impl PcapWriter {
+    pub fn create(path: &Path) -> Result<PcapWriter, SinkError> {
+        let out = io::PcapSink::create(path).map_err(|e| SinkError(e.to_string()))?;
+        Ok(PcapWriter {
+            out,
+            scratch: Vec::new(),
+        })
+    }
+}
+
+impl Sink for PcapWriter {
+    fn write(&mut self, packet: &[u8], frags: &[u8], timestamp_ns: u64) -> Result<(), SinkError> {
+        let bytes = if frags.is_empty() {
+            packet
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(packet);
+            self.scratch.extend_from_slice(frags);
+            &self.scratch
+        };
+        self.out
+            .write(bytes, timestamp_ns)
+            .map_err(|e| SinkError(e.to_string()))
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), SinkError> {
+        self.out.finish().map_err(|e| SinkError(e.to_string()))
+    }
+}
+
+/// `(timestamp_ns, bytes)` of the packets a [`Collect`] sink took.
+pub type Collected = std::sync::Arc<std::sync::Mutex<Vec<(u64, Vec<u8>)>>>;
+
+/// Packets kept in memory (tests, comparisons).
+#[derive(Default)]
+pub struct Collect {
+    pub packets: Collected,
+}
+
+impl Sink for Collect {
+    fn write(&mut self, packet: &[u8], frags: &[u8], timestamp_ns: u64) -> Result<(), SinkError> {
+        let mut v = self
+            .packets
+            .lock()
+            .map_err(|_| SinkError("poisoned".into()))?;
+        v.push((timestamp_ns, [packet, frags].concat()));
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// The `Route -> Sink` table. One sink may serve several routes.
+#[derive(Default)]
+pub struct Sinks {
+    sinks: Vec<Box<dyn Sink>>,
+    table: [Option<usize>; Route::ALL.len()],
+}
+
+impl Sinks {
+    pub fn new() -> Sinks {
+        Sinks::default()
+    }
+
+    /// Sends the packets of `routes` to `sink`.
+    pub fn add(&mut self, routes: &[Route], sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
+        for r in routes {
+            self.table[r.index()] = Some(self.sinks.len() - 1);
+        }
+    }
+
+    /// Whether any route has a sink.
+    pub fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+
+    /// Whether packets of `route` go anywhere.
+    pub fn wants(&self, route: Route) -> bool {
+        self.table[route.index()].is_some()
+    }
+
+    pub fn write(
+        &mut self,
+        route: Route,
+        packet: &[u8],
+        frags: &[u8],
+        timestamp_ns: u64,
+    ) -> Result<(), SinkError> {
+        match self.table[route.index()] {
+            Some(i) => self.sinks[i].write(packet, frags, timestamp_ns),
+            None => Ok(()),
+        }
+    }
+
+    /// Finishes every sink, even after one fails; the first error is kept.
+    pub fn finish(self) -> Result<(), SinkError> {
+        let mut first = Ok(());
+        for s in self.sinks {
+            let r = s.finish();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+/// Packets routed by one worker during one batch, written to the shared
+/// sinks in one go (one lock per batch, each flow's order kept).
+#[derive(Default)]
+pub(crate) struct Outputs {
+    bytes: Vec<u8>,
+    items: Vec<(Route, usize, usize, u64)>,
+}
+
+impl Outputs {
+    pub(crate) fn push(&mut self, route: Route, packet: &[u8], frags: &[u8], timestamp_ns: u64) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(packet);
+        self.bytes.extend_from_slice(frags);
+        self.items
+            .push((route, start, self.bytes.len() - start, timestamp_ns));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub(crate) fn flush(&mut self, sinks: &mut Sinks) -> Result<(), SinkError> {
+        for &(route, start, len, ts) in &self.items {
+            sinks.write(route, &self.bytes[start..start + len], &[], ts)?;
+        }
+        self.bytes.clear();
+        self.items.clear();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_take_their_routes() {
+        assert_eq!(Route::of(Verdict::Xdp(XdpAction::Pass)), Some(Route::Pass));
+        assert_eq!(Route::of(Verdict::Tc(TcAction::Shot)), Some(Route::Drop));
+        assert_eq!(
+            Route::of(Verdict::Tc(TcAction::Redirect)),
+            Some(Route::Redirect)
+        );
+        assert_eq!(Route::of(Verdict::Xdp(XdpAction::Aborted)), None);
+        assert_eq!(Route::of(Verdict::Socket(0)), Some(Route::Drop));
+    }
+
+    #[test]
+    fn one_sink_serves_several_routes() {
+        let c = Collect::default();
+        let seen = c.packets.clone();
+        let mut s = Sinks::new();
+        s.add(&[Route::Tx, Route::Redirect], Box::new(c));
+        s.write(Route::Tx, &[1], &[2], 5).unwrap();
+        s.write(Route::Drop, &[3], &[], 6).unwrap();
+        s.write(Route::Redirect, &[4], &[], 7).unwrap();
+        assert!(s.wants(Route::Tx) && !s.wants(Route::Pass));
+        s.finish().unwrap();
+        assert_eq!(*seen.lock().unwrap(), vec![(5, vec![1, 2]), (7, vec![4])]);
+    }
+}

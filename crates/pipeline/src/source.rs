@@ -1,0 +1,162 @@
+//! Sources: where packets come from. A source fills batches and never
+//! looks inside a packet beyond its link layer.
+
+use std::path::Path;
+
+use io::LinkKind;
+
+use crate::batch::Batch;
+
+/// Why a source stopped early; every packet before it was delivered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub String);
+
+/// A stream of packets in batches.
+pub trait Source: Send {
+    /// Fills an empty `batch` until it is full or the source ends: a
+    /// batch left empty means the source has ended.
+    fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError>;
+
+    /// How many packets the source holds, when it knows.
+    fn expected(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// A pcap or pcapng file, read as a stream.
+pub struct Capture {
+    reader: io::PcapSource,
+    seq: u64,
+}
+
+impl Capture {
+    pub fn open(path: &Path) -> Result<Capture, SourceError> {
+        let reader = io::PcapSource::open(path).map_err(|e| SourceError(e.to_string()))?;
+        Ok(Capture { reader, seq: 0 })
+    }
+}
+
+impl Source for Capture {
+    fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
+        while !batch.is_full() {
+            match self.reader.next_frame() {
+                None => return Ok(()),
+                Some(Err(e)) => return Err(SourceError(e.to_string())),
+                Some(Ok(frame)) => {
+                    self.seq += 1;
+                    batch.push(self.seq, frame.timestamp_ns, frame.link, &frame.data);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Generated traffic: one or more streams merged by timestamp.
+pub struct Generated {
+    packets: Box<dyn Iterator<Item = (u64, Vec<u8>)> + Send>,
+    total: u64,
+    seq: u64,
+}
+
+impl Generated {
+    /// Streams from specs like `udp,flows=1000,size=64,count=1000000`.
+    pub fn parse(specs: &[String]) -> Result<Generated, SourceError> {
+        let specs = specs
+            .iter()
+            .map(|s| packet::GenSpec::parse(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(SourceError)?;
+        Ok(Generated::new(&specs))
+    }
+
+    pub fn new(specs: &[packet::GenSpec]) -> Generated {
+        Generated {
+            packets: Box::new(packet::merge(specs)),
+            total: specs.iter().map(|s| s.count).sum(),
+            seq: 0,
+        }
+    }
+}
+
+impl Source for Generated {
+    fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
+        while !batch.is_full() {
+            let Some((ts, data)) = self.packets.next() else {
+                return Ok(());
+            };
+            self.seq += 1;
+            batch.push(self.seq, ts, LinkKind::Ethernet, &data);
+        }
+        Ok(())
+    }
+
+    fn expected(&self) -> Option<u64> {
+        Some(self.total)
+    }
+}
+
+/// Packets held in memory (tests, benchmarks, packets a caller built).
+pub struct Packets {
+    packets: std::vec::IntoIter<(u64, Vec<u8>)>,
+    total: u64,
+    seq: u64,
+}
+
+impl Packets {
+    /// `(timestamp_ns, Ethernet frame)` pairs.
+    pub fn new(packets: Vec<(u64, Vec<u8>)>) -> Packets {
+        Packets {
+            total: packets.len() as u64,
+            packets: packets.into_iter(),
+            seq: 0,
+        }
+    }
+}
+
+impl Source for Packets {
+    fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
+        while !batch.is_full() {
+            let Some((ts, data)) = self.packets.next() else {
+                return Ok(());
+            };
+            self.seq += 1;
+            batch.push(self.seq, ts, LinkKind::Ethernet, &data);
+        }
+        Ok(())
+    }
+
+    fn expected(&self) -> Option<u64> {
+        Some(self.total)
+    }
+}
+
+/// Hands every packet of `source` (the first `limit` of them) to `each`,
+/// in order; stops at the source's error, after the packets before it.
+pub fn for_each_packet(
+    source: &mut dyn Source,
+    limit: Option<u64>,
+    mut each: impl FnMut(&crate::PacketInfo, &[u8]),
+) -> Result<u64, SourceError> {
+    let mut batch = Batch::new();
+    let mut seen = 0u64;
+    loop {
+        batch.clear();
+        if limit.is_some_and(|l| seen >= l) {
+            return Ok(seen);
+        }
+        let err = source.fill(&mut batch);
+        for (info, data) in batch.iter() {
+            if limit.is_some_and(|l| seen >= l) {
+                break;
+            }
+            seen += 1;
+            each(info, data);
+        }
+        err?;
+        if batch.is_empty() {
+            return Ok(seen);
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! A worker: one hook running batches, counting what it sees and keeping
+//! the packets each verdict routes to a sink until the batch is flushed.
+
+use runtime::{Hook, PacketMeta};
+
+use crate::batch::Batch;
+use crate::counters::Counters;
+use crate::sink::{Outputs, Route, SinkError, Sinks};
+
+pub struct Worker<'h> {
+    hook: &'h mut Hook,
+    meta: PacketMeta,
+    counters: Counters,
+    outputs: Outputs,
+    /// Which routes have a sink (others are only counted).
+    wants: [bool; Route::ALL.len()],
+}
+
+impl<'h> Worker<'h> {
+    /// A worker on `hook` for packets arriving on `ifindex`, keeping the
+    /// packets of the routes `sinks` takes.
+    pub fn new(hook: &'h mut Hook, sinks: &Sinks, ifindex: u32) -> Worker<'h> {
+        Worker {
+            hook,
+            meta: PacketMeta {
+                ifindex,
+                ..PacketMeta::default()
+            },
+            counters: Counters::default(),
+            outputs: Outputs::default(),
+            wants: Route::ALL.map(|r| sinks.wants(r)),
+        }
+    }
+
+    /// Runs every packet of `batch`.
+    pub fn run(&mut self, batch: &Batch) {
+        let c = &mut self.counters;
+        for (info, data) in batch.iter() {
+            c.packets += 1;
+            c.link_types.add(info.link, 1);
+            self.meta.timestamp_ns = info.timestamp_ns;
+            match self.hook.run(data, &self.meta) {
+                Ok(o) => {
+                    c.verdicts.add(o.verdict, 1);
+                    c.insns.record(o.stats.insns);
+                    c.helper_calls += o.stats.helper_calls;
+                    c.tail_calls += o.stats.tail_calls;
+                    for k in 0..vm::RegionKind::COUNT {
+                        c.loads[k] += o.stats.loads[k];
+                        c.stores[k] += o.stats.stores[k];
+                    }
+                    if !o.trace.is_empty() {
+                        c.trace(info.seq, o.trace);
+                    }
+                    if let Some(r) = o.redirect {
+                        c.redirects.add(r, 1);
+                    }
+                    for clone in o.clones {
+                        c.clones.add((clone.ifindex, clone.ingress), 1);
+                        // Copies leave as redirected packets do.
+                        if self.wants[Route::Redirect as usize] {
+                            let ts = info.timestamp_ns;
+                            self.outputs.push(Route::Redirect, &clone.packet, &[], ts);
+                        }
+                    }
+                    if let Some(route) = Route::of(o.verdict)
+                        && self.wants[route as usize]
+                    {
+                        self.outputs
+                            .push(route, o.packet, o.frags, info.timestamp_ns);
+                    }
+                }
+                Err(e) => c.error(info.seq, e),
+            }
+        }
+    }
+
+    /// Whether the last batches left packets for the sinks.
+    pub fn has_output(&self) -> bool {
+        !self.outputs.is_empty()
+    }
+
+    /// Writes the packets kept so far to `sinks`.
+    pub fn flush(&mut self, sinks: &mut Sinks) -> Result<(), SinkError> {
+        self.outputs.flush(sinks)
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub fn into_counters(self) -> Counters {
+        self.counters
+    }
+}
