@@ -73,27 +73,41 @@ setup_thirdparty() {
     touch "$marker"
 }
 
-# Third-party program sources, fetched from the Go module proxy (a package
-# registry that serves these repositories as checksummed zips): Cilium's
+# Third-party program sources, fetched as Go modules with `go mod download`
+# (which honours GOPROXY and checks the checksum database): Cilium's
 # datapath and cilium/ebpf's examples. The tests build them with clang.
+# Each entry: module, version, sha256 of the module zip, folder we use.
 GO_MODULES=(
     "github.com/cilium/cilium v1.20.2 8876f17c696b7bd0e629708df542ca2ec0c3bf5b158fafac5ebd9c250223d50f bpf"
     "github.com/cilium/ebpf v0.20.0 1cef597f00c7bb8b4678b9209793bac31c363a412c9382ab9e307ea1e150a994 examples"
 )
 
+setup_go() {
+    command -v go >/dev/null 2>&1 && return 0
+    [ -x /usr/local/go/bin/go ] && { export PATH="/usr/local/go/bin:$PATH"; return 0; }
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    say "installing Debian's golang-go (for go mod download)"
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends golang-go
+}
+
 setup_sources() {
-    local entry mod ver sum dir zip
+    local entry mod ver sum dir zip json
     mkdir -p "$THIRDPARTY/src"
     for entry in "${GO_MODULES[@]}"; do
         read -r mod ver sum dir <<<"$entry"
         [ -d "$THIRDPARTY/src/$mod@$ver/$dir" ] && continue
-        say "fetching $mod $ver ($dir/) from proxy.golang.org"
-        zip="$THIRDPARTY/src/${mod//\//_}@$ver.zip"
-        curl -fsSL "https://proxy.golang.org/$mod/@v/$ver.zip" -o "$zip"
+        setup_go
+        say "fetching $mod $ver ($dir/) with go mod download"
+        # A module cache of our own, writable so that `rm -rf target` works.
+        json=$(cd "$THIRDPARTY" && GOMODCACHE="$PWD/gomod" GOFLAGS=-modcacherw \
+            go mod download -json "$mod@$ver") ||
+            { say "go mod download $mod@$ver failed"; return 1; }
+        zip=$(sed -n 's/^[[:space:]]*"Zip": "\(.*\)",$/\1/p' <<<"$json")
         echo "$sum  $zip" | sha256sum -c --quiet - ||
             { say "checksum mismatch for $mod $ver"; return 1; }
         unzip -q -o "$zip" "$mod@$ver/$dir/*" -d "$THIRDPARTY/src"
-        rm -f "$zip"
     done
 }
 
