@@ -2,6 +2,8 @@
 //! tc hooks do: the packet in a frame with headroom, a context struct that
 //! points at it, the object's maps, and a verdict at the end.
 
+use std::sync::Arc;
+
 use maps::Map;
 use obj::{ProgramKind, XdpAttach};
 use vm::{HelperTable, Memory, RegionKind, Stats, Vm, VmError};
@@ -34,6 +36,8 @@ pub enum HookError {
     Load(#[from] vm::LoadError),
     #[error("{0}")]
     Memory(String),
+    #[error("CPU {cpu} has no slot in per-CPU map {map}, which has {ncpus}: load with more CPUs")]
+    Cpu { cpu: u32, map: String, ncpus: u32 },
 }
 
 /// What the receive path knows about a packet.
@@ -236,11 +240,12 @@ pub struct Followup {
     pub action: XdpAction,
 }
 
-/// A program of an image, ready to run over packets.
+/// A program of an image, ready to run over packets. Hooks on one image
+/// (see [`Hook::sibling`]) share its maps and may run on several threads.
 pub struct Hook {
     vm: Vm<Env>,
     env: Env,
-    object: obj::Object,
+    object: Arc<obj::Object>,
     program: usize,
     kind: ProgramKind,
     buf: LowBuf,
@@ -307,7 +312,7 @@ impl Hook {
         Ok(Hook {
             vm,
             env,
-            object,
+            object: Arc::new(object),
             program,
             kind,
             buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
@@ -389,8 +394,78 @@ impl Hook {
         &self.env.maps
     }
 
-    pub fn maps_mut(&mut self) -> &mut [Map] {
-        &mut self.env.maps
+    /// The maps, as a handle to share with other threads (or hooks).
+    pub fn shared_maps(&self) -> &Arc<[Map]> {
+        &self.env.maps
+    }
+
+    /// A new hook running the same program of the same object over the
+    /// same maps, on (simulated) CPU `cpu`, for another thread: as the
+    /// kernel runs one program on every CPU. It has its own VM state,
+    /// packet buffer and run state ([`Env`]), its own pseudo-random
+    /// numbers ([`vm::SimEnv::for_cpu`]), and this hook's settings: the
+    /// instruction budget, access counting, the routing table, the JIT if
+    /// enabled here, and trust if this hook is trusted.
+    ///
+    /// `cpu` picks the per-CPU maps' slot, so it must be below the CPU
+    /// count the image was loaded with ([`crate::LoadOptions::ncpus`]) when
+    /// the object has per-CPU maps.
+    pub fn sibling(&self, cpu: u32) -> Result<Hook, HookError> {
+        if let Some(m) = self
+            .env
+            .maps
+            .iter()
+            .find(|m| m.map_type().is_percpu() && cpu >= m.ncpus())
+        {
+            return Err(HookError::Cpu {
+                cpu,
+                map: m.name().to_string(),
+                ncpus: m.ncpus(),
+            });
+        }
+        let table = helper_table(&self.kind)?;
+        let mut vm = Vm::with_programs(
+            self.vm.programs().to_vec(),
+            &table,
+            Some(resolve_tail_call as vm::TailCallFn<Env>),
+        )?;
+        vm.set_entry(self.env.vm_program_of[self.program].expect("the entry is loaded"));
+        vm.set_budget(self.vm.budget());
+        if self.vm.is_trusted() {
+            // SAFETY: trust transfers. The verifier accepted every program
+            // of this hook's VM (the caller of `trust_verified` promised)
+            // against these maps; the sibling runs the very same programs
+            // (the same resolved instructions, map addresses included) over
+            // the very same maps (shared, so their sizes and frozen
+            // contents are those the verifier saw), with the same program
+            // type, so the same context layout and packet frame. Only the
+            // CPU differs, which the verifier treats as an unknown scalar
+            // (`bpf_get_smp_processor_id`) or hides behind a per-CPU
+            // lookup whose value has the same size on every CPU, within
+            // the map's slots (`cpu < ncpus`, checked above). Concurrency
+            // adds nothing a verified program can observe beyond what the
+            // kernel allows: values change under it as on the kernel's CPUs.
+            unsafe { vm.trust_verified() };
+        }
+        let mut env = Env::new(Arc::clone(&self.env.maps), cpu);
+        env.vm_program_of = self.env.vm_program_of.clone();
+        env.fib = self.env.fib.clone();
+        let mut hook = Hook {
+            vm,
+            env,
+            object: Arc::clone(&self.object),
+            program: self.program,
+            kind: self.kind.clone(),
+            buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
+                .map_err(HookError::Memory)?,
+            ctx: Box::new([0; CTX_SIZE]),
+            counting: self.counting,
+            regions: Vec::new(),
+        };
+        if self.jit_enabled() {
+            hook.enable_jit()?;
+        }
+        Ok(hook)
     }
 
     pub fn object(&self) -> &obj::Object {
@@ -625,7 +700,7 @@ impl Hook {
             CtxKind::Xdp => mem.add_protected(RegionKind::Context, &mut self.ctx[..]),
             CtxKind::Skb => mem.add(RegionKind::Context, &mut self.ctx[..]),
         };
-        for map in &self.env.maps {
+        for map in self.env.maps.iter() {
             if let Some((addr, len)) = map.value_region() {
                 // SAFETY: map arenas never move and live as long as `env`,
                 // which outlives this `Memory`; the interpreter holds only
@@ -670,10 +745,14 @@ impl Hook {
         self.vm.set_entry(entry);
         let args = [ctx_addr, 0, 0, 0, 0];
         let out = if self.counting {
-            self.vm.run_counting(&mut self.env, &mut mem, args)?
+            self.vm.run_counting(&mut self.env, &mut mem, args)
         } else {
-            self.vm.run(&mut self.env, &mut mem, args)?
+            self.vm.run(&mut self.env, &mut mem, args)
         };
+        // A run that failed inside a critical section must not leave the
+        // other threads spinning.
+        helpers::release_held_lock(&mut self.env, &mut mem);
+        let out = out?;
         self.regions = mem.into_regions();
         let p = self.env.packet;
         Ok(Exec {
@@ -707,6 +786,12 @@ fn add(a: Stats, b: Stats) -> Stats {
     }
     s
 }
+
+// Hooks move to the threads that run them.
+const _: () = {
+    const fn sendable<T: Send>() {}
+    sendable::<Hook>()
+};
 
 fn helper_table(kind: &ProgramKind) -> Result<HelperTable<Env>, HookError> {
     Ok(match kind {

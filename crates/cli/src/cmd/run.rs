@@ -205,7 +205,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
             .object()
             .map_index(name)
             .ok_or_else(|| format!("--map-update {name}: no such map"))?;
-        let map = &mut hook.maps_mut()[i];
+        let map = &hook.maps()[i];
         let spec = map.spec().clone();
         let k = mapfmt::parse(key, spec.key_size as usize, spec.map_type, true)
             .map_err(|e| format!("--map-update {name}: key {e}"))?;
@@ -458,8 +458,8 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
     let map_count = hook.maps().len();
     for i in 0..map_count {
         let name = hook.maps()[i].name().to_string();
-        let map = &mut hook.maps_mut()[i];
-        if let Some(rb) = map.ringbuf() {
+        let map = &hook.maps()[i];
+        if let Some(mut rb) = map.ringbuf() {
             let n = rb.consume().len() as u64;
             ringbuf.insert(name.clone(), n);
         }
