@@ -29,10 +29,15 @@ pub struct MapDump {
 #[derive(Serialize)]
 pub struct EntryDump {
     pub key: String,
+    /// Per-CPU maps: the sum over CPUs when the value is made of integer
+    /// counters (BTF tells), else CPU 0's value.
     pub value: String,
     /// Per-CPU maps: each CPU's value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<String>,
+    /// Whether `value` is the sum of `cpus`.
+    #[serde(skip)]
+    pub summed: bool,
 }
 
 /// Formats bytes as the BTF type `ty` describes, or as hex.
@@ -168,6 +173,55 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
     })
 }
 
+/// Where the integer fields of a value sit: `(offset, size)` of each, or
+/// `None` when the value holds anything else (then per-CPU copies are not
+/// summed).
+fn counter_fields(btf: &Btf, ty: TypeId, off: usize, out: &mut Vec<(usize, usize)>) -> Option<()> {
+    let t = btf.get(btf.skip_mods_and_typedefs(ty).ok()?)?;
+    match &t.kind {
+        BtfKind::Int { size, .. } if [1, 2, 4, 8].contains(size) => {
+            out.push((off, *size as usize));
+        }
+        BtfKind::Struct { members, .. } => {
+            for m in members {
+                if m.bitfield_size != 0 || m.bit_offset % 8 != 0 {
+                    return None;
+                }
+                counter_fields(btf, m.ty, off + (m.bit_offset / 8) as usize, out)?;
+            }
+        }
+        BtfKind::Array { elem, nelems, .. } => {
+            let esize = btf.size_of(*elem).ok()? as usize;
+            for i in 0..*nelems as usize {
+                counter_fields(btf, *elem, off + i * esize, out)?;
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// The per-CPU copies of a value added field by field (wrapping, as
+/// counters do), when BTF shows it is made of integers.
+fn sum_cpus(btf: Option<&Btf>, ty: Option<TypeId>, copies: &[&[u8]]) -> Option<Vec<u8>> {
+    let mut fields = Vec::new();
+    counter_fields(btf?, ty?, 0, &mut fields)?;
+    let mut sum = copies.first()?.to_vec();
+    for copy in &copies[1..] {
+        for &(off, size) in &fields {
+            let read = |b: &[u8]| {
+                let mut w = [0u8; 8];
+                w[..size].copy_from_slice(&b[off..off + size]);
+                u64::from_le_bytes(w)
+            };
+            let v = read(&sum).wrapping_add(read(copy));
+            sum.get_mut(off..off + size)?
+                .copy_from_slice(&v.to_le_bytes()[..size]);
+        }
+    }
+    Some(sum)
+}
+
 /// Dumps a map: at most `limit` entries.
 pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) -> MapDump {
     let spec = map.spec();
@@ -190,20 +244,29 @@ pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) ->
                 format(btf, key_ty, k)
             };
             if spec.map_type.is_percpu() {
-                let cpus: Vec<String> = v
+                let copies: Vec<&[u8]> = v
                     .chunks(elem)
-                    .map(|c| format(btf, value_ty, &c[..spec.value_size as usize]))
+                    .map(|c| &c[..spec.value_size as usize])
                     .collect();
+                let cpus: Vec<String> = copies.iter().map(|c| format(btf, value_ty, c)).collect();
+                let sum = sum_cpus(btf, value_ty, &copies);
+                let summed = sum.is_some() && copies.len() > 1;
+                let value = match sum {
+                    Some(sum) => format(btf, value_ty, &sum),
+                    None => cpus.first().cloned().unwrap_or_default(),
+                };
                 EntryDump {
                     key,
-                    value: cpus.first().cloned().unwrap_or_default(),
+                    value,
                     cpus,
+                    summed,
                 }
             } else {
                 EntryDump {
                     key,
                     value: format(btf, value_ty, v),
                     cpus: Vec::new(),
+                    summed: false,
                 }
             }
         })

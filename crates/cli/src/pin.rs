@@ -24,7 +24,7 @@ pub fn load(hook: &mut Hook, dir: &Path) -> Result<(), String> {
             continue;
         };
         let bad = |why: &str| format!("{}: {why}", path.display());
-        let map = &mut hook.maps_mut()[i];
+        let map = &hook.maps()[i];
         let (ks, vs) = (map.spec().key_size as usize, map.user_value_len());
         let body = bytes
             .strip_prefix(&MAGIC[..])

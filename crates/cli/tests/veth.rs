@@ -46,7 +46,7 @@ fn vm_counts(
     let mut hook = Hook::new(image, 0, 0).unwrap();
     for (m, k, v) in updates {
         let i = hook.object().map_index(m).unwrap();
-        hook.maps_mut()[i].user_update(k, v, 0).unwrap();
+        hook.maps()[i].user_update(k, v, 0).unwrap();
     }
     for spec in specs {
         for (ts, frame) in packet::GenSpec::parse(spec).unwrap().packets() {

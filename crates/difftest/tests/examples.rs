@@ -32,9 +32,9 @@ fn capture_frames() -> Vec<(u64, Vec<u8>)> {
 /// Map entries that make the examples take their interesting paths for
 /// the captures and for [`TRAFFIC`] (whose UDP goes to 10.255.0.1:80).
 fn configure(name: &str, hook: &mut Hook) {
-    let mut put = |map: &str, key: &[u8], value: &[u8]| {
+    let put = |map: &str, key: &[u8], value: &[u8]| {
         let i = hook.object().map_index(map).unwrap();
-        hook.maps_mut()[i].user_update(key, value, 0).unwrap();
+        hook.maps()[i].user_update(key, value, 0).unwrap();
     };
     let lpm4 = |len: u32, addr: [u8; 4]| [&len.to_le_bytes()[..], &addr].concat();
     match name {

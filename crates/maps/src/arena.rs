@@ -1,5 +1,12 @@
 //! Zeroed, never-moving storage for map values: programs hold raw pointers
-//! into it, so it is only ever touched through its raw base pointer.
+//! into it, so it is only ever touched through its raw base pointer, and
+//! never through a Rust reference that could outlive a copy.
+//!
+//! Several threads may run programs over one map, as the kernel's CPUs do:
+//! the arena is written through `&self`. Accesses to one value from
+//! several threads are as unsynchronised as in the kernel (programs use
+//! atomic instructions, `bpf_spin_lock`, or per-CPU values); the map's own
+//! bookkeeping (which slot is in use) is behind the map's locks.
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 
@@ -9,8 +16,8 @@ pub struct Arena {
 }
 
 // SAFETY: the arena is plain memory owned by one map; callers synchronise
-// access the way the kernel's maps do (atomics from programs, the map's
-// own `&mut self` for updates).
+// access the way the kernel's maps do (atomics or spin locks from
+// programs, the map's locks around its slot bookkeeping).
 unsafe impl Send for Arena {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Arena {}
@@ -58,24 +65,34 @@ impl Arena {
         (off < self.len()).then_some(off)
     }
 
-    pub fn read(&self, off: usize, len: usize) -> &[u8] {
+    /// A copy of `len` bytes at `off`.
+    pub fn read(&self, off: usize, len: usize) -> Vec<u8> {
         assert!(off + len <= self.len(), "arena read out of bounds");
+        let mut out = vec![0; len];
+        // SAFETY: in bounds (asserted) of a live allocation; a byte copy
+        // through the raw pointer, no reference into the arena is made.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(off), out.as_mut_ptr(), len) };
+        out
+    }
+
+    /// The little-endian u32 at `off`.
+    pub fn read_u32(&self, off: usize) -> u32 {
+        assert!(off + 4 <= self.len(), "arena read out of bounds");
         // SAFETY: in bounds (asserted) of a live allocation.
-        unsafe { std::slice::from_raw_parts(self.base.add(off), len) }
+        u32::from_le(unsafe { self.base.add(off).cast::<u32>().read_unaligned() })
     }
 
-    pub fn write(&mut self, off: usize, bytes: &[u8]) {
-        self.slice_mut(off, bytes.len()).copy_from_slice(bytes);
+    pub fn write(&self, off: usize, bytes: &[u8]) {
+        assert!(off + bytes.len() <= self.len(), "arena write out of bounds");
+        // SAFETY: in bounds (asserted) of a live allocation, written through
+        // the raw pointer (see the module's note on concurrent access).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.add(off), bytes.len()) }
     }
 
-    pub fn slice_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+    pub fn zero(&self, off: usize, len: usize) {
         assert!(off + len <= self.len(), "arena write out of bounds");
-        // SAFETY: in bounds (asserted) of a live allocation we own mutably.
-        unsafe { std::slice::from_raw_parts_mut(self.base.add(off), len) }
-    }
-
-    pub fn zero(&mut self, off: usize, len: usize) {
-        self.slice_mut(off, len).fill(0);
+        // SAFETY: as for `write`.
+        unsafe { std::ptr::write_bytes(self.base.add(off), 0, len) }
     }
 }
 

@@ -103,9 +103,7 @@ impl RingBuf {
         while let Some(r) = self.records.front() {
             match r.state {
                 State::Busy => break,
-                State::Committed => {
-                    out.push(self.arena.read(r.start % self.size + HDR, r.len).to_vec())
-                }
+                State::Committed => out.push(self.arena.read(r.start % self.size + HDR, r.len)),
                 State::Discarded => {}
             }
             self.records.pop_front();

@@ -32,25 +32,23 @@ impl Values {
         self.arena.addr(self.off(slot, cpu as usize % self.copies))
     }
 
-    pub fn get(&self, slot: u32, cpu: u32) -> &[u8] {
+    pub fn get(&self, slot: u32, cpu: u32) -> Vec<u8> {
         self.arena
             .read(self.off(slot, cpu as usize % self.copies), self.value_size)
     }
 
     /// All copies as user space sees them: each rounded up to 8 bytes.
     pub fn get_all(&self, slot: u32) -> Vec<u8> {
-        self.arena
-            .read(self.off(slot, 0), self.elem * self.copies)
-            .to_vec()
+        self.arena.read(self.off(slot, 0), self.elem * self.copies)
     }
 
-    pub fn set(&mut self, slot: u32, cpu: u32, value: &[u8]) {
+    pub fn set(&self, slot: u32, cpu: u32, value: &[u8]) {
         let off = self.off(slot, cpu as usize % self.copies);
         self.arena.write(off, &value[..self.value_size]);
     }
 
     /// Sets every copy from user-space layout (`copies` values of `elem` bytes).
-    pub fn set_all(&mut self, slot: u32, values: &[u8]) {
+    pub fn set_all(&self, slot: u32, values: &[u8]) {
         for c in 0..self.copies {
             let src = &values[c * self.elem..c * self.elem + self.value_size];
             let off = self.off(slot, c);
@@ -60,14 +58,19 @@ impl Values {
 
     /// A program's update of a per-CPU element: its CPU gets the value; a
     /// new element's other copies are zeroed, as the kernel does.
-    pub fn set_from_prog(&mut self, slot: u32, cpu: u32, value: &[u8], fresh: bool) {
+    pub fn set_from_prog(&self, slot: u32, cpu: u32, value: &[u8], fresh: bool) {
         if fresh {
             self.clear(slot);
         }
         self.set(slot, cpu, value);
     }
 
-    pub fn clear(&mut self, slot: u32) {
+    /// The little-endian u32 at the start of a slot's value (reference maps).
+    pub fn get_u32(&self, slot: u32) -> u32 {
+        self.arena.read_u32(self.off(slot, 0))
+    }
+
+    pub fn clear(&self, slot: u32) {
         let off = self.off(slot, 0);
         self.arena.zero(off, self.elem * self.copies);
     }

@@ -85,7 +85,7 @@ impl Model {
 
 fn check_hash(t: MapType, ops: &[Op]) -> Result<(), TestCaseError> {
     let cap = 5;
-    let mut m = Map::new(MapSpec::new("h", t, 4, 8, cap), 1).unwrap();
+    let m = Map::new(MapSpec::new("h", t, 4, 8, cap), 1).unwrap();
     let mut model = Model {
         cap: cap as usize,
         values: HashMap::new(),
@@ -149,7 +149,7 @@ proptest! {
         entries in prop::collection::vec((0u32..=32, any::<u32>(), any::<u32>()), 0..20),
         probes in prop::collection::vec((0u32..=32, any::<u32>()), 1..50),
     ) {
-        let mut m = Map::new(MapSpec::new("t", MapType::LpmTrie, 8, 4, 64).with_flags(flags::NO_PREALLOC), 1).unwrap();
+        let m = Map::new(MapSpec::new("t", MapType::LpmTrie, 8, 4, 64).with_flags(flags::NO_PREALLOC), 1).unwrap();
         let mask = |plen: u32| if plen == 0 { 0 } else { u32::MAX << (32 - plen) };
         let mut model: Vec<(u32, u32, u32)> = Vec::new();
         for &(plen, addr, value) in &entries {

@@ -23,7 +23,7 @@ fn write_at(addr: u64, bytes: &[u8]) {
 
 #[test]
 fn array() {
-    let mut m = map(MapType::Array, 4, 6, 4);
+    let m = map(MapType::Array, 4, 6, 4);
     // Elements always exist and start zeroed.
     assert_eq!(m.user_lookup(&k32(3)).unwrap(), vec![0; 6]);
     assert_eq!(m.user_lookup(&k32(4)), Err(Errno::ENOENT));
@@ -57,7 +57,7 @@ fn array() {
 
 #[test]
 fn percpu_array() {
-    let mut m = map(MapType::PercpuArray, 4, 4, 2);
+    let m = map(MapType::PercpuArray, 4, 4, 2);
     m.prog_update(&k32(0), &7u32.to_le_bytes(), update::ANY, 1)
         .unwrap();
     // User space sees every CPU's copy, each rounded up to 8 bytes.
@@ -85,7 +85,7 @@ fn percpu_array() {
 
 #[test]
 fn hash() {
-    let mut m = map(MapType::Hash, 4, 8, 2);
+    let m = map(MapType::Hash, 4, 8, 2);
     assert_eq!(m.user_lookup(&k32(1)), Err(Errno::ENOENT));
     assert_eq!(
         m.user_update(&k32(1), &v64(10), update::EXIST),
@@ -127,7 +127,7 @@ fn hash() {
 
 #[test]
 fn percpu_hash_zeroes_other_cpus_of_a_new_element() {
-    let mut m = map(MapType::PercpuHash, 4, 8, 4);
+    let m = map(MapType::PercpuHash, 4, 8, 4);
     m.user_update(&k32(1), &[[1u8; 8], [2u8; 8]].concat(), update::ANY)
         .unwrap();
     m.delete(&k32(1)).unwrap();
@@ -141,7 +141,7 @@ fn percpu_hash_zeroes_other_cpus_of_a_new_element() {
 #[test]
 fn lru_hash_evicts_the_least_recently_used() {
     for t in [MapType::LruHash, MapType::LruPercpuHash] {
-        let mut m = map(t, 4, 8, 3);
+        let m = map(t, 4, 8, 3);
         let val = |v| {
             if t == MapType::LruHash {
                 v64(v).to_vec()
@@ -226,7 +226,7 @@ fn lpm_trie() {
 
 #[test]
 fn prog_and_map_arrays() {
-    let mut m = map(MapType::ProgArray, 4, 4, 4);
+    let m = map(MapType::ProgArray, 4, 4, 4);
     assert_eq!(
         m.user_update(&k32(0), &k32(7), update::NOEXIST),
         Err(Errno::EINVAL),
@@ -248,7 +248,7 @@ fn prog_and_map_arrays() {
     m.delete(&k32(2)).unwrap();
     assert_eq!(m.ref_at(&k32(2)), None);
 
-    let mut outer = map(MapType::HashOfMaps, 4, 4, 2);
+    let outer = map(MapType::HashOfMaps, 4, 4, 2);
     outer.user_update(&k32(100), &k32(3), update::ANY).unwrap();
     assert_eq!(outer.ref_at(&k32(100)), Some(3));
     assert_eq!(outer.ref_at(&k32(101)), None);
@@ -256,7 +256,7 @@ fn prog_and_map_arrays() {
 
 #[test]
 fn device_cpu_and_socket_maps() {
-    let mut dev = map(MapType::Devmap, 4, 4, 8);
+    let dev = map(MapType::Devmap, 4, 4, 8);
     assert_eq!(
         dev.user_update(&k32(1), &k32(0), update::ANY),
         Err(Errno::EINVAL),
@@ -284,18 +284,18 @@ fn device_cpu_and_socket_maps() {
     );
     assert_eq!(dev.delete(&k32(9)), Err(Errno::EINVAL));
 
-    let mut devh = map(MapType::DevmapHash, 4, 8, 2);
+    let devh = map(MapType::DevmapHash, 4, 8, 2);
     devh.user_update(&k32(1000), &[6, 0, 0, 0, 0, 0, 0, 0], update::ANY)
         .unwrap();
     assert_eq!(devh.ref_at(&k32(1000)), Some(6));
 
-    let mut cpu = map(MapType::Cpumap, 4, 4, 4);
+    let cpu = map(MapType::Cpumap, 4, 4, 4);
     cpu.user_update(&k32(1), &k32(192), update::ANY).unwrap();
     assert_eq!(cpu.ref_at(&k32(1)), Some(192));
     cpu.user_update(&k32(1), &k32(0), update::ANY).unwrap();
     assert_eq!(cpu.ref_at(&k32(1)), None, "queue size 0 removes the CPU");
 
-    let mut xsk = map(MapType::Xskmap, 4, 4, 4);
+    let xsk = map(MapType::Xskmap, 4, 4, 4);
     xsk.user_update(&k32(0), &k32(42), update::ANY).unwrap();
     assert!(xsk.lookup_addr(&k32(0), 0).is_some());
     assert!(xsk.lookup_addr(&k32(1), 0).is_none());
@@ -304,7 +304,7 @@ fn device_cpu_and_socket_maps() {
 #[test]
 fn queue_and_stack() {
     for (t, first) in [(MapType::Queue, 1u8), (MapType::Stack, 3u8)] {
-        let mut m = map(t, 0, 1, 3);
+        let m = map(t, 0, 1, 3);
         assert_eq!(m.pop(true), Err(Errno::ENOENT));
         for i in 1..=3u8 {
             m.push(&[i], update::ANY).unwrap();
@@ -317,12 +317,12 @@ fn queue_and_stack() {
         assert_eq!(m.len(), 2);
     }
     // BPF_EXIST overwrites the oldest element when full.
-    let mut q = map(MapType::Queue, 0, 1, 2);
+    let q = map(MapType::Queue, 0, 1, 2);
     q.push(&[1], 0).unwrap();
     q.push(&[2], 0).unwrap();
     q.push(&[3], update::EXIST).unwrap();
     assert_eq!(q.pop(true).unwrap(), vec![2]);
-    let mut s = map(MapType::Stack, 0, 1, 2);
+    let s = map(MapType::Stack, 0, 1, 2);
     s.push(&[1], 0).unwrap();
     s.push(&[2], 0).unwrap();
     s.push(&[3], update::EXIST).unwrap();
@@ -335,8 +335,8 @@ fn queue_and_stack() {
 fn ringbuf() {
     assert!(Map::new(MapSpec::new("r", MapType::Ringbuf, 0, 0, 1000), 1).is_err());
     assert!(Map::new(MapSpec::new("r", MapType::Ringbuf, 4, 0, 4096), 1).is_err());
-    let mut m = map(MapType::Ringbuf, 0, 0, 4096);
-    let rb = m.ringbuf().unwrap();
+    let m = map(MapType::Ringbuf, 0, 0, 4096);
+    let mut rb = m.ringbuf().unwrap();
     let a = rb.reserve(5).unwrap();
     let b = rb.reserve(3).unwrap();
     rb.arena.write(b, b"bbb");
@@ -370,7 +370,7 @@ fn ringbuf() {
 
 #[test]
 fn perf_event_array() {
-    let mut m = map(MapType::PerfEventArray, 4, 4, 0);
+    let m = map(MapType::PerfEventArray, 4, 4, 0);
     m.perf_output(1, b"one".to_vec()).unwrap();
     m.perf_output(0, b"zero".to_vec()).unwrap();
     assert_eq!(m.perf_output(5, b"x".to_vec()), Err(Errno::E2BIG));
@@ -430,7 +430,7 @@ fn creation_errors_name_the_problem() {
 
 #[test]
 fn frozen_maps_refuse_user_writes() {
-    let mut m = map(MapType::Array, 4, 4, 1);
+    let m = map(MapType::Array, 4, 4, 1);
     m.freeze();
     assert_eq!(
         m.user_update(&k32(0), &k32(1), update::ANY),
@@ -447,7 +447,7 @@ fn array_values_come_out_in_the_user_layout() {
         (MapType::Array, 8, 1),
         (MapType::PercpuArray, 5, 3),
     ] {
-        let mut m = Map::new(MapSpec::new("a", ty, 4, value_size, 4), cpus).unwrap();
+        let m = Map::new(MapSpec::new("a", ty, 4, value_size, 4), cpus).unwrap();
         let user = m.user_value_len();
         let value: Vec<u8> = (0..user as u8).map(|b| b + 1).collect();
         m.user_update(&2u32.to_le_bytes(), &value, 0).unwrap();

@@ -263,14 +263,3 @@ fn sharded(
     let finished = sinks.finish().map_err(ReplayError::from);
     (total, source_error, result.and(finished))
 }
-
-/// Until `runtime::Hook::sibling` lands: a placeholder that refuses.
-trait Sibling: Sized {
-    fn sibling(&self, cpu: u32) -> Result<Self, runtime::HookError>;
-}
-
-impl Sibling for Hook {
-    fn sibling(&self, _cpu: u32) -> Result<Hook, runtime::HookError> {
-        Err(runtime::HookError::Program("threads: not yet".into()))
-    }
-}

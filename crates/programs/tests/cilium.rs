@@ -167,7 +167,7 @@ fn cilium_ebpf_examples_count_what_they_see() {
     h.run(&v6, &meta(999)).unwrap();
     h.run(&[0u8; 10], &meta(1000)).unwrap();
     let mut got: BTreeMap<[u8; 4], u32> = BTreeMap::new();
-    for (k, v) in map(&mut h, "xdp_stats_map").entries() {
+    for (k, v) in map(&h, "xdp_stats_map").entries() {
         got.insert(
             k.try_into().unwrap(),
             u32::from_le_bytes(v.try_into().unwrap()),

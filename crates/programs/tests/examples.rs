@@ -42,7 +42,7 @@ fn count_per_protocol() {
     for p in &pkts {
         assert_eq!(h.run(p, &meta(0)).unwrap().verdict, PASS);
     }
-    let m = map(&mut h, "proto_stats");
+    let m = map(&h, "proto_stats");
     let stat = |m: &maps::Map, k: u32| {
         let v = m.user_lookup(&k.to_le_bytes()).unwrap();
         (
@@ -79,7 +79,7 @@ fn lpm4(prefix: u32, addr: [u8; 4]) -> Vec<u8> {
 #[test]
 fn ddos_block_list_and_ports() {
     let mut h = hook("xdp_ddos");
-    map(&mut h, "blocklist_v4")
+    map(&h, "blocklist_v4")
         .user_update(&lpm4(16, [10, 1, 0, 0]), &0u64.to_le_bytes(), 0)
         .unwrap();
     let v6key = [
@@ -92,10 +92,10 @@ fn ddos_block_list_and_ports() {
     .concat();
     let mut v6prefix = v6key.clone();
     v6prefix[..4].copy_from_slice(&32u32.to_le_bytes());
-    map(&mut h, "blocklist_v6")
+    map(&h, "blocklist_v6")
         .user_update(&v6prefix, &0u64.to_le_bytes(), 0)
         .unwrap();
-    map(&mut h, "protected_ports")
+    map(&h, "protected_ports")
         .user_update(&53u16.to_le_bytes(), &[1], 0)
         .unwrap();
 
@@ -149,11 +149,11 @@ fn ddos_block_list_and_ports() {
     assert_eq!(h.run(&[0xff; 60], &meta(0)).unwrap().verdict, PASS);
 
     // The block-list entry counts its hits.
-    let hits = map(&mut h, "blocklist_v4")
+    let hits = map(&h, "blocklist_v4")
         .user_lookup(&lpm4(32, [10, 1, 2, 3]))
         .unwrap();
     assert_eq!(hits, 1u64.to_le_bytes());
-    let stats = map(&mut h, "drop_stats");
+    let stats = map(&h, "drop_stats");
     let [passed, blocked, port, rate, not_ip] = [0, 1, 2, 3, 4].map(|k| percpu_u64(stats, k));
     assert_eq!((passed, blocked, port, rate, not_ip), (3, 2, 1, 0, 1));
 }
@@ -180,7 +180,7 @@ fn ddos_rate_limits_each_source() {
     // 0.6 s at 2 packets per second refills one token (and a fifth).
     assert_eq!(h.run(&a, &meta(t0 + 600_000_000)).unwrap().verdict, PASS);
     assert_eq!(h.run(&a, &meta(t0 + 600_000_000)).unwrap().verdict, DROP);
-    assert_eq!(percpu_u64(map(&mut h, "drop_stats"), 3), 3);
+    assert_eq!(percpu_u64(map(&h, "drop_stats"), 3), 3);
 }
 
 const FIB: &str = "link eth1 index 3 address 02:00:00:00:03:03\nlink eth2 index 4 address 02:00:00:00:04:04 mtu 9000\n\
@@ -191,7 +191,7 @@ fn router() -> Hook {
     let mut h = hook("xdp_router");
     h.env_mut().fib = runtime::fib::Fib::parse(FIB).unwrap();
     for ifindex in [3u32, 4, 7] {
-        map(&mut h, "tx_ports")
+        map(&h, "tx_ports")
             .user_update(&ifindex.to_le_bytes(), &ifindex.to_le_bytes(), 0)
             .unwrap();
     }
@@ -244,7 +244,7 @@ fn router_uses_its_own_routes_and_passes_the_rest() {
         &[2, 0, 0, 0, 0x77, 0x77],
     ]
     .concat();
-    map(&mut h, "routes_v4")
+    map(&h, "routes_v4")
         .user_update(&lpm4(12, [172, 16, 0, 0]), &nh, 0)
         .unwrap();
     let out = h
@@ -284,7 +284,7 @@ fn router_uses_its_own_routes_and_passes_the_rest() {
         DROP
     );
     // No devmap entry for the egress: the redirect falls back to the stack.
-    map(&mut h, "tx_ports").delete(&3u32.to_le_bytes()).unwrap();
+    map(&h, "tx_ports").delete(&3u32.to_le_bytes()).unwrap();
     assert_eq!(
         h.run(
             &Builder::udp("10.0.0.1", "10.10.5.5", 1, 2).build(),
@@ -294,7 +294,7 @@ fn router_uses_its_own_routes_and_passes_the_rest() {
         .verdict,
         PASS
     );
-    let stats = map(&mut h, "router_stats");
+    let stats = map(&h, "router_stats");
     assert_eq!(percpu_u64(stats, 0), 1);
     assert_eq!(percpu_u64(stats, 2), 1);
 }
@@ -334,18 +334,16 @@ fn maglev(backends: &[u32], size: usize) -> Vec<u32> {
 fn load_balancer_encapsulates_to_a_real() {
     let mut h = hook("xdp_lb");
     let vip = [[10u8, 0, 0, 100].as_slice(), &80u16.to_be_bytes(), &[6, 0]].concat();
-    map(&mut h, "vip_map")
-        .user_update(&vip, &[0u8; 8], 0)
-        .unwrap();
+    map(&h, "vip_map").user_update(&vip, &[0u8; 8], 0).unwrap();
     let reals = [[192u8, 168, 1, 10], [192, 168, 1, 11], [192, 168, 1, 12]];
     for (i, r) in reals.iter().enumerate() {
-        map(&mut h, "reals")
+        map(&h, "reals")
             .user_update(&(i as u32).to_le_bytes(), r, 0)
             .unwrap();
     }
     let ring = maglev(&[10, 11, 12], 251);
     for (pos, real) in ring.iter().enumerate() {
-        map(&mut h, "ch_rings")
+        map(&h, "ch_rings")
             .user_update(&(pos as u32).to_le_bytes(), &real.to_le_bytes(), 0)
             .unwrap();
     }
@@ -354,7 +352,7 @@ fn load_balancer_encapsulates_to_a_real() {
         &[10, 0, 0, 254],
     ]
     .concat();
-    map(&mut h, "lb_config")
+    map(&h, "lb_config")
         .user_update(&0u32.to_le_bytes(), &cfg, 0)
         .unwrap();
 
@@ -385,7 +383,7 @@ fn load_balancer_encapsulates_to_a_real() {
         assert_eq!(&again.packet[30..34], &o[30..34]);
     }
     assert_eq!(chosen.len(), 3, "64 flows spread over all three reals");
-    assert_eq!(map(&mut h, "conn_table").len(), 64);
+    assert_eq!(map(&h, "conn_table").len(), 64);
     // Not a VIP: untouched.
     let other = Builder::tcp("172.16.0.1", "10.0.0.100", 1000, 443).build();
     let out = h.run(&other, &meta(0)).unwrap();
@@ -430,8 +428,8 @@ fn tc_classify_marks_drops_and_rewrites() {
     assert_eq!(out.packet, &p6[..]);
     let skb = out.skb.unwrap();
     assert_eq!((skb.mark, skb.tc_classid), (0x106, (1 << 16) | 47));
-    assert_eq!(percpu_u64(map(&mut h, "class_stats"), 46), 1);
-    assert_eq!(percpu_u64(map(&mut h, "class_stats"), 8), 1);
+    assert_eq!(percpu_u64(map(&h, "class_stats"), 46), 1);
+    assert_eq!(percpu_u64(map(&h, "class_stats"), 8), 1);
     // Not IP: untouched.
     assert_eq!(h.run(&[0xff; 60], &meta(0)).unwrap().verdict, ok);
 }

@@ -155,7 +155,7 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
     h.run(&pkt, &meta(0)).unwrap();
     let r = res(&mut h);
     assert_eq!(&r[..7], &[1, 0, -22, 4096, 1, 0, -7]);
-    let rb = map(&mut h, "rb").ringbuf().unwrap();
+    let mut rb = map(&h, "rb").ringbuf().unwrap();
     assert_eq!(
         rb.consume(),
         vec![
@@ -164,7 +164,7 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
         ]
     );
     // CPU 1 (the hook's), the tag and the 14 bytes of Ethernet header.
-    let ev = map(&mut h, "ev").perf_drain();
+    let ev = map(&h, "ev").perf_drain();
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].0, 1);
     assert_eq!(&ev[0].1[..4], &0x77u32.to_le_bytes());
@@ -262,7 +262,7 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
 "#,
         None,
     );
-    map(&mut h, "dev")
+    map(&h, "dev")
         .user_update(&1u32.to_le_bytes(), &9u32.to_le_bytes(), 0)
         .unwrap();
     let out = h.run(&udp(), &meta(0)).unwrap();
@@ -473,7 +473,7 @@ SEC("xdp/devmap") int egress(struct xdp_md *ctx) {
         .unwrap() as u32
         + 1;
     let value = [8u32.to_le_bytes(), egress_id.to_le_bytes()].concat();
-    map(&mut h, "out")
+    map(&h, "out")
         .user_update(&1u32.to_le_bytes(), &value, 0)
         .unwrap();
     let out = h.run(&udp(), &meta(0)).unwrap();
@@ -686,9 +686,7 @@ SEC("xdp") int prog(struct xdp_md *ctx) {
     assert_eq!(r[1], pkt.len() as i64);
     assert_eq!(r[2], 7, "the length of the formatted text");
     assert_eq!(r[3], -22, "args must be whole u64s");
-    let v = map(&mut h, "locks")
-        .user_lookup(&0u32.to_le_bytes())
-        .unwrap();
+    let v = map(&h, "locks").user_lookup(&0u32.to_le_bytes()).unwrap();
     assert_eq!(u64::from_le_bytes(v[8..16].try_into().unwrap()), 2);
 }
 

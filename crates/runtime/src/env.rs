@@ -1,5 +1,7 @@
 //! The state a program's helpers work on during a run.
 
+use std::sync::Arc;
+
 use maps::Map;
 use vm::{BasicEnv, SimEnv};
 
@@ -78,7 +80,10 @@ pub const SCRATCH_LEVELS: usize = 8;
 
 /// The environment of every helper.
 pub struct Env {
-    pub maps: Vec<Map>,
+    /// The object's maps, shared with every hook on the same image (the
+    /// kernel's CPUs share one set of maps).
+    pub maps: Arc<[Map]>,
+    /// The simulated clock, CPU and random numbers of this hook.
     pub sim: SimEnv,
     /// `bpf_trace_printk` output of the current run.
     pub trace: Vec<String>,
@@ -112,12 +117,15 @@ pub struct Env {
     pub scratch: Box<[u8; SCRATCH_SLOT * SCRATCH_LEVELS]>,
     /// The scratch's address as programs see it.
     pub scratch_addr: u64,
+    /// The address of the `bpf_spin_lock` the running program holds.
+    pub spin_held: Option<u64>,
 }
 
 impl Env {
-    pub fn new(maps: Vec<Map>, cpu: u32) -> Env {
-        let mut sim = SimEnv::default();
-        sim.cpu = cpu;
+    /// A fresh run state over `maps` for CPU `cpu` (whose pseudo-random
+    /// numbers are its own: [`SimEnv::for_cpu`]).
+    pub fn new(maps: Arc<[Map]>, cpu: u32) -> Env {
+        let sim = SimEnv::for_cpu(cpu);
         Env {
             maps,
             sim,
@@ -144,6 +152,7 @@ impl Env {
             iterations: Vec::new(),
             scratch: Box::new([0; SCRATCH_SLOT * SCRATCH_LEVELS]),
             scratch_addr: 0,
+            spin_held: None,
         }
     }
 

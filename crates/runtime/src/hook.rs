@@ -2,6 +2,8 @@
 //! tc hooks do: the packet in a frame with headroom, a context struct that
 //! points at it, the object's maps, and a verdict at the end.
 
+use std::sync::Arc;
+
 use maps::Map;
 use obj::{ProgramKind, XdpAttach};
 use vm::{HelperTable, Memory, RegionKind, Stats, Vm, VmError};
@@ -10,6 +12,8 @@ use crate::env::{CtxKind, Env, PacketView, Redirect, RedirectTarget};
 use crate::helpers;
 use crate::image::Image;
 use crate::lowmem::LowBuf;
+
+mod sibling;
 
 /// `XDP_PACKET_HEADROOM`.
 pub const HEADROOM: usize = 256;
@@ -34,6 +38,8 @@ pub enum HookError {
     Load(#[from] vm::LoadError),
     #[error("{0}")]
     Memory(String),
+    #[error("CPU {cpu} has no slot in per-CPU map {map}, which has {ncpus}: load with more CPUs")]
+    Cpu { cpu: u32, map: String, ncpus: u32 },
 }
 
 /// What the receive path knows about a packet.
@@ -236,11 +242,12 @@ pub struct Followup {
     pub action: XdpAction,
 }
 
-/// A program of an image, ready to run over packets.
+/// A program of an image, ready to run over packets. Hooks on one image
+/// (see [`Hook::sibling`]) share its maps and may run on several threads.
 pub struct Hook {
     vm: Vm<Env>,
     env: Env,
-    object: obj::Object,
+    object: Arc<obj::Object>,
     program: usize,
     kind: ProgramKind,
     buf: LowBuf,
@@ -307,7 +314,7 @@ impl Hook {
         Ok(Hook {
             vm,
             env,
-            object,
+            object: Arc::new(object),
             program,
             kind,
             buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
@@ -389,8 +396,9 @@ impl Hook {
         &self.env.maps
     }
 
-    pub fn maps_mut(&mut self) -> &mut [Map] {
-        &mut self.env.maps
+    /// The maps, as a handle to share with other threads (or hooks).
+    pub fn shared_maps(&self) -> &Arc<[Map]> {
+        &self.env.maps
     }
 
     pub fn object(&self) -> &obj::Object {
@@ -625,7 +633,7 @@ impl Hook {
             CtxKind::Xdp => mem.add_protected(RegionKind::Context, &mut self.ctx[..]),
             CtxKind::Skb => mem.add(RegionKind::Context, &mut self.ctx[..]),
         };
-        for map in &self.env.maps {
+        for map in self.env.maps.iter() {
             if let Some((addr, len)) = map.value_region() {
                 // SAFETY: map arenas never move and live as long as `env`,
                 // which outlives this `Memory`; the interpreter holds only
@@ -670,10 +678,14 @@ impl Hook {
         self.vm.set_entry(entry);
         let args = [ctx_addr, 0, 0, 0, 0];
         let out = if self.counting {
-            self.vm.run_counting(&mut self.env, &mut mem, args)?
+            self.vm.run_counting(&mut self.env, &mut mem, args)
         } else {
-            self.vm.run(&mut self.env, &mut mem, args)?
+            self.vm.run(&mut self.env, &mut mem, args)
         };
+        // A run that failed inside a critical section must not leave the
+        // other threads spinning.
+        helpers::release_held_lock(&mut self.env, &mut mem);
+        let out = out?;
         self.regions = mem.into_regions();
         let p = self.env.packet;
         Ok(Exec {
@@ -707,6 +719,12 @@ fn add(a: Stats, b: Stats) -> Stats {
     }
     s
 }
+
+// Hooks move to the threads that run them.
+const _: () = {
+    const fn sendable<T: Send>() {}
+    sendable::<Hook>()
+};
 
 fn helper_table(kind: &ProgramKind) -> Result<HelperTable<Env>, HookError> {
     Ok(match kind {

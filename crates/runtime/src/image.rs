@@ -2,6 +2,7 @@
 //! resolved against them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use isa::{Insn, Lddw};
 use maps::{Map, MapType};
@@ -43,10 +44,13 @@ impl Default for LoadOptions {
     }
 }
 
-/// A loaded object.
+/// A loaded object. Clones share the maps: hooks made from them (or
+/// [`crate::Hook::sibling`]s) see one another's updates, as the kernel's
+/// CPUs do.
+#[derive(Clone)]
 pub struct Image {
     pub object: Object,
-    pub maps: Vec<Map>,
+    pub maps: Arc<[Map]>,
     /// Per object program: the resolved VM program, or why it cannot run.
     pub programs: Vec<Result<vm::Program, String>>,
 }
@@ -71,7 +75,7 @@ impl Image {
                     ),
                 });
             }
-            let mut map = Map::new(spec, opts.ncpus)?;
+            let map = Map::new(spec, opts.ncpus)?;
             if let Some(data) = &def.data {
                 map.user_update(
                     &0u32.to_le_bytes(),
@@ -102,7 +106,7 @@ impl Image {
                     ),
                 });
             }
-            let map = &mut maps[var.map];
+            let map = &maps[var.map];
             let mut data = map
                 .user_lookup(&0u32.to_le_bytes())
                 .expect("data maps have element 0");
@@ -141,7 +145,7 @@ impl Image {
         let programs = object.programs.iter().map(|p| resolve(p, &maps)).collect();
         Ok(Image {
             object,
-            maps,
+            maps: maps.into(),
             programs,
         })
     }

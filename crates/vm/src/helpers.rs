@@ -174,9 +174,23 @@ impl SimEnv {
     }
 }
 
+impl SimEnv {
+    /// The simulation of CPU `cpu`: its own deterministic random numbers
+    /// (CPU 0's are those of [`SimEnv::default`]), so that hooks running on
+    /// several threads differ from one another but every run repeats.
+    pub fn for_cpu(cpu: u32) -> SimEnv {
+        let mut sim =
+            SimEnv::new(DEFAULT_SEED ^ u64::from(cpu).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        sim.cpu = cpu;
+        sim
+    }
+}
+
+const DEFAULT_SEED: u64 = 0x5eed_5eed_5eed_5eed;
+
 impl Default for SimEnv {
     fn default() -> Self {
-        SimEnv::new(0x5eed_5eed_5eed_5eed)
+        SimEnv::new(DEFAULT_SEED)
     }
 }
 

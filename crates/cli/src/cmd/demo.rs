@@ -40,7 +40,6 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             map_size: Vec::new(),
         },
         cpus: 1,
-        threads: 1,
         ifindex: 1,
         map_entries: 5,
         json: a.json,

@@ -491,12 +491,14 @@ pub fn map(a: MapArgs) -> Result<ExitCode, String> {
                             key,
                             value: cpus.first().cloned().unwrap_or_default(),
                             cpus,
+                            summed: false,
                         }
                     } else {
                         mapfmt::EntryDump {
                             key,
                             value: fmt(info.btf_value_type, &v),
                             cpus: Vec::new(),
+                            summed: false,
                         }
                     }
                 })

@@ -96,11 +96,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         image.maps[i].user_lookup(&0u32.to_le_bytes()).ok()
     };
     let mut maps = MapInfo::of_object(&object, &data_of);
-    for (info, map) in maps.iter_mut().zip(&image.maps) {
+    for (info, map) in maps.iter_mut().zip(image.maps.iter()) {
         info.max_entries = map.spec().max_entries;
     }
     let mut defs = object.maps.clone();
-    for (def, map) in defs.iter_mut().zip(&image.maps) {
+    for (def, map) in defs.iter_mut().zip(image.maps.iter()) {
         def.spec.max_entries = map.spec().max_entries;
     }
     let programs: Vec<&obj::Program> = match &a.prog {

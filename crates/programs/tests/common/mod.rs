@@ -17,12 +17,12 @@ pub fn hook_with(name: &str, opts: &LoadOptions) -> Hook {
     Hook::new(image, prog, 0).unwrap()
 }
 
-pub fn map<'h>(hook: &'h mut Hook, name: &str) -> &'h mut maps::Map {
+pub fn map<'h>(hook: &'h Hook, name: &str) -> &'h maps::Map {
     let i = hook
         .object()
         .map_index(name)
         .unwrap_or_else(|| panic!("no map {name}"));
-    &mut hook.maps_mut()[i]
+    &hook.maps()[i]
 }
 
 pub fn meta(ts_ns: u64) -> PacketMeta {

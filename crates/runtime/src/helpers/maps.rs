@@ -24,7 +24,7 @@ fn lookup(c: &mut Ctx) -> Ret {
     let m = map_arg(c, c.args[0])?;
     let k = key(c, m, c.args[1])?;
     let cpu = c.env.cpu();
-    let map = &mut c.env.maps[m];
+    let map = &c.env.maps[m];
     Ok(match map.map_type() {
         // A map of maps gives the inner map.
         MapType::ArrayOfMaps | MapType::HashOfMaps => {

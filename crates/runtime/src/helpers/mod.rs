@@ -20,6 +20,8 @@ mod tunnel;
 pub use sock::HZ;
 pub use tunnel::TunnelInfo;
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use vm::{HelperCtx, HelperError, HelperFn, HelperTable};
 
 use crate::Env;
@@ -47,7 +49,7 @@ fn common(t: &mut HelperTable<Env>) {
     register(t, csum::COMMON);
     register(t, callbacks::HELPERS);
     register(t, sock::COMMON);
-    register(t, &[("spin_lock", spin_lock), ("spin_unlock", spin_lock)]);
+    register(t, &[("spin_lock", spin_lock), ("spin_unlock", spin_unlock)]);
 }
 
 /// Helpers of XDP programs.
@@ -98,9 +100,69 @@ pub fn ids_for(kind: &obj::ProgramKind) -> Option<Vec<u32>> {
     Some(ids)
 }
 
-/// Runs are single-threaded, so a lock is always free.
-fn spin_lock(_: &mut Ctx) -> Ret {
+/// The `struct bpf_spin_lock` word at `addr` (in a map value), as a host
+/// atomic: checked to be 4 writable, aligned bytes of program memory.
+fn lock_word<'a>(c: &mut Ctx, addr: u64) -> Result<&'a AtomicU32, HelperError> {
+    if !addr.is_multiple_of(4) {
+        return Err(HelperError(format!(
+            "bpf_spin_lock at {addr:#x}, which is not 4-byte aligned"
+        )));
+    }
+    let ptr = c.mem.write(addr, 4)?.as_mut_ptr();
+    // SAFETY: `write` proved the 4 bytes mapped and writable for the run
+    // (map values live in arenas that outlive every run), and they are
+    // aligned (checked above). Other threads touch the word only through
+    // atomics too (this helper and its unlock).
+    Ok(unsafe { AtomicU32::from_ptr(ptr.cast()) })
+}
+
+/// `bpf_spin_lock(lock)`: spins until the word is free, then takes it
+/// (acquire). Hooks on other threads share the maps, so the lock is real.
+/// A program holds at most one lock (the verifier refuses nesting); one
+/// that asks for a second would spin forever, so it fails instead.
+fn spin_lock(c: &mut Ctx) -> Ret {
+    let addr = c.args[0];
+    if let Some(held) = c.env.spin_held {
+        return Err(HelperError(format!(
+            "bpf_spin_lock at {addr:#x} while holding the lock at {held:#x}"
+        )));
+    }
+    let word = lock_word(c, addr)?;
+    while word
+        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        while word.load(Ordering::Relaxed) != 0 {
+            std::hint::spin_loop();
+        }
+    }
+    c.env.spin_held = Some(addr);
     Ok(0)
+}
+
+/// `bpf_spin_unlock(lock)`: frees the word (release).
+fn spin_unlock(c: &mut Ctx) -> Ret {
+    let addr = c.args[0];
+    if c.env.spin_held != Some(addr) {
+        return Err(HelperError(format!(
+            "bpf_spin_unlock at {addr:#x}, a lock the program does not hold"
+        )));
+    }
+    lock_word(c, addr)?.store(0, Ordering::Release);
+    c.env.spin_held = None;
+    Ok(0)
+}
+
+/// Frees the lock a run that failed half-way still held, so that hooks on
+/// other threads do not spin forever (a run that ends normally has
+/// released it: the verifier sees to that).
+pub(crate) fn release_held_lock(env: &mut Env, mem: &mut vm::Memory<'_>) {
+    if let Some(addr) = env.spin_held.take()
+        && let Ok(bytes) = mem.write(addr, 4)
+    {
+        // SAFETY: as in `lock_word`: checked, aligned (it was taken).
+        unsafe { AtomicU32::from_ptr(bytes.as_mut_ptr().cast()) }.store(0, Ordering::Release);
+    }
 }
 
 /// Reads `len` bytes of program memory.

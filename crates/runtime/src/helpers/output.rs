@@ -25,7 +25,7 @@ fn ringbuf_output(c: &mut Ctx) -> Ret {
         return Ok(err(Errno::EINVAL));
     }
     let data = read(c, c.args[1], c.args[2] as usize)?;
-    let Some(rb) = c.env.maps[m].ringbuf() else {
+    let Some(mut rb) = c.env.maps[m].ringbuf() else {
         return Ok(err(Errno::EINVAL));
     };
     Ok(rb.output(&data).map_or_else(err, |()| 0))
@@ -34,7 +34,7 @@ fn ringbuf_output(c: &mut Ctx) -> Ret {
 fn ringbuf_reserve(c: &mut Ctx) -> Ret {
     let m = map_arg(c, c.args[0])?;
     let (size, flags) = (c.args[1], c.args[2]);
-    let Some(rb) = c.env.maps[m].ringbuf() else {
+    let Some(mut rb) = c.env.maps[m].ringbuf() else {
         return Ok(0);
     };
     if flags != 0 {
@@ -48,8 +48,13 @@ fn ringbuf_reserve(c: &mut Ctx) -> Ret {
 
 fn finish(c: &mut Ctx, discard: bool) -> Ret {
     let addr = c.args[0];
-    for map in &mut c.env.maps {
-        if let Some(rb) = map.ringbuf()
+    for map in c.env.maps.iter() {
+        // The record's address names its ring (no lock taken to find it).
+        let inside = map
+            .value_region()
+            .is_some_and(|(start, len)| addr >= start && addr - start < len as u64);
+        if inside
+            && let Some(mut rb) = map.ringbuf()
             && let Some(off) = rb.arena.offset_of(addr)
         {
             rb.finish(off, discard).map_err(|_| {

@@ -87,14 +87,14 @@ impl Setup {
         let r = &mut Rng::new(seed ^ 0x5eed);
         for i in 0..4u32 {
             let v: Vec<u8> = (0..ARRAY_VALUE).map(|_| r.next_u64() as u8).collect();
-            hook.maps_mut()[0]
+            hook.maps()[0]
                 .user_update(&i.to_le_bytes(), &v, maps::update::ANY)
                 .unwrap();
         }
         for _ in 0..r.below(6) {
             let k = (r.below(8) as u32).to_le_bytes();
             let v: Vec<u8> = (0..HASH_VALUE).map(|_| r.next_u64() as u8).collect();
-            hook.maps_mut()[1]
+            hook.maps()[1]
                 .user_update(&k, &v, maps::update::ANY)
                 .unwrap();
         }

@@ -64,8 +64,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub cpus: u32,
     /// Worker threads, each with its own copy of the program on the same
-    /// maps, packets sharded by flow (0: one per core)
-    #[arg(long, default_value_t = 1)]
+    /// maps, packets sharded by flow (0: one per core; 1: in capture order,
+    /// exactly as one CPU)
+    #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// How packets are spread over threads: symmetric (both directions of a
     /// flow together), directional, or round-robin
@@ -151,7 +152,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
             .object()
             .map_index(name)
             .ok_or_else(|| format!("--map-update {name}: no such map"))?;
-        let map = &mut hook.maps_mut()[i];
+        let map = &hook.maps()[i];
         let spec = map.spec().clone();
         let k = mapfmt::parse(key, spec.key_size as usize, spec.map_type, true)
             .map_err(|e| format!("--map-update {name}: key {e}"))?;

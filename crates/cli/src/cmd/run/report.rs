@@ -151,8 +151,8 @@ impl RunReport {
         let mut perf_events = BTreeMap::new();
         for i in 0..hook.maps().len() {
             let name = hook.maps()[i].name().to_string();
-            let map = &mut hook.maps_mut()[i];
-            if let Some(rb) = map.ringbuf() {
+            let map = &hook.maps()[i];
+            if let Some(mut rb) = map.ringbuf() {
                 ringbuf.insert(name.clone(), rb.consume().len() as u64);
             }
             let perf = map.perf_drain();
@@ -351,7 +351,14 @@ fn print_text(r: &RunReport) {
             m.name, m.map_type, m.key_size, m.value_size, m.len, m.max_entries
         );
         for e in &m.entries {
-            if e.cpus.len() > 1 {
+            if e.summed {
+                println!(
+                    "    {} => {}  (per CPU: {})",
+                    e.key,
+                    e.value,
+                    e.cpus.join(" | ")
+                );
+            } else if e.cpus.len() > 1 {
                 println!("    {} => {}", e.key, e.cpus.join(" | "));
             } else {
                 println!("    {} => {}", e.key, e.value);
