@@ -55,6 +55,7 @@ fn ip_ethertype(payload: &[u8]) -> u16 {
 
 /// Appends the frame as Ethernet, for link type `linktype` (LINKTYPE_*
 /// numbers), to `out`; allocates only if `out` must grow.
+#[inline]
 pub fn to_ethernet_into(linktype: u32, data: &[u8], out: &mut Vec<u8>) -> LinkKind {
     match linktype {
         1 => {
