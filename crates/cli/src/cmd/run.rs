@@ -411,12 +411,8 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
                     _ => &mut None,
                 };
                 if let Some(s) = target {
-                    if out.frags.is_empty() {
-                        s.write(out.packet, ts)
-                    } else {
-                        s.write(&[out.packet, out.frags].concat(), ts)
-                    }
-                    .map_err(|e| e.to_string())?;
+                    s.write_parts(out.packet, out.frags, ts)
+                        .map_err(|e| e.to_string())?;
                 }
                 *verdicts.entry(name).or_default() += 1;
             }
