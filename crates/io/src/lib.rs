@@ -6,5 +6,7 @@ mod pcap;
 #[cfg(target_os = "linux")]
 pub mod xsk;
 
-pub use frame::{Frame, LinkKind, to_ethernet as to_ethernet_for_tests};
+pub use frame::{
+    Frame, FrameInfo, LinkKind, to_ethernet, to_ethernet as to_ethernet_for_tests, to_ethernet_into,
+};
 pub use pcap::{IoError, PcapSink, PcapSource, SinkFormat};

@@ -1,19 +1,18 @@
 //! pcap and pcapng files in and out.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
-use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcap::PcapHeader;
+use pcap_file::pcapng::blocks::ENHANCED_PACKET_BLOCK;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
 use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
-use pcap_file::{DataLink, TsResolution};
+use pcap_file::{DataLink, Endianness, TsResolution};
 
-use crate::frame::{Frame, to_ethernet};
+use crate::frame::{Frame, FrameInfo, to_ethernet_into};
 
 /// A capture that cannot be read or written, with where.
 #[derive(Debug, thiserror::Error)]
@@ -25,12 +24,122 @@ pub struct IoError {
     pub reason: String,
 }
 
-enum Reader {
-    Pcap(PcapReader<BufReader<File>>),
-    PcapNg(Box<PcapNgReader<BufReader<File>>>),
+/// Size of the read and write buffers: one `read(2)` or `write(2)` per
+/// MiB of capture.
+const BUF_SIZE: usize = 1 << 20;
+
+/// The largest classic pcap record (16-byte header and data) read. A
+/// larger one is taken as a corrupt header; this is the bound pcap-file's
+/// reader had (its 8 MB buffer), which this crate used before.
+const MAX_RECORD: usize = 8_000_000;
+
+/// Records of a classic pcap file, parsed from a large buffer.
+struct PcapRecords {
+    file: File,
+    buf: Vec<u8>,
+    /// Unread bytes are `buf[pos..end]`.
+    pos: usize,
+    end: usize,
+    big_endian: bool,
+    /// Nanoseconds per unit of a record's fractional timestamp.
+    frac_ns: u64,
+    linktype: u32,
 }
 
-/// Frames of a pcap or pcapng file, in order.
+impl PcapRecords {
+    /// Makes `buf[pos..end]` at least `need` bytes long if the file has
+    /// them; false at the end of the file.
+    #[cold]
+    fn fill(&mut self, need: usize) -> std::io::Result<bool> {
+        if self.pos + need > self.buf.len() {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
+            self.pos = 0;
+            if need > self.buf.len() {
+                self.buf.resize(need, 0);
+            }
+        }
+        while self.end - self.pos < need {
+            match self.file.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Like libpcap, a record may be longer than the snapshot length.
+    #[inline]
+    fn read_into(&mut self, out: &mut Vec<u8>) -> Option<Result<FrameInfo, String>> {
+        if self.end - self.pos < 16 {
+            match self.fill(16) {
+                Ok(true) => {}
+                Ok(false) if self.pos == self.end => return None,
+                Ok(false) => {
+                    return Some(Err(format!(
+                        "truncated record header ({} of 16 bytes)",
+                        self.end - self.pos
+                    )));
+                }
+                Err(e) => return Some(Err(format!("read failed: {e}"))),
+            }
+        }
+        let h: &[u8; 16] = self.buf[self.pos..self.pos + 16].try_into().ok()?;
+        let word = |i: usize| {
+            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
+            if self.big_endian {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        let (ts_sec, ts_frac, incl_len, orig_len) = (word(0), word(4), word(8), word(12));
+        let total = 16 + incl_len as usize;
+        if total > MAX_RECORD {
+            return Some(Err(format!(
+                "record of {incl_len} bytes, over the {MAX_RECORD}-byte limit (corrupt header?)"
+            )));
+        }
+        if self.end - self.pos < total {
+            match self.fill(total) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Some(Err(format!(
+                        "truncated record ({} of {incl_len} bytes)",
+                        self.end - self.pos - 16
+                    )));
+                }
+                Err(e) => return Some(Err(format!("read failed: {e}"))),
+            }
+        }
+        let data = &self.buf[self.pos + 16..self.pos + total];
+        let before = out.len();
+        let link = to_ethernet_into(self.linktype, data, out);
+        self.pos += total;
+        Some(Ok(FrameInfo {
+            len: (out.len() - before) as u32,
+            orig_len,
+            timestamp_ns: u64::from(ts_sec) * 1_000_000_000 + u64::from(ts_frac) * self.frac_ns,
+            link,
+        }))
+    }
+}
+
+/// Blocks of a pcapng file, through pcap-file's reader.
+struct PcapNgRecords {
+    reader: PcapNgReader<File>,
+    /// Link type and `if_tsresol` of the section's interfaces.
+    interfaces: Vec<(u32, u8)>,
+}
+
+enum Reader {
+    Pcap(PcapRecords),
+    PcapNg(Box<PcapNgRecords>),
+}
+
+/// Frames of a pcap or pcapng file, in order, read through a large buffer.
 pub struct PcapSource {
     path: PathBuf,
     reader: Reader,
@@ -54,16 +163,37 @@ impl PcapSource {
         let mut magic = [0u8; 4];
         file.read_exact(&mut magic)
             .map_err(|_| err("too short for a capture file".into()))?;
-        let file = File::open(path).map_err(|e| err(e.to_string()))?;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| err(e.to_string()))?;
         let reader = if magic == [0x0a, 0x0d, 0x0d, 0x0a] {
-            Reader::PcapNg(Box::new(
-                PcapNgReader::new(BufReader::new(file)).map_err(|e| err(format!("pcapng: {e}")))?,
-            ))
+            Reader::PcapNg(Box::new(PcapNgRecords {
+                reader: PcapNgReader::new(file).map_err(|e| err(format!("pcapng: {e}")))?,
+                interfaces: Vec::new(),
+            }))
         } else {
-            Reader::Pcap(
-                PcapReader::new(BufReader::new(file))
-                    .map_err(|e| err(format!("not a pcap or pcapng file: {e}")))?,
-            )
+            let mut records = PcapRecords {
+                file,
+                buf: vec![0; BUF_SIZE],
+                pos: 0,
+                end: 0,
+                big_endian: false,
+                frac_ns: 1_000,
+                linktype: 0,
+            };
+            let not_pcap = |e: String| err(format!("not a pcap or pcapng file: {e}"));
+            if !records.fill(24).map_err(|e| not_pcap(e.to_string()))? {
+                return Err(not_pcap("too short for a pcap header".into()));
+            }
+            let (_, header) =
+                PcapHeader::from_slice(&records.buf[..24]).map_err(|e| not_pcap(e.to_string()))?;
+            records.pos = 24;
+            records.big_endian = header.endianness == Endianness::Big;
+            records.frac_ns = match header.ts_resolution {
+                TsResolution::MicroSecond => 1_000,
+                TsResolution::NanoSecond => 1,
+            };
+            records.linktype = datalink_number(header.datalink);
+            Reader::Pcap(records)
         };
         Ok(PcapSource {
             path: path.to_path_buf(),
@@ -82,54 +212,52 @@ impl PcapSource {
         self.count
     }
 
-    /// The next frame; after an error (a truncated or corrupt record) the
-    /// source ends, having delivered every frame before it.
-    pub fn next_frame(&mut self) -> Option<Result<Frame, IoError>> {
+    /// Appends the next frame's bytes, as Ethernet where the link type
+    /// allows (see [`to_ethernet_into`]), to `out` and returns what they
+    /// are. Allocates nothing for classic pcap files, and for pcapng no
+    /// more than pcap-file's block parser does, unless `out` must grow.
+    ///
+    /// After an error (a truncated or corrupt record) the source ends,
+    /// having delivered every frame before it; `out` is left as it was.
+    #[inline]
+    pub fn read_into(&mut self, out: &mut Vec<u8>) -> Option<Result<FrameInfo, IoError>> {
         if self.failed {
             return None;
         }
-        let index = self.count + 1;
         let result = match &mut self.reader {
-            Reader::Pcap(r) => {
-                let header = r.header();
-                let linktype = datalink_number(header.datalink);
-                let frac_ns = match header.ts_resolution {
-                    TsResolution::MicroSecond => 1_000,
-                    TsResolution::NanoSecond => 1,
-                };
-                // Raw records: like libpcap, accept lengths beyond the
-                // snapshot length (truncated or odd captures).
-                r.next_raw_packet().map(|p| {
-                    p.map(|p| {
-                        let (data, link) = to_ethernet(linktype, &p.data);
-                        Frame {
-                            data,
-                            orig_len: p.orig_len,
-                            timestamp_ns: u64::from(p.ts_sec) * 1_000_000_000
-                                + u64::from(p.ts_frac) * frac_ns,
-                            link,
-                        }
-                    })
-                    .map_err(|e| e.to_string())
-                })
-            }
-            Reader::PcapNg(r) => next_pcapng(r),
+            Reader::Pcap(r) => r.read_into(out),
+            Reader::PcapNg(r) => next_pcapng(r, out),
         };
-        match result {
-            None => None,
-            Some(Ok(frame)) => {
-                self.count = index;
-                Some(Ok(frame))
+        match result? {
+            Ok(info) => {
+                self.count += 1;
+                Some(Ok(info))
             }
-            Some(Err(reason)) => {
-                self.failed = true;
-                Some(Err(IoError {
-                    path: self.path.clone(),
-                    packet: Some(index),
-                    reason,
-                }))
-            }
+            Err(reason) => Some(Err(self.fail(reason))),
         }
+    }
+
+    #[cold]
+    fn fail(&mut self, reason: String) -> IoError {
+        self.failed = true;
+        IoError {
+            path: self.path.clone(),
+            packet: Some(self.count + 1),
+            reason,
+        }
+    }
+
+    /// The next frame in a `Vec` of its own; after an error (a truncated or
+    /// corrupt record) the source ends, having delivered every frame
+    /// before it. [`read_into`](Self::read_into) reuses a buffer instead.
+    pub fn next_frame(&mut self) -> Option<Result<Frame, IoError>> {
+        let mut data = Vec::new();
+        Some(self.read_into(&mut data)?.map(|info| Frame {
+            data,
+            orig_len: info.orig_len,
+            timestamp_ns: info.timestamp_ns,
+            link: info.link,
+        }))
     }
 }
 
@@ -140,17 +268,19 @@ impl Iterator for PcapSource {
     }
 }
 
-/// Converts a timestamp in an interface's `if_tsresol` units (default: µs)
-/// to nanoseconds.
-fn to_ns(raw: u64, idb: &InterfaceDescriptionBlock) -> u64 {
-    let resol = idb
-        .options
+/// The `if_tsresol` of an interface (default: 6, microseconds).
+fn ts_resolution(idb: &InterfaceDescriptionBlock) -> u8 {
+    idb.options
         .iter()
         .find_map(|o| match o {
             InterfaceDescriptionOption::IfTsResol(r) => Some(*r),
             _ => None,
         })
-        .unwrap_or(6);
+        .unwrap_or(6)
+}
+
+/// Converts a timestamp in `if_tsresol` units to nanoseconds.
+fn to_ns(raw: u64, resol: u8) -> u64 {
     let raw = u128::from(raw);
     let ns = if resol & 0x80 != 0 {
         (raw * 1_000_000_000) >> (resol & 0x7f).min(127)
@@ -162,42 +292,51 @@ fn to_ns(raw: u64, idb: &InterfaceDescriptionBlock) -> u64 {
     u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
-fn next_pcapng(r: &mut PcapNgReader<BufReader<File>>) -> Option<Result<Frame, String>> {
+fn next_pcapng(r: &mut PcapNgRecords, out: &mut Vec<u8>) -> Option<Result<FrameInfo, String>> {
     loop {
-        let block = match r.next_block()? {
+        let block = match r.reader.next_block()? {
             Ok(b) => b,
             Err(e) => return Some(Err(e.to_string())),
         };
+        // The interfaces as pcap-file's parser keeps them (a section
+        // header starts a new list), kept here too so that the block may
+        // stay borrowed from the reader's buffer.
         let (interface, raw_ts, data, orig_len) = match &block {
             Block::EnhancedPacket(p) => (
-                Some(p.interface_id),
+                p.interface_id,
                 p.timestamp.as_nanos() as u64,
-                p.data.to_vec(),
+                &p.data[..],
                 p.original_len,
             ),
-            Block::SimplePacket(p) => (Some(0), 0, p.data.to_vec(), p.original_len),
+            Block::SimplePacket(p) => (0, 0, &p.data[..], p.original_len),
             Block::Packet(p) => (
-                Some(u32::from(p.interface_id)),
+                u32::from(p.interface_id),
                 p.timestamp,
-                p.data.to_vec(),
+                &p.data[..],
                 p.original_len,
             ),
-            _ => (None, 0, Vec::new(), 0),
+            Block::SectionHeader(_) => {
+                r.interfaces.clear();
+                continue;
+            }
+            Block::InterfaceDescription(idb) => {
+                r.interfaces
+                    .push((datalink_number(idb.linktype), ts_resolution(idb)));
+                continue;
+            }
+            _ => continue,
         };
-        let Some(interface) = interface else { continue };
-        let idb = r.interfaces().get(interface as usize);
-        let Some(idb) = idb else {
+        let Some(&(linktype, resol)) = r.interfaces.get(interface as usize) else {
             return Some(Err(format!(
                 "packet of interface {interface}, which was never described"
             )));
         };
-        let linktype = datalink_number(idb.linktype);
-        let ts = to_ns(raw_ts, idb);
-        let (data, link) = to_ethernet(linktype, &data);
-        return Some(Ok(Frame {
-            data,
+        let before = out.len();
+        let link = to_ethernet_into(linktype, data, out);
+        return Some(Ok(FrameInfo {
+            len: (out.len() - before) as u32,
             orig_len,
-            timestamp_ns: ts,
+            timestamp_ns: to_ns(raw_ts, resol),
             link,
         }));
     }
@@ -212,15 +351,15 @@ pub enum SinkFormat {
     PcapNg,
 }
 
-enum Writer {
-    Pcap(PcapWriter<BufWriter<File>>),
-    PcapNg(PcapNgWriter<BufWriter<File>>),
-}
+/// The snapshot length of written captures; a classic pcap record may not
+/// be longer.
+const SNAPLEN: u32 = 262_144;
 
-/// An Ethernet capture file being written.
+/// An Ethernet capture file being written, through a large buffer.
 pub struct PcapSink {
     path: PathBuf,
-    writer: Writer,
+    out: BufWriter<File>,
+    format: SinkFormat,
     count: usize,
 }
 
@@ -241,74 +380,142 @@ impl PcapSink {
             packet: None,
             reason,
         };
-        let file = BufWriter::new(File::create(path).map_err(|e| err(e.to_string()))?);
-        let writer = match format {
+        let file = File::create(path).map_err(|e| err(e.to_string()))?;
+        let mut header = Vec::new();
+        match format {
             SinkFormat::Pcap => {
-                let header = PcapHeader {
+                let header_fields = PcapHeader {
                     datalink: DataLink::ETHERNET,
                     ts_resolution: TsResolution::NanoSecond,
-                    snaplen: 262_144,
+                    snaplen: SNAPLEN,
+                    endianness: Endianness::Big,
                     ..PcapHeader::default()
                 };
-                Writer::Pcap(PcapWriter::with_header(file, header).map_err(|e| err(e.to_string()))?)
+                header_fields
+                    .write_to(&mut header)
+                    .map_err(|e| err(e.to_string()))?;
             }
             SinkFormat::PcapNg => {
-                let mut w = PcapNgWriter::new(file).map_err(|e| err(e.to_string()))?;
+                // Native byte order, as the packet blocks below.
+                let mut w = PcapNgWriter::with_endianness(&mut header, Endianness::native())
+                    .map_err(|e| err(e.to_string()))?;
                 let idb = InterfaceDescriptionBlock {
                     linktype: DataLink::ETHERNET,
-                    snaplen: 262_144,
+                    snaplen: SNAPLEN,
                     options: vec![InterfaceDescriptionOption::IfTsResol(9)],
                 };
                 w.write_pcapng_block(idb).map_err(|e| err(e.to_string()))?;
-                Writer::PcapNg(w)
             }
-        };
+        }
+        let mut out = BufWriter::with_capacity(BUF_SIZE, file);
+        out.write_all(&header)
+            .map_err(|e| err(format!("write failed: {e}")))?;
         Ok(PcapSink {
             path: path.to_path_buf(),
-            writer,
+            out,
+            format,
             count: 0,
         })
     }
 
+    /// Writes a packet made of `data`.
     pub fn write(&mut self, data: &[u8], timestamp_ns: u64) -> Result<(), IoError> {
-        self.count += 1;
-        let ts = Duration::from_nanos(timestamp_ns);
-        let res = match &mut self.writer {
-            Writer::Pcap(w) => w
-                .write_packet(&PcapPacket::new(ts, data.len() as u32, data))
-                .map(|_| ()),
-            Writer::PcapNg(w) => w
-                .write_pcapng_block(EnhancedPacketBlock {
-                    interface_id: 0,
-                    timestamp: ts,
-                    original_len: data.len() as u32,
-                    data: data.into(),
-                    options: vec![],
-                })
-                .map(|_| ()),
-        };
-        res.map_err(|e| IoError {
-            path: self.path.clone(),
-            packet: Some(self.count),
-            reason: e.to_string(),
-        })
+        self.write_parts(data, &[], timestamp_ns)
     }
 
+    /// Writes one packet made of `head` then `tail` (e.g. a packet's
+    /// linear part and its fragments), without joining them first.
+    pub fn write_parts(
+        &mut self,
+        head: &[u8],
+        tail: &[u8],
+        timestamp_ns: u64,
+    ) -> Result<(), IoError> {
+        let len = head.len() + tail.len();
+        let res = match self.format {
+            SinkFormat::Pcap => {
+                let secs = timestamp_ns / 1_000_000_000;
+                if len > SNAPLEN as usize {
+                    return Err(self.bad_packet(format!(
+                        "packet of {len} bytes, over the snapshot length ({SNAPLEN})"
+                    )));
+                }
+                let Ok(secs) = u32::try_from(secs) else {
+                    return Err(self.bad_packet(format!(
+                        "timestamp {secs} s is beyond what pcap can hold (2106)"
+                    )));
+                };
+                let mut h = [0u8; 16];
+                h[0..4].copy_from_slice(&secs.to_be_bytes());
+                h[4..8].copy_from_slice(&((timestamp_ns % 1_000_000_000) as u32).to_be_bytes());
+                h[8..12].copy_from_slice(&(len as u32).to_be_bytes());
+                h[12..16].copy_from_slice(&(len as u32).to_be_bytes());
+                self.out
+                    .write_all(&h)
+                    .and_then(|()| self.out.write_all(head))
+                    .and_then(|()| self.out.write_all(tail))
+            }
+            SinkFormat::PcapNg => {
+                // An enhanced packet block of interface 0, nanosecond
+                // timestamps, no options.
+                let pad = (4 - len % 4) % 4;
+                let Ok(block_len) = u32::try_from(32 + len + pad) else {
+                    return Err(self.bad_packet(format!("packet of {len} bytes")));
+                };
+                let mut h = [0u8; 28];
+                for (i, v) in [
+                    ENHANCED_PACKET_BLOCK,
+                    block_len,
+                    0,
+                    (timestamp_ns >> 32) as u32,
+                    timestamp_ns as u32,
+                    len as u32,
+                    len as u32,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    h[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+                }
+                self.out
+                    .write_all(&h)
+                    .and_then(|()| self.out.write_all(head))
+                    .and_then(|()| self.out.write_all(tail))
+                    .and_then(|()| self.out.write_all(&[0; 3][..pad]))
+                    .and_then(|()| self.out.write_all(&block_len.to_ne_bytes()))
+            }
+        };
+        res.map_err(|e| self.write_failed(e))?;
+        self.count += 1;
+        Ok(())
+    }
+
+    #[cold]
+    fn bad_packet(&self, reason: String) -> IoError {
+        IoError {
+            path: self.path.clone(),
+            packet: Some(self.count + 1),
+            reason,
+        }
+    }
+
+    /// A failed write: the buffered packets, not only the last, are lost.
+    #[cold]
+    fn write_failed(&self, e: std::io::Error) -> IoError {
+        IoError {
+            path: self.path.clone(),
+            packet: None,
+            reason: format!("write failed: {e}"),
+        }
+    }
+
+    /// Packets written.
     pub fn count(&self) -> usize {
         self.count
     }
 
     /// Flushes the file.
-    pub fn finish(self) -> Result<(), IoError> {
-        let path = self.path.clone();
-        let res = match self.writer {
-            Writer::Pcap(w) => w.into_writer().flush(),
-            Writer::PcapNg(w) => w.into_inner().flush(),
-        };
-        res.map_err(|e| IoError {
-            path,
-            packet: None,
-            reason: e.to_string(),
-        })
+    pub fn finish(mut self) -> Result<(), IoError> {
+        self.out.flush().map_err(|e| self.write_failed(e))
     }
 }

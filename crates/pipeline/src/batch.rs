@@ -85,6 +85,15 @@ impl Batch {
         true
     }
 
+    /// Sets the timestamp and link kind of the last packet (for writers
+    /// that learn them while writing the bytes).
+    pub(crate) fn set_last(&mut self, timestamp_ns: u64, link: LinkKind) {
+        if let Some(p) = self.packets.last_mut() {
+            p.timestamp_ns = timestamp_ns;
+            p.link = link;
+        }
+    }
+
     /// Appends a copy of `data` (longer packets are cut at the longest
     /// frame a hook takes).
     pub fn push(&mut self, seq: u64, timestamp_ns: u64, link: LinkKind, data: &[u8]) {

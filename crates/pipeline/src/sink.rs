@@ -57,31 +57,19 @@ pub trait Sink: Send {
 /// A pcap or pcapng file (pcapng when the name ends in `.pcapng`).
 pub struct PcapWriter {
     out: io::PcapSink,
-    scratch: Vec<u8>,
 }
 
 impl PcapWriter {
     pub fn create(path: &Path) -> Result<PcapWriter, SinkError> {
         let out = io::PcapSink::create(path).map_err(|e| SinkError(e.to_string()))?;
-        Ok(PcapWriter {
-            out,
-            scratch: Vec::new(),
-        })
+        Ok(PcapWriter { out })
     }
 }
 
 impl Sink for PcapWriter {
     fn write(&mut self, packet: &[u8], frags: &[u8], timestamp_ns: u64) -> Result<(), SinkError> {
-        let bytes = if frags.is_empty() {
-            packet
-        } else {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(packet);
-            self.scratch.extend_from_slice(frags);
-            &self.scratch
-        };
         self.out
-            .write(bytes, timestamp_ns)
+            .write_parts(packet, frags, timestamp_ns)
             .map_err(|e| SinkError(e.to_string()))
     }
 

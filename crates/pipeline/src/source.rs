@@ -39,14 +39,33 @@ impl Capture {
 
 impl Source for Capture {
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
+        let mut outcome = None;
         while !batch.is_full() {
-            match self.reader.next_frame() {
-                None => return Ok(()),
-                Some(Err(e)) => return Err(SourceError(e.to_string())),
-                Some(Ok(frame)) => {
-                    self.seq += 1;
-                    batch.push(self.seq, frame.timestamp_ns, frame.link, &frame.data);
+            let seq = self.seq + 1;
+            let reader = &mut self.reader;
+            let mut link = LinkKind::Ethernet;
+            // The frame goes straight into the batch's buffer.
+            let read = batch.push_with(seq, 0, LinkKind::Ethernet, |buf| {
+                match reader.read_into(buf) {
+                    Some(Ok(info)) => {
+                        link = info.link;
+                        outcome = Some(Ok(info.timestamp_ns));
+                        true
+                    }
+                    Some(Err(e)) => {
+                        outcome = Some(Err(SourceError(e.to_string())));
+                        false
+                    }
+                    None => false,
                 }
+            });
+            match outcome.take() {
+                Some(Ok(ts)) if read => {
+                    batch.set_last(ts, link);
+                    self.seq = seq;
+                }
+                Some(Err(e)) => return Err(e),
+                _ => return Ok(()),
             }
         }
         Ok(())
