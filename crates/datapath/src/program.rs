@@ -6,16 +6,20 @@
 //! PASS is counted (there is no tap to hand it to the kernel).
 //!
 //! A polling thread per queue (or, with `pmd` off, one thread for all)
-//! receives batches; the program runs with one hook for all of them,
-//! taken once per batch, so its maps are shared as in the kernel.
+//! receives batches; each thread runs the program on its own hook (a
+//! sibling of the one given, `bpf_get_smp_processor_id()` = the thread's
+//! index), all on the same maps, as the kernel's CPUs share them. Verdicts
+//! take their `pipeline::Route`, as in every other front end.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use pipeline::Route;
 use std::time::{Duration, Instant};
 
 use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig};
 use kernel::attach::XdpMode;
-use runtime::{Hook, PacketMeta, RedirectTarget, Verdict, XdpAction};
+use runtime::{Hook, PacketMeta, RedirectTarget};
 
 use crate::queue::{Queue, tsc};
 use crate::redirect::XskRedirect;
@@ -146,8 +150,15 @@ pub fn run(
         redirects.push(r);
     }
     let counters: Vec<Arc<PortCounters>> = ports.iter().map(|p| p.counters.clone()).collect();
+    let queue_count: usize = ports.iter().map(|p| p.queues.len()).sum();
+    let threads = if opts.pmd { queue_count } else { 1 };
+    // A hook per polling thread on the same maps; made before anything
+    // runs, so an error (too few per-CPU slots) stops nothing half-way.
+    let mut siblings = (1..threads)
+        .map(|i| hook.sibling(i as u32))
+        .collect::<Result<Vec<Hook>, _>>()
+        .map_err(|e| DatapathError::Setup(e.to_string()))?;
     let shared = Shared {
-        hook: Mutex::new(hook),
         queues: ports
             .iter_mut()
             .map(|p| p.queues.drain(..).map(Mutex::new).collect())
@@ -171,15 +182,17 @@ pub fn run(
             vec![all]
         };
         let (wait, pin) = (!opts.pmd, opts.pin);
+        let hooks = std::iter::once(hook).chain(siblings.iter_mut());
         let workers: Vec<_> = groups
             .into_iter()
+            .zip(hooks)
             .enumerate()
-            .map(|(i, group)| {
+            .map(|(i, (group, hook))| {
                 s.spawn(move || {
                     if pin {
                         crate::pin_to_cpu(i);
                     }
-                    poll_loop(shared, &group, wait)
+                    poll_loop(shared, hook, &group, wait)
                 })
             })
             .collect();
@@ -263,12 +276,10 @@ enum Action {
     Send { port: usize },
 }
 
-/// What the polling threads share: the one hook (so the program's maps
-/// are shared, as in the kernel; taken once per batch) and every queue
-/// (each polled by one thread; locked by others only to send a
-/// redirected frame out of it).
-struct Shared<'h> {
-    hook: Mutex<&'h mut Hook>,
+/// What the polling threads share: every queue (each polled by one
+/// thread; locked by others only to send a redirected frame out of it).
+/// Each thread has its own hook; the program's maps are shared.
+struct Shared {
     queues: Vec<Vec<Mutex<Queue>>>,
     ifindexes: Vec<u32>,
     counters: Vec<Arc<PortCounters>>,
@@ -289,7 +300,12 @@ struct Scratch {
 
 /// Polls `queues` until the run ends; with `wait`, sleeps in `poll()` on
 /// their sockets while none has work.
-fn poll_loop(sh: &Shared, queues: &[(usize, usize)], wait: bool) -> Result<(), DatapathError> {
+fn poll_loop(
+    sh: &Shared,
+    hook: &mut Hook,
+    queues: &[(usize, usize)],
+    wait: bool,
+) -> Result<(), DatapathError> {
     let mut scratch = Scratch::default();
     let mut fds: Vec<libc::pollfd> = queues
         .iter()
@@ -302,7 +318,7 @@ fn poll_loop(sh: &Shared, queues: &[(usize, usize)], wait: bool) -> Result<(), D
     while !sh.finished.load(Ordering::Relaxed) {
         let mut work = 0;
         for &(p, q) in queues {
-            work += poll_queue(sh, p, q, &mut scratch)?;
+            work += poll_queue(sh, hook, p, q, &mut scratch)?;
         }
         if wait && work == 0 {
             // SAFETY: `fds` is a live array of its length.
@@ -313,9 +329,15 @@ fn poll_loop(sh: &Shared, queues: &[(usize, usize)], wait: bool) -> Result<(), D
 }
 
 /// One batch of queue `q` of port `p`: receive, run the program on each
-/// frame (holding the hook), carry out the verdicts on this queue, then
-/// send the frames redirected to other ports (holding only their queue).
-fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<u32, DatapathError> {
+/// frame, carry out the verdicts on this queue, then send the frames
+/// redirected to other ports (holding only their queue).
+fn poll_queue(
+    sh: &Shared,
+    hook: &mut Hook,
+    p: usize,
+    q: usize,
+    s: &mut Scratch,
+) -> Result<u32, DatapathError> {
     let start = tsc();
     let c = &sh.counters[p];
     let received = {
@@ -324,7 +346,6 @@ fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<u32, D
         let n = me.receive(&mut s.descs);
         if n > 0 {
             c.rx.fetch_add(u64::from(n), Ordering::Relaxed);
-            let mut hook = sh.hook.lock().expect("hook lock");
             let meta = PacketMeta {
                 ifindex: sh.ifindexes[p],
                 rx_queue: me.xsk.queue(),
@@ -338,7 +359,7 @@ fn poll_queue(sh: &Shared, p: usize, q: usize, s: &mut Scratch) -> Result<u32, D
                     me.recycle(d.addr);
                     continue;
                 };
-                match decide(&mut hook, frame, &meta, &mut s.bytes, &sh.ifindexes, p, c) {
+                match decide(hook, frame, &meta, &mut s.bytes, &sh.ifindexes, p, c) {
                     Action::Recycle => me.recycle(d.addr),
                     Action::Send { port } if port == p => {
                         send_in_frame(&mut me, d.addr, &s.bytes, c);
@@ -381,17 +402,15 @@ fn decide(
         c.aborted.fetch_add(1, Ordering::Relaxed);
         return Action::Recycle;
     };
-    let verdict = o.verdict;
     out.clear();
     out.extend_from_slice(o.packet);
-    let redirect = o.redirect;
-    match verdict {
-        Verdict::Xdp(XdpAction::Tx) => {
+    match Route::of(o.verdict) {
+        Some(Route::Tx) => {
             c.tx_verdicts.fetch_add(1, Ordering::Relaxed);
             Action::Send { port: ingress }
         }
-        Verdict::Xdp(XdpAction::Redirect) => {
-            let port = redirect.and_then(|r| match r.target {
+        Some(Route::Redirect) => {
+            let port = o.redirect.and_then(|r| match r.target {
                 RedirectTarget::Device { ifindex, .. } => {
                     ifindexes.iter().position(|&i| i == ifindex)
                 }
@@ -408,16 +427,17 @@ fn decide(
                 }
             }
         }
-        Verdict::Xdp(XdpAction::Pass) => {
+        Some(Route::Pass) => {
             c.passed.fetch_add(1, Ordering::Relaxed);
             Action::Recycle
         }
-        Verdict::Xdp(XdpAction::Aborted) => {
-            c.aborted.fetch_add(1, Ordering::Relaxed);
+        Some(Route::Drop) => {
+            c.dropped.fetch_add(1, Ordering::Relaxed);
             Action::Recycle
         }
-        _ => {
-            c.dropped.fetch_add(1, Ordering::Relaxed);
+        // XDP_ABORTED and return values that are no action.
+        None => {
+            c.aborted.fetch_add(1, Ordering::Relaxed);
             Action::Recycle
         }
     }

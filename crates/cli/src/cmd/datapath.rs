@@ -43,6 +43,9 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         map_update: a.map_update.clone(),
         engine: a.engine,
         r#gen: vec!["udp".into()],
+        // A per-CPU slot for each polling thread (one per queue of a port).
+        cpus: (a.ports.len() * a.common.queues.len()).max(1) as u32,
+        threads: 1,
         ..run::Args::default()
     };
     let mut hook = run::prepare(&ra)?;
