@@ -79,7 +79,10 @@ impl Object {
     /// when it has one, else against the Linux UAPI types built into
     /// sluice ([`CoreTarget::default_target`]).
     pub fn parse(data: &[u8]) -> Result<Object, ObjError> {
-        Object::parse_with(data, Some(CoreTarget::default_target()))
+        if !is_elf(data) {
+            return Err(ObjError::NotElf);
+        }
+        load::parse(data, load::Target::Default)
     }
 
     /// Loads an object resolving CO-RE relocations against `target`
@@ -88,7 +91,7 @@ impl Object {
         if !is_elf(data) {
             return Err(ObjError::NotElf);
         }
-        load::parse(data, target)
+        load::parse(data, target.map_or(load::Target::Own, load::Target::Given))
     }
 }
 

@@ -172,7 +172,18 @@ struct Sym {
     global: bool,
 }
 
-pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, ObjError> {
+/// What CO-RE relocations are resolved against.
+#[derive(Copy, Clone)]
+pub(crate) enum Target<'t> {
+    Given(&'t CoreTarget),
+    /// The object's own BTF.
+    Own,
+    /// `CoreTarget::default_target()`, looked up (and the kernel's BTF
+    /// read) only when the object has relocations.
+    Default,
+}
+
+pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError> {
     let file = object::File::parse(data).map_err(|e| ObjError::Malformed(e.to_string()))?;
     crate::check_machine(&file)?;
 
@@ -596,9 +607,10 @@ pub(crate) fn parse(data: &[u8], target: Option<&CoreTarget>) -> Result<Object, 
             && ext.core.values().any(|v| !v.is_empty())
         {
             let target = match target {
-                Some(t) => t,
+                Target::Given(t) => t,
+                Target::Default => CoreTarget::default_target(),
                 // Indexed once for all the object's programs.
-                None => own_target
+                Target::Own => own_target
                     .get_or_insert_with(|| CoreTarget::new(local.clone(), "the object's own BTF")),
             };
             let placed: Vec<Placement> = linked

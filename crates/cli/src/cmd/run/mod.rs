@@ -113,13 +113,13 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         }
         None => None,
     };
-    let target = match (&custom, &a.btf) {
-        (Some(t), _) => t,
-        (None, Some(_)) => obj::CoreTarget::bundled(),
-        (None, None) => obj::CoreTarget::default_target(),
-    };
-    let object = obj::Object::parse_with(data, Some(target))
-        .map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let object = match (&custom, &a.btf) {
+        (Some(t), _) => obj::Object::parse_with(data, Some(t)),
+        (None, Some(_)) => obj::Object::parse_with(data, Some(obj::CoreTarget::bundled())),
+        // The kernel's BTF (or the bundled types), read only if needed.
+        (None, None) => obj::Object::parse(data),
+    }
+    .map_err(|e| format!("{}: {e}", a.object.display()))?;
     let mut opts = LoadOptions {
         ncpus: a.cpus.max(a.worker_threads() as u32).max(1),
         ..LoadOptions::default()
