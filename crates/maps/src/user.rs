@@ -309,7 +309,7 @@ impl Map {
         };
         let slots = self.spec.max_entries as usize;
         let user = v.user_len();
-        if user == v.elem * v.copies {
+        if v.copies == 1 && user == v.elem {
             // The arena already has the user layout.
             return Some(v.arena.read(0, slots * user));
         }

@@ -1,5 +1,8 @@
 //! Value storage: `slots x cpus` elements of `round_up(value_size, 8)`
-//! bytes in one arena, the kernel's per-element stride.
+//! bytes in one arena, the kernel's per-element stride. Per-CPU copies are
+//! laid out CPU by CPU, each CPU's values in a region of its own aligned to
+//! a cache line, as the kernel's per-CPU areas are: workers on different
+//! CPUs updating their own copies never share a cache line.
 
 use crate::arena::Arena;
 
@@ -10,21 +13,31 @@ pub struct Values {
     pub elem: usize,
     /// Copies per slot: the CPU count for per-CPU maps, else 1.
     pub copies: usize,
+    /// Bytes between one CPU's copy of a slot and the next CPU's.
+    stride: usize,
 }
+
+const CACHE_LINE: usize = 64;
 
 impl Values {
     pub fn new(slots: usize, value_size: usize, copies: usize) -> Values {
         let elem = value_size.div_ceil(8) * 8;
+        let stride = if copies > 1 {
+            (slots * elem).div_ceil(CACHE_LINE) * CACHE_LINE
+        } else {
+            slots * elem
+        };
         Values {
-            arena: Arena::new(slots * copies * elem),
+            arena: Arena::new(stride * copies),
             value_size,
             elem,
             copies,
+            stride,
         }
     }
 
     fn off(&self, slot: u32, copy: usize) -> usize {
-        (slot as usize * self.copies + copy) * self.elem
+        copy * self.stride + slot as usize * self.elem
     }
 
     /// Program address of a slot's value for `cpu`.
@@ -39,7 +52,11 @@ impl Values {
 
     /// All copies as user space sees them: each rounded up to 8 bytes.
     pub fn get_all(&self, slot: u32) -> Vec<u8> {
-        self.arena.read(self.off(slot, 0), self.elem * self.copies)
+        let mut all = Vec::with_capacity(self.elem * self.copies);
+        for c in 0..self.copies {
+            all.extend(self.arena.read(self.off(slot, c), self.elem));
+        }
+        all
     }
 
     pub fn set(&self, slot: u32, cpu: u32, value: &[u8]) {
@@ -71,8 +88,9 @@ impl Values {
     }
 
     pub fn clear(&self, slot: u32) {
-        let off = self.off(slot, 0);
-        self.arena.zero(off, self.elem * self.copies);
+        for c in 0..self.copies {
+            self.arena.zero(self.off(slot, c), self.elem);
+        }
     }
 
     /// Bytes user space passes for one element: all copies for per-CPU maps.

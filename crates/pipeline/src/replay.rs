@@ -1,8 +1,11 @@
 //! The replay loop: a source's batches through a hook, each verdict
 //! routed to its sink, counted where the work is done. One thread runs
-//! the loop itself; with more, a dispatcher shards packets by flow over
-//! workers, each with its own hook on the same shared maps, as RSS spreads
-//! packets over CPUs.
+//! the loop itself. With more, packets are sharded by flow over workers,
+//! each with its own hook on the same shared maps, as RSS spreads packets
+//! over CPUs: where the source can be read again ([`Source::fork`]: files,
+//! generated traffic, packets in memory) every worker reads it all and
+//! runs its own share, with nothing passed between threads; otherwise one
+//! dispatcher reads and hands each worker its packets in batches.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,6 +97,8 @@ pub fn replay(
     let threads = opts.threads.max(1);
     let (counters, source_error, result) = if threads == 1 {
         one_thread(hook, source, sinks, opts, progress)
+    } else if let Some(forks) = (1..threads).map(|_| source.fork()).collect() {
+        forked(hook, threads, source, forks, sinks, opts, progress)
     } else {
         sharded(hook, threads, source, sinks, opts, progress)
     };
@@ -140,6 +145,133 @@ fn one_thread(
     (worker.into_counters(), source_error, result.and(finished))
 }
 
+/// Hooks for workers 1.. (worker 0 runs on `hook`).
+fn siblings(hook: &Hook, threads: usize) -> Result<Vec<Hook>, ReplayError> {
+    (1..threads)
+        .map(|w| {
+            hook.sibling(w as u32).map_err(|e| ReplayError::Worker {
+                worker: w,
+                why: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Which worker a packet belongs to.
+fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
+    match shard {
+        Shard::Symmetric => (flow_hash(data, true) % threads as u64) as usize,
+        Shard::Directional => (flow_hash(data, false) % threads as u64) as usize,
+        Shard::RoundRobin => (seq % threads as u64) as usize,
+    }
+}
+
+/// Every worker reads the whole source (its own fork) and runs the packets
+/// that shard to it: no packet crosses threads.
+fn forked(
+    hook: &mut Hook,
+    threads: usize,
+    source: &mut dyn Source,
+    forks: Vec<Box<dyn Source>>,
+    sinks: Sinks,
+    opts: &Options,
+    progress: Option<&AtomicU64>,
+) -> Outcome {
+    let mut siblings = match siblings(hook, threads) {
+        Ok(s) => s,
+        Err(e) => {
+            // Outputs stay valid files; the worker's error is the one told.
+            let _ = sinks.finish();
+            return (Counters::default(), None, Err(e));
+        }
+    };
+    let workers: Vec<Worker> = std::iter::once(hook)
+        .chain(siblings.iter_mut())
+        .map(|h| Worker::new(h, &sinks, opts.ifindex))
+        .collect();
+    let sinks = Mutex::new(sinks);
+    let mut forks: Vec<Option<Box<dyn Source>>> = forks.into_iter().map(Some).collect();
+    let results = std::thread::scope(|s| {
+        let mut source = Some(source);
+        let spawned: Vec<_> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(w, mut worker)| {
+                let mut own = if w == 0 { None } else { forks[w - 1].take() };
+                let first = if w == 0 { source.take() } else { None };
+                let (sinks, shard) = (&sinks, opts.shard);
+                s.spawn(
+                    move || -> (Counters, Option<SourceError>, Result<(), ReplayError>) {
+                        let src: &mut dyn Source = match (first, own.as_deref_mut()) {
+                            (Some(s), _) => s,
+                            (None, Some(s)) => s,
+                            (None, None) => unreachable!("every worker has a source"),
+                        };
+                        let mut batch = Batch::new();
+                        let (mut read, mut source_error) = (0u64, None);
+                        while source_error.is_none() {
+                            source_error = next_batch(src, &mut batch, read, opts.limit);
+                            if batch.is_empty() {
+                                break;
+                            }
+                            read += batch.len() as u64;
+                            worker.run_where(&batch, |info, data| {
+                                owner(shard, threads, info.seq, data) == w
+                            });
+                            if worker.has_output() {
+                                let flushed = match sinks.lock() {
+                                    Ok(mut sinks) => worker.flush(&mut sinks).map_err(Into::into),
+                                    Err(_) => Err(ReplayError::Worker {
+                                        worker: w,
+                                        why: "another worker panicked".into(),
+                                    }),
+                                };
+                                if let Err(e) = flushed {
+                                    return (worker.into_counters(), source_error, Err(e));
+                                }
+                            }
+                            if let (0, Some(p)) = (w, progress) {
+                                p.store(read, Ordering::Relaxed);
+                            }
+                        }
+                        (worker.into_counters(), source_error, Ok(()))
+                    },
+                )
+            })
+            .collect();
+        spawned
+            .into_iter()
+            .enumerate()
+            .map(|(w, h)| {
+                h.join().unwrap_or_else(|_| {
+                    let why = "panicked".to_string();
+                    (
+                        Counters::default(),
+                        None,
+                        Err(ReplayError::Worker { worker: w, why }),
+                    )
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut total = Counters::default();
+    let mut result = Ok(());
+    let mut source_error = None;
+    for (w, (c, err, r)) in results.into_iter().enumerate() {
+        total.merge(&c);
+        // Every worker read the same packets: worker 0 tells how it ended.
+        if w == 0 {
+            source_error = err;
+        }
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    let sinks = sinks.into_inner().unwrap_or_else(|p| p.into_inner());
+    let finished = sinks.finish().map_err(ReplayError::from);
+    (total, source_error, result.and(finished))
+}
+
 /// Batches each worker may have queued: bounds memory whatever the
 /// source's size.
 const QUEUED: usize = 8;
@@ -152,21 +284,14 @@ fn sharded(
     opts: &Options,
     progress: Option<&AtomicU64>,
 ) -> Outcome {
-    let mut siblings = Vec::new();
-    for w in 1..threads {
-        match hook.sibling(w as u32) {
-            Ok(h) => siblings.push(h),
-            Err(e) => {
-                let why = e.to_string();
-                let err: Result<(), _> = Err(ReplayError::Worker { worker: w, why });
-                return (
-                    Counters::default(),
-                    None,
-                    err.and(sinks.finish().map_err(Into::into)),
-                );
-            }
+    let mut siblings = match siblings(hook, threads) {
+        Ok(s) => s,
+        Err(e) => {
+            // Outputs stay valid files; the worker's error is the one told.
+            let _ = sinks.finish();
+            return (Counters::default(), None, Err(e));
         }
-    }
+    };
     let workers: Vec<Worker> = std::iter::once(hook)
         .chain(siblings.iter_mut())
         .map(|h| Worker::new(h, &sinks, opts.ifindex))
@@ -201,7 +326,6 @@ fn sharded(
         }
         let mut input = Batch::new();
         let mut pending: Vec<Batch> = (0..threads).map(|_| Batch::new()).collect();
-        let mut turn = 0usize;
         'read: while source_error.is_none() {
             source_error = next_batch(source, &mut input, read, opts.limit);
             if input.is_empty() {
@@ -209,14 +333,7 @@ fn sharded(
             }
             read += input.len() as u64;
             for (info, data) in input.iter() {
-                let w = match opts.shard {
-                    Shard::Symmetric => (flow_hash(data, true) % threads as u64) as usize,
-                    Shard::Directional => (flow_hash(data, false) % threads as u64) as usize,
-                    Shard::RoundRobin => {
-                        turn = (turn + 1) % threads;
-                        turn
-                    }
-                };
+                let w = owner(opts.shard, threads, info.seq, data);
                 pending[w].push(info.seq, info.timestamp_ns, info.link, data);
                 if pending[w].is_full() {
                     let fresh = recycle.try_recv().unwrap_or_else(|_| Batch::new());

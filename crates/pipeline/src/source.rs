@@ -22,6 +22,14 @@ pub trait Source: Send {
     fn expected(&self) -> Option<u64> {
         None
     }
+
+    /// Another source over the same packets, from the first, for a worker
+    /// that reads them all and keeps its share (a file is opened again,
+    /// traffic generated again); `None` where packets can be read once
+    /// only.
+    fn fork(&self) -> Option<Box<dyn Source>> {
+        None
+    }
 }
 
 /// A pcap or pcapng file, read as a stream.
@@ -38,6 +46,10 @@ impl Capture {
 }
 
 impl Source for Capture {
+    fn fork(&self) -> Option<Box<dyn Source>> {
+        Some(Box::new(Capture::open(self.reader.path()).ok()?))
+    }
+
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
         let mut outcome = None;
         while !batch.is_full() {
@@ -74,6 +86,7 @@ impl Source for Capture {
 
 /// Generated traffic: one or more streams merged by timestamp.
 pub struct Generated {
+    specs: Vec<packet::GenSpec>,
     packets: Box<dyn Iterator<Item = (u64, Vec<u8>)> + Send>,
     total: u64,
     seq: u64,
@@ -92,6 +105,7 @@ impl Generated {
 
     pub fn new(specs: &[packet::GenSpec]) -> Generated {
         Generated {
+            specs: specs.to_vec(),
             packets: Box::new(packet::merge(specs)),
             total: specs.iter().map(|s| s.count).sum(),
             seq: 0,
@@ -100,6 +114,10 @@ impl Generated {
 }
 
 impl Source for Generated {
+    fn fork(&self) -> Option<Box<dyn Source>> {
+        Some(Box::new(Generated::new(&self.specs)))
+    }
+
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
         while !batch.is_full() {
             let Some((ts, data)) = self.packets.next() else {
@@ -118,18 +136,16 @@ impl Source for Generated {
 
 /// Packets held in memory (tests, benchmarks, packets a caller built).
 pub struct Packets {
-    packets: std::vec::IntoIter<(u64, Vec<u8>)>,
-    total: u64,
-    seq: u64,
+    packets: std::sync::Arc<[(u64, Vec<u8>)]>,
+    next: usize,
 }
 
 impl Packets {
     /// `(timestamp_ns, Ethernet frame)` pairs.
     pub fn new(packets: Vec<(u64, Vec<u8>)>) -> Packets {
         Packets {
-            total: packets.len() as u64,
-            packets: packets.into_iter(),
-            seq: 0,
+            packets: packets.into(),
+            next: 0,
         }
     }
 }
@@ -137,17 +153,24 @@ impl Packets {
 impl Source for Packets {
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
         while !batch.is_full() {
-            let Some((ts, data)) = self.packets.next() else {
+            let Some((ts, data)) = self.packets.get(self.next) else {
                 return Ok(());
             };
-            self.seq += 1;
-            batch.push(self.seq, ts, LinkKind::Ethernet, &data);
+            self.next += 1;
+            batch.push(self.next as u64, *ts, LinkKind::Ethernet, data);
         }
         Ok(())
     }
 
+    fn fork(&self) -> Option<Box<dyn Source>> {
+        Some(Box::new(Packets {
+            packets: self.packets.clone(),
+            next: 0,
+        }))
+    }
+
     fn expected(&self) -> Option<u64> {
-        Some(self.total)
+        Some(self.packets.len() as u64)
     }
 }
 
