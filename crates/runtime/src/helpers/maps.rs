@@ -16,54 +16,64 @@ pub const HELPERS: &[(&str, HelperFn<Env>)] = &[
     ("map_peek_elem", peek),
 ];
 
-fn key(c: &Ctx, m: usize, addr: u64) -> Result<Vec<u8>, vm::HelperError> {
-    read(c, addr, c.env.maps[m].spec().key_size as usize)
-}
+// Keys and values are read in place from the program's memory: no copy
+// or allocation per call (lookups run once per packet in most programs).
 
 fn lookup(c: &mut Ctx) -> Ret {
     let m = map_arg(c, c.args[0])?;
-    let k = key(c, m, c.args[1])?;
     let cpu = c.env.cpu();
     let map = &c.env.maps[m];
+    let k = c.mem.read(c.args[1], map.spec().key_size as usize)?;
     Ok(match map.map_type() {
         // A map of maps gives the inner map.
         MapType::ArrayOfMaps | MapType::HashOfMaps => {
-            map.ref_at(&k).map_or(0, |inner| map_handle(inner as usize))
+            map.ref_at(k).map_or(0, |inner| map_handle(inner as usize))
         }
         MapType::ProgArray
         | MapType::PerfEventArray
         | MapType::Ringbuf
         | MapType::Queue
         | MapType::Stack => 0,
-        _ => map.lookup_addr(&k, cpu).unwrap_or(0),
+        _ => map.lookup_addr(k, cpu).unwrap_or(0),
     })
 }
 
 fn update(c: &mut Ctx) -> Ret {
     let m = map_arg(c, c.args[0])?;
-    let k = key(c, m, c.args[1])?;
-    let v = read(c, c.args[2], c.env.maps[m].spec().value_size as usize)?;
     let cpu = c.env.cpu();
     let map = &c.env.maps[m];
-    if matches!(
-        map.map_type(),
-        ::maps::MapType::LruHash | ::maps::MapType::LruPercpuHash
-    ) && map.len() >= map.spec().max_entries as usize
-        && map.user_lookup(&k).is_err()
-    {
-        // The VM evicts the least recently used entry exactly; the
-        // kernel's per-CPU LRU lists only approximately.
+    let k = c.mem.read(c.args[1], map.spec().key_size as usize)?;
+    // The value may sit in the very element it updates: copied first (on
+    // the stack when small).
+    let size = map.spec().value_size as usize;
+    let (mut small, large);
+    let v: &[u8] = if size <= 256 {
+        small = [0u8; 256];
+        small[..size].copy_from_slice(c.mem.read(c.args[2], size)?);
+        &small[..size]
+    } else {
+        large = c.mem.read(c.args[2], size)?.to_vec();
+        &large
+    };
+    // The VM evicts the least recently used entry exactly; the kernel's
+    // per-CPU LRU lists only approximately.
+    let evicts = matches!(map.map_type(), MapType::LruHash | MapType::LruPercpuHash)
+        && map.len() >= map.spec().max_entries as usize
+        && map.user_lookup(k).is_err();
+    let ret = map
+        .prog_update(k, v, c.args[3], cpu)
+        .map_or_else(err, |()| 0);
+    if evicts {
         c.env.unreproducible.push("an LRU eviction");
     }
-    Ok(c.env.maps[m]
-        .prog_update(&k, &v, c.args[3], cpu)
-        .map_or_else(err, |()| 0))
+    Ok(ret)
 }
 
 fn delete(c: &mut Ctx) -> Ret {
     let m = map_arg(c, c.args[0])?;
-    let k = key(c, m, c.args[1])?;
-    Ok(c.env.maps[m].delete(&k).map_or_else(err, |()| 0))
+    let map = &c.env.maps[m];
+    let k = c.mem.read(c.args[1], map.spec().key_size as usize)?;
+    Ok(map.delete(k).map_or_else(err, |()| 0))
 }
 
 fn push(c: &mut Ctx) -> Ret {
