@@ -140,6 +140,7 @@ bench)
     setup
     cargo bench -p vm --bench interp
     cargo bench -p sluice --bench per_packet
+    cargo bench -p sluice --bench replay
     cargo bench -p sluice --bench xsk
     ;;
 fuzz)

@@ -1,0 +1,122 @@
+//! A whole replay, process and all: `sluice run xdp_count.o --pcap F` on a
+//! capture of 2M 64-byte UDP packets in the page cache, on one thread and
+//! on every core, beside `tcpdump -n -r F 'udp port 53' -w /dev/null` on
+//! the same file in the same run. Prints the median of 5 runs of each:
+//! seconds, packets per second, peak resident memory, and the ratios the
+//! pipeline issue states its goals in.
+//!
+//! `cargo bench -p sluice --bench replay` (`SLUICE_BENCH_PACKETS`, default
+//! 2,000,000).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+/// Runs a command to its end: wall seconds and peak resident KiB (the
+/// child's own, from `wait4`).
+fn measure(cmd: &mut Command) -> (f64, u64) {
+    let start = Instant::now();
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the command starts");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, with valid pointers to our locals.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    assert_eq!(pid, child.id() as i32, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed"
+    );
+    (seconds, usage.ru_maxrss as u64)
+}
+
+fn median(mut runs: Vec<(f64, u64)>) -> (f64, u64) {
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    runs[runs.len() / 2]
+}
+
+fn runs(mut make: impl FnMut() -> Command) -> (f64, u64) {
+    median((0..5).map(|_| measure(&mut make())).collect())
+}
+
+fn main() {
+    let packets: u64 = std::env::var("SLUICE_BENCH_PACKETS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000_000);
+    let dir = std::env::temp_dir().join(format!("sluice-bench-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let obj = dir.join("xdp_count.o");
+    std::fs::write(&obj, programs::object("xdp_count").expect("the example")).expect("object");
+    let pcap = dir.join("big.pcap");
+    let mut sink = io::PcapSink::create(&pcap).expect("the capture");
+    let spec = format!("udp,flows=1000,size=64,count={packets},dport=53");
+    for (ts, p) in packet::GenSpec::parse(&spec).expect("spec").packets() {
+        sink.write(&p, ts).expect("writing the capture");
+    }
+    sink.finish().expect("the capture");
+    // Into the page cache, a chunk at a time: a child's peak memory counts
+    // its parent's at the moment it was spawned, so this process stays small.
+    let mut f = std::fs::File::open(&pcap).expect("the capture");
+    std::io::copy(&mut f, &mut std::io::sink()).expect("reading the capture");
+
+    let sluice = |threads: &str| {
+        let (obj, pcap) = (obj.clone(), pcap.clone());
+        let threads = threads.to_string();
+        move || {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+            c.arg("run")
+                .arg(&obj)
+                .arg("--pcap")
+                .arg(&pcap)
+                .args(["--threads", &threads]);
+            c
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let one = runs(sluice("1"));
+    let all = runs(sluice(&cores.to_string()));
+    let tcpdump = Path::new("/usr/bin/tcpdump").exists().then(|| {
+        runs(|| {
+            let mut c = Command::new("/usr/bin/tcpdump");
+            c.args(["-n", "-r"])
+                .arg(&pcap)
+                .args(["udp port 53", "-w", "/dev/null"]);
+            c
+        })
+    });
+    let mpps = |s: f64| packets as f64 / s / 1e6;
+    println!("{packets} packets of 64 bytes, median of 5 runs");
+    println!(
+        "{:<28} {:>9} {:>9} {:>11}",
+        "", "seconds", "Mpps", "peak KiB"
+    );
+    let row = |name: &str, (s, kib): (f64, u64)| {
+        println!("{name:<28} {s:>9.3} {:>9.2} {kib:>11}", mpps(s));
+    };
+    row("sluice run, 1 thread", one);
+    row(&format!("sluice run, {cores} threads"), all);
+    if let Some(t) = tcpdump {
+        row("tcpdump -r 'udp port 53'", t);
+        println!(
+            "sluice (1 thread) / tcpdump speed: {:.2}x (goal >= 1.5)",
+            t.0 / one.0
+        );
+        println!(
+            "sluice peak memory / tcpdump's: {:.2}x (goal < 2, maps aside)",
+            one.1 as f64 / t.1 as f64
+        );
+    } else {
+        println!("tcpdump: not installed (./dev.sh setup installs it)");
+    }
+    println!(
+        "{cores} threads / 1 thread speed: {:.2}x (goal >= 1.8 on 2 cores)",
+        one.0 / all.0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
