@@ -14,6 +14,8 @@ use std::time::Instant;
 
 /// Runs a command to its end: wall seconds and peak resident KiB (the
 /// child's own, from `wait4`).
+// The child is reaped by `wait4`, which also gives its resource usage.
+#[allow(clippy::zombie_processes)]
 fn measure(cmd: &mut Command) -> (f64, u64) {
     let start = Instant::now();
     let child = cmd
