@@ -128,7 +128,7 @@ fn sluice_engine(
         .iter()
         .map(|p| {
             h.run(p, &m)
-                .map(|o| o.verdict.name())
+                .map(|o| o.verdict.name().to_string())
                 .unwrap_or_else(|e| format!("ERROR {e}"))
         })
         .collect();

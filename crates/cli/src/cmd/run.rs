@@ -127,7 +127,7 @@ struct RunReport {
     packets: u64,
     seconds: f64,
     packets_per_second: f64,
-    verdicts: BTreeMap<String, u64>,
+    verdicts: BTreeMap<&'static str, u64>,
     redirects: BTreeMap<String, u64>,
     /// Copies sent on by `bpf_clone_redirect`, per interface.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -323,7 +323,7 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
 
     let prog = hook.program().clone();
     let map_names: Vec<String> = hook.maps().iter().map(|m| m.name().to_string()).collect();
-    let mut verdicts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut verdicts: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut redirects: BTreeMap<String, u64> = BTreeMap::new();
     let mut clones: BTreeMap<String, u64> = BTreeMap::new();
     let mut link_types: BTreeMap<String, u64> = BTreeMap::new();
@@ -422,7 +422,7 @@ fn replay(a: &Args, hook: &mut Hook) -> Result<RunReport, String> {
             }
             Err(e) => {
                 errors += 1;
-                *verdicts.entry("ERROR".into()).or_default() += 1;
+                *verdicts.entry("ERROR").or_default() += 1;
                 if first_errors.len() < 5 {
                     let line = (e.program == 0 || hook.program_of_vm(e.program).is_some())
                         .then(|| hook.program_of_vm(e.program).unwrap_or(&prog).line_at(e.pc))
