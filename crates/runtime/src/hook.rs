@@ -255,6 +255,10 @@ pub struct Hook {
     /// Whether `mem` maps the maps `env` has now; cleared whenever `env` is
     /// lent out mutably (its maps could be replaced).
     mapped: bool,
+    /// The context the program gets (fixed by its kind).
+    ctx_kind: CtxKind,
+    /// Whether the program runs on a devmap entry (`egress_ifindex` set).
+    devmap: bool,
 }
 
 /// Index of the packet's region in a hook's `Memory`.
@@ -314,6 +318,18 @@ impl Hook {
         vm.set_entry(vm_program_of[program].expect("the entry loads"));
         let mut env = Env::new(maps, cpu);
         env.vm_program_of = vm_program_of;
+        let ctx_kind = if kind.is_xdp() {
+            CtxKind::Xdp
+        } else {
+            CtxKind::Skb
+        };
+        let devmap = matches!(
+            kind,
+            ProgramKind::Xdp {
+                attach: XdpAttach::Devmap,
+                ..
+            }
+        );
         Ok(Hook {
             vm,
             env,
@@ -326,6 +342,8 @@ impl Hook {
             counting: false,
             mem: Memory::new(),
             mapped: false,
+            ctx_kind,
+            devmap,
         })
     }
 
@@ -569,7 +587,7 @@ impl Hook {
         let ctx = self.ctx.as_mut_ptr().expose_provenance() as u64;
         // XDP context fields are read-only; tc programs may write some
         // __sk_buff fields (mark, priority, tc_index, cb, tc_classid, ...).
-        if self.kind.is_xdp() {
+        if self.ctx_kind == CtxKind::Xdp {
             // SAFETY: see above.
             unsafe { mem.add_raw_protected(RegionKind::Context, ctx, CTX_SIZE as u64) };
         } else {
@@ -612,11 +630,7 @@ impl Hook {
         if !self.mapped {
             self.map_regions();
         }
-        let ctx_kind = if self.kind.is_xdp() {
-            CtxKind::Xdp
-        } else {
-            CtxKind::Skb
-        };
+        let ctx_kind = self.ctx_kind;
         let mut len = packet.len().min(MAX_PACKET);
         if ctx_kind == CtxKind::Xdp && fresh {
             // One page holds the linear part; the rest goes to fragments,
@@ -655,13 +669,7 @@ impl Hook {
             CtxKind::Xdp => {
                 // Programs cannot write an XDP context and helpers write
                 // only data, data_end and data_meta: the rest stays zero.
-                let devmap = matches!(
-                    self.kind,
-                    ProgramKind::Xdp {
-                        attach: XdpAttach::Devmap,
-                        ..
-                    }
-                );
+                let devmap = self.devmap;
                 let egress = egress.unwrap_or(if devmap { meta.egress_ifindex } else { 0 });
                 let fields = [data, data_end, data, meta.ifindex, meta.rx_queue, egress];
                 for (i, v) in fields.into_iter().enumerate() {
