@@ -47,7 +47,7 @@ fn xdp_tools_programs_run_over_every_capture() {
                 p.name
             );
             assert!(
-                verdicts.keys().any(|v| v != "ABORTED"),
+                verdicts.keys().any(|v| *v != "ABORTED"),
                 "{} {}: {verdicts:?}",
                 path.display(),
                 p.name

@@ -119,6 +119,11 @@ pub struct Env {
     pub scratch_addr: u64,
     /// The address of the `bpf_spin_lock` the running program holds.
     pub spin_held: Option<u64>,
+    /// The lowest buffer address the packet's start (`data_meta`, `data`)
+    /// moved to, or helpers moved bytes to, since the hook last zeroed the
+    /// headroom: the headroom below it is still zero (see
+    /// [`Env::touch_headroom`]).
+    pub headroom_low: u64,
 }
 
 impl Env {
@@ -153,7 +158,15 @@ impl Env {
             scratch: Box::new([0; SCRATCH_SLOT * SCRATCH_LEVELS]),
             scratch_addr: 0,
             spin_held: None,
+            headroom_low: u64::MAX,
         }
+    }
+
+    /// Notes that packet bytes from `addr` on may be written or exposed to
+    /// the program, so the hook zeroes the headroom from there before the
+    /// next packet (a program must not see an earlier packet's bytes).
+    pub fn touch_headroom(&mut self, addr: u64) {
+        self.headroom_low = self.headroom_low.min(addr);
     }
 
     /// The map behind a handle a program passed.

@@ -189,12 +189,12 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn name(&self) -> String {
+    pub fn name(&self) -> &'static str {
         match self {
-            Verdict::Xdp(a) => a.name().into(),
-            Verdict::Tc(a) => a.name().into(),
-            Verdict::Socket(0) => "DROP".into(),
-            Verdict::Socket(_) => "KEEP".into(),
+            Verdict::Xdp(a) => a.name(),
+            Verdict::Tc(a) => a.name(),
+            Verdict::Socket(0) => "DROP",
+            Verdict::Socket(_) => "KEEP",
         }
     }
 }
@@ -253,9 +253,23 @@ pub struct Hook {
     buf: LowBuf,
     ctx: Box<[u8; CTX_SIZE]>,
     counting: bool,
-    /// The region list of the last run's `Memory`, reused.
-    regions: Vec<vm::Region>,
+    /// The regions of every run, mapped once (see [`Hook::map_regions`]):
+    /// the packet (whose window moves per packet), the context, the maps'
+    /// values and the scratch. Addresses only: each points into memory this
+    /// hook owns and that never moves (the buffer, the boxed context, map
+    /// arenas, the boxed scratch).
+    mem: Memory<'static>,
+    /// Whether `mem` maps the maps `env` has now; cleared whenever `env` is
+    /// lent out mutably (its maps could be replaced).
+    mapped: bool,
+    /// The context the program gets (fixed by its kind).
+    ctx_kind: CtxKind,
+    /// Whether the program runs on a devmap entry (`egress_ifindex` set).
+    devmap: bool,
 }
+
+/// Index of the packet's region in a hook's `Memory`.
+const PACKET_REGION: usize = 0;
 
 fn resolve_tail_call(env: &mut Env, map: u64, index: u64) -> Option<usize> {
     let m = env.map_of(map)?;
@@ -311,6 +325,18 @@ impl Hook {
         vm.set_entry(vm_program_of[program].expect("the entry loads"));
         let mut env = Env::new(maps, cpu);
         env.vm_program_of = vm_program_of;
+        let ctx_kind = if kind.is_xdp() {
+            CtxKind::Xdp
+        } else {
+            CtxKind::Skb
+        };
+        let devmap = matches!(
+            kind,
+            ProgramKind::Xdp {
+                attach: XdpAttach::Devmap,
+                ..
+            }
+        );
         Ok(Hook {
             vm,
             env,
@@ -321,7 +347,10 @@ impl Hook {
                 .map_err(HookError::Memory)?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: false,
-            regions: Vec::new(),
+            mem: Memory::new(),
+            mapped: false,
+            ctx_kind,
+            devmap,
         })
     }
 
@@ -389,6 +418,7 @@ impl Hook {
     }
 
     pub fn env_mut(&mut self) -> &mut Env {
+        self.mapped = false;
         &mut self.env
     }
 
@@ -546,6 +576,55 @@ impl Hook {
         Some(((prog, vm), egress))
     }
 
+    /// Maps the regions every run shares: the whole packet buffer (its
+    /// window set per packet), the context, each map's values and the
+    /// scratch.
+    fn map_regions(&mut self) {
+        // Every region below is memory this hook owns and that never moves
+        // or shrinks while it lives (the buffer's mapping, the boxed
+        // context, the map arenas, the boxed scratch); `mem` is used only
+        // by this hook's runs, while nothing holds a Rust reference into
+        // any of it.
+        let mut mem = Memory::new();
+        let buf = self.buf.as_mut_slice();
+        let (base, len) = (buf.as_mut_ptr().expose_provenance() as u64, buf.len());
+        // SAFETY: see above.
+        let packet = unsafe { mem.add_raw(RegionKind::Packet, base, len as u64, true) };
+        debug_assert_eq!(packet, PACKET_REGION);
+        let ctx = self.ctx.as_mut_ptr().expose_provenance() as u64;
+        // XDP context fields are read-only; tc programs may write some
+        // __sk_buff fields (mark, priority, tc_index, cb, tc_classid, ...).
+        if self.ctx_kind == CtxKind::Xdp {
+            // SAFETY: see above.
+            unsafe { mem.add_raw_protected(RegionKind::Context, ctx, CTX_SIZE as u64) };
+        } else {
+            // SAFETY: see above.
+            unsafe { mem.add_raw(RegionKind::Context, ctx, CTX_SIZE as u64, true) };
+        }
+        for map in self.env.maps.iter() {
+            if let Some((addr, len)) = map.value_region() {
+                // SAFETY: see above; `mapped` is cleared whenever `env` (so
+                // its maps) is lent out mutably, and the regions remapped.
+                unsafe { mem.add_raw(RegionKind::Map, addr, len as u64, map.program_writable()) };
+            }
+        }
+        // Keys for callbacks: read-only to the program; only helpers write
+        // them, through `env`.
+        let scratch = self.env.scratch.as_ptr().expose_provenance() as u64;
+        // SAFETY: see above.
+        unsafe {
+            mem.add_raw(
+                RegionKind::Map,
+                scratch,
+                self.env.scratch.len() as u64,
+                false,
+            )
+        };
+        self.env.scratch_addr = scratch;
+        self.mem = mem;
+        self.mapped = true;
+    }
+
     /// One execution of VM program `entry` over `packet`.
     fn exec(
         &mut self,
@@ -555,11 +634,10 @@ impl Hook {
         egress: Option<u32>,
         fresh: bool,
     ) -> Result<Exec, VmError> {
-        let ctx_kind = if self.kind.is_xdp() {
-            CtxKind::Xdp
-        } else {
-            CtxKind::Skb
-        };
+        if !self.mapped {
+            self.map_regions();
+        }
+        let ctx_kind = self.ctx_kind;
         let mut len = packet.len().min(MAX_PACKET);
         if ctx_kind == CtxKind::Xdp && fresh {
             // One page holds the linear part; the rest goes to fragments,
@@ -573,39 +651,42 @@ impl Hook {
             }
         }
         let frame = (HEADROOM + len + TAILROOM).div_ceil(FRAME) * FRAME;
-        let buf = self.buf.as_mut_slice();
-        // Headroom starts zeroed (the kernel leaves garbage; zeros keep runs
-        // deterministic); the tail is zeroed when it grows.
-        buf[..HEADROOM].fill(0);
-        buf[HEADROOM..HEADROOM + len].copy_from_slice(&packet[..len]);
         let base = self.buf.addr32(0);
         let data = base + HEADROOM as u32;
         let data_end = data + len as u32;
-        self.ctx.fill(0);
+        let buf = self.buf.as_mut_slice();
+        // The headroom reads as zeros (the kernel leaves garbage; zeros keep
+        // runs deterministic): zero what the last runs exposed or wrote of
+        // it. The tail is zeroed when it grows.
+        let low = self.env.headroom_low;
+        if low < u64::from(data) {
+            let from = low.saturating_sub(u64::from(base)) as usize;
+            buf[from..HEADROOM].fill(0);
+        }
+        self.env.headroom_low = u64::MAX;
+        buf[HEADROOM..HEADROOM + len].copy_from_slice(&packet[..len]);
+        // Re-derive the buffer's and context's addresses for this run (the
+        // mutable borrows above); they are the ones mapped.
+        buf.as_mut_ptr().expose_provenance();
+        let ctx_addr = self.ctx.as_mut_ptr().expose_provenance() as u64;
         let put = |ctx: &mut [u8; CTX_SIZE], off: usize, v: u32| {
             ctx[off..off + 4].copy_from_slice(&v.to_le_bytes())
         };
         match ctx_kind {
             CtxKind::Xdp => {
-                put(&mut self.ctx, 0, data);
-                put(&mut self.ctx, 4, data_end);
-                put(&mut self.ctx, 8, data);
-                put(&mut self.ctx, 12, meta.ifindex);
-                put(&mut self.ctx, 16, meta.rx_queue);
-                let devmap = matches!(
-                    self.kind,
-                    ProgramKind::Xdp {
-                        attach: XdpAttach::Devmap,
-                        ..
-                    }
-                );
-                put(
-                    &mut self.ctx,
-                    20,
-                    egress.unwrap_or(if devmap { meta.egress_ifindex } else { 0 }),
-                );
+                // Programs cannot write an XDP context and helpers write
+                // only data, data_end and data_meta: the rest stays zero.
+                let devmap = self.devmap;
+                let egress = egress.unwrap_or(if devmap { meta.egress_ifindex } else { 0 });
+                let fields = [data, data_end, data, meta.ifindex, meta.rx_queue, egress];
+                for (i, v) in fields.into_iter().enumerate() {
+                    put(&mut self.ctx, 4 * i, v);
+                }
             }
             CtxKind::Skb => {
+                // Programs may write __sk_buff fields: start from the
+                // defaults again.
+                self.ctx.fill(0);
                 let (proto, pkt_type) =
                     eth_type_trans(&packet[..len], &meta.dev_addr, &meta.dev_broadcast);
                 put(&mut self.ctx, 0, len as u32);
@@ -622,42 +703,14 @@ impl Hook {
                 put(&mut self.ctx, 164, 1);
             }
         }
-
-        let buf = self.buf.as_mut_slice();
-        let mut mem = Memory::recycle(std::mem::take(&mut self.regions));
-        let window = HEADROOM..HEADROOM + len;
-        let region = mem.add_window(RegionKind::Packet, &mut buf[..frame], window, true);
-        // XDP context fields are read-only; tc programs may write some
-        // __sk_buff fields (mark, priority, tc_index, cb, tc_classid, ...).
-        let ctx_addr = match ctx_kind {
-            CtxKind::Xdp => mem.add_protected(RegionKind::Context, &mut self.ctx[..]),
-            CtxKind::Skb => mem.add(RegionKind::Context, &mut self.ctx[..]),
-        };
-        for map in self.env.maps.iter() {
-            if let Some((addr, len)) = map.value_region() {
-                // SAFETY: map arenas never move and live as long as `env`,
-                // which outlives this `Memory`; the interpreter holds only
-                // addresses into them.
-                unsafe { mem.add_raw(RegionKind::Map, addr, len as u64, map.program_writable()) };
-            }
+        self.mem
+            .set_window(PACKET_REGION, u64::from(data), len as u64);
+        if !self.env.iterations.is_empty() {
+            self.env.iterations.clear();
         }
-        // Keys for callbacks: read-only to the program.
-        let scratch_addr = self.env.scratch.as_ptr().expose_provenance() as u64;
-        // SAFETY: the scratch is a boxed array owned by `env`, which outlives
-        // this `Memory` and never moves; only helpers write it, through `env`.
-        unsafe {
-            mem.add_raw(
-                RegionKind::Map,
-                scratch_addr,
-                self.env.scratch.len() as u64,
-                false,
-            )
-        };
-        self.env.scratch_addr = scratch_addr;
-        self.env.iterations.clear();
         self.env.packet = PacketView {
             kind: ctx_kind,
-            region,
+            region: PACKET_REGION,
             hard_start: u64::from(base),
             hard_end: u64::from(base) + (frame - TAILROOM) as u64,
             meta: u64::from(data),
@@ -678,16 +731,15 @@ impl Hook {
         self.vm.set_entry(entry);
         let args = [ctx_addr, 0, 0, 0, 0];
         let out = if self.counting {
-            self.vm.run_counting(&mut self.env, &mut mem, args)
+            self.vm.run_counting(&mut self.env, &mut self.mem, args)
         } else {
-            self.vm.run(&mut self.env, &mut mem, args)
+            self.vm.run(&mut self.env, &mut self.mem, args)
         };
         // A run that failed inside a critical section must not leave the
         // other threads spinning.
-        helpers::release_held_lock(&mut self.env, &mut mem);
+        helpers::release_held_lock(&mut self.env, &mut self.mem);
         let out = out?;
-        self.regions = mem.into_regions();
-        let p = self.env.packet;
+        let p = &self.env.packet;
         Ok(Exec {
             r0: out.r0,
             stats: out.stats,

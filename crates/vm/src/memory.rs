@@ -222,6 +222,17 @@ impl<'a> Memory<'a> {
         self.regions.len() - 1
     }
 
+    /// Like [`Memory::add_raw`] for memory programs may only read but
+    /// helpers may write (a context whose fields the kernel keeps
+    /// read-only).
+    ///
+    /// # Safety
+    /// As for [`Memory::add_raw`], with the memory writable.
+    pub unsafe fn add_raw_protected(&mut self, kind: RegionKind, start: u64, len: u64) -> usize {
+        self.push(start, len, kind, false, true);
+        self.regions.len() - 1
+    }
+
     fn push(
         &mut self,
         start: u64,

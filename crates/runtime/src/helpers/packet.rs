@@ -28,6 +28,7 @@ const META_MAX: u64 = 32;
 /// context's `data`, `data_end`, `data_meta` (and `len` for skbs).
 pub fn sync(c: &mut Ctx) -> Result<(), HelperError> {
     let p = c.env.packet;
+    c.env.touch_headroom(p.meta.min(p.data));
     c.mem.set_window(p.region, p.meta, p.data_end - p.meta);
     let fields: &[(u64, u64)] = match p.kind {
         CtxKind::Xdp => &[(0, p.data), (4, p.data_end), (8, p.meta)],
@@ -53,6 +54,7 @@ pub fn move_bytes(c: &mut Ctx, src: u64, dst: u64, len: u64) -> Result<(), Helpe
         return Ok(());
     }
     let p = c.env.packet;
+    c.env.touch_headroom(dst);
     // Temporarily open the whole buffer so both ranges are reachable.
     c.mem
         .set_window(p.region, p.hard_start, p.hard_end - p.hard_start);

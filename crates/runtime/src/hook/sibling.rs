@@ -73,7 +73,12 @@ impl Hook {
                 .map_err(HookError::Memory)?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: self.counting,
-            regions: Vec::new(),
+            // Its own regions (its own packet buffer and context), mapped
+            // on its first run.
+            mem: vm::Memory::new(),
+            mapped: false,
+            ctx_kind: self.ctx_kind,
+            devmap: self.devmap,
         };
         if self.jit_enabled() {
             hook.enable_jit()?;
