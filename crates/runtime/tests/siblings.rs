@@ -2,6 +2,8 @@
 //! the kernel runs one program on every CPU: per-CPU counters add up to
 //! what one hook counts alone, and `bpf_spin_lock` excludes for real.
 
+mod common;
+
 use std::thread;
 
 use packet::Builder;
@@ -206,40 +208,10 @@ int count_locked(struct xdp_md *ctx)
 char _license[] SEC("license") = "GPL";
 "#;
 
-/// Compiles [`SPIN_LOCK_PROGRAM`] with clang (as the examples are built).
-fn compile_spin_lock_program() -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("sluice-runtime-spin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (src, out) = (dir.join("spin.c"), dir.join("spin.o"));
-    std::fs::write(&src, SPIN_LOCK_PROGRAM).unwrap();
-    let clang = std::env::var("SLUICE_CLANG").unwrap_or_else(|_| "clang-19".into());
-    let st = std::process::Command::new(&clang)
-        .args(["-target", "bpf", "-O2", "-g", "-mcpu=v3", "-Wall", "-I"])
-        .arg(programs::include_dir())
-        .arg(format!(
-            "-I/usr/include/{}-linux-gnu",
-            std::env::consts::ARCH
-        ))
-        .arg("-c")
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap_or_else(|e| panic!("{clang}: {e} (the set-up installs clang-19)"));
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let bytes = std::fs::read(&out).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    bytes
-}
-
 #[test]
 fn spin_lock_counts_exactly_under_contention() {
     const RUNS: u64 = 4_000;
-    let bytes = compile_spin_lock_program();
+    let bytes = common::compile("spin", SPIN_LOCK_PROGRAM);
     let frame = Builder::udp("10.0.0.1", "10.0.0.2", 1, 2).build();
     for jit in [false, true] {
         let (image, p) = load(&bytes, 2);
