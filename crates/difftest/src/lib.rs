@@ -25,7 +25,7 @@ pub use report::{Divergence, NotComparable, Summary};
 
 /// How one packet went.
 #[derive(Clone, Debug)]
-pub enum Verdict {
+pub enum Comparison {
     Same,
     Diverged(Divergence),
     NotComparable(NotComparable),
@@ -219,19 +219,19 @@ impl Differ {
 
     /// Runs packet number `index`, which arrived at `timestamp_ns`, through
     /// both sides and compares.
-    pub fn packet(&mut self, index: u64, timestamp_ns: u64, frame: &[u8]) -> Verdict {
+    pub fn packet(&mut self, index: u64, timestamp_ns: u64, frame: &[u8]) -> Comparison {
         self.summary.packets += 1;
         let verdict = self.compare(index, timestamp_ns, frame);
         match &verdict {
-            Verdict::Same => self.summary.compared += 1,
-            Verdict::Diverged(d) => {
+            Comparison::Same => self.summary.compared += 1,
+            Comparison::Diverged(d) => {
                 self.summary.compared += 1;
                 self.summary.divergences += 1;
                 if self.summary.first.len() < self.keep {
                     self.summary.first.push(d.clone());
                 }
             }
-            Verdict::NotComparable(n) => {
+            Comparison::NotComparable(n) => {
                 self.summary.not_comparable += 1;
                 *self
                     .summary
@@ -255,9 +255,9 @@ impl Differ {
         (x >> 32) as u32
     }
 
-    fn compare(&mut self, index: u64, timestamp_ns: u64, frame: &[u8]) -> Verdict {
+    fn compare(&mut self, index: u64, timestamp_ns: u64, frame: &[u8]) -> Comparison {
         let not_comparable = |reason: String| {
-            Verdict::NotComparable(NotComparable {
+            Comparison::NotComparable(NotComparable {
                 packet: index,
                 len: frame.len(),
                 reason,
@@ -375,7 +375,7 @@ impl Differ {
             }
         }
         if diffs.is_empty() {
-            return Verdict::Same;
+            return Comparison::Same;
         }
         // Bring the kernel back to the VM's state, so the next packet
         // starts from the same maps again.
@@ -386,7 +386,7 @@ impl Differ {
         if !uncertain.is_empty() {
             return not_comparable(uncertain.join("; "));
         }
-        Verdict::Diverged(Divergence {
+        Comparison::Diverged(Divergence {
             packet: index,
             len: frame.len(),
             differences: diffs,

@@ -237,7 +237,7 @@ fn a_map_changed_on_one_side_is_a_divergence() {
     for (i, (ts, f)) in spec.packets().enumerate() {
         assert!(matches!(
             d.packet(i as u64, ts, &f),
-            difftest::Verdict::Same
+            difftest::Comparison::Same
         ));
     }
     let stats = d
@@ -259,7 +259,7 @@ fn a_map_changed_on_one_side_is_a_divergence() {
     value[0] = 7;
     stats.update(&99u32.to_le_bytes(), &value, 0).unwrap();
     let (ts, f) = spec.packets().next().unwrap();
-    let difftest::Verdict::Diverged(div) = d.packet(4, ts, &f) else {
+    let difftest::Comparison::Diverged(div) = d.packet(4, ts, &f) else {
         panic!("the change was not seen");
     };
     assert!(
@@ -269,5 +269,5 @@ fn a_map_changed_on_one_side_is_a_divergence() {
         div.differences
     );
     // The maps were brought back in step: the next packet agrees.
-    assert!(matches!(d.packet(5, ts, &f), difftest::Verdict::Same));
+    assert!(matches!(d.packet(5, ts, &f), difftest::Comparison::Same));
 }

@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// What the kernel said.
 #[derive(Clone, Debug)]
-pub struct Verdict {
+pub struct Ruling {
     pub accepted: bool,
     /// The verifier log (statistics when accepted; the walk up to the
     /// error when refused).
@@ -25,7 +25,7 @@ pub struct Verdict {
     pub insns_processed: Option<u64>,
 }
 
-impl Verdict {
+impl Ruling {
     /// The kernel's reason: the last log line before its statistics.
     pub fn reason(&self) -> &str {
         self.log
@@ -153,7 +153,7 @@ pub fn verify_program(
     program: &Program,
     maps: &[MapDef],
     data: &dyn Fn(usize) -> Option<Vec<u8>>,
-) -> Result<Verdict> {
+) -> Result<Ruling> {
     let mut fds = Vec::with_capacity(maps.len());
     for (i, def) in maps.iter().enumerate() {
         fds.push(create_map(def, data(i).as_deref())?);
@@ -294,7 +294,7 @@ impl FuncInfo {
 /// `BPF_PROG_LOAD` of raw instruction bytes: first with statistics only
 /// (a full log of a big program could overflow any buffer), then, if
 /// refused, again with the log of the walk to say why.
-pub fn load(bytes: &[u8], name: &str, prog_type: u32, attach: u32, flags: u32) -> Result<Verdict> {
+pub fn load(bytes: &[u8], name: &str, prog_type: u32, attach: u32, flags: u32) -> Result<Ruling> {
     load_with(bytes, name, (prog_type, attach, flags), None)
 }
 
@@ -303,7 +303,7 @@ fn load_with(
     name: &str,
     (prog_type, attach, flags): (u32, u32, u32),
     funcs: Option<&FuncInfo>,
-) -> Result<Verdict> {
+) -> Result<Ruling> {
     let cname = kernel_name(name);
     let attempt = |level: u32, log: &mut Vec<u8>| -> i32 {
         let mut o = libbpf_sys::bpf_prog_load_opts {
@@ -361,7 +361,7 @@ fn load_with(
     Ok(verdict(false, text(&log)))
 }
 
-fn verdict(accepted: bool, log: String) -> Verdict {
+fn verdict(accepted: bool, log: String) -> Ruling {
     let number_after = |key: &str| -> Option<u64> {
         let at = log.rfind(key)? + key.len();
         log[at..]
@@ -370,7 +370,7 @@ fn verdict(accepted: bool, log: String) -> Verdict {
             .parse()
             .ok()
     };
-    Verdict {
+    Ruling {
         accepted,
         micros: number_after("verification time "),
         insns_processed: number_after("processed "),
