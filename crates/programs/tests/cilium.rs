@@ -46,7 +46,13 @@ fn cilium_datapath_runs_over_every_capture() {
             .collect()
     });
     let frames = capture_frames();
-    let (mut entries, mut tail_calls) = (0, 0);
+    let packets = pipeline::Packets::new(
+        frames
+            .iter()
+            .map(|f| (f.timestamp_ns, f.data.clone()))
+            .collect(),
+    );
+    let (mut entries, mut tail_calls, mut metrics) = (0, 0, 0);
     for (name, bytes) in &objects {
         let object = obj::Object::parse(bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         // Every declared tail call is in cilium_calls from the start.
@@ -97,6 +103,53 @@ fn cilium_datapath_runs_over_every_capture() {
                     m.name()
                 );
             }
+            // The pipeline on two workers (flows sharded, maps shared): no
+            // error, every packet, and in the default configuration the
+            // same verdicts and per-CPU metrics that sum to one hook's. With
+            // NodePort and masquerading, state shared across flows (SNAT
+            // port allocation, NodePort's reverse-NAT entries) makes the
+            // outcome depend on how workers interleave, as on the kernel's
+            // CPUs: a packet's verdict may differ from a one-CPU run.
+            let order_free = name.ends_with("(default)");
+            let opts = LoadOptions {
+                ncpus: 2,
+                ..LoadOptions::default()
+            };
+            let mut two = Hook::new(Image::load(object.clone(), &opts).unwrap(), i, 0).unwrap();
+            let threads = pipeline::Options {
+                threads: 2,
+                ..pipeline::Options::default()
+            };
+            let mut source = pipeline::Source::fork(&packets).unwrap();
+            let run = pipeline::replay(
+                &mut two,
+                source.as_mut(),
+                Default::default(),
+                &threads,
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{name} {}: {e}", p.name));
+            assert_eq!(run.counters.errors, 0, "{name} {}", p.name);
+            assert_eq!(run.counters.packets, frames.len() as u64);
+            if order_free {
+                let mut by_name = BTreeMap::new();
+                for (v, n) in run.counters.verdicts.iter() {
+                    *by_name.entry(v.name()).or_insert(0u64) += n;
+                }
+                assert_eq!(by_name, verdicts, "{name} {}: two workers", p.name);
+                for (one, both) in hook.maps().iter().zip(two.maps()) {
+                    if one.map_type().is_percpu() && one.name().contains("metrics") {
+                        metrics += 1;
+                        assert_eq!(
+                            per_cpu_sums(one),
+                            per_cpu_sums(both),
+                            "{name} {}: map {}",
+                            p.name,
+                            one.name()
+                        );
+                    }
+                }
+            }
             println!("{name} {}: {verdicts:?}", p.name);
             assert!(
                 !verdicts.contains_key("ABORTED"),
@@ -106,9 +159,31 @@ fn cilium_datapath_runs_over_every_capture() {
             entries += 1;
         }
     }
-    println!("{entries} entry programs, {tail_calls} tail calls");
+    println!("{entries} entry programs, {tail_calls} tail calls, {metrics} metrics maps compared");
+    assert!(metrics >= 12, "only {metrics} metrics maps compared");
     assert!(entries >= 3 * 12, "only {entries} entry programs");
     assert!(tail_calls > 0);
+}
+
+/// A per-CPU map's entries with each value's u64 fields summed over CPUs.
+fn per_cpu_sums(m: &maps::Map) -> Vec<(Vec<u8>, Vec<u64>)> {
+    let size = (m.spec().value_size as usize).div_ceil(8) * 8;
+    let mut out: Vec<_> = m
+        .entries()
+        .into_iter()
+        .map(|(k, v)| {
+            let mut sum = vec![0u64; size / 8];
+            for cpu in v.chunks(size) {
+                for (s, lane) in sum.iter_mut().zip(cpu.chunks(8)) {
+                    *s += u64::from_le_bytes(lane.try_into().unwrap());
+                }
+            }
+            (k, sum)
+        })
+        .filter(|(_, s)| s.iter().any(|&x| x != 0))
+        .collect();
+    out.sort();
+    out
 }
 
 /// What a run gave, owned, to compare engines.
