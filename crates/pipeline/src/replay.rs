@@ -97,10 +97,25 @@ pub fn replay(
     let threads = opts.threads.max(1);
     let (counters, source_error, result) = if threads == 1 {
         one_thread(hook, source, sinks, opts, progress)
-    } else if let Some(forks) = (1..threads).map(|_| source.fork()).collect() {
-        forked(hook, threads, source, forks, sinks, opts, progress)
     } else {
-        sharded(hook, threads, source, sinks, opts, progress)
+        let mut siblings = match siblings(hook, threads) {
+            Ok(s) => s,
+            Err(e) => {
+                // Outputs stay valid files; the worker's error is the one told.
+                let _ = sinks.finish();
+                return Err(e);
+            }
+        };
+        let workers: Vec<Worker> = std::iter::once(hook)
+            .chain(siblings.iter_mut())
+            .map(|h| Worker::new(h, &sinks, opts.ifindex))
+            .collect();
+        let sinks = Mutex::new(sinks);
+        let ends = match (1..threads).map(|_| source.fork()).collect() {
+            Some(forks) => forked(workers, source, forks, &sinks, opts, progress),
+            None => sharded(workers, source, &sinks, opts, progress),
+        };
+        merge(ends, sinks)
     };
     result?;
     Ok(Summary {
@@ -166,100 +181,43 @@ fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
     }
 }
 
-/// Every worker reads the whole source (its own fork) and runs the packets
-/// that shard to it: no packet crosses threads.
-fn forked(
-    hook: &mut Hook,
-    threads: usize,
-    source: &mut dyn Source,
-    forks: Vec<Box<dyn Source>>,
-    sinks: Sinks,
-    opts: &Options,
-    progress: Option<&AtomicU64>,
-) -> Outcome {
-    let mut siblings = match siblings(hook, threads) {
-        Ok(s) => s,
-        Err(e) => {
-            // Outputs stay valid files; the worker's error is the one told.
-            let _ = sinks.finish();
-            return (Counters::default(), None, Err(e));
-        }
-    };
-    let workers: Vec<Worker> = std::iter::once(hook)
-        .chain(siblings.iter_mut())
-        .map(|h| Worker::new(h, &sinks, opts.ifindex))
-        .collect();
-    let sinks = Mutex::new(sinks);
-    let mut forks: Vec<Option<Box<dyn Source>>> = forks.into_iter().map(Some).collect();
-    let results = std::thread::scope(|s| {
-        let mut source = Some(source);
-        let spawned: Vec<_> = workers
-            .into_iter()
-            .enumerate()
-            .map(|(w, mut worker)| {
-                let mut own = if w == 0 { None } else { forks[w - 1].take() };
-                let first = if w == 0 { source.take() } else { None };
-                let (sinks, shard) = (&sinks, opts.shard);
-                s.spawn(
-                    move || -> (Counters, Option<SourceError>, Result<(), ReplayError>) {
-                        let src: &mut dyn Source = match (first, own.as_deref_mut()) {
-                            (Some(s), _) => s,
-                            (None, Some(s)) => s,
-                            (None, None) => unreachable!("every worker has a source"),
-                        };
-                        let mut batch = Batch::new();
-                        let (mut read, mut source_error) = (0u64, None);
-                        while source_error.is_none() {
-                            source_error = next_batch(src, &mut batch, read, opts.limit);
-                            if batch.is_empty() {
-                                break;
-                            }
-                            read += batch.len() as u64;
-                            worker.run_where(&batch, |info, data| {
-                                owner(shard, threads, info.seq, data) == w
-                            });
-                            if worker.has_output() {
-                                let flushed = match sinks.lock() {
-                                    Ok(mut sinks) => worker.flush(&mut sinks).map_err(Into::into),
-                                    Err(_) => Err(ReplayError::Worker {
-                                        worker: w,
-                                        why: "another worker panicked".into(),
-                                    }),
-                                };
-                                if let Err(e) = flushed {
-                                    return (worker.into_counters(), source_error, Err(e));
-                                }
-                            }
-                            if let (0, Some(p)) = (w, progress) {
-                                p.store(read, Ordering::Relaxed);
-                            }
-                        }
-                        (worker.into_counters(), source_error, Ok(()))
-                    },
-                )
+/// How a worker ended: its counts, how its source ended, its error.
+type WorkerEnd = (Counters, Option<SourceError>, Result<(), ReplayError>);
+
+/// Writes what a worker kept to the shared sinks.
+fn flush_shared(worker: &mut Worker, sinks: &Mutex<Sinks>, w: usize) -> Result<(), ReplayError> {
+    match sinks.lock() {
+        Ok(mut sinks) => worker.flush(&mut sinks).map_err(Into::into),
+        Err(_) => Err(ReplayError::Worker {
+            worker: w,
+            why: "another worker panicked".into(),
+        }),
+    }
+}
+
+/// Waits for every worker.
+fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<WorkerEnd> {
+    spawned
+        .into_iter()
+        .enumerate()
+        .map(|(w, h)| {
+            h.join().unwrap_or_else(|_| {
+                let why = "panicked".to_string();
+                let err = Err(ReplayError::Worker { worker: w, why });
+                (Counters::default(), None, err)
             })
-            .collect();
-        spawned
-            .into_iter()
-            .enumerate()
-            .map(|(w, h)| {
-                h.join().unwrap_or_else(|_| {
-                    let why = "panicked".to_string();
-                    (
-                        Counters::default(),
-                        None,
-                        Err(ReplayError::Worker { worker: w, why }),
-                    )
-                })
-            })
-            .collect::<Vec<_>>()
-    });
+        })
+        .collect()
+}
+
+/// The workers' counts added up, the first error, worker 0's account of
+/// how the source ended; the sinks finished.
+fn merge(ends: Vec<WorkerEnd>, sinks: Mutex<Sinks>) -> Outcome {
     let mut total = Counters::default();
     let mut result = Ok(());
     let mut source_error = None;
-    for (w, (c, err, r)) in results.into_iter().enumerate() {
+    for (w, (c, err, r)) in ends.into_iter().enumerate() {
         total.merge(&c);
-        // Every worker read the same packets: worker 0 tells how it ended.
         if w == 0 {
             source_error = err;
         }
@@ -272,56 +230,97 @@ fn forked(
     (total, source_error, result.and(finished))
 }
 
+/// Every worker reads the whole source (its own fork) and runs the packets
+/// that shard to it: no packet crosses threads.
+fn forked(
+    workers: Vec<Worker>,
+    source: &mut dyn Source,
+    forks: Vec<Box<dyn Source>>,
+    sinks: &Mutex<Sinks>,
+    opts: &Options,
+    progress: Option<&AtomicU64>,
+) -> Vec<WorkerEnd> {
+    let threads = workers.len();
+    let mut forks: Vec<Option<Box<dyn Source>>> = forks.into_iter().map(Some).collect();
+    std::thread::scope(|s| {
+        let mut source = Some(source);
+        let spawned: Vec<_> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(w, mut worker)| {
+                let mut own = if w == 0 { None } else { forks[w - 1].take() };
+                let first = if w == 0 { source.take() } else { None };
+                let shard = opts.shard;
+                s.spawn(move || -> WorkerEnd {
+                    let src: &mut dyn Source = match (first, own.as_deref_mut()) {
+                        (Some(s), _) => s,
+                        (None, Some(s)) => s,
+                        (None, None) => unreachable!("every worker has a source"),
+                    };
+                    let mut batch = Batch::new();
+                    let (mut read, mut source_error) = (0u64, None);
+                    while source_error.is_none() {
+                        source_error = next_batch(src, &mut batch, read, opts.limit);
+                        if batch.is_empty() {
+                            break;
+                        }
+                        read += batch.len() as u64;
+                        worker.run_where(&batch, |info, data| {
+                            owner(shard, threads, info.seq, data) == w
+                        });
+                        if worker.has_output()
+                            && let Err(e) = flush_shared(&mut worker, sinks, w)
+                        {
+                            return (worker.into_counters(), source_error, Err(e));
+                        }
+                        if let (0, Some(p)) = (w, progress) {
+                            p.store(read, Ordering::Relaxed);
+                        }
+                    }
+                    (worker.into_counters(), source_error, Ok(()))
+                })
+            })
+            .collect();
+        join_all(spawned)
+    })
+}
+
 /// Batches each worker may have queued: bounds memory whatever the
 /// source's size.
 const QUEUED: usize = 8;
 
+/// One dispatcher (this thread) reads and hands each worker its packets.
 fn sharded(
-    hook: &mut Hook,
-    threads: usize,
+    workers: Vec<Worker>,
     source: &mut dyn Source,
-    sinks: Sinks,
+    sinks: &Mutex<Sinks>,
     opts: &Options,
     progress: Option<&AtomicU64>,
-) -> Outcome {
-    let mut siblings = match siblings(hook, threads) {
-        Ok(s) => s,
-        Err(e) => {
-            // Outputs stay valid files; the worker's error is the one told.
-            let _ = sinks.finish();
-            return (Counters::default(), None, Err(e));
-        }
-    };
-    let workers: Vec<Worker> = std::iter::once(hook)
-        .chain(siblings.iter_mut())
-        .map(|h| Worker::new(h, &sinks, opts.ifindex))
-        .collect();
-    let sinks = Mutex::new(sinks);
+) -> Vec<WorkerEnd> {
+    let threads = workers.len();
     let mut source_error = None;
     let mut read = 0u64;
-    let results = std::thread::scope(|s| {
+    let mut ends = std::thread::scope(|s| {
         let (recycle_tx, recycle) = mpsc::channel::<Batch>();
         let mut queues = Vec::new();
         let mut spawned = Vec::new();
         for (w, mut worker) in workers.into_iter().enumerate() {
             let (tx, rx) = mpsc::sync_channel::<Batch>(QUEUED);
             queues.push(tx);
-            let (recycle_tx, sinks) = (recycle_tx.clone(), &sinks);
-            spawned.push(s.spawn(move || -> Result<Counters, ReplayError> {
+            let recycle_tx = recycle_tx.clone();
+            spawned.push(s.spawn(move || -> WorkerEnd {
                 for mut batch in rx {
                     worker.run(&batch);
-                    if worker.has_output() {
-                        let mut sinks = sinks.lock().map_err(|_| ReplayError::Worker {
-                            worker: w,
-                            why: "another worker panicked".into(),
-                        })?;
-                        worker.flush(&mut sinks)?;
+                    if worker.has_output()
+                        && let Err(e) = flush_shared(&mut worker, sinks, w)
+                    {
+                        return (worker.into_counters(), None, Err(e));
                     }
                     batch.clear();
                     // The dispatcher may have stopped; the batch is then freed.
                     let _ = recycle_tx.send(batch);
                 }
-                Ok(worker.into_counters())
+                (worker.into_counters(), None, Ok(()))
             }));
         }
         let mut input = Batch::new();
@@ -354,29 +353,11 @@ fn sharded(
             }
         }
         drop(queues);
-        spawned
-            .into_iter()
-            .enumerate()
-            .map(|(w, h)| {
-                h.join().unwrap_or_else(|_| {
-                    Err(ReplayError::Worker {
-                        worker: w,
-                        why: "panicked".into(),
-                    })
-                })
-            })
-            .collect::<Vec<_>>()
+        join_all(spawned)
     });
-    let mut total = Counters::default();
-    let mut result = Ok(());
-    for r in results {
-        match r {
-            Ok(c) => total.merge(&c),
-            Err(e) if result.is_ok() => result = Err(e),
-            Err(_) => {}
-        }
+    // The dispatcher read the source: it tells how it ended.
+    if let Some(end) = ends.first_mut() {
+        end.1 = source_error;
     }
-    let sinks = sinks.into_inner().unwrap_or_else(|p| p.into_inner());
-    let finished = sinks.finish().map_err(ReplayError::from);
-    (total, source_error, result.and(finished))
+    ends
 }

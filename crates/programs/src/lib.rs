@@ -2,6 +2,7 @@
 //! with clang (`-target bpf -O2 -g -mcpu=v3`). The objects are also written
 //! to `target/bpf/<name>.o`.
 
+pub mod compile;
 pub mod thirdparty;
 
 include!(concat!(env!("OUT_DIR"), "/programs.rs"));

@@ -2,8 +2,6 @@
 //! (after `bpf_xdp_adjust_head` or `_adjust_meta` grew into it) must read
 //! as zeros to the next packet, as it did when every run zeroed it.
 
-mod common;
-
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
 /// Short packets (under 80 bytes) scribble 0xff over the 64 bytes in front
@@ -43,7 +41,7 @@ char _license[] SEC("license") = "GPL";
 "#;
 
 fn hook() -> Hook {
-    let bytes = common::compile("headroom", PROGRAM);
+    let bytes = programs::compile::compile("headroom", PROGRAM);
     let image = Image::load(obj::Object::parse(&bytes).unwrap(), &LoadOptions::default()).unwrap();
     let p = image.find_program(None).unwrap();
     Hook::new(image, p, 0).unwrap()

@@ -2,8 +2,6 @@
 //! the kernel runs one program on every CPU: per-CPU counters add up to
 //! what one hook counts alone, and `bpf_spin_lock` excludes for real.
 
-mod common;
-
 use std::thread;
 
 use packet::Builder;
@@ -211,7 +209,7 @@ char _license[] SEC("license") = "GPL";
 #[test]
 fn spin_lock_counts_exactly_under_contention() {
     const RUNS: u64 = 4_000;
-    let bytes = common::compile("spin", SPIN_LOCK_PROGRAM);
+    let bytes = programs::compile::compile("spin", SPIN_LOCK_PROGRAM);
     let frame = Builder::udp("10.0.0.1", "10.0.0.2", 1, 2).build();
     for jit in [false, true] {
         let (image, p) = load(&bytes, 2);
