@@ -648,3 +648,37 @@ fn run_verifies_first_and_drops_the_checks_of_verified_programs() {
     assert_eq!(v["errors"], 8, "{v}");
     assert!(v["first_errors"][0].to_string().contains("packet"), "{v}");
 }
+
+#[test]
+fn run_stopped_by_sigint_reports_and_leaves_complete_outputs() {
+    let dir = scratch("sigint");
+    let out = dir.join("pass.pcap");
+    let child = sluice()
+        .arg("run")
+        .arg(bpf("xdp_pass"))
+        .args(["--gen", "udp,count=500000000", "--json", "--threads", "2"])
+        .arg("--out-pass")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(v["stopped"], true, "{v}");
+    let packets = v["packets"].as_u64().unwrap();
+    assert!(packets > 0 && packets < 500_000_000, "{v}");
+    // Every passed packet is in the output, which ends on a whole record.
+    let mut read = 0u64;
+    for f in io::PcapSource::open(&out).unwrap() {
+        f.unwrap();
+        read += 1;
+    }
+    assert_eq!(read, packets);
+}

@@ -8,7 +8,7 @@
 //! dispatcher reads and hands each worker its packets in batches.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -31,6 +31,9 @@ pub struct Options {
     pub limit: Option<u64>,
     /// The interface packets arrive on.
     pub ifindex: u32,
+    /// Set (by a signal handler, say) to stop reading: the packets read so
+    /// far are run, the sinks finished, the summary says it stopped.
+    pub stop: Option<&'static AtomicBool>,
 }
 
 impl Default for Options {
@@ -40,6 +43,7 @@ impl Default for Options {
             shard: Shard::default(),
             limit: None,
             ifindex: 1,
+            stop: None,
         }
     }
 }
@@ -52,6 +56,8 @@ pub struct Summary {
     pub seconds: f64,
     /// Why the source ended early (every packet before it was replayed).
     pub source_error: Option<SourceError>,
+    /// Whether `Options::stop` ended the replay before the source's end.
+    pub stopped: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,10 +74,11 @@ fn next_batch(
     source: &mut dyn Source,
     batch: &mut Batch,
     read: u64,
-    limit: Option<u64>,
+    opts: &Options,
 ) -> Option<SourceError> {
     batch.clear();
-    if limit.is_some_and(|l| read >= l) {
+    let limit = opts.limit;
+    if limit.is_some_and(|l| read >= l) || opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
         return None;
     }
     let err = source.fill(batch).err();
@@ -123,6 +130,7 @@ pub fn replay(
         threads,
         seconds: start.elapsed().as_secs_f64(),
         source_error,
+        stopped: opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)),
     })
 }
 
@@ -141,7 +149,7 @@ fn one_thread(
     let mut result = Ok(());
     let mut read = 0u64;
     while source_error.is_none() {
-        source_error = next_batch(source, &mut batch, read, opts.limit);
+        source_error = next_batch(source, &mut batch, read, opts);
         if batch.is_empty() {
             break;
         }
@@ -260,7 +268,7 @@ fn forked(
                     let mut batch = Batch::new();
                     let (mut read, mut source_error) = (0u64, None);
                     while source_error.is_none() {
-                        source_error = next_batch(src, &mut batch, read, opts.limit);
+                        source_error = next_batch(src, &mut batch, read, opts);
                         if batch.is_empty() {
                             break;
                         }
@@ -326,7 +334,7 @@ fn sharded(
         let mut input = Batch::new();
         let mut pending: Vec<Batch> = (0..threads).map(|_| Batch::new()).collect();
         'read: while source_error.is_none() {
-            source_error = next_batch(source, &mut input, read, opts.limit);
+            source_error = next_batch(source, &mut input, read, opts);
             if input.is_empty() {
                 break;
             }

@@ -216,6 +216,8 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
         shard: a.shard,
         limit: a.limit,
         ifindex: a.ifindex,
+        // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
+        stop: Some(crate::cmd::xsk::stop_on_signals()),
     };
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
     let summary = crate::progress::with_progress(total, a.json, |count| {
@@ -227,6 +229,12 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
     }
     let report = report::RunReport::new(a, hook, &summary);
     report.print(a.json)?;
+    if summary.stopped {
+        eprintln!(
+            "sluice: stopped by a signal after {} packets; outputs are complete",
+            summary.counters.packets
+        );
+    }
     if let Some(e) = &summary.source_error {
         return Err(format!(
             "the capture ended early after {} packets: {e}",

@@ -72,6 +72,9 @@ pub(super) struct RunReport {
     /// Why the capture ended before its end (every packet before it ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
+    /// Stopped by SIGINT or SIGTERM before the source's end.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stopped: bool,
 }
 
 impl RunReport {
@@ -228,6 +231,7 @@ impl RunReport {
             link_types,
             maps,
             source_error: s.source_error.as_ref().map(|e| e.to_string()),
+            stopped: s.stopped,
         }
     }
 
