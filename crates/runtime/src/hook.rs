@@ -225,7 +225,8 @@ pub struct Outcome<'h> {
     /// frames that fit one page.
     pub frags: &'h [u8],
     pub redirect: Option<Redirect>,
-    pub stats: Stats,
+    /// What the run cost (both programs' sum when a redirect ran a second).
+    pub stats: &'h Stats,
     /// `bpf_trace_printk` lines of this run.
     pub trace: &'h [String],
     /// Copies `bpf_clone_redirect` sent on (tc).
@@ -266,6 +267,9 @@ pub struct Hook {
     ctx_kind: CtxKind,
     /// Whether the program runs on a devmap entry (`egress_ifindex` set).
     devmap: bool,
+    /// The cost of a run that went through a second program (the sum of
+    /// both); a one-program run's is the VM's.
+    both: Stats,
 }
 
 /// Index of the packet's region in a hook's `Memory`.
@@ -351,6 +355,7 @@ impl Hook {
             mapped: false,
             ctx_kind,
             devmap,
+            both: Stats::default(),
         })
     }
 
@@ -477,20 +482,7 @@ impl Hook {
         let mut last = first;
         let mut followup = None;
         if let Some((prog, egress)) = self.redirect_program(&first) {
-            let bytes = self.buf.as_slice()[first.start..first.end].to_vec();
-            let then = self
-                .exec(prog.1, &bytes, meta, egress, false)
-                .map_err(|e| self.explain(e))?;
-            let action = XdpAction::from_r0(then.r0);
-            followup = Some(Followup {
-                program: self.object.programs[prog.0].name.clone(),
-                action,
-            });
-            last = Exec {
-                stats: add(first.stats, then.stats),
-                ..then
-            };
-            last.r0 = first.r0;
+            self.followup(&mut last, &mut followup, prog, egress, meta)?;
         }
         let get =
             |off: usize| u32::from_le_bytes(self.ctx[off..off + 4].try_into().expect("4 bytes"));
@@ -540,12 +532,49 @@ impl Hook {
             } else {
                 None
             },
-            stats: last.stats,
+            stats: if followup.is_some() {
+                &self.both
+            } else {
+                self.vm.last_stats()
+            },
             trace: &self.env.trace,
             clones: &self.env.clones,
             skb,
             followup,
         })
+    }
+
+    /// Runs the frame `first` left through the program its redirect's map
+    /// entry carries: `last` becomes that run's result (keeping `first`'s
+    /// r0), `followup` says which program decided what, and the hook's
+    /// `both` holds the two runs' cost.
+    #[cold]
+    #[inline(never)]
+    fn followup(
+        &mut self,
+        last: &mut Exec,
+        followup: &mut Option<Followup>,
+        prog: (usize, usize),
+        egress: Option<u32>,
+        meta: &PacketMeta,
+    ) -> Result<(), VmError> {
+        let first = *last;
+        let first_stats = *self.vm.last_stats();
+        let bytes = self.buf.as_slice()[first.start..first.end].to_vec();
+        let then = self
+            .exec(prog.1, &bytes, meta, egress, false)
+            .map_err(|e| self.explain(e))?;
+        let action = XdpAction::from_r0(then.r0);
+        *followup = Some(Followup {
+            program: self.object.programs[prog.0].name.clone(),
+            action,
+        });
+        self.both = add(first_stats, *self.vm.last_stats());
+        *last = Exec {
+            r0: first.r0,
+            ..then
+        };
+        Ok(())
     }
 
     /// The program (object index, VM index) and egress interface a redirect
@@ -730,19 +759,14 @@ impl Hook {
 
         self.vm.set_entry(entry);
         let args = [ctx_addr, 0, 0, 0, 0];
-        let out = if self.counting {
-            self.vm.run_counting(&mut self.env, &mut self.mem, args)
-        } else {
-            self.vm.run(&mut self.env, &mut self.mem, args)
-        };
+        let out = (self.vm).run_r0(&mut self.env, &mut self.mem, args, self.counting);
         // A run that failed inside a critical section must not leave the
         // other threads spinning.
         helpers::release_held_lock(&mut self.env, &mut self.mem);
-        let out = out?;
+        let r0 = out?;
         let p = &self.env.packet;
         Ok(Exec {
-            r0: out.r0,
-            stats: out.stats,
+            r0,
             meta: (p.meta.min(p.data) - p.hard_start) as usize,
             start: (p.data - p.hard_start) as usize,
             end: (p.data_end - p.hard_start) as usize,
@@ -754,7 +778,6 @@ impl Hook {
 #[derive(Copy, Clone)]
 struct Exec {
     r0: u64,
-    stats: Stats,
     meta: usize,
     start: usize,
     end: usize,

@@ -18,7 +18,7 @@ use crate::helpers::{Callback, HelperCtx, HelperTable, Resume};
 use crate::memops::{atomic_op, legacy_load};
 use crate::memory::{Access, Memory, RegionKind};
 use crate::op::{Op, Slot};
-use crate::{MAX_FRAMES, RunResult, STACK_SIZE, Stats, Vm};
+use crate::{MAX_FRAMES, STACK_SIZE, Stats, Vm};
 
 /// Where a run is: what the JIT's native code and the interpreter hand
 /// back and forth. `repr(C)`: native code addresses the fields. Kept by the
@@ -144,19 +144,16 @@ impl<E> Vm<E> {
         env: &mut E,
         mem: &mut Memory<'_>,
         args: [u64; 5],
-    ) -> Result<RunResult, VmError> {
+    ) -> Result<u64, VmError> {
         let mut m = self.start(mem, args);
         let r0 = self.resume::<COUNT, CHECK, false>(env, mem, &mut m);
-        let stats = m.stats;
         self.machine = Some(m);
-        Ok(RunResult {
-            r0: r0?.expect("a run without steps ends"),
-            stats,
-        })
+        Ok(r0?.expect("a run without steps ends"))
     }
 
     /// The state a run starts in (and maps the VM's stack into `mem`);
     /// give it back to `self.machine` after the run.
+    #[inline]
     pub(crate) fn start(&mut self, mem: &mut Memory<'_>, args: [u64; 5]) -> Box<Machine> {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
@@ -203,7 +200,7 @@ impl<E> Vm<E> {
     /// the instruction count in `m.stats`) or, with `STEP`, after one
     /// instruction (`None`, `m` updated).
     pub(crate) fn resume<const COUNT: bool, const CHECK: bool, const STEP: bool>(
-        &mut self,
+        &self,
         env: &mut E,
         mem: &mut Memory<'_>,
         m: &mut Machine,

@@ -79,6 +79,7 @@ impl Hook {
             mapped: false,
             ctx_kind: self.ctx_kind,
             devmap: self.devmap,
+            both: vm::Stats::default(),
         };
         if self.jit_enabled() {
             hook.enable_jit()?;
