@@ -153,7 +153,7 @@ impl<E> Vm<E> {
 
     /// The state a run starts in (and maps the VM's stack into `mem`);
     /// give it back to `self.machine` after the run.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn start(&mut self, mem: &mut Memory<'_>, args: [u64; 5]) -> Box<Machine> {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
