@@ -678,7 +678,7 @@ impl Hook {
     }
 
     /// One execution of VM program `entry` over `packet`.
-    #[inline]
+    #[inline(always)]
     fn exec(
         &mut self,
         entry: usize,

@@ -71,6 +71,28 @@ struct Pending {
 
 pub(crate) type Regs = [u64; 16];
 
+/// Zeroes one stack frame with inline 16-byte stores (a `memset` call
+/// costs more than the stores, for 512 bytes, once per run).
+#[inline(always)]
+fn zero_frame(frame: &mut [u64; STACK_SIZE / 8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_setzero_si128};
+        let p = frame.as_mut_ptr().cast::<__m128i>();
+        for i in 0..STACK_SIZE / 16 {
+            // SAFETY: 16 bytes at `i * 16 < STACK_SIZE`, 16-aligned
+            // (`StackMem` is 64-aligned, frames 512 bytes): inside the
+            // frame, which `frame` borrows exclusively. Volatile, or the
+            // compiler turns the loop back into a `memset` call.
+            unsafe { ptr::write_volatile(p.add(i), _mm_setzero_si128()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        *frame = [0; STACK_SIZE / 8];
+    }
+}
+
 /// Native code's calls and exits (the JIT), on the registers in `r`, with
 /// the very frames the interpreter uses.
 impl Machine {
@@ -158,7 +180,7 @@ impl<E> Vm<E> {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
         // for programs that read stack they did not write.
-        self.stack.0[MAX_FRAMES - 1] = [0; STACK_SIZE / 8];
+        zero_frame(&mut self.stack.0[MAX_FRAMES - 1]);
         let stack_bottom = self.stack.0.as_mut_ptr().expose_provenance() as u64;
         let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
         mem.stack.start = stack_top - STACK_SIZE as u64;
