@@ -196,7 +196,7 @@ fn summary(out: &Outcome) -> Summary {
         out.verdict.name().to_string(),
         bytes,
         out.redirect,
-        out.stats,
+        *out.stats,
     )
 }
 

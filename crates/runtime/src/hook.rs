@@ -225,14 +225,15 @@ pub struct Outcome<'h> {
     /// frames that fit one page.
     pub frags: &'h [u8],
     pub redirect: Option<Redirect>,
-    pub stats: Stats,
+    /// What the run cost (both programs' sum when a redirect ran a second).
+    pub stats: &'h Stats,
     /// `bpf_trace_printk` lines of this run.
     pub trace: &'h [String],
     /// Copies `bpf_clone_redirect` sent on (tc).
     pub clones: &'h [crate::Cloned],
-    pub skb: Option<SkbFields>,
+    pub skb: Option<&'h SkbFields>,
     /// The program a redirect ran the frame through (devmap/cpumap entry).
-    pub followup: Option<Followup>,
+    pub followup: Option<&'h Followup>,
 }
 
 /// A second program a redirected frame went through.
@@ -266,6 +267,13 @@ pub struct Hook {
     ctx_kind: CtxKind,
     /// Whether the program runs on a devmap entry (`egress_ifindex` set).
     devmap: bool,
+    /// The cost of a run that went through a second program (the sum of
+    /// both); a one-program run's is the VM's.
+    both: Stats,
+    /// The `__sk_buff` fields of the last tc run ([`Outcome::skb`]).
+    skb: SkbFields,
+    /// The last second program a redirect ran ([`Outcome::followup`]).
+    followup: Option<Followup>,
 }
 
 /// Index of the packet's region in a hook's `Memory`.
@@ -351,6 +359,9 @@ impl Hook {
             mapped: false,
             ctx_kind,
             devmap,
+            both: Stats::default(),
+            skb: SkbFields::default(),
+            followup: None,
         })
     }
 
@@ -475,50 +486,24 @@ impl Hook {
             .exec(entry, packet, meta, None, true)
             .map_err(|e| self.explain(e))?;
         let mut last = first;
-        let mut followup = None;
+        // The second program's action, when a redirect ran one.
+        let mut followed = None;
         if let Some((prog, egress)) = self.redirect_program(&first) {
-            let bytes = self.buf.as_slice()[first.start..first.end].to_vec();
-            let then = self
-                .exec(prog.1, &bytes, meta, egress, false)
-                .map_err(|e| self.explain(e))?;
-            let action = XdpAction::from_r0(then.r0);
-            followup = Some(Followup {
-                program: self.object.programs[prog.0].name.clone(),
-                action,
-            });
-            last = Exec {
-                stats: add(first.stats, then.stats),
-                ..then
-            };
-            last.r0 = first.r0;
+            followed = Some(self.followup(&mut last, prog, egress, meta)?);
         }
-        let get =
-            |off: usize| u32::from_le_bytes(self.ctx[off..off + 4].try_into().expect("4 bytes"));
         let (verdict, skb) = match (&self.kind, self.env.packet.kind) {
-            (ProgramKind::SocketFilter, _) => (Verdict::Socket(first.r0 as u32), None),
+            (ProgramKind::SocketFilter, _) => (Verdict::Socket(first.r0 as u32), false),
             (_, CtxKind::Xdp) => {
-                let v = match followup.as_ref().map(|f| f.action) {
+                let v = match followed {
                     // The second program decides whether the frame leaves.
                     Some(XdpAction::Pass) | None => XdpAction::from_r0(first.r0),
                     Some(_) => XdpAction::Drop,
                 };
-                (Verdict::Xdp(v), None)
+                (Verdict::Xdp(v), false)
             }
             (_, CtxKind::Skb) => {
-                let mut cb = [0u32; 5];
-                for (i, v) in cb.iter_mut().enumerate() {
-                    *v = get(48 + 4 * i);
-                }
-                let fields = SkbFields {
-                    mark: get(8),
-                    priority: get(32),
-                    tc_index: get(44),
-                    tc_classid: get(72),
-                    cb,
-                    tstamp: u64::from_le_bytes(self.ctx[152..160].try_into().expect("8 bytes")),
-                    tunnel: self.env.tunnel.clone(),
-                };
-                (Verdict::Tc(TcAction::from_r0(first.r0)), Some(fields))
+                self.read_skb();
+                (Verdict::Tc(TcAction::from_r0(first.r0)), true)
             }
         };
         let verdict_redirects = matches!(
@@ -540,12 +525,79 @@ impl Hook {
             } else {
                 None
             },
-            stats: last.stats,
+            stats: if followed.is_some() {
+                &self.both
+            } else {
+                self.vm.last_stats()
+            },
             trace: &self.env.trace,
             clones: &self.env.clones,
-            skb,
-            followup,
+            skb: if skb { Some(&self.skb) } else { None },
+            followup: if followed.is_some() {
+                self.followup.as_ref()
+            } else {
+                None
+            },
         })
+    }
+
+    /// The `__sk_buff` fields a tc run left, into `self.skb`.
+    fn read_skb(&mut self) {
+        let get =
+            |off: usize| u32::from_le_bytes(self.ctx[off..off + 4].try_into().expect("4 bytes"));
+        let mut cb = [0u32; 5];
+        for (i, v) in cb.iter_mut().enumerate() {
+            *v = get(48 + 4 * i);
+        }
+        let skb = &mut self.skb;
+        skb.mark = get(8);
+        skb.priority = get(32);
+        skb.tc_index = get(44);
+        skb.tc_classid = get(72);
+        skb.cb = cb;
+        skb.tstamp = u64::from_le_bytes(self.ctx[152..160].try_into().expect("8 bytes"));
+        skb.tunnel.clone_from(&self.env.tunnel);
+    }
+
+    /// Runs the frame `first` left through the program its redirect's map
+    /// entry carries: `last` becomes that run's result (keeping `first`'s
+    /// r0), the hook's `followup` says which program decided what and its
+    /// `both` holds the two runs' cost. Returns that program's action.
+    #[cold]
+    #[inline(never)]
+    fn followup(
+        &mut self,
+        last: &mut Exec,
+        prog: (usize, usize),
+        egress: Option<u32>,
+        meta: &PacketMeta,
+    ) -> Result<XdpAction, VmError> {
+        let first = *last;
+        let first_stats = *self.vm.last_stats();
+        let bytes = self.buf.as_slice()[first.start..first.end].to_vec();
+        let then = self
+            .exec(prog.1, &bytes, meta, egress, false)
+            .map_err(|e| self.explain(e))?;
+        let action = XdpAction::from_r0(then.r0);
+        let program = &self.object.programs[prog.0].name;
+        match &mut self.followup {
+            Some(f) => {
+                f.program.clone_from(program);
+                f.action = action;
+            }
+            None => {
+                self.followup = Some(Followup {
+                    program: program.clone(),
+                    action,
+                })
+            }
+        }
+        self.both = add(first_stats, *self.vm.last_stats());
+        *last = Exec {
+            r0: first.r0,
+            ..then
+        };
+        Ok(action)
     }
 
     /// The program (object index, VM index) and egress interface a redirect
@@ -626,6 +678,7 @@ impl Hook {
     }
 
     /// One execution of VM program `entry` over `packet`.
+    #[inline(always)]
     fn exec(
         &mut self,
         entry: usize,
@@ -730,19 +783,14 @@ impl Hook {
 
         self.vm.set_entry(entry);
         let args = [ctx_addr, 0, 0, 0, 0];
-        let out = if self.counting {
-            self.vm.run_counting(&mut self.env, &mut self.mem, args)
-        } else {
-            self.vm.run(&mut self.env, &mut self.mem, args)
-        };
+        let out = (self.vm).run_r0(&mut self.env, &mut self.mem, args, self.counting);
         // A run that failed inside a critical section must not leave the
         // other threads spinning.
         helpers::release_held_lock(&mut self.env, &mut self.mem);
-        let out = out?;
+        let r0 = out?;
         let p = &self.env.packet;
         Ok(Exec {
-            r0: out.r0,
-            stats: out.stats,
+            r0,
             meta: (p.meta.min(p.data) - p.hard_start) as usize,
             start: (p.data - p.hard_start) as usize,
             end: (p.data_end - p.hard_start) as usize,
@@ -754,7 +802,6 @@ impl Hook {
 #[derive(Copy, Clone)]
 struct Exec {
     r0: u64,
-    stats: Stats,
     meta: usize,
     start: usize,
     end: usize,

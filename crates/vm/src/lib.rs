@@ -238,7 +238,11 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
-        self.run_mode::<false>(env, mem, args)
+        let r0 = self.run_mode::<false>(env, mem, args)?;
+        Ok(RunResult {
+            r0,
+            stats: *self.last_stats(),
+        })
     }
 
     /// Runs the program and also counts memory accesses per region.
@@ -248,7 +252,43 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<RunResult, VmError> {
-        self.run_mode::<true>(env, mem, args)
+        let r0 = self.run_mode::<true>(env, mem, args)?;
+        Ok(RunResult {
+            r0,
+            stats: *self.last_stats(),
+        })
+    }
+
+    /// [`Vm::run`] (or [`Vm::run_counting`] when `counting`) returning r0
+    /// only: the run's [`Stats`] stay in the VM, for [`Vm::last_stats`]
+    /// (the per-packet path, which need not copy them).
+    #[inline]
+    pub fn run_r0(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+        counting: bool,
+    ) -> Result<u64, VmError> {
+        if counting {
+            self.run_mode::<true>(env, mem, args)
+        } else {
+            self.run_mode::<false>(env, mem, args)
+        }
+    }
+
+    /// What the last run that reached `exit` cost (all zeros before the
+    /// first run; unspecified after a run that failed).
+    #[inline]
+    pub fn last_stats(&self) -> &Stats {
+        static NONE: Stats = Stats {
+            insns: 0,
+            helper_calls: 0,
+            tail_calls: 0,
+            loads: [0; RegionKind::COUNT],
+            stores: [0; RegionKind::COUNT],
+        };
+        self.machine.as_ref().map_or(&NONE, |m| &m.stats)
     }
 
     fn run_mode<const COUNT: bool>(
@@ -256,7 +296,7 @@ impl<E> Vm<E> {
         env: &mut E,
         mem: &mut Memory<'_>,
         args: [u64; 5],
-    ) -> Result<RunResult, VmError> {
+    ) -> Result<u64, VmError> {
         #[cfg(target_arch = "x86_64")]
         if self.jit.is_some() {
             let result = if self.trusted {

@@ -254,6 +254,7 @@ impl<'a> Memory<'a> {
 
     /// Moves region `idx`'s window to `[start, start + len)`, which must lie
     /// within the buffer it was mapped from.
+    #[inline]
     pub fn set_window(&mut self, idx: usize, start: u64, len: u64) {
         let r = &mut self.regions[idx];
         assert!(

@@ -79,6 +79,9 @@ impl Hook {
             mapped: false,
             ctx_kind: self.ctx_kind,
             devmap: self.devmap,
+            both: vm::Stats::default(),
+            skb: super::SkbFields::default(),
+            followup: None,
         };
         if self.jit_enabled() {
             hook.enable_jit()?;

@@ -18,7 +18,7 @@ mod x64;
 use crate::helpers::HelperTable;
 use crate::interp::{Machine, call_helper};
 use crate::memory::{Access, Memory};
-use crate::{RunResult, TailCallFn, Vm, VmError, VmErrorKind};
+use crate::{TailCallFn, Vm, VmError, VmErrorKind};
 
 pub use codegen::Code;
 use codegen::Natives;
@@ -270,45 +270,37 @@ impl<E> Vm<E> {
         env: &mut E,
         mem: &mut Memory<'_>,
         args: [u64; 5],
-    ) -> Result<RunResult, VmError> {
-        let mut jit = self.jit.take().expect("the JIT is enabled");
-        if !(CHECK || COUNT) && jit.fast.is_none() {
+    ) -> Result<u64, VmError> {
+        if !(CHECK || COUNT) && self.jit.as_ref().is_some_and(|j| j.fast.is_none()) {
             // If no memory is left for more code, the checked variant runs.
-            jit.fast = (self.programs.iter())
+            let fast = (self.programs.iter())
                 .map(|p| codegen::compile(p.slots(), false, natives::<E>()))
                 .collect::<Result<Vec<_>, _>>()
                 .ok();
+            self.jit.as_mut().expect("the JIT is enabled").fast = fast;
         }
-        let result = match &jit.fast {
-            Some(fast) if !(CHECK || COUNT) => self.drive::<false, false>(fast, env, mem, args),
-            _ => self.drive::<COUNT, true>(&jit.checked, env, mem, args),
-        };
-        self.jit = Some(jit);
-        result
-    }
-
-    /// Native code until it leaves, one interpreted instruction, and again.
-    fn drive<const COUNT: bool, const CHECK: bool>(
-        &mut self,
-        codes: &[Code],
-        env: &mut E,
-        mem: &mut Memory<'_>,
-        args: [u64; 5],
-    ) -> Result<RunResult, VmError> {
+        // Native code until it leaves, one interpreted instruction, and
+        // again; the code is borrowed for the run, never moved.
         let mut m = self.start(mem, args);
         m.count = COUNT;
-        let result = self.drive_from::<COUNT, CHECK>(codes, env, mem, &mut m);
+        let jit = self.jit.as_ref().expect("the JIT is enabled");
+        let result = match &jit.fast {
+            Some(fast) if !(CHECK || COUNT) => {
+                self.drive_from::<false, false>(fast, env, mem, &mut m)
+            }
+            _ => self.drive_from::<COUNT, true>(&jit.checked, env, mem, &mut m),
+        };
         self.machine = Some(m);
         result
     }
 
     fn drive_from<const COUNT: bool, const CHECK: bool>(
-        &mut self,
+        &self,
         codes: &[Code],
         env: &mut E,
         mem: &mut Memory<'_>,
         m: &mut Machine,
-    ) -> Result<RunResult, VmError> {
+    ) -> Result<u64, VmError> {
         loop {
             if let Some((enter, at)) = codes[m.cur].entry(m.pc) {
                 let mut host = Host {
@@ -331,14 +323,11 @@ impl<E> Vm<E> {
                 }
                 if m.done != 0 {
                     m.stats.insns = self.budget - m.left;
-                    return Ok(RunResult {
-                        r0: m.r[0],
-                        stats: m.stats,
-                    });
+                    return Ok(m.r[0]);
                 }
             }
             if let Some(r0) = self.resume::<COUNT, CHECK, true>(env, mem, m)? {
-                return Ok(RunResult { r0, stats: m.stats });
+                return Ok(r0);
             }
         }
     }
