@@ -458,7 +458,8 @@ fn lddw_value(s: &str) -> R<(Lddw, Option<Target>)> {
     };
     let close = s
         .rfind(')')
-        .ok_or_else(|| format!("missing `)` in `{s}`"))?;
+        .filter(|&c| c > open)
+        .ok_or_else(|| format!("missing `)` after `(` in `{s}`"))?;
     let kind = s[..open].trim();
     let args = split_operands(&s[open + 1..close]);
     let tail = s[close + 1..].trim();

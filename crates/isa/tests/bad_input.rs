@@ -158,6 +158,7 @@ fn malformed_assembly_names_the_line() {
         ("call kfunc", 1, "takes a BTF id"),
         ("call frobnicate", 1, "known helper name"),
         ("movsx864 %r1, 5", 1, "register source"),
+        ("lddw %r1, map_fd)3(", 1, "missing `)` after `(`"),
     ];
     for (text, line, needle) in cases {
         let e = asm_err(text);
@@ -167,6 +168,13 @@ fn malformed_assembly_names_the_line() {
             "{text}: `{e}` lacks `{needle}`"
         );
     }
+}
+
+/// Found by `cargo fuzz run assemble`: a `)` before the `(` once sliced
+/// the line backwards and panicked.
+#[test]
+fn fuzzed_lddw_with_parentheses_reversed() {
+    assert!(assemble("lddw\x0b\x0br0,7)\x0bl)d(2\x0b\x0blw").is_err());
 }
 
 #[test]
