@@ -146,9 +146,16 @@ bench)
 fuzz)
     setup
     command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+    # Every target runs even after one finds a crash; the crashes are listed at the end.
+    failed=()
     for t in decode assemble interp elf verifier jit; do
-        (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-60}")
+        (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-60}") ||
+            failed+=("$t")
     done
+    if ((${#failed[@]})); then
+        say "crashes found by: ${failed[*]} (inputs under fuzz/artifacts/)"
+        exit 1
+    fi
     ;;
 *)
     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
