@@ -46,19 +46,18 @@ fn be16(p: &[u8], at: usize) -> Option<u64> {
     )))
 }
 
-fn fold(bytes: &[u8]) -> u64 {
-    bytes.chunks(8).fold(0u64, |h, c| {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        mix(h ^ u64::from_le_bytes(w))
-    })
+fn word(p: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w[..p.len().min(8)].copy_from_slice(&p[..p.len().min(8)]);
+    u64::from_le_bytes(w)
 }
 
 /// Combines the two endpoints, ordered when `symmetric` so that swapping
-/// them gives the same hash.
+/// them gives the same value (no mixing here: one mix at the end).
+#[inline]
 fn pair(a: u64, b: u64, symmetric: bool) -> u64 {
     let (x, y) = if symmetric && b < a { (b, a) } else { (a, b) };
-    mix(x.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ y)
+    x.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ y.rotate_left(29)
 }
 
 /// The flow hash of an Ethernet frame.
@@ -74,9 +73,9 @@ pub fn flow_hash(frame: &[u8], symmetric: bool) -> u64 {
     }
     let l3 = at + 2;
     let macs = || {
-        let dst = frame.get(0..6).map_or(0, fold);
-        let src = frame.get(6..12).map_or(0, fold);
-        pair(src, dst, symmetric)
+        let dst = frame.get(0..6).map_or(0, word);
+        let src = frame.get(6..12).map_or(0, word);
+        mix(pair(src, dst, symmetric))
     };
     let (addrs, proto, l4) = match ethertype {
         0x0800 => {
@@ -84,8 +83,8 @@ pub fn flow_hash(frame: &[u8], symmetric: bool) -> u64 {
                 return macs();
             };
             let ihl = usize::from(ip[0] & 0x0f) * 4;
-            let src = fold(&ip[12..16]);
-            let dst = fold(&ip[16..20]);
+            let src = word(&ip[12..16]);
+            let dst = word(&ip[16..20]);
             let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
             let l4 = (!fragment && ihl >= 20).then_some(l3 + ihl);
             (pair(src, dst, symmetric), ip[9], l4)
@@ -94,8 +93,9 @@ pub fn flow_hash(frame: &[u8], symmetric: bool) -> u64 {
             let Some(ip) = frame.get(l3..l3 + 40) else {
                 return macs();
             };
-            let src = fold(&ip[8..24]);
-            let dst = fold(&ip[24..40]);
+            // Each address folded to 64 bits before the pair is ordered.
+            let src = mix(word(&ip[8..16])) ^ word(&ip[16..24]);
+            let dst = mix(word(&ip[24..32])) ^ word(&ip[32..40]);
             (pair(src, dst, symmetric), ip[6], Some(l3 + 40))
         }
         _ => return macs(),
