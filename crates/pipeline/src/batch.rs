@@ -39,6 +39,16 @@ impl Batch {
         self.packets.clear();
     }
 
+    /// Keeps the packets `keep` takes (their bytes stay in the buffer until
+    /// the batch is cleared).
+    pub fn retain(&mut self, mut keep: impl FnMut(&PacketInfo, &[u8]) -> bool) {
+        let bytes = &self.bytes;
+        self.packets.retain(|p| {
+            let s = p.start as usize;
+            keep(p, &bytes[s..s + p.len as usize])
+        });
+    }
+
     /// Keeps the first `n` packets.
     pub fn truncate(&mut self, n: usize) {
         if let Some(p) = self.packets.get(n) {

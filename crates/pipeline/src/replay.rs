@@ -267,15 +267,21 @@ fn forked(
                     };
                     let mut batch = Batch::new();
                     let (mut read, mut source_error) = (0u64, None);
+                    let mut mine = |seq: u64, data: &[u8]| owner(shard, threads, seq, data) == w;
                     while source_error.is_none() {
-                        source_error = next_batch(src, &mut batch, read, opts);
-                        if batch.is_empty() {
+                        let max = opts.limit.map_or(u64::MAX, |l| l.saturating_sub(read));
+                        let stop = opts.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+                        if max == 0 || stop {
                             break;
                         }
-                        read += batch.len() as u64;
-                        worker.run_where(&batch, |info, data| {
-                            owner(shard, threads, info.seq, data) == w
-                        });
+                        batch.clear();
+                        let (n, ended) = src.fill_where(&mut batch, max, &mut mine);
+                        source_error = ended.err();
+                        if n == 0 {
+                            break;
+                        }
+                        read += n;
+                        worker.run(&batch);
                         if worker.has_output()
                             && let Err(e) = flush_shared(&mut worker, sinks, w)
                         {

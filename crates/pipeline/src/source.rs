@@ -30,6 +30,26 @@ pub trait Source: Send {
     fn fork(&self) -> Option<Box<dyn Source>> {
         None
     }
+
+    /// Reads up to `max` packets into an empty `batch`, keeping only those
+    /// `keep` takes (by sequence number and bytes), until the batch is
+    /// full: how many packets were read, kept or not (0: the source has
+    /// ended), and how reading ended. A worker that reads a whole source
+    /// for its own flows skips the others here, without a second pass.
+    fn fill_where(
+        &mut self,
+        batch: &mut Batch,
+        max: u64,
+        keep: &mut dyn FnMut(u64, &[u8]) -> bool,
+    ) -> (u64, Result<(), SourceError>) {
+        let result = self.fill(batch);
+        if (batch.len() as u64) > max {
+            batch.truncate(max as usize);
+        }
+        let read = batch.len() as u64;
+        batch.retain(|info, data| keep(info.seq, data));
+        (read, result)
+    }
 }
 
 /// A pcap or pcapng file, read as a stream.
@@ -51,18 +71,29 @@ impl Source for Capture {
     }
 
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
-        let mut outcome = None;
-        while !batch.is_full() {
+        self.fill_where(batch, u64::MAX, &mut |_, _| true).1
+    }
+
+    fn fill_where(
+        &mut self,
+        batch: &mut Batch,
+        max: u64,
+        keep: &mut dyn FnMut(u64, &[u8]) -> bool,
+    ) -> (u64, Result<(), SourceError>) {
+        let mut read = 0u64;
+        while !batch.is_full() && read < max {
             let seq = self.seq + 1;
             let reader = &mut self.reader;
-            let mut link = LinkKind::Ethernet;
-            // The frame goes straight into the batch's buffer.
-            let read = batch.push_with(seq, 0, LinkKind::Ethernet, |buf| {
+            let (mut outcome, mut link) = (None, LinkKind::Ethernet);
+            // The frame goes straight into the batch's buffer, and out of
+            // it again if it is not kept.
+            let kept = batch.push_with(seq, 0, LinkKind::Ethernet, |buf| {
+                let start = buf.len();
                 match reader.read_into(buf) {
                     Some(Ok(info)) => {
                         link = info.link;
                         outcome = Some(Ok(info.timestamp_ns));
-                        true
+                        keep(seq, &buf[start..])
                     }
                     Some(Err(e)) => {
                         outcome = Some(Err(SourceError(e.to_string())));
@@ -71,16 +102,19 @@ impl Source for Capture {
                     None => false,
                 }
             });
-            match outcome.take() {
-                Some(Ok(ts)) if read => {
-                    batch.set_last(ts, link);
+            match outcome {
+                Some(Ok(ts)) => {
+                    if kept {
+                        batch.set_last(ts, link);
+                    }
                     self.seq = seq;
+                    read += 1;
                 }
-                Some(Err(e)) => return Err(e),
-                _ => return Ok(()),
+                Some(Err(e)) => return (read, Err(e)),
+                None => break,
             }
         }
-        Ok(())
+        (read, Ok(()))
     }
 }
 

@@ -95,23 +95,36 @@ fn a_capture_cut_short_keeps_every_packet_before_the_cut() {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() - 50]).unwrap();
 
-    let out = dir.join("pass.pcap");
-    let mut sinks = Sinks::new();
-    sinks.add(&[Route::Pass], Box::new(PcapWriter::create(&out).unwrap()));
-    let mut h = hook("xdp_pass");
-    let mut source = Capture::open(&path).unwrap();
-    let summary = pipeline::replay(&mut h, &mut source, sinks, &Options::default(), None).unwrap();
-    assert_eq!(summary.counters.packets, 999);
-    let err = summary
-        .source_error
-        .expect("the cut is reported")
-        .to_string();
-    assert!(err.contains("packet 1000"), "{err}");
-    // The output is a complete capture of the 999 packets.
-    let written: Vec<_> = io::PcapSource::open(&out)
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    assert_eq!(written.len(), 999);
+    for threads in [1, 3] {
+        let out = dir.join(format!("pass-{threads}.pcap"));
+        let mut sinks = Sinks::new();
+        sinks.add(&[Route::Pass], Box::new(PcapWriter::create(&out).unwrap()));
+        let object = obj::Object::parse(programs::object("xdp_pass").unwrap()).unwrap();
+        let opts = LoadOptions {
+            ncpus: threads as u32,
+            ..LoadOptions::default()
+        };
+        let image = Image::load(object, &opts).unwrap();
+        let prog = image.find_program(None).unwrap();
+        let mut h = Hook::new(image, prog, 0).unwrap();
+        let mut source = Capture::open(&path).unwrap();
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
+        let summary = pipeline::replay(&mut h, &mut source, sinks, &opts, None).unwrap();
+        assert_eq!(summary.counters.packets, 999, "{threads} threads");
+        let err = summary
+            .source_error
+            .expect("the cut is reported")
+            .to_string();
+        assert!(err.contains("packet 1000"), "{err}");
+        // The output is a complete capture of the 999 packets.
+        let written: Vec<_> = io::PcapSource::open(&out)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        assert_eq!(written.len(), 999, "{threads} threads");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -208,3 +208,30 @@ fn outputs_keep_each_flows_order() {
     assert!(one.len() > 100, "{} flows", one.len());
     assert_eq!(one, many, "each flow's packets, in order");
 }
+
+#[test]
+fn a_limit_counts_the_packets_read_whatever_the_workers() {
+    let limited = |threads: usize, source: &mut dyn Source| {
+        let mut h = hook("xdp_count");
+        let opts = Options {
+            threads,
+            limit: Some(1_000),
+            ..Options::default()
+        };
+        let s = pipeline::replay(&mut h, source, Sinks::new(), &opts, None).unwrap();
+        (s.counters.packets, contents(&h.maps()[0]))
+    };
+    let one = limited(1, traffic().as_mut());
+    assert_eq!(one.0, 1_000);
+    assert_eq!(limited(WORKERS, traffic().as_mut()), one, "forked workers");
+    let mut all = Vec::new();
+    pipeline::for_each_packet(traffic().as_mut(), None, |info, data| {
+        all.push((info.timestamp_ns, data.to_vec()));
+    })
+    .unwrap();
+    assert_eq!(
+        limited(WORKERS, &mut ReadOnce(Packets::new(all))),
+        one,
+        "a dispatcher"
+    );
+}
