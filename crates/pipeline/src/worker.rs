@@ -3,7 +3,7 @@
 
 use runtime::{Hook, PacketMeta};
 
-use crate::batch::{Batch, PacketInfo};
+use crate::batch::Batch;
 use crate::counters::Counters;
 use crate::sink::{Outputs, Route, SinkError, Sinks};
 
@@ -34,16 +34,8 @@ impl<'h> Worker<'h> {
 
     /// Runs every packet of `batch`.
     pub fn run(&mut self, batch: &Batch) {
-        self.run_where(batch, |_, _| true);
-    }
-
-    /// Runs the packets of `batch` that `mine` picks (this worker's share).
-    pub fn run_where(&mut self, batch: &Batch, mut mine: impl FnMut(&PacketInfo, &[u8]) -> bool) {
         let c = &mut self.counters;
         for (info, data) in batch.iter() {
-            if !mine(info, data) {
-                continue;
-            }
             c.packets += 1;
             c.link_types.add(info.link, 1);
             self.meta.timestamp_ns = info.timestamp_ns;
