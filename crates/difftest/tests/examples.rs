@@ -9,15 +9,7 @@ fn kernel_available(what: &str) -> bool {
 }
 
 fn capture_frames() -> Vec<(u64, Vec<u8>)> {
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
-    files
+    programs::captures()
         .iter()
         .flat_map(|p| {
             io::PcapSource::open(p)

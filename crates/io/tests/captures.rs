@@ -1,20 +1,10 @@
 //! Every capture of the tcpdump corpus reads without a panic; what we write
 //! reads back the same and tcpdump accepts it.
 
-use std::path::PathBuf;
+mod common;
 
+use common::corpus;
 use io::*;
-
-fn corpus() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
-    files
-}
 
 /// Packets tcpdump (libpcap) reads from a capture, when it reads it whole.
 fn tcpdump_count(path: &std::path::Path) -> Option<usize> {

@@ -2,8 +2,6 @@
 //! same final maps (per-CPU slots summed over the workers) for programs
 //! whose result does not depend on the order of packets across flows.
 
-use std::path::PathBuf;
-
 use maps::Map;
 use pipeline::{Capture, Counters, Generated, Options, Packets, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
@@ -141,16 +139,9 @@ impl Source for ReadOnce {
 
 #[test]
 fn every_capture_counts_alike() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
     // Every frame every capture holds, as one stream.
     let mut all = Vec::new();
-    for f in &files {
+    for f in &programs::captures() {
         let mut c = Capture::open(f).unwrap();
         let _ = pipeline::for_each_packet(&mut c, None, |info, data| {
             all.push((info.timestamp_ns, data.to_vec()));

@@ -46,6 +46,20 @@ pub fn include_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../programs/include")
 }
 
+/// The captures of tcpdump's test suite (`../shared/pcaps/tcpdump`, many
+/// malformed on purpose) that every program must survive, sorted.
+pub fn captures() -> Vec<std::path::PathBuf> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// Where the C sources are.
 pub fn source_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../programs")

@@ -5,21 +5,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
 use runtime::*;
 
 fn frames() -> Vec<(String, io::Frame)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for f in files {
+    for f in programs::captures() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         for (i, frame) in io::PcapSource::open(&f).unwrap().enumerate() {
             out.push((format!("{name}#{}", i + 1), frame.unwrap()));

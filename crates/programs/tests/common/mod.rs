@@ -97,16 +97,8 @@ pub fn core_variant(name: &str) -> String {
 
 /// Every frame of every capture in ../shared/pcaps/tcpdump, in file order.
 pub fn capture_frames() -> Vec<io::Frame> {
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
+    programs::captures()
         .iter()
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
         .flat_map(|p| {
             io::PcapSource::open(p)
                 .unwrap()
