@@ -47,6 +47,22 @@ impl Map {
         }
     }
 
+    /// For an array (or per-CPU array) map: where `lookup_addr` finds the
+    /// values of `cpu`, as `(address of value 0, bytes between values,
+    /// max_entries)`, so that a lookup of key `i < max_entries` is
+    /// `address + i * stride` (the layout never changes while the map
+    /// lives). `None` for other maps.
+    pub fn array_layout(&self, cpu: u32) -> Option<(u64, u32, u32)> {
+        match &self.store {
+            Store::Array(values) => Some((
+                values.addr(0, cpu),
+                values.elem as u32,
+                self.spec.max_entries,
+            )),
+            _ => None,
+        }
+    }
+
     /// `bpf_map_update_elem` from a program: per-CPU maps update this CPU's copy.
     pub fn prog_update(&self, key: &[u8], value: &[u8], flags: u64, cpu: u32) -> Result<(), Errno> {
         self.update(key, value, flags, Some(cpu))

@@ -50,13 +50,16 @@ fn hook(name: &str, jit: bool) -> Hook {
         helpers: runtime::helpers::ids_for(&h.program().kind),
         ..verifier::Options::default()
     };
+    let mut depth = 0;
     for i in h.runnable() {
         let report = verifier::verify(&object.programs[i], &maps, &opts);
         assert!(report.result.is_ok(), "{name} verifies");
+        depth = depth.max(report.stack_depth);
     }
     // SAFETY: the verifier accepted every runnable program against these
     // maps, just above.
     unsafe { h.trust_verified() };
+    h.set_stack_depth(depth);
     if jit {
         h.enable_jit().expect("the JIT");
     }

@@ -13,6 +13,7 @@ use crate::helpers;
 use crate::image::Image;
 use crate::lowmem::LowBuf;
 
+mod fast;
 mod sibling;
 
 /// `XDP_PACKET_HEADROOM`.
@@ -675,6 +676,7 @@ impl Hook {
         self.env.scratch_addr = scratch;
         self.mem = mem;
         self.mapped = true;
+        self.inline_array_lookups();
     }
 
     /// One execution of VM program `entry` over `packet`.

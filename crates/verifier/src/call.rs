@@ -633,8 +633,8 @@ impl Verifier<'_> {
                     self.read_stack(frame, min, max);
                 }
                 let privileged = self.opts.privileged;
+                self.grow_depth(st, frame as usize, (-min) as usize);
                 let f = &mut st.frames[frame as usize];
-                f.depth = f.depth.max((-min) as usize);
                 for a in min..max {
                     let (slot, byte) = Frame::locate(a);
                     let s = f.slot_mut(slot);

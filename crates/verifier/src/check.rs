@@ -837,6 +837,16 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// A stack access reaches `bytes` below frame `fno`'s pointer: its
+    /// function's depth grows here, at the access, as the kernel's
+    /// `update_stack_depth` does (a state pruned later still counts).
+    pub fn grow_depth(&mut self, st: &mut State, fno: usize, bytes: usize) {
+        let f = &mut st.frames[fno];
+        f.depth = f.depth.max(bytes);
+        let d = self.depth.entry(f.func).or_default();
+        *d = (*d).max(bytes);
+    }
+
     pub fn record_depth(&mut self, st: &State) {
         let f = st.cur();
         let d = self.depth.entry(f.func).or_default();

@@ -479,10 +479,7 @@ impl Verifier<'_> {
                 "a stack pointer cannot be stored in a caller's stack",
             ));
         }
-        {
-            let f = &mut st.frames[fno];
-            f.depth = f.depth.max((-min) as usize);
-        }
+        self.grow_depth(st, fno, (-min) as usize);
         if !write {
             self.read_stack(frame, min, max);
         }

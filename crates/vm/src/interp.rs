@@ -71,15 +71,18 @@ struct Pending {
 
 pub(crate) type Regs = [u64; 16];
 
-/// Zeroes one stack frame with inline 16-byte stores (a `memset` call
-/// costs more than the stores, for 512 bytes, once per run).
+/// Zeroes the top `bytes` (a multiple of 16, at most a frame) of a stack
+/// frame with inline 16-byte stores (a `memset` call costs more than the
+/// stores, for at most 512 bytes, once per run).
 #[inline(always)]
-fn zero_frame(frame: &mut [u64; STACK_SIZE / 8]) {
+fn zero_top(frame: &mut [u64; STACK_SIZE / 8], bytes: usize) {
+    debug_assert!(bytes <= STACK_SIZE && bytes.is_multiple_of(16));
+    let from = STACK_SIZE.saturating_sub(bytes) / 16;
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128i, _mm_setzero_si128};
         let p = frame.as_mut_ptr().cast::<__m128i>();
-        for i in 0..STACK_SIZE / 16 {
+        for i in from..STACK_SIZE / 16 {
             // SAFETY: 16 bytes at `i * 16 < STACK_SIZE`, 16-aligned
             // (`StackMem` is 64-aligned, frames 512 bytes): inside the
             // frame, which `frame` borrows exclusively. Volatile, or the
@@ -89,7 +92,7 @@ fn zero_frame(frame: &mut [u64; STACK_SIZE / 8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        *frame = [0; STACK_SIZE / 8];
+        frame[from * 2..].fill(0);
     }
 }
 
@@ -180,7 +183,8 @@ impl<E> Vm<E> {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
         // for programs that read stack they did not write.
-        zero_frame(&mut self.stack.0[MAX_FRAMES - 1]);
+        let zeroed = self.zeroed_stack();
+        zero_top(&mut self.stack.0[MAX_FRAMES - 1], zeroed);
         let stack_bottom = self.stack.0.as_mut_ptr().expose_provenance() as u64;
         let stack_top = stack_bottom + (STACK_SIZE * MAX_FRAMES) as u64;
         mem.stack.start = stack_top - STACK_SIZE as u64;

@@ -28,6 +28,7 @@ mod memops;
 pub mod memory;
 mod op;
 mod program;
+mod trusted;
 
 pub use error::{VmError, VmErrorKind};
 pub use helpers::{
@@ -36,6 +37,7 @@ pub use helpers::{
 };
 pub use memory::{Access, MemFault, Memory, Region, RegionKind};
 pub use program::{CORE_POISON, LoadError, Program};
+pub use trusted::ArrayLookup;
 
 #[cfg(target_arch = "x86_64")]
 pub use jit::JitError;
@@ -125,6 +127,10 @@ pub struct Vm<E> {
     trusted: bool,
     /// The run state, kept between runs (`interp::Machine`).
     machine: Option<Box<interp::Machine>>,
+    /// Bytes of the entry frame a trusted run zeroes (`trusted.rs`).
+    stack_depth: usize,
+    /// Per program, the array lookups trusted native code does inline.
+    array_lookups: Vec<Vec<(usize, ArrayLookup)>>,
     /// Machine code for the programs, when the JIT is enabled.
     #[cfg(target_arch = "x86_64")]
     jit: Option<jit::Jit>,
@@ -178,6 +184,8 @@ impl<E> Vm<E> {
             budget: DEFAULT_BUDGET,
             trusted: false,
             machine: None,
+            stack_depth: STACK_SIZE,
+            array_lookups: Vec::new(),
             #[cfg(target_arch = "x86_64")]
             jit: None,
         })

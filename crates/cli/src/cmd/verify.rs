@@ -301,8 +301,11 @@ pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
             .filter(|p| !std::ptr::eq(*p, entry)),
     );
     let mut unproven = None;
+    let mut stack_depth = 0;
     for p in order {
-        let Err(e) = verifier::verify(p, &maps, &opts).result else {
+        let report = verifier::verify(p, &maps, &opts);
+        stack_depth = stack_depth.max(report.stack_depth);
+        let Err(e) = report.result else {
             continue;
         };
         if e.rule != Rule::Unsupported && std::ptr::eq(p, entry) {
@@ -329,9 +332,12 @@ pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
     }
     match unproven {
         Some(note) => eprintln!("sluice: note: {note}"),
-        // SAFETY: the verifier accepted every program the hook may run,
-        // against the hook's own maps (sizes and frozen contents).
-        None => unsafe { hook.trust_verified() },
+        None => {
+            // SAFETY: the verifier accepted every program the hook may
+            // run, against the hook's own maps (sizes and frozen contents).
+            unsafe { hook.trust_verified() };
+            hook.set_stack_depth(stack_depth);
+        }
     }
     Ok(())
 }

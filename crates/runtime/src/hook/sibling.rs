@@ -59,6 +59,7 @@ impl Hook {
             // adds nothing a verified program can observe beyond what the
             // kernel allows: values change under it as on the kernel's CPUs.
             unsafe { vm.trust_verified() };
+            vm.set_stack_depth(self.vm.stack_depth());
         }
         let mut env = Env::new(Arc::clone(&self.env.maps), cpu);
         env.vm_program_of = self.env.vm_program_of.clone();

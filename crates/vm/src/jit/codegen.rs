@@ -22,6 +22,7 @@ use super::check_access;
 use isa::opcode::atomic;
 
 use super::x64::*;
+use crate::ArrayLookup;
 use crate::interp::Machine;
 use crate::op::{Op, Slot};
 
@@ -43,6 +44,10 @@ const LEFT: i32 = offset_of!(Machine, left) as i32;
 const PC: i32 = offset_of!(Machine, pc) as i32;
 const DEPTH: i32 = offset_of!(Machine, depth) as i32;
 const DONE: i32 = offset_of!(Machine, done) as i32;
+const HELPER_CALLS: i32 =
+    (offset_of!(Machine, stats) + offset_of!(crate::Stats, helper_calls)) as i32;
+/// The kernel's helper id of `bpf_map_lookup_elem`.
+const MAP_LOOKUP_ELEM: i64 = 1;
 
 /// The Rust functions native code calls, monomorphised for the VM's
 /// environment type (`jit/mod.rs`). Each takes the machine first.
@@ -93,6 +98,8 @@ struct Env<'a> {
     exit: DynamicLabel,
     checked: bool,
     natives: Natives,
+    /// Array lookups done inline (unchecked code only), by slot.
+    lookups: &'a [(usize, ArrayLookup)],
 }
 
 /// Native code for one program.
@@ -197,7 +204,12 @@ struct Stub {
 /// Compiles `slots` (a validated program). `checked`: every load and store
 /// is checked (and counted when the machine asks) by `check_access`.
 /// `natives` are the VM's Rust functions for helpers, calls and tail calls.
-pub fn compile(slots: &[Slot], checked: bool, natives: Natives) -> std::io::Result<Code> {
+pub fn compile(
+    slots: &[Slot],
+    checked: bool,
+    natives: Natives,
+    lookups: &[(usize, ArrayLookup)],
+) -> std::io::Result<Code> {
     let mut a = Asm::new()?;
     let n = slots.len();
     let lead = leaders(slots);
@@ -265,6 +277,7 @@ pub fn compile(slots: &[Slot], checked: bool, natives: Natives) -> std::io::Resu
             exit,
             checked,
             natives,
+            lookups,
         };
         if emit(&mut a, &s, pc, &env, fault) {
             stubs.push(Stub {
@@ -293,6 +306,34 @@ pub fn compile(slots: &[Slot], checked: bool, natives: Natives) -> std::io::Resu
         .map(|o| o.map_or(std::ptr::null(), |o| buf.ptr(o)))
         .collect();
     Ok(Code { buf, enter, at })
+}
+
+/// `bpf_map_lookup_elem(map, key)` on an array map (r1 known to be it):
+/// r0 = the value's address when the 32-bit key at r2 is in range, else 0,
+/// counted as the helper call it stands for. r1-r5 are dead after a call
+/// in verified code; only r0 and a scratch register change.
+fn array_lookup(a: &mut Asm, l: ArrayLookup) {
+    let (null, done) = (a.label(), a.label());
+    a.load(Size::W, false, RAX, reg(2), 0);
+    // An unsigned compare: max_entries above i32::MAX cannot be an
+    // immediate, and then every u32 key is below it.
+    if let Ok(max) = i32::try_from(l.max_entries) {
+        a.cmp_ri(W::Q, RAX, max);
+        a.jcc(Cond::AboveEq, null);
+    }
+    if l.stride.is_power_of_two() {
+        a.shift_ri(Shift::Shl, W::Q, RAX, l.stride.trailing_zeros() as i8);
+    } else {
+        a.mov_ri64(T0, i64::from(l.stride));
+        a.imul_rr(W::Q, RAX, T0);
+    }
+    a.mov_ri64(T0, l.base as i64);
+    a.alu_rr(Alu::Add, W::Q, RAX, T0);
+    a.jmp(done);
+    a.bind(null);
+    a.alu_rr(Alu::Xor, W::D, RAX, RAX);
+    a.bind(done);
+    a.add_mi(CTX, HELPER_CALLS, 1);
 }
 
 /// Calls `f(machine, arg)` with every eBPF register in the machine, which
@@ -373,6 +414,13 @@ fn emit(a: &mut Asm, s: &Slot, pc: usize, env: &Env, fault: DynamicLabel) -> boo
         Be64 | Swap64 => a.bswap(W::Q, d),
         Ja => a.jmp(labels[s.off as usize]),
         Lddw => a.mov_ri64(d, s.imm),
+        CallHelper
+            if !checked
+                && s.imm == MAP_LOOKUP_ELEM
+                && let Some(&(_, l)) = env.lookups.iter().find(|(at, _)| *at == pc) =>
+        {
+            array_lookup(a, l);
+        }
         CallHelper | Callx => {
             // r0-r5 go to the machine for the helper, which writes r0
             // there; r1-r5 come back unchanged, as in the interpreter.

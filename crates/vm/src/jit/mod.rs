@@ -227,7 +227,7 @@ impl Jit {
     pub fn compile<E>(programs: &[crate::Program]) -> Result<Jit, JitError> {
         let checked = programs
             .iter()
-            .map(|p| codegen::compile(p.slots(), true, natives::<E>()))
+            .map(|p| codegen::compile(p.slots(), true, natives::<E>(), &[]))
             .collect::<Result<_, _>>()?;
         Ok(Jit {
             checked,
@@ -249,6 +249,14 @@ impl<E> Vm<E> {
             self.jit = Some(Jit::compile::<E>(&self.programs)?);
         }
         Ok(())
+    }
+
+    /// Drops the unchecked code, compiled again before the next trusted
+    /// run (what it inlines changed).
+    pub(crate) fn forget_fast_code(&mut self) {
+        if let Some(jit) = &mut self.jit {
+            jit.fast = None;
+        }
     }
 
     /// Back to the interpreter.
@@ -273,8 +281,11 @@ impl<E> Vm<E> {
     ) -> Result<u64, VmError> {
         if !(CHECK || COUNT) && self.jit.as_ref().is_some_and(|j| j.fast.is_none()) {
             // If no memory is left for more code, the checked variant runs.
-            let fast = (self.programs.iter())
-                .map(|p| codegen::compile(p.slots(), false, natives::<E>()))
+            let fast = (self.programs.iter().enumerate())
+                .map(|(i, p)| {
+                    let lookups = self.array_lookups_of(i);
+                    codegen::compile(p.slots(), false, natives::<E>(), lookups)
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .ok();
             self.jit.as_mut().expect("the JIT is enabled").fast = fast;
