@@ -676,7 +676,7 @@ impl Hook {
         self.env.scratch_addr = scratch;
         self.mem = mem;
         self.mapped = true;
-        self.inline_array_lookups();
+        self.inline_lookups();
     }
 
     /// One execution of VM program `entry` over `packet`.

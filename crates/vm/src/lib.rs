@@ -37,7 +37,7 @@ pub use helpers::{
 };
 pub use memory::{Access, MemFault, Memory, Region, RegionKind};
 pub use program::{CORE_POISON, LoadError, Program};
-pub use trusted::ArrayLookup;
+pub use trusted::{ArrayLookup, DirectLookup, Lookup};
 
 #[cfg(target_arch = "x86_64")]
 pub use jit::JitError;
@@ -130,7 +130,7 @@ pub struct Vm<E> {
     /// Bytes of the entry frame a trusted run zeroes (`trusted.rs`).
     stack_depth: usize,
     /// Per program, the array lookups trusted native code does inline.
-    array_lookups: Vec<Vec<(usize, ArrayLookup)>>,
+    array_lookups: Vec<Vec<(usize, Lookup)>>,
     /// Machine code for the programs, when the JIT is enabled.
     #[cfg(target_arch = "x86_64")]
     jit: Option<jit::Jit>,

@@ -12,6 +12,45 @@
 use crate::op::{Op, Slot};
 use crate::{STACK_SIZE, Vm};
 
+/// How native code does one `bpf_map_lookup_elem` without the helper.
+#[derive(Copy, Clone, Debug)]
+pub enum Lookup {
+    /// An array map's values indexed in place.
+    Array(ArrayLookup),
+    /// The map's own lookup called directly: `func(data, key address,
+    /// cpu)` returns the value's address or 0, as the helper would (the
+    /// kernel's rewrite of hash map lookups to `__htab_map_lookup_elem`).
+    Direct {
+        func: DirectLookup,
+        data: u64,
+        cpu: u32,
+    },
+}
+
+/// Equal lookups need no new code. Functions compare by address: two
+/// copies of one function may differ (code is compiled again, harmlessly);
+/// two different functions never share an address.
+impl PartialEq for Lookup {
+    fn eq(&self, other: &Lookup) -> bool {
+        match (self, other) {
+            (Lookup::Array(a), Lookup::Array(b)) => a == b,
+            (
+                Lookup::Direct { func, data, cpu },
+                Lookup::Direct {
+                    func: f,
+                    data: d,
+                    cpu: c,
+                },
+            ) => *func as usize == *f as usize && (data, cpu) == (d, c),
+            _ => false,
+        }
+    }
+}
+
+/// A map's lookup for native code: `(data, key address, cpu) -> value
+/// address or 0`. The key address holds the map's key size of bytes.
+pub type DirectLookup = extern "sysv64" fn(data: u64, key: u64, cpu: u64) -> u64;
+
 /// An array map's values as native code may index them: value `i` (for
 /// `i < max_entries`) is at `base + i * stride`, for the CPU the VM runs as.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -45,20 +84,17 @@ impl<E> Vm<E> {
         }
     }
 
-    /// Native code of trusted runs looks up array map values inline at
-    /// these `bpf_map_lookup_elem` calls of program `program`: `(pc, map)`
-    /// where r1 can only hold that map. Replaces any earlier sites of the
-    /// program; the code is compiled again before the next run.
+    /// Native code of trusted runs does these `bpf_map_lookup_elem` calls
+    /// of program `program` without the helper: `(pc, how)` where r1 can
+    /// only hold one map. Replaces any earlier sites of the program; the
+    /// code is compiled again before the next run.
     ///
     /// # Safety
-    /// At each site, r1 must hold that array map whenever the call runs,
-    /// and the map's values must live at the addresses given for as long
-    /// as the VM runs.
-    pub unsafe fn inline_array_lookups(
-        &mut self,
-        program: usize,
-        sites: Vec<(usize, ArrayLookup)>,
-    ) {
+    /// At each site, r1 must hold that map whenever the call runs; an
+    /// array's values must live at the addresses given, and a direct
+    /// lookup's function must be safe to call with its data and any key
+    /// address the verifier allows, for as long as the VM runs.
+    pub unsafe fn inline_lookups(&mut self, program: usize, sites: Vec<(usize, Lookup)>) {
         if self.array_lookups.len() <= program {
             self.array_lookups.resize_with(program + 1, Vec::new);
         }
@@ -98,7 +134,7 @@ impl<E> Vm<E> {
     }
 
     /// The inline lookups of program `program`, by slot.
-    pub(crate) fn array_lookups_of(&self, program: usize) -> &[(usize, ArrayLookup)] {
+    pub(crate) fn lookups_of(&self, program: usize) -> &[(usize, Lookup)] {
         self.array_lookups.get(program).map_or(&[], Vec::as_slice)
     }
 }

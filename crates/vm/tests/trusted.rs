@@ -106,7 +106,15 @@ fn inline_array_lookups_agree_with_the_helper() {
         max_entries: 4,
     };
     // SAFETY: r1 is the constant at the site; `VALUES` outlives the VM.
-    unsafe { vm.inline_array_lookups(0, sites.iter().map(|&(pc, _)| (pc, layout)).collect()) };
+    unsafe {
+        vm.inline_lookups(
+            0,
+            sites
+                .iter()
+                .map(|&(pc, _)| (pc, Lookup::Array(layout)))
+                .collect(),
+        )
+    };
     for (k, want) in by_helper.iter().enumerate() {
         assert_eq!(&run(&mut vm, k as u64), want, "key {k}");
     }
@@ -118,7 +126,15 @@ fn inline_array_lookups_agree_with_the_helper() {
         ..layout
     };
     // SAFETY: keys 0 and 1 at a stride of 24 bytes stay inside `VALUES`.
-    unsafe { vm.inline_array_lookups(0, sites.iter().map(|&(pc, _)| (pc, layout)).collect()) };
+    unsafe {
+        vm.inline_lookups(
+            0,
+            sites
+                .iter()
+                .map(|&(pc, _)| (pc, Lookup::Array(layout)))
+                .collect(),
+        )
+    };
     let got: Vec<u64> = (0..3).map(|k| run(&mut vm, k).r0).collect();
     assert_eq!(got, vec![10, 13, 99]);
 }

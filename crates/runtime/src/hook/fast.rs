@@ -1,8 +1,10 @@
 //! What the verifier's facts let a trusted hook skip (`vm::trusted`): the
-//! stack below the programs' depth is not zeroed per run, and array map
-//! lookups whose map the call site fixes are done inline by native code.
+//! stack below the programs' depth is not zeroed per run, and map lookups
+//! whose map the call site fixes skip the helper: arrays are indexed
+//! inline by native code, hash and LPM maps' own lookups called directly.
 
-use vm::ArrayLookup;
+use maps::{Map, MapType};
+use vm::{ArrayLookup, Lookup};
 
 use super::Hook;
 
@@ -16,9 +18,10 @@ impl Hook {
         self.vm.set_stack_depth(bytes);
     }
 
-    /// Tells the VM which lookups of each of its programs are on array maps
-    /// and where this hook's CPU finds their values.
-    pub(super) fn inline_array_lookups(&mut self) {
+    /// Tells the VM how to do each lookup whose map is known, for this
+    /// hook's CPU.
+    pub(super) fn inline_lookups(&mut self) {
+        let cpu = self.env.cpu();
         for program in 0..self.vm.programs().len() {
             let sites = self
                 .vm
@@ -26,23 +29,57 @@ impl Hook {
                 .into_iter()
                 .filter_map(|(pc, handle)| {
                     let map = &self.env.maps[self.env.map_of(handle)?];
-                    let (base, stride, max_entries) = map.array_layout(self.env.cpu())?;
-                    Some((
-                        pc,
-                        ArrayLookup {
-                            base,
-                            stride,
-                            max_entries,
-                        },
-                    ))
+                    Some((pc, lookup_of(map, cpu)?))
                 })
                 .collect();
             // SAFETY: `constant_map_lookups` proved r1 holds the handle at
-            // each site, which names an array map of this hook; its values
-            // live in the map's arena, which never moves or shrinks while
-            // the map (shared by `env`, so for this hook's life) lives, at
-            // the layout `array_layout` gave for this hook's CPU.
-            unsafe { self.vm.inline_array_lookups(program, sites) };
+            // each site, which names a map of this hook. The maps live in
+            // `env`'s shared slice, which neither moves nor drops them
+            // while this hook (its VM included) lives; an array's values
+            // live in its arena, which never moves or shrinks, at the
+            // layout `array_layout` gave for this CPU; `direct_lookup`
+            // reads the map's key size of bytes at the key address, which
+            // the verifier proved readable (`ARG_PTR_TO_MAP_KEY`).
+            unsafe { self.vm.inline_lookups(program, sites) };
         }
     }
+}
+
+/// How native code may look up `map` from `cpu`, if it can skip the helper:
+/// the maps whose helper lookup is the map's `lookup_addr` and nothing else.
+fn lookup_of(map: &Map, cpu: u32) -> Option<Lookup> {
+    if let Some((base, stride, max_entries)) = map.array_layout(cpu) {
+        return Some(Lookup::Array(ArrayLookup {
+            base,
+            stride,
+            max_entries,
+        }));
+    }
+    match map.map_type() {
+        MapType::Hash
+        | MapType::PercpuHash
+        | MapType::LruHash
+        | MapType::LruPercpuHash
+        | MapType::LpmTrie => Some(Lookup::Direct {
+            func: direct_lookup,
+            data: (map as *const Map).expose_provenance() as u64,
+            cpu,
+        }),
+        _ => None,
+    }
+}
+
+/// `bpf_map_lookup_elem` on the map at `data`, for native code: the
+/// helper's lookup (`runtime::helpers::maps`) without the helper around it.
+extern "sysv64" fn direct_lookup(data: u64, key: u64, cpu: u64) -> u64 {
+    // SAFETY: `data` is the address of a `Map` that outlives the code
+    // calling this (see `inline_lookups`), shared (`Map` is `Sync`).
+    let map = unsafe { &*std::ptr::with_exposed_provenance::<Map>(data as usize) };
+    let size = map.spec().key_size as usize;
+    // SAFETY: the verifier proved `size` bytes at `key` readable for the
+    // call (the helper's key argument), and nothing writes them during it.
+    let key = unsafe {
+        std::slice::from_raw_parts(std::ptr::with_exposed_provenance::<u8>(key as usize), size)
+    };
+    map.lookup_addr(key, cpu as u32).unwrap_or(0)
 }

@@ -22,9 +22,9 @@ use super::check_access;
 use isa::opcode::atomic;
 
 use super::x64::*;
-use crate::ArrayLookup;
 use crate::interp::Machine;
 use crate::op::{Op, Slot};
+use crate::{ArrayLookup, Lookup};
 
 /// eBPF r0-r10 in x86 registers: r1-r5 are the System V argument
 /// registers, r6-r9 and the frame pointer callee-saved ones.
@@ -99,7 +99,7 @@ struct Env<'a> {
     checked: bool,
     natives: Natives,
     /// Array lookups done inline (unchecked code only), by slot.
-    lookups: &'a [(usize, ArrayLookup)],
+    lookups: &'a [(usize, Lookup)],
 }
 
 /// Native code for one program.
@@ -208,7 +208,7 @@ pub fn compile(
     slots: &[Slot],
     checked: bool,
     natives: Natives,
-    lookups: &[(usize, ArrayLookup)],
+    lookups: &[(usize, Lookup)],
 ) -> std::io::Result<Code> {
     let mut a = Asm::new()?;
     let n = slots.len();
@@ -310,8 +310,8 @@ pub fn compile(
 
 /// `bpf_map_lookup_elem(map, key)` on an array map (r1 known to be it):
 /// r0 = the value's address when the 32-bit key at r2 is in range, else 0,
-/// counted as the helper call it stands for. r1-r5 are dead after a call
-/// in verified code; only r0 and a scratch register change.
+/// r1-r5 are dead after a call in verified code; only r0 and a scratch
+/// register change.
 fn array_lookup(a: &mut Asm, l: ArrayLookup) {
     let (null, done) = (a.label(), a.label());
     a.load(Size::W, false, RAX, reg(2), 0);
@@ -333,7 +333,18 @@ fn array_lookup(a: &mut Asm, l: ArrayLookup) {
     a.bind(null);
     a.alu_rr(Alu::Xor, W::D, RAX, RAX);
     a.bind(done);
-    a.add_mi(CTX, HELPER_CALLS, 1);
+}
+
+/// `bpf_map_lookup_elem(map, key)` through the map's own lookup:
+/// `func(data, r2, cpu)`, whose result is r0. The call clobbers only what
+/// the C convention lets it: r1-r5 (dead after a call in verified code) and
+/// the scratch registers; the stack is 16-aligned here, as for helpers.
+fn direct_lookup(a: &mut Asm, func: crate::DirectLookup, data: u64, cpu: u32) {
+    // r2, the key's address, is RSI already: the second argument.
+    debug_assert_eq!(reg(2), RSI);
+    a.mov_ri64(RDI, data as i64);
+    a.mov_ri64(RDX, i64::from(cpu));
+    a.call_abs(func as usize as i64);
 }
 
 /// Calls `f(machine, arg)` with every eBPF register in the machine, which
@@ -419,7 +430,11 @@ fn emit(a: &mut Asm, s: &Slot, pc: usize, env: &Env, fault: DynamicLabel) -> boo
                 && s.imm == MAP_LOOKUP_ELEM
                 && let Some(&(_, l)) = env.lookups.iter().find(|(at, _)| *at == pc) =>
         {
-            array_lookup(a, l);
+            match l {
+                Lookup::Array(l) => array_lookup(a, l),
+                Lookup::Direct { func, data, cpu } => direct_lookup(a, func, data, cpu),
+            }
+            a.add_mi(CTX, HELPER_CALLS, 1);
         }
         CallHelper | Callx => {
             // r0-r5 go to the machine for the helper, which writes r0

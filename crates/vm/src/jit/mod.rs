@@ -283,7 +283,7 @@ impl<E> Vm<E> {
             // If no memory is left for more code, the checked variant runs.
             let fast = (self.programs.iter().enumerate())
                 .map(|(i, p)| {
-                    let lookups = self.array_lookups_of(i);
+                    let lookups = self.lookups_of(i);
                     codegen::compile(p.slots(), false, natives::<E>(), lookups)
                 })
                 .collect::<Result<Vec<_>, _>>()
