@@ -481,6 +481,7 @@ impl Hook {
     /// Runs the program over one packet; a frame it redirects into a
     /// devmap or cpumap entry that carries a program then runs through that
     /// program too (`xdp/devmap`, `xdp/cpumap`), as in the kernel.
+    #[inline]
     pub fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
         let entry = self.env.vm_program_of[self.program].expect("the entry is loaded");
         let first = self
