@@ -483,7 +483,7 @@ impl Source for Live {
     fn note(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(
-            "live on {} (ifindex {}): {} frames read, {} dropped by the kernel, {} cut at {} bytes",
+            "live on {} (ifindex {}): {} frames received, {} dropped by the kernel, {} cut at {} bytes",
             self.iface.name,
             self.iface.index,
             s.received,

@@ -210,7 +210,7 @@ fn frames_sent_into_one_end_arrive_on_the_other_intact_in_order() {
         let s = live.stats();
         assert_eq!((s.received, s.truncated, s.dropped), (200, 0, 0));
         let note = live.note().unwrap();
-        assert!(note.contains("200 frames read"), "{note}");
+        assert!(note.contains("200 frames received"), "{note}");
     });
 }
 
