@@ -241,6 +241,30 @@ fn the_stop_flag_ends_a_waiting_source_within_a_second() {
 }
 
 #[test]
+fn an_interface_that_goes_away_ends_the_source_with_an_error() {
+    if !root("live source losing its interface") {
+        return;
+    }
+    let ns = Netns::new("gone");
+    ns.run(|| {
+        let stop = flag();
+        let mut live = Live::open(VB, Some(stop)).unwrap();
+        stop_after(stop, Duration::from_secs(10));
+        let name = ns.name.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            sh(&["ip", "-n", &name, "link", "del", VA]);
+        });
+        let start = Instant::now();
+        let mut batch = Batch::new();
+        let e = live.fill(&mut batch).err().map(|e| e.to_string());
+        assert!(start.elapsed() < Duration::from_secs(2), "{e:?}");
+        let e = e.expect("an error, not an end");
+        assert!(e.contains("`vb`"), "{e}");
+    });
+}
+
+#[test]
 fn a_missing_interface_is_named_in_the_error() {
     // Looking up an interface needs no privilege.
     let e = Live::open("nosuchif0", None).err().unwrap().to_string();
