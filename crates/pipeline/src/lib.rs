@@ -1,18 +1,20 @@
 //! One packet pipeline for every front end: *source -> batch -> hook ->
 //! verdict -> sink*.
 //!
-//! A [`Source`] (a capture, the generator, packets in memory) fills
-//! [`Batch`]es of up to [`BATCH`] packets in one reused buffer; a hook
-//! (a program of an object, [`runtime::Hook`]) runs them; each verdict
-//! takes its [`Route`] to the sink the [`Sinks`] table names (pcap
-//! writers, memory); [`Counters`] gather verdicts, costs, redirects and
-//! errors where the work is done. [`replay`] runs the loop on the
-//! caller's thread, or on several workers sharded by flow ([`Shard`]),
-//! each with its own hook on the same maps.
+//! A [`Source`] (a capture, the generator, packets in memory, a live
+//! interface: [`Live`]) fills [`Batch`]es of up to [`BATCH`] packets in
+//! one reused buffer; a hook (a program of an object, [`runtime::Hook`])
+//! runs them; each verdict takes its [`Route`] to the sinks the [`Sinks`]
+//! table names (pcap writers, memory, an interface: [`Port`]);
+//! [`Counters`] gather verdicts, costs, redirects and errors where the
+//! work is done. [`replay`] runs the loop on the caller's thread, or on
+//! several workers sharded by flow ([`Shard`]), each with its own hook on
+//! the same maps.
 
 mod batch;
 mod counters;
 mod histogram;
+mod live;
 mod replay;
 mod shard;
 mod sink;
@@ -22,6 +24,7 @@ mod worker;
 pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
 pub use histogram::Histogram;
+pub use live::{Interface, Live, LiveStats, Port, PortCounts};
 pub use replay::{Options, ReplayError, Summary, replay};
 pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};

@@ -345,6 +345,10 @@ fn sharded(
                 break;
             }
             read += input.len() as u64;
+            // A short batch: the source has nothing more for now (a live
+            // interface between bursts), so every worker gets what is
+            // waiting for it rather than hold it until more come.
+            let short = !input.is_full();
             for (info, data) in input.iter() {
                 let w = owner(opts.shard, threads, info.seq, data);
                 pending[w].push(info.seq, info.timestamp_ns, info.link, data);
@@ -353,6 +357,17 @@ fn sharded(
                     let full = std::mem::replace(&mut pending[w], fresh);
                     if queues[w].send(full).is_err() {
                         // The worker stopped (a sink failed): its error tells.
+                        break 'read;
+                    }
+                }
+            }
+            if short {
+                for (q, waiting) in queues.iter().zip(pending.iter_mut()) {
+                    if waiting.is_empty() {
+                        continue;
+                    }
+                    let fresh = recycle.try_recv().unwrap_or_else(|_| Batch::new());
+                    if q.send(std::mem::replace(waiting, fresh)).is_err() {
                         break 'read;
                     }
                 }

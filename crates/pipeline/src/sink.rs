@@ -50,6 +50,13 @@ pub trait Sink: Send {
     /// One packet: its linear bytes, then its fragments (usually empty).
     fn write(&mut self, packet: &[u8], frags: &[u8], timestamp_ns: u64) -> Result<(), SinkError>;
 
+    /// The end of a batch's packets: a sink that gathers packets (a
+    /// [`Port`](crate::Port) sending them in one system call) sends them
+    /// on now. Files write as they go and need not.
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
     /// Flushes and closes; the output is complete and valid after it.
     fn finish(self: Box<Self>) -> Result<(), SinkError>;
 }
@@ -102,11 +109,12 @@ impl Sink for Collect {
     }
 }
 
-/// The `Route -> Sink` table. One sink may serve several routes.
+/// The `Route -> Sink` table. One sink may serve several routes, and one
+/// route may go to several sinks (a file, and a copy out of an interface).
 #[derive(Default)]
 pub struct Sinks {
     sinks: Vec<Box<dyn Sink>>,
-    table: [Option<usize>; Route::ALL.len()],
+    table: [Vec<usize>; Route::ALL.len()],
 }
 
 impl Sinks {
@@ -114,11 +122,16 @@ impl Sinks {
         Sinks::default()
     }
 
-    /// Sends the packets of `routes` to `sink`.
+    /// Sends the packets of `routes` to `sink` too: a route given to
+    /// several sinks goes to each of them, in the order they were added.
     pub fn add(&mut self, routes: &[Route], sink: Box<dyn Sink>) {
         self.sinks.push(sink);
+        let i = self.sinks.len() - 1;
         for r in routes {
-            self.table[r.index()] = Some(self.sinks.len() - 1);
+            let to = &mut self.table[r.index()];
+            if !to.contains(&i) {
+                to.push(i);
+            }
         }
     }
 
@@ -129,9 +142,11 @@ impl Sinks {
 
     /// Whether packets of `route` go anywhere.
     pub fn wants(&self, route: Route) -> bool {
-        self.table[route.index()].is_some()
+        !self.table[route.index()].is_empty()
     }
 
+    /// Writes a packet to every sink of `route`; stops at the first that
+    /// fails.
     pub fn write(
         &mut self,
         route: Route,
@@ -139,10 +154,18 @@ impl Sinks {
         frags: &[u8],
         timestamp_ns: u64,
     ) -> Result<(), SinkError> {
-        match self.table[route.index()] {
-            Some(i) => self.sinks[i].write(packet, frags, timestamp_ns),
-            None => Ok(()),
+        for &i in &self.table[route.index()] {
+            self.sinks[i].write(packet, frags, timestamp_ns)?;
         }
+        Ok(())
+    }
+
+    /// The end of a batch: every sink sends on what it gathered.
+    pub fn flush(&mut self) -> Result<(), SinkError> {
+        for s in &mut self.sinks {
+            s.flush()?;
+        }
+        Ok(())
     }
 
     /// Finishes every sink, even after one fails; the first error is kept.
@@ -185,7 +208,7 @@ impl Outputs {
         }
         self.bytes.clear();
         self.items.clear();
-        Ok(())
+        sinks.flush()
     }
 }
 
@@ -217,5 +240,30 @@ mod tests {
         assert!(s.wants(Route::Tx) && !s.wants(Route::Pass));
         s.finish().unwrap();
         assert_eq!(*seen.lock().unwrap(), vec![(5, vec![1, 2]), (7, vec![4])]);
+    }
+
+    #[test]
+    fn a_route_is_mirrored_to_every_sink_it_was_given() {
+        let (file, port, other) = (Collect::default(), Collect::default(), Collect::default());
+        let (f, p, o) = (
+            file.packets.clone(),
+            port.packets.clone(),
+            other.packets.clone(),
+        );
+        let mut s = Sinks::new();
+        s.add(&[Route::Pass, Route::Drop], Box::new(file));
+        s.add(&[Route::Pass], Box::new(port));
+        s.add(&[Route::Tx, Route::Tx], Box::new(other));
+        s.write(Route::Pass, &[1], &[2], 5).unwrap();
+        s.write(Route::Drop, &[3], &[], 6).unwrap();
+        s.write(Route::Tx, &[4], &[], 7).unwrap();
+        s.write(Route::Redirect, &[5], &[], 8).unwrap();
+        assert!(!s.wants(Route::Redirect));
+        s.flush().unwrap();
+        s.finish().unwrap();
+        assert_eq!(*f.lock().unwrap(), vec![(5, vec![1, 2]), (6, vec![3])]);
+        assert_eq!(*p.lock().unwrap(), vec![(5, vec![1, 2])]);
+        // A route named twice for one sink still reaches it once.
+        assert_eq!(*o.lock().unwrap(), vec![(7, vec![4])]);
     }
 }

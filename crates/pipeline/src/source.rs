@@ -23,6 +23,12 @@ pub trait Source: Send {
         None
     }
 
+    /// What the source has to tell of its reading beyond the packets it
+    /// gave (a live interface: frames the kernel dropped, frames cut).
+    fn note(&self) -> Option<String> {
+        None
+    }
+
     /// Another source over the same packets, from the first, for a worker
     /// that reads them all and keeps its share (a file is opened again,
     /// traffic generated again); `None` where packets can be read once

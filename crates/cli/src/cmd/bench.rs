@@ -288,7 +288,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             a.r#gen.clone()
         },
         cpus: 1,
-        ifindex: 1,
+        ifindex: Some(1),
         engine: run::Engine::Interp,
         ..run::Args::default()
     };

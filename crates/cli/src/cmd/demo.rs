@@ -40,7 +40,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             map_size: Vec::new(),
         },
         cpus: 1,
-        ifindex: 1,
+        ifindex: Some(1),
         map_entries: 5,
         json: a.json,
         ..run::Args::default()

@@ -66,7 +66,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         map_update: a.map_update.clone(),
         // Per-CPU maps hold one value per possible CPU, as the kernel's.
         cpus: kernel::possible_cpus() as u32,
-        ifindex: 1,
+        ifindex: Some(1),
         ..run::Args::default()
     };
     let hook = run::prepare_bytes(&run_args, &bytes)?;

@@ -6,7 +6,9 @@ mod report;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pipeline::{Capture, Generated, Route, Shard, Sinks, Source};
+use std::sync::Arc;
+
+use pipeline::{Capture, Generated, Live, Port, PortCounts, Route, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
 
 use crate::mapfmt;
@@ -29,11 +31,16 @@ pub struct Args {
     #[arg(long)]
     pub prog: Option<String>,
     /// Capture to replay (pcap or pcapng)
-    #[arg(long, conflicts_with = "gen", required_unless_present = "gen")]
+    #[arg(long, conflicts_with = "gen", required_unless_present_any = ["gen", "iface"])]
     pub pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=1000000 (repeat to mix streams)
     #[arg(long)]
     pub r#gen: Vec<String>,
+    /// Read the frames arriving on this interface, live (AF_PACKET; needs
+    /// root or CAP_NET_RAW), until Ctrl-C, SIGTERM or --limit; frames sent
+    /// out of it are not read
+    #[arg(long, value_name = "IF", conflicts_with_all = ["pcap", "gen"])]
+    pub iface: Option<String>,
     /// Write passed packets here (pcap; .pcapng for pcapng)
     #[arg(long)]
     pub out_pass: Option<PathBuf>,
@@ -46,6 +53,18 @@ pub struct Args {
     /// Write dropped packets here
     #[arg(long)]
     pub out_drop: Option<PathBuf>,
+    /// Send passed packets out of this interface (AF_PACKET; with --out-pass too, both get them)
+    #[arg(long, value_name = "IF")]
+    pub send_pass: Option<String>,
+    /// Send packets sent back out (XDP_TX) out of this interface
+    #[arg(long, value_name = "IF")]
+    pub send_tx: Option<String>,
+    /// Send redirected packets out of this interface
+    #[arg(long, value_name = "IF")]
+    pub send_redirect: Option<String>,
+    /// Send dropped packets out of this interface
+    #[arg(long, value_name = "IF")]
+    pub send_drop: Option<String>,
     #[command(flatten)]
     pub settings: ObjectSettings,
     /// Add a map entry before the run: NAME KEY VALUE (KEY/VALUE: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES)
@@ -72,9 +91,10 @@ pub struct Args {
     /// flow together), directional, or round-robin
     #[arg(long, default_value = "symmetric")]
     pub shard: Shard,
-    /// Interface index the packets arrive on
-    #[arg(long, default_value_t = 1)]
-    pub ifindex: u32,
+    /// Interface index the packets arrive on [default: 1; with --iface,
+    /// that interface's index]
+    #[arg(long)]
+    pub ifindex: Option<u32>,
     /// Stop after this many packets
     #[arg(long)]
     pub limit: Option<u64>,
@@ -174,16 +194,31 @@ impl Args {
     }
 }
 
-/// The packets `a` names: a capture or generated traffic.
+/// The packets `a` names: a capture, generated traffic or a live
+/// interface (which a signal stops, as it stops the replay).
 pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
+    if let Some(iface) = &a.iface {
+        let stop = crate::cmd::xsk::stop_on_signals();
+        return Ok(Box::new(
+            Live::open(iface, Some(stop)).map_err(|e| e.to_string())?,
+        ));
+    }
     match &a.pcap {
         Some(path) => Ok(Box::new(Capture::open(path).map_err(|e| e.to_string())?)),
         None => Ok(Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?)),
     }
 }
 
-/// The per-verdict outputs `a` asks for.
-fn sinks(a: &Args) -> Result<Sinks, String> {
+/// The interface a `--send-*` option names, and what was sent out of it.
+pub(crate) struct SentPort {
+    pub route: Route,
+    pub iface: String,
+    pub counts: Arc<PortCounts>,
+}
+
+/// The per-verdict outputs `a` asks for: files, and interfaces a route is
+/// sent out of (a route with both goes to both).
+fn sinks(a: &Args) -> Result<(Sinks, Vec<SentPort>), String> {
     let mut sinks = Sinks::new();
     for (path, route) in [
         (&a.out_pass, Route::Pass),
@@ -196,7 +231,34 @@ fn sinks(a: &Args) -> Result<Sinks, String> {
             sinks.add(&[route], Box::new(w));
         }
     }
-    Ok(sinks)
+    let mut ports = Vec::new();
+    for (iface, route, option) in [
+        (&a.send_pass, Route::Pass, "--send-pass"),
+        (&a.send_tx, Route::Tx, "--send-tx"),
+        (&a.send_redirect, Route::Redirect, "--send-redirect"),
+        (&a.send_drop, Route::Drop, "--send-drop"),
+    ] {
+        if let Some(name) = iface {
+            let port = Port::open(name).map_err(|e| format!("{option} {e}"))?;
+            ports.push(SentPort {
+                route,
+                iface: port.interface().name.clone(),
+                counts: port.counts(),
+            });
+            sinks.add(&[route], Box::new(port));
+        }
+    }
+    Ok((sinks, ports))
+}
+
+/// What the report says was read: the capture, the traffic generated or
+/// the interface.
+fn describe_source(a: &Args) -> String {
+    match (&a.iface, &a.pcap) {
+        (Some(iface), _) => format!("interface {iface} (live)"),
+        (None, Some(path)) => format!("capture {}", path.display()),
+        (None, None) => format!("generated {}", a.r#gen.join(" + ")),
+    }
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -210,12 +272,17 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 /// Replays, saves pinned maps and prints the report.
 pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
     let mut source = source(a)?;
-    let sinks = sinks(a)?;
+    let (sinks, ports) = sinks(a)?;
+    // The hook sees the interface read, unless told otherwise.
+    let arrival = a
+        .iface
+        .as_deref()
+        .map(|name| pipeline::Interface::lookup(name).map_or(1, |i| i.index));
     let opts = pipeline::Options {
         threads: a.worker_threads(),
         shard: a.shard,
         limit: a.limit,
-        ifindex: a.ifindex,
+        ifindex: a.ifindex.or(arrival).unwrap_or(1),
         // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
         stop: Some(crate::cmd::xsk::stop_on_signals()),
     };
@@ -227,7 +294,12 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
     if let Some(dir) = &a.pin {
         crate::pin::save(hook, dir)?;
     }
-    let report = report::RunReport::new(a, hook, &summary);
+    let read = report::Read {
+        source: describe_source(a),
+        note: source.note(),
+        ports: &ports,
+    };
+    let report = report::RunReport::new(a, hook, &summary, &read);
     report.print(a.json)?;
     if summary.stopped {
         eprintln!(
@@ -236,8 +308,13 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
         );
     }
     if let Some(e) = &summary.source_error {
+        let what = if a.iface.is_some() {
+            "reading the interface stopped"
+        } else {
+            "the capture ended early"
+        };
         return Err(format!(
-            "the capture ended early after {} packets: {e}",
+            "{what} after {} packets: {e}",
             summary.counters.packets
         ));
     }

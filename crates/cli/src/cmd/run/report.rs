@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use runtime::{Hook, RedirectTarget};
 use serde::Serialize;
 
-use super::Args;
+use super::{Args, SentPort};
 use crate::mapfmt::{self, MapDump};
 use crate::report::print_json;
 
@@ -33,11 +33,36 @@ pub(super) struct CoreReport {
     poisoned: Vec<String>,
 }
 
+/// What was read and where packets were sent, beside the counters.
+pub(super) struct Read<'a> {
+    /// The capture, the generated traffic or the interface.
+    pub source: String,
+    /// The source's own account (a live interface's drops).
+    pub note: Option<String>,
+    pub ports: &'a [SentPort],
+}
+
+/// Packets of a route sent out of an interface.
+#[derive(Serialize)]
+pub(super) struct SentReport {
+    route: String,
+    interface: String,
+    sent: u64,
+    /// Dropped because the device stayed busy.
+    dropped: u64,
+    /// Refused by the interface (longer than its MTU, shorter than a header).
+    refused: u64,
+}
+
 #[derive(Serialize)]
 pub(super) struct RunReport {
     object: String,
     program: String,
     section: String,
+    /// What was read: `capture F`, `generated SPEC`, `interface IF (live)`.
+    source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_note: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     core: Option<CoreReport>,
     /// "jit" or "interpreter".
@@ -68,6 +93,8 @@ pub(super) struct RunReport {
     perf_events: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     link_types: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sent: Vec<SentReport>,
     maps: Vec<MapDump>,
     /// Why the capture ended before its end (every packet before it ran).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,7 +105,12 @@ pub(super) struct RunReport {
 }
 
 impl RunReport {
-    pub(super) fn new(a: &Args, hook: &mut Hook, s: &pipeline::Summary) -> RunReport {
+    pub(super) fn new(
+        a: &Args,
+        hook: &mut Hook,
+        s: &pipeline::Summary,
+        read: &Read<'_>,
+    ) -> RunReport {
         let c = &s.counters;
         let prog = hook.program().clone();
         let mut verdicts: BTreeMap<String, u64> = c
@@ -206,6 +238,19 @@ impl RunReport {
                 "run-time"
             },
             section: prog.section.clone(),
+            source: read.source.clone(),
+            source_note: read.note.clone(),
+            sent: read
+                .ports
+                .iter()
+                .map(|p| SentReport {
+                    route: format!("{:?}", p.route).to_lowercase(),
+                    interface: p.iface.clone(),
+                    sent: p.counts.sent(),
+                    dropped: p.counts.dropped(),
+                    refused: p.counts.refused(),
+                })
+                .collect(),
             core,
             packets: c.packets,
             threads: s.threads,
@@ -247,6 +292,10 @@ impl RunReport {
 
 fn print_text(r: &RunReport) {
     println!("{} ({}) of {}", r.program, r.section, r.object);
+    println!("source        {}", r.source);
+    if let Some(n) = &r.source_note {
+        println!("              {n}");
+    }
     if let Some(c) = &r.core {
         println!(
             "CO-RE         {} relocations against {}",
@@ -341,6 +390,12 @@ fn print_text(r: &RunReport) {
         for l in &r.trace {
             println!("  {l}");
         }
+    }
+    for p in &r.sent {
+        println!(
+            "sent          {} out of {}: {} ({} dropped, device busy; {} refused, too long or short)",
+            p.route, p.interface, p.sent, p.dropped, p.refused
+        );
     }
     for (k, n) in &r.ringbuf {
         println!("ringbuf       {k}: {n} records");
