@@ -96,6 +96,8 @@ pub fn unpack_legacy(v: u64) -> Option<Slot> {
 struct Env<'a> {
     labels: &'a [DynamicLabel],
     exit: DynamicLabel,
+    /// Where the program's own exit leaves (`done` set).
+    finish: DynamicLabel,
     checked: bool,
     natives: Natives,
     /// Array lookups done inline (unchecked code only), by slot.
@@ -237,6 +239,15 @@ pub fn compile(
         a.pop(r);
     }
     a.ret();
+    // The program's own exit: only r0 matters to the driver.
+    let finish = a.label();
+    a.bind(finish);
+    a.store_q(CTX, REGS, MAP[0]);
+    a.add_rsp(8);
+    for r in [R15, R14, R13, R12, RBX, RBP] {
+        a.pop(r);
+    }
+    a.ret();
 
     let mut at = vec![None; n];
     let mut stubs: Vec<Stub> = Vec::new();
@@ -275,6 +286,7 @@ pub fn compile(
         let env = Env {
             labels: &labels,
             exit,
+            finish,
             checked,
             natives,
             lookups,
@@ -471,7 +483,7 @@ fn emit(a: &mut Asm, s: &Slot, pc: usize, env: &Env, fault: DynamicLabel) -> boo
             a.cmp_mi(CTX, DEPTH, 0);
             a.jcc(Cond::Ne, local);
             a.mov_mi(CTX, DONE, 1);
-            a.jmp(env.exit);
+            a.jmp(env.finish);
             a.bind(local);
             call_with_registers(a, env.natives.return_local, 0);
             a.cmp_ri(W::Q, T0, 1);
