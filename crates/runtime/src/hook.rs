@@ -604,10 +604,16 @@ impl Hook {
 
     /// The program (object index, VM index) and egress interface a redirect
     /// runs next, if its map entry carries one.
+    #[inline]
     fn redirect_program(&self, first: &Exec) -> Option<((usize, usize), Option<u32>)> {
         if XdpAction::from_r0(first.r0) != XdpAction::Redirect || !self.kind.is_xdp() {
             return None;
         }
+        self.redirect_entry_program()
+    }
+
+    #[cold]
+    fn redirect_entry_program(&self) -> Option<((usize, usize), Option<u32>)> {
         let r = self.env.redirect?;
         let map = &self.env.maps[r.map?];
         if map.spec().value_size != 8 {
@@ -789,7 +795,9 @@ impl Hook {
         let out = (self.vm).run_r0(&mut self.env, &mut self.mem, args, self.counting);
         // A run that failed inside a critical section must not leave the
         // other threads spinning.
-        helpers::release_held_lock(&mut self.env, &mut self.mem);
+        if self.env.spin_held.is_some() {
+            helpers::release_held_lock(&mut self.env, &mut self.mem);
+        }
         let r0 = out?;
         let p = &self.env.packet;
         Ok(Exec {

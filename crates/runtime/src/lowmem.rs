@@ -67,6 +67,7 @@ impl LowBuf {
     }
 
     /// The 32-bit address of byte `off`.
+    #[inline]
     pub fn addr32(&self, off: usize) -> u32 {
         u32::try_from(self.ptr as u64 + off as u64).expect("mapped below 4 GiB")
     }

@@ -192,6 +192,7 @@ impl<E> Vm<E> {
     }
 
     /// Chooses the program runs start in.
+    #[inline]
     pub fn set_entry(&mut self, index: usize) {
         assert!(index < self.programs.len(), "no program {index}");
         self.entry = index;
