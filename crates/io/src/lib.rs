@@ -9,4 +9,4 @@ pub mod xsk;
 pub use frame::{
     Frame, FrameInfo, LinkKind, to_ethernet, to_ethernet as to_ethernet_for_tests, to_ethernet_into,
 };
-pub use pcap::{IoError, PcapSink, PcapSource, SinkFormat};
+pub use pcap::{IoError, PcapSink, PcapSource, RawFrame, SinkFormat};

@@ -70,60 +70,88 @@ impl PcapRecords {
         Ok(true)
     }
 
-    /// Like libpcap, a record may be longer than the snapshot length.
+    /// The next record where it lies in the read buffer. Like libpcap, a
+    /// record may be longer than the snapshot length.
     #[inline]
-    fn read_into(&mut self, out: &mut Vec<u8>) -> Option<Result<FrameInfo, String>> {
+    fn next_raw(&mut self) -> Option<Result<RawFrame<'_>, String>> {
         if self.end - self.pos < 16 {
             match self.fill(16) {
                 Ok(true) => {}
                 Ok(false) if self.pos == self.end => return None,
-                Ok(false) => {
-                    return Some(Err(format!(
-                        "truncated record header ({} of 16 bytes)",
-                        self.end - self.pos
-                    )));
-                }
+                Ok(false) => return Some(Err(truncated("record header", self.end - self.pos, 16))),
                 Err(e) => return Some(Err(format!("read failed: {e}"))),
             }
         }
         let h: &[u8; 16] = self.buf[self.pos..self.pos + 16].try_into().ok()?;
-        let word = |i: usize| {
-            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-            if self.big_endian {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
-        };
-        let (ts_sec, ts_frac, incl_len, orig_len) = (word(0), word(4), word(8), word(12));
+        let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        let mut words = [word(0), word(4), word(8), word(12)];
+        if self.big_endian {
+            words = words.map(u32::swap_bytes);
+        }
+        let [ts_sec, ts_frac, incl_len, orig_len] = words;
         let total = 16 + incl_len as usize;
         if total > MAX_RECORD {
-            return Some(Err(format!(
-                "record of {incl_len} bytes, over the {MAX_RECORD}-byte limit (corrupt header?)"
-            )));
+            return Some(Err(too_long(incl_len)));
         }
         if self.end - self.pos < total {
             match self.fill(total) {
                 Ok(true) => {}
                 Ok(false) => {
-                    return Some(Err(format!(
-                        "truncated record ({} of {incl_len} bytes)",
-                        self.end - self.pos - 16
-                    )));
+                    let have = self.end - self.pos - 16;
+                    return Some(Err(truncated("record", have, incl_len as usize)));
                 }
                 Err(e) => return Some(Err(format!("read failed: {e}"))),
             }
         }
-        let data = &self.buf[self.pos + 16..self.pos + total];
-        let before = out.len();
-        let link = to_ethernet_into(self.linktype, data, out);
+        let start = self.pos + 16;
         self.pos += total;
-        Some(Ok(FrameInfo {
-            len: (out.len() - before) as u32,
+        Some(Ok(RawFrame {
+            data: &self.buf[start..start + incl_len as usize],
+            linktype: self.linktype,
             orig_len,
             timestamp_ns: u64::from(ts_sec) * 1_000_000_000 + u64::from(ts_frac) * self.frac_ns,
-            link,
         }))
+    }
+}
+
+#[cold]
+fn truncated(what: &str, have: usize, want: usize) -> String {
+    format!("truncated {what} ({have} of {want} bytes)")
+}
+
+#[cold]
+fn too_long(incl_len: u32) -> String {
+    format!("record of {incl_len} bytes, over the {MAX_RECORD}-byte limit (corrupt header?)")
+}
+
+/// A record as captured, where it lies in the reader's buffer: not yet
+/// converted to Ethernet ([`RawFrame::to_ethernet_into`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RawFrame<'a> {
+    pub data: &'a [u8],
+    /// The LINKTYPE_* number of the record's interface.
+    pub linktype: u32,
+    /// Length on the wire (may exceed the captured bytes).
+    pub orig_len: u32,
+    pub timestamp_ns: u64,
+}
+
+impl RawFrame<'_> {
+    /// Appends the bytes, as Ethernet where the link type allows (see
+    /// [`to_ethernet_into`]), to `out`; what they are.
+    #[inline]
+    pub fn to_ethernet_into(&self, out: &mut Vec<u8>) -> crate::LinkKind {
+        if self.linktype == 1 {
+            out.extend_from_slice(self.data);
+            crate::LinkKind::Ethernet
+        } else {
+            to_ethernet_into(self.linktype, self.data, out)
+        }
+    }
+
+    /// Whether the bytes are Ethernet as captured (no conversion).
+    pub fn is_ethernet(&self) -> bool {
+        self.linktype == 1
     }
 }
 
@@ -132,6 +160,9 @@ struct PcapNgRecords {
     reader: PcapNgReader<File>,
     /// Link type and `if_tsresol` of the section's interfaces.
     interfaces: Vec<(u32, u8)>,
+    /// The last packet's bytes (a block may own them, so they are copied
+    /// out to be lent).
+    scratch: Vec<u8>,
 }
 
 enum Reader {
@@ -169,6 +200,7 @@ impl PcapSource {
             Reader::PcapNg(Box::new(PcapNgRecords {
                 reader: PcapNgReader::new(file).map_err(|e| err(format!("pcapng: {e}")))?,
                 interfaces: Vec::new(),
+                scratch: Vec::new(),
             }))
         } else {
             let mut records = PcapRecords {
@@ -221,29 +253,49 @@ impl PcapSource {
     /// having delivered every frame before it; `out` is left as it was.
     #[inline]
     pub fn read_into(&mut self, out: &mut Vec<u8>) -> Option<Result<FrameInfo, IoError>> {
-        if self.failed {
-            return None;
-        }
-        let result = match &mut self.reader {
-            Reader::Pcap(r) => r.read_into(out),
-            Reader::PcapNg(r) => next_pcapng(r, out),
-        };
-        match result? {
-            Ok(info) => {
-                self.count += 1;
-                Some(Ok(info))
+        Some(self.next_raw()?.map(|f| {
+            let before = out.len();
+            let link = f.to_ethernet_into(out);
+            FrameInfo {
+                len: (out.len() - before) as u32,
+                orig_len: f.orig_len,
+                timestamp_ns: f.timestamp_ns,
+                link,
             }
-            Err(reason) => Some(Err(self.fail(reason))),
-        }
+        }))
     }
 
-    #[cold]
-    fn fail(&mut self, reason: String) -> IoError {
-        self.failed = true;
-        IoError {
-            path: self.path.clone(),
-            packet: Some(self.count + 1),
-            reason,
+    /// The next record as captured, lent from the reader's buffer (no
+    /// copy for classic pcap files): for sources that look at a packet
+    /// before deciding to keep it. Ends as [`read_into`](Self::read_into).
+    #[inline]
+    pub fn next_raw(&mut self) -> Option<Result<RawFrame<'_>, IoError>> {
+        let PcapSource {
+            path,
+            reader,
+            count,
+            failed,
+        } = self;
+        if *failed {
+            return None;
+        }
+        let result = match reader {
+            Reader::Pcap(r) => r.next_raw(),
+            Reader::PcapNg(r) => next_pcapng(r),
+        };
+        match result? {
+            Ok(frame) => {
+                *count += 1;
+                Some(Ok(frame))
+            }
+            Err(reason) => {
+                *failed = true;
+                Some(Err(IoError {
+                    path: path.clone(),
+                    packet: Some(*count + 1),
+                    reason,
+                }))
+            }
         }
     }
 
@@ -292,7 +344,9 @@ fn to_ns(raw: u64, resol: u8) -> u64 {
     u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
-fn next_pcapng(r: &mut PcapNgRecords, out: &mut Vec<u8>) -> Option<Result<FrameInfo, String>> {
+/// The next packet block of a pcapng file, its bytes copied to the
+/// records' scratch buffer.
+fn next_pcapng(r: &mut PcapNgRecords) -> Option<Result<RawFrame<'_>, String>> {
     loop {
         let block = match r.reader.next_block()? {
             Ok(b) => b,
@@ -331,13 +385,13 @@ fn next_pcapng(r: &mut PcapNgRecords, out: &mut Vec<u8>) -> Option<Result<FrameI
                 "packet of interface {interface}, which was never described"
             )));
         };
-        let before = out.len();
-        let link = to_ethernet_into(linktype, data, out);
-        return Some(Ok(FrameInfo {
-            len: (out.len() - before) as u32,
+        r.scratch.clear();
+        r.scratch.extend_from_slice(data);
+        return Some(Ok(RawFrame {
+            data: &r.scratch,
+            linktype,
             orig_len,
             timestamp_ns: to_ns(raw_ts, resol),
-            link,
         }));
     }
 }

@@ -71,6 +71,7 @@ impl Batch {
 
     /// Appends a packet whose bytes a writer puts at the end of the
     /// buffer; `write` returns false to withdraw it (nothing is kept).
+    #[inline]
     pub fn push_with(
         &mut self,
         seq: u64,
@@ -83,8 +84,11 @@ impl Batch {
             self.bytes.truncate(start);
             return false;
         }
-        let len = (self.bytes.len() - start).min(runtime::MAX_FRAME);
-        self.bytes.truncate(start + len);
+        let mut len = self.bytes.len() - start;
+        if len > runtime::MAX_FRAME {
+            len = runtime::MAX_FRAME;
+            self.bytes.truncate(start + len);
+        }
         self.packets.push(PacketInfo {
             seq,
             timestamp_ns,

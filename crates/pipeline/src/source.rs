@@ -88,36 +88,30 @@ impl Source for Capture {
     ) -> (u64, Result<(), SourceError>) {
         let mut read = 0u64;
         while !batch.is_full() && read < max {
-            let seq = self.seq + 1;
-            let reader = &mut self.reader;
-            let (mut outcome, mut link) = (None, LinkKind::Ethernet);
-            // The frame goes straight into the batch's buffer, and out of
-            // it again if it is not kept.
-            let kept = batch.push_with(seq, 0, LinkKind::Ethernet, |buf| {
-                let start = buf.len();
-                match reader.read_into(buf) {
-                    Some(Ok(info)) => {
-                        link = info.link;
-                        outcome = Some(Ok(info.timestamp_ns));
-                        keep(seq, &buf[start..])
-                    }
-                    Some(Err(e)) => {
-                        outcome = Some(Err(SourceError(e.to_string())));
-                        false
-                    }
-                    None => false,
-                }
-            });
-            match outcome {
-                Some(Ok(ts)) => {
-                    if kept {
-                        batch.set_last(ts, link);
-                    }
-                    self.seq = seq;
-                    read += 1;
-                }
-                Some(Err(e)) => return (read, Err(e)),
+            let frame = match self.reader.next_raw() {
                 None => break,
+                Some(Ok(f)) => f,
+                Some(Err(e)) => return (read, Err(SourceError(e.to_string()))),
+            };
+            self.seq += 1;
+            read += 1;
+            let (seq, ts) = (self.seq, frame.timestamp_ns);
+            if frame.is_ethernet() {
+                // Looked at where it lies; copied only when kept.
+                if keep(seq, frame.data) {
+                    batch.push(seq, ts, LinkKind::Ethernet, frame.data);
+                }
+            } else {
+                // Converted into the batch, and withdrawn if not kept.
+                let mut link = LinkKind::Ethernet;
+                let kept = batch.push_with(seq, ts, link, |buf| {
+                    let start = buf.len();
+                    link = frame.to_ethernet_into(buf);
+                    keep(seq, &buf[start..])
+                });
+                if kept {
+                    batch.set_last(ts, link);
+                }
             }
         }
         (read, Ok(()))
