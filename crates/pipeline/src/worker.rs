@@ -35,6 +35,7 @@ impl<'h> Worker<'h> {
     /// Runs every packet of `batch`.
     pub fn run(&mut self, batch: &Batch) {
         let c = &mut self.counters;
+        let counting = self.hook.is_counting();
         for (info, data) in batch.iter() {
             c.packets += 1;
             c.link_types.add(info.link, 1);
@@ -45,9 +46,11 @@ impl<'h> Worker<'h> {
                     c.insns.record(o.stats.insns);
                     c.helper_calls += o.stats.helper_calls;
                     c.tail_calls += o.stats.tail_calls;
-                    for k in 0..vm::RegionKind::COUNT {
-                        c.loads[k] += o.stats.loads[k];
-                        c.stores[k] += o.stats.stores[k];
+                    if counting {
+                        for k in 0..vm::RegionKind::COUNT {
+                            c.loads[k] += o.stats.loads[k];
+                            c.stores[k] += o.stats.stores[k];
+                        }
                     }
                     if !o.trace.is_empty() {
                         c.trace(info.seq, o.trace);

@@ -421,6 +421,12 @@ impl Hook {
         self.counting = on;
     }
 
+    /// Whether runs count memory accesses ([`Hook::set_counting`]); when
+    /// not, their `loads` and `stores` are zero.
+    pub fn is_counting(&self) -> bool {
+        self.counting
+    }
+
     pub fn set_budget(&mut self, insns: u64) {
         self.vm.set_budget(insns);
     }
