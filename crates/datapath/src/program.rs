@@ -74,6 +74,21 @@ pub struct PortSummary {
     pub redirected: u64,
     pub aborted: u64,
     pub lost: u64,
+    /// Each of the port's queues, in the order given.
+    pub queues: Vec<QueueSummary>,
+}
+
+/// Totals of one queue of a port at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueSummary {
+    /// The interface's queue index.
+    pub queue: u32,
+    /// Frames received on the queue's socket.
+    pub rx: u64,
+    /// Frames sent (completed) out of the queue's socket.
+    pub tx: u64,
+    /// Timestamp-counter cycles of the polls that handled packets.
+    pub cycles: u64,
 }
 
 pub struct ProgramSummary {
@@ -246,6 +261,16 @@ pub fn run(
                     redirected: get(&c.redirected),
                     aborted: get(&c.aborted),
                     lost: get(&c.lost),
+                    queues: p
+                        .queues
+                        .iter()
+                        .map(|q| QueueSummary {
+                            queue: q.xsk.queue(),
+                            rx: get(&q.counters.rx),
+                            tx: get(&q.counters.tx),
+                            cycles: get(&q.counters.cycles),
+                        })
+                        .collect(),
                 }
             })
             .collect(),
