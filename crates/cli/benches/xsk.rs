@@ -463,7 +463,7 @@ type Rows = Vec<(usize, Result<QueueRun, String>)>;
 
 /// Prints flat-out runs on 1 and 2 queues and their ratio; the 1-queue
 /// rate.
-fn show_flat(name: &str, rows: &Rows) -> Option<f64> {
+fn show_flat(name: &str, rows: &Rows, ghz: Option<f64>) {
     for (q, r) in rows {
         match r {
             Ok(r) => {
@@ -482,6 +482,12 @@ fn show_flat(name: &str, rows: &Rows) -> Option<f64> {
                     r.others,
                     cpu_shares(r)
                 );
+                let n = r.received.max(1) as f64;
+                println!(
+                    "  per packet received: senders (with the kernel's work in their context) {:.0} ns, datapath busy {:.0} ns",
+                    r.sender_cpu * 1e9 / n,
+                    ghz.map_or(f64::NAN, |g| r.busy_cycles as f64 / g / n)
+                );
             }
             Err(e) => println!("{name}, {q} queue(s): skipped: {e}"),
         }
@@ -493,8 +499,21 @@ fn show_flat(name: &str, rows: &Rows) -> Option<f64> {
             if x >= 1.8 { "met" } else { "not met" }
         );
     }
-    rows.first()
-        .and_then(|(_, r)| r.as_ref().ok().map(|r| r.mpps))
+    // One queue keeps the work apart: the sender and the kernel's copy
+    // on one CPU, the PMD thread on the other. Two queues share both CPUs
+    // between all of it: at best 2 CPU-seconds / (sender + datapath time
+    // per packet) packets a second, if nothing spun or waited.
+    if let Some((_, Ok(one))) = rows.first()
+        && let Some(g) = ghz
+    {
+        let n = one.received.max(1) as f64;
+        let (s, d) = (one.sender_cpu * 1e9 / n, one.busy_cycles as f64 / g / n);
+        let bound = 2e3 / (s + d);
+        println!(
+            "{name}: at best on 2 CPUs doing all of it: {bound:.2} Mpps = {:.2}x one queue",
+            bound / one.mpps
+        );
+    }
 }
 
 /// `sluice datapath` with a program on one queue, then two, of a veth
@@ -525,8 +544,9 @@ fn queue_scaling(ns: &Namespaces, frames: u64, runs: u64, rate: u64) {
             })
             .collect()
     };
-    let one_queue = show_flat("PMD thread per queue (default)", &flat(&[]));
-    show_flat("non-PMD (one thread in poll())", &flat(&["--no-pmd"]));
+    let ghz = tsc_per_ns();
+    show_flat("PMD thread per queue (default)", &flat(&[]), ghz);
+    show_flat("non-PMD (one thread in poll())", &flat(&["--no-pmd"]), ghz);
 
     // Paced: the senders hold `rate` in all, below what one queue
     // handles, so each configuration does the same work and its CPU per
@@ -537,7 +557,6 @@ fn queue_scaling(ns: &Namespaces, frames: u64, runs: u64, rate: u64) {
     // 16,384 hold such a burst while a PMD thread waits for its CPU.
     let paced_frames = rate * 3;
     let big = ["--ring-size", "16384", "--frames", "32768"];
-    let ghz = tsc_per_ns();
     println!(
         "\npaced: {rate} packets/s in all, {paced_frames} frames, {}; per packet received (median of {runs} by rate):",
         big.join(" ")
@@ -576,16 +595,6 @@ fn queue_scaling(ns: &Namespaces, frames: u64, runs: u64, rate: u64) {
             b.0 / a.0,
             b.1 / a.1
         );
-        // Every packet needs sender+kernel and datapath time on the same
-        // 2 CPUs: at best 2 CPU-seconds / (their sum) packets a second,
-        // however many queues, if nothing spun or waited.
-        let (s, d) = ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0);
-        let bound = 2e3 / (s + d);
-        print!("bound on 2 CPUs doing all the work: {bound:.2} Mpps");
-        if let Some(one) = one_queue {
-            print!(" = {:.2}x the 1-queue flat-out rate", bound / one);
-        }
-        println!();
     }
 }
 
