@@ -231,6 +231,11 @@ fn a_program_on_the_datapath_routes_between_two_ports() {
     assert_eq!(ports[0]["verdicts"]["redirect"], 2000, "{router}");
     assert_eq!(ports[1]["tx_packets"], 2000, "{router}");
     assert_eq!(ports[1]["lost"], 0, "{router}");
+    // Per queue (one each here): what the port's queue 0 received and
+    // sent.
+    assert_eq!(ports[0]["queues"][0]["queue"], 0, "{router}");
+    assert_eq!(ports[0]["queues"][0]["rx_packets"], 2000, "{router}");
+    assert_eq!(ports[1]["queues"][0]["tx_packets"], 2000, "{router}");
     assert_eq!(router["frames_unaccounted"], 0, "{router}");
     assert_eq!(received["rx_packets"], 2000, "{received}");
     assert_eq!(received["rx_bytes"], 2000 * 64, "{received}");

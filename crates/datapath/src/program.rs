@@ -59,6 +59,39 @@ pub struct PortCounters {
     pub lost: AtomicU64,
 }
 
+/// A polling thread's counts for one batch, added to the port's shared
+/// counters once at its end: the threads of a port's queues would
+/// otherwise contend on the counters' cache line for every frame.
+#[derive(Default)]
+struct Tally {
+    rx: u64,
+    rx_bytes: u64,
+    dropped: u64,
+    passed: u64,
+    tx_verdicts: u64,
+    redirected: u64,
+    aborted: u64,
+    lost: u64,
+}
+
+impl Tally {
+    fn add_to(&self, c: &PortCounters) {
+        let add = |a: &AtomicU64, n: u64| {
+            if n > 0 {
+                a.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        add(&c.rx, self.rx);
+        add(&c.rx_bytes, self.rx_bytes);
+        add(&c.dropped, self.dropped);
+        add(&c.passed, self.passed);
+        add(&c.tx_verdicts, self.tx_verdicts);
+        add(&c.redirected, self.redirected);
+        add(&c.aborted, self.aborted);
+        add(&c.lost, self.lost);
+    }
+}
+
 /// Totals of one port at the end.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortSummary {
@@ -74,6 +107,21 @@ pub struct PortSummary {
     pub redirected: u64,
     pub aborted: u64,
     pub lost: u64,
+    /// Each of the port's queues, in the order given.
+    pub queues: Vec<QueueSummary>,
+}
+
+/// Totals of one queue of a port at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueSummary {
+    /// The interface's queue index.
+    pub queue: u32,
+    /// Frames received on the queue's socket.
+    pub rx: u64,
+    /// Frames sent (completed) out of the queue's socket.
+    pub tx: u64,
+    /// Timestamp-counter cycles of the polls that handled packets.
+    pub cycles: u64,
 }
 
 pub struct ProgramSummary {
@@ -246,6 +294,16 @@ pub fn run(
                     redirected: get(&c.redirected),
                     aborted: get(&c.aborted),
                     lost: get(&c.lost),
+                    queues: p
+                        .queues
+                        .iter()
+                        .map(|q| QueueSummary {
+                            queue: q.xsk.queue(),
+                            rx: get(&q.counters.rx),
+                            tx: get(&q.counters.tx),
+                            cycles: get(&q.counters.cycles),
+                        })
+                        .collect(),
                 }
             })
             .collect(),
@@ -339,13 +397,14 @@ fn poll_queue(
     s: &mut Scratch,
 ) -> Result<u32, DatapathError> {
     let start = tsc();
-    let c = &sh.counters[p];
+    let mut tally = Tally::default();
+    let t = &mut tally;
     let received = {
         let mut me = sh.queues[p][q].lock().expect("queue lock");
         me.reap_completions();
         let n = me.receive(&mut s.descs);
         if n > 0 {
-            c.rx.fetch_add(u64::from(n), Ordering::Relaxed);
+            t.rx += u64::from(n);
             let meta = PacketMeta {
                 ifindex: sh.ifindexes[p],
                 rx_queue: me.xsk.queue(),
@@ -353,16 +412,16 @@ fn poll_queue(
                 ..PacketMeta::default()
             };
             for d in &s.descs {
-                c.rx_bytes.fetch_add(u64::from(d.len), Ordering::Relaxed);
+                t.rx_bytes += u64::from(d.len);
                 let Some(frame) = me.xsk.bytes_mut(d.addr, d.len as usize) else {
-                    c.lost.fetch_add(1, Ordering::Relaxed);
+                    t.lost += 1;
                     me.recycle(d.addr);
                     continue;
                 };
-                match decide(hook, frame, &meta, &mut s.bytes, &sh.ifindexes, p, c) {
+                match decide(hook, frame, &meta, &mut s.bytes, &sh.ifindexes, p, t) {
                     Action::Recycle => me.recycle(d.addr),
                     Action::Send { port } if port == p => {
-                        send_in_frame(&mut me, d.addr, &s.bytes, c);
+                        send_in_frame(&mut me, d.addr, &s.bytes, t);
                     }
                     Action::Send { port } => {
                         me.recycle(d.addr);
@@ -382,9 +441,10 @@ fn poll_queue(
     };
     for (port, range) in s.pending.drain(..) {
         let mut egress = sh.queues[port][0].lock().expect("queue lock");
-        send_copy(&mut egress, &s.redirected[range], c);
+        send_copy(&mut egress, &s.redirected[range], t);
     }
     s.redirected.clear();
+    tally.add_to(&sh.counters[p]);
     Ok(received)
 }
 
@@ -396,17 +456,17 @@ fn decide(
     out: &mut Vec<u8>,
     ifindexes: &[u32],
     ingress: usize,
-    c: &PortCounters,
+    t: &mut Tally,
 ) -> Action {
     let Ok(o) = hook.run(frame, meta) else {
-        c.aborted.fetch_add(1, Ordering::Relaxed);
+        t.aborted += 1;
         return Action::Recycle;
     };
     out.clear();
     out.extend_from_slice(o.packet);
     match Route::of(o.verdict) {
         Some(Route::Tx) => {
-            c.tx_verdicts.fetch_add(1, Ordering::Relaxed);
+            t.tx_verdicts += 1;
             Action::Send { port: ingress }
         }
         Some(Route::Redirect) => {
@@ -418,54 +478,54 @@ fn decide(
             });
             match port {
                 Some(port) => {
-                    c.redirected.fetch_add(1, Ordering::Relaxed);
+                    t.redirected += 1;
                     Action::Send { port }
                 }
                 None => {
-                    c.lost.fetch_add(1, Ordering::Relaxed);
+                    t.lost += 1;
                     Action::Recycle
                 }
             }
         }
         Some(Route::Pass) => {
-            c.passed.fetch_add(1, Ordering::Relaxed);
+            t.passed += 1;
             Action::Recycle
         }
         Some(Route::Drop) => {
-            c.dropped.fetch_add(1, Ordering::Relaxed);
+            t.dropped += 1;
             Action::Recycle
         }
         // XDP_ABORTED and return values that are no action.
         None => {
-            c.aborted.fetch_add(1, Ordering::Relaxed);
+            t.aborted += 1;
             Action::Recycle
         }
     }
 }
 
 /// Sends `bytes` out of `queue` in the frame that held `addr` (XDP_TX).
-fn send_in_frame(queue: &mut Queue, addr: u64, bytes: &[u8], c: &PortCounters) {
+fn send_in_frame(queue: &mut Queue, addr: u64, bytes: &[u8], t: &mut Tally) {
     let at = queue.xsk.frame_of(addr) + 256;
     match queue.xsk.bytes_mut(at, bytes.len()) {
         Some(buf) => {
             buf.copy_from_slice(bytes);
             if !queue.send(at, bytes.len() as u32) {
-                c.lost.fetch_add(1, Ordering::Relaxed);
+                t.lost += 1;
             }
         }
         None => {
             queue.recycle(addr);
-            c.lost.fetch_add(1, Ordering::Relaxed);
+            t.lost += 1;
         }
     }
 }
 
 /// Sends a copy of `bytes` out of `egress`, in a frame of its own UMEM
 /// (the paper's Figure 5).
-fn send_copy(egress: &mut Queue, bytes: &[u8], c: &PortCounters) {
+fn send_copy(egress: &mut Queue, bytes: &[u8], t: &mut Tally) {
     let Some(frame) = egress.take_frame() else {
-        c.lost.fetch_add(1, Ordering::Relaxed);
+        t.lost += 1;
         return;
     };
-    send_in_frame(egress, frame, bytes, c);
+    send_in_frame(egress, frame, bytes, t);
 }

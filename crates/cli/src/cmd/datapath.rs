@@ -121,6 +121,12 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
                         "aborted": p.aborted,
                     },
                     "lost": p.lost,
+                    "queues": p.queues.iter().map(|q| serde_json::json!({
+                        "queue": q.queue,
+                        "rx_packets": q.rx,
+                        "tx_packets": q.tx,
+                        "cycles": q.cycles,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -161,5 +167,10 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
             p.aborted,
             p.lost
         );
+        if p.queues.len() > 1 {
+            for q in &p.queues {
+                println!("    queue {}: rx {} tx {}", q.queue, q.rx, q.tx);
+            }
+        }
     }
 }
