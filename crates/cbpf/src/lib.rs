@@ -1,0 +1,34 @@
+//! Classic BPF, the packet filter of tcpdump, libpcap and Linux socket
+//! filters: `struct sock_filter` instructions ([`Insn`]), their bytes
+//! ([`decode`], [`encode`]) and the decimal forms tools exchange
+//! ([`parse_decimal`]); the program as `tcpdump -d`, `-dd` and `-ddd` print
+//! it ([`image`], [`image_c`], [`image_decimal`]); the Linux `bpf_asm`
+//! syntax ([`assemble`]); the kernel's checker ([`check`]); and an
+//! interpreter with the kernel's semantics ([`run`]).
+//!
+//! ```
+//! use cbpf::{Meta, assemble, check, run};
+//! // IPv4 only.
+//! let prog = assemble("ldh [12]\njneq #0x800, drop\nret #65535\ndrop: ret #0").unwrap();
+//! check(&prog).unwrap();
+//! let mut frame = vec![0u8; 60];
+//! frame[12..14].copy_from_slice(&[0x08, 0x00]);
+//! assert_eq!(run(&prog, &frame, &Meta::default()).unwrap().ret, 65535);
+//! frame[12..14].copy_from_slice(&[0x86, 0xdd]);
+//! assert_eq!(run(&prog, &frame, &Meta::default()).unwrap().ret, 0);
+//! ```
+
+mod asm;
+mod check;
+mod image;
+mod insn;
+mod interp;
+
+pub use asm::{AsmError, assemble};
+pub use check::{CheckError, check, known_opcode};
+pub use image::{image, image_c, image_decimal, image_line};
+pub use insn::{
+    DecodeError, Insn, MAXINSNS, MEMWORDS, ancillary, class, decode, encode, misc, mode, op,
+    parse_decimal, rval, size, src,
+};
+pub use interp::{Meta, RunError, Verdict, run};
