@@ -3,8 +3,9 @@
 //! ([`decode`], [`encode`]) and the decimal forms tools exchange
 //! ([`parse_decimal`]); the program as `tcpdump -d`, `-dd` and `-ddd` print
 //! it ([`image`], [`image_c`], [`image_decimal`]); the Linux `bpf_asm`
-//! syntax ([`assemble`]); the kernel's checker ([`check`]); and an
-//! interpreter with the kernel's semantics ([`run`]).
+//! syntax ([`assemble`]); the kernel's checker ([`check`]); an
+//! interpreter with the kernel's semantics ([`run`]); and the kernel's
+//! translation to eBPF ([`to_ebpf`]).
 //!
 //! ```
 //! use cbpf::{Meta, assemble, check, run};
@@ -23,6 +24,7 @@ mod check;
 mod image;
 mod insn;
 mod interp;
+mod to_ebpf;
 
 pub use asm::{AsmError, assemble};
 pub use check::{CheckError, check, known_opcode};
@@ -32,3 +34,4 @@ pub use insn::{
     parse_decimal, rval, size, src,
 };
 pub use interp::{Meta, RunError, Verdict, run};
+pub use to_ebpf::{TranslateError, to_ebpf};

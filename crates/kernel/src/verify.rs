@@ -209,12 +209,13 @@ pub fn verify_program(
     } else {
         None
     };
-    load_with(
+    Ok(load_with(
         &isa::encode(&insns),
         &program.name,
         (prog_type, attach, flags),
         funcs.as_ref(),
-    )
+    )?
+    .0)
 }
 
 /// The slots where the program's functions start: the entry, local call
@@ -295,6 +296,19 @@ impl FuncInfo {
 /// (a full log of a big program could overflow any buffer), then, if
 /// refused, again with the log of the walk to say why.
 pub fn load(bytes: &[u8], name: &str, prog_type: u32, attach: u32, flags: u32) -> Result<Ruling> {
+    Ok(load_with(bytes, name, (prog_type, attach, flags), None)?.0)
+}
+
+/// [`load`], keeping the program loaded when the kernel accepts it: its
+/// descriptor (for `BPF_PROG_TEST_RUN` or attaching), which unloads it when
+/// dropped.
+pub fn load_keep(
+    bytes: &[u8],
+    name: &str,
+    prog_type: u32,
+    attach: u32,
+    flags: u32,
+) -> Result<(Ruling, Option<OwnedFd>)> {
     load_with(bytes, name, (prog_type, attach, flags), None)
 }
 
@@ -303,7 +317,7 @@ fn load_with(
     name: &str,
     (prog_type, attach, flags): (u32, u32, u32),
     funcs: Option<&FuncInfo>,
-) -> Result<Ruling> {
+) -> Result<(Ruling, Option<OwnedFd>)> {
     let cname = kernel_name(name);
     let attempt = |level: u32, log: &mut Vec<u8>| -> i32 {
         let mut o = libbpf_sys::bpf_prog_load_opts {
@@ -344,8 +358,8 @@ fn load_with(
     let fd = attempt(4, &mut log);
     if fd >= 0 {
         // SAFETY: a fresh descriptor we own; dropping it unloads the program.
-        drop(unsafe { OwnedFd::from_raw_fd(fd) });
-        return Ok(verdict(true, text(&log)));
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        return Ok((verdict(true, text(&log)), Some(fd)));
     }
     let errno = -fd;
     if errno == libc::EPERM && !crate::privileged() {
@@ -355,10 +369,10 @@ fn load_with(
     let fd = attempt(1, &mut log);
     if fd >= 0 {
         // SAFETY: as above.
-        drop(unsafe { OwnedFd::from_raw_fd(fd) });
-        return Ok(verdict(true, text(&log)));
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        return Ok((verdict(true, text(&log)), Some(fd)));
     }
-    Ok(verdict(false, text(&log)))
+    Ok((verdict(false, text(&log)), None))
 }
 
 fn verdict(accepted: bool, log: String) -> Ruling {
