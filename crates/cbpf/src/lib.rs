@@ -4,8 +4,10 @@
 //! ([`parse_decimal`]); the program as `tcpdump -d`, `-dd` and `-ddd` print
 //! it ([`image`], [`image_c`], [`image_decimal`]); the Linux `bpf_asm`
 //! syntax ([`assemble`]); the kernel's checker ([`check`]); an
-//! interpreter with the kernel's semantics ([`run`]); and the kernel's
-//! translation to eBPF ([`to_ebpf`]).
+//! interpreter with the kernel's semantics ([`run`]); the kernel's
+//! translation to eBPF ([`to_ebpf`]); tcpdump's filter language, compiled
+//! by libpcap ([`compile_expr`]); and a capture filtered as `tcpdump -r`
+//! filters it ([`filter_capture`]).
 //!
 //! ```
 //! use cbpf::{Meta, assemble, check, run};
@@ -20,14 +22,18 @@
 //! ```
 
 mod asm;
+mod capture;
 mod check;
+mod expr;
 mod image;
 mod insn;
 mod interp;
 mod to_ebpf;
 
 pub use asm::{AsmError, assemble};
+pub use capture::{FilterError, FilterOptions, FilterSummary, filter_capture};
 pub use check::{CheckError, check, known_opcode};
+pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr};
 pub use image::{image, image_c, image_decimal, image_line};
 pub use insn::{
     DecodeError, Insn, MAXINSNS, MEMWORDS, ancillary, class, decode, encode, misc, mode, op,

@@ -131,3 +131,18 @@ fn tcpdump_d_dd_ddd_print_the_same_text() {
         }
     }
 }
+
+#[test]
+fn expressions_compile_to_tcpdumps_program() {
+    for expr in EXPRESSIONS {
+        let ours = cbpf::compile_expr(expr, cbpf::ETHERNET, cbpf::DEFAULT_SNAPLEN).unwrap();
+        assert_eq!(ours, compile(expr), "{expr}");
+    }
+    // Another link type and snap length: raw IP, 96 bytes.
+    let raw = cbpf::compile_expr("udp", 101, 96).unwrap();
+    assert!(cbpf::image(&raw).contains("ret      #96"));
+    let e = cbpf::compile_expr("udp port", cbpf::ETHERNET, 65535).unwrap_err();
+    assert!(e.to_string().contains("syntax error"), "{e}");
+    let e = cbpf::compile_expr("wlan host 1.2.3.4", cbpf::ETHERNET, 65535).unwrap_err();
+    assert!(!e.to_string().is_empty());
+}

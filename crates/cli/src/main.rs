@@ -31,6 +31,8 @@ enum Command {
     Disasm(cmd::disasm::Args),
     /// Replay a capture or generated traffic through a program in the VM
     Run(Box<cmd::run::Args>),
+    /// Filter a capture with a tcpdump expression (classic BPF), or print its program
+    Filter(cmd::filter::Args),
     /// Check that programs are safe, as the kernel's verifier would, and explain why not
     Verify(cmd::verify::Args),
     /// Compare the VM with the kernel, packet by packet (BPF_PROG_TEST_RUN; needs root)
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Asm(a) => cmd::asm::run(a),
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Run(a) => cmd::run::run(*a),
+        Command::Filter(a) => cmd::filter::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Bench(a) => cmd::bench::run(a),

@@ -44,6 +44,8 @@ struct PcapRecords {
     /// Nanoseconds per unit of a record's fractional timestamp.
     frac_ns: u64,
     linktype: u32,
+    /// The header's snapshot length.
+    snaplen: u32,
 }
 
 impl PcapRecords {
@@ -211,6 +213,7 @@ impl PcapSource {
                 big_endian: false,
                 frac_ns: 1_000,
                 linktype: 0,
+                snaplen: 0,
             };
             let not_pcap = |e: String| err(format!("not a pcap or pcapng file: {e}"));
             if !records.fill(24).map_err(|e| not_pcap(e.to_string()))? {
@@ -225,6 +228,7 @@ impl PcapSource {
                 TsResolution::NanoSecond => 1,
             };
             records.linktype = datalink_number(header.datalink);
+            records.snaplen = header.snaplen;
             Reader::Pcap(records)
         };
         Ok(PcapSource {
@@ -237,6 +241,16 @@ impl PcapSource {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The snapshot length a classic pcap file's header gives (`None`
+    /// for pcapng, whose interfaces give theirs). Records may be longer:
+    /// this reader keeps every byte, where libpcap cuts them at it.
+    pub fn snaplen(&self) -> Option<u32> {
+        match &self.reader {
+            Reader::Pcap(r) => Some(r.snaplen),
+            Reader::PcapNg(_) => None,
+        }
     }
 
     /// Frames read so far.
@@ -409,7 +423,8 @@ pub enum SinkFormat {
 /// be longer.
 const SNAPLEN: u32 = 262_144;
 
-/// An Ethernet capture file being written, through a large buffer.
+/// A capture file being written (Ethernet unless made with
+/// [`PcapSink::create_for`]), through a large buffer.
 pub struct PcapSink {
     path: PathBuf,
     out: BufWriter<File>,
@@ -429,6 +444,13 @@ impl PcapSink {
     }
 
     pub fn create_as(path: &Path, format: SinkFormat) -> Result<PcapSink, IoError> {
+        PcapSink::create_for(path, format, 1)
+    }
+
+    /// A capture of frames of link type `linktype` (LINKTYPE_* numbers),
+    /// written as they are (`create_as` writes Ethernet).
+    pub fn create_for(path: &Path, format: SinkFormat, linktype: u32) -> Result<PcapSink, IoError> {
+        let datalink = DataLink::from(linktype);
         let err = |reason: String| IoError {
             path: path.to_path_buf(),
             packet: None,
@@ -439,7 +461,7 @@ impl PcapSink {
         match format {
             SinkFormat::Pcap => {
                 let header_fields = PcapHeader {
-                    datalink: DataLink::ETHERNET,
+                    datalink,
                     ts_resolution: TsResolution::NanoSecond,
                     snaplen: SNAPLEN,
                     endianness: Endianness::Big,
@@ -454,7 +476,7 @@ impl PcapSink {
                 let mut w = PcapNgWriter::with_endianness(&mut header, Endianness::native())
                     .map_err(|e| err(e.to_string()))?;
                 let idb = InterfaceDescriptionBlock {
-                    linktype: DataLink::ETHERNET,
+                    linktype: datalink,
                     snaplen: SNAPLEN,
                     options: vec![InterfaceDescriptionOption::IfTsResol(9)],
                 };
@@ -486,6 +508,29 @@ impl PcapSink {
         timestamp_ns: u64,
     ) -> Result<(), IoError> {
         let len = head.len() + tail.len();
+        self.write_with(head, tail, len, timestamp_ns)
+    }
+
+    /// Writes a record of `data` captured from a packet of `orig_len`
+    /// bytes on the wire (a cut capture keeps its lengths).
+    pub fn write_record(
+        &mut self,
+        data: &[u8],
+        orig_len: u32,
+        timestamp_ns: u64,
+    ) -> Result<(), IoError> {
+        let orig = (orig_len as usize).max(data.len());
+        self.write_with(data, &[], orig, timestamp_ns)
+    }
+
+    fn write_with(
+        &mut self,
+        head: &[u8],
+        tail: &[u8],
+        orig: usize,
+        timestamp_ns: u64,
+    ) -> Result<(), IoError> {
+        let len = head.len() + tail.len();
         let res = match self.format {
             SinkFormat::Pcap => {
                 let secs = timestamp_ns / 1_000_000_000;
@@ -503,7 +548,7 @@ impl PcapSink {
                 h[0..4].copy_from_slice(&secs.to_be_bytes());
                 h[4..8].copy_from_slice(&((timestamp_ns % 1_000_000_000) as u32).to_be_bytes());
                 h[8..12].copy_from_slice(&(len as u32).to_be_bytes());
-                h[12..16].copy_from_slice(&(len as u32).to_be_bytes());
+                h[12..16].copy_from_slice(&(orig as u32).to_be_bytes());
                 self.out
                     .write_all(&h)
                     .and_then(|()| self.out.write_all(head))
@@ -524,7 +569,7 @@ impl PcapSink {
                     (timestamp_ns >> 32) as u32,
                     timestamp_ns as u32,
                     len as u32,
-                    len as u32,
+                    orig as u32,
                 ]
                 .into_iter()
                 .enumerate()

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod diff;
 pub mod disasm;
 pub mod exec;
+pub mod filter;
 pub mod kernel;
 pub mod run;
 pub mod trafficgen;

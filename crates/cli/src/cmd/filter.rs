@@ -1,0 +1,122 @@
+//! `sluice filter`: tcpdump's filter language over a capture, as `tcpdump
+//! -r IN [-w OUT] [-c N] EXPR` runs it (classic BPF compiled by libpcap,
+//! run in sluice's classic interpreter); `-d`, `-dd`, `-ddd` print the
+//! program as tcpdump does.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use crate::report::print_json;
+
+/// Filter a capture with a tcpdump expression, or print its classic BPF program
+#[derive(clap::Args)]
+pub struct Args {
+    /// The filter expression, as tcpdump takes it (the words are joined)
+    #[arg(required = true, num_args = 1.., value_name = "EXPR")]
+    expr: Vec<String>,
+    /// Capture to read (pcap or pcapng)
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    read: Option<PathBuf>,
+    /// Write the matching packets here, with their link type (.pcapng for pcapng)
+    #[arg(short = 'w', long = "write", value_name = "FILE", requires = "read")]
+    write: Option<PathBuf>,
+    /// Stop after this many matching packets
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Print the program instead: -d as mnemonics, -dd as C, -ddd as decimal (as tcpdump)
+    #[arg(short = 'd', action = clap::ArgAction::Count)]
+    dump: u8,
+    /// Link type to compile -d for: a LINKTYPE number or EN10MB, RAW, LINUX_SLL, LINUX_SLL2, NULL
+    #[arg(short = 'y', long = "linktype", default_value = "EN10MB")]
+    linktype: String,
+    /// Snap length to compile -d for
+    #[arg(short = 's', long = "snaplen", default_value_t = cbpf::DEFAULT_SNAPLEN)]
+    snaplen: u32,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    input: String,
+    expression: String,
+    read: u64,
+    matched: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written: Option<String>,
+    /// Link types met, with the number of instructions of their program.
+    programs: Vec<(u32, usize)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capture_error: Option<String>,
+}
+
+fn linktype(name: &str) -> Result<u32, String> {
+    Ok(match name {
+        "EN10MB" => 1,
+        "NULL" => 0,
+        "RAW" => 101,
+        "LINUX_SLL" => 113,
+        "LINUX_SLL2" => 276,
+        "IEEE802_11" => 105,
+        "IEEE802_11_RADIO" => 127,
+        n => n
+            .parse()
+            .map_err(|_| format!("unknown link type `{n}` (a number, or EN10MB, RAW, LINUX_SLL, LINUX_SLL2, NULL, IEEE802_11, IEEE802_11_RADIO)"))?,
+    })
+}
+
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    let expr = a.expr.join(" ");
+    if a.dump > 0 {
+        let prog = cbpf::compile_expr(&expr, linktype(&a.linktype)?, a.snaplen)
+            .map_err(|e| format!("{expr}: {e}"))?;
+        print!(
+            "{}",
+            match a.dump {
+                1 => cbpf::image(&prog),
+                2 => cbpf::image_c(&prog),
+                _ => cbpf::image_decimal(&prog),
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(input) = &a.read else {
+        return Err("give a capture to read (-r FILE), or -d/-dd/-ddd to print the program".into());
+    };
+    let opts = cbpf::FilterOptions {
+        write: a.write.as_deref(),
+        count: a.count,
+    };
+    let s = cbpf::filter_capture(input, &expr, &opts).map_err(|e| e.to_string())?;
+    let report = Report {
+        input: input.display().to_string(),
+        expression: expr,
+        read: s.read,
+        matched: s.matched,
+        written: a.write.as_ref().map(|p| p.display().to_string()),
+        programs: s.programs.iter().map(|(l, p)| (*l, p.len())).collect(),
+        capture_error: s.capture_error.clone(),
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        if let Some(e) = &report.capture_error {
+            eprintln!("sluice: {e}");
+        }
+        println!(
+            "{} packets read, {} matched `{}`{}",
+            report.read,
+            report.matched,
+            report.expression,
+            report
+                .written
+                .as_ref()
+                .map(|w| format!(", written to {w}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
