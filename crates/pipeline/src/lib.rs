@@ -13,6 +13,7 @@
 
 mod batch;
 mod counters;
+mod filtered;
 mod histogram;
 mod live;
 mod replay;
@@ -23,6 +24,7 @@ mod worker;
 
 pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
+pub use filtered::Filtered;
 pub use histogram::Histogram;
 pub use live::{Interface, Live, LiveStats, Port, PortCounts};
 pub use replay::{Options, ReplayError, Summary, replay};

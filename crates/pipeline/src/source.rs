@@ -42,6 +42,8 @@ pub trait Source: Send {
     /// full: how many packets were read, kept or not (0: the source has
     /// ended), and how reading ended. A worker that reads a whole source
     /// for its own flows skips the others here, without a second pass.
+    /// The default reads a whole batch and cuts it at `max`, losing the
+    /// rest: sources that [`fork`](Source::fork) read exactly `max`.
     fn fill_where(
         &mut self,
         batch: &mut Batch,
@@ -153,14 +155,27 @@ impl Source for Generated {
     }
 
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
-        while !batch.is_full() {
+        self.fill_where(batch, u64::MAX, &mut |_, _| true).1
+    }
+
+    fn fill_where(
+        &mut self,
+        batch: &mut Batch,
+        max: u64,
+        keep: &mut dyn FnMut(u64, &[u8]) -> bool,
+    ) -> (u64, Result<(), SourceError>) {
+        let mut read = 0;
+        while !batch.is_full() && read < max {
             let Some((ts, data)) = self.packets.next() else {
-                return Ok(());
+                break;
             };
             self.seq += 1;
-            batch.push(self.seq, ts, LinkKind::Ethernet, &data);
+            read += 1;
+            if keep(self.seq, &data) {
+                batch.push(self.seq, ts, LinkKind::Ethernet, &data);
+            }
         }
-        Ok(())
+        (read, Ok(()))
     }
 
     fn expected(&self) -> Option<u64> {
@@ -186,14 +201,27 @@ impl Packets {
 
 impl Source for Packets {
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
-        while !batch.is_full() {
+        self.fill_where(batch, u64::MAX, &mut |_, _| true).1
+    }
+
+    fn fill_where(
+        &mut self,
+        batch: &mut Batch,
+        max: u64,
+        keep: &mut dyn FnMut(u64, &[u8]) -> bool,
+    ) -> (u64, Result<(), SourceError>) {
+        let mut read = 0;
+        while !batch.is_full() && read < max {
             let Some((ts, data)) = self.packets.get(self.next) else {
-                return Ok(());
+                break;
             };
             self.next += 1;
-            batch.push(self.next as u64, *ts, LinkKind::Ethernet, data);
+            read += 1;
+            if keep(self.next as u64, data) {
+                batch.push(self.next as u64, *ts, LinkKind::Ethernet, data);
+            }
         }
-        Ok(())
+        (read, Ok(()))
     }
 
     fn fork(&self) -> Option<Box<dyn Source>> {

@@ -95,9 +95,12 @@ pub struct Args {
     /// that interface's index]
     #[arg(long)]
     pub ifindex: Option<u32>,
-    /// Stop after this many packets
+    /// Stop after this many packets (with --filter: packets that pass it)
     #[arg(long)]
     pub limit: Option<u64>,
+    /// Run only the packets this tcpdump expression accepts (classic BPF compiled by libpcap for Ethernet)
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     /// Count memory accesses per region too
     #[arg(long)]
     pub count_memory: bool,
@@ -197,15 +200,23 @@ impl Args {
 /// The packets `a` names: a capture, generated traffic or a live
 /// interface (which a signal stops, as it stops the replay).
 pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
-    if let Some(iface) = &a.iface {
+    let source: Box<dyn Source> = if let Some(iface) = &a.iface {
         let stop = crate::cmd::xsk::stop_on_signals();
-        return Ok(Box::new(
-            Live::open(iface, Some(stop)).map_err(|e| e.to_string())?,
-        ));
-    }
-    match &a.pcap {
-        Some(path) => Ok(Box::new(Capture::open(path).map_err(|e| e.to_string())?)),
-        None => Ok(Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?)),
+        Box::new(Live::open(iface, Some(stop)).map_err(|e| e.to_string())?)
+    } else {
+        match &a.pcap {
+            Some(path) => Box::new(Capture::open(path).map_err(|e| e.to_string())?),
+            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+        }
+    };
+    match &a.filter {
+        // The hook sees Ethernet frames (other link types are converted).
+        Some(expr) => {
+            let prog = cbpf::compile_expr(expr, cbpf::ETHERNET, cbpf::DEFAULT_SNAPLEN)
+                .map_err(|e| format!("--filter {expr}: {e}"))?;
+            Ok(Box::new(pipeline::Filtered::new(source, prog, expr)))
+        }
+        None => Ok(source),
     }
 }
 
