@@ -1,0 +1,131 @@
+//! Small C programs, each built with clang as the examples are, on which
+//! sluice once was stricter than the kernel: sluice's verdict on every
+//! program of the object, and (as root) the kernel's on the same
+//! instructions, must be the expected one.
+
+/// Verifies every program of `source` with sluice and, when the kernel can
+/// be asked, with the kernel; both must give `accept` (for every program).
+fn verdicts(name: &str, source: &str, accept: bool) {
+    let bytes = programs::compile::compile(name, source);
+    let object = obj::Object::parse(&bytes).unwrap();
+    let maps = verifier::MapInfo::of_object(&object, &|_| None);
+    let kernel = kernel::available_for_test("kernel verdicts on small C programs");
+    assert!(!object.programs.is_empty());
+    for p in &object.programs {
+        let ours = verifier::verify(p, &maps, &verifier::Options::default());
+        assert_eq!(
+            ours.result.is_ok(),
+            accept,
+            "{name}/{}: sluice says {:?}",
+            p.name,
+            ours.result
+                .as_ref()
+                .map_err(|e| (e.rule, &e.kernel, &e.reason))
+        );
+        if kernel {
+            let theirs = kernel::verify::verify_program(p, &object.maps, &|_| None).unwrap();
+            assert_eq!(
+                theirs.accepted,
+                accept,
+                "{name}/{}: kernel says {}",
+                p.name,
+                theirs.reason()
+            );
+        }
+    }
+}
+
+/// A `static void` function, not inlined, returns without writing r0;
+/// the caller never reads it.
+#[test]
+fn a_void_function_that_leaves_r0_unset() {
+    verdicts(
+        "void_fn",
+        r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+static __attribute__((noinline)) void bump(__u64 *n, __u32 by)
+{
+	*n += by;
+}
+
+SEC("xdp")
+int count(struct xdp_md *ctx)
+{
+	__u64 n = 0;
+	bump(&n, ctx->ingress_ifindex);
+	bump(&n, 2);
+	return n > 3 ? XDP_PASS : XDP_DROP;
+}
+
+char _license[] SEC("license") = "GPL";
+"#,
+        true,
+    );
+}
+
+/// An `int` function whose result no caller uses: clang drops the return
+/// value and leaves r0 unset at its exit.
+#[test]
+fn an_int_function_whose_result_is_ignored() {
+    verdicts(
+        "ignored_result",
+        r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+static __attribute__((noinline)) int store(__u32 *slot, __u32 v)
+{
+	if (v > 100)
+		return -1;
+	*slot = v * 3;
+	return 0;
+}
+
+SEC("tc")
+int cls(struct __sk_buff *skb)
+{
+	__u32 a = 0, b = 0;
+	store(&a, skb->len);
+	store(&b, skb->mark);
+	return a > b ? 0 : 2;
+}
+
+char _license[] SEC("license") = "GPL";
+"#,
+        true,
+    );
+}
+
+/// `bpf_trace_printk` with one argument after the format leaves r4 and
+/// r5 unwritten; the kernel checks only the format and its size.
+#[test]
+fn trace_printk_with_fewer_arguments_than_slots() {
+    verdicts(
+        "printk_one",
+        r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+SEC("xdp")
+int say(struct xdp_md *ctx)
+{
+	char fmt[] = "ifindex %u\n";
+	bpf_trace_printk(fmt, sizeof(fmt), ctx->ingress_ifindex);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int say_nothing(struct xdp_md *ctx)
+{
+	char fmt[] = "hello\n";
+	bpf_trace_printk(fmt, sizeof(fmt));
+	return XDP_PASS;
+}
+
+char _license[] SEC("license") = "GPL";
+"#,
+        true,
+    );
+}
