@@ -22,6 +22,15 @@ fn verdicts(name: &str, source: &str, accept: bool) {
                 .as_ref()
                 .map_err(|e| (e.rule, &e.kernel, &e.reason))
         );
+        if let Err(e) = &ours.result {
+            assert_ne!(
+                e.rule,
+                verifier::Rule::Unsupported,
+                "{name}/{}: a verdict, not `unsupported`: {}",
+                p.name,
+                e.kernel
+            );
+        }
         if kernel {
             let theirs = kernel::verify::verify_program(p, &object.maps, &|_| None).unwrap();
             assert_eq!(
@@ -128,4 +137,101 @@ char _license[] SEC("license") = "GPL";
 "#,
         true,
     );
+}
+
+/// `skb->sk` of a tc program and a socket filter: a socket or NULL; its
+/// fields (`struct bpf_sock`, a sock_common here) after a NULL check.
+const SOCK_FIELDS: &str = r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+static __attribute__((always_inline)) int classify(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	if (!sk)
+		return 7;
+	__u32 v = sk->family + sk->src_port + sk->dst_ip4 + sk->state;
+	v += sk->bound_dev_if + sk->src_ip6[3] + sk->dst_ip6[1];
+	v += *(volatile __u16 *)&sk->dst_port;
+	v += *(volatile __u8 *)&sk->src_ip4;
+	return v & 1;
+}
+
+SEC("tc")
+int tc_sock(struct __sk_buff *skb)
+{
+	return classify(skb);
+}
+
+SEC("socket")
+int filter_sock(struct __sk_buff *skb)
+{
+	return classify(skb);
+}
+
+char _license[] SEC("license") = "GPL";
+"#;
+
+#[test]
+fn socket_fields_after_a_null_check() {
+    verdicts("sock_fields", SOCK_FIELDS, true);
+}
+
+/// The same without the NULL check: both refuse
+/// (`invalid mem access 'sock_common_or_null'`).
+#[test]
+fn socket_fields_without_a_null_check() {
+    verdicts(
+        "sock_no_check",
+        r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+SEC("tc")
+int tc_sock(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	return sk->family == 2;
+}
+
+char _license[] SEC("license") = "GPL";
+"#,
+        false,
+    );
+}
+
+/// A sock_common has no `type`, `protocol`, `mark` or `priority`; and
+/// `__sk_buff`'s own socket fields (`family` to `local_port`) are not
+/// for tc programs (`tc_cls_act_is_valid_access`).
+#[test]
+fn socket_fields_a_tc_program_may_not_read() {
+    for (name, expr) in [
+        ("sock_type", "sk->type"),
+        ("sock_mark", "sk->mark"),
+        ("skb_family", "skb->family"),
+        ("skb_remote_ip4", "skb->remote_ip4"),
+        ("skb_local_port", "skb->local_port"),
+    ] {
+        verdicts(
+            name,
+            &format!(
+                r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+SEC("tc")
+int tc_sock(struct __sk_buff *skb)
+{{
+	struct bpf_sock *sk = skb->sk;
+	if (!sk)
+		return 0;
+	return {expr} == 2;
+}}
+
+char _license[] SEC("license") = "GPL";
+"#
+            ),
+            false,
+        );
+    }
 }
