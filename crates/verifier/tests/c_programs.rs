@@ -32,7 +32,9 @@ fn verdicts(name: &str, source: &str, accept: bool) {
             );
         }
         if kernel {
-            let theirs = kernel::verify::verify_program(p, &object.maps, &|_| None).unwrap();
+            let theirs =
+                kernel::verify::verify_program(p, &object.maps, object.btf.as_ref(), &|_| None)
+                    .unwrap();
             assert_eq!(
                 theirs.accepted,
                 accept,
@@ -234,4 +236,59 @@ char _license[] SEC("license") = "GPL";
             false,
         );
     }
+}
+
+/// A `bpf_spin_lock` in the values of a hash and an array map. The
+/// kernel finds the lock through the map's BTF, which the kernel verdict
+/// must be given (as libbpf gives it) to accept the program.
+const SPIN_LOCK: &str = r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct counter {
+	struct bpf_spin_lock lock;
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct counter);
+} by_ifindex SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct counter);
+} total SEC(".maps");
+
+SEC("tc")
+int count(struct __sk_buff *skb)
+{
+	__u32 key = skb->ifindex, zero = 0;
+	struct counter *c = bpf_map_lookup_elem(&by_ifindex, &key);
+	if (c) {
+		bpf_spin_lock(&c->lock);
+		c->packets++;
+		c->bytes += skb->len;
+		bpf_spin_unlock(&c->lock);
+	}
+	c = bpf_map_lookup_elem(&total, &zero);
+	if (c) {
+		bpf_spin_lock(&c->lock);
+		c->packets++;
+		bpf_spin_unlock(&c->lock);
+	}
+	return 0;
+}
+
+char _license[] SEC("license") = "GPL";
+"#;
+
+#[test]
+fn a_spin_lock_in_map_values() {
+    verdicts("spin_lock", SPIN_LOCK, true);
 }
