@@ -682,3 +682,62 @@ fn run_stopped_by_sigint_reports_and_leaves_complete_outputs() {
     }
     assert_eq!(read, packets);
 }
+
+/// `sluice verify` asks the kernel with the maps' BTF, as libbpf loads
+/// them: a `bpf_spin_lock` in a map value, which the kernel finds only
+/// through the value's type, is accepted by both.
+#[test]
+fn verify_gives_the_kernel_the_maps_btf() {
+    if !kernel::available_for_test("the kernel's verdict on a spin lock program") {
+        return;
+    }
+    let dir = scratch("spinlock");
+    let path = dir.join("spin.o");
+    let source = r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct counter {
+	__u64 packets;
+	struct bpf_spin_lock lock;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, struct counter);
+} counters SEC(".maps");
+
+SEC("xdp")
+int count(struct xdp_md *ctx)
+{
+	__u32 key = ctx->ingress_ifindex;
+	struct counter *c = bpf_map_lookup_elem(&counters, &key);
+	if (!c)
+		return XDP_PASS;
+	bpf_spin_lock(&c->lock);
+	c->packets++;
+	bpf_spin_unlock(&c->lock);
+	return XDP_PASS;
+}
+
+char _license[] SEC("license") = "GPL";
+"#;
+    std::fs::write(&path, programs::compile::compile("spin", source)).unwrap();
+    let out = sluice()
+        .args(["verify", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    let p = &v["programs"][0];
+    assert_eq!(p["verdict"], "accept", "{v}");
+    assert_eq!(p["kernel"]["verdict"], "accept", "{v}");
+    let text = run_ok(sluice().arg("verify").arg(&path));
+    assert!(
+        text.contains("(agrees)") && !text.contains("DISAGREES"),
+        "{text}"
+    );
+}

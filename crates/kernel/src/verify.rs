@@ -1,14 +1,17 @@
 //! The kernel's verdict on one program as sluice's loader linked it: its
-//! maps created bare (`BPF_MAP_CREATE`), map references patched to their
+//! maps created (`BPF_MAP_CREATE`) with their key and value types from the
+//! object's BTF as libbpf creates them, map references patched to their
 //! descriptors, the instructions given to `BPF_PROG_LOAD`. The verifier
 //! issue compares sluice's verifier with this, and `sluice verify` shows
 //! the kernel's figures beside its own.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use std::collections::HashMap;
+
 use isa::{Insn, Lddw};
 use maps::MapType;
-use obj::{MapDef, MapOrigin, Program, ProgramKind, XdpAttach};
+use obj::{Btf, BtfKind, MapDef, MapOrigin, Program, ProgramKind, TypeId, XdpAttach};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -62,9 +65,9 @@ fn kernel_name(name: &str) -> std::ffi::CString {
     std::ffi::CString::new(n).expect("no NUL")
 }
 
-fn create_map(def: &MapDef, data: Option<&[u8]>) -> Result<OwnedFd> {
+fn create_map(def: &MapDef, data: Option<&[u8]>, btf: Option<&MapBtf>) -> Result<OwnedFd> {
     let inner = match &def.inner {
-        Some(t) => Some(create_map(t, None)?),
+        Some(t) => Some(create_map(t, None, None)?),
         None => None,
     };
     let spec = &def.spec;
@@ -77,25 +80,45 @@ fn create_map(def: &MapDef, data: Option<&[u8]>) -> Result<OwnedFd> {
     if max_entries == 0 && spec.map_type == MapType::PerfEventArray {
         max_entries = crate::possible_cpus() as u32;
     }
-    let opts = libbpf_sys::bpf_map_create_opts {
+    let mut opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
         map_flags: flags,
         inner_map_fd: inner.as_ref().map_or(0, |f| f.as_raw_fd() as u32),
         ..Default::default()
     };
     let name = kernel_name(def.name());
-    // SAFETY: the name is a C string and `opts` is sized and lives across
-    // the call.
-    let fd = unsafe {
-        libbpf_sys::bpf_map_create(
-            spec.map_type as u32,
-            name.as_ptr(),
-            spec.key_size,
-            spec.value_size,
-            max_entries,
-            &opts,
-        )
+    let create = |opts: &libbpf_sys::bpf_map_create_opts| {
+        // SAFETY: the name is a C string and `opts` is sized and lives
+        // across the call.
+        unsafe {
+            libbpf_sys::bpf_map_create(
+                spec.map_type as u32,
+                name.as_ptr(),
+                spec.key_size,
+                spec.value_size,
+                max_entries,
+                opts,
+            )
+        }
     };
+    // The key and value types, as libbpf gives them: the kernel finds a
+    // `bpf_spin_lock` (timers, ...) in a value only through its BTF. Like
+    // libbpf, a map the kernel refuses with BTF is created without.
+    let mut fd = -1;
+    if let Some(b) = btf
+        && let Some(value) = def.value_type.and_then(|t| b.ids.get(&t))
+    {
+        opts.btf_fd = b.fd.as_raw_fd() as u32;
+        opts.btf_key_type_id = def.key_type.and_then(|t| b.ids.get(&t)).map_or(0, |&k| k);
+        opts.btf_value_type_id = *value;
+        fd = create(&opts);
+        opts.btf_fd = 0;
+        opts.btf_key_type_id = 0;
+        opts.btf_value_type_id = 0;
+    }
+    if fd < 0 {
+        fd = create(&opts);
+    }
     let fd = check(&format!("creating map {}", def.name()), fd)?;
     // SAFETY: a fresh descriptor we now own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -149,14 +172,18 @@ fn load_type(kind: &ProgramKind) -> Result<(u32, u32, u32)> {
 /// Loads `program` (linked by sluice's loader, map references by index
 /// into `maps`) into the kernel and unloads it again: the verifier's
 /// verdict. `data` gives a global data map's contents after `--set`.
+/// `btf` is the object's (`Object::btf`), whose key and value types the
+/// maps are created with, as libbpf creates them.
 pub fn verify_program(
     program: &Program,
     maps: &[MapDef],
+    btf: Option<&Btf>,
     data: &dyn Fn(usize) -> Option<Vec<u8>>,
 ) -> Result<Ruling> {
+    let map_btf = btf.and_then(|b| MapBtf::load(b, maps));
     let mut fds = Vec::with_capacity(maps.len());
     for (i, def) in maps.iter().enumerate() {
-        fds.push(create_map(def, data(i).as_deref())?);
+        fds.push(create_map(def, data(i).as_deref(), map_btf.as_ref())?);
     }
     let fd_of = |i: i32| -> Result<i32> {
         fds.get(i as usize).map(|f| f.as_raw_fd()).ok_or_else(|| {
@@ -238,6 +265,188 @@ fn function_starts(insns: &[Insn]) -> Vec<u32> {
     starts.sort_unstable();
     starts.dedup();
     starts.into_iter().map(|s| s as u32).collect()
+}
+
+/// The types of the maps' keys and values (and every type they refer to)
+/// from the object's BTF, loaded into the kernel; `ids` gives each object
+/// type's id there.
+struct MapBtf {
+    fd: OwnedFd,
+    ids: HashMap<TypeId, u32>,
+}
+
+impl MapBtf {
+    /// `None` when no map has a value type or the kernel refuses the types
+    /// (the maps are then created without, as libbpf does).
+    fn load(btf: &Btf, maps: &[MapDef]) -> Option<MapBtf> {
+        let roots: Vec<TypeId> = maps
+            .iter()
+            .filter(|d| d.value_type.is_some())
+            .flat_map(|d| [d.key_type, d.value_type])
+            .flatten()
+            .collect();
+        if roots.is_empty() {
+            return None;
+        }
+        let (blob, ids) = encode_types(btf, &roots)?;
+        // SAFETY: the blob is a complete BTF image of the given size; no
+        // options are passed.
+        let fd = unsafe {
+            libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, std::ptr::null_mut())
+        };
+        if fd < 0 {
+            return None;
+        }
+        Some(MapBtf {
+            // SAFETY: a fresh descriptor we own.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            ids,
+        })
+    }
+}
+
+/// A BTF image of the types `roots` reach, numbered from 1 in the order
+/// found; `None` if they reach a kind a map's types have no use for
+/// (functions, variables, sections).
+fn encode_types(btf: &Btf, roots: &[TypeId]) -> Option<(Vec<u8>, HashMap<TypeId, u32>)> {
+    let refs = |k: &BtfKind| -> Option<Vec<TypeId>> {
+        Some(match k {
+            BtfKind::Void
+            | BtfKind::Int { .. }
+            | BtfKind::Enum { .. }
+            | BtfKind::Fwd { .. }
+            | BtfKind::Float { .. } => vec![],
+            BtfKind::Ptr(t)
+            | BtfKind::Typedef(t)
+            | BtfKind::Volatile(t)
+            | BtfKind::Const(t)
+            | BtfKind::Restrict(t)
+            | BtfKind::TypeTag(t) => vec![*t],
+            BtfKind::Array { elem, index, .. } => vec![*elem, *index],
+            BtfKind::Struct { members, .. } | BtfKind::Union { members, .. } => {
+                members.iter().map(|m| m.ty).collect()
+            }
+            BtfKind::FuncProto { ret, params } => std::iter::once(*ret)
+                .chain(params.iter().map(|p| p.1))
+                .collect(),
+            BtfKind::Func { .. }
+            | BtfKind::Var { .. }
+            | BtfKind::Datasec { .. }
+            | BtfKind::DeclTag { .. } => return None,
+        })
+    };
+    let mut ids: HashMap<TypeId, u32> = HashMap::new();
+    let mut order = Vec::new();
+    let mut todo: Vec<TypeId> = roots.iter().rev().copied().collect();
+    while let Some(t) = todo.pop() {
+        if t == 0 || ids.contains_key(&t) {
+            continue;
+        }
+        ids.insert(t, order.len() as u32 + 1);
+        order.push(t);
+        todo.extend(refs(&btf.get(t)?.kind)?.into_iter().rev());
+    }
+    let mut strings = vec![0u8];
+    let mut names: HashMap<String, u32> = HashMap::new();
+    let mut name = |n: &str| -> u32 {
+        if n.is_empty() {
+            return 0;
+        }
+        *names.entry(n.to_string()).or_insert_with(|| {
+            let at = strings.len() as u32;
+            strings.extend(n.bytes());
+            strings.push(0);
+            at
+        })
+    };
+    let id = |t: TypeId| if t == 0 { 0 } else { ids[&t] };
+    let mut w: Vec<u32> = Vec::new();
+    let info =
+        |kind: u32, vlen: usize, flag: bool| (u32::from(flag) << 31) | (kind << 24) | vlen as u32;
+    for &t in &order {
+        let ty = btf.get(t)?;
+        let n = name(&ty.name);
+        match &ty.kind {
+            BtfKind::Int {
+                size,
+                signed,
+                bits,
+                offset,
+            } => w.extend([
+                n,
+                info(1, 0, false),
+                *size,
+                (u32::from(*signed) << 24) | (offset << 16) | bits,
+            ]),
+            BtfKind::Ptr(r) => w.extend([n, info(2, 0, false), id(*r)]),
+            BtfKind::Array {
+                elem,
+                index,
+                nelems,
+            } => w.extend([n, info(3, 0, false), 0, id(*elem), id(*index), *nelems]),
+            BtfKind::Struct { size, members } | BtfKind::Union { size, members } => {
+                let union = matches!(ty.kind, BtfKind::Union { .. });
+                let bitfields = members.iter().any(|m| m.bitfield_size != 0);
+                w.extend([
+                    n,
+                    info(if union { 5 } else { 4 }, members.len(), bitfields),
+                    *size,
+                ]);
+                for m in members {
+                    let off = if bitfields {
+                        (m.bitfield_size << 24) | m.bit_offset
+                    } else {
+                        m.bit_offset
+                    };
+                    w.extend([name(&m.name), id(m.ty), off]);
+                }
+            }
+            BtfKind::Enum {
+                size,
+                signed,
+                values,
+            } => {
+                let small = values.iter().all(|(_, v)| i32::try_from(*v).is_ok());
+                w.extend([
+                    n,
+                    info(if small { 6 } else { 19 }, values.len(), *signed),
+                    *size,
+                ]);
+                for (vn, v) in values {
+                    w.push(name(vn));
+                    if small {
+                        w.push(*v as i32 as u32);
+                    } else {
+                        w.extend([*v as u32, (*v >> 32) as u32]);
+                    }
+                }
+            }
+            BtfKind::Fwd { union } => w.extend([n, info(7, 0, *union), 0]),
+            BtfKind::Typedef(r) => w.extend([n, info(8, 0, false), id(*r)]),
+            BtfKind::Volatile(r) => w.extend([n, info(9, 0, false), id(*r)]),
+            BtfKind::Const(r) => w.extend([n, info(10, 0, false), id(*r)]),
+            BtfKind::Restrict(r) => w.extend([n, info(11, 0, false), id(*r)]),
+            BtfKind::FuncProto { ret, params } => {
+                w.extend([n, info(13, params.len(), false), id(*ret)]);
+                for (pn, pt) in params {
+                    w.extend([name(pn), id(*pt)]);
+                }
+            }
+            BtfKind::Float { size } => w.extend([n, info(16, 0, false), *size]),
+            BtfKind::TypeTag(r) => w.extend([n, info(18, 0, false), id(*r)]),
+            _ => return None,
+        }
+    }
+    let type_len = (w.len() * 4) as u32;
+    let mut blob = Vec::new();
+    blob.extend(0xeb9f_u16.to_le_bytes());
+    blob.extend([1u8, 0]);
+    for v in [24, 0, type_len, type_len, strings.len() as u32] {
+        blob.extend(u32::to_le_bytes(v));
+    }
+    blob.extend(w.iter().flat_map(|v| v.to_le_bytes()));
+    blob.extend(&strings);
+    Some((blob, ids))
 }
 
 /// BTF with one `static int fN(void)` per function, loaded into the

@@ -713,11 +713,19 @@ impl<'a> Verifier<'a> {
     }
 
     fn exit(&mut self, st: &mut State) -> Res<Flow> {
-        let r0 = self.read(st, 0).map_err(|mut f| {
-            f.reason =
-                "the function returns without setting r0: return a value on every path".into();
-            f
-        })?;
+        // Like the kernel, only the program's own exit reads r0 here
+        // (`check_return_code`); a function hands back whatever r0 holds,
+        // written or not (`prepare_func_exit`), and its caller may only
+        // read it if it was; a callback's r0 must be a number.
+        let r0 = if st.frames.len() > 1 {
+            *st.reg(0)
+        } else {
+            self.read(st, 0).map_err(|mut f| {
+                f.reason =
+                    "the program returns without setting r0: return a value on every path".into();
+                f
+            })?
+        };
         self.record_depth(st);
         if st.frames.len() > 1 {
             let frameno = (st.frames.len() - 1) as u8;
@@ -776,7 +784,11 @@ impl<'a> Verifier<'a> {
             return Err(fail(
                 Rule::ReturnValue,
                 "R0 not a scalar value",
-                "a callback must return a number (0 to go on, 1 to stop), not a pointer",
+                if r0.is_init() {
+                    "a callback must return a number (0 to go on, 1 to stop), not a pointer"
+                } else {
+                    "the callback returns without setting r0: return 0 (go on) or 1 (stop) on every path"
+                },
             ));
         }
         self.demand(st, 1, &[]);

@@ -154,6 +154,36 @@ fn skb(off: i64, size: u32, write: bool, tc: bool) -> Option<Field> {
     }
 }
 
+/// Whether a `size`-byte read at `off` of a `struct bpf_sock` is allowed:
+/// the kernel's `bpf_sock_is_valid_access`, and for a `sock_common` (the
+/// `sk` field of `__sk_buff`, `bpf_skc_lookup_tcp`)
+/// `bpf_sock_common_is_valid_access`, which refuses `type` to `priority`.
+/// Writes are refused before (`cannot write into sock`).
+pub fn sock_access(common: bool, off: i64, size: u32) -> bool {
+    // struct bpf_sock: bound_dev_if 0, family 4, type 8, protocol 12,
+    // mark 16, priority 20, src_ip4 24, src_ip6 28..44, src_port 44,
+    // dst_port 48 (16 bits, then 16 of padding), dst_ip4 52,
+    // dst_ip6 56..72, state 72, rx_queue_mapping 76; 80 bytes.
+    if !(0..80).contains(&off) || !matches!(size, 1 | 2 | 4 | 8) || off % i64::from(size) != 0 {
+        return false;
+    }
+    if common && (8..24).contains(&off) {
+        return false;
+    }
+    match off {
+        // family, type, protocol, src_port, state, rx_queue_mapping: narrow
+        // reads from the field's start only; the addresses: any aligned
+        // narrow read inside them.
+        4 | 8 | 12 | 44 | 72 | 76 | 24..44 | 52..72 => size <= 4,
+        // dst_port: all 4 bytes, or inside the 16-bit port.
+        48 | 49 => size <= 2 || size == 4,
+        // The padding after it.
+        50 | 51 => false,
+        // bound_dev_if, mark, priority and the rest: 32-bit reads only.
+        _ => size == 4,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,9 +219,38 @@ mod tests {
         assert_eq!(access(&k, 92, 4, false), None); // remote_ip4: not for tc
         assert_eq!(access(&k, 152, 8, true), Some(Field::Scalar)); // tstamp
         assert_eq!(access(&k, 0, 8, false), None);
+        assert_eq!(
+            access(&k, 168, 8, false),
+            Some(Field::Pointer(Kind::Sock {
+                null: true,
+                common: true
+            }))
+        );
         let s = ProgramKind::SocketFilter;
         assert_eq!(access(&s, 76, 4, false), None);
         assert_eq!(access(&s, 8, 4, true), None);
         assert_eq!(access(&s, 52, 4, true), Some(Field::Scalar));
+    }
+
+    #[test]
+    fn sock_fields() {
+        // family: from its start only; a sock_common has no type or mark.
+        assert!(sock_access(true, 4, 4));
+        assert!(sock_access(true, 4, 1));
+        assert!(!sock_access(true, 5, 1));
+        assert!(!sock_access(true, 8, 4));
+        assert!(sock_access(false, 8, 4));
+        assert!(!sock_access(true, 16, 4));
+        assert!(sock_access(false, 16, 4));
+        assert!(!sock_access(false, 16, 2));
+        // Addresses: any aligned narrow read; dst_port and its padding.
+        assert!(sock_access(true, 31, 1));
+        assert!(!sock_access(true, 32, 8));
+        assert!(sock_access(true, 48, 4));
+        assert!(sock_access(true, 49, 1));
+        assert!(!sock_access(true, 50, 2));
+        assert!(sock_access(true, 76, 4));
+        assert!(!sock_access(true, 80, 4));
+        assert!(!sock_access(true, 0, 8));
     }
 }

@@ -348,11 +348,33 @@ impl Verifier<'_> {
                 format!("R{regno} reading struct bpf_map fields is not modelled"),
                 "the program reads the kernel's struct bpf_map through a map pointer, which sluice does not model",
             )),
-            Kind::Sock { .. } => Err(fail(
-                Rule::Unsupported,
-                format!("R{regno} socket field access is not modelled"),
-                "sluice's verifier does not model reading socket fields",
-            )),
+            Kind::Sock { common, .. } => {
+                // `check_sock_access`: reads of `struct bpf_sock` fields.
+                let name = base.kind.name();
+                if write {
+                    return Err(fail(
+                        Rule::ReadOnly,
+                        format!("R{regno} cannot write into {name}"),
+                        format!("r{regno} points to a socket ({name}), which programs may only read"),
+                    ));
+                }
+                let at = off + base.off as i64;
+                if !crate::ctx::sock_access(common, at, size) {
+                    return Err(fail(
+                        Rule::CtxAccess,
+                        format!("R{regno} invalid {name} access off={at} size={size}"),
+                        format!(
+                            "struct bpf_sock has no {size}-byte field at offset {at} that a program may read through r{regno} ({name}){}",
+                            if common {
+                                "; a sock_common has no type, protocol, mark or priority"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ));
+                }
+                Ok(Reg::unknown())
+            }
             Kind::Scalar if base.is_null_const() => Err(fail(
                 Rule::NullPointer,
                 format!("R{regno} invalid mem access 'scalar'"),

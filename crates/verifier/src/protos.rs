@@ -104,11 +104,9 @@ const PROTOS: &[Proto] = &[
     p("map_update_elem", &[Map, Key, Value, Anything], INT),
     p("map_delete_elem", &[Map, Key], INT),
     p("ktime_get_ns", &[], INT),
-    p(
-        "trace_printk",
-        &[RD, Size, Anything, Anything, Anything],
-        INT,
-    ),
+    // Only the format and its size are declared (`ARG_DONTCARE` after):
+    // the kernel checks none of r3-r5, written or not.
+    p("trace_printk", &[RD, Size], INT),
     p("get_prandom_u32", &[], INT),
     p("get_smp_processor_id", &[], INT),
     pkt("skb_store_bytes", &[Ctx, Anything, RD, Size, Anything]),

@@ -236,7 +236,7 @@ fn every_case_gets_its_verdict_from_sluice_and_the_kernel() {
             (Ok(()), false) => {}
         }
         if kernel {
-            let v = kernel::verify::verify_program(&p, &case.maps, &|_| None)
+            let v = kernel::verify::verify_program(&p, &case.maps, None, &|_| None)
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
             if v.accepted == expect_reject {
                 failures.push(format!(

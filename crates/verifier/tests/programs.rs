@@ -76,7 +76,9 @@ fn the_kernel_agrees_on_every_program() {
         let maps = verifier::MapInfo::of_object(&object, &|_| None);
         for p in &object.programs {
             let ours = verifier::verify(p, &maps, &verifier::Options::default());
-            let theirs = kernel::verify::verify_program(p, &object.maps, &|_| None).unwrap();
+            let theirs =
+                kernel::verify::verify_program(p, &object.maps, object.btf.as_ref(), &|_| None)
+                    .unwrap();
             eprintln!(
                 "{name}/{}: sluice {} ({} insns, {} us), kernel {} ({:?} insns, {:?} us)",
                 p.name,

@@ -22,8 +22,9 @@ fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<Stri
             ours.insns_processed
         );
         if kernel {
-            let theirs = kernel::verify::verify_program(p, &object.maps, &|_| None)
-                .unwrap_or_else(|e| panic!("{label} {}: {e}", p.name));
+            let theirs =
+                kernel::verify::verify_program(p, &object.maps, object.btf.as_ref(), &|_| None)
+                    .unwrap_or_else(|e| panic!("{label} {}: {e}", p.name));
             eprintln!(
                 "{line}; kernel {} in {:?}",
                 theirs.accepted, theirs.insns_processed

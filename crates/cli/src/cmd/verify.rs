@@ -176,20 +176,22 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             pr.disasm = verifier::kfmt::at(&p.insns, e.insn);
         }
         if ask_kernel && p.kind.is_runnable() {
-            pr.kernel = Some(match kernel::verify::verify_program(p, &defs, &data_of) {
-                Ok(v) => KernelReport {
-                    verdict: if v.accepted { "accept" } else { "reject" },
-                    message: (!v.accepted).then(|| v.reason().to_string()),
-                    insns_processed: v.insns_processed,
-                    micros: v.micros,
+            pr.kernel = Some(
+                match kernel::verify::verify_program(p, &defs, object.btf.as_ref(), &data_of) {
+                    Ok(v) => KernelReport {
+                        verdict: if v.accepted { "accept" } else { "reject" },
+                        message: (!v.accepted).then(|| v.reason().to_string()),
+                        insns_processed: v.insns_processed,
+                        micros: v.micros,
+                    },
+                    Err(e) => KernelReport {
+                        verdict: "error",
+                        message: Some(e.to_string()),
+                        insns_processed: None,
+                        micros: None,
+                    },
                 },
-                Err(e) => KernelReport {
-                    verdict: "error",
-                    message: Some(e.to_string()),
-                    insns_processed: None,
-                    micros: None,
-                },
-            });
+            );
         }
         reports.push(pr);
     }
