@@ -10,7 +10,7 @@ mod common;
 use std::os::fd::AsRawFd;
 
 use cbpf::{Meta, run, to_ebpf};
-use common::{EXPRESSIONS, compile, packets};
+use common::{EXPRESSIONS, records};
 use obj::{Object, Program, ProgramKind};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
@@ -63,11 +63,23 @@ fn hook(insns: &[isa::Insn], fast: bool) -> Hook {
 
 #[test]
 fn translated_filters_decide_as_classic_in_the_vm_and_the_kernel() {
-    let packets = packets();
+    let records = records();
     let kernel = kernel::available_for_test("classic filters in the kernel");
     let (mut decisions, mut in_kernel, mut refused) = (0u64, 0u64, 0u64);
-    for expr in EXPRESSIONS {
-        let classic = compile(expr);
+    let mut linktypes: Vec<u32> = records.iter().map(|r| r.linktype).collect();
+    linktypes.sort();
+    linktypes.dedup();
+    for (expr, lt) in EXPRESSIONS
+        .iter()
+        .flat_map(|e| linktypes.iter().map(move |&l| (e, l)))
+    {
+        let Ok(classic) = cbpf::compile_expr(expr, lt, cbpf::DEFAULT_SNAPLEN) else {
+            continue;
+        };
+        if cbpf::check(&classic).is_err() {
+            // (the kernel's checker refuses it: see tests/libpcap.rs)
+            continue;
+        }
         let insns = to_ebpf(&classic).unwrap_or_else(|e| panic!("{expr}: {e}"));
         let (mut interp, mut jit) = (hook(&insns, false), hook(&insns, true));
         let loaded = kernel.then(|| {
@@ -75,7 +87,8 @@ fn translated_filters_decide_as_classic_in_the_vm_and_the_kernel() {
                 kernel::verify::load_keep(&isa::encode(&insns), "filter", 3, 0, 0).unwrap();
             fd.unwrap_or_else(|| panic!("{expr}: the kernel refuses: {}", ruling.log))
         });
-        for (i, (_, data)) in packets.iter().enumerate() {
+        for (i, r) in records.iter().enumerate().filter(|(_, r)| r.linktype == lt) {
+            let data = &r.data;
             // The kernel's len is the bytes it holds; classic loads see the
             // same.
             let meta = Meta {
@@ -118,11 +131,11 @@ fn translated_filters_decide_as_classic_in_the_vm_and_the_kernel() {
         }
     }
     println!(
-        "{} expressions x {} packets: {decisions} decisions alike in sluice's interpreter and JIT, \
+        "{} expressions x {} packets of every link type: {decisions} decisions alike in sluice's interpreter and JIT, \
          {in_kernel} in the kernel too ({refused} inputs a kernel test run refuses: over a page, \
          or malformed; frames under 14 bytes left out)",
         EXPRESSIONS.len(),
-        packets.len(),
+        records.len(),
     );
     if kernel {
         assert!(refused * 50 < decisions, "{refused} refused of {decisions}");

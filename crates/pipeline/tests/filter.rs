@@ -59,7 +59,10 @@ fn only_accepted_packets_run_and_a_limit_counts_them() {
                 "`{expr}` limit {limit:?} on {threads} threads"
             );
             let note = source.note().unwrap();
-            assert!(note.contains(&format!("filter `{expr}` accepted")), "{note}");
+            assert!(
+                note.contains(&format!("filter `{expr}` accepted")),
+                "{note}"
+            );
         }
     }
 }

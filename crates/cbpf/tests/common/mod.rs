@@ -1,5 +1,6 @@
 //! What the tests share: tcpdump's compilation of expressions, and the
-//! packets of tcpdump's Ethernet test captures.
+//! packets of tcpdump's test captures.
+#![allow(dead_code)] // each test file uses part of it
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -66,39 +67,62 @@ pub const EXPRESSIONS: &[&str] = &[
     "ip6[6] == 58",
     "icmp6[icmp6type] == icmp6-echo",
     "ip and ip[9] * 2 / 3 % 5 ^ 1 = 2",
+    "ip multicast",
+    "ip6 multicast",
+    "arp src 10.0.0.1",
+    "rarp",
+    "stp",
+    "ipx",
+    "llc",
+    "iso",
+    "decnet",
+    "atalk",
+    "pppoed",
+    "geneve",
+    "udp portrange 5000-6000",
+    "tcp dst portrange 1-1023",
+    "ip[6:2] & 0x1fff != 0",
+    "ip6 proto 17",
+    "icmp[icmpcode] != 0",
+    "ether dst ff:ff:ff:ff:ff:ff",
+    "not (tcp or udp)",
+    "ip host 192.168.1.1 and not port 22",
+    "ip and len < 100",
 ];
 
-/// Every tcpdump capture's packets, as `(wire length, bytes)`.
-pub fn packets() -> Vec<(u32, Vec<u8>)> {
+/// A packet of the test captures as libpcap hands it to a filter: its
+/// link type, length on the wire and captured bytes (cut at the file's
+/// snapshot length, as libpcap cuts them).
+pub struct Record {
+    pub linktype: u32,
+    pub wire: u32,
+    pub data: Vec<u8>,
+}
+
+/// Every packet of every capture of tcpdump's suite, of any link type.
+pub fn records() -> Vec<Record> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut out = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the shared captures")
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap"))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
         .collect();
     files.sort();
+    let mut out = Vec::new();
     for f in files {
-        let Ok(bytes) = std::fs::read(&f) else {
+        let Ok(mut src) = io::PcapSource::open(&f) else {
             continue;
         };
-        // Classic pcap, little-endian, Ethernet only: the frames the
-        // expressions above are compiled for.
-        if bytes.len() < 24
-            || bytes[..4] != [0xd4, 0xc3, 0xb2, 0xa1]
-            || bytes[20..24] != [1, 0, 0, 0]
-        {
-            continue;
-        }
-        let mut at = 24;
-        while at + 16 <= bytes.len() {
-            let w = |o: usize| u32::from_le_bytes(bytes[at + o..at + o + 4].try_into().unwrap());
-            let (incl, orig) = (w(8) as usize, w(12));
-            if at + 16 + incl > bytes.len() {
-                break;
-            }
-            out.push((orig, bytes[at + 16..at + 16 + incl].to_vec()));
-            at += 16 + incl;
+        let cut = src
+            .snaplen()
+            .filter(|&s| s > 0)
+            .map_or(usize::MAX, |s| s as usize);
+        while let Some(Ok(r)) = src.next_raw() {
+            out.push(Record {
+                linktype: r.linktype,
+                wire: r.orig_len,
+                data: r.data[..r.data.len().min(cut)].to_vec(),
+            });
         }
     }
     out
