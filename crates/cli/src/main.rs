@@ -33,6 +33,8 @@ enum Command {
     Run(Box<cmd::run::Args>),
     /// Filter a capture with a tcpdump expression (classic BPF), or print its program
     Filter(cmd::filter::Args),
+    /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
+    Capture(cmd::capture::Args),
     /// Check that programs are safe, as the kernel's verifier would, and explain why not
     Verify(cmd::verify::Args),
     /// Compare the VM with the kernel, packet by packet (BPF_PROG_TEST_RUN; needs root)
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Command::Disasm(a) => cmd::disasm::run(a),
         Command::Run(a) => cmd::run::run(*a),
         Command::Filter(a) => cmd::filter::run(a),
+        Command::Capture(a) => cmd::capture::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Bench(a) => cmd::bench::run(a),

@@ -16,6 +16,7 @@ mod counters;
 mod filtered;
 mod histogram;
 mod live;
+mod record;
 mod replay;
 mod shard;
 mod sink;
@@ -27,6 +28,7 @@ pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES
 pub use filtered::Filtered;
 pub use histogram::Histogram;
 pub use live::{Interface, Live, LiveStats, Port, PortCounts};
+pub use record::{Recorded, record};
 pub use replay::{Options, ReplayError, Summary, replay};
 pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};

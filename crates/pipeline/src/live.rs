@@ -129,6 +129,31 @@ fn os_error(what: &str, e: std::io::Error) -> String {
     format!("{what}: {e}{hint}")
 }
 
+/// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`).
+fn attach_filter(fd: &OwnedFd, prog: &[cbpf::Insn]) -> std::io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: u16::try_from(prog.len())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `fprog` points at `prog.len()` instructions laid out as
+    // `struct sock_filter` (`cbpf::Insn` is `repr(C)` with its fields),
+    // which the kernel copies during the call.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&fprog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as u32,
+        )
+    };
+    if ret != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Sets an integer socket option.
 fn set_int(fd: &OwnedFd, level: i32, name: i32, value: i32) -> std::io::Result<()> {
     // SAFETY: `value` is a valid int option value of the size given.
@@ -232,7 +257,23 @@ impl Live {
     /// is a number, the interface with that index).
     pub fn open(name: &str, stop: Option<&'static AtomicBool>) -> Result<Live, SourceError> {
         let iface = Interface::lookup(name).map_err(SourceError)?;
-        Live::on(iface, stop)
+        Live::on(iface, stop, None)
+    }
+
+    /// Reads interface `name` through a classic BPF filter the kernel runs
+    /// (`SO_ATTACH_FILTER`, attached before the socket is bound, so no
+    /// frame the filter refuses is ever read): as libpcap captures. The
+    /// filter sees the frame from its link-layer header, as the kernel
+    /// holds it (a VLAN tag the device took off is not in the bytes: the
+    /// ancillary `vlan_avail`/`vlan_tci` loads read it).
+    pub fn open_filtered(
+        name: &str,
+        stop: Option<&'static AtomicBool>,
+        filter: &[cbpf::Insn],
+    ) -> Result<Live, SourceError> {
+        cbpf::check(filter).map_err(|e| SourceError(format!("the filter: {e}")))?;
+        let iface = Interface::lookup(name).map_err(SourceError)?;
+        Live::on(iface, stop, Some(filter))
     }
 
     /// Reads the interface whose index is `ifindex`.
@@ -241,11 +282,18 @@ impl Live {
         stop: Option<&'static AtomicBool>,
     ) -> Result<Live, SourceError> {
         let iface = Interface::by_index(ifindex).map_err(SourceError)?;
-        Live::on(iface, stop)
+        Live::on(iface, stop, None)
     }
 
-    fn on(iface: Interface, stop: Option<&'static AtomicBool>) -> Result<Live, SourceError> {
+    fn on(
+        iface: Interface,
+        stop: Option<&'static AtomicBool>,
+        filter: Option<&[cbpf::Insn]>,
+    ) -> Result<Live, SourceError> {
         let fd = packet_socket(&iface, libc::ETH_P_ALL as u16, |fd| {
+            if let Some(prog) = filter {
+                attach_filter(fd, prog).map_err(|e| os_error("attaching the filter", e))?;
+            }
             let opt = |level, name, value, what: &str| {
                 set_int(fd, level, name, value).map_err(|e| os_error(what, e))
             };

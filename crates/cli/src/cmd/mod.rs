@@ -1,5 +1,6 @@
 pub mod asm;
 pub mod bench;
+pub mod capture;
 pub mod conformance;
 pub mod datapath;
 pub mod demo;
