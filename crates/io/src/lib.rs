@@ -3,6 +3,7 @@
 
 mod frame;
 mod pcap;
+mod pcapng;
 #[cfg(target_os = "linux")]
 pub mod xsk;
 

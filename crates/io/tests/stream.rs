@@ -115,35 +115,44 @@ fn read_frames(path: &Path) -> Result<Read, IoError> {
 }
 
 /// Compares the new reader with the old on one file: the same frames, and
-/// an error at the same packet, worded the same for pcapng (still read by
-/// pcap-file). Classic pcap errors now say what was wrong, where
-/// pcap-file said "Error reading bytes".
+/// an error at the same packet. Classic pcap errors now say what was
+/// wrong, where pcap-file said "Error reading bytes". pcapng is parsed
+/// here now, skipping the options pcap-file refused ("Invalid option"):
+/// a pcapng file gives the frames it gave before, and may go on where
+/// pcap-file stopped.
 fn compare(path: &Path) -> (usize, bool) {
     let old = read_old(path);
     let new = read_new(path);
     let (old, pcapng) = match (old, new.as_ref()) {
         (Ok(old), Ok(_)) => old,
         (Err(_), Err(_)) => return (0, false),
+        (Err(_), Ok(_)) if is_pcapng(path) => return (0, false),
         (old, new) => panic!("{}: opens as {old:?} before, {new:?} now", path.display()),
     };
     let new = new.unwrap();
     let name = path.display();
-    assert_eq!(new.frames.len(), old.frames.len(), "{name}: frame count");
+    if pcapng && old.error.is_some() {
+        assert!(new.frames.len() >= old.frames.len(), "{name}: frame count");
+    } else {
+        assert_eq!(new.frames.len(), old.frames.len(), "{name}: frame count");
+    }
     for (i, (n, o)) in new.frames.iter().zip(&old.frames).enumerate() {
         assert_eq!(n, o, "{name}: frame {}", i + 1);
     }
     match (&new.error, &old.error) {
         (None, None) => {}
+        (_, Some(_)) if pcapng => {}
         (Some((np, nr)), Some((op, or))) => {
             assert_eq!(np, op, "{name}: error at another packet: {nr} / {or}");
-            if pcapng {
-                assert_eq!(nr, or, "{name}");
-            }
         }
         (n, o) => panic!("{name}: error {n:?}, before {o:?}"),
     }
     assert_eq!(read_frames(path).unwrap(), new, "{name}: next_frame");
     (old.frames.len(), old.error.is_some())
+}
+
+fn is_pcapng(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]))
 }
 
 #[test]
