@@ -146,3 +146,105 @@ fn frames_without_an_ethernet_form_are_skipped_counted_and_warned_of() {
     assert!(help.contains("--foreign <FOREIGN>"), "{help}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// An Ethernet frame of `len` bytes (IPv4 EtherType, a counting payload).
+fn long_frame(len: usize) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
+    f.extend((14..len).map(|i| (i % 251) as u8));
+    f
+}
+
+#[test]
+fn a_100000_byte_frame_goes_through_whole() {
+    let d = dir("big");
+    let input = d.join("big.pcap");
+    let frame = long_frame(100_000);
+    pcap(&input, 1, 262_144, &[long_frame(60), frame.clone()]);
+
+    // xdp_pass writes it whole, in pcap and pcapng; tcpdump reads both.
+    for name in ["pass.pcap", "pass.pcapng"] {
+        let out = d.join(name);
+        let (v, _) = ok(sluice()
+            .arg("run")
+            .arg(bpf("xdp_pass"))
+            .arg("--pcap")
+            .arg(&input)
+            .arg("--out-pass")
+            .arg(&out)
+            .arg("--json")
+            .output()
+            .unwrap());
+        assert_eq!(v["verdicts"]["PASS"], 2, "{v}");
+        assert_eq!(v["errors"], 0);
+        let back: Vec<_> = io::PcapSource::open(&out)
+            .unwrap()
+            .map(|f| f.unwrap())
+            .collect();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1].data.len(), 100_000);
+        assert!(back[1].data == frame, "{name}: the bytes differ");
+        assert_eq!(back[1].orig_len, 100_000);
+        let t = Command::new("tcpdump")
+            .args(["-nn", "-r"])
+            .arg(&out)
+            .output()
+            .expect("tcpdump is installed");
+        assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+        assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), 2);
+    }
+
+    // A frags-aware program sees the whole length (bpf_xdp_get_buff_len),
+    // a page's linear part, and the last bytes through bpf_xdp_load_bytes.
+    let (v, _) = ok(sluice()
+        .arg("run")
+        .arg(bpf("xdp_frags_probe"))
+        .arg("--pcap")
+        .arg(&input)
+        .args(["--limit", "2", "--threads", "1", "--json"])
+        .output()
+        .unwrap());
+    let text = v["maps"].to_string();
+    let results = &v["maps"][0]["entries"];
+    assert!(results.is_array(), "{text}");
+    let value = |k: u64| {
+        results
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["key"].as_str() == Some(k.to_string().as_str()))
+            .map(|e| e["value"].clone())
+            .unwrap_or_else(|| panic!("key {k} in {text}"))
+    };
+    let num = |x: serde_json::Value| -> u64 {
+        x.as_u64()
+            .or_else(|| x.as_str().and_then(|s| s.parse().ok()))
+            .unwrap_or_else(|| panic!("{x}"))
+    };
+    assert_eq!(num(value(0)), 100_000, "{text}");
+    assert_eq!(num(value(1)), 3520, "{text}");
+    let last = u64::from_le_bytes(frame[100_000 - 8..].try_into().unwrap());
+    assert_eq!(num(value(3)), last, "{text}");
+}
+
+#[test]
+fn a_tc_program_refuses_a_frame_over_64k_loudly() {
+    let d = dir("big-tc");
+    let input = d.join("big.pcap");
+    pcap(&input, 1, 262_144, &[long_frame(60), long_frame(70_000)]);
+    let out = sluice()
+        .arg("run")
+        .arg(bpf("tc_classify"))
+        .arg("--pcap")
+        .arg(&input)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "an error is an error");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors"], 1);
+    let msg = v["first_errors"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("70000 bytes") && msg.contains("65535"),
+        "{msg}"
+    );
+}

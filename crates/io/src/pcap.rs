@@ -77,11 +77,14 @@ impl Input {
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
-            if need > self.buf.len() {
-                self.buf.resize(need, 0);
-            }
         }
         while self.end - self.pos < need {
+            if self.end == self.buf.len() {
+                // Grown as the bytes come, not as a (maybe corrupt)
+                // length asks.
+                let more = (self.buf.len() * 2).min(need.max(BUF_SIZE));
+                self.buf.resize(more, 0);
+            }
             match self.file.read(&mut self.buf[self.end..]) {
                 Ok(0) => return Ok(false),
                 Ok(n) => self.end += n,
@@ -353,8 +356,9 @@ pub enum SinkFormat {
     PcapNg,
 }
 
-/// The snapshot length of written captures; a classic pcap record may not
-/// be longer.
+/// The snapshot length of written captures, tcpdump's default: a record
+/// may not be longer (libpcap refuses longer records, pcap or pcapng), so
+/// a longer packet is an error, never cut.
 const SNAPLEN: u32 = 262_144;
 
 /// An Ethernet capture file being written, through a large buffer.
@@ -458,6 +462,11 @@ impl PcapSink {
                     .and_then(|()| self.out.write_all(tail))
             }
             SinkFormat::PcapNg => {
+                if len > SNAPLEN as usize {
+                    return Err(self.bad_packet(format!(
+                        "packet of {len} bytes, over the snapshot length ({SNAPLEN}) that libpcap reads"
+                    )));
+                }
                 // An enhanced packet block of interface 0, nanosecond
                 // timestamps, no options.
                 let pad = (4 - len % 4) % 4;
