@@ -449,3 +449,28 @@ fn write_errors_say_write_and_the_os_error() {
         "/dev/full: write failed: No space left on device (os error 28)"
     );
 }
+
+/// The fuzz target's first find (`captures`): a pcap of one 15-byte record
+/// (its link type word with FCS bits set, a snapshot length of 15). The
+/// reader was right; the target called `src.count()`, which is
+/// `Iterator::count` (it reads the rest), where `PcapSource::count` was
+/// meant. Kept as the reader's regression test.
+#[test]
+fn fuzz_crasher_one_frame_with_fcs_bits_in_the_link_type() {
+    let bytes: [u8; 55] = [
+        212, 195, 178, 161, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 0, 0, 0, 1, 0, 0, 48, 48, 48,
+        48, 48, 63, 66, 15, 0, 15, 0, 0, 0, 0, 0, 4, 0, 48, 48, 48, 48, 48, 48, 48, 48, 48, 48, 48,
+        48, 254, 254, 48,
+    ];
+    let path = Path::new("crasher.pcap");
+    let mut src = PcapSource::from_reader(path, Box::new(std::io::Cursor::new(bytes))).unwrap();
+    let mut buf = Vec::new();
+    let first = src.read_into(&mut buf).unwrap().unwrap();
+    assert_eq!(
+        (first.len, first.orig_len, first.link),
+        (15, 0x40000, LinkKind::Ethernet)
+    );
+    assert_eq!(PcapSource::count(&src), 1);
+    assert!(src.read_into(&mut buf).is_none());
+    assert_eq!(PcapSource::count(&src), 1);
+}
