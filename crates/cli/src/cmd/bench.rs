@@ -372,6 +372,9 @@ fn print_text(r: &Report, p: &obj::Program) {
             "checked on every access"
         }
     );
+    for (k, n) in &r.skipped {
+        println!("skipped: {n} frames of {k} without an Ethernet form");
+    }
     println!("{:<14} {:>12} {:>9}", "engine", "ns/packet", "Mpps");
     let ns_of = |e: &str| {
         r.results
