@@ -1,15 +1,21 @@
 //! A frame as a source delivers it: Ethernet where the capture allows.
 
+use crate::wifi::Dot11;
+
 /// How a captured frame became the bytes a program sees.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum LinkKind {
     /// Captured on Ethernet.
     Ethernet,
     /// Raw IP, loopback or Linux-cooked capture: an Ethernet header was
-    /// made up (EtherType from the capture, fixed MAC addresses).
+    /// made up (EtherType from the capture, fixed MAC addresses); or an
+    /// 802.11 data frame carrying LLC/SNAP, made the Ethernet frame an
+    /// access point would bridge (addresses from the 802.11 header).
     Converted,
-    /// A link type without an Ethernet form (802.11, PPP, ...): the bytes
-    /// as captured.
+    /// A frame without an Ethernet form: a link type with none (PPP,
+    /// ...), or one that has none of its link type (802.11 management,
+    /// control or encrypted frames, Linux-cooked netlink): the bytes as
+    /// captured, with the capture's LINKTYPE_* number.
     Foreign(u32),
 }
 
@@ -53,6 +59,39 @@ fn ip_ethertype(payload: &[u8]) -> u16 {
     }
 }
 
+/// A Linux-cooked frame's payload as Ethernet: an EtherType protocol gets
+/// an Ethernet II header; 802.2 LLC (`ETH_P_802_2`) and Novell raw 802.3
+/// (`ETH_P_802_3`) an 802.3 header with the length; netlink (ARPHRD 824)
+/// and the other pseudo-protocols below 0x0600 (CAN, 802.11 raw, ...) have
+/// no Ethernet form.
+fn cooked(
+    linktype: u32,
+    hatype: u16,
+    proto: u16,
+    data: &[u8],
+    header: usize,
+    out: &mut Vec<u8>,
+) -> LinkKind {
+    const ARPHRD_NETLINK: u16 = 824;
+    let payload = &data[header..];
+    let ethertype = match proto {
+        _ if hatype == ARPHRD_NETLINK => None,
+        0x0600.. => Some(proto),
+        0x0001 | 0x0004 if payload.len() <= 1500 => Some(payload.len() as u16),
+        _ => None,
+    };
+    match ethertype {
+        Some(t) => {
+            push_ethernet(t, payload, out);
+            LinkKind::Converted
+        }
+        None => {
+            out.extend_from_slice(data);
+            LinkKind::Foreign(linktype)
+        }
+    }
+}
+
 /// Appends the frame as Ethernet, for link type `linktype` (LINKTYPE_*
 /// numbers), to `out`; allocates only if `out` must grow.
 #[inline]
@@ -73,17 +112,34 @@ pub fn to_ethernet_into(linktype: u32, data: &[u8], out: &mut Vec<u8>) -> LinkKi
             push_ethernet(ip_ethertype(payload), payload, out);
             LinkKind::Converted
         }
-        // Linux cooked v1: protocol at 14..16, 16-byte header.
+        // Linux cooked v1: ARPHRD type at 2..4, protocol at 14..16,
+        // 16-byte header.
         113 if data.len() >= 16 => {
+            let hatype = u16::from_be_bytes([data[2], data[3]]);
             let proto = u16::from_be_bytes([data[14], data[15]]);
-            push_ethernet(proto, &data[16..], out);
-            LinkKind::Converted
+            cooked(linktype, hatype, proto, data, 16, out)
         }
-        // Linux cooked v2: protocol at 0..2, 20-byte header.
+        // Linux cooked v2: protocol at 0..2, ARPHRD type at 8..10,
+        // 20-byte header.
         276 if data.len() >= 20 => {
+            let hatype = u16::from_be_bytes([data[8], data[9]]);
             let proto = u16::from_be_bytes([data[0], data[1]]);
-            push_ethernet(proto, &data[20..], out);
-            LinkKind::Converted
+            cooked(linktype, hatype, proto, data, 20, out)
+        }
+        // 802.11, bare or behind a Prism, radiotap or AVS header.
+        105 | 119 | 127 | 163 => {
+            let dot11 = match linktype {
+                105 => Some(Dot11::plain(data)),
+                119 => Dot11::prism(data),
+                127 => Dot11::radiotap(data),
+                _ => Dot11::avs(data),
+            };
+            if dot11.is_some_and(|d| d.to_ethernet_into(out)) {
+                LinkKind::Converted
+            } else {
+                out.extend_from_slice(data);
+                LinkKind::Foreign(linktype)
+            }
         }
         other => {
             out.extend_from_slice(data);
@@ -98,4 +154,48 @@ pub fn to_ethernet(linktype: u32, data: &[u8]) -> (Vec<u8>, LinkKind) {
     let mut v = Vec::with_capacity(14 + data.len());
     let kind = to_ethernet_into(linktype, data, &mut v);
     (v, kind)
+}
+
+/// The name of a LINKTYPE_* number (without the prefix), for reports.
+pub fn linktype_name(linktype: u32) -> Option<&'static str> {
+    Some(match linktype {
+        0 => "NULL",
+        1 => "ETHERNET",
+        6 => "IEEE802_5",
+        8 => "SLIP",
+        9 => "PPP",
+        10 => "FDDI",
+        50 => "PPP_HDLC",
+        51 => "PPP_ETHER",
+        101 => "RAW",
+        104 => "C_HDLC",
+        105 => "IEEE802_11",
+        107 => "FRELAY",
+        108 => "LOOP",
+        113 => "LINUX_SLL",
+        117 => "PFLOG",
+        119 => "IEEE802_11_PRISM",
+        127 => "IEEE802_11_RADIOTAP",
+        163 => "IEEE802_11_AVS",
+        187 => "BLUETOOTH_HCI_H4",
+        189 => "USB_LINUX",
+        192 => "PPI",
+        195 => "IEEE802_15_4_WITHFCS",
+        220 => "USB_LINUX_MMAPPED",
+        227 => "CAN_SOCKETCAN",
+        228 => "IPV4",
+        229 => "IPV6",
+        239 => "NFLOG",
+        253 => "NETLINK",
+        276 => "LINUX_SLL2",
+        _ => return None,
+    })
+}
+
+/// `NAME (N)`, or `LINKTYPE N` for numbers without a name here.
+pub fn describe_linktype(linktype: u32) -> String {
+    match linktype_name(linktype) {
+        Some(name) => format!("{name} ({linktype})"),
+        None => format!("LINKTYPE {linktype}"),
+    }
 }

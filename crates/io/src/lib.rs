@@ -3,10 +3,13 @@
 
 mod frame;
 mod pcap;
+mod pcapng;
+mod wifi;
 #[cfg(target_os = "linux")]
 pub mod xsk;
 
 pub use frame::{
-    Frame, FrameInfo, LinkKind, to_ethernet, to_ethernet as to_ethernet_for_tests, to_ethernet_into,
+    Frame, FrameInfo, LinkKind, describe_linktype, linktype_name, to_ethernet,
+    to_ethernet as to_ethernet_for_tests, to_ethernet_into,
 };
 pub use pcap::{IoError, PcapSink, PcapSource, RawFrame, SinkFormat};

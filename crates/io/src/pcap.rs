@@ -1,18 +1,19 @@
 //! pcap and pcapng files in and out.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::PcapHeader;
+use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::pcapng::blocks::ENHANCED_PACKET_BLOCK;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
 };
-use pcap_file::pcapng::{Block, PcapNgReader, PcapNgWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::frame::{Frame, FrameInfo, to_ethernet_into};
+use crate::pcapng::PcapNgRecords;
 
 /// A capture that cannot be read or written, with where.
 #[derive(Debug, thiserror::Error)]
@@ -33,35 +34,57 @@ const BUF_SIZE: usize = 1 << 20;
 /// reader had (its 8 MB buffer), which this crate used before.
 const MAX_RECORD: usize = 8_000_000;
 
-/// Records of a classic pcap file, parsed from a large buffer.
-struct PcapRecords {
-    file: File,
-    buf: Vec<u8>,
+/// A file (or bytes) read through a large buffer.
+pub(crate) struct Input {
+    file: Box<dyn Read + Send>,
+    pub(crate) buf: Vec<u8>,
     /// Unread bytes are `buf[pos..end]`.
-    pos: usize,
-    end: usize,
-    big_endian: bool,
-    /// Nanoseconds per unit of a record's fractional timestamp.
-    frac_ns: u64,
-    linktype: u32,
-    /// The header's snapshot length.
-    snaplen: u32,
+    pub(crate) pos: usize,
+    pub(crate) end: usize,
+    /// File offset of `buf[pos]`.
+    pub(crate) offset: u64,
 }
 
-impl PcapRecords {
+impl Input {
+    fn new(file: Box<dyn Read + Send>) -> Input {
+        Input {
+            file,
+            buf: vec![0; BUF_SIZE],
+            pos: 0,
+            end: 0,
+            offset: 0,
+        }
+    }
+
+    /// Unread bytes in the buffer.
+    #[inline]
+    pub(crate) fn have(&self) -> usize {
+        self.end - self.pos
+    }
+
+    /// Takes `n` buffered bytes as read.
+    #[inline]
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos += n;
+        self.offset += n as u64;
+    }
+
     /// Makes `buf[pos..end]` at least `need` bytes long if the file has
     /// them; false at the end of the file.
     #[cold]
-    fn fill(&mut self, need: usize) -> std::io::Result<bool> {
+    pub(crate) fn fill(&mut self, need: usize) -> std::io::Result<bool> {
         if self.pos + need > self.buf.len() {
             self.buf.copy_within(self.pos..self.end, 0);
             self.end -= self.pos;
             self.pos = 0;
-            if need > self.buf.len() {
-                self.buf.resize(need, 0);
-            }
         }
         while self.end - self.pos < need {
+            if self.end == self.buf.len() {
+                // Grown as the bytes come, not as a (maybe corrupt)
+                // length asks.
+                let more = (self.buf.len() * 2).min(need.max(BUF_SIZE));
+                self.buf.resize(more, 0);
+            }
             match self.file.read(&mut self.buf[self.end..]) {
                 Ok(0) => return Ok(false),
                 Ok(n) => self.end += n,
@@ -71,20 +94,34 @@ impl PcapRecords {
         }
         Ok(true)
     }
+}
 
+/// Records of a classic pcap file, parsed from a large buffer.
+struct PcapRecords {
+    input: Input,
+    big_endian: bool,
+    /// Nanoseconds per unit of a record's fractional timestamp.
+    frac_ns: u64,
+    linktype: u32,
+    /// The header's snapshot length.
+    snaplen: u32,
+}
+
+impl PcapRecords {
     /// The next record where it lies in the read buffer. Like libpcap, a
     /// record may be longer than the snapshot length.
     #[inline]
     fn next_raw(&mut self) -> Option<Result<RawFrame<'_>, String>> {
-        if self.end - self.pos < 16 {
-            match self.fill(16) {
+        let input = &mut self.input;
+        if input.have() < 16 {
+            match input.fill(16) {
                 Ok(true) => {}
-                Ok(false) if self.pos == self.end => return None,
-                Ok(false) => return Some(Err(truncated("record header", self.end - self.pos, 16))),
+                Ok(false) if input.have() == 0 => return None,
+                Ok(false) => return Some(Err(truncated("record header", input.have(), 16))),
                 Err(e) => return Some(Err(format!("read failed: {e}"))),
             }
         }
-        let h: &[u8; 16] = self.buf[self.pos..self.pos + 16].try_into().ok()?;
+        let h: &[u8; 16] = input.buf[input.pos..input.pos + 16].try_into().ok()?;
         let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
         let mut words = [word(0), word(4), word(8), word(12)];
         if self.big_endian {
@@ -95,20 +132,20 @@ impl PcapRecords {
         if total > MAX_RECORD {
             return Some(Err(too_long(incl_len)));
         }
-        if self.end - self.pos < total {
-            match self.fill(total) {
+        if input.have() < total {
+            match input.fill(total) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let have = self.end - self.pos - 16;
+                    let have = input.have() - 16;
                     return Some(Err(truncated("record", have, incl_len as usize)));
                 }
                 Err(e) => return Some(Err(format!("read failed: {e}"))),
             }
         }
-        let start = self.pos + 16;
-        self.pos += total;
+        let start = input.pos + 16;
+        input.consume(total);
         Some(Ok(RawFrame {
-            data: &self.buf[start..start + incl_len as usize],
+            data: &input.buf[start..start + incl_len as usize],
             linktype: self.linktype,
             orig_len,
             timestamp_ns: u64::from(ts_sec) * 1_000_000_000 + u64::from(ts_frac) * self.frac_ns,
@@ -157,16 +194,6 @@ impl RawFrame<'_> {
     }
 }
 
-/// Blocks of a pcapng file, through pcap-file's reader.
-struct PcapNgRecords {
-    reader: PcapNgReader<File>,
-    /// Link type and `if_tsresol` of the section's interfaces.
-    interfaces: Vec<(u32, u8)>,
-    /// The last packet's bytes (a block may own them, so they are copied
-    /// out to be lent).
-    scratch: Vec<u8>,
-}
-
 enum Reader {
     Pcap(PcapRecords),
     PcapNg(Box<PcapNgRecords>),
@@ -187,49 +214,48 @@ fn datalink_number(d: DataLink) -> u32 {
 
 impl PcapSource {
     pub fn open(path: &Path) -> Result<PcapSource, IoError> {
+        let file = File::open(path).map_err(|e| IoError {
+            path: path.to_path_buf(),
+            packet: None,
+            reason: e.to_string(),
+        })?;
+        PcapSource::from_reader(path, Box::new(file))
+    }
+
+    /// Reads a capture from `reader` (a file, bytes in memory); `path`
+    /// names it in errors.
+    pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<PcapSource, IoError> {
         let err = |reason: String| IoError {
             path: path.to_path_buf(),
             packet: None,
             reason,
         };
-        let mut file = File::open(path).map_err(|e| err(e.to_string()))?;
-        let mut magic = [0u8; 4];
-        file.read_exact(&mut magic)
-            .map_err(|_| err("too short for a capture file".into()))?;
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| err(e.to_string()))?;
-        let reader = if magic == [0x0a, 0x0d, 0x0d, 0x0a] {
-            Reader::PcapNg(Box::new(PcapNgRecords {
-                reader: PcapNgReader::new(file).map_err(|e| err(format!("pcapng: {e}")))?,
-                interfaces: Vec::new(),
-                scratch: Vec::new(),
-            }))
+        let mut input = Input::new(reader);
+        if !input.fill(4).map_err(|e| err(e.to_string()))? {
+            return Err(err("too short for a capture file".into()));
+        }
+        let reader = if input.buf[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
+            Reader::PcapNg(Box::new(
+                PcapNgRecords::open(input).map_err(|e| err(format!("pcapng: {e}")))?,
+            ))
         } else {
-            let mut records = PcapRecords {
-                file,
-                buf: vec![0; BUF_SIZE],
-                pos: 0,
-                end: 0,
-                big_endian: false,
-                frac_ns: 1_000,
-                linktype: 0,
-                snaplen: 0,
-            };
             let not_pcap = |e: String| err(format!("not a pcap or pcapng file: {e}"));
-            if !records.fill(24).map_err(|e| not_pcap(e.to_string()))? {
+            if !input.fill(24).map_err(|e| not_pcap(e.to_string()))? {
                 return Err(not_pcap("too short for a pcap header".into()));
             }
             let (_, header) =
-                PcapHeader::from_slice(&records.buf[..24]).map_err(|e| not_pcap(e.to_string()))?;
-            records.pos = 24;
-            records.big_endian = header.endianness == Endianness::Big;
-            records.frac_ns = match header.ts_resolution {
-                TsResolution::MicroSecond => 1_000,
-                TsResolution::NanoSecond => 1,
-            };
-            records.linktype = datalink_number(header.datalink);
-            records.snaplen = header.snaplen;
-            Reader::Pcap(records)
+                PcapHeader::from_slice(&input.buf[..24]).map_err(|e| not_pcap(e.to_string()))?;
+            input.consume(24);
+            Reader::Pcap(PcapRecords {
+                input,
+                big_endian: header.endianness == Endianness::Big,
+                frac_ns: match header.ts_resolution {
+                    TsResolution::MicroSecond => 1_000,
+                    TsResolution::NanoSecond => 1,
+                },
+                linktype: datalink_number(header.datalink),
+                snaplen: header.snaplen,
+            })
         };
         Ok(PcapSource {
             path: path.to_path_buf(),
@@ -260,8 +286,8 @@ impl PcapSource {
 
     /// Appends the next frame's bytes, as Ethernet where the link type
     /// allows (see [`to_ethernet_into`]), to `out` and returns what they
-    /// are. Allocates nothing for classic pcap files, and for pcapng no
-    /// more than pcap-file's block parser does, unless `out` must grow.
+    /// are. Allocates nothing (pcap and pcapng records are parsed where
+    /// they lie in the read buffer) unless `out` must grow.
     ///
     /// After an error (a truncated or corrupt record) the source ends,
     /// having delivered every frame before it; `out` is left as it was.
@@ -280,7 +306,7 @@ impl PcapSource {
     }
 
     /// The next record as captured, lent from the reader's buffer (no
-    /// copy for classic pcap files): for sources that look at a packet
+    /// copy): for sources that look at a packet
     /// before deciding to keep it. Ends as [`read_into`](Self::read_into).
     #[inline]
     pub fn next_raw(&mut self) -> Option<Result<RawFrame<'_>, IoError>> {
@@ -295,7 +321,7 @@ impl PcapSource {
         }
         let result = match reader {
             Reader::Pcap(r) => r.next_raw(),
-            Reader::PcapNg(r) => next_pcapng(r),
+            Reader::PcapNg(r) => r.next_raw(),
         };
         match result? {
             Ok(frame) => {
@@ -334,82 +360,6 @@ impl Iterator for PcapSource {
     }
 }
 
-/// The `if_tsresol` of an interface (default: 6, microseconds).
-fn ts_resolution(idb: &InterfaceDescriptionBlock) -> u8 {
-    idb.options
-        .iter()
-        .find_map(|o| match o {
-            InterfaceDescriptionOption::IfTsResol(r) => Some(*r),
-            _ => None,
-        })
-        .unwrap_or(6)
-}
-
-/// Converts a timestamp in `if_tsresol` units to nanoseconds.
-fn to_ns(raw: u64, resol: u8) -> u64 {
-    let raw = u128::from(raw);
-    let ns = if resol & 0x80 != 0 {
-        (raw * 1_000_000_000) >> (resol & 0x7f).min(127)
-    } else if resol <= 9 {
-        raw * 10u128.pow(9 - u32::from(resol))
-    } else {
-        raw / 10u128.pow(u32::from(resol.min(38)) - 9)
-    };
-    u64::try_from(ns).unwrap_or(u64::MAX)
-}
-
-/// The next packet block of a pcapng file, its bytes copied to the
-/// records' scratch buffer.
-fn next_pcapng(r: &mut PcapNgRecords) -> Option<Result<RawFrame<'_>, String>> {
-    loop {
-        let block = match r.reader.next_block()? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e.to_string())),
-        };
-        // The interfaces as pcap-file's parser keeps them (a section
-        // header starts a new list), kept here too so that the block may
-        // stay borrowed from the reader's buffer.
-        let (interface, raw_ts, data, orig_len) = match &block {
-            Block::EnhancedPacket(p) => (
-                p.interface_id,
-                p.timestamp.as_nanos() as u64,
-                &p.data[..],
-                p.original_len,
-            ),
-            Block::SimplePacket(p) => (0, 0, &p.data[..], p.original_len),
-            Block::Packet(p) => (
-                u32::from(p.interface_id),
-                p.timestamp,
-                &p.data[..],
-                p.original_len,
-            ),
-            Block::SectionHeader(_) => {
-                r.interfaces.clear();
-                continue;
-            }
-            Block::InterfaceDescription(idb) => {
-                r.interfaces
-                    .push((datalink_number(idb.linktype), ts_resolution(idb)));
-                continue;
-            }
-            _ => continue,
-        };
-        let Some(&(linktype, resol)) = r.interfaces.get(interface as usize) else {
-            return Some(Err(format!(
-                "packet of interface {interface}, which was never described"
-            )));
-        };
-        r.scratch.clear();
-        r.scratch.extend_from_slice(data);
-        return Some(Ok(RawFrame {
-            data: &r.scratch,
-            linktype,
-            orig_len,
-            timestamp_ns: to_ns(raw_ts, resol),
-        }));
-    }
-}
-
 /// Output formats.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum SinkFormat {
@@ -419,8 +369,9 @@ pub enum SinkFormat {
     PcapNg,
 }
 
-/// The snapshot length of written captures; a classic pcap record may not
-/// be longer.
+/// The snapshot length of written captures, tcpdump's default: a record
+/// may not be longer (libpcap refuses longer records, pcap or pcapng), so
+/// a longer packet is an error, never cut.
 const SNAPLEN: u32 = 262_144;
 
 /// A capture file being written (Ethernet unless made with
@@ -555,6 +506,11 @@ impl PcapSink {
                     .and_then(|()| self.out.write_all(tail))
             }
             SinkFormat::PcapNg => {
+                if len > SNAPLEN as usize {
+                    return Err(self.bad_packet(format!(
+                        "packet of {len} bytes, over the snapshot length ({SNAPLEN}) that libpcap reads"
+                    )));
+                }
                 // An enhanced packet block of interface 0, nanosecond
                 // timestamps, no options.
                 let pad = (4 - len % 4) % 4;

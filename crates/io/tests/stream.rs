@@ -115,35 +115,44 @@ fn read_frames(path: &Path) -> Result<Read, IoError> {
 }
 
 /// Compares the new reader with the old on one file: the same frames, and
-/// an error at the same packet, worded the same for pcapng (still read by
-/// pcap-file). Classic pcap errors now say what was wrong, where
-/// pcap-file said "Error reading bytes".
+/// an error at the same packet. Classic pcap errors now say what was
+/// wrong, where pcap-file said "Error reading bytes". pcapng is parsed
+/// here now, skipping the options pcap-file refused ("Invalid option"):
+/// a pcapng file gives the frames it gave before, and may go on where
+/// pcap-file stopped.
 fn compare(path: &Path) -> (usize, bool) {
     let old = read_old(path);
     let new = read_new(path);
     let (old, pcapng) = match (old, new.as_ref()) {
         (Ok(old), Ok(_)) => old,
         (Err(_), Err(_)) => return (0, false),
+        (Err(_), Ok(_)) if is_pcapng(path) => return (0, false),
         (old, new) => panic!("{}: opens as {old:?} before, {new:?} now", path.display()),
     };
     let new = new.unwrap();
     let name = path.display();
-    assert_eq!(new.frames.len(), old.frames.len(), "{name}: frame count");
+    if pcapng && old.error.is_some() {
+        assert!(new.frames.len() >= old.frames.len(), "{name}: frame count");
+    } else {
+        assert_eq!(new.frames.len(), old.frames.len(), "{name}: frame count");
+    }
     for (i, (n, o)) in new.frames.iter().zip(&old.frames).enumerate() {
         assert_eq!(n, o, "{name}: frame {}", i + 1);
     }
     match (&new.error, &old.error) {
         (None, None) => {}
+        (_, Some(_)) if pcapng => {}
         (Some((np, nr)), Some((op, or))) => {
             assert_eq!(np, op, "{name}: error at another packet: {nr} / {or}");
-            if pcapng {
-                assert_eq!(nr, or, "{name}");
-            }
         }
         (n, o) => panic!("{name}: error {n:?}, before {o:?}"),
     }
     assert_eq!(read_frames(path).unwrap(), new, "{name}: next_frame");
     (old.frames.len(), old.error.is_some())
+}
+
+fn is_pcapng(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]))
 }
 
 #[test]
@@ -439,4 +448,29 @@ fn write_errors_say_write_and_the_os_error() {
         err,
         "/dev/full: write failed: No space left on device (os error 28)"
     );
+}
+
+/// The fuzz target's first find (`captures`): a pcap of one 15-byte record
+/// (its link type word with FCS bits set, a snapshot length of 15). The
+/// reader was right; the target called `src.count()`, which is
+/// `Iterator::count` (it reads the rest), where `PcapSource::count` was
+/// meant. Kept as the reader's regression test.
+#[test]
+fn fuzz_crasher_one_frame_with_fcs_bits_in_the_link_type() {
+    let bytes: [u8; 55] = [
+        212, 195, 178, 161, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 0, 0, 0, 1, 0, 0, 48, 48, 48,
+        48, 48, 63, 66, 15, 0, 15, 0, 0, 0, 0, 0, 4, 0, 48, 48, 48, 48, 48, 48, 48, 48, 48, 48, 48,
+        48, 254, 254, 48,
+    ];
+    let path = Path::new("crasher.pcap");
+    let mut src = PcapSource::from_reader(path, Box::new(std::io::Cursor::new(bytes))).unwrap();
+    let mut buf = Vec::new();
+    let first = src.read_into(&mut buf).unwrap().unwrap();
+    assert_eq!(
+        (first.len, first.orig_len, first.link),
+        (15, 0x40000, LinkKind::Ethernet)
+    );
+    assert_eq!(PcapSource::count(&src), 1);
+    assert!(src.read_into(&mut buf).is_none());
+    assert_eq!(PcapSource::count(&src), 1);
 }

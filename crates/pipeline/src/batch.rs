@@ -84,11 +84,7 @@ impl Batch {
             self.bytes.truncate(start);
             return false;
         }
-        let mut len = self.bytes.len() - start;
-        if len > runtime::MAX_FRAME {
-            len = runtime::MAX_FRAME;
-            self.bytes.truncate(start + len);
-        }
+        let len = self.bytes.len() - start;
         self.packets.push(PacketInfo {
             seq,
             timestamp_ns,
@@ -108,11 +104,11 @@ impl Batch {
         }
     }
 
-    /// Appends a copy of `data` (longer packets are cut at the longest
-    /// frame a hook takes).
+    /// Appends a copy of `data`, whole: a packet longer than 64 KiB goes
+    /// to an XDP program as its linear part and fragments.
     pub fn push(&mut self, seq: u64, timestamp_ns: u64, link: LinkKind, data: &[u8]) {
         self.push_with(seq, timestamp_ns, link, |buf| {
-            buf.extend_from_slice(&data[..data.len().min(runtime::MAX_FRAME)]);
+            buf.extend_from_slice(data);
             true
         });
     }
@@ -157,9 +153,15 @@ mod tests {
     }
 
     #[test]
-    fn long_packets_are_cut_at_the_largest_frame() {
+    fn long_packets_are_kept_whole() {
         let mut b = Batch::new();
-        b.push(1, 0, LinkKind::Ethernet, &vec![0; runtime::MAX_FRAME + 10]);
-        assert_eq!(b.data(0).len(), runtime::MAX_FRAME);
+        let long: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        b.push(1, 0, LinkKind::Ethernet, &long);
+        assert!(b.push_with(2, 0, LinkKind::Ethernet, |v| {
+            v.extend_from_slice(&long);
+            true
+        }));
+        assert_eq!(b.data(0), &long[..]);
+        assert_eq!(b.data(1), &long[..]);
     }
 }

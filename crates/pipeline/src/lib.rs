@@ -32,5 +32,5 @@ pub use record::{Recorded, record};
 pub use replay::{Options, ReplayError, Summary, replay};
 pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
-pub use source::{Capture, Generated, Packets, Source, SourceError, for_each_packet};
+pub use source::{Capture, Foreign, Generated, Packets, Source, SourceError, for_each_packet};
 pub use worker::Worker;

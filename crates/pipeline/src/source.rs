@@ -29,6 +29,12 @@ pub trait Source: Send {
         None
     }
 
+    /// Frames read but not given, per LINKTYPE_* number: frames without
+    /// an Ethernet form a capture skipped ([`Foreign::Skip`]).
+    fn skipped(&self) -> Vec<(u32, u64)> {
+        Vec::new()
+    }
+
     /// Another source over the same packets, from the first, for a worker
     /// that reads them all and keeps its share (a file is opened again,
     /// traffic generated again); `None` where packets can be read once
@@ -60,28 +66,69 @@ pub trait Source: Send {
     }
 }
 
+/// What a capture does with frames that have no Ethernet form
+/// ([`LinkKind::Foreign`]: 802.11 management or encrypted frames, PPP, ...).
+#[derive(Copy, Clone, Default, PartialEq, Eq, Debug)]
+pub enum Foreign {
+    /// Not given to the program; counted ([`Source::skipped`]).
+    #[default]
+    Skip,
+    /// Given to the program as captured.
+    Pass,
+}
+
 /// A pcap or pcapng file, read as a stream.
 pub struct Capture {
     reader: io::PcapSource,
     seq: u64,
+    foreign: Foreign,
+    /// Frames skipped per link type, in order of first appearance.
+    skipped: Vec<(u32, u64)>,
 }
 
 impl Capture {
+    /// Opens a capture that skips frames without an Ethernet form.
     pub fn open(path: &Path) -> Result<Capture, SourceError> {
         let reader = io::PcapSource::open(path).map_err(|e| SourceError(e.to_string()))?;
-        Ok(Capture { reader, seq: 0 })
+        Ok(Capture {
+            reader,
+            seq: 0,
+            foreign: Foreign::Skip,
+            skipped: Vec::new(),
+        })
+    }
+
+    /// What to do with frames without an Ethernet form.
+    pub fn foreign(mut self, foreign: Foreign) -> Capture {
+        self.foreign = foreign;
+        self
+    }
+
+    #[cold]
+    fn count_skipped(&mut self, linktype: u32) {
+        match self.skipped.iter_mut().find(|(l, _)| *l == linktype) {
+            Some((_, n)) => *n += 1,
+            None => self.skipped.push((linktype, 1)),
+        }
     }
 }
 
 impl Source for Capture {
     fn fork(&self) -> Option<Box<dyn Source>> {
-        Some(Box::new(Capture::open(self.reader.path()).ok()?))
+        let fork = Capture::open(self.reader.path()).ok()?;
+        Some(Box::new(fork.foreign(self.foreign)))
+    }
+
+    fn skipped(&self) -> Vec<(u32, u64)> {
+        self.skipped.clone()
     }
 
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
         self.fill_where(batch, u64::MAX, &mut |_, _| true).1
     }
 
+    /// Skipped frames count neither as read nor against `max`, but keep
+    /// their sequence numbers: packets are numbered as in the capture.
     fn fill_where(
         &mut self,
         batch: &mut Batch,
@@ -89,6 +136,7 @@ impl Source for Capture {
         keep: &mut dyn FnMut(u64, &[u8]) -> bool,
     ) -> (u64, Result<(), SourceError>) {
         let mut read = 0u64;
+        let skip = self.foreign == Foreign::Skip;
         while !batch.is_full() && read < max {
             let frame = match self.reader.next_raw() {
                 None => break,
@@ -96,21 +144,34 @@ impl Source for Capture {
                 Some(Err(e)) => return (read, Err(SourceError(e.to_string()))),
             };
             self.seq += 1;
-            read += 1;
             let (seq, ts) = (self.seq, frame.timestamp_ns);
             if frame.is_ethernet() {
+                read += 1;
                 // Looked at where it lies; copied only when kept.
                 if keep(seq, frame.data) {
                     batch.push(seq, ts, LinkKind::Ethernet, frame.data);
                 }
             } else {
-                // Converted into the batch, and withdrawn if not kept.
+                // Converted into the batch, and withdrawn if skipped or
+                // not kept.
                 let mut link = LinkKind::Ethernet;
+                let mut skipped = None;
                 let kept = batch.push_with(seq, ts, link, |buf| {
                     let start = buf.len();
                     link = frame.to_ethernet_into(buf);
-                    keep(seq, &buf[start..])
+                    match link {
+                        LinkKind::Foreign(linktype) if skip => {
+                            skipped = Some(linktype);
+                            false
+                        }
+                        _ => keep(seq, &buf[start..]),
+                    }
                 });
+                if let Some(linktype) = skipped {
+                    self.count_skipped(linktype);
+                    continue;
+                }
+                read += 1;
                 if kept {
                     batch.set_last(ts, link);
                 }

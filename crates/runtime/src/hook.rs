@@ -27,7 +27,9 @@ pub const FRAG_SIZE: usize = 4096;
 pub const TAILROOM: usize = 320;
 /// Frame size of one packet (a page), larger only for longer packets.
 pub const FRAME: usize = 4096;
-/// Longest packet a hook takes.
+/// Longest packet a tc hook takes (its linear data; longer ones are
+/// refused with an error, never cut). XDP takes packets of any length:
+/// the linear part ([`XDP_LINEAR_MAX`]) and fragments.
 pub const MAX_PACKET: usize = 65_535;
 const CTX_SIZE: usize = 192;
 
@@ -490,6 +492,17 @@ impl Hook {
     #[inline]
     pub fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
         let entry = self.env.vm_program_of[self.program].expect("the entry is loaded");
+        if packet.len() > MAX_PACKET && self.ctx_kind == CtxKind::Skb {
+            return Err(VmError {
+                program: entry,
+                pc: 0,
+                text: "before the first instruction".into(),
+                kind: vm::VmErrorKind::PacketTooLong {
+                    len: packet.len(),
+                    max: MAX_PACKET,
+                },
+            });
+        }
         let first = self
             .exec(entry, packet, meta, None, true)
             .map_err(|e| self.explain(e))?;
@@ -706,15 +719,15 @@ impl Hook {
             self.map_regions();
         }
         let ctx_kind = self.ctx_kind;
+        // tc packets longer than the buffer are refused by `run`; the min
+        // only keeps the copy below in bounds.
         let mut len = packet.len().min(MAX_PACKET);
         if ctx_kind == CtxKind::Xdp && fresh {
-            // One page holds the linear part; the rest goes to fragments,
-            // as the kernel's multi-buffer XDP (and its test runs) do.
+            // One page holds the linear part; the rest, however long, goes
+            // to fragments, as the kernel's multi-buffer XDP does.
             self.env.frags.clear();
-            if len > XDP_LINEAR_MAX {
-                self.env
-                    .frags
-                    .extend_from_slice(&packet[XDP_LINEAR_MAX..len]);
+            if packet.len() > XDP_LINEAR_MAX {
+                self.env.frags.extend_from_slice(&packet[XDP_LINEAR_MAX..]);
                 len = XDP_LINEAR_MAX;
             }
         }

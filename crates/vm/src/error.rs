@@ -39,4 +39,9 @@ pub enum VmErrorKind {
     CorePoisoned,
     #[error("callback {0:#x} is not a function of this program")]
     BadCallback(u64),
+    /// A packet longer than the hook takes: not run (never cut).
+    #[error(
+        "a packet of {len} bytes is longer than the {max} bytes of linear data a tc program takes here (the kernel keeps the rest of a longer skb in fragments, which sluice does not model for tc): not run"
+    )]
+    PacketTooLong { len: usize, max: usize },
 }

@@ -3,6 +3,7 @@
 //! `BPF_PROG_TEST_RUN` (one call per packet, and repeated inside the
 //! kernel), and in the rbpf crate where it can run the program.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -27,6 +28,10 @@ pub struct Args {
     /// Generated packets (see `sluice run --help`); repeatable
     #[arg(long = "gen", value_name = "SPEC")]
     r#gen: Vec<String>,
+    /// Frames of the capture without an Ethernet form: skip them or pass
+    /// them as captured (see `sluice run --help`)
+    #[arg(long, value_enum, default_value_t = run::ForeignFrames::Skip)]
+    foreign: run::ForeignFrames,
     /// Packets taken from the source
     #[arg(long, default_value_t = 10_000)]
     packets: usize,
@@ -48,6 +53,10 @@ struct Report {
     packets: usize,
     /// "verified" (sluice runs without per-access checks) or "run-time".
     checks: &'static str,
+    /// Frames of the capture without an Ethernet form, not run, per link
+    /// type.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    skipped: BTreeMap<String, u64>,
     results: Vec<Engine>,
 }
 
@@ -287,6 +296,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         } else {
             a.r#gen.clone()
         },
+        foreign: a.foreign,
         cpus: 1,
         ifindex: Some(1),
         engine: run::Engine::Interp,
@@ -303,6 +313,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         b.push(info.seq, info.timestamp_ns, info.link, data);
     })
     .map_err(|e| e.to_string())?;
+    let skipped = run::skipped(source.as_ref());
     if packets.is_empty() {
         return Err("no packets to run".into());
     }
@@ -338,6 +349,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         program: program.name.clone(),
         packets: packets.len(),
         checks,
+        skipped,
         results,
     };
     if a.json {
@@ -360,6 +372,9 @@ fn print_text(r: &Report, p: &obj::Program) {
             "checked on every access"
         }
     );
+    for (k, n) in &r.skipped {
+        println!("skipped: {n} frames of {k} without an Ethernet form");
+    }
     println!("{:<14} {:>12} {:>9}", "engine", "ns/packet", "Mpps");
     let ns_of = |e: &str| {
         r.results

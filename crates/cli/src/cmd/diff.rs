@@ -1,6 +1,7 @@
 //! `sluice diff`: every packet through the sluice VM and through the
 //! kernel's BPF_PROG_TEST_RUN, compared (verdict, packet, context, maps).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,6 +25,10 @@ pub struct Args {
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=10000 (repeat to mix streams)
     #[arg(long)]
     pub r#gen: Vec<String>,
+    /// Frames of the capture without an Ethernet form: skip them or pass
+    /// them as captured (see `sluice run --help`)
+    #[arg(long, value_enum, default_value_t = run::ForeignFrames::Skip)]
+    pub foreign: run::ForeignFrames,
     /// Globals and map sizes, on both sides
     #[command(flatten)]
     pub settings: crate::settings::ObjectSettings,
@@ -45,6 +50,10 @@ pub struct Args {
 struct DiffReport<'a> {
     object: String,
     program: String,
+    /// Frames of the capture without an Ethernet form, not compared, per
+    /// link type.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    skipped: BTreeMap<String, u64>,
     #[serde(flatten)]
     summary: &'a Summary,
 }
@@ -62,6 +71,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         prog: a.prog.clone(),
         pcap: a.pcap.clone(),
         r#gen: a.r#gen.clone(),
+        foreign: a.foreign,
         settings: a.settings.clone(),
         map_update: a.map_update.clone(),
         // Per-CPU maps hold one value per possible CPU, as the kernel's.
@@ -91,6 +101,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let report = DiffReport {
         object: a.object.display().to_string(),
         program,
+        skipped: run::skipped(source.as_ref()),
         summary: &summary,
     };
     if a.json {
@@ -111,6 +122,9 @@ fn print_text(r: &DiffReport<'_>) {
         "{} {}: {} packets, {} compared, {} divergences, {} not comparable",
         r.object, r.program, s.packets, s.compared, s.divergences, s.not_comparable
     );
+    for (k, n) in &r.skipped {
+        println!("skipped: {n} frames of {k} without an Ethernet form");
+    }
     for n in &s.notes {
         println!("note: {n}");
     }

@@ -148,17 +148,10 @@ pub fn to_ethernet(linktype: u32, data: &[u8]) -> (Vec<u8>, LinkKind) {
                 LinkKind::Converted,
             )
         }
-        // Linux cooked v1: protocol at 14..16, 16-byte header.
-        113 if data.len() >= 16 => {
-            let proto = u16::from_be_bytes([data[14], data[15]]);
-            (with_ethernet(proto, &data[16..]), LinkKind::Converted)
-        }
-        // Linux cooked v2: protocol at 0..2, 20-byte header.
-        276 if data.len() >= 20 => {
-            let proto = u16::from_be_bytes([data[0], data[1]]);
-            (with_ethernet(proto, &data[20..]), LinkKind::Converted)
-        }
-        other => (data.to_vec(), LinkKind::Foreign(other)),
+        // Linux cooked captures (their pseudo-protocols) and 802.11 are
+        // converted since: compared as the crate converts them now (the
+        // conversions are tested on their own in `frames.rs`).
+        other => io::to_ethernet(other, data),
     }
 }
 /// Converts a timestamp in an interface's `if_tsresol` units (default: µs)

@@ -3,12 +3,13 @@
 
 mod report;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use pipeline::{Capture, Generated, Live, Port, PortCounts, Route, Shard, Sinks, Source};
+use pipeline::{Capture, Foreign, Generated, Live, Port, PortCounts, Route, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
 
 use crate::mapfmt;
@@ -21,6 +22,23 @@ pub enum Engine {
     #[default]
     Jit,
     Interp,
+}
+
+/// What a capture's frames without an Ethernet form become.
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum ForeignFrames {
+    #[default]
+    Skip,
+    Pass,
+}
+
+impl From<ForeignFrames> for Foreign {
+    fn from(f: ForeignFrames) -> Foreign {
+        match f {
+            ForeignFrames::Skip => Foreign::Skip,
+            ForeignFrames::Pass => Foreign::Pass,
+        }
+    }
 }
 
 #[derive(clap::Args, Clone, Default)]
@@ -36,6 +54,11 @@ pub struct Args {
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=1000000 (repeat to mix streams)
     #[arg(long)]
     pub r#gen: Vec<String>,
+    /// Frames of the capture without an Ethernet form (802.11 management,
+    /// control or encrypted frames, PPP, ...): skip them (counted, with a
+    /// warning) or pass them to the program as captured
+    #[arg(long, value_enum, default_value_t = ForeignFrames::Skip)]
+    pub foreign: ForeignFrames,
     /// Read the frames arriving on this interface, live (AF_PACKET; needs
     /// root or CAP_NET_RAW), until Ctrl-C, SIGTERM or --limit; frames sent
     /// out of it are not read
@@ -205,7 +228,11 @@ pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
         Box::new(Live::open(iface, Some(stop)).map_err(|e| e.to_string())?)
     } else {
         match &a.pcap {
-            Some(path) => Box::new(Capture::open(path).map_err(|e| e.to_string())?),
+            Some(path) => Box::new(
+                Capture::open(path)
+                    .map_err(|e| e.to_string())?
+                    .foreign(a.foreign.into()),
+            ),
             None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
         }
     };
@@ -218,6 +245,27 @@ pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
         }
         None => Ok(source),
     }
+}
+
+/// The frames `source` skipped, per link type (`NAME (N)`), told on
+/// stderr as a warning; what reports print.
+pub(crate) fn skipped(source: &dyn Source) -> BTreeMap<String, u64> {
+    let skipped = source.skipped();
+    if !skipped.is_empty() {
+        let total: u64 = skipped.iter().map(|(_, n)| n).sum();
+        let each: Vec<String> = skipped
+            .iter()
+            .map(|(l, n)| format!("{n} {}", io::describe_linktype(*l)))
+            .collect();
+        eprintln!(
+            "sluice: warning: skipped {total} frames without an Ethernet form: {} (--foreign pass gives them to the program as captured)",
+            each.join(", ")
+        );
+    }
+    skipped
+        .into_iter()
+        .map(|(l, n)| (io::describe_linktype(l), n))
+        .collect()
 }
 
 /// The interface a `--send-*` option names, and what was sent out of it.
@@ -309,6 +357,7 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
         source: describe_source(a),
         note: source.note(),
         ports: &ports,
+        skipped: skipped(source.as_ref()),
     };
     let report = report::RunReport::new(a, hook, &summary, &read);
     report.print(a.json)?;

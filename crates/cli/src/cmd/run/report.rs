@@ -40,6 +40,8 @@ pub(super) struct Read<'a> {
     /// The source's own account (a live interface's drops).
     pub note: Option<String>,
     pub ports: &'a [SentPort],
+    /// Frames of the capture skipped, per link type.
+    pub skipped: BTreeMap<String, u64>,
 }
 
 /// Packets of a route sent out of an interface.
@@ -93,6 +95,10 @@ pub(super) struct RunReport {
     perf_events: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     link_types: BTreeMap<String, u64>,
+    /// Frames of the capture without an Ethernet form, not run, per link
+    /// type (`--foreign skip`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    skipped: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     sent: Vec<SentReport>,
     maps: Vec<MapDump>,
@@ -274,6 +280,7 @@ impl RunReport {
             ringbuf,
             perf_events,
             link_types,
+            skipped: read.skipped.clone(),
             maps,
             source_error: s.source_error.as_ref().map(|e| e.to_string()),
             stopped: s.stopped,
@@ -365,6 +372,13 @@ fn print_text(r: &RunReport) {
             .collect();
         println!(
             "link types    {} (Converted: given an Ethernet header; Foreign(N): bytes as captured)",
+            v.join("  ")
+        );
+    }
+    if !r.skipped.is_empty() {
+        let v: Vec<String> = r.skipped.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        println!(
+            "skipped       {} (frames without an Ethernet form; --foreign pass runs them)",
             v.join("  ")
         );
     }
