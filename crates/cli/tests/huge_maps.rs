@@ -83,3 +83,39 @@ fn a_400_mb_array_replays_in_the_memory_it_touches() {
         "peak RSS {peak_kib} KiB for a 400 MB map of which 2 entries are used"
     );
 }
+
+/// The differential run of the same object agrees with the kernel, says
+/// how the huge map is compared, and never commits the map's memory.
+#[test]
+fn a_400_mb_array_is_diffed_by_what_changed() {
+    if !kernel::available_for_test("sluice diff of a 400 MB array") {
+        return;
+    }
+    let obj = programs::compile::compile("huge_array", SOURCE);
+    let dir = std::env::temp_dir().join(format!("sluice-huge-diff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("huge_array.o");
+    std::fs::write(&path, obj).unwrap();
+    let (json, peak_kib) = run_measured(
+        Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("diff")
+            .arg(&path)
+            .args([
+                "--gen",
+                "udp,count=50,size=64",
+                "--gen",
+                "udp,count=3,size=1400",
+            ])
+            .arg("--json"),
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["packets"], 53, "{json}");
+    assert_eq!(v["compared"], 53, "{json}");
+    assert_eq!(v["divergences"], 0, "{json}");
+    assert!(
+        v["notes"][0].as_str().unwrap().contains("per_len"),
+        "{json}"
+    );
+    assert!(peak_kib < 100 * 1024, "peak RSS {peak_kib} KiB");
+}

@@ -250,10 +250,18 @@ fn a_map_changed_on_one_side_is_a_divergence() {
     let mut value = vec![0u8; stats.user_value_len()];
     value[0] = 7;
     stats.update(&99u32.to_le_bytes(), &value, 0).unwrap();
+    // The VM's run does not touch key 99: the change is found by the next
+    // full comparison of the maps, which says since which packet.
     let (ts, f) = spec.packets().next().unwrap();
-    let difftest::Comparison::Diverged(div) = d.packet(4, ts, &f) else {
-        panic!("the change was not seen");
-    };
+    let every = d.full_every();
+    let div = (4..4 + every)
+        .find_map(|i| match d.packet(i, ts, &f) {
+            difftest::Comparison::Same => None,
+            difftest::Comparison::Diverged(div) => Some(div),
+            other => panic!("{other:?}"),
+        })
+        .expect("the change was not seen");
+    assert!(matches!(div.since_packet, Some(s) if s <= 4), "{div:?}");
     assert!(
         div.differences.iter().any(|x| matches!(x,
             difftest::Difference::Map { map, key, .. } if map == "proto_stats" && key == "63000000")),
@@ -261,5 +269,64 @@ fn a_map_changed_on_one_side_is_a_divergence() {
         div.differences
     );
     // The maps were brought back in step: the next packet agrees.
-    assert!(matches!(d.packet(5, ts, &f), difftest::Comparison::Same));
+    let next = div.packet + 1;
+    assert!(matches!(d.packet(next, ts, &f), difftest::Comparison::Same));
+    // A change the VM's run makes is compared at once: here the kernel's
+    // copy of the entry the packets count in is changed behind the VM's
+    // back, and the next packet's comparison of that entry shows it.
+    let udp = 17u32.to_le_bytes();
+    let mut value = stats.lookup(&udp).unwrap().unwrap();
+    value[0] ^= 0x80;
+    stats.update(&udp, &value, 0).unwrap();
+    let difftest::Comparison::Diverged(div) = d.packet(next + 1, ts, &f) else {
+        panic!("the change was not seen at once");
+    };
+    assert_eq!(div.since_packet, None);
+    assert!(
+        div.differences.iter().any(|x| matches!(x,
+            difftest::Difference::Map { map, key, .. } if map == "proto_stats" && key == "11000000")),
+        "{:?}",
+        div.differences
+    );
+    let s = d.into_summary();
+    assert_eq!(s.divergences, 2);
+    assert!(s.full_map_comparisons >= 2);
+}
+
+/// A change only the kernel made and no later full comparison saw is
+/// found by the final one, at the end of the run.
+#[test]
+fn the_end_of_a_run_compares_every_entry() {
+    if !kernel_available("differential test of the final comparison") {
+        return;
+    }
+    let bytes = programs::object("xdp_count").unwrap();
+    let object = obj::Object::parse(bytes).unwrap();
+    let opts = LoadOptions {
+        ncpus: kernel::possible_cpus() as u32,
+        ..LoadOptions::default()
+    };
+    let hook = Hook::new(Image::load(object, &opts).unwrap(), 0, 0).unwrap();
+    let mut d = Differ::new(hook, bytes, "xdp_count", 5).unwrap();
+    let stats = d
+        .kernel_object()
+        .maps()
+        .unwrap()
+        .into_iter()
+        .find(|m| m.name == "proto_stats")
+        .unwrap();
+    let spec = packet::GenSpec::parse("udp,flows=2,count=3").unwrap();
+    let mut value = vec![0u8; stats.user_value_len()];
+    value[0] = 1;
+    stats.update(&200u32.to_le_bytes(), &value, 0).unwrap();
+    for (i, (ts, f)) in spec.packets().enumerate() {
+        assert!(matches!(
+            d.packet(i as u64, ts, &f),
+            difftest::Comparison::Same
+        ));
+    }
+    let s = d.into_summary();
+    assert_eq!(s.divergences, 1);
+    assert_eq!(s.first[0].packet, 2);
+    assert_eq!(s.first[0].since_packet, Some(0));
 }

@@ -132,7 +132,7 @@ impl Arena {
         while at < len {
             let n = (len - at).min(buf.len());
             self.read_into(off + at, &mut buf[..n]);
-            if buf[..n].iter().any(|&b| b != 0) {
+            if buf[..n] != [0u8; 512][..n] {
                 return false;
             }
             at += n;

@@ -38,6 +38,8 @@ impl Tracker {
         let mut slots = BTreeSet::new();
         let page = self.page;
         let mut now = vec![0u8; page];
+        // Compared as slices (memcmp), not byte by byte.
+        let zeros = vec![0u8; page];
         for range in v.arena.touched() {
             let mut at = range.start / page * page;
             while at < range.end {
@@ -47,7 +49,7 @@ impl Tracker {
                 let idx = at / page;
                 let same = match self.shadow.get(&idx) {
                     Some(old) => old[..] == now[..],
-                    None => now.iter().all(|&b| b == 0),
+                    None => zeros[..n] == now[..],
                 };
                 if !same {
                     let old = self.shadow.get(&idx);

@@ -53,13 +53,18 @@ impl Values {
     pub fn maybe_nonzero_slots(&self) -> Vec<u32> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 4096];
+        let zeros = vec![0u8; 4096];
         for range in self.arena.touched() {
             let mut at = range.start;
             while at < range.end {
                 let n = (range.end - at).min(buf.len());
                 self.arena.read_into(at, &mut buf[..n]);
+                if buf[..n] == zeros[..n] {
+                    at += n;
+                    continue;
+                }
                 for (i, w) in buf[..n].chunks(8).enumerate() {
-                    if w.iter().any(|&b| b != 0)
+                    if w != &zeros[..w.len()]
                         && let Some(s) = self.slot_at(at + i * 8)
                         && out.last() != Some(&s)
                     {
