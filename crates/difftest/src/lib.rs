@@ -174,7 +174,26 @@ impl Differ {
                 k
             }
         };
+        // BPF_PROG_TEST_RUN refuses devmap and cpumap entry programs: the
+        // kernel runs a plain-XDP copy of their instructions.
+        kobj.plain_xdp();
         let clock = kobj.share_clock().map_err(|e| e.to_string())?;
+        if kobj
+            .plain_xdp_copies()
+            .iter()
+            .any(|p| *p == hook.program().name)
+        {
+            notes.push(format!(
+                "{} is a {} entry program, which the kernel's test run refuses: the kernel \
+                 ran a copy of its instructions loaded as a plain XDP program",
+                hook.program().name,
+                if hook.program().section.contains("cpumap") {
+                    "cpumap"
+                } else {
+                    "devmap"
+                }
+            ));
+        }
         let prog = kobj
             .program(&hook.program().name)
             .map_err(|e| e.to_string())?;

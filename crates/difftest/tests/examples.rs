@@ -330,3 +330,62 @@ fn the_end_of_a_run_compares_every_entry() {
     assert_eq!(s.first[0].packet, 2);
     assert_eq!(s.first[0].since_packet, Some(0));
 }
+
+/// Devmap and cpumap entry programs: the kernel's test run refuses their
+/// attach types, so the kernel runs a plain-XDP copy, and the report says so.
+#[test]
+fn devmap_and_cpumap_programs_are_compared_as_plain_xdp() {
+    if !kernel_available("differential test of devmap and cpumap programs") {
+        return;
+    }
+    let source = r#"
+#include "parse.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} seen SEC(".maps");
+
+static __always_inline int count(struct xdp_md *ctx, __u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&seen, &which);
+	if (v)
+		__sync_fetch_and_add(v, ctx->data_end - ctx->data);
+	return (ctx->data_end - ctx->data) > 100 ? XDP_DROP : XDP_PASS;
+}
+
+SEC("xdp/devmap")
+int on_devmap(struct xdp_md *ctx) { return count(ctx, 0); }
+
+SEC("xdp/cpumap")
+int on_cpumap(struct xdp_md *ctx) { return count(ctx, 1); }
+
+char _license[] SEC("license") = "GPL";
+"#;
+    let bytes = programs::compile::compile("entry_progs", source);
+    let spec = packet::GenSpec::parse("udp,flows=3,count=20").unwrap();
+    let big = packet::GenSpec::parse("udp,flows=1,count=5,size=200").unwrap();
+    for (p, kind) in [(0, "devmap"), (1, "cpumap")] {
+        let object = obj::Object::parse(&bytes).unwrap();
+        let opts = LoadOptions {
+            ncpus: kernel::possible_cpus() as u32,
+            ..LoadOptions::default()
+        };
+        let hook = Hook::new(Image::load(object, &opts).unwrap(), p, 0).unwrap();
+        let mut d = Differ::new(hook, &bytes, "entry_progs", 5).unwrap();
+        for (i, (ts, f)) in spec.packets().chain(big.packets()).enumerate() {
+            d.packet(i as u64, ts, &f);
+        }
+        let s = d.into_summary();
+        report(kind, &s);
+        assert_eq!((s.compared, s.divergences), (25, 0));
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains(kind) && n.contains("plain XDP")),
+            "{:?}",
+            s.notes
+        );
+    }
+}

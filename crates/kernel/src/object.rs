@@ -43,8 +43,14 @@ pub struct ProgInfo {
 /// value lives (and after, for what is attached or pinned).
 pub struct KernelObject {
     obj: libbpf_rs::Object,
-    /// Programs loaded again with the shared clock, by function name.
+    /// Programs loaded again with the shared clock, or as plain XDP, by
+    /// function name.
     replaced: Vec<(String, std::os::fd::OwnedFd)>,
+    /// Load devmap and cpumap entry programs again as plain XDP
+    /// ([`KernelObject::plain_xdp`]).
+    plain_xdp: bool,
+    /// The programs loaded again as plain XDP.
+    plain_copies: Vec<String>,
 }
 
 /// libbpf names a global data map `<object name prefix><section>` for
@@ -154,6 +160,8 @@ impl KernelObject {
         Ok(KernelObject {
             obj,
             replaced: Vec::new(),
+            plain_xdp: false,
+            plain_copies: Vec::new(),
         })
     }
 
@@ -180,6 +188,20 @@ impl KernelObject {
             .collect()
     }
 
+    /// Makes [`KernelObject::share_clock`] also load devmap and cpumap entry
+    /// programs (`SEC("xdp/devmap")`, `SEC("xdp/cpumap")`) again as plain
+    /// XDP programs: `BPF_PROG_TEST_RUN` refuses those attach types, and
+    /// the same instructions run as plain XDP (a program reading
+    /// `egress_ifindex`, which only devmap programs may, is then refused).
+    pub fn plain_xdp(&mut self) {
+        self.plain_xdp = true;
+    }
+
+    /// The programs [`KernelObject::share_clock`] loaded again as plain XDP.
+    pub fn plain_xdp_copies(&self) -> &[String] {
+        &self.plain_copies
+    }
+
     /// Loads every program that reads the kernel's clock or random numbers
     /// again, reading them from a map instead (see [`crate::clock`]), and
     /// points program arrays at the new copies. Returns the clock, or
@@ -202,24 +224,44 @@ impl KernelObject {
                 }
                 std::slice::from_raw_parts(at.cast::<RawInsn>(), n).to_vec()
             };
-            if !crate::clock::reads_clock(&insns) {
+            // SAFETY: `ptr` is a live program of `self.obj`.
+            let attach = unsafe { libbpf_sys::bpf_program__expected_attach_type(ptr) };
+            let plain = self.plain_xdp
+                && matches!(
+                    attach,
+                    libbpf_sys::BPF_XDP_DEVMAP | libbpf_sys::BPF_XDP_CPUMAP
+                );
+            let reads_clock = crate::clock::reads_clock(&insns);
+            if !reads_clock && !plain {
                 continue;
             }
-            if clock.is_none() {
-                clock = Some(Clock::create()?);
-            }
-            let c = clock.as_ref().expect("created above");
             let name = p.name().to_string_lossy().into_owned();
             // SAFETY: `ptr` is a live program of `self.obj`.
             let how = unsafe {
                 LoadAs {
                     name: name.clone(),
                     prog_type: libbpf_sys::bpf_program__type(ptr),
-                    expected_attach_type: libbpf_sys::bpf_program__expected_attach_type(ptr),
+                    expected_attach_type: if plain { libbpf_sys::BPF_XDP } else { attach },
                     flags: libbpf_sys::bpf_program__flags(ptr),
                 }
             };
-            let fd = crate::clock::load(&crate::clock::rewrite(&insns, c), &how)?;
+            let insns = if reads_clock {
+                if clock.is_none() {
+                    clock = Some(Clock::create()?);
+                }
+                crate::clock::rewrite(&insns, clock.as_ref().expect("created above"))
+            } else {
+                insns
+            };
+            let fd = crate::clock::load(&insns, &how).map_err(|mut e| {
+                if plain {
+                    e.message = format!("{name} as a plain XDP program: {}", e.message);
+                }
+                e
+            })?;
+            if plain {
+                self.plain_copies.push(name.clone());
+            }
             let old = crate::attach::prog_by_fd(p.as_fd().as_raw_fd())?.id;
             moved.push((old, fd.as_raw_fd()));
             self.replaced.push((name, fd));
