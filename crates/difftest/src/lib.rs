@@ -19,6 +19,7 @@
 //! [`Differ::full_every`] packets, after a packet with any difference or
 //! with a helper the VM cannot reproduce, and at the end of the run.
 
+mod bpffs;
 mod compare;
 mod report;
 
@@ -61,12 +62,6 @@ const XDP_TEST_MAX: usize = 3520 + 17 * 4096;
 /// Differential runs of this process, for unique pin directories.
 static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-impl Drop for Differ {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.pin_root);
-    }
-}
-
 /// Both engines, loaded with the same object, ready for packets.
 pub struct Differ {
     hook: Hook,
@@ -75,8 +70,9 @@ pub struct Differ {
     maps: Vec<Pairing>,
     /// The shared clock, when a program reads one.
     clock: Option<Clock>,
-    /// Where maps pinned by name go for this run (removed on drop).
-    pin_root: std::path::PathBuf,
+    /// Where maps pinned by name go for this run (removed on drop, after
+    /// the kernel object).
+    _pin_root: bpffs::PinRoot,
     /// Random numbers handed to both sides (xorshift64 state).
     rng: u64,
     xdp: bool,
@@ -151,12 +147,13 @@ impl Differ {
         let mut opts = load_options(hook.object(), hook.maps());
         // Maps pinned by name go to a directory of this run's own, not to
         // /sys/fs/bpf where a running program may share them.
-        let pin_root = std::path::PathBuf::from(format!(
-            "/sys/fs/bpf/sluice-diff-{}-{}",
+        let pin_root = bpffs::PinRoot::new(&format!(
+            "sluice-diff-{}-{}",
             std::process::id(),
             RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        opts.pin_root = Some(pin_root.clone());
+        ))?;
+        notes.extend(pin_root.note.clone());
+        opts.pin_root = Some(pin_root.path.clone());
         let mut kobj = match KernelObject::load(object, name, &opts) {
             Ok(k) => k,
             // Another program of the object may be what the kernel refuses:
@@ -210,7 +207,7 @@ impl Differ {
             prog,
             maps,
             clock,
-            pin_root,
+            _pin_root: pin_root,
             rng: 0x5eed_d1ff_5eed_d1ff,
             xdp,
             summary: Summary {
