@@ -389,3 +389,57 @@ char _license[] SEC("license") = "GPL";
         );
     }
 }
+
+/// A program that reads the clock and has a callback (`bpf_loop`): the
+/// kernel's copy rewritten for the shared clock keeps the BTF function
+/// records the callback needs, with one for the appended clock reader.
+#[test]
+fn clock_readers_with_callbacks_keep_their_function_info() {
+    if !kernel_available("differential test of a clock reader with a callback") {
+        return;
+    }
+    let source = r#"
+#include "parse.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} last SEC(".maps");
+
+static long step(__u32 i, void *data)
+{
+	__u64 *acc = data;
+	*acc += i;
+	return 0;
+}
+
+SEC("xdp")
+int clock_loop(struct xdp_md *ctx)
+{
+	__u64 acc = bpf_ktime_get_ns();
+	bpf_loop(4, step, &acc, 0);
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(&last, &k);
+	if (v)
+		*v = acc;
+	return XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
+"#;
+    let bytes = programs::compile::compile("clock_loop", source);
+    let object = obj::Object::parse(&bytes).unwrap();
+    let opts = LoadOptions {
+        ncpus: kernel::possible_cpus() as u32,
+        ..LoadOptions::default()
+    };
+    let hook = Hook::new(Image::load(object, &opts).unwrap(), 0, 0).unwrap();
+    let mut d = Differ::new(hook, &bytes, "clock_loop", 5).unwrap();
+    let spec = packet::GenSpec::parse("udp,flows=2,count=10").unwrap();
+    for (i, (ts, f)) in spec.packets().enumerate() {
+        d.packet(i as u64, ts, &f);
+    }
+    let s = d.into_summary();
+    report("clock_loop", &s);
+    assert_eq!((s.compared, s.divergences), (10, 0));
+}

@@ -236,15 +236,7 @@ impl KernelObject {
                 continue;
             }
             let name = p.name().to_string_lossy().into_owned();
-            // SAFETY: `ptr` is a live program of `self.obj`.
-            let how = unsafe {
-                LoadAs {
-                    name: name.clone(),
-                    prog_type: libbpf_sys::bpf_program__type(ptr),
-                    expected_attach_type: if plain { libbpf_sys::BPF_XDP } else { attach },
-                    flags: libbpf_sys::bpf_program__flags(ptr),
-                }
-            };
+            let original = insns.len();
             let insns = if reads_clock {
                 if clock.is_none() {
                     clock = Some(Clock::create()?);
@@ -252,6 +244,19 @@ impl KernelObject {
                 crate::clock::rewrite(&insns, clock.as_ref().expect("created above"))
             } else {
                 insns
+            };
+            // SAFETY: `ptr` is a live program of `self.obj`.
+            let func_info = unsafe { FuncInfo::of(&self.obj, ptr, &insns, original)? };
+            // SAFETY: `ptr` is a live program of `self.obj`.
+            let how = unsafe {
+                LoadAs {
+                    name: name.clone(),
+                    prog_type: libbpf_sys::bpf_program__type(ptr),
+                    expected_attach_type: if plain { libbpf_sys::BPF_XDP } else { attach },
+                    flags: libbpf_sys::bpf_program__flags(ptr),
+                    btf_fd: func_info.btf_fd,
+                    func_info: func_info.records.clone(),
+                }
             };
             let fd = crate::clock::load(&insns, &how).map_err(|mut e| {
                 if plain {
@@ -376,6 +381,118 @@ impl KernelObject {
                     ))
                 }
             })
+    }
+}
+
+/// The BTF function records a reloaded copy of a program needs: libbpf's
+/// records of the program, and for readers of the shared clock appended
+/// to it, a static function type in a copy of the object's BTF (freed on
+/// drop, after the load).
+struct FuncInfo {
+    btf_fd: u32,
+    records: Vec<libbpf_sys::bpf_func_info>,
+    /// The copy of the object's BTF with the readers' type, if made.
+    extended: *mut libbpf_sys::btf,
+}
+
+impl Drop for FuncInfo {
+    fn drop(&mut self) {
+        if !self.extended.is_null() {
+            // SAFETY: made by `btf__new` in `of`, freed once.
+            unsafe { libbpf_sys::btf__free(self.extended) };
+        }
+    }
+}
+
+impl FuncInfo {
+    /// # Safety
+    /// `prog` is a loaded program of `obj`.
+    unsafe fn of(
+        obj: &libbpf_rs::Object,
+        prog: *const libbpf_sys::bpf_program,
+        insns: &[RawInsn],
+        original: usize,
+    ) -> Result<FuncInfo> {
+        let mut info = FuncInfo {
+            btf_fd: 0,
+            records: Vec::new(),
+            extended: std::ptr::null_mut(),
+        };
+        // SAFETY: libbpf keeps a loaded program's function records.
+        let records = unsafe {
+            let n = libbpf_sys::bpf_program__func_info_cnt(prog) as usize;
+            let at = libbpf_sys::bpf_program__func_info(prog);
+            if n == 0 || at.is_null() {
+                return Ok(info);
+            }
+            std::slice::from_raw_parts(at, n).to_vec()
+        };
+        let raw = obj.as_libbpf_object().as_ptr();
+        // SAFETY: a loaded object; its BTF lives as long as it does.
+        let (btf, btf_fd) = unsafe {
+            (
+                libbpf_sys::bpf_object__btf(raw),
+                libbpf_sys::bpf_object__btf_fd(raw),
+            )
+        };
+        if btf.is_null() || btf_fd < 0 {
+            return Ok(info);
+        }
+        info.records = records;
+        info.btf_fd = btf_fd as u32;
+        // The appended readers: targets of calls past the original code.
+        let mut readers: Vec<u32> = insns
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.code == 0x85 && i.regs >> 4 == 1)
+            .map(|(pc, i)| (pc as i64 + 1 + i64::from(i.imm)) as u32)
+            .filter(|&t| t as usize >= original)
+            .collect();
+        readers.sort_unstable();
+        readers.dedup();
+        if readers.is_empty() {
+            return Ok(info);
+        }
+        // SAFETY: `btf` is the object's; its raw bytes are copied by
+        // `btf__new` into a BTF of our own, which is extended and loaded.
+        unsafe {
+            let mut size = 0u32;
+            let data = libbpf_sys::btf__raw_data(btf, &mut size);
+            let copy = libbpf_sys::btf__new(data, size);
+            if libbpf_sys::libbpf_get_error(copy.cast()) != 0 || copy.is_null() {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    "copying the object's BTF for the shared clock failed",
+                ));
+            }
+            info.extended = copy;
+            let proto = libbpf_sys::btf__add_func_proto(copy, 0);
+            let func = if proto > 0 {
+                libbpf_sys::btf__add_func(
+                    copy,
+                    c"sluice_clock".as_ptr(),
+                    libbpf_sys::BTF_FUNC_STATIC,
+                    proto,
+                )
+            } else {
+                proto
+            };
+            if func <= 0 {
+                return Err(Error::errno("adding the clock readers' BTF type", -func));
+            }
+            let r = libbpf_sys::btf__load_into_kernel(copy);
+            if r < 0 {
+                return Err(Error::errno("loading BTF for the shared clock", -r));
+            }
+            info.btf_fd = libbpf_sys::btf__fd(copy) as u32;
+            for at in readers {
+                info.records.push(libbpf_sys::bpf_func_info {
+                    insn_off: at,
+                    type_id: func as u32,
+                });
+            }
+        }
+        Ok(info)
     }
 }
 
