@@ -225,18 +225,14 @@ fn sum_cpus(btf: Option<&Btf>, ty: Option<TypeId>, copies: &[&[u8]]) -> Option<V
 /// Dumps a map: at most `limit` entries.
 pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) -> MapDump {
     let spec = map.spec();
-    let entries = map.entries();
+    // Entries never written are not read: a huge array costs what it holds.
+    let (nonzero, zero_entries) = map.entries_skipping_zeros();
     let (key_ty, value_ty) = def.map_or((None, None), |d| (d.key_type, d.value_type));
     let is_data = matches!(def.map(|d| &d.origin), Some(obj::MapOrigin::Data { .. }));
     let elem = (spec.value_size as usize).div_ceil(8) * 8;
-    let nonzero: Vec<&(Vec<u8>, Vec<u8>)> = entries
-        .iter()
-        .filter(|(_, v)| v.iter().any(|&b| b != 0))
-        .collect();
     let dumped = nonzero
         .iter()
         .take(limit)
-        .copied()
         .map(|(k, v)| {
             let key = if is_data {
                 "0".into()
@@ -278,7 +274,7 @@ pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) ->
         value_size: spec.value_size,
         max_entries: spec.max_entries,
         len: map.len(),
-        zero_entries: entries.len() - nonzero.len(),
+        zero_entries,
         more: nonzero.len().saturating_sub(limit),
         entries: dumped,
     }

@@ -58,7 +58,16 @@ pub fn save(hook: &Hook, dir: &Path) -> Result<(), String> {
         let mut out = MAGIC.to_vec();
         out.extend((map.spec().key_size).to_le_bytes());
         out.extend((map.user_value_len() as u32).to_le_bytes());
-        for (k, v) in map.entries() {
+        // Array entries left out are zeros, as a fresh map's are.
+        let entries = if matches!(
+            map.map_type(),
+            maps::MapType::Array | maps::MapType::PercpuArray
+        ) {
+            map.entries_skipping_zeros().0
+        } else {
+            map.entries()
+        };
+        for (k, v) in entries {
             out.extend(k);
             out.extend(v);
         }

@@ -169,52 +169,149 @@ pub fn outcome(xdp: bool, vm: &Outcome<'_>, k: &RunOutput, diffs: &mut Vec<Diffe
     }
 }
 
-/// Lists the entries of a map that differ between the sides.
-pub fn map(vm: &maps::Map, k: &MapInfo, diffs: &mut Vec<Difference>) {
-    const LISTED: usize = 4;
-    // Arrays: one comparison of the whole value buffers settles the usual
-    // case; entries are compared one by one only to say what differs.
-    if let (Some(a), Ok(Some(b))) = (vm.array_user_values(), k.array_values())
-        && a == b
-    {
-        return;
+/// The entries of one map that differ: the first few listed in full.
+struct MapDiffs<'a> {
+    map: &'a str,
+    keys: Vec<Vec<u8>>,
+}
+
+/// Entries of one map listed in full; more are counted.
+const LISTED: usize = 4;
+
+impl MapDiffs<'_> {
+    fn record(
+        &mut self,
+        key: &[u8],
+        vm: Option<&[u8]>,
+        k: Option<&[u8]>,
+        diffs: &mut Vec<Difference>,
+    ) {
+        if vm == k {
+            return;
+        }
+        if self.keys.len() < LISTED {
+            diffs.push(Difference::Map {
+                map: self.map.to_string(),
+                key: hex(key),
+                vm: vm.map(hex),
+                kernel: k.map(hex),
+            });
+        }
+        self.keys.push(key.to_vec());
+    }
+
+    fn finish(self, diffs: &mut Vec<Difference>) -> Vec<Vec<u8>> {
+        if self.keys.len() > LISTED {
+            diffs.push(Difference::MapMore {
+                map: self.map.to_string(),
+                entries: self.keys.len(),
+            });
+        }
+        self.keys
+    }
+}
+
+fn unreadable(vm: &maps::Map, e: impl std::fmt::Display, diffs: &mut Vec<Difference>) {
+    diffs.push(Difference::Map {
+        map: vm.name().to_string(),
+        key: String::new(),
+        vm: None,
+        kernel: Some(format!("cannot read the kernel's map: {e}")),
+    });
+}
+
+/// Compares the entries `keys` of a map (the ones the VM changed): one
+/// kernel lookup each. Returns the keys that differ.
+pub fn map_keys(
+    vm: &maps::Map,
+    k: &MapInfo,
+    keys: &[Vec<u8>],
+    diffs: &mut Vec<Difference>,
+) -> Result<Vec<Vec<u8>>, ()> {
+    let mut d = MapDiffs {
+        map: vm.name(),
+        keys: Vec::new(),
+    };
+    for key in keys {
+        let theirs = match k.lookup(key) {
+            Ok(v) => v,
+            Err(e) => {
+                unreadable(vm, e, diffs);
+                return Err(());
+            }
+        };
+        let ours = vm.user_lookup(key).ok();
+        d.record(key, ours.as_deref(), theirs.as_deref(), diffs);
+    }
+    Ok(d.finish(diffs))
+}
+
+/// Compares a whole map. Returns every key that differs, or `Err` when
+/// the kernel's map could not be read.
+pub fn map(vm: &maps::Map, k: &MapInfo, diffs: &mut Vec<Difference>) -> Result<Vec<Vec<u8>>, ()> {
+    let mut d = MapDiffs {
+        map: vm.name(),
+        keys: Vec::new(),
+    };
+    // Arrays: chunk by chunk of the kernel's batched reads, one comparison
+    // of two buffers settling the usual case; entries are compared one by
+    // one only to say what differs. No chunk is kept, so a huge array
+    // costs no more memory than a chunk.
+    if is_array(vm) {
+        let vs = k.user_value_len();
+        let walked = k.batched(|keys, values, n| {
+            if n == 0 {
+                return;
+            }
+            let first = u32::from_le_bytes(keys[..4].try_into().expect("4-byte keys"));
+            let theirs = &values[..n * vs];
+            let Some(ours) = vm.array_user_values_range(first, n as u32) else {
+                return;
+            };
+            if ours == theirs {
+                return;
+            }
+            for i in 0..n {
+                let key = &keys[i * 4..i * 4 + 4];
+                let b = &theirs[i * vs..(i + 1) * vs];
+                let a = ours.get(i * vs..(i + 1) * vs);
+                d.record(key, a, Some(b), diffs);
+            }
+        });
+        match walked {
+            Ok(true) => return Ok(d.finish(diffs)),
+            Err(e) => {
+                unreadable(vm, e, diffs);
+                return Err(());
+            }
+            _ => {}
+        }
     }
     let ours: BTreeMap<Vec<u8>, Vec<u8>> = vm.entries().into_iter().collect();
     let theirs: BTreeMap<Vec<u8>, Vec<u8>> = match k.entries() {
         Ok(e) => e.into_iter().collect(),
         Err(e) => {
-            diffs.push(Difference::Map {
-                map: vm.name().to_string(),
-                key: String::new(),
-                vm: None,
-                kernel: Some(format!("cannot read the kernel's map: {e}")),
-            });
-            return;
+            unreadable(vm, e, diffs);
+            return Err(());
         }
     };
-    let mut differing = 0;
     let keys: std::collections::BTreeSet<&Vec<u8>> = ours.keys().chain(theirs.keys()).collect();
     for key in keys {
-        let (a, b) = (ours.get(key), theirs.get(key));
-        if a == b {
-            continue;
-        }
-        differing += 1;
-        if differing <= LISTED {
-            diffs.push(Difference::Map {
-                map: vm.name().to_string(),
-                key: hex(key),
-                vm: a.map(|v| hex(v)),
-                kernel: b.map(|v| hex(v)),
-            });
-        }
+        d.record(
+            key,
+            ours.get(key).map(Vec::as_slice),
+            theirs.get(key).map(Vec::as_slice),
+            diffs,
+        );
     }
-    if differing > LISTED {
-        diffs.push(Difference::MapMore {
-            map: vm.name().to_string(),
-            entries: differing,
-        });
-    }
+    Ok(d.finish(diffs))
+}
+
+fn is_array(m: &maps::Map) -> bool {
+    matches!(
+        m.map_type(),
+        maps::MapType::Array | maps::MapType::PercpuArray
+    )
 }
 
 pub fn hex(b: &[u8]) -> String {

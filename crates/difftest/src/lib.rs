@@ -10,7 +10,16 @@
 //! difference after a helper nobody can reproduce (jiffies, the kernel's
 //! seeded flow hash), or for a packet the kernel's test run refuses, is
 //! counted as "not comparable" with the reason.
+//!
+//! Maps are compared by what changed: after each packet, the entries the
+//! VM's run changed (added, removed or written: [`maps::Map::changes`])
+//! are looked up in the kernel, one lookup each; maps the VM's run left
+//! alone are not read. Every entry of every map is compared as well, so
+//! that a change the kernel made alone is found too: every
+//! [`Differ::full_every`] packets, after a packet with any difference or
+//! with a helper the VM cannot reproduce, and at the end of the run.
 
+mod bpffs;
 mod compare;
 mod report;
 
@@ -53,12 +62,6 @@ const XDP_TEST_MAX: usize = 3520 + 17 * 4096;
 /// Differential runs of this process, for unique pin directories.
 static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-impl Drop for Differ {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.pin_root);
-    }
-}
-
 /// Both engines, loaded with the same object, ready for packets.
 pub struct Differ {
     hook: Hook,
@@ -67,14 +70,45 @@ pub struct Differ {
     maps: Vec<Pairing>,
     /// The shared clock, when a program reads one.
     clock: Option<Clock>,
-    /// Where maps pinned by name go for this run (removed on drop).
-    pin_root: std::path::PathBuf,
+    /// Where maps pinned by name go for this run (removed on drop, after
+    /// the kernel object).
+    _pin_root: bpffs::PinRoot,
     /// Random numbers handed to both sides (xorshift64 state).
     rng: u64,
     xdp: bool,
     summary: Summary,
     keep: usize,
+    /// Per map: the VM state its changes are measured from (compared maps
+    /// a program may write).
+    trackers: Vec<Option<maps::Tracker>>,
+    /// Packets since the maps were last compared in full, and how many may
+    /// pass between full comparisons.
+    since_full: u64,
+    full_every: u64,
+    /// The last packet compared (index, length), for the final comparison.
+    last: Option<(u64, usize)>,
+    /// The first packet since the last full comparison that had something
+    /// the VM cannot reproduce, and what.
+    uncertain_since_full: Option<(u64, String)>,
 }
+
+/// Maps with more entries are never read whole from the kernel (about
+/// half a microsecond an entry, 25 s for 50 million): their full
+/// comparisons look up the entries the VM holds.
+const FULL_LIMIT: u32 = 1 << 20;
+
+/// The keys of a VM map's entries (arrays: the non-zero ones).
+fn vm_keys(m: &maps::Map) -> Vec<Vec<u8>> {
+    let entries = match m.map_type() {
+        maps::MapType::Array | maps::MapType::PercpuArray => m.entries_skipping_zeros().0,
+        _ => m.entries(),
+    };
+    entries.into_iter().map(|(k, _)| k).collect()
+}
+
+/// Full map comparisons cost about this many packets' worth of entries
+/// each (at least): sparser for larger maps.
+const FULL_EVERY_MIN: u64 = 64;
 
 /// Runs the calling thread on CPU 0 only, so the kernel's per-CPU map
 /// slots and `bpf_get_smp_processor_id` match the VM's CPU 0.
@@ -113,12 +147,13 @@ impl Differ {
         let mut opts = load_options(hook.object(), hook.maps());
         // Maps pinned by name go to a directory of this run's own, not to
         // /sys/fs/bpf where a running program may share them.
-        let pin_root = std::path::PathBuf::from(format!(
-            "/sys/fs/bpf/sluice-diff-{}-{}",
+        let pin_root = bpffs::PinRoot::new(&format!(
+            "sluice-diff-{}-{}",
             std::process::id(),
             RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        opts.pin_root = Some(pin_root.clone());
+        ))?;
+        notes.extend(pin_root.note.clone());
+        opts.pin_root = Some(pin_root.path.clone());
         let mut kobj = match KernelObject::load(object, name, &opts) {
             Ok(k) => k,
             // Another program of the object may be what the kernel refuses:
@@ -136,7 +171,26 @@ impl Differ {
                 k
             }
         };
+        // BPF_PROG_TEST_RUN refuses devmap and cpumap entry programs: the
+        // kernel runs a plain-XDP copy of their instructions.
+        kobj.plain_xdp();
         let clock = kobj.share_clock().map_err(|e| e.to_string())?;
+        if kobj
+            .plain_xdp_copies()
+            .iter()
+            .any(|p| *p == hook.program().name)
+        {
+            notes.push(format!(
+                "{} is a {} entry program, which the kernel's test run refuses: the kernel \
+                 ran a copy of its instructions loaded as a plain XDP program",
+                hook.program().name,
+                if hook.program().section.contains("cpumap") {
+                    "cpumap"
+                } else {
+                    "devmap"
+                }
+            ));
+        }
         let prog = kobj
             .program(&hook.program().name)
             .map_err(|e| e.to_string())?;
@@ -153,7 +207,7 @@ impl Differ {
             prog,
             maps,
             clock,
-            pin_root,
+            _pin_root: pin_root,
             rng: 0x5eed_d1ff_5eed_d1ff,
             xdp,
             summary: Summary {
@@ -161,16 +215,60 @@ impl Differ {
                 ..Summary::default()
             },
             keep,
+            trackers: Vec::new(),
+            since_full: 0,
+            full_every: FULL_EVERY_MIN,
+            last: None,
+            uncertain_since_full: None,
         };
+        let mut entries = 0u64;
         for (i, p) in d.maps.iter().enumerate() {
-            if let Pairing::Skipped(why) = p {
-                d.summary
-                    .maps_not_compared
-                    .insert(d.hook.maps()[i].name().to_string(), why.clone());
+            match p {
+                Pairing::Skipped(why) => {
+                    d.summary
+                        .maps_not_compared
+                        .insert(d.hook.maps()[i].name().to_string(), why.clone());
+                }
+                Pairing::Bytes(k) if k.max_entries > FULL_LIMIT => {
+                    d.summary.notes.push(format!(
+                        "map {} has {} entries: it is compared at the entries the VM changed \
+                         and, in full comparisons, at the entries the VM holds (non-zero), \
+                         not read whole from the kernel",
+                        k.name, k.max_entries
+                    ));
+                }
+                Pairing::Bytes(k) => entries += u64::from(k.max_entries),
             }
         }
-        d.sync_all()?;
+        // A full comparison reads every entry of every map: spread its cost
+        // over as many packets as a map of 64 entries per packet would.
+        d.full_every = (entries / FULL_EVERY_MIN).max(FULL_EVERY_MIN);
+        // The kernel's maps are new: arrays are zeros (global data was
+        // loaded with the VM's bytes), the others empty.
+        for i in 0..d.maps.len() {
+            d.sync(i, true)?;
+        }
+        d.trackers = d
+            .maps
+            .iter()
+            .zip(d.hook.maps())
+            .map(|(p, m)| match p {
+                Pairing::Bytes(_) if !m.is_frozen() => m.track(),
+                _ => None,
+            })
+            .collect();
         Ok(d)
+    }
+
+    /// Packets between full comparisons of the maps.
+    pub fn full_every(&self) -> u64 {
+        self.full_every
+    }
+
+    /// Sets the packets between full comparisons of the maps (1: after
+    /// every packet).
+    pub fn set_full_every(&mut self, packets: u64) {
+        self.full_every = packets.max(1);
     }
 
     /// The VM side (for map updates before the run, and reports).
@@ -185,12 +283,14 @@ impl Differ {
     /// Copies every compared VM map into its kernel twin.
     pub fn sync_all(&mut self) -> Result<(), String> {
         for i in 0..self.maps.len() {
-            self.sync(i)?;
+            self.sync(i, false)?;
         }
         Ok(())
     }
 
-    fn sync(&self, i: usize) -> Result<(), String> {
+    /// Copies VM map `i` into its kernel twin; `fresh`: the kernel's map
+    /// is as created (arrays all zeros), so zero entries need no writes.
+    fn sync(&self, i: usize, fresh: bool) -> Result<(), String> {
         let Pairing::Bytes(k) = &self.maps[i] else {
             return Ok(());
         };
@@ -199,12 +299,31 @@ impl Differ {
             // .rodata: loaded with the same bytes and frozen on both sides.
             return Ok(());
         }
-        let want: BTreeMap<Vec<u8>, Vec<u8>> = vm.entries().into_iter().collect();
         let is_array = matches!(
             vm.map_type(),
             maps::MapType::Array | maps::MapType::PercpuArray
         );
-        if !is_array {
+        if is_array {
+            if !fresh {
+                // Only the entries that differ are written.
+                let mut ignored = Vec::new();
+                let keys = if k.max_entries > FULL_LIMIT {
+                    compare::map_keys(vm, k, &vm_keys(vm), &mut ignored)
+                } else {
+                    compare::map(vm, k, &mut ignored)
+                };
+                let keys =
+                    keys.map_err(|()| format!("map {}: cannot read the kernel's map", vm.name()))?;
+                return self.resync_keys(i, &keys);
+            }
+            // Entries never written are zeros on both sides.
+            for (key, value) in vm.entries_skipping_zeros().0 {
+                k.update(&key, &value, 0).map_err(|e| e.to_string())?;
+            }
+            return Ok(());
+        }
+        let want: BTreeMap<Vec<u8>, Vec<u8>> = vm.entries().into_iter().collect();
+        if !fresh {
             for key in k.keys().map_err(|e| e.to_string())? {
                 if !want.contains_key(&key) {
                     k.delete(&key).map_err(|e| e.to_string())?;
@@ -215,6 +334,151 @@ impl Differ {
             k.update(key, value, 0).map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+
+    /// Brings entries `keys` of kernel map `i` to the VM's values (arrays;
+    /// other maps are copied whole, their keys being exact only there).
+    fn resync_keys(&self, i: usize, keys: &[Vec<u8>]) -> Result<(), String> {
+        let Pairing::Bytes(k) = &self.maps[i] else {
+            return Ok(());
+        };
+        let vm = &self.hook.maps()[i];
+        if !matches!(
+            vm.map_type(),
+            maps::MapType::Array | maps::MapType::PercpuArray
+        ) {
+            return self.sync(i, false);
+        }
+        for key in keys {
+            if let Ok(value) = vm.user_lookup(key) {
+                k.update(key, &value, 0).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares the maps after a packet: the entries the VM changed, or
+    /// every entry (`full`, or when the changed ones differ). Returns the
+    /// differing keys by map (`None`: the map could not be read), and
+    /// whether this was a periodic full comparison (one that may find what
+    /// earlier packets changed).
+    #[allow(clippy::type_complexity)]
+    fn compare_maps(
+        &mut self,
+        mut full: bool,
+        diffs: &mut Vec<Difference>,
+    ) -> (Vec<(usize, Option<Vec<Vec<u8>>>)>, bool) {
+        let maps = self.hook.maps();
+        let changes: Vec<Option<maps::Changes>> = self
+            .trackers
+            .iter_mut()
+            .zip(maps)
+            .map(|(t, m)| t.as_mut().map(|t| m.changes(t)))
+            .collect();
+        self.since_full += 1;
+        let periodic = !full && self.since_full >= self.full_every;
+        full |= periodic;
+        if !full {
+            let mut found = Vec::new();
+            for (i, p) in self.maps.iter().enumerate() {
+                let Pairing::Bytes(k) = p else { continue };
+                let differs = match &changes[i] {
+                    None => false,
+                    Some(maps::Changes::Keys(keys)) if keys.is_empty() => false,
+                    Some(maps::Changes::Keys(keys)) => {
+                        compare::map_keys(&maps[i], k, keys, &mut found)
+                            .map_or(true, |d| !d.is_empty())
+                    }
+                    Some(maps::Changes::All) => {
+                        compare::map(&maps[i], k, &mut found).map_or(true, |d| !d.is_empty())
+                    }
+                };
+                if differs {
+                    // Compare everything, to list and resync all of it.
+                    full = true;
+                    break;
+                }
+            }
+            if !full {
+                return (Vec::new(), false);
+            }
+        }
+        self.since_full = 0;
+        self.summary.full_map_comparisons += 1;
+        let mut differing = Vec::new();
+        for (i, p) in self.maps.iter().enumerate() {
+            let Pairing::Bytes(k) = p else { continue };
+            let compared = if k.max_entries > FULL_LIMIT {
+                compare::map_keys(&maps[i], k, &vm_keys(&maps[i]), diffs)
+            } else {
+                compare::map(&maps[i], k, diffs)
+            };
+            match compared {
+                Ok(keys) if keys.is_empty() => {}
+                Ok(keys) => differing.push((i, Some(keys))),
+                Err(()) => differing.push((i, None)),
+            }
+        }
+        (differing, periodic)
+    }
+
+    /// Brings the kernel's maps back to the VM's state where they differ.
+    fn resync(&self, differing: &[(usize, Option<Vec<Vec<u8>>>)]) -> Result<(), String> {
+        for (i, keys) in differing {
+            match keys {
+                Some(keys) => self.resync_keys(*i, keys)?,
+                None => self.sync(*i, false)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares every entry of every map if some packets went by since the
+    /// last full comparison: a difference found is a divergence at the last
+    /// packet. [`Differ::into_summary`] does it.
+    pub fn finish(&mut self) {
+        let Some((index, len)) = self.last else {
+            return;
+        };
+        if self.since_full == 0 {
+            return;
+        }
+        let since = (index + 1).saturating_sub(self.since_full);
+        self.since_full = self.full_every; // forces the full comparison
+        let mut diffs = Vec::new();
+        let (differing, _) = self.compare_maps(true, &mut diffs);
+        if diffs.is_empty() {
+            return;
+        }
+        if let Err(e) = self.resync(&differing) {
+            diffs.push(Difference::Resync { error: e });
+        }
+        if let Some((at, why)) = self.uncertain_since_full.take() {
+            let reason = format!("after packet {at}: {why}");
+            self.summary.not_comparable += 1;
+            *self
+                .summary
+                .not_comparable_reasons
+                .entry(reason.clone())
+                .or_default() += 1;
+            if self.summary.first_not_comparable.len() < self.keep {
+                self.summary.first_not_comparable.push(NotComparable {
+                    packet: index,
+                    len,
+                    reason,
+                });
+            }
+            return;
+        }
+        self.summary.divergences += 1;
+        if self.summary.first.len() < self.keep {
+            self.summary.first.push(Divergence {
+                packet: index,
+                len,
+                differences: diffs,
+                since_packet: Some(since),
+            });
+        }
     }
 
     /// Runs packet number `index`, which arrived at `timestamp_ns`, through
@@ -364,32 +628,53 @@ impl Differ {
                 });
             }
         }
+        // An LRU eviction removes different entries on the two sides: entries
+        // the VM's run did not touch.
+        let mut evicted = false;
         for name in env.unreproducible.drain(..) {
+            evicted |= name == runtime::LRU_EVICTION;
             uncertain.push(format!(
                 "{name}: the VM cannot reproduce what the kernel does"
             ));
         }
-        for (i, p) in self.maps.iter().enumerate() {
-            if let Pairing::Bytes(k) = p {
-                compare::map(&self.hook.maps()[i], k, &mut diffs);
-            }
-        }
+        self.last = Some((index, frame.len()));
+        // Packets the VM and the kernel saw differently, or with an
+        // eviction, compare every entry.
+        let since = index.saturating_sub(self.since_full);
+        let (differing, periodic) = self.compare_maps(!diffs.is_empty() || evicted, &mut diffs);
+        let pending = if self.since_full == 0 {
+            self.uncertain_since_full.take()
+        } else {
+            None
+        };
         if diffs.is_empty() {
+            if let (None, Some(u)) = (&self.uncertain_since_full, uncertain.first()) {
+                self.uncertain_since_full = Some((index, u.clone()));
+            }
             return Comparison::Same;
+        }
+        // A periodic full comparison's differences may come from an earlier
+        // packet that had something the VM cannot reproduce.
+        if periodic
+            && uncertain.is_empty()
+            && let Some((at, why)) = pending
+        {
+            uncertain.push(format!("after packet {at}: {why}"));
         }
         // Bring the kernel back to the VM's state, so the next packet
         // starts from the same maps again.
-        let resync = self.sync_all();
-        if let Err(e) = resync {
+        if let Err(e) = self.resync(&differing) {
             diffs.push(Difference::Resync { error: e });
         }
         if !uncertain.is_empty() {
             return not_comparable(uncertain.join("; "));
         }
+        // A periodic full comparison may find what an earlier packet did.
         Comparison::Diverged(Divergence {
             packet: index,
             len: frame.len(),
             differences: diffs,
+            since_packet: (periodic && since < index).then_some(since),
         })
     }
 
@@ -398,7 +683,9 @@ impl Differ {
         &self.summary
     }
 
+    /// The totals, after the final comparison ([`Differ::finish`]).
     pub fn into_summary(mut self) -> Summary {
+        self.finish();
         std::mem::take(&mut self.summary)
     }
 }

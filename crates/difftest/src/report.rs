@@ -13,6 +13,11 @@ pub struct Divergence {
     pub packet: u64,
     pub len: usize,
     pub differences: Vec<Difference>,
+    /// Set when a full comparison of the maps found the difference in an
+    /// entry the VM did not change (see [`crate::Differ`]): the kernel's
+    /// entry changed at one of the packets from this index on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since_packet: Option<u64>,
 }
 
 /// A packet that could not be compared, and why.
@@ -36,6 +41,9 @@ pub struct Summary {
     pub first_not_comparable: Vec<NotComparable>,
     /// Maps whose contents are not compared, with the reason.
     pub maps_not_compared: BTreeMap<String, String>,
+    /// Times every entry of every map was compared (the other packets
+    /// compare the entries the VM changed).
+    pub full_map_comparisons: u64,
     /// How the run differed from the plain one (e.g. programs left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -48,6 +56,7 @@ impl Summary {
         self.compared += other.compared;
         self.divergences += other.divergences;
         self.not_comparable += other.not_comparable;
+        self.full_map_comparisons += other.full_map_comparisons;
         for d in other.first {
             if self.first.len() < keep {
                 self.first.push(d);

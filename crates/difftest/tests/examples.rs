@@ -250,10 +250,18 @@ fn a_map_changed_on_one_side_is_a_divergence() {
     let mut value = vec![0u8; stats.user_value_len()];
     value[0] = 7;
     stats.update(&99u32.to_le_bytes(), &value, 0).unwrap();
+    // The VM's run does not touch key 99: the change is found by the next
+    // full comparison of the maps, which says since which packet.
     let (ts, f) = spec.packets().next().unwrap();
-    let difftest::Comparison::Diverged(div) = d.packet(4, ts, &f) else {
-        panic!("the change was not seen");
-    };
+    let every = d.full_every();
+    let div = (4..4 + every)
+        .find_map(|i| match d.packet(i, ts, &f) {
+            difftest::Comparison::Same => None,
+            difftest::Comparison::Diverged(div) => Some(div),
+            other => panic!("{other:?}"),
+        })
+        .expect("the change was not seen");
+    assert!(matches!(div.since_packet, Some(s) if s <= 4), "{div:?}");
     assert!(
         div.differences.iter().any(|x| matches!(x,
             difftest::Difference::Map { map, key, .. } if map == "proto_stats" && key == "63000000")),
@@ -261,5 +269,177 @@ fn a_map_changed_on_one_side_is_a_divergence() {
         div.differences
     );
     // The maps were brought back in step: the next packet agrees.
-    assert!(matches!(d.packet(5, ts, &f), difftest::Comparison::Same));
+    let next = div.packet + 1;
+    assert!(matches!(d.packet(next, ts, &f), difftest::Comparison::Same));
+    // A change the VM's run makes is compared at once: here the kernel's
+    // copy of the entry the packets count in is changed behind the VM's
+    // back, and the next packet's comparison of that entry shows it.
+    let udp = 17u32.to_le_bytes();
+    let mut value = stats.lookup(&udp).unwrap().unwrap();
+    value[0] ^= 0x80;
+    stats.update(&udp, &value, 0).unwrap();
+    let difftest::Comparison::Diverged(div) = d.packet(next + 1, ts, &f) else {
+        panic!("the change was not seen at once");
+    };
+    assert_eq!(div.since_packet, None);
+    assert!(
+        div.differences.iter().any(|x| matches!(x,
+            difftest::Difference::Map { map, key, .. } if map == "proto_stats" && key == "11000000")),
+        "{:?}",
+        div.differences
+    );
+    let s = d.into_summary();
+    assert_eq!(s.divergences, 2);
+    assert!(s.full_map_comparisons >= 2);
+}
+
+/// A change only the kernel made and no later full comparison saw is
+/// found by the final one, at the end of the run.
+#[test]
+fn the_end_of_a_run_compares_every_entry() {
+    if !kernel_available("differential test of the final comparison") {
+        return;
+    }
+    let bytes = programs::object("xdp_count").unwrap();
+    let object = obj::Object::parse(bytes).unwrap();
+    let opts = LoadOptions {
+        ncpus: kernel::possible_cpus() as u32,
+        ..LoadOptions::default()
+    };
+    let hook = Hook::new(Image::load(object, &opts).unwrap(), 0, 0).unwrap();
+    let mut d = Differ::new(hook, bytes, "xdp_count", 5).unwrap();
+    let stats = d
+        .kernel_object()
+        .maps()
+        .unwrap()
+        .into_iter()
+        .find(|m| m.name == "proto_stats")
+        .unwrap();
+    let spec = packet::GenSpec::parse("udp,flows=2,count=3").unwrap();
+    let mut value = vec![0u8; stats.user_value_len()];
+    value[0] = 1;
+    stats.update(&200u32.to_le_bytes(), &value, 0).unwrap();
+    for (i, (ts, f)) in spec.packets().enumerate() {
+        assert!(matches!(
+            d.packet(i as u64, ts, &f),
+            difftest::Comparison::Same
+        ));
+    }
+    let s = d.into_summary();
+    assert_eq!(s.divergences, 1);
+    assert_eq!(s.first[0].packet, 2);
+    assert_eq!(s.first[0].since_packet, Some(0));
+}
+
+/// Devmap and cpumap entry programs: the kernel's test run refuses their
+/// attach types, so the kernel runs a plain-XDP copy, and the report says so.
+#[test]
+fn devmap_and_cpumap_programs_are_compared_as_plain_xdp() {
+    if !kernel_available("differential test of devmap and cpumap programs") {
+        return;
+    }
+    let source = r#"
+#include "parse.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} seen SEC(".maps");
+
+static __always_inline int count(struct xdp_md *ctx, __u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&seen, &which);
+	if (v)
+		__sync_fetch_and_add(v, ctx->data_end - ctx->data);
+	return (ctx->data_end - ctx->data) > 100 ? XDP_DROP : XDP_PASS;
+}
+
+SEC("xdp/devmap")
+int on_devmap(struct xdp_md *ctx) { return count(ctx, 0); }
+
+SEC("xdp/cpumap")
+int on_cpumap(struct xdp_md *ctx) { return count(ctx, 1); }
+
+char _license[] SEC("license") = "GPL";
+"#;
+    let bytes = programs::compile::compile("entry_progs", source);
+    let spec = packet::GenSpec::parse("udp,flows=3,count=20").unwrap();
+    let big = packet::GenSpec::parse("udp,flows=1,count=5,size=200").unwrap();
+    for (p, kind) in [(0, "devmap"), (1, "cpumap")] {
+        let object = obj::Object::parse(&bytes).unwrap();
+        let opts = LoadOptions {
+            ncpus: kernel::possible_cpus() as u32,
+            ..LoadOptions::default()
+        };
+        let hook = Hook::new(Image::load(object, &opts).unwrap(), p, 0).unwrap();
+        let mut d = Differ::new(hook, &bytes, "entry_progs", 5).unwrap();
+        for (i, (ts, f)) in spec.packets().chain(big.packets()).enumerate() {
+            d.packet(i as u64, ts, &f);
+        }
+        let s = d.into_summary();
+        report(kind, &s);
+        assert_eq!((s.compared, s.divergences), (25, 0));
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains(kind) && n.contains("plain XDP")),
+            "{:?}",
+            s.notes
+        );
+    }
+}
+
+/// A program that reads the clock and has a callback (`bpf_loop`): the
+/// kernel's copy rewritten for the shared clock keeps the BTF function
+/// records the callback needs, with one for the appended clock reader.
+#[test]
+fn clock_readers_with_callbacks_keep_their_function_info() {
+    if !kernel_available("differential test of a clock reader with a callback") {
+        return;
+    }
+    let source = r#"
+#include "parse.h"
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} last SEC(".maps");
+
+static long step(__u32 i, void *data)
+{
+	__u64 *acc = data;
+	*acc += i;
+	return 0;
+}
+
+SEC("xdp")
+int clock_loop(struct xdp_md *ctx)
+{
+	__u64 acc = bpf_ktime_get_ns();
+	bpf_loop(4, step, &acc, 0);
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(&last, &k);
+	if (v)
+		*v = acc;
+	return XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
+"#;
+    let bytes = programs::compile::compile("clock_loop", source);
+    let object = obj::Object::parse(&bytes).unwrap();
+    let opts = LoadOptions {
+        ncpus: kernel::possible_cpus() as u32,
+        ..LoadOptions::default()
+    };
+    let hook = Hook::new(Image::load(object, &opts).unwrap(), 0, 0).unwrap();
+    let mut d = Differ::new(hook, &bytes, "clock_loop", 5).unwrap();
+    let spec = packet::GenSpec::parse("udp,flows=2,count=10").unwrap();
+    for (i, (ts, f)) in spec.packets().enumerate() {
+        d.packet(i as u64, ts, &f);
+    }
+    let s = d.into_summary();
+    report("clock_loop", &s);
+    assert_eq!((s.compared, s.divergences), (10, 0));
 }

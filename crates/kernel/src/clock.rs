@@ -181,6 +181,11 @@ pub struct LoadAs {
     pub prog_type: u32,
     pub expected_attach_type: u32,
     pub flags: u32,
+    /// The BTF the function records name types of (0: none), and the
+    /// records: where each function starts and its `BTF_KIND_FUNC` type.
+    /// Programs with callbacks (`bpf_loop`, ...) need them.
+    pub btf_fd: u32,
+    pub func_info: Vec<libbpf_sys::bpf_func_info>,
 }
 
 /// Loads `insns` as a new program; returns its descriptor. The kernel's
@@ -196,6 +201,12 @@ pub fn load(insns: &[RawInsn], how: &LoadAs) -> Result<OwnedFd> {
             prog_flags: how.flags,
             ..Default::default()
         };
+        if !how.func_info.is_empty() {
+            o.prog_btf_fd = how.btf_fd;
+            o.func_info = how.func_info.as_ptr().cast();
+            o.func_info_cnt = how.func_info.len() as u32;
+            o.func_info_rec_size = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
+        }
         if level > 0 {
             o.log_level = level;
             o.log_size = log.len() as u32;

@@ -238,7 +238,7 @@ impl MapInfo {
     /// Walks the map with `BPF_MAP_LOOKUP_BATCH`, handing each chunk's keys,
     /// values and count to `visit`; false when the map type has no batch
     /// operations.
-    fn batched(&self, mut visit: impl FnMut(&[u8], &[u8], usize)) -> Result<bool> {
+    pub fn batched(&self, mut visit: impl FnMut(&[u8], &[u8], usize)) -> Result<bool> {
         const BATCHED: [u32; 6] = [
             1,
             2,

@@ -43,8 +43,14 @@ pub struct ProgInfo {
 /// value lives (and after, for what is attached or pinned).
 pub struct KernelObject {
     obj: libbpf_rs::Object,
-    /// Programs loaded again with the shared clock, by function name.
+    /// Programs loaded again with the shared clock, or as plain XDP, by
+    /// function name.
     replaced: Vec<(String, std::os::fd::OwnedFd)>,
+    /// Load devmap and cpumap entry programs again as plain XDP
+    /// ([`KernelObject::plain_xdp`]).
+    plain_xdp: bool,
+    /// The programs loaded again as plain XDP.
+    plain_copies: Vec<String>,
 }
 
 /// libbpf names a global data map `<object name prefix><section>` for
@@ -154,6 +160,8 @@ impl KernelObject {
         Ok(KernelObject {
             obj,
             replaced: Vec::new(),
+            plain_xdp: false,
+            plain_copies: Vec::new(),
         })
     }
 
@@ -180,6 +188,20 @@ impl KernelObject {
             .collect()
     }
 
+    /// Makes [`KernelObject::share_clock`] also load devmap and cpumap entry
+    /// programs (`SEC("xdp/devmap")`, `SEC("xdp/cpumap")`) again as plain
+    /// XDP programs: `BPF_PROG_TEST_RUN` refuses those attach types, and
+    /// the same instructions run as plain XDP (a program reading
+    /// `egress_ifindex`, which only devmap programs may, is then refused).
+    pub fn plain_xdp(&mut self) {
+        self.plain_xdp = true;
+    }
+
+    /// The programs [`KernelObject::share_clock`] loaded again as plain XDP.
+    pub fn plain_xdp_copies(&self) -> &[String] {
+        &self.plain_copies
+    }
+
     /// Loads every program that reads the kernel's clock or random numbers
     /// again, reading them from a map instead (see [`crate::clock`]), and
     /// points program arrays at the new copies. Returns the clock, or
@@ -202,24 +224,49 @@ impl KernelObject {
                 }
                 std::slice::from_raw_parts(at.cast::<RawInsn>(), n).to_vec()
             };
-            if !crate::clock::reads_clock(&insns) {
+            // SAFETY: `ptr` is a live program of `self.obj`.
+            let attach = unsafe { libbpf_sys::bpf_program__expected_attach_type(ptr) };
+            let plain = self.plain_xdp
+                && matches!(
+                    attach,
+                    libbpf_sys::BPF_XDP_DEVMAP | libbpf_sys::BPF_XDP_CPUMAP
+                );
+            let reads_clock = crate::clock::reads_clock(&insns);
+            if !reads_clock && !plain {
                 continue;
             }
-            if clock.is_none() {
-                clock = Some(Clock::create()?);
-            }
-            let c = clock.as_ref().expect("created above");
             let name = p.name().to_string_lossy().into_owned();
+            let original = insns.len();
+            let insns = if reads_clock {
+                if clock.is_none() {
+                    clock = Some(Clock::create()?);
+                }
+                crate::clock::rewrite(&insns, clock.as_ref().expect("created above"))
+            } else {
+                insns
+            };
+            // SAFETY: `ptr` is a live program of `self.obj`.
+            let func_info = unsafe { FuncInfo::of(&self.obj, ptr, &insns, original)? };
             // SAFETY: `ptr` is a live program of `self.obj`.
             let how = unsafe {
                 LoadAs {
                     name: name.clone(),
                     prog_type: libbpf_sys::bpf_program__type(ptr),
-                    expected_attach_type: libbpf_sys::bpf_program__expected_attach_type(ptr),
+                    expected_attach_type: if plain { libbpf_sys::BPF_XDP } else { attach },
                     flags: libbpf_sys::bpf_program__flags(ptr),
+                    btf_fd: func_info.btf_fd,
+                    func_info: func_info.records.clone(),
                 }
             };
-            let fd = crate::clock::load(&crate::clock::rewrite(&insns, c), &how)?;
+            let fd = crate::clock::load(&insns, &how).map_err(|mut e| {
+                if plain {
+                    e.message = format!("{name} as a plain XDP program: {}", e.message);
+                }
+                e
+            })?;
+            if plain {
+                self.plain_copies.push(name.clone());
+            }
             let old = crate::attach::prog_by_fd(p.as_fd().as_raw_fd())?.id;
             moved.push((old, fd.as_raw_fd()));
             self.replaced.push((name, fd));
@@ -334,6 +381,118 @@ impl KernelObject {
                     ))
                 }
             })
+    }
+}
+
+/// The BTF function records a reloaded copy of a program needs: libbpf's
+/// records of the program, and for readers of the shared clock appended
+/// to it, a static function type in a copy of the object's BTF (freed on
+/// drop, after the load).
+struct FuncInfo {
+    btf_fd: u32,
+    records: Vec<libbpf_sys::bpf_func_info>,
+    /// The copy of the object's BTF with the readers' type, if made.
+    extended: *mut libbpf_sys::btf,
+}
+
+impl Drop for FuncInfo {
+    fn drop(&mut self) {
+        if !self.extended.is_null() {
+            // SAFETY: made by `btf__new` in `of`, freed once.
+            unsafe { libbpf_sys::btf__free(self.extended) };
+        }
+    }
+}
+
+impl FuncInfo {
+    /// # Safety
+    /// `prog` is a loaded program of `obj`.
+    unsafe fn of(
+        obj: &libbpf_rs::Object,
+        prog: *const libbpf_sys::bpf_program,
+        insns: &[RawInsn],
+        original: usize,
+    ) -> Result<FuncInfo> {
+        let mut info = FuncInfo {
+            btf_fd: 0,
+            records: Vec::new(),
+            extended: std::ptr::null_mut(),
+        };
+        // SAFETY: libbpf keeps a loaded program's function records.
+        let records = unsafe {
+            let n = libbpf_sys::bpf_program__func_info_cnt(prog) as usize;
+            let at = libbpf_sys::bpf_program__func_info(prog);
+            if n == 0 || at.is_null() {
+                return Ok(info);
+            }
+            std::slice::from_raw_parts(at, n).to_vec()
+        };
+        let raw = obj.as_libbpf_object().as_ptr();
+        // SAFETY: a loaded object; its BTF lives as long as it does.
+        let (btf, btf_fd) = unsafe {
+            (
+                libbpf_sys::bpf_object__btf(raw),
+                libbpf_sys::bpf_object__btf_fd(raw),
+            )
+        };
+        if btf.is_null() || btf_fd < 0 {
+            return Ok(info);
+        }
+        info.records = records;
+        info.btf_fd = btf_fd as u32;
+        // The appended readers: targets of calls past the original code.
+        let mut readers: Vec<u32> = insns
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.code == 0x85 && i.regs >> 4 == 1)
+            .map(|(pc, i)| (pc as i64 + 1 + i64::from(i.imm)) as u32)
+            .filter(|&t| t as usize >= original)
+            .collect();
+        readers.sort_unstable();
+        readers.dedup();
+        if readers.is_empty() {
+            return Ok(info);
+        }
+        // SAFETY: `btf` is the object's; its raw bytes are copied by
+        // `btf__new` into a BTF of our own, which is extended and loaded.
+        unsafe {
+            let mut size = 0u32;
+            let data = libbpf_sys::btf__raw_data(btf, &mut size);
+            let copy = libbpf_sys::btf__new(data, size);
+            if libbpf_sys::libbpf_get_error(copy.cast()) != 0 || copy.is_null() {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    "copying the object's BTF for the shared clock failed",
+                ));
+            }
+            info.extended = copy;
+            let proto = libbpf_sys::btf__add_func_proto(copy, 0);
+            let func = if proto > 0 {
+                libbpf_sys::btf__add_func(
+                    copy,
+                    c"sluice_clock".as_ptr(),
+                    libbpf_sys::BTF_FUNC_STATIC,
+                    proto,
+                )
+            } else {
+                proto
+            };
+            if func <= 0 {
+                return Err(Error::errno("adding the clock readers' BTF type", -func));
+            }
+            let r = libbpf_sys::btf__load_into_kernel(copy);
+            if r < 0 {
+                return Err(Error::errno("loading BTF for the shared clock", -r));
+            }
+            info.btf_fd = libbpf_sys::btf__fd(copy) as u32;
+            for at in readers {
+                info.records.push(libbpf_sys::bpf_func_info {
+                    insn_off: at,
+                    type_id: func as u32,
+                });
+            }
+        }
+        Ok(info)
     }
 }
 

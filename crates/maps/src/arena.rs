@@ -7,12 +7,29 @@
 //! several threads are as unsynchronised as in the kernel (programs use
 //! atomic instructions, `bpf_spin_lock`, or per-CPU values); the map's own
 //! bookkeeping (which slot is in use) is behind the map's locks.
+//!
+//! The memory is an anonymous mapping reserved without swap accounting
+//! (`MAP_NORESERVE`): a page costs nothing until it is first written, so a
+//! map that declares hundreds of megabytes and uses a few entries costs a
+//! few pages. Walks over a whole map ask the kernel which pages were ever
+//! written ([`Arena::touched`]) and skip the others, which read as zeros.
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::ops::Range;
 
 pub struct Arena {
     base: *mut u8,
-    layout: Option<Layout>,
+    len: usize,
+}
+
+/// Arenas below this size are scanned whole: asking the kernel which of
+/// their pages are in use costs more than reading them.
+const SCAN_WHOLE: usize = 1 << 20;
+
+/// The size of a memory page.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as usize } else { 4096 }
 }
 
 // SAFETY: the arena is plain memory owned by one map; callers synchronise
@@ -23,30 +40,122 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    /// `len` zeroed bytes, 64-byte aligned (large arenas come from the
-    /// allocator's `mmap`, so untouched pages cost nothing).
+    /// `len` zeroed bytes, page aligned: an anonymous private mapping
+    /// without swap reservation, so untouched pages cost nothing.
     pub fn new(len: usize) -> Arena {
         if len == 0 {
             return Arena {
                 base: std::ptr::NonNull::<u64>::dangling().as_ptr().cast(),
-                layout: None,
+                len: 0,
             };
         }
-        let layout =
-            Layout::from_size_align(len, 64).expect("map sizes are validated before allocation");
-        // SAFETY: the layout has a non-zero size.
-        let base = unsafe { alloc_zeroed(layout) };
-        if base.is_null() {
+        // SAFETY: a fresh anonymous mapping; no existing memory is named.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            let layout = std::alloc::Layout::from_size_align(len, 64)
+                .expect("map sizes are validated before allocation");
             std::alloc::handle_alloc_error(layout);
         }
         Arena {
-            base,
-            layout: Some(layout),
+            base: base.cast(),
+            len,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.layout.map_or(0, |l| l.size())
+        self.len
+    }
+
+    /// Byte ranges (whole pages, clipped to the arena) that may hold
+    /// something other than zeros: the pages the kernel has memory or swap
+    /// for. Pages never written are left out without being read. Small
+    /// arenas, or when the kernel cannot say, are one range.
+    pub fn touched(&self) -> Vec<Range<usize>> {
+        if self.len < SCAN_WHOLE {
+            return if self.len == 0 {
+                Vec::new()
+            } else {
+                std::iter::once(0..self.len).collect()
+            };
+        }
+        self.touched_pages()
+            .unwrap_or_else(|| std::iter::once(0..self.len).collect())
+    }
+
+    /// `/proc/self/pagemap`: one 64-bit word per page, bit 63 "present",
+    /// bit 62 "swapped".
+    fn touched_pages(&self) -> Option<Vec<Range<usize>>> {
+        use std::os::unix::fs::FileExt;
+        let page = page_size();
+        let start = self.base as usize / page;
+        let pages = (self.base as usize + self.len).div_ceil(page) - start;
+        let file = std::fs::File::open("/proc/self/pagemap").ok()?;
+        let mut out: Vec<Range<usize>> = Vec::new();
+        let mut buf = vec![0u8; 8 * pages.min(64 * 1024)];
+        let mut done = 0;
+        while done < pages {
+            let n = (pages - done).min(buf.len() / 8);
+            let bytes = &mut buf[..8 * n];
+            file.read_exact_at(bytes, 8 * (start + done) as u64).ok()?;
+            for (i, w) in bytes.chunks_exact(8).enumerate() {
+                let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                if w & (3 << 62) == 0 {
+                    continue;
+                }
+                let lo = ((start + done + i) * page).saturating_sub(self.base as usize);
+                let hi = ((start + done + i + 1) * page - self.base as usize).min(self.len);
+                match out.last_mut() {
+                    Some(r) if r.end == lo => r.end = hi,
+                    _ => out.push(lo..hi),
+                }
+            }
+            done += n;
+        }
+        Some(out)
+    }
+
+    /// Whether `len` bytes at `off` are all zeros (copied out a chunk at a
+    /// time, as `read` does: no reference into the arena is made).
+    pub fn is_zero(&self, off: usize, len: usize) -> bool {
+        assert!(off + len <= self.len(), "arena read out of bounds");
+        let mut buf = [0u8; 512];
+        let mut at = 0;
+        while at < len {
+            let n = (len - at).min(buf.len());
+            self.read_into(off + at, &mut buf[..n]);
+            if buf[..n] != [0u8; 512][..n] {
+                return false;
+            }
+            at += n;
+        }
+        true
+    }
+
+    /// Whether the bytes at `off` equal `other`.
+    pub fn equals(&self, off: usize, other: &[u8]) -> bool {
+        assert!(off + other.len() <= self.len(), "arena read out of bounds");
+        let mut buf = [0u8; 512];
+        other.chunks(buf.len()).enumerate().all(|(i, want)| {
+            let got = &mut buf[..want.len()];
+            self.read_into(off + i * 512, got);
+            got == want
+        })
+    }
+
+    /// Copies `out.len()` bytes at `off` into `out`.
+    pub fn read_into(&self, off: usize, out: &mut [u8]) {
+        assert!(off + out.len() <= self.len(), "arena read out of bounds");
+        // SAFETY: as for `read`.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(off), out.as_mut_ptr(), out.len()) };
     }
 
     pub fn is_empty(&self) -> bool {
@@ -98,9 +207,10 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        if let Some(layout) = self.layout {
-            // SAFETY: allocated in `new` with this layout.
-            unsafe { dealloc(self.base, layout) }
+        if self.len > 0 {
+            // SAFETY: mapped in `new` with this length; no program runs
+            // over the map any more.
+            unsafe { libc::munmap(self.base.cast(), self.len) };
         }
     }
 }

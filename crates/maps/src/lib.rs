@@ -29,6 +29,7 @@ mod prog;
 mod ringbuf;
 mod slots;
 mod spec;
+mod track;
 mod user;
 mod values;
 
@@ -39,6 +40,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 pub use errno::Errno;
 pub use ringbuf::RingBuf;
 pub use spec::{MapSpec, MapType, flags, update};
+pub use track::{Changes, Entries, Tracker};
 
 use slots::SlotTable;
 use values::Values;
@@ -52,7 +54,8 @@ pub struct MapError {
     pub reason: String,
 }
 
-/// Largest map a simulation allocates up front (values of all slots and CPUs).
+/// Largest map a simulation declares (values of all slots and CPUs; the
+/// memory is only used as entries are written).
 pub const MAX_MAP_BYTES: u64 = 4 << 30;
 
 enum Store {

@@ -14,6 +14,9 @@ pub struct SlotTable {
     free: Vec<u32>,
     /// LRU list (most recent first), when the table evicts.
     lru: Option<Lru>,
+    /// Keys inserted or removed since the log was last taken, while a
+    /// change log is kept ([`SlotTable::keep_log`]).
+    log: Option<Vec<Box<[u8]>>>,
 }
 
 struct Lru {
@@ -66,7 +69,23 @@ impl SlotTable {
                 head: NONE,
                 tail: NONE,
             }),
+            log: None,
         }
+    }
+
+    /// Starts (or restarts) logging the keys inserted and removed.
+    pub fn keep_log(&mut self) {
+        self.log = Some(Vec::new());
+    }
+
+    /// The keys inserted or removed since the last call (or `keep_log`).
+    pub fn take_log(&mut self) -> Vec<Box<[u8]>> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The key in slot `s`, if the slot is in use.
+    pub fn key_of(&self, s: u32) -> Option<&[u8]> {
+        self.keys.get(s as usize)?.as_deref()
     }
 
     #[allow(clippy::len_without_is_empty)]
@@ -96,6 +115,9 @@ impl SlotTable {
     /// A new slot for `key` (which must be absent); `None` when full.
     pub fn insert(&mut self, key: &[u8]) -> Option<u32> {
         let s = self.free.pop()?;
+        if let Some(log) = &mut self.log {
+            log.push(key.into());
+        }
         self.keys[s as usize] = Some(key.into());
         self.index.insert(key.into(), s);
         if let Some(lru) = &mut self.lru {
@@ -118,6 +140,9 @@ impl SlotTable {
     /// Frees the slot of `key`.
     pub fn remove(&mut self, key: &[u8]) -> Option<u32> {
         let s = self.index.remove(key)?;
+        if let Some(log) = &mut self.log {
+            log.push(key.into());
+        }
         self.keys[s as usize] = None;
         if let Some(lru) = &mut self.lru {
             lru.unlink(s);

@@ -304,17 +304,26 @@ impl Map {
     /// An array map's values, every index in order, as one buffer in the
     /// user layout (`None` for other map types).
     pub fn array_user_values(&self) -> Option<Vec<u8>> {
+        self.array_user_values_range(0, self.spec.max_entries)
+    }
+
+    /// The values of `n` array entries from index `first` (clipped to the
+    /// map), in order, as one buffer in the user layout (`None` for other
+    /// map types).
+    pub fn array_user_values_range(&self, first: u32, n: u32) -> Option<Vec<u8>> {
         let Store::Array(v) = &self.store else {
             return None;
         };
-        let slots = self.spec.max_entries as usize;
+        let first = first.min(self.spec.max_entries);
+        let end = first.saturating_add(n).min(self.spec.max_entries);
         let user = v.user_len();
         if v.copies == 1 && user == v.elem {
             // The arena already has the user layout.
-            return Some(v.arena.read(0, slots * user));
+            let (off, len) = (first as usize * user, (end - first) as usize * user);
+            return Some(v.arena.read(off, len));
         }
-        let mut out = Vec::with_capacity(slots * user);
-        for slot in 0..slots as u32 {
+        let mut out = Vec::with_capacity((end - first) as usize * user);
+        for slot in first..end {
             out.extend_from_slice(&v.get_all(slot)[..user]);
         }
         Some(out)

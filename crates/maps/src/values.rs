@@ -15,6 +15,7 @@ pub struct Values {
     pub copies: usize,
     /// Bytes between one CPU's copy of a slot and the next CPU's.
     stride: usize,
+    slots: usize,
 }
 
 const CACHE_LINE: usize = 64;
@@ -33,7 +34,52 @@ impl Values {
             elem,
             copies,
             stride,
+            slots,
         }
+    }
+
+    /// The slot whose value (any CPU's copy) holds arena byte `off`, if any
+    /// (the padding after a CPU's values belongs to none).
+    pub fn slot_at(&self, off: usize) -> Option<u32> {
+        if self.stride == 0 {
+            return None;
+        }
+        let slot = (off % self.stride) / self.elem;
+        (slot < self.slots).then_some(slot as u32)
+    }
+
+    /// The slots that may hold a non-zero value, in order: the ones with a
+    /// non-zero 8-byte word in a page ever written (see `Arena::touched`).
+    pub fn maybe_nonzero_slots(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        let zeros = vec![0u8; 4096];
+        for range in self.arena.touched() {
+            let mut at = range.start;
+            while at < range.end {
+                let n = (range.end - at).min(buf.len());
+                self.arena.read_into(at, &mut buf[..n]);
+                if buf[..n] == zeros[..n] {
+                    at += n;
+                    continue;
+                }
+                for (i, w) in buf[..n].chunks(8).enumerate() {
+                    if w != &zeros[..w.len()]
+                        && let Some(s) = self.slot_at(at + i * 8)
+                        && out.last() != Some(&s)
+                    {
+                        out.push(s);
+                    }
+                }
+                at += n;
+            }
+        }
+        // Per-CPU copies come CPU by CPU: merge them.
+        if self.copies > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+        out
     }
 
     fn off(&self, slot: u32, copy: usize) -> usize {

@@ -10,6 +10,10 @@ mod hook;
 mod image;
 mod lowmem;
 
+/// What [`Env::unreproducible`] names an LRU eviction (the kernel's LRU
+/// lists are approximate: it may evict another entry).
+pub const LRU_EVICTION: &str = "an LRU eviction";
+
 pub use env::{Cloned, CtxKind, Env, PacketView, Redirect, RedirectTarget};
 pub use handles::{map_handle, map_index};
 pub use hook::{

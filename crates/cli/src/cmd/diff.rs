@@ -141,7 +141,13 @@ fn print_text(r: &DiffReport<'_>) {
         }
     }
     for d in &s.first {
-        println!("packet {} ({} bytes):", d.packet, d.len);
+        match d.since_packet {
+            Some(since) => println!(
+                "packet {} ({} bytes; found by a full comparison of the maps, changed at one of packets {since}-{}):",
+                d.packet, d.len, d.packet
+            ),
+            None => println!("packet {} ({} bytes):", d.packet, d.len),
+        }
         for x in &d.differences {
             println!("  {}", describe(x).replace('\n', "\n    "));
         }

@@ -64,7 +64,7 @@ fn update(c: &mut Ctx) -> Ret {
         .prog_update(k, v, c.args[3], cpu)
         .map_or_else(err, |()| 0);
     if evicts {
-        c.env.unreproducible.push("an LRU eviction");
+        c.env.unreproducible.push(crate::LRU_EVICTION);
     }
     Ok(ret)
 }
