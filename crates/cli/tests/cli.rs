@@ -741,3 +741,23 @@ char _license[] SEC("license") = "GPL";
         "{text}"
     );
 }
+
+/// A command run without its input names every form the input may take.
+#[test]
+fn usage_without_input_names_every_input_form() {
+    for (cmd, forms) in [
+        ("run", &["--pcap", "--gen", "--iface"][..]),
+        ("diff", &["--pcap", "--gen"][..]),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args([cmd, "target/bpf/xdp_pass.o"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        let usage = err.lines().find(|l| l.starts_with("Usage:")).unwrap_or_default();
+        for f in forms {
+            assert!(usage.contains(f), "sluice {cmd}: {usage}");
+        }
+    }
+}

@@ -13,6 +13,7 @@ use crate::report::print_json;
 
 /// Prove the VM and the kernel agree: each packet through both, compared (needs root)
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen"])))]
 pub struct Args {
     /// Object file built by clang -target bpf
     pub object: PathBuf,
@@ -20,7 +21,7 @@ pub struct Args {
     #[arg(long)]
     pub prog: Option<String>,
     /// Capture to replay (pcap or pcapng)
-    #[arg(long, conflicts_with = "gen", required_unless_present = "gen")]
+    #[arg(long)]
     pub pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=10000 (repeat to mix streams)
     #[arg(long)]

@@ -42,6 +42,7 @@ impl From<ForeignFrames> for Foreign {
 }
 
 #[derive(clap::Args, Clone, Default)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "iface"])))]
 pub struct Args {
     /// Object file built by clang -target bpf
     pub object: PathBuf,
@@ -49,7 +50,7 @@ pub struct Args {
     #[arg(long)]
     pub prog: Option<String>,
     /// Capture to replay (pcap or pcapng)
-    #[arg(long, conflicts_with = "gen", required_unless_present_any = ["gen", "iface"])]
+    #[arg(long)]
     pub pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=1000000 (repeat to mix streams)
     #[arg(long)]
@@ -62,7 +63,7 @@ pub struct Args {
     /// Read the frames arriving on this interface, live (AF_PACKET; needs
     /// root or CAP_NET_RAW), until Ctrl-C, SIGTERM or --limit; frames sent
     /// out of it are not read
-    #[arg(long, value_name = "IF", conflicts_with_all = ["pcap", "gen"])]
+    #[arg(long, value_name = "IF")]
     pub iface: Option<String>,
     /// Write passed packets here (pcap; .pcapng for pcapng)
     #[arg(long)]
