@@ -1,7 +1,8 @@
 //! A whole replay, process and all: `sluice run xdp_count.o --pcap F` on a
 //! capture of 2M 64-byte UDP packets in the page cache, on one thread and
 //! on every core, beside `tcpdump -n -r F 'udp port 53' -w /dev/null` on
-//! the same file in the same run. Prints the median of 5 runs of each:
+//! the same file in the same run; and `sluice filter -r F -w /dev/null
+//! EXPR` beside tcpdump for a simple and a complex expression. Prints the median of 5 runs of each:
 //! seconds, packets per second, peak resident memory, and the ratios the
 //! pipeline issue states its goals in.
 //!
@@ -44,6 +45,14 @@ fn median(mut runs: Vec<(f64, u64)>) -> (f64, u64) {
 
 fn runs(mut make: impl FnMut() -> Command) -> (f64, u64) {
     median((0..5).map(|_| measure(&mut make())).collect())
+}
+
+/// An expression cut for a table row.
+fn short(expr: &str) -> String {
+    match expr.char_indices().nth(14) {
+        Some((i, _)) => format!("{}...", &expr[..i]),
+        None => expr.to_string(),
+    }
 }
 
 fn main() {
@@ -92,6 +101,30 @@ fn main() {
             c
         })
     });
+    // `sluice filter` against tcpdump on the same expressions.
+    let complex = "(tcp or udp) and not port 22 and (ip[8] > 32 or len > 100) and not ip6";
+    let filters: Vec<(&str, (f64, u64), Option<(f64, u64)>)> = ["udp port 53", complex]
+        .into_iter()
+        .map(|expr| {
+            let ours = runs(|| {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+                c.args(["filter", "-r"])
+                    .arg(&pcap)
+                    .args(["-w", "/dev/null", expr]);
+                c
+            });
+            let theirs = Path::new("/usr/bin/tcpdump").exists().then(|| {
+                runs(|| {
+                    let mut c = Command::new("/usr/bin/tcpdump");
+                    c.args(["-n", "-r"])
+                        .arg(&pcap)
+                        .args([expr, "-w", "/dev/null"]);
+                    c
+                })
+            });
+            (expr, ours, theirs)
+        })
+        .collect();
     let mpps = |s: f64| packets as f64 / s / 1e6;
     println!("{packets} packets of 64 bytes, median of 5 runs");
     println!(
@@ -120,5 +153,15 @@ fn main() {
         "{cores} threads / 1 thread speed: {:.2}x (goal >= 1.8 on 2 cores)",
         one.0 / all.0
     );
+    for (expr, ours, theirs) in &filters {
+        row(&format!("sluice filter '{}'", short(expr)), *ours);
+        if let Some(t) = theirs {
+            row(&format!("tcpdump '{}'", short(expr)), *t);
+            println!(
+                "sluice filter / tcpdump speed: {:.2}x (goal >= 3)",
+                t.0 / ours.0
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

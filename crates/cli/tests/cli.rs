@@ -755,7 +755,10 @@ fn usage_without_input_names_every_input_form() {
             .unwrap();
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        let usage = err.lines().find(|l| l.starts_with("Usage:")).unwrap_or_default();
+        let usage = err
+            .lines()
+            .find(|l| l.starts_with("Usage:"))
+            .unwrap_or_default();
         for f in forms {
             assert!(usage.contains(f), "sluice {cmd}: {usage}");
         }
