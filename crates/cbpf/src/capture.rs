@@ -10,7 +10,7 @@ use io::{PcapSink, PcapSource, SinkFormat};
 
 use crate::expr::{DEFAULT_SNAPLEN, compile_expr};
 use crate::insn::Insn;
-use crate::interp::{Meta, run};
+use crate::interp::{Filter, Meta};
 
 /// What to do besides counting.
 #[derive(Clone, Debug, Default)]
@@ -60,7 +60,9 @@ pub fn filter_capture(
     opts: &FilterOptions,
 ) -> Result<FilterSummary, FilterError> {
     let mut source = PcapSource::open(input)?;
-    let mut programs: HashMap<u32, Vec<Insn>> = HashMap::new();
+    let mut programs: HashMap<u32, Filter> = HashMap::new();
+    // The last link type's filter (a capture rarely has more than one).
+    let mut last: Option<(u32, Filter)> = None;
     let mut summary = FilterSummary::default();
     let mut sink: Option<(PcapSink, u32)> = None;
     // libpcap cuts a record longer than the file's snapshot length there
@@ -81,20 +83,26 @@ pub fn filter_capture(
         summary.read += 1;
         let linktype = frame.linktype;
         let data = &frame.data[..frame.data.len().min(cut)];
-        if let std::collections::hash_map::Entry::Vacant(slot) = programs.entry(linktype) {
-            let prog =
-                compile_expr(expr, linktype, DEFAULT_SNAPLEN).map_err(|e| FilterError::Expr {
-                    expr: expr.to_string(),
-                    why: e.0,
+        if last.as_ref().is_none_or(|(l, _)| *l != linktype) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = programs.entry(linktype) {
+                let prog = compile_expr(expr, linktype, DEFAULT_SNAPLEN).map_err(|e| {
+                    FilterError::Expr {
+                        expr: expr.to_string(),
+                        why: e.0,
+                    }
                 })?;
-            summary.programs.push((linktype, prog.clone()));
-            slot.insert(prog);
+                slot.insert(Filter::new(&prog));
+                summary.programs.push((linktype, prog));
+            }
+            last = Some((linktype, programs[&linktype].clone()));
         }
+        let filter = &last.as_ref().expect("set above").1;
         let meta = Meta {
             len: Some(frame.orig_len),
             ..Meta::default()
         };
-        let verdict = run(&programs[&linktype], data, &meta)
+        let verdict = filter
+            .run(data, &meta)
             .map_err(|e| FilterError::Run(input.display().to_string(), e))?;
         if verdict.ret == 0 {
             continue;

@@ -5,6 +5,10 @@
 //! its low five bits (as the kernel's code does on x86-64); negative
 //! offsets reach Linux's ancillary fields (`SKF_AD_OFF`) and the
 //! network- and link-layer-relative windows (`SKF_NET_OFF`, `SKF_LL_OFF`).
+//!
+//! A program is decoded once into a [`Filter`] (operations with their
+//! operands and absolute jump targets, so a run decodes nothing) and then
+//! run over any number of packets.
 
 use crate::insn::{Insn, MEMWORDS, ancillary, class, misc, mode, op, rval, size, src};
 
@@ -55,8 +59,180 @@ pub struct RunError {
     pub why: String,
 }
 
+/// One decoded instruction, one flat variant per operation and operand
+/// kind, so a run dispatches once per instruction. Jump targets are
+/// absolute and inside the program; scratch indices are below 16 (else the
+/// instruction decodes to [`Op::Bad`]).
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    LdB(u32),
+    LdH(u32),
+    LdW(u32),
+    LdIndB(u32),
+    LdIndH(u32),
+    LdIndW(u32),
+    /// A packet load into X (not Linux's, but decodable).
+    LdxPacket(u8, bool, u32),
+    /// `X = 4 * (p[k] & 0xf)`.
+    Msh(u32),
+    Ancillary(u32),
+    LdImm(u32),
+    LdxImm(u32),
+    LdLen,
+    LdxLen,
+    LdMem(u8),
+    LdxMem(u8),
+    St(u8),
+    Stx(u8),
+    AddK(u32),
+    AddX,
+    SubK(u32),
+    SubX,
+    MulK(u32),
+    MulX,
+    DivK(u32),
+    DivX,
+    ModK(u32),
+    ModX,
+    OrK(u32),
+    OrX,
+    AndK(u32),
+    AndX,
+    XorK(u32),
+    XorX,
+    LshK(u32),
+    LshX,
+    RshK(u32),
+    RshX,
+    Neg,
+    Ja(u32),
+    JeqK(u32, u32, u32),
+    JeqX(u32, u32),
+    JgtK(u32, u32, u32),
+    JgtX(u32, u32),
+    JgeK(u32, u32, u32),
+    JgeX(u32, u32),
+    JsetK(u32, u32, u32),
+    JsetX(u32, u32),
+    RetK(u32),
+    RetA,
+    Tax,
+    Txa,
+    /// What the checker refuses: an error if run.
+    Bad(&'static str),
+}
+
+/// A classic program decoded for running.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    ops: Vec<Op>,
+}
+
+fn decode(pc: usize, p: &Insn, len: usize) -> Op {
+    let (c, k) = (p.code, p.k);
+    let target = |off: u64| -> Option<u32> {
+        let t = pc as u64 + 1 + off;
+        (t < len as u64).then_some(t as u32)
+    };
+    let slot = |k: u32| (k < MEMWORDS).then_some(k as u8);
+    let bad_slot = Op::Bad("scratch word out of range");
+    let x = c & 0x08 == src::X;
+    match c & 0x07 {
+        class::LD | class::LDX => {
+            let a = c & 0x07 == class::LD;
+            match (c & 0xe0, a) {
+                (mode::IMM, true) => Op::LdImm(k),
+                (mode::IMM, false) => Op::LdxImm(k),
+                (mode::LEN, true) => Op::LdLen,
+                (mode::LEN, false) => Op::LdxLen,
+                (mode::MEM, true) => slot(k).map_or(bad_slot, Op::LdMem),
+                (mode::MEM, false) => slot(k).map_or(bad_slot, Op::LdxMem),
+                (mode::MSH, false) if c & 0x18 == size::B => Op::Msh(k),
+                (mode::ABS | mode::IND, _) => {
+                    let ind = c & 0xe0 == mode::IND;
+                    let n = match c & 0x18 {
+                        size::W => 4,
+                        size::H => 2,
+                        size::B => 1,
+                        _ => return Op::Bad("unknown load size"),
+                    };
+                    match (a, ind, n) {
+                        (true, false, _) if k >= ancillary::AD_OFF => {
+                            Op::Ancillary(k - ancillary::AD_OFF)
+                        }
+                        (true, false, 1) => Op::LdB(k),
+                        (true, false, 2) => Op::LdH(k),
+                        (true, false, _) => Op::LdW(k),
+                        (true, true, 1) => Op::LdIndB(k),
+                        (true, true, 2) => Op::LdIndH(k),
+                        (true, true, _) => Op::LdIndW(k),
+                        (false, _, _) => Op::LdxPacket(n, ind, k),
+                    }
+                }
+                _ => Op::Bad("unknown load mode"),
+            }
+        }
+        class::ST => slot(k).map_or(bad_slot, Op::St),
+        class::STX => slot(k).map_or(bad_slot, Op::Stx),
+        class::ALU => match (c & 0xf0, x) {
+            (op::ADD, false) => Op::AddK(k),
+            (op::ADD, true) => Op::AddX,
+            (op::SUB, false) => Op::SubK(k),
+            (op::SUB, true) => Op::SubX,
+            (op::MUL, false) => Op::MulK(k),
+            (op::MUL, true) => Op::MulX,
+            (op::DIV, false) => Op::DivK(k),
+            (op::DIV, true) => Op::DivX,
+            (op::MOD, false) => Op::ModK(k),
+            (op::MOD, true) => Op::ModX,
+            (op::OR, false) => Op::OrK(k),
+            (op::OR, true) => Op::OrX,
+            (op::AND, false) => Op::AndK(k),
+            (op::AND, true) => Op::AndX,
+            (op::XOR, false) => Op::XorK(k),
+            (op::XOR, true) => Op::XorX,
+            (op::LSH, false) => Op::LshK(k),
+            (op::LSH, true) => Op::LshX,
+            (op::RSH, false) => Op::RshK(k),
+            (op::RSH, true) => Op::RshX,
+            (op::NEG, _) => Op::Neg,
+            _ => Op::Bad("unknown ALU operation"),
+        },
+        class::JMP => {
+            if c & 0xf0 == op::JA {
+                return target(u64::from(k)).map_or(Op::Bad("jump out of range"), Op::Ja);
+            }
+            let (Some(t), Some(f)) = (target(u64::from(p.jt)), target(u64::from(p.jf))) else {
+                return Op::Bad("jump out of range");
+            };
+            match (c & 0xf0, x) {
+                (op::JEQ, false) => Op::JeqK(k, t, f),
+                (op::JEQ, true) => Op::JeqX(t, f),
+                (op::JGT, false) => Op::JgtK(k, t, f),
+                (op::JGT, true) => Op::JgtX(t, f),
+                (op::JGE, false) => Op::JgeK(k, t, f),
+                (op::JGE, true) => Op::JgeX(t, f),
+                (op::JSET, false) => Op::JsetK(k, t, f),
+                (op::JSET, true) => Op::JsetX(t, f),
+                _ => Op::Bad("unknown jump"),
+            }
+        }
+        class::RET => match c & 0x18 {
+            rval::K => Op::RetK(k),
+            rval::A => Op::RetA,
+            _ => Op::Bad("`ret x` is not Linux's"),
+        },
+        _ => match c & 0xf8 {
+            misc::TAX => Op::Tax,
+            misc::TXA => Op::Txa,
+            _ => Op::Bad("unknown misc operation"),
+        },
+    }
+}
+
 /// Bytes `[off, off + n)` of the packet as a big-endian number, with the
 /// kernel's negative windows; `None` outside.
+#[inline]
 fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
     let start = if off >= 0 {
         off
@@ -69,10 +245,15 @@ fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
     };
     let start = usize::try_from(start).ok()?;
     let bytes = packet.get(start..start.checked_add(n)?)?;
-    Some(bytes.iter().fold(0u32, |v, &b| v << 8 | u32::from(b)))
+    Some(match *bytes {
+        [b] => u32::from(b),
+        [a, b] => u32::from(u16::from_be_bytes([a, b])),
+        [a, b, c, d] => u32::from_be_bytes([a, b, c, d]),
+        _ => return None,
+    })
 }
 
-/// The ancillary field at `SKF_AD_OFF + off` (`off` checked known).
+/// The ancillary field at `SKF_AD_OFF + off`.
 fn ancillary_load(meta: &Meta, off: u32, a: u32, x: u32) -> u32 {
     use ancillary::*;
     match off {
@@ -95,121 +276,118 @@ fn ancillary_load(meta: &Meta, off: u32, a: u32, x: u32) -> u32 {
     }
 }
 
-/// Runs `prog` over `packet`.
-pub fn run(prog: &[Insn], packet: &[u8], meta: &Meta) -> Result<Verdict, RunError> {
-    let (mut a, mut x) = (0u32, 0u32);
-    let mut mem = [0u32; MEMWORDS as usize];
-    let mut pc = 0usize;
-    let mut insns = 0u64;
-    let fail = |insn: usize, why: &str| RunError {
-        insn,
-        why: why.into(),
-    };
-    let end = |insns| Ok(Verdict { ret: 0, insns });
-    loop {
-        let Some(p) = prog.get(pc) else {
-            return Err(fail(pc, "runs past the last instruction"));
-        };
-        insns += 1;
-        let (c, k) = (p.code, p.k);
-        let mut next = pc + 1;
-        match c & 0x07 {
-            class::LD | class::LDX => {
-                let value = match c & 0xe0 {
-                    mode::IMM => k,
-                    mode::LEN => meta.len.unwrap_or(packet.len() as u32),
-                    mode::MEM => *mem
-                        .get(k as usize)
-                        .ok_or_else(|| fail(pc, "scratch word out of range"))?,
-                    mode::ABS | mode::IND | mode::MSH => {
-                        let n = match c & 0x18 {
-                            size::W => 4,
-                            size::H => 2,
-                            size::B => 1,
-                            _ => return Err(fail(pc, "unknown load size")),
-                        };
-                        let ind = c & 0xe0 == mode::IND;
-                        if c & 0xe0 == mode::ABS && c & 0x07 == class::LD && k >= ancillary::AD_OFF
-                        {
-                            ancillary_load(meta, k - ancillary::AD_OFF, a, x)
-                        } else {
-                            let off = if ind {
-                                i64::from((x as i32).wrapping_add(k as i32))
-                            } else {
-                                i64::from(k as i32)
-                            };
-                            match load(packet, meta, off, n) {
-                                Some(v) if c & 0xe0 == mode::MSH => 4 * (v & 0xf),
-                                Some(v) => v,
-                                None => return end(insns),
-                            }
-                        }
-                    }
-                    _ => return Err(fail(pc, "unknown load mode")),
-                };
-                if c & 0x07 == class::LD {
-                    a = value;
-                } else {
-                    x = value;
-                }
-            }
-            class::ST | class::STX => {
-                let slot = mem
-                    .get_mut(k as usize)
-                    .ok_or_else(|| fail(pc, "scratch word out of range"))?;
-                *slot = if c & 0x07 == class::ST { a } else { x };
-            }
-            class::ALU => {
-                let v = if c & 0x08 == src::X { x } else { k };
-                a = match c & 0xf0 {
-                    op::ADD => a.wrapping_add(v),
-                    op::SUB => a.wrapping_sub(v),
-                    op::MUL => a.wrapping_mul(v),
-                    op::DIV | op::MOD if v == 0 => return end(insns),
-                    op::DIV => a / v,
-                    op::MOD => a % v,
-                    op::OR => a | v,
-                    op::AND => a & v,
-                    op::XOR => a ^ v,
-                    op::LSH => a.wrapping_shl(v),
-                    op::RSH => a.wrapping_shr(v),
-                    op::NEG => a.wrapping_neg(),
-                    _ => return Err(fail(pc, "unknown ALU operation")),
-                };
-            }
-            class::JMP => {
-                let v = if c & 0x08 == src::X { x } else { k };
-                let taken = match c & 0xf0 {
-                    op::JA => {
-                        next = pc
-                            .checked_add(1 + k as usize)
-                            .ok_or_else(|| fail(pc, "jump out of range"))?;
-                        None
-                    }
-                    op::JEQ => Some(a == v),
-                    op::JGT => Some(a > v),
-                    op::JGE => Some(a >= v),
-                    op::JSET => Some(a & v != 0),
-                    _ => return Err(fail(pc, "unknown jump")),
-                };
-                if let Some(t) = taken {
-                    next = pc + 1 + usize::from(if t { p.jt } else { p.jf });
-                }
-            }
-            class::RET => {
-                let ret = match c & 0x18 {
-                    rval::K => k,
-                    rval::A => a,
-                    _ => return Err(fail(pc, "`ret x` is not Linux's")),
-                };
-                return Ok(Verdict { ret, insns });
-            }
-            _ => match c & 0xf8 {
-                misc::TAX => x = a,
-                misc::TXA => a = x,
-                _ => return Err(fail(pc, "unknown misc operation")),
-            },
+impl Filter {
+    /// Decodes `prog` (checked or not: what the checker would refuse fails
+    /// when it runs, never earlier).
+    pub fn new(prog: &[Insn]) -> Filter {
+        Filter {
+            ops: prog
+                .iter()
+                .enumerate()
+                .map(|(pc, p)| decode(pc, p, prog.len()))
+                .collect(),
         }
-        pc = next;
     }
+
+    /// Runs the filter over `packet`.
+    pub fn run(&self, packet: &[u8], meta: &Meta) -> Result<Verdict, RunError> {
+        let (mut a, mut x) = (0u32, 0u32);
+        let mut mem = [0u32; MEMWORDS as usize];
+        let mut pc = 0usize;
+        let mut insns = 0u64;
+        let abs = |k: u32| i64::from(k as i32);
+        let ind = |x: u32, k: u32| i64::from((x as i32).wrapping_add(k as i32));
+        macro_rules! load {
+            ($off:expr, $n:expr) => {
+                match load(packet, meta, $off, $n) {
+                    Some(v) => v,
+                    None => return Ok(Verdict { ret: 0, insns }),
+                }
+            };
+        }
+        macro_rules! jump {
+            ($cond:expr, $t:expr, $f:expr) => {
+                pc = if $cond { $t } else { $f } as usize
+            };
+        }
+        loop {
+            let Some(&op) = self.ops.get(pc) else {
+                return Err(RunError {
+                    insn: pc,
+                    why: "runs past the last instruction".into(),
+                });
+            };
+            insns += 1;
+            pc += 1;
+            match op {
+                Op::LdB(k) => a = load!(abs(k), 1),
+                Op::LdH(k) => a = load!(abs(k), 2),
+                Op::LdW(k) => a = load!(abs(k), 4),
+                Op::LdIndB(k) => a = load!(ind(x, k), 1),
+                Op::LdIndH(k) => a = load!(ind(x, k), 2),
+                Op::LdIndW(k) => a = load!(ind(x, k), 4),
+                Op::LdxPacket(n, i, k) => {
+                    x = load!(if i { ind(x, k) } else { abs(k) }, usize::from(n))
+                }
+                Op::Msh(k) => x = 4 * (load!(abs(k), 1) & 0xf),
+                Op::Ancillary(off) => a = ancillary_load(meta, off, a, x),
+                Op::LdImm(k) => a = k,
+                Op::LdxImm(k) => x = k,
+                Op::LdLen => a = meta.len.unwrap_or(packet.len() as u32),
+                Op::LdxLen => x = meta.len.unwrap_or(packet.len() as u32),
+                Op::LdMem(s) => a = mem[usize::from(s) & 15],
+                Op::LdxMem(s) => x = mem[usize::from(s) & 15],
+                Op::St(s) => mem[usize::from(s) & 15] = a,
+                Op::Stx(s) => mem[usize::from(s) & 15] = x,
+                Op::AddK(k) => a = a.wrapping_add(k),
+                Op::AddX => a = a.wrapping_add(x),
+                Op::SubK(k) => a = a.wrapping_sub(k),
+                Op::SubX => a = a.wrapping_sub(x),
+                Op::MulK(k) => a = a.wrapping_mul(k),
+                Op::MulX => a = a.wrapping_mul(x),
+                Op::DivK(k) | Op::ModK(k) if k == 0 => return Ok(Verdict { ret: 0, insns }),
+                Op::DivX | Op::ModX if x == 0 => return Ok(Verdict { ret: 0, insns }),
+                Op::DivK(k) => a /= k,
+                Op::DivX => a /= x,
+                Op::ModK(k) => a %= k,
+                Op::ModX => a %= x,
+                Op::OrK(k) => a |= k,
+                Op::OrX => a |= x,
+                Op::AndK(k) => a &= k,
+                Op::AndX => a &= x,
+                Op::XorK(k) => a ^= k,
+                Op::XorX => a ^= x,
+                Op::LshK(k) => a = a.wrapping_shl(k),
+                Op::LshX => a = a.wrapping_shl(x),
+                Op::RshK(k) => a = a.wrapping_shr(k),
+                Op::RshX => a = a.wrapping_shr(x),
+                Op::Neg => a = a.wrapping_neg(),
+                Op::Ja(t) => pc = t as usize,
+                Op::JeqK(k, t, f) => jump!(a == k, t, f),
+                Op::JeqX(t, f) => jump!(a == x, t, f),
+                Op::JgtK(k, t, f) => jump!(a > k, t, f),
+                Op::JgtX(t, f) => jump!(a > x, t, f),
+                Op::JgeK(k, t, f) => jump!(a >= k, t, f),
+                Op::JgeX(t, f) => jump!(a >= x, t, f),
+                Op::JsetK(k, t, f) => jump!(a & k != 0, t, f),
+                Op::JsetX(t, f) => jump!(a & x != 0, t, f),
+                Op::RetK(k) => return Ok(Verdict { ret: k, insns }),
+                Op::RetA => return Ok(Verdict { ret: a, insns }),
+                Op::Tax => x = a,
+                Op::Txa => a = x,
+                Op::Bad(why) => {
+                    return Err(RunError {
+                        insn: pc - 1,
+                        why: why.into(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Runs `prog` over `packet` (decoding it first: a [`Filter`] decodes
+/// once for many packets).
+pub fn run(prog: &[Insn], packet: &[u8], meta: &Meta) -> Result<Verdict, RunError> {
+    Filter::new(prog).run(packet, meta)
 }

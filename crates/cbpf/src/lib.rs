@@ -39,5 +39,5 @@ pub use insn::{
     DecodeError, Insn, MAXINSNS, MEMWORDS, ancillary, class, decode, encode, misc, mode, op,
     parse_decimal, rval, size, src,
 };
-pub use interp::{Meta, RunError, Verdict, run};
+pub use interp::{Filter, Meta, RunError, Verdict, run};
 pub use to_ebpf::{TranslateError, to_ebpf};

@@ -20,7 +20,7 @@ struct Counts {
 
 pub struct Filtered {
     inner: Box<dyn Source>,
-    prog: Arc<[cbpf::Insn]>,
+    filter: Arc<cbpf::Filter>,
     expr: Arc<str>,
     /// This reader's own counts (forks read the same packets again, so
     /// only the first reader's are reported).
@@ -32,15 +32,17 @@ impl Filtered {
     pub fn new(inner: Box<dyn Source>, prog: Vec<cbpf::Insn>, expr: &str) -> Filtered {
         Filtered {
             inner,
-            prog: prog.into(),
+            filter: Arc::new(cbpf::Filter::new(&prog)),
             expr: expr.into(),
             counts: Arc::default(),
         }
     }
 
-    fn accepts(prog: &[cbpf::Insn], data: &[u8]) -> bool {
+    fn accepts(filter: &cbpf::Filter, data: &[u8]) -> bool {
         // The program passed the checker when it was compiled: it runs.
-        cbpf::run(prog, data, &cbpf::Meta::default()).is_ok_and(|v| v.ret != 0)
+        filter
+            .run(data, &cbpf::Meta::default())
+            .is_ok_and(|v| v.ret != 0)
     }
 }
 
@@ -59,7 +61,7 @@ impl Source for Filtered {
         max: u64,
         keep: &mut dyn FnMut(u64, &[u8]) -> bool,
     ) -> (u64, Result<(), SourceError>) {
-        let prog = &self.prog;
+        let filter = &self.filter;
         let mut passed = 0u64;
         loop {
             let mut accepted = 0u64;
@@ -67,7 +69,7 @@ impl Source for Filtered {
             let (read, result) = self
                 .inner
                 .fill_where(batch, max - passed, &mut |seq, data| {
-                    let yes = Filtered::accepts(prog, data);
+                    let yes = Filtered::accepts(filter, data);
                     accepted += u64::from(yes);
                     yes && keep(seq, data)
                 });
@@ -83,7 +85,7 @@ impl Source for Filtered {
     fn fork(&self) -> Option<Box<dyn Source>> {
         Some(Box::new(Filtered {
             inner: self.inner.fork()?,
-            prog: self.prog.clone(),
+            filter: self.filter.clone(),
             expr: self.expr.clone(),
             counts: Arc::default(),
         }))
