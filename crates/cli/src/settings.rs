@@ -1,4 +1,4 @@
-//! `--set NAME=VALUE` and `--map-size NAME=N`, shared by every command that
+//! `--set NAME=VALUE`, `--map-size NAME=N` and `--map-size-default N`, shared by every command that
 //! loads an object (into the VM, the kernel, or both).
 
 use runtime::LoadOptions;
@@ -11,6 +11,9 @@ pub struct ObjectSettings {
     /// Set a map's max_entries: NAME=N
     #[arg(long = "map-size", value_name = "NAME=N")]
     pub map_size: Vec<String>,
+    /// max_entries of every map that declares 0 (its loader sets it) and has no --map-size
+    #[arg(long = "map-size-default", value_name = "N")]
+    pub map_size_default: Option<u32>,
 }
 
 fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
@@ -47,6 +50,10 @@ impl ObjectSettings {
                 .map_err(|_| format!("--map-size {name}: out of range"))?;
             opts.map_sizes.insert(name.to_string(), n);
         }
+        if self.map_size_default == Some(0) {
+            return Err("--map-size-default: 0 is no size".into());
+        }
+        opts.map_size_default = self.map_size_default;
         Ok(())
     }
 }
