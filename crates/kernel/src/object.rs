@@ -98,6 +98,16 @@ impl KernelObject {
         })?;
         for mut map in open.maps_mut() {
             let mname = map.name().to_string_lossy().into_owned();
+            // Ring buffers declared with key or value sizes (some
+            // toolchains do): the kernel refuses them, sluice's loader
+            // drops the sizes, and so does this side.
+            if map.map_type() == libbpf_rs::MapType::RingBuf
+                && (map.key_size() != 0 || map.value_size() != 0)
+            {
+                map.set_key_size(0)
+                    .and_then(|()| map.set_value_size(0))
+                    .map_err(|e| Error::libbpf(&format!("map {mname}: ring buffer sizes"), &e))?;
+            }
             if let Some((_, n)) = opts.max_entries.iter().find(|(m, _)| *m == mname) {
                 map.set_max_entries(*n)
                     .map_err(|e| Error::libbpf(&format!("map {mname}: max_entries"), &e))?;
