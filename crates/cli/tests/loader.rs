@@ -127,3 +127,153 @@ fn maps_sized_at_load_time_are_all_named_and_take_a_default() {
     };
     assert_eq!((size("flows"), size("stats"), size("sized")), (8, 16, 4));
 }
+
+/// iproute2's `from-netdev` (a tc program) and an `xdp_sock` section:
+/// libbpf knows neither name.
+const LEGACY_SECTIONS: &str = r#"
+struct { __uint(type, 2); __uint(max_entries, 2); __type(key, __u32); __type(value, __u64); } seen SEC(".maps");
+SEC("from-netdev") int from_netdev(struct __sk_buff *skb) {
+    __u32 k = 0; __u64 *v = bpf_map_lookup_elem(&seen, &k);
+    if (v) *v += skb->len;
+    return skb->len > 100 ? 2 : 0;
+}
+SEC("xdp_sock") int sock_prog(struct xdp_md *ctx) {
+    __u32 k = 1; __u64 *v = bpf_map_lookup_elem(&seen, &k);
+    if (v) *v += 1;
+    return 2;
+}
+"#;
+
+#[test]
+fn sections_libbpf_does_not_know_run_verify_and_diff_with_a_type() {
+    let dir = scratch("types");
+    let obj = build_c(&dir, "legacy", LEGACY_SECTIONS);
+    let gen_small = ["--gen", "udp,count=3,size=64"];
+    let gen_big = ["--gen", "udp,count=2,size=200"];
+
+    // Without a type, from-netdev says how to give one.
+    let out = run(
+        &["run", "--prog", "from_netdev", gen_small[0], gen_small[1]],
+        &obj,
+    );
+    assert!(
+        !out.status.success() && stderr(&out).contains("give one with --type"),
+        "{}",
+        stderr(&out)
+    );
+    let text = ok(run(&["verify", "--no-kernel"], &obj));
+    assert!(
+        text.contains("from_netdev (from-netdev): UNSUPPORTED"),
+        "{text}"
+    );
+
+    // With --type tc the tc program runs and verifies; the XDP one keeps
+    // its type.
+    let json = ok(run(
+        &[
+            "run",
+            "--prog",
+            "from_netdev",
+            "--type",
+            "tc",
+            gen_big[0],
+            gen_big[1],
+            "--json",
+        ],
+        &obj,
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdicts"]["SHOT"], 2, "{json}");
+    let text = ok(run(&["verify", "--no-kernel", "--type", "tc"], &obj));
+    assert!(
+        text.contains("from_netdev (from-netdev): ACCEPT")
+            && text.contains("sock_prog (xdp_sock): ACCEPT"),
+        "{text}"
+    );
+    // Per program, with an attach type as bpftool names it.
+    let text = ok(run(
+        &[
+            "verify",
+            "--no-kernel",
+            "--type",
+            "from_netdev=tc",
+            "--attach-type",
+            "from_netdev=tcx_ingress",
+        ],
+        &obj,
+    ));
+    assert!(text.contains("from_netdev (from-netdev): ACCEPT"), "{text}");
+    for (args, needle) in [
+        (vec!["--type", "kprobe"], "not a program type sluice runs"),
+        (vec!["--type", "nope=tc"], "no program `nope`"),
+        (
+            vec!["--type", "xdp", "--attach-type", "tcx_ingress"],
+            "does not go with program type xdp",
+        ),
+        (
+            vec!["--attach-type", "xdp_devmap"],
+            "give the program type too",
+        ),
+    ] {
+        let mut all = vec!["verify", "--no-kernel"];
+        all.extend(args.iter());
+        let out = run(&all, &obj);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+
+    if !kernel::available_for_test("sluice diff of sections libbpf does not know") {
+        return;
+    }
+    // The kernel side gets the same types: libbpf alone fails with
+    // "missing BPF prog type".
+    for (prog, typed, traffic) in [
+        ("from_netdev", true, gen_big),
+        ("from_netdev", true, gen_small),
+        ("sock_prog", true, gen_small),
+        ("sock_prog", false, gen_small),
+    ] {
+        let mut args = vec!["diff", "--prog", prog, traffic[0], traffic[1], "--json"];
+        if typed {
+            args.extend(["--type", "tc"]);
+        }
+        let json = ok(run(&args, &obj));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["divergences"], 0, "{args:?}: {json}");
+        assert_eq!(v["compared"], v["packets"], "{args:?}: {json}");
+        if typed {
+            assert!(
+                v["notes"].as_array().is_none_or(|n| n.is_empty()),
+                "the whole object loads: {json}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ring_buffers_declared_with_a_value_type_load_on_both_sides() {
+    let dir = scratch("ringbuf");
+    let obj = build_c(
+        &dir,
+        "rb",
+        r#"
+static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *) 130;
+struct event { __u64 a; __u32 b; };
+struct { __uint(type, 27); __uint(max_entries, 5000); __type(value, struct event); } events SEC(".maps");
+SEC("xdp") int prog(struct xdp_md *ctx) { struct event e = {1, 2}; return bpf_ringbuf_output(&events, &e, sizeof(e), 0) ? 1 : 2; }
+"#,
+    );
+    let json = ok(run(&["run", "--gen", "udp,count=2", "--json"], &obj));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdicts"]["PASS"], 2, "{json}");
+    if !kernel::available_for_test("sluice diff of a ring buffer with a value type") {
+        return;
+    }
+    let json = ok(run(&["diff", "--gen", "udp,count=2", "--json"], &obj));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (v["compared"].as_u64(), v["divergences"].as_u64()),
+        (Some(2), Some(0)),
+        "{json}"
+    );
+}

@@ -419,6 +419,13 @@ pub fn load_options(object: &obj::Object, vm_maps: &[maps::Map]) -> kernel::Load
                 .push((map.name().to_string(), map.spec().max_entries));
         }
     }
+    // The types sluice runs the programs as, for those libbpf cannot type
+    // from their sections and those given by --type.
+    opts.prog_types = object
+        .programs
+        .iter()
+        .filter_map(kernel::ProgType::of)
+        .collect();
     opts
 }
 

@@ -124,7 +124,7 @@ fn create_map(def: &MapDef, data: Option<&[u8]>) -> Result<OwnedFd> {
 }
 
 /// The kernel program type, expected attach type and flags of a kind.
-fn load_type(kind: &ProgramKind) -> Result<(u32, u32, u32)> {
+pub(crate) fn load_type(kind: &ProgramKind) -> Result<(u32, u32, u32)> {
     Ok(match kind {
         ProgramKind::Xdp { attach, frags } => (
             libbpf_sys::BPF_PROG_TYPE_XDP,
@@ -193,6 +193,7 @@ pub fn verify_program(
         })
         .collect::<Result<Vec<_>>>()?;
     let (prog_type, attach, flags) = load_type(&program.kind)?;
+    let attach = program.attach_type.unwrap_or(attach);
     // The kernel takes a function's address (a callback) only from a
     // program with BTF function info; give it a minimal one.
     let takes_address = (program.insns.iter()).any(|i| {

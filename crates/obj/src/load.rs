@@ -56,6 +56,12 @@ pub struct Program {
     /// Slots poisoned by CO-RE (the target lacks the field or type they
     /// use) and why; running one is an error, as in the kernel.
     pub core_poisoned: Vec<(usize, String)>,
+    /// The kind was given by the user ([`Object::set_program_type`]), not
+    /// read from the section name: kernel loaders must set it too.
+    pub type_given: bool,
+    /// An expected attach type given by the user (`--attach-type`), as
+    /// the kernel's id.
+    pub attach_type: Option<u32>,
 }
 
 impl Program {
@@ -101,6 +107,42 @@ pub struct GlobalVar {
 impl Object {
     pub fn program(&self, name: &str) -> Option<&Program> {
         self.programs.iter().find(|p| p.name == name)
+    }
+
+    /// Gives programs a type (`--type`, with `--attach-type`): program
+    /// `prog`, or, without one, every program whose section names no
+    /// type (neither libbpf nor sluice knows it: iproute2's `from-netdev`,
+    /// tail-call targets like `2/0`). Returns how many programs it typed.
+    pub fn set_program_type(
+        &mut self,
+        prog: Option<&str>,
+        ty: &str,
+        attach: Option<&str>,
+    ) -> Result<usize, String> {
+        let (kind, attach_type) = ProgramKind::from_type_name(ty, attach)?;
+        if let Some(p) = prog
+            && self.program(p).is_none()
+        {
+            let names: Vec<&str> = self.programs.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "--type {p}={ty}: no program `{p}` (the object has {})",
+                names.join(", ")
+            ));
+        }
+        let mut typed = 0;
+        for p in &mut self.programs {
+            let chosen = match prog {
+                Some(name) => p.name == name,
+                None => !p.kind.is_runnable() && !ProgramKind::libbpf_knows(&p.section),
+            };
+            if chosen {
+                p.kind = kind.clone();
+                p.type_given = true;
+                p.attach_type = attach_type;
+                typed += 1;
+            }
+        }
+        Ok(typed)
     }
 
     pub fn map_index(&self, name: &str) -> Option<usize> {
@@ -671,6 +713,8 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
             kfuncs: linked.kfuncs,
             core_relocations: core_applied.count,
             core_poisoned: core_applied.poisoned,
+            type_given: false,
+            attach_type: None,
         });
     }
     if programs.is_empty() {

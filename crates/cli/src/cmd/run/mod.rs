@@ -133,7 +133,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         }
         None => None,
     };
-    let object = match (&custom, &a.btf) {
+    let mut object = match (&custom, &a.btf) {
         (Some(t), _) => obj::Object::parse_with(data, Some(t)),
         (None, Some(_)) => obj::Object::parse_with(data, Some(obj::CoreTarget::bundled())),
         // The kernel's BTF (or the bundled types), read only if needed.
@@ -144,7 +144,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         ncpus: a.cpus.max(a.worker_threads() as u32).max(1),
         ..LoadOptions::default()
     };
-    a.settings.apply(&object, &mut opts)?;
+    a.settings.apply(&mut object, &mut opts)?;
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", a.object.display()))?;
     let prog = image
         .find_program(a.prog.as_deref())
