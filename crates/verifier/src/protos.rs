@@ -219,6 +219,7 @@ const PROTOS: &[Proto] = &[
         INT,
     ),
     p("ktime_get_tai_ns", &[], INT),
+    p("skb_ecn_set_ce", &[Ctx], INT),
 ];
 
 /// The prototype of helper `id`, if sluice knows it.

@@ -20,6 +20,7 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
     ("get_cgroup_classid", zero),
     ("get_route_realm", zero),
     ("skb_change_type", skb_change_type),
+    ("skb_ecn_set_ce", skb_ecn_set_ce),
 ];
 
 pub const SOCKET: &[(&str, HelperFn<Env>)] = &[
@@ -320,4 +321,77 @@ fn skb_change_type(c: &mut Ctx) -> Ret {
         .helper_write(p.ctx + 4, 4)?
         .copy_from_slice(&t.to_le_bytes());
     Ok(0)
+}
+
+/// The network header's offset: tc programs see the frame from its
+/// Ethernet header, and the kernel puts the network header right after it
+/// (`eth_type_trans`), VLAN tags in the frame or not.
+const NETWORK_HEADER: u64 = 14;
+
+/// The network protocol as the kernel's `skb_protocol(skb, true)` gives
+/// it: `skb->protocol`, or for a VLAN protocol the type after the tags
+/// carried in the frame (`vlan_get_protocol`).
+fn network_protocol(c: &Ctx) -> Result<u16, HelperError> {
+    let mut proto = skb_protocol(c)?;
+    let p = c.env.packet;
+    let mut at = 12;
+    // The kernel follows at most 8 nested tags.
+    for _ in 0..8 {
+        if !matches!(proto, 0x8100 | 0x88a8) {
+            break;
+        }
+        if at + 4 + 2 > p.len() {
+            return Ok(0);
+        }
+        let b = read(c, p.data + at + 4, 2)?;
+        proto = u16::from_be_bytes([b[0], b[1]]);
+        at += 4;
+    }
+    Ok(proto)
+}
+
+/// `bpf_skb_ecn_set_ce(skb)`: the kernel's `INET_ECN_set_ce`. An IPv4
+/// packet whose ECN field is ECT(0) or ECT(1) gets CE, its header checksum
+/// updated (one's complement, as `IP_ECN_set_ce` adds the difference); an
+/// IPv6 packet with ECT(0), ECT(1) or CE gets CE. Returns 1 when the packet
+/// now carries CE (an IPv4 packet that already did counts too, as in the
+/// kernel), else 0: not ECN-capable, not IP, or a header that does not fit.
+fn skb_ecn_set_ce(c: &mut Ctx) -> Ret {
+    const ECN_MASK: u8 = 3;
+    const CE: u8 = 3;
+    let p = c.env.packet;
+    let at = p.data + NETWORK_HEADER;
+    match network_protocol(c)? {
+        0x0800 if NETWORK_HEADER + 20 <= p.len() => {
+            let h = read(c, at, 12)?;
+            let tos = h[1];
+            let ecn = tos.wrapping_add(1) & ECN_MASK;
+            if ecn & 2 == 0 {
+                // Not ECT (01 after the add) gives 0, CE (00) gives 1.
+                return Ok(u64::from(ecn == 0));
+            }
+            // ECT(1) -> CE adds 2 to the header's second 16-bit word,
+            // ECT(0) -> CE adds 1: the checksum takes the one's complement
+            // of that (0xfffd or 0xfffe), with the end-around carry.
+            let check = u32::from(u16::from_be_bytes([h[10], h[11]]));
+            let sum = check + 0xfffb + u32::from(ecn);
+            let check = ((sum & 0xffff) + (sum >> 16)) as u16;
+            let w = c.mem.write(at, 12)?;
+            w[1] = tos | CE;
+            w[10..12].copy_from_slice(&check.to_be_bytes());
+            Ok(1)
+        }
+        0x86dd if NETWORK_HEADER + 40 <= p.len() => {
+            let h = read(c, at, 4)?;
+            let first = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+            // The traffic class sits in bits 20..28; ECN is its low two bits.
+            if (first >> 20) as u8 & ECN_MASK == 0 {
+                return Ok(0);
+            }
+            let to = first | (u32::from(CE) << 20);
+            c.mem.write(at, 4)?.copy_from_slice(&to.to_be_bytes());
+            Ok(1)
+        }
+        _ => Ok(0),
+    }
 }
