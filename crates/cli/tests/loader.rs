@@ -277,3 +277,42 @@ SEC("xdp") int prog(struct xdp_md *ctx) { struct event e = {1, 2}; return bpf_ri
         "{json}"
     );
 }
+
+#[test]
+fn maps_of_kernel_objects_load_and_refuse_entries_saying_why() {
+    let dir = scratch("kmaps");
+    let bytes = programs::compile::compile(
+        "kmaps",
+        r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+struct { __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY); __uint(max_entries, 4); __type(key, __u32); __type(value, __u32); } cgroups SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_SK_STORAGE); __uint(map_flags, BPF_F_NO_PREALLOC); __type(key, int); __type(value, __u64); } sk_seen SEC(".maps");
+SEC("tc") int classify(struct __sk_buff *skb) { return bpf_skb_under_cgroup(skb, &cgroups, 0) == 1; }
+char _license[] SEC("license") = "GPL";
+"#,
+    );
+    let obj = dir.0.join("kmaps.o");
+    std::fs::write(&obj, bytes).unwrap();
+    let json = ok(run(&["run", "--gen", "udp,count=2", "--json"], &obj));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdicts"]["OK"], 2, "{json}");
+    let out = run(
+        &[
+            "run",
+            "--gen",
+            "udp,count=2",
+            "--map-update",
+            "cgroups",
+            "0",
+            "3",
+        ],
+        &obj,
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--map-update cgroups: a cgroup_array map holds cgroups"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -445,6 +445,12 @@ fn pair(m: &maps::Map, kmaps: &[MapInfo]) -> Pairing {
         T::Xskmap => {
             Pairing::Skipped("holds AF_XDP sockets, which user space cannot read back".into())
         }
+        T::StackTrace | T::CgroupArray | T::SkStorage => Pairing::Skipped(
+            m.map_type()
+                .absent_reason()
+                .unwrap_or("holds kernel objects")
+                .into(),
+        ),
         T::Ringbuf | T::PerfEventArray | T::Queue | T::Stack => Pairing::Skipped(
             "has no entries user space can read back without consuming them".into(),
         ),

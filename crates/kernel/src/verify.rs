@@ -77,10 +77,19 @@ fn create_map(def: &MapDef, data: Option<&[u8]>) -> Result<OwnedFd> {
     if max_entries == 0 && spec.map_type == MapType::PerfEventArray {
         max_entries = crate::possible_cpus() as u32;
     }
+    // Socket storage maps need BTF for their key (an int) and value.
+    let btf = if spec.map_type == MapType::SkStorage {
+        Some(storage_btf(spec.value_size)?)
+    } else {
+        None
+    };
     let opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
         map_flags: flags,
         inner_map_fd: inner.as_ref().map_or(0, |f| f.as_raw_fd() as u32),
+        btf_fd: btf.as_ref().map_or(0, |f| f.as_raw_fd() as u32),
+        btf_key_type_id: if btf.is_some() { 1 } else { 0 },
+        btf_value_type_id: if btf.is_some() { 3 } else { 0 },
         ..Default::default()
     };
     let name = kernel_name(def.name());
@@ -290,6 +299,38 @@ impl FuncInfo {
             records,
         })
     }
+}
+
+/// BTF of `[1] int` and `[3] char[value_size]` (`[2]` is `char`): the
+/// key and value types a socket storage map must be created with.
+fn storage_btf(value_size: u32) -> Result<OwnedFd> {
+    const KIND_INT: u32 = 1;
+    const KIND_ARRAY: u32 = 3;
+    let strings = b"\0int\0char\0".to_vec();
+    let mut types: Vec<u32> = Vec::new();
+    // [1] int: 32 bits, signed.
+    types.extend([1, KIND_INT << 24, 4, (1 << 24) | 32]);
+    // [2] char: 8 bits.
+    types.extend([5, KIND_INT << 24, 1, 8]);
+    // [3] char[value_size], indexed by int.
+    types.extend([0, KIND_ARRAY << 24, 0, 2, 1, value_size]);
+    let type_len = (types.len() * 4) as u32;
+    let mut blob = Vec::new();
+    blob.extend(0xeb9f_u16.to_le_bytes());
+    blob.extend([1u8, 0]);
+    for v in [24, 0, type_len, type_len, strings.len() as u32] {
+        blob.extend(u32::to_le_bytes(v));
+    }
+    blob.extend(types.iter().flat_map(|v| v.to_le_bytes()));
+    blob.extend(&strings);
+    // SAFETY: the blob is a complete BTF image of the given size; no
+    // options are passed.
+    let fd = unsafe {
+        libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, std::ptr::null_mut())
+    };
+    let fd = check("loading BTF for a socket storage map", fd)?;
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// `BPF_PROG_LOAD` of raw instruction bytes: first with statistics only

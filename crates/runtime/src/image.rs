@@ -85,12 +85,15 @@ impl Image {
             if spec.max_entries == 0 && spec.map_type == MapType::PerfEventArray {
                 spec.max_entries = opts.ncpus;
             }
+            // Socket storage has no size: one value per socket.
+            let sized = spec.map_type != MapType::SkStorage;
             if spec.max_entries == 0
+                && sized
                 && let Some(n) = opts.map_size_default
             {
                 spec.max_entries = n;
             }
-            if spec.max_entries == 0 {
+            if spec.max_entries == 0 && sized {
                 no_size.push(def.name().to_string());
             }
             specs.push(spec);

@@ -37,6 +37,9 @@ pub enum Arg {
     RingbufRelease,
     /// A socket (`ARG_PTR_TO_BTF_ID_SOCK_COMMON`); `release` ends its reference.
     Sock { release: bool },
+    /// Readable memory of the map's value size, or NULL
+    /// (`ARG_PTR_TO_MAP_VALUE_OR_NULL`).
+    ValueOrNull,
     /// A callback function (`ARG_PTR_TO_FUNC`).
     Func,
     /// Stack memory or NULL passed to a callback (`ARG_PTR_TO_STACK_OR_NULL`).
@@ -220,6 +223,13 @@ const PROTOS: &[Proto] = &[
     ),
     p("ktime_get_tai_ns", &[], INT),
     p("skb_ecn_set_ce", &[Ctx], INT),
+    p("skb_under_cgroup", &[Ctx, Map, Anything], INT),
+    p(
+        "sk_storage_get",
+        &[Map, Sock { release: false }, ValueOrNull, Anything],
+        Ret::MapValueOrNull,
+    ),
+    p("sk_storage_delete", &[Map, Sock { release: false }], INT),
 ];
 
 /// The prototype of helper `id`, if sluice knows it.

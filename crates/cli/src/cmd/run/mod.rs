@@ -174,6 +174,9 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
             .ok_or_else(|| format!("--map-update {name}: no such map"))?;
         let map = &hook.maps()[i];
         let spec = map.spec().clone();
+        if let Some(why) = spec.map_type.absent_reason() {
+            return Err(format!("--map-update {name}: {why}"));
+        }
         let k = mapfmt::parse(key, spec.key_size as usize, spec.map_type, true)
             .map_err(|e| format!("--map-update {name}: key {e}"))?;
         let v = mapfmt::parse(value, map.user_value_len(), spec.map_type, false)
