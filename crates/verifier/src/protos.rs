@@ -230,6 +230,14 @@ const PROTOS: &[Proto] = &[
         Ret::MapValueOrNull,
     ),
     p("sk_storage_delete", &[Map, Sock { release: false }], INT),
+    p(
+        "skb_load_bytes_relative",
+        &[Ctx, Anything, UninitMem, Size, Anything],
+        INT,
+    ),
+    p("set_hash_invalid", &[Ctx], Ret::Void),
+    p("csum_update", &[Ctx, Anything], INT),
+    p("csum_level", &[Ctx, Anything], INT),
 ];
 
 /// The prototype of helper `id`, if sluice knows it.

@@ -21,6 +21,10 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
     ("get_route_realm", zero),
     ("skb_change_type", skb_change_type),
     ("skb_ecn_set_ce", skb_ecn_set_ce),
+    ("skb_load_bytes_relative", skb_load_bytes_relative),
+    ("set_hash_invalid", set_hash_invalid),
+    ("csum_update", csum_update),
+    ("csum_level", csum_level),
 ];
 
 pub const SOCKET: &[(&str, HelperFn<Env>)] = &[
@@ -394,4 +398,82 @@ fn skb_ecn_set_ce(c: &mut Ctx) -> Ret {
         }
         _ => Ok(0),
     }
+}
+
+/// `bpf_skb_load_bytes_relative(skb, off, to, len, start)`: like
+/// `bpf_skb_load_bytes` from the MAC header (`BPF_HDR_START_MAC`, 0: the
+/// frame's start) or the network header (`BPF_HDR_START_NET`, 1); offsets
+/// above 0xffff, other starts and reads past the end clear `to` and give
+/// `-EFAULT`.
+fn skb_load_bytes_relative(c: &mut Ctx) -> Ret {
+    let (off, to, len, start) = (
+        c.args[1] & 0xffff_ffff,
+        c.args[2],
+        c.args[3] & 0xffff_ffff,
+        c.args[4] & 0xffff_ffff,
+    );
+    let p = c.env.packet;
+    let base = match start {
+        0 => Some(0),
+        1 => Some(NETWORK_HEADER),
+        _ => None,
+    };
+    let from = base
+        .filter(|_| off <= 0xffff)
+        .map(|b| b + off)
+        .filter(|&at| at + len <= p.len());
+    let Some(at) = from else {
+        c.mem.write(to, len as usize)?.fill(0);
+        return Ok(err(Errno::EFAULT));
+    };
+    let bytes = read(c, p.data + at, len as usize)?;
+    c.mem.write(to, len as usize)?.copy_from_slice(&bytes);
+    Ok(0)
+}
+
+/// `bpf_set_hash_invalid(skb)`: clears the flow hash (the kernel's
+/// `skb_clear_hash`); the next `bpf_get_hash_recalc` computes it again.
+fn set_hash_invalid(c: &mut Ctx) -> Ret {
+    c.env.last_hash = 0;
+    let p = c.env.packet;
+    c.mem.helper_write(p.ctx + 68, 4)?.fill(0);
+    Ok(0)
+}
+
+/// `bpf_csum_update(skb, csum)`: adds to `skb->csum` of a
+/// `CHECKSUM_COMPLETE` packet; replayed packets carry no checksum state
+/// (`CHECKSUM_NONE`, as the kernel's test run builds them), so
+/// `-ENOTSUPP`.
+fn csum_update(_: &mut Ctx) -> Ret {
+    Ok((-524i64) as u64)
+}
+
+/// `bpf_csum_level(skb, level)`: the `CHECKSUM_UNNECESSARY` level, which
+/// a packet starts without (`CHECKSUM_NONE`). `BPF_CSUM_LEVEL_QUERY` (0)
+/// gives the level or `-EACCES`; `_INC` (1) makes a packet without one
+/// level 0 and raises it up to 3; `_DEC` (2) lowers it, level 0 going back
+/// to none; `_RESET` (3) drops it; other levels are `-EINVAL`.
+fn csum_level(c: &mut Ctx) -> Ret {
+    const MAX_LEVEL: u8 = 3;
+    let state = &mut c.env.csum_unnecessary;
+    match c.args[1] {
+        0 => {
+            return Ok(match *state {
+                Some(level) => u64::from(level),
+                None => err(Errno::EACCES),
+            });
+        }
+        1 => {
+            *state = Some(state.map_or(0, |l| (l + 1).min(MAX_LEVEL)));
+        }
+        2 => {
+            *state = match *state {
+                Some(0) | None => None,
+                Some(l) => Some(l - 1),
+            };
+        }
+        3 => *state = None,
+        _ => return Ok(err(Errno::EINVAL)),
+    }
+    Ok(0)
 }
