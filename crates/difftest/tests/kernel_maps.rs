@@ -45,6 +45,16 @@ int classify(struct __sk_buff *skb)
 	return 0;
 }
 
+/* An empty slot and one past the end: -EAGAIN and -E2BIG, in the VM
+   and in the kernel alike. */
+SEC("xdp")
+int xdp_cgroup(struct xdp_md *ctx)
+{
+	long empty = bpf_current_task_under_cgroup(&cgroups, 1);
+	long past = bpf_current_task_under_cgroup(&cgroups, 9);
+	return empty == -11 && past == -7 ? XDP_PASS : XDP_DROP;
+}
+
 SEC("kprobe/do_nanosleep")
 int trace(void *ctx)
 {
@@ -55,6 +65,10 @@ char _license[] SEC("license") = "GPL";
 "#;
 
 fn hook(ncpus: u32) -> (Vec<u8>, Hook) {
+    hook_of("classify", ncpus)
+}
+
+fn hook_of(program: &str, ncpus: u32) -> (Vec<u8>, Hook) {
     let bytes = programs::compile::compile("kmaps", PROGRAM);
     let object = obj::Object::parse(&bytes).unwrap();
     let opts = LoadOptions {
@@ -62,7 +76,7 @@ fn hook(ncpus: u32) -> (Vec<u8>, Hook) {
         ..LoadOptions::default()
     };
     let image = Image::load(object, &opts).unwrap();
-    let p = image.find_program(Some("classify")).unwrap();
+    let p = image.find_program(Some(program)).unwrap();
     (bytes, Hook::new(image, p, 0).unwrap())
 }
 
@@ -93,6 +107,8 @@ fn maps_of_kernel_objects_load_and_stay_empty() {
     let frame = packet::Builder::udp("10.0.0.1", "10.0.0.2", 1, 2).build();
     let out = h.run(&frame, &PacketMeta::default()).unwrap();
     assert_eq!(out.skb.unwrap().mark, -2i32 as u32);
+    let (_, mut x) = hook_of("xdp_cgroup", 1);
+    assert_eq!(x.run(&frame, &PacketMeta::default()).unwrap().r0, 2);
 }
 
 #[test]
@@ -109,6 +125,11 @@ fn the_kernel_side_loads_them_and_the_difference_is_labelled() {
         "a socket the kernel's test run has and a replay lacks: {c:?}"
     );
     let s = d.into_summary();
+    // bpf_current_task_under_cgroup answers alike on both sides.
+    let (bytes, h) = hook_of("xdp_cgroup", kernel::possible_cpus() as u32);
+    let mut x = Differ::new(h, &bytes, "kmaps", 5).unwrap();
+    let c = x.packet(0, 0, &frame);
+    assert!(matches!(c, Comparison::Same), "{c:?}");
     for m in ["sk_seen", "cgroups", "stacks"] {
         assert!(
             s.maps_not_compared.iter().any(|(n, _)| n == m),

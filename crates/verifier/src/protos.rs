@@ -236,6 +236,7 @@ const PROTOS: &[Proto] = &[
         INT,
     ),
     p("set_hash_invalid", &[Ctx], Ret::Void),
+    p("current_task_under_cgroup", &[Map, Anything], INT),
     p("csum_update", &[Ctx, Anything], INT),
     p("csum_level", &[Ctx, Anything], INT),
 ];

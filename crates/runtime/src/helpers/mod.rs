@@ -49,6 +49,7 @@ fn common(t: &mut HelperTable<Env>) {
     register(t, csum::COMMON);
     register(t, callbacks::HELPERS);
     register(t, sock::COMMON);
+    register(t, sock::CGROUP);
     register(t, &[("spin_lock", spin_lock), ("spin_unlock", spin_unlock)]);
 }
 

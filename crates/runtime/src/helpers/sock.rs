@@ -22,6 +22,10 @@ pub const COMMON: &[(&str, HelperFn<Env>)] = &[
     ("sk_release", sk_release),
 ];
 
+/// Every packet program type, through the kernel's `bpf_base_func_proto`.
+pub const CGROUP: &[(&str, HelperFn<Env>)] =
+    &[("current_task_under_cgroup", current_task_under_cgroup)];
+
 /// tc programs.
 pub const TC: &[(&str, HelperFn<Env>)] = &[
     ("sk_assign", sk_assign),
@@ -99,4 +103,16 @@ fn get_netns_cookie(_: &mut Ctx) -> Ret {
 /// `bpf_get_socket_cookie(skb)`: 0 for a packet with no socket.
 fn no_socket_cookie(_: &mut Ctx) -> Ret {
     Ok(0)
+}
+
+/// `bpf_current_task_under_cgroup(map, index)`: a cgroup array in a replay
+/// holds no cgroup, so `-E2BIG` past its end and `-EAGAIN` for an empty
+/// slot, the kernel's answers before it would look at the task.
+fn current_task_under_cgroup(c: &mut Ctx) -> Ret {
+    let m = super::map_arg(c, c.args[0])?;
+    let index = c.args[1] as u32;
+    if index >= c.env.maps[m].spec().max_entries {
+        return Ok(err(Errno::E2BIG));
+    }
+    Ok(err(Errno::EAGAIN))
 }
