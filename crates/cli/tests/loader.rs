@@ -316,3 +316,57 @@ char _license[] SEC("license") = "GPL";
         stderr(&out)
     );
 }
+
+#[test]
+fn numbered_tail_call_sections_take_a_type_too() {
+    let dir = scratch("tail");
+    let obj = build_c(
+        &dir,
+        "tail",
+        r#"
+#define __array(name, val) typeof(val) *name[]
+static long (*bpf_tail_call)(void *ctx, void *map, __u32 index) = (void *) 12;
+int tail(struct __sk_buff *skb);
+struct { __uint(type, 3); __uint(max_entries, 4); __uint(key_size, 4); __array(values, int (void *)); } jumps SEC(".maps") = { .values = { [2] = (void *)&tail } };
+SEC("2/0") int tail(struct __sk_buff *skb) { skb->mark = 7; return 2; }
+SEC("from-netdev") int entry(struct __sk_buff *skb) { bpf_tail_call(skb, &jumps, 2); return 0; }
+"#,
+    );
+    let json = ok(run(
+        &[
+            "run",
+            "--prog",
+            "entry",
+            "--type",
+            "tc",
+            "--gen",
+            "udp,count=2",
+            "--json",
+        ],
+        &obj,
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["verdicts"]["SHOT"], 2, "the tail call ran: {json}");
+    if !kernel::available_for_test("sluice diff of a tail call into a numbered section") {
+        return;
+    }
+    let json = ok(run(
+        &[
+            "diff",
+            "--prog",
+            "entry",
+            "--type",
+            "tc",
+            "--gen",
+            "udp,count=2",
+            "--json",
+        ],
+        &obj,
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (v["compared"].as_u64(), v["divergences"].as_u64()),
+        (Some(2), Some(0)),
+        "{json}"
+    );
+}
