@@ -15,6 +15,7 @@ impl Errno {
     pub const EACCES: Errno = Errno(13);
     pub const EBUSY: Errno = Errno(16);
     pub const EEXIST: Errno = Errno(17);
+    pub const ENODEV: Errno = Errno(19);
     pub const EINVAL: Errno = Errno(22);
     pub const ENOSPC: Errno = Errno(28);
     pub const EOPNOTSUPP: Errno = Errno(95);
@@ -30,6 +31,7 @@ impl Errno {
             14 => "EFAULT",
             16 => "EBUSY",
             17 => "EEXIST",
+            19 => "ENODEV",
             22 => "EINVAL",
             28 => "ENOSPC",
             95 => "EOPNOTSUPP",

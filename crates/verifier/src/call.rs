@@ -470,6 +470,10 @@ impl Verifier<'_> {
                 self.mem_kind(r, &reg)?;
                 self.helper_mem(st, r, &reg, n as u64, false, true)?;
             }
+            Arg::FixedMemRw(n) => {
+                self.mem_kind(r, &reg)?;
+                self.helper_mem(st, r, &reg, n as u64, true, true)?;
+            }
             Arg::Size | Arg::SizeOrZero => {
                 self.demand(st, 1 << r, &[]);
                 let (mr, mreg, marg) = meta

@@ -27,6 +27,9 @@ pub enum Arg {
     UninitMem,
     /// Readable memory of a fixed size (`ARG_PTR_TO_FIXED_SIZE_MEM`).
     FixedMem(u32),
+    /// Memory of a fixed size the helper reads and writes
+    /// (`ARG_PTR_TO_FIXED_SIZE_MEM | MEM_WRITE`).
+    FixedMemRw(u32),
     /// The size of the previous memory argument (`ARG_CONST_SIZE`).
     Size,
     /// The same, 0 allowed (`ARG_CONST_SIZE_OR_ZERO`).
@@ -239,6 +242,11 @@ const PROTOS: &[Proto] = &[
     p("current_task_under_cgroup", &[Map, Anything], INT),
     p("csum_update", &[Ctx, Anything], INT),
     p("csum_level", &[Ctx, Anything], INT),
+    p(
+        "check_mtu",
+        &[Ctx, Anything, FixedMemRw(4), Anything, Anything],
+        INT,
+    ),
 ];
 
 /// The prototype of helper `id`, if sluice knows it.

@@ -60,6 +60,7 @@ pub fn xdp_table() -> HelperTable<Env> {
     register(&mut t, packet::XDP);
     register(&mut t, redirect::XDP);
     register(&mut t, fib::HELPERS);
+    register(&mut t, fib::XDP);
     register(&mut t, syncookie::HELPERS);
     t
 }
@@ -74,6 +75,7 @@ pub fn tc_table() -> HelperTable<Env> {
     register(&mut t, csum::SKB);
     register(&mut t, redirect::TC);
     register(&mut t, fib::HELPERS);
+    register(&mut t, fib::TC);
     register(&mut t, syncookie::HELPERS);
     t
 }
