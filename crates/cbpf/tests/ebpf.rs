@@ -29,6 +29,8 @@ fn object(insns: Vec<isa::Insn>) -> Object {
             kfuncs: vec![],
             core_relocations: 0,
             core_poisoned: vec![],
+            type_given: true,
+            attach_type: None,
         }],
         btf: None,
         core_target: None,

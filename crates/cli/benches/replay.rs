@@ -47,6 +47,9 @@ fn runs(mut make: impl FnMut() -> Command) -> (f64, u64) {
     median((0..5).map(|_| measure(&mut make())).collect())
 }
 
+/// Seconds and peak KiB of a command.
+type Run = (f64, u64);
+
 /// An expression cut for a table row.
 fn short(expr: &str) -> String {
     match expr.char_indices().nth(14) {
@@ -103,7 +106,7 @@ fn main() {
     });
     // `sluice filter` against tcpdump on the same expressions.
     let complex = "(tcp or udp) and not port 22 and (ip[8] > 32 or len > 100) and not ip6";
-    let filters: Vec<(&str, (f64, u64), Option<(f64, u64)>)> = ["udp port 53", complex]
+    let filters: Vec<(&str, Run, Option<Run>)> = ["udp port 53", complex]
         .into_iter()
         .map(|expr| {
             let ours = runs(|| {

@@ -706,6 +706,13 @@ pub fn load_options(object: &obj::Object, vm_maps: &[maps::Map]) -> kernel::Load
                 .push((map.name().to_string(), map.spec().max_entries));
         }
     }
+    // The types sluice runs the programs as, for those libbpf cannot type
+    // from their sections and those given by --type.
+    opts.prog_types = object
+        .programs
+        .iter()
+        .filter_map(kernel::ProgType::of)
+        .collect();
     opts
 }
 
@@ -725,6 +732,12 @@ fn pair(m: &maps::Map, kmaps: &[MapInfo]) -> Pairing {
         T::Xskmap => {
             Pairing::Skipped("holds AF_XDP sockets, which user space cannot read back".into())
         }
+        T::StackTrace | T::CgroupArray | T::SkStorage => Pairing::Skipped(
+            m.map_type()
+                .absent_reason()
+                .unwrap_or("holds kernel objects")
+                .into(),
+        ),
         T::Ringbuf | T::PerfEventArray | T::Queue | T::Stack => Pairing::Skipped(
             "has no entries user space can read back without consuming them".into(),
         ),

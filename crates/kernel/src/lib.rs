@@ -19,4 +19,4 @@ pub mod verify;
 
 pub use error::{Error, ErrorKind, Result, available_for_test, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};
-pub use object::{KernelObject, LoadOptions, ProgInfo, same_map};
+pub use object::{KernelObject, LoadOptions, ProgInfo, ProgType, same_map};

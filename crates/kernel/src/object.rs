@@ -26,6 +26,37 @@ pub struct LoadOptions {
     pub max_entries: Vec<(String, u32)>,
     /// Load only these programs (by function name); all when empty.
     pub only: Vec<String>,
+    /// Program types by function name, for the programs libbpf cannot type
+    /// from their section (`xdp_sock`, `from-netdev`, `2/0`) and those
+    /// given a type by the user (`force`).
+    pub prog_types: Vec<ProgType>,
+}
+
+/// How to load one program: `BPF_PROG_TYPE_*`, expected attach type and
+/// program flags (`BPF_F_XDP_HAS_FRAGS`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgType {
+    pub name: String,
+    pub prog_type: u32,
+    pub attach_type: u32,
+    pub flags: u32,
+    /// Set even where libbpf found a type in the section name.
+    pub force: bool,
+}
+
+impl ProgType {
+    /// How sluice's loader would load `program`: `None` for kinds it
+    /// cannot run.
+    pub fn of(program: &obj::Program) -> Option<ProgType> {
+        let (prog_type, attach, flags) = crate::verify::load_type(&program.kind).ok()?;
+        Some(ProgType {
+            name: program.name.clone(),
+            prog_type,
+            attach_type: program.attach_type.unwrap_or(attach),
+            flags,
+            force: program.type_given,
+        })
+    }
 }
 
 /// A program of a loaded object.
@@ -104,6 +135,16 @@ impl KernelObject {
         })?;
         for mut map in open.maps_mut() {
             let mname = map.name().to_string_lossy().into_owned();
+            // Ring buffers declared with key or value sizes (some
+            // toolchains do): the kernel refuses them, sluice's loader
+            // drops the sizes, and so does this side.
+            if map.map_type() == libbpf_rs::MapType::RingBuf
+                && (map.key_size() != 0 || map.value_size() != 0)
+            {
+                map.set_key_size(0)
+                    .and_then(|()| map.set_value_size(0))
+                    .map_err(|e| Error::libbpf(&format!("map {mname}: ring buffer sizes"), &e))?;
+            }
             if let Some((_, n)) = opts.max_entries.iter().find(|(m, _)| *m == mname) {
                 map.set_max_entries(*n)
                     .map_err(|e| Error::libbpf(&format!("map {mname}: max_entries"), &e))?;
@@ -122,6 +163,35 @@ impl KernelObject {
                     ));
                 }
                 init.copy_from_slice(data);
+            }
+        }
+        for p in open.progs_mut() {
+            let Some(t) = opts.prog_types.iter().find(|t| *t.name == *p.name()) else {
+                continue;
+            };
+            if !t.force && p.prog_type() != libbpf_rs::ProgramType::Unspec {
+                continue;
+            }
+            let ptr = p.as_libbpf_object().as_ptr();
+            // SAFETY: `ptr` is a program of the open object, not loaded yet.
+            let rc = unsafe {
+                let mut rc = libbpf_sys::bpf_program__set_type(ptr, t.prog_type);
+                if rc == 0 {
+                    rc = libbpf_sys::bpf_program__set_expected_attach_type(ptr, t.attach_type);
+                }
+                if rc == 0 {
+                    rc = libbpf_sys::bpf_program__set_flags(
+                        ptr,
+                        libbpf_sys::bpf_program__flags(ptr) | t.flags,
+                    );
+                }
+                rc
+            };
+            if rc != 0 {
+                return Err(Error::new(
+                    ErrorKind::Invalid,
+                    format!("program {}: libbpf refused its type ({rc})", t.name),
+                ));
             }
         }
         if !opts.only.is_empty() {

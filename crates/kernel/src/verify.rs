@@ -80,10 +80,20 @@ fn create_map(def: &MapDef, data: Option<&[u8]>, btf: Option<&MapBtf>) -> Result
     if max_entries == 0 && spec.map_type == MapType::PerfEventArray {
         max_entries = crate::possible_cpus() as u32;
     }
+    // Socket storage maps need BTF for their key (an int) and value, which
+    // the kernel takes from a type of its own when the object has none.
+    let storage = if spec.map_type == MapType::SkStorage {
+        Some(storage_btf(spec.value_size)?)
+    } else {
+        None
+    };
     let mut opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
         map_flags: flags,
         inner_map_fd: inner.as_ref().map_or(0, |f| f.as_raw_fd() as u32),
+        btf_fd: storage.as_ref().map_or(0, |f| f.as_raw_fd() as u32),
+        btf_key_type_id: if storage.is_some() { 1 } else { 0 },
+        btf_value_type_id: if storage.is_some() { 3 } else { 0 },
         ..Default::default()
     };
     let name = kernel_name(def.name());
@@ -112,9 +122,9 @@ fn create_map(def: &MapDef, data: Option<&[u8]>, btf: Option<&MapBtf>) -> Result
         opts.btf_key_type_id = def.key_type.and_then(|t| b.ids.get(&t)).map_or(0, |&k| k);
         opts.btf_value_type_id = *value;
         fd = create(&opts);
-        opts.btf_fd = 0;
-        opts.btf_key_type_id = 0;
-        opts.btf_value_type_id = 0;
+        opts.btf_fd = storage.as_ref().map_or(0, |f| f.as_raw_fd() as u32);
+        opts.btf_key_type_id = if storage.is_some() { 1 } else { 0 };
+        opts.btf_value_type_id = if storage.is_some() { 3 } else { 0 };
     }
     if fd < 0 {
         fd = create(&opts);
@@ -147,7 +157,7 @@ fn create_map(def: &MapDef, data: Option<&[u8]>, btf: Option<&MapBtf>) -> Result
 }
 
 /// The kernel program type, expected attach type and flags of a kind.
-fn load_type(kind: &ProgramKind) -> Result<(u32, u32, u32)> {
+pub(crate) fn load_type(kind: &ProgramKind) -> Result<(u32, u32, u32)> {
     Ok(match kind {
         ProgramKind::Xdp { attach, frags } => (
             libbpf_sys::BPF_PROG_TYPE_XDP,
@@ -220,6 +230,7 @@ pub fn verify_program(
         })
         .collect::<Result<Vec<_>>>()?;
     let (prog_type, attach, flags) = load_type(&program.kind)?;
+    let attach = program.attach_type.unwrap_or(attach);
     // The kernel takes a function's address (a callback) only from a
     // program with BTF function info; give it a minimal one.
     let takes_address = (program.insns.iter()).any(|i| {
@@ -499,6 +510,38 @@ impl FuncInfo {
             records,
         })
     }
+}
+
+/// BTF of `[1] int` and `[3] char[value_size]` (`[2]` is `char`): the
+/// key and value types a socket storage map must be created with.
+fn storage_btf(value_size: u32) -> Result<OwnedFd> {
+    const KIND_INT: u32 = 1;
+    const KIND_ARRAY: u32 = 3;
+    let strings = b"\0int\0char\0".to_vec();
+    let mut types: Vec<u32> = Vec::new();
+    // [1] int: 32 bits, signed.
+    types.extend([1, KIND_INT << 24, 4, (1 << 24) | 32]);
+    // [2] char: 8 bits.
+    types.extend([5, KIND_INT << 24, 1, 8]);
+    // [3] char[value_size], indexed by int.
+    types.extend([0, KIND_ARRAY << 24, 0, 2, 1, value_size]);
+    let type_len = (types.len() * 4) as u32;
+    let mut blob = Vec::new();
+    blob.extend(0xeb9f_u16.to_le_bytes());
+    blob.extend([1u8, 0]);
+    for v in [24, 0, type_len, type_len, strings.len() as u32] {
+        blob.extend(u32::to_le_bytes(v));
+    }
+    blob.extend(types.iter().flat_map(|v| v.to_le_bytes()));
+    blob.extend(&strings);
+    // SAFETY: the blob is a complete BTF image of the given size; no
+    // options are passed.
+    let fd = unsafe {
+        libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, std::ptr::null_mut())
+    };
+    let fd = check("loading BTF for a socket storage map", fd)?;
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// `BPF_PROG_LOAD` of raw instruction bytes: first with statistics only

@@ -12,8 +12,10 @@ impl Errno {
     pub const EAGAIN: Errno = Errno(11);
     pub const ENOMEM: Errno = Errno(12);
     pub const EFAULT: Errno = Errno(14);
+    pub const EACCES: Errno = Errno(13);
     pub const EBUSY: Errno = Errno(16);
     pub const EEXIST: Errno = Errno(17);
+    pub const ENODEV: Errno = Errno(19);
     pub const EINVAL: Errno = Errno(22);
     pub const ENOSPC: Errno = Errno(28);
     pub const EOPNOTSUPP: Errno = Errno(95);
@@ -25,9 +27,11 @@ impl Errno {
             7 => "E2BIG",
             11 => "EAGAIN",
             12 => "ENOMEM",
+            13 => "EACCES",
             14 => "EFAULT",
             16 => "EBUSY",
             17 => "EEXIST",
+            19 => "ENODEV",
             22 => "EINVAL",
             28 => "ENOSPC",
             95 => "EOPNOTSUPP",

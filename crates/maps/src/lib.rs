@@ -95,6 +95,10 @@ enum Store {
     Perf {
         records: Mutex<Vec<Vec<Vec<u8>>>>,
     },
+    /// stack_trace, cgroup_array, sk_storage: entries are kernel objects
+    /// (stack traces, cgroups, sockets) a replay has none of, so the map
+    /// stays empty ([`MapType::absent_reason`]).
+    Absent,
 }
 
 /// The bookkeeping of an LPM trie: its slots, the prefix lengths in use,
@@ -161,6 +165,28 @@ impl Map {
                 need(
                     "max_entries must be a power of 2 and a multiple of the 4096-byte page",
                     n >= 4096 && n.is_power_of_two(),
+                )?;
+            }
+            StackTrace => {
+                need("key_size must be 4", k == 4)?;
+                need(
+                    "value_size must be a non-zero multiple of 8 (u64 addresses), at most 127 of them",
+                    v >= 8 && v % 8 == 0 && v / 8 <= 127,
+                )?;
+                need("max_entries must not be 0", n > 0)?;
+            }
+            CgroupArray => {
+                need("key_size must be 4", k == 4)?;
+                need("value_size must be 4", v == 4)?;
+                need("max_entries must not be 0", n > 0)?;
+            }
+            SkStorage => {
+                need("key_size must be 4 (a socket descriptor)", k == 4)?;
+                need("value_size must not be 0", v > 0)?;
+                need("max_entries must be 0 (one value per socket)", n == 0)?;
+                need(
+                    "map_flags must include BPF_F_NO_PREALLOC",
+                    spec.flags & flags::NO_PREALLOC != 0,
                 )?;
             }
             Queue | Stack => {
@@ -254,6 +280,7 @@ impl Map {
             PerfEventArray => Store::Perf {
                 records: Mutex::new(vec![Vec::new(); ncpus as usize]),
             },
+            StackTrace | CgroupArray | SkStorage => Store::Absent,
         };
         let area = |a: &arena::Arena| (!a.is_empty()).then(|| (a.addr(0), a.len()));
         let region = match &store {
@@ -263,7 +290,7 @@ impl Map {
             | Store::RefArray { values: v, .. }
             | Store::RefHash { values: v, .. } => area(&v.arena),
             Store::Ring(r) => area(&lock(r).arena),
-            Store::Fifo { .. } | Store::Perf { .. } => None,
+            Store::Fifo { .. } | Store::Perf { .. } | Store::Absent => None,
         };
         Ok(Map {
             spec,
@@ -325,6 +352,7 @@ impl Map {
             Store::Fifo { items, .. } => lock(items).len(),
             Store::Ring(r) => lock(r).pending(),
             Store::Perf { records } => lock(records).iter().map(Vec::len).sum(),
+            Store::Absent => 0,
         }
     }
 

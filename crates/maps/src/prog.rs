@@ -43,7 +43,7 @@ impl Map {
                 let slot = lock(table).peek(&key[..4]);
                 slot.map(|s| values.addr(s, 0))
             }
-            Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } => None,
+            Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } | Store::Absent => None,
         }
     }
 
@@ -124,6 +124,7 @@ impl Map {
                 }
             }
             Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } => Err(Errno::EINVAL),
+            Store::Absent => Err(Errno::ENOENT),
         }
     }
 

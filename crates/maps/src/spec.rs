@@ -11,6 +11,8 @@ pub enum MapType {
     PerfEventArray = 4,
     PercpuHash = 5,
     PercpuArray = 6,
+    StackTrace = 7,
+    CgroupArray = 8,
     LruHash = 9,
     LruPercpuHash = 10,
     LpmTrie = 11,
@@ -21,12 +23,13 @@ pub enum MapType {
     Xskmap = 17,
     Queue = 22,
     Stack = 23,
+    SkStorage = 24,
     DevmapHash = 25,
     Ringbuf = 27,
 }
 
 impl MapType {
-    pub const ALL: [MapType; 18] = [
+    pub const ALL: [MapType; 21] = [
         MapType::Hash,
         MapType::Array,
         MapType::ProgArray,
@@ -45,6 +48,9 @@ impl MapType {
         MapType::Stack,
         MapType::DevmapHash,
         MapType::Ringbuf,
+        MapType::StackTrace,
+        MapType::CgroupArray,
+        MapType::SkStorage,
     ];
 
     /// The type with kernel id `id`; `Err` names types sluice lacks.
@@ -67,6 +73,23 @@ impl MapType {
         let n = name.to_ascii_lowercase();
         let n = n.strip_prefix("bpf_map_type_").unwrap_or(&n);
         MapType::ALL.into_iter().find(|t| t.name() == n)
+    }
+
+    /// Why a replay has nothing to put in a map of this type, for the
+    /// types whose entries are kernel objects (`None` for the others).
+    pub fn absent_reason(self) -> Option<&'static str> {
+        match self {
+            MapType::StackTrace => Some(
+                "a stack_trace map holds kernel stack traces, which only tracing programs record (bpf_get_stackid): a replay leaves it empty",
+            ),
+            MapType::CgroupArray => Some(
+                "a cgroup_array map holds cgroups (set from cgroup directory descriptors), which a replay has none of: it stays empty",
+            ),
+            MapType::SkStorage => Some(
+                "an sk_storage map holds storage attached to sockets, and a replay has no sockets: it stays empty",
+            ),
+            _ => None,
+        }
     }
 
     pub fn is_percpu(self) -> bool {

@@ -109,7 +109,7 @@ impl Map {
 
     /// Starts tracking changes: what [`Map::changes`] reports is measured
     /// from now. `None` for maps without values in storage (queues, ring
-    /// buffers, perf arrays).
+    /// buffers, perf arrays, the kernel-object maps a replay keeps empty).
     pub fn track(&self) -> Option<Tracker> {
         let mut t = Tracker {
             shadow: HashMap::new(),
@@ -129,7 +129,10 @@ impl Map {
                 st.table.keep_log();
                 t.refresh(v);
             }
-            Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } => return None,
+            // (kernel-object maps a replay keeps empty have nothing to track)
+            Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } | Store::Absent => {
+                return None;
+            }
         }
         Some(t)
     }
@@ -172,6 +175,7 @@ impl Map {
                 }
             }
             Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } => Changes::All,
+            Store::Absent => Changes::Keys(Vec::new()),
         }
     }
 }

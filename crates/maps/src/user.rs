@@ -82,6 +82,7 @@ impl Map {
                 item.cloned().ok_or(Errno::ENOENT)
             }
             Store::Ring(_) | Store::Perf { .. } => Err(Errno::EOPNOTSUPP),
+            Store::Absent => Err(Errno::ENOENT),
         }
     }
 
@@ -251,7 +252,7 @@ impl Map {
                 Ok(())
             }
             Store::Fifo { .. } => Err(Errno::EINVAL),
-            Store::Ring(_) | Store::Perf { .. } => Err(Errno::EOPNOTSUPP),
+            Store::Ring(_) | Store::Perf { .. } | Store::Absent => Err(Errno::EOPNOTSUPP),
         }
     }
 
@@ -298,6 +299,7 @@ impl Map {
                     .ok_or(Errno::ENOENT)
             }
             Store::Fifo { .. } | Store::Ring(_) | Store::Perf { .. } => Err(Errno::EINVAL),
+            Store::Absent => Err(Errno::ENOENT),
         }
     }
 

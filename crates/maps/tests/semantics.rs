@@ -421,7 +421,39 @@ fn creation_errors_name_the_problem() {
         let e = Map::new(spec, 1).err().unwrap();
         assert!(e.to_string().contains(needle), "{e}");
     }
-    assert!(MapType::from_id(7).unwrap_err().contains("stack_trace"));
+    assert!(MapType::from_id(15).unwrap_err().contains("sockmap"));
+    // Maps of kernel objects: the kernel's checks, then always empty.
+    for (spec, needle) in [
+        (
+            MapSpec::new("s", MapType::SkStorage, 4, 8, 16).with_flags(maps::flags::NO_PREALLOC),
+            "max_entries must be 0",
+        ),
+        (
+            MapSpec::new("s", MapType::SkStorage, 4, 8, 0),
+            "BPF_F_NO_PREALLOC",
+        ),
+        (
+            MapSpec::new("t", MapType::StackTrace, 4, 12, 16),
+            "multiple of 8",
+        ),
+        (
+            MapSpec::new("c", MapType::CgroupArray, 4, 8, 16),
+            "value_size must be 4",
+        ),
+    ] {
+        let e = Map::new(spec, 1).err().unwrap();
+        assert!(e.to_string().contains(needle), "{e}");
+    }
+    let s = Map::new(
+        MapSpec::new("s", MapType::SkStorage, 4, 8, 0).with_flags(maps::flags::NO_PREALLOC),
+        1,
+    )
+    .unwrap();
+    assert!(s.is_empty());
+    assert_eq!(
+        s.user_update(&3u32.to_le_bytes(), &[0; 8], 0),
+        Err(maps::Errno::EOPNOTSUPP)
+    );
     assert_eq!(
         MapType::from_name("BPF_MAP_TYPE_LRU_HASH"),
         Some(MapType::LruHash)

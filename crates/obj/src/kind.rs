@@ -30,7 +30,90 @@ pub enum ProgramKind {
     Unsupported(String),
 }
 
+/// Expected attach types (`enum bpf_attach_type`) by the names bpftool
+/// and libbpf give them (`libbpf_bpf_attach_type_str`), for the program
+/// types sluice runs.
+const ATTACH_TYPES: [(&str, u32); 7] = [
+    ("xdp", 37),
+    ("xdp_devmap", 33),
+    ("xdp_cpumap", 35),
+    ("tcx_ingress", 46),
+    ("tcx_egress", 47),
+    ("netkit_primary", 54),
+    ("netkit_peer", 55),
+];
+
+/// The program types `--type` takes: bpftool's names (`prog load ...
+/// type TYPE`, libbpf's section names) and the kernel's.
+pub const TYPE_NAMES: &str = "xdp, xdp.frags, xdp/devmap, xdp/cpumap, tc (classifier, sched_cls), action (sched_act), socket (socket_filter)";
+
 impl ProgramKind {
+    /// A program type by name, as `--type` gives it, with an optional
+    /// expected attach type (`--attach-type`); the attach type's kernel id
+    /// comes back when one was given.
+    pub fn from_type_name(
+        name: &str,
+        attach: Option<&str>,
+    ) -> Result<(ProgramKind, Option<u32>), String> {
+        let section = match name {
+            "sched_cls" => "tc",
+            "sched_act" => "action",
+            "socket_filter" => "socket",
+            "xdp" | "xdp.frags" | "xdp/devmap" | "xdp/cpumap" | "xdp.frags/devmap"
+            | "xdp.frags/cpumap" | "tc" | "classifier" | "action" | "socket" => name,
+            _ => {
+                return Err(format!(
+                    "--type {name}: not a program type sluice runs ({TYPE_NAMES})"
+                ));
+            }
+        };
+        let mut kind = ProgramKind::from_section(section);
+        let Some(attach) = attach else {
+            return Ok((kind, None));
+        };
+        let id = ATTACH_TYPES
+            .iter()
+            .find(|(n, _)| *n == attach)
+            .map(|&(_, id)| id)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ATTACH_TYPES.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "--attach-type {attach}: not an attach type of the program types sluice runs ({})",
+                    names.join(", ")
+                )
+            })?;
+        match (&mut kind, attach) {
+            (ProgramKind::Xdp { attach: at, .. }, a) if a.starts_with("xdp") => {
+                *at = match a {
+                    "xdp_devmap" => XdpAttach::Devmap,
+                    "xdp_cpumap" => XdpAttach::Cpumap,
+                    _ => XdpAttach::Device,
+                };
+            }
+            (
+                ProgramKind::SchedCls,
+                "tcx_ingress" | "tcx_egress" | "netkit_primary" | "netkit_peer",
+            ) => {}
+            _ => {
+                return Err(format!(
+                    "--attach-type {attach} does not go with program type {name}"
+                ));
+            }
+        }
+        Ok((kind, Some(id)))
+    }
+
+    /// Whether libbpf (1.x) gives section `sec` a program type: sections it
+    /// does not know (iproute2's `from-netdev`, `xdp_sock`, tail-call
+    /// targets named `2/0`) load only with a type given (`--type`).
+    pub fn libbpf_knows(sec: &str) -> bool {
+        let base = sec.split_once('/').map_or(sec, |(b, _)| b);
+        matches!(
+            base,
+            "xdp" | "xdp.frags" | "tc" | "classifier" | "tcx" | "netkit" | "action" | "socket"
+        ) || kernel_type_of(base) != "non-packet"
+    }
+
     /// The kind of the programs in section `sec`.
     pub fn from_section(sec: &str) -> ProgramKind {
         let (base, rest) = match sec.split_once('/') {
@@ -48,6 +131,9 @@ impl ProgramKind {
             // Before libbpf 1.0 (and in iproute2) any section starting with
             // "xdp" was an XDP program; many programs still use such names.
             _ if sec.starts_with("xdp") => xdp(XdpAttach::Device, false),
+            _ if kernel_type_of(base) == "non-packet" => ProgramKind::Unsupported(format!(
+                "section `{sec}` names no program type libbpf or sluice knows: give one with --type ({TYPE_NAMES})"
+            )),
             _ => ProgramKind::Unsupported(format!(
                 "section `{sec}` holds a {} program, which sluice cannot run (it runs xdp, tc/classifier, action and socket programs)",
                 kernel_type_of(base)

@@ -16,7 +16,7 @@ mod reader;
 pub use btf::{Btf, BtfError, Kind as BtfKind, Member, TypeId};
 pub use btf_ext::{BtfExt, CoreRelo, LineRecord};
 pub use core::CoreTarget;
-pub use kind::{ProgramKind, XdpAttach};
+pub use kind::{ProgramKind, TYPE_NAMES, XdpAttach};
 pub use load::{GlobalVar, Line, Object, Program};
 pub use mapdef::{InitialRef, MapDef, MapOrigin};
 

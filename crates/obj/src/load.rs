@@ -56,6 +56,12 @@ pub struct Program {
     /// Slots poisoned by CO-RE (the target lacks the field or type they
     /// use) and why; running one is an error, as in the kernel.
     pub core_poisoned: Vec<(usize, String)>,
+    /// The kind was given by the user ([`Object::set_program_type`]), not
+    /// read from the section name: kernel loaders must set it too.
+    pub type_given: bool,
+    /// An expected attach type given by the user (`--attach-type`), as
+    /// the kernel's id.
+    pub attach_type: Option<u32>,
 }
 
 impl Program {
@@ -101,6 +107,42 @@ pub struct GlobalVar {
 impl Object {
     pub fn program(&self, name: &str) -> Option<&Program> {
         self.programs.iter().find(|p| p.name == name)
+    }
+
+    /// Gives programs a type (`--type`, with `--attach-type`): program
+    /// `prog`, or, without one, every program whose section names no
+    /// type (neither libbpf nor sluice knows it: iproute2's `from-netdev`,
+    /// tail-call targets like `2/0`). Returns how many programs it typed.
+    pub fn set_program_type(
+        &mut self,
+        prog: Option<&str>,
+        ty: &str,
+        attach: Option<&str>,
+    ) -> Result<usize, String> {
+        let (kind, attach_type) = ProgramKind::from_type_name(ty, attach)?;
+        if let Some(p) = prog
+            && self.program(p).is_none()
+        {
+            let names: Vec<&str> = self.programs.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "--type {p}={ty}: no program `{p}` (the object has {})",
+                names.join(", ")
+            ));
+        }
+        let mut typed = 0;
+        for p in &mut self.programs {
+            let chosen = match prog {
+                Some(name) => p.name == name,
+                None => !p.kind.is_runnable() && !ProgramKind::libbpf_knows(&p.section),
+            };
+            if chosen {
+                p.kind = kind.clone();
+                p.type_given = true;
+                p.attach_type = attach_type;
+                typed += 1;
+            }
+        }
+        Ok(typed)
     }
 
     pub fn map_index(&self, name: &str) -> Option<usize> {
@@ -450,9 +492,11 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
                 .ok_or_else(|| bad(format!("symbol {sym_idx} does not exist")))?;
             if is_maps {
                 // `__array(values, ...)` initialisers.
-                if r_type != R_BPF_64_ABS64 {
+                // clang before 14 wrote R_BPF_64_64 for these 8-byte
+                // slots; libbpf takes any type here.
+                if r_type != R_BPF_64_ABS64 && r_type != R_BPF_64_64 {
                     return Err(bad(format!(
-                        "relocation type {r_type} in .maps (expected R_BPF_64_ABS64)"
+                        "relocation type {r_type} in .maps (expected R_BPF_64_ABS64, or R_BPF_64_64 from older clang)"
                     )));
                 }
                 let (map, var_off, values_off) = values_at
@@ -495,13 +539,23 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
             }
             let pc = (offset / 8) as usize;
             let insn = es.code[pc];
-            let r = match r_type {
+            // As in libbpf, the instruction says what a relocation is for,
+            // whichever of the two code relocation types a toolchain wrote.
+            let kind = match r_type {
+                R_BPF_64_64 | R_BPF_64_32 if insn.code == isa::opcode::LDDW => R_BPF_64_64,
+                R_BPF_64_64 | R_BPF_64_32 if insn.code == isa::opcode::CALL => R_BPF_64_32,
+                R_BPF_64_64 | R_BPF_64_32 => {
+                    return Err(bad(format!(
+                        "relocation type {r_type} on opcode {:#04x}, neither lddw nor call",
+                        insn.code
+                    )));
+                }
+                t => t,
+            };
+            let r = match kind {
                 R_BPF_64_64 => {
-                    if insn.code != isa::opcode::LDDW || pc + 1 >= es.code.len() {
-                        return Err(bad(format!(
-                            "R_BPF_64_64 on opcode {:#04x}, not lddw",
-                            insn.code
-                        )));
+                    if pc + 1 >= es.code.len() {
+                        return Err(bad("lddw at the end of the section".into()));
                     }
                     let addend = i64::from(insn.imm);
                     match sym.section {
@@ -547,32 +601,22 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
                         }
                     }
                 }
-                R_BPF_64_32 => {
-                    if insn.code != isa::opcode::CALL {
-                        return Err(bad(format!(
-                            "R_BPF_64_32 on opcode {:#04x}, not call",
-                            insn.code
-                        )));
-                    }
-                    match sym.section {
-                        None => Ref::Kfunc(sym.name.clone()),
-                        Some(sec) if exec.contains_key(&sec) => {
-                            if insn.src != isa::opcode::pseudo::CALL_LOCAL {
-                                return Err(bad("call relocation on a helper call".into()));
-                            }
-                            let target = (sym.value / 8) as i64 + i64::from(insn.imm) + 1;
-                            if target < 0 {
-                                return Err(bad(format!(
-                                    "call target {target} is before the section"
-                                )));
-                            }
-                            Ref::Call(sec, target as usize)
+                R_BPF_64_32 => match sym.section {
+                    None => Ref::Kfunc(sym.name.clone()),
+                    Some(sec) if exec.contains_key(&sec) => {
+                        if insn.src != isa::opcode::pseudo::CALL_LOCAL {
+                            return Err(bad("call relocation on a helper call".into()));
                         }
-                        Some(_) => {
-                            return Err(bad(format!("call of `{}`, which is not code", sym.name)));
+                        let target = (sym.value / 8) as i64 + i64::from(insn.imm) + 1;
+                        if target < 0 {
+                            return Err(bad(format!("call target {target} is before the section")));
                         }
+                        Ref::Call(sec, target as usize)
                     }
-                }
+                    Some(_) => {
+                        return Err(bad(format!("call of `{}`, which is not code", sym.name)));
+                    }
+                },
                 R_BPF_64_ABS64 | R_BPF_64_ABS32 | R_BPF_64_NODYLD32 => continue,
                 t => return Err(bad(format!("unknown relocation type {t}"))),
             };
@@ -669,6 +713,8 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
             kfuncs: linked.kfuncs,
             core_relocations: core_applied.count,
             core_poisoned: core_applied.poisoned,
+            type_given: false,
+            attach_type: None,
         });
     }
     if programs.is_empty() {

@@ -101,6 +101,7 @@ pub fn parse_btf_map(
     let mut pin_by_name = false;
     let mut inner_def = None;
     let mut values_offset = None;
+    let mut values_seen = false;
     for m in members {
         let at = |e: String| format!("member `{}`: {e}", m.name);
         match m.name.as_str() {
@@ -128,6 +129,7 @@ pub fn parse_btf_map(
             "pinning" => pin_by_name = matches!(uint_value(btf, m.ty).map_err(at)?, 1 | 2),
             "numa_node" | "map_extra" => {}
             "values" => {
+                values_seen = true;
                 if inner {
                     return Err("an inner map cannot have `values`".into());
                 }
@@ -163,6 +165,18 @@ pub fn parse_btf_map(
             "a map of maps needs __array(values, struct { ... }) describing its inner map".into(),
         );
     }
+    if values_seen {
+        // As libbpf: `values` makes the slots 4-byte ids (of maps or
+        // programs); a declared size must agree.
+        match value_size {
+            None | Some(0) | Some(4) => value_size = Some(4),
+            Some(n) => {
+                return Err(format!(
+                    "conflicting value size {n} != 4 (`values` makes the slots 4-byte ids)"
+                ));
+            }
+        }
+    }
     let default_size = if is_fd_array
         || matches!(
             map_type,
@@ -184,6 +198,7 @@ pub fn parse_btf_map(
         max_entries,
     );
     spec.flags = map_flags;
+    normalize(&mut spec);
     Ok(BtfMapDef {
         def: MapDef {
             spec,
@@ -197,6 +212,25 @@ pub fn parse_btf_map(
         },
         values_offset,
     })
+}
+
+/// What loaders make of definitions the kernel would refuse as written.
+///
+/// A ring buffer has no keys or values: some toolchains still declare
+/// sizes for them (a `struct bpf_map_def` with every field filled, or
+/// `__type(value, struct event)` as documentation); they are dropped (the
+/// kernel refuses a ring buffer with either). Its size is rounded up to a
+/// power-of-2 multiple of the 4096-byte page, as libbpf's
+/// `adjust_ringbuf_sz` does.
+fn normalize(spec: &mut MapSpec) {
+    if spec.map_type == MapType::Ringbuf {
+        spec.key_size = 0;
+        spec.value_size = 0;
+        let n = spec.max_entries;
+        if n != 0 {
+            spec.max_entries = n.max(4096).checked_next_power_of_two().unwrap_or(n);
+        }
+    }
 }
 
 /// A legacy `struct bpf_map_def { type, key_size, value_size, max_entries,
@@ -215,6 +249,8 @@ pub fn parse_legacy_map(name: &str, def: &[u8]) -> Result<MapDef, String> {
         max_entries: field(3).ok_or("definition has no max_entries")?,
         flags: field(4).unwrap_or(0),
     };
+    let mut spec = spec;
+    normalize(&mut spec);
     Ok(MapDef {
         spec,
         origin: MapOrigin::Legacy,

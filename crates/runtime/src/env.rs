@@ -111,6 +111,9 @@ pub struct Env {
     pub unreproducible: Vec<&'static str>,
     /// The last flow hash computed or set (`bpf_get_hash_recalc`).
     pub last_hash: u32,
+    /// `CHECKSUM_UNNECESSARY` with this `csum_level`, as `bpf_csum_level`
+    /// left the packet (`None`: `CHECKSUM_NONE`, how packets arrive).
+    pub csum_unnecessary: Option<u8>,
     /// Keys being walked by `bpf_for_each_map_elem`, one list per level.
     pub iterations: Vec<Vec<Vec<u8>>>,
     /// Read-only to programs: keys handed to callbacks.
@@ -154,6 +157,7 @@ impl Env {
             fib: Fib::default(),
             vm_program_of: Vec::new(),
             last_hash: 0,
+            csum_unnecessary: None,
             iterations: Vec::new(),
             scratch: Box::new([0; SCRATCH_SLOT * SCRATCH_LEVELS]),
             scratch_addr: 0,

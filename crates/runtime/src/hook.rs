@@ -806,6 +806,7 @@ impl Hook {
             self.env.tunnel = None;
             self.env.trace.clear();
             self.env.unreproducible.clear();
+            self.env.csum_unnecessary = None;
         }
         self.env.sim.clock_ns = self.env.sim.clock_ns.max(meta.timestamp_ns);
 

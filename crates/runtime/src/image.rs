@@ -17,10 +17,24 @@ pub enum ImageError {
     Map(#[from] maps::MapError),
     #[error("map {map}: {reason}")]
     MapSetup { map: String, reason: String },
+    #[error(
+        "{} max_entries 0 (libbpf programs set it at load time): give {} with {}, or one size for all with --map-size-default N",
+        plural_maps(.0),
+        if .0.len() == 1 { "it" } else { "them" },
+        .0.iter().map(|m| format!("--map-size {m}=N")).collect::<Vec<_>>().join(" ")
+    )]
+    Unsized(Vec<String>),
     #[error("--set {name}: {reason}")]
     Global { name: String, reason: String },
     #[error("program {program}: {reason}")]
     Program { program: String, reason: String },
+}
+
+fn plural_maps(maps: &[String]) -> String {
+    match maps {
+        [one] => format!("map {one} has"),
+        _ => format!("maps {} have", maps.join(", ")),
+    }
 }
 
 /// Choices made when loading, as a user gives them on the command line.
@@ -30,6 +44,9 @@ pub struct LoadOptions {
     pub ncpus: u32,
     /// `--map-size NAME=N`: overrides `max_entries`.
     pub map_sizes: HashMap<String, u32>,
+    /// `--map-size-default N`: `max_entries` of the maps that declare 0
+    /// and have no `--map-size` of their own.
+    pub map_size_default: Option<u32>,
     /// `--set NAME=VALUE`: initial values of global variables.
     pub globals: Vec<(String, i128)>,
 }
@@ -39,6 +56,7 @@ impl Default for LoadOptions {
         LoadOptions {
             ncpus: 1,
             map_sizes: HashMap::new(),
+            map_size_default: None,
             globals: Vec::new(),
         }
     }
@@ -57,7 +75,8 @@ pub struct Image {
 
 impl Image {
     pub fn load(object: Object, opts: &LoadOptions) -> Result<Image, ImageError> {
-        let mut maps = Vec::with_capacity(object.maps.len());
+        let mut specs = Vec::with_capacity(object.maps.len());
+        let mut no_size = Vec::new();
         for def in &object.maps {
             let mut spec = def.spec.clone();
             if let Some(&n) = opts.map_sizes.get(def.name()) {
@@ -66,15 +85,25 @@ impl Image {
             if spec.max_entries == 0 && spec.map_type == MapType::PerfEventArray {
                 spec.max_entries = opts.ncpus;
             }
-            if spec.max_entries == 0 {
-                return Err(ImageError::MapSetup {
-                    map: def.name().to_string(),
-                    reason: format!(
-                        "max_entries is 0 (libbpf programs set it at load time): give it with --map-size {}=N",
-                        def.name()
-                    ),
-                });
+            // Socket storage has no size: one value per socket.
+            let sized = spec.map_type != MapType::SkStorage;
+            if spec.max_entries == 0
+                && sized
+                && let Some(n) = opts.map_size_default
+            {
+                spec.max_entries = n;
             }
+            if spec.max_entries == 0 && sized {
+                no_size.push(def.name().to_string());
+            }
+            specs.push(spec);
+        }
+        // Every map left without a size at once, not one per attempt.
+        if !no_size.is_empty() {
+            return Err(ImageError::Unsized(no_size));
+        }
+        let mut maps = Vec::with_capacity(object.maps.len());
+        for (def, spec) in object.maps.iter().zip(specs) {
             let map = Map::new(spec, opts.ncpus)?;
             if let Some(data) = &def.data {
                 map.user_update(

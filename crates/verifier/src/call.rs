@@ -54,9 +54,13 @@ fn map_fits(t: MapType, id: u32) -> bool {
         Cpumap => id == 51,
         ArrayOfMaps | HashOfMaps => id == 1,
         Queue | Stack => matches!(id, 87..=89),
-        Hash | Array | PercpuHash | PercpuArray | LruHash | LruPercpuHash | LpmTrie => {
-            !matches!(id, 12 | 22 | 25 | 51 | 55 | 87..=89 | 130..=134)
-        }
+        StackTrace => id == 27,
+        CgroupArray => matches!(id, 33 | 37),
+        SkStorage => matches!(id, 107 | 108),
+        Hash | Array | PercpuHash | PercpuArray | LruHash | LruPercpuHash | LpmTrie => !matches!(
+            id,
+            12 | 22 | 25 | 27 | 33 | 37 | 51 | 55 | 87..=89 | 107 | 108 | 130..=134
+        ),
     };
     let by_helper = match id {
         12 => t == ProgArray,
@@ -64,6 +68,9 @@ fn map_fits(t: MapType, id: u32) -> bool {
         51 => matches!(t, Devmap | DevmapHash | Cpumap | Xskmap),
         130..=134 => t == Ringbuf,
         87..=89 => matches!(t, Queue | Stack),
+        27 => t == StackTrace,
+        33 | 37 => t == CgroupArray,
+        107 | 108 => t == SkStorage,
         164 => matches!(
             t,
             Hash | Array | PercpuHash | PercpuArray | LruHash | LruPercpuHash
@@ -400,7 +407,8 @@ impl Verifier<'_> {
                 }
                 meta.map = Some(m);
             }
-            Arg::Key | Arg::Value | Arg::UninitValue => {
+            Arg::ValueOrNull if reg.is_null_const() => {}
+            Arg::Key | Arg::Value | Arg::UninitValue | Arg::ValueOrNull => {
                 let m = meta.map.expect("a map argument comes first");
                 let info: &MapInfo = &self.maps[m];
                 let (size, what) = if arg == Arg::Key {
@@ -461,6 +469,10 @@ impl Verifier<'_> {
             Arg::FixedMem(n) => {
                 self.mem_kind(r, &reg)?;
                 self.helper_mem(st, r, &reg, n as u64, false, true)?;
+            }
+            Arg::FixedMemRw(n) => {
+                self.mem_kind(r, &reg)?;
+                self.helper_mem(st, r, &reg, n as u64, true, true)?;
             }
             Arg::Size | Arg::SizeOrZero => {
                 self.demand(st, 1 << r, &[]);

@@ -27,6 +27,9 @@ pub enum Arg {
     UninitMem,
     /// Readable memory of a fixed size (`ARG_PTR_TO_FIXED_SIZE_MEM`).
     FixedMem(u32),
+    /// Memory of a fixed size the helper reads and writes
+    /// (`ARG_PTR_TO_FIXED_SIZE_MEM | MEM_WRITE`).
+    FixedMemRw(u32),
     /// The size of the previous memory argument (`ARG_CONST_SIZE`).
     Size,
     /// The same, 0 allowed (`ARG_CONST_SIZE_OR_ZERO`).
@@ -37,6 +40,9 @@ pub enum Arg {
     RingbufRelease,
     /// A socket (`ARG_PTR_TO_BTF_ID_SOCK_COMMON`); `release` ends its reference.
     Sock { release: bool },
+    /// Readable memory of the map's value size, or NULL
+    /// (`ARG_PTR_TO_MAP_VALUE_OR_NULL`).
+    ValueOrNull,
     /// A callback function (`ARG_PTR_TO_FUNC`).
     Func,
     /// Stack memory or NULL passed to a callback (`ARG_PTR_TO_STACK_OR_NULL`).
@@ -217,6 +223,28 @@ const PROTOS: &[Proto] = &[
         INT,
     ),
     p("ktime_get_tai_ns", &[], INT),
+    p("skb_ecn_set_ce", &[Ctx], INT),
+    p("skb_under_cgroup", &[Ctx, Map, Anything], INT),
+    p(
+        "sk_storage_get",
+        &[Map, Sock { release: false }, ValueOrNull, Anything],
+        Ret::MapValueOrNull,
+    ),
+    p("sk_storage_delete", &[Map, Sock { release: false }], INT),
+    p(
+        "skb_load_bytes_relative",
+        &[Ctx, Anything, UninitMem, Size, Anything],
+        INT,
+    ),
+    p("set_hash_invalid", &[Ctx], Ret::Void),
+    p("current_task_under_cgroup", &[Map, Anything], INT),
+    p("csum_update", &[Ctx, Anything], INT),
+    p("csum_level", &[Ctx, Anything], INT),
+    p(
+        "check_mtu",
+        &[Ctx, Anything, FixedMemRw(4), Anything, Anything],
+        INT,
+    ),
 ];
 
 /// The prototype of helper `id`, if sluice knows it.

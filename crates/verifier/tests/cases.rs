@@ -163,6 +163,8 @@ fn program(case: &Case) -> Program {
         kfuncs: vec![],
         core_relocations: 0,
         core_poisoned: vec![],
+        type_given: false,
+        attach_type: None,
     }
 }
 

@@ -37,7 +37,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
         settings: crate::settings::ObjectSettings {
             set: vec!["rate_pps=1000".into(), "burst=100".into()],
-            map_size: Vec::new(),
+            ..Default::default()
         },
         cpus: 1,
         ifindex: Some(1),

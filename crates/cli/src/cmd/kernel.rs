@@ -45,9 +45,9 @@ pub(crate) fn load_object_bytes(
     path: &Path,
     settings: &ObjectSettings,
 ) -> Result<KernelObject, String> {
-    let object = obj::Object::parse(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut object = obj::Object::parse(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut opts = LoadOptions::default();
-    settings.apply(&object, &mut opts)?;
+    settings.apply(&mut object, &mut opts)?;
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
     let kopts = difftest::load_options(&image.object, &image.maps);
     KernelObject::load(bytes, &object_name(path), &kopts)

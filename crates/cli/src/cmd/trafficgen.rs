@@ -122,6 +122,7 @@ fn send_live(
     let settings = crate::settings::ObjectSettings {
         set,
         map_size: vec![format!("templates={}", frames.len())],
+        ..Default::default()
     };
     let kobj = load_object_bytes(object, Path::new("gen.o"), &settings)?;
     let templates = kobj

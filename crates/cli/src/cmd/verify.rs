@@ -85,9 +85,9 @@ struct Report {
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let name = a.object.display().to_string();
     let data = std::fs::read(&a.object).map_err(|e| format!("{name}: {e}"))?;
-    let object = obj::Object::parse(&data).map_err(|e| format!("{name}: {e}"))?;
+    let mut object = obj::Object::parse(&data).map_err(|e| format!("{name}: {e}"))?;
     let mut opts = LoadOptions::default();
-    a.settings.apply(&object, &mut opts)?;
+    a.settings.apply(&mut object, &mut opts)?;
     // The values programs will see: global data after --set, map sizes
     // after --map-size.
     let image = Image::load(object.clone(), &opts).map_err(|e| format!("{name}: {e}"))?;

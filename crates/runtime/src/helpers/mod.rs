@@ -49,6 +49,7 @@ fn common(t: &mut HelperTable<Env>) {
     register(t, csum::COMMON);
     register(t, callbacks::HELPERS);
     register(t, sock::COMMON);
+    register(t, sock::CGROUP);
     register(t, &[("spin_lock", spin_lock), ("spin_unlock", spin_unlock)]);
 }
 
@@ -59,6 +60,7 @@ pub fn xdp_table() -> HelperTable<Env> {
     register(&mut t, packet::XDP);
     register(&mut t, redirect::XDP);
     register(&mut t, fib::HELPERS);
+    register(&mut t, fib::XDP);
     register(&mut t, syncookie::HELPERS);
     t
 }
@@ -73,6 +75,7 @@ pub fn tc_table() -> HelperTable<Env> {
     register(&mut t, csum::SKB);
     register(&mut t, redirect::TC);
     register(&mut t, fib::HELPERS);
+    register(&mut t, fib::TC);
     register(&mut t, syncookie::HELPERS);
     t
 }

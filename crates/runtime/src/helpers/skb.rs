@@ -20,6 +20,11 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
     ("get_cgroup_classid", zero),
     ("get_route_realm", zero),
     ("skb_change_type", skb_change_type),
+    ("skb_ecn_set_ce", skb_ecn_set_ce),
+    ("skb_load_bytes_relative", skb_load_bytes_relative),
+    ("set_hash_invalid", set_hash_invalid),
+    ("csum_update", csum_update),
+    ("csum_level", csum_level),
 ];
 
 pub const SOCKET: &[(&str, HelperFn<Env>)] = &[
@@ -319,5 +324,156 @@ fn skb_change_type(c: &mut Ctx) -> Ret {
     c.mem
         .helper_write(p.ctx + 4, 4)?
         .copy_from_slice(&t.to_le_bytes());
+    Ok(0)
+}
+
+/// The network header's offset: tc programs see the frame from its
+/// Ethernet header, and the kernel puts the network header right after it
+/// (`eth_type_trans`), VLAN tags in the frame or not.
+const NETWORK_HEADER: u64 = 14;
+
+/// The network protocol as the kernel's `skb_protocol(skb, true)` gives
+/// it: `skb->protocol`, or for a VLAN protocol the type after the tags
+/// carried in the frame (`vlan_get_protocol`).
+fn network_protocol(c: &Ctx) -> Result<u16, HelperError> {
+    let mut proto = skb_protocol(c)?;
+    let p = c.env.packet;
+    let mut at = 12;
+    // The kernel follows at most 8 nested tags.
+    for _ in 0..8 {
+        if !matches!(proto, 0x8100 | 0x88a8) {
+            break;
+        }
+        if at + 4 + 2 > p.len() {
+            return Ok(0);
+        }
+        let b = read(c, p.data + at + 4, 2)?;
+        proto = u16::from_be_bytes([b[0], b[1]]);
+        at += 4;
+    }
+    Ok(proto)
+}
+
+/// `bpf_skb_ecn_set_ce(skb)`: the kernel's `INET_ECN_set_ce`. An IPv4
+/// packet whose ECN field is ECT(0) or ECT(1) gets CE, its header checksum
+/// updated (one's complement, as `IP_ECN_set_ce` adds the difference); an
+/// IPv6 packet with ECT(0), ECT(1) or CE gets CE. Returns 1 when the packet
+/// now carries CE (an IPv4 packet that already did counts too, as in the
+/// kernel), else 0: not ECN-capable, not IP, or a header that does not fit.
+fn skb_ecn_set_ce(c: &mut Ctx) -> Ret {
+    const ECN_MASK: u8 = 3;
+    const CE: u8 = 3;
+    let p = c.env.packet;
+    let at = p.data + NETWORK_HEADER;
+    match network_protocol(c)? {
+        0x0800 if NETWORK_HEADER + 20 <= p.len() => {
+            let h = read(c, at, 12)?;
+            let tos = h[1];
+            let ecn = tos.wrapping_add(1) & ECN_MASK;
+            if ecn & 2 == 0 {
+                // Not ECT (01 after the add) gives 0, CE (00) gives 1.
+                return Ok(u64::from(ecn == 0));
+            }
+            // ECT(1) -> CE adds 2 to the header's second 16-bit word,
+            // ECT(0) -> CE adds 1: the checksum takes the one's complement
+            // of that (0xfffd or 0xfffe), with the end-around carry.
+            let check = u32::from(u16::from_be_bytes([h[10], h[11]]));
+            let sum = check + 0xfffb + u32::from(ecn);
+            let check = ((sum & 0xffff) + (sum >> 16)) as u16;
+            let w = c.mem.write(at, 12)?;
+            w[1] = tos | CE;
+            w[10..12].copy_from_slice(&check.to_be_bytes());
+            Ok(1)
+        }
+        0x86dd if NETWORK_HEADER + 40 <= p.len() => {
+            let h = read(c, at, 4)?;
+            let first = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+            // The traffic class sits in bits 20..28; ECN is its low two bits.
+            if (first >> 20) as u8 & ECN_MASK == 0 {
+                return Ok(0);
+            }
+            let to = first | (u32::from(CE) << 20);
+            c.mem.write(at, 4)?.copy_from_slice(&to.to_be_bytes());
+            Ok(1)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// `bpf_skb_load_bytes_relative(skb, off, to, len, start)`: like
+/// `bpf_skb_load_bytes` from the MAC header (`BPF_HDR_START_MAC`, 0: the
+/// frame's start) or the network header (`BPF_HDR_START_NET`, 1); offsets
+/// above 0xffff, other starts and reads past the end clear `to` and give
+/// `-EFAULT`.
+fn skb_load_bytes_relative(c: &mut Ctx) -> Ret {
+    let (off, to, len, start) = (
+        c.args[1] & 0xffff_ffff,
+        c.args[2],
+        c.args[3] & 0xffff_ffff,
+        c.args[4] & 0xffff_ffff,
+    );
+    let p = c.env.packet;
+    let base = match start {
+        0 => Some(0),
+        1 => Some(NETWORK_HEADER),
+        _ => None,
+    };
+    let from = base
+        .filter(|_| off <= 0xffff)
+        .map(|b| b + off)
+        .filter(|&at| at + len <= p.len());
+    let Some(at) = from else {
+        c.mem.write(to, len as usize)?.fill(0);
+        return Ok(err(Errno::EFAULT));
+    };
+    let bytes = read(c, p.data + at, len as usize)?;
+    c.mem.write(to, len as usize)?.copy_from_slice(&bytes);
+    Ok(0)
+}
+
+/// `bpf_set_hash_invalid(skb)`: clears the flow hash (the kernel's
+/// `skb_clear_hash`); the next `bpf_get_hash_recalc` computes it again.
+fn set_hash_invalid(c: &mut Ctx) -> Ret {
+    c.env.last_hash = 0;
+    let p = c.env.packet;
+    c.mem.helper_write(p.ctx + 68, 4)?.fill(0);
+    Ok(0)
+}
+
+/// `bpf_csum_update(skb, csum)`: adds to `skb->csum` of a
+/// `CHECKSUM_COMPLETE` packet; replayed packets carry no checksum state
+/// (`CHECKSUM_NONE`, as the kernel's test run builds them), so
+/// `-ENOTSUPP`.
+fn csum_update(_: &mut Ctx) -> Ret {
+    Ok((-524i64) as u64)
+}
+
+/// `bpf_csum_level(skb, level)`: the `CHECKSUM_UNNECESSARY` level, which
+/// a packet starts without (`CHECKSUM_NONE`). `BPF_CSUM_LEVEL_QUERY` (0)
+/// gives the level or `-EACCES`; `_INC` (1) makes a packet without one
+/// level 0 and raises it up to 3; `_DEC` (2) lowers it, level 0 going back
+/// to none; `_RESET` (3) drops it; other levels are `-EINVAL`.
+fn csum_level(c: &mut Ctx) -> Ret {
+    const MAX_LEVEL: u8 = 3;
+    let state = &mut c.env.csum_unnecessary;
+    match c.args[1] {
+        0 => {
+            return Ok(match *state {
+                Some(level) => u64::from(level),
+                None => err(Errno::EACCES),
+            });
+        }
+        1 => {
+            *state = Some(state.map_or(0, |l| (l + 1).min(MAX_LEVEL)));
+        }
+        2 => {
+            *state = match *state {
+                Some(0) | None => None,
+                Some(l) => Some(l - 1),
+            };
+        }
+        3 => *state = None,
+        _ => return Ok(err(Errno::EINVAL)),
+    }
     Ok(0)
 }

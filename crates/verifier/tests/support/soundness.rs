@@ -66,6 +66,8 @@ impl Setup {
             kfuncs: vec![],
             core_relocations: 0,
             core_poisoned: vec![],
+            type_given: false,
+            attach_type: None,
         };
         if verifier::verify(&program, &self.infos, &self.opts)
             .result

@@ -160,7 +160,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         }
         None => None,
     };
-    let object = match (&custom, &a.btf) {
+    let mut object = match (&custom, &a.btf) {
         (Some(t), _) => obj::Object::parse_with(data, Some(t)),
         (None, Some(_)) => obj::Object::parse_with(data, Some(obj::CoreTarget::bundled())),
         // The kernel's BTF (or the bundled types), read only if needed.
@@ -171,7 +171,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         ncpus: a.cpus.max(a.worker_threads() as u32).max(1),
         ..LoadOptions::default()
     };
-    a.settings.apply(&object, &mut opts)?;
+    a.settings.apply(&mut object, &mut opts)?;
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", a.object.display()))?;
     let prog = image
         .find_program(a.prog.as_deref())
@@ -201,6 +201,9 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
             .ok_or_else(|| format!("--map-update {name}: no such map"))?;
         let map = &hook.maps()[i];
         let spec = map.spec().clone();
+        if let Some(why) = spec.map_type.absent_reason() {
+            return Err(format!("--map-update {name}: {why}"));
+        }
         let k = mapfmt::parse(key, spec.key_size as usize, spec.map_type, true)
             .map_err(|e| format!("--map-update {name}: key {e}"))?;
         let v = mapfmt::parse(value, map.user_value_len(), spec.map_type, false)
