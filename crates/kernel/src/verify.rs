@@ -489,24 +489,8 @@ impl FuncInfo {
             // [3 + i] static int fI(void)
             types.extend([name, KIND_FUNC << 24, 2]);
         }
-        let type_len = (types.len() * 4) as u32;
-        let mut blob = Vec::new();
-        blob.extend(0xeb9f_u16.to_le_bytes());
-        blob.extend([1u8, 0]);
-        for v in [24, 0, type_len, type_len, strings.len() as u32] {
-            blob.extend(u32::to_le_bytes(v));
-        }
-        blob.extend(types.iter().flat_map(|v| v.to_le_bytes()));
-        blob.extend(&strings);
-        // SAFETY: the blob is a complete BTF image of the given size; no
-        // options are passed.
-        let fd = unsafe {
-            libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, std::ptr::null_mut())
-        };
-        let fd = check("loading BTF for the program's functions", fd)?;
         Ok(FuncInfo {
-            // SAFETY: a fresh descriptor we own.
-            btf: unsafe { OwnedFd::from_raw_fd(fd) },
+            btf: load_btf(&types, &strings, "loading BTF for the program's functions")?,
             records,
         })
     }
@@ -525,6 +509,11 @@ fn storage_btf(value_size: u32) -> Result<OwnedFd> {
     types.extend([5, KIND_INT << 24, 1, 8]);
     // [3] char[value_size], indexed by int.
     types.extend([0, KIND_ARRAY << 24, 0, 2, 1, value_size]);
+    load_btf(&types, &strings, "loading BTF for a socket storage map")
+}
+
+/// Loads a BTF image made of `types` (words) and `strings` into the kernel.
+fn load_btf(types: &[u32], strings: &[u8], what: &str) -> Result<OwnedFd> {
     let type_len = (types.len() * 4) as u32;
     let mut blob = Vec::new();
     blob.extend(0xeb9f_u16.to_le_bytes());
@@ -533,13 +522,13 @@ fn storage_btf(value_size: u32) -> Result<OwnedFd> {
         blob.extend(u32::to_le_bytes(v));
     }
     blob.extend(types.iter().flat_map(|v| v.to_le_bytes()));
-    blob.extend(&strings);
+    blob.extend(strings);
     // SAFETY: the blob is a complete BTF image of the given size; no
     // options are passed.
     let fd = unsafe {
         libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, std::ptr::null_mut())
     };
-    let fd = check("loading BTF for a socket storage map", fd)?;
+    let fd = check(what, fd)?;
     // SAFETY: a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

@@ -225,23 +225,37 @@ impl Source for Generated {
         max: u64,
         keep: &mut dyn FnMut(u64, &[u8]) -> bool,
     ) -> (u64, Result<(), SourceError>) {
-        let mut read = 0;
-        while !batch.is_full() && read < max {
-            let Some((ts, data)) = self.packets.next() else {
-                break;
-            };
-            self.seq += 1;
-            read += 1;
-            if keep(self.seq, &data) {
-                batch.push(self.seq, ts, LinkKind::Ethernet, &data);
-            }
-        }
-        (read, Ok(()))
+        let (packets, seq) = (&mut self.packets, &mut self.seq);
+        fill_ethernet(batch, max, keep, seq, || packets.next())
     }
 
     fn expected(&self) -> Option<u64> {
         Some(self.total)
     }
+}
+
+/// Reads Ethernet frames from `next` into `batch` (numbered on from
+/// `seq`), as [`Source::fill_where`] does: at most `max`, kept as `keep`
+/// says, until the batch is full or `next` has no more.
+fn fill_ethernet<D: AsRef<[u8]>>(
+    batch: &mut Batch,
+    max: u64,
+    keep: &mut dyn FnMut(u64, &[u8]) -> bool,
+    seq: &mut u64,
+    mut next: impl FnMut() -> Option<(u64, D)>,
+) -> (u64, Result<(), SourceError>) {
+    let mut read = 0;
+    while !batch.is_full() && read < max {
+        let Some((ts, data)) = next() else {
+            break;
+        };
+        *seq += 1;
+        read += 1;
+        if keep(*seq, data.as_ref()) {
+            batch.push(*seq, ts, LinkKind::Ethernet, data.as_ref());
+        }
+    }
+    (read, Ok(()))
 }
 
 /// Packets held in memory (tests, benchmarks, packets a caller built).
@@ -271,18 +285,14 @@ impl Source for Packets {
         max: u64,
         keep: &mut dyn FnMut(u64, &[u8]) -> bool,
     ) -> (u64, Result<(), SourceError>) {
-        let mut read = 0;
-        while !batch.is_full() && read < max {
-            let Some((ts, data)) = self.packets.get(self.next) else {
-                break;
-            };
-            self.next += 1;
-            read += 1;
-            if keep(self.next as u64, data) {
-                batch.push(self.next as u64, *ts, LinkKind::Ethernet, data);
-            }
-        }
-        (read, Ok(()))
+        // Packets are numbered by position, from 1.
+        let (packets, next) = (&self.packets, &mut self.next);
+        let mut seq = *next as u64;
+        fill_ethernet(batch, max, keep, &mut seq, || {
+            let p = packets.get(*next)?;
+            *next += 1;
+            Some((p.0, p.1.as_slice()))
+        })
     }
 
     fn fork(&self) -> Option<Box<dyn Source>> {
