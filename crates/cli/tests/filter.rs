@@ -128,6 +128,26 @@ fn programs_print_as_tcpdump_prints_them() {
             );
         }
     }
+    // With a capture: its link type and snapshot length, as tcpdump -r.
+    for capture in captures().iter().step_by(23) {
+        let c = capture.to_str().unwrap();
+        let want = Command::new("tcpdump")
+            .args(["-r", c, "-d", "ip"])
+            .output()
+            .unwrap();
+        if !want.status.success() || want.stdout.is_empty() {
+            continue;
+        }
+        let got = Command::new(SLUICE)
+            .args(["filter", "-r", c, "-d", "ip"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&want.stdout),
+            "-r {c} -d ip"
+        );
+    }
     let raw = sluice(&["filter", "-d", "-y", "RAW", "udp"]);
     assert!(raw.starts_with("(000) ldb      [0]"), "{raw}");
 }

@@ -269,12 +269,22 @@ impl PcapSource {
         &self.path
     }
 
-    /// The snapshot length a classic pcap file's header gives (`None`
-    /// for pcapng, whose interfaces give theirs). Records may be longer:
-    /// this reader keeps every byte, where libpcap cuts them at it.
+    /// The snapshot length a classic pcap file's header gives, or for
+    /// pcapng the first interface's once a packet was read (`None` before,
+    /// and for none). Records may be longer: this reader keeps every
+    /// byte, where libpcap cuts them at it.
     pub fn snaplen(&self) -> Option<u32> {
         match &self.reader {
             Reader::Pcap(r) => Some(r.snaplen),
+            Reader::PcapNg(r) => r.snaplen(),
+        }
+    }
+
+    /// The link type a classic pcap file's header gives (`None` for
+    /// pcapng, whose interfaces give theirs).
+    pub fn linktype(&self) -> Option<u32> {
+        match &self.reader {
+            Reader::Pcap(r) => Some(r.linktype),
             Reader::PcapNg(_) => None,
         }
     }

@@ -57,6 +57,15 @@ impl PcapNgRecords {
         }
     }
 
+    /// The snapshot length of the section's first interface, once read
+    /// (0, no limit, is `None`).
+    pub(crate) fn snaplen(&self) -> Option<u32> {
+        self.interfaces
+            .first()
+            .map(|i| i.snaplen)
+            .filter(|&s| s != 0)
+    }
+
     fn u32_at(&self, b: &[u8], i: usize) -> u32 {
         let v = u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         if self.big_endian { v.swap_bytes() } else { v }

@@ -25,7 +25,7 @@ pub struct Args {
     /// Stop after this many matching packets
     #[arg(short = 'c', long = "count", value_name = "N")]
     count: Option<u64>,
-    /// Print the program instead: -d as mnemonics, -dd as C, -ddd as decimal (as tcpdump)
+    /// Print the program instead: -d as mnemonics, -dd as C, -ddd as decimal (as tcpdump; with -r, for the capture's link type and snapshot length)
     #[arg(short = 'd', action = clap::ArgAction::Count)]
     dump: u8,
     /// Link type to compile -d for: a LINKTYPE number or EN10MB, RAW, LINUX_SLL, LINUX_SLL2, NULL
@@ -68,11 +68,41 @@ fn linktype(name: &str) -> Result<u32, String> {
     })
 }
 
+/// A capture's link type (its header's, or for pcapng its first packet's)
+/// and snapshot length (the default where the file gives none).
+fn capture_link(path: &std::path::Path) -> Result<(u32, u32), String> {
+    let mut src = io::PcapSource::open(path).map_err(|e| e.to_string())?;
+    let linktype = match src.linktype() {
+        Some(lt) => lt,
+        // pcapng: the interface of the first packet.
+        None => match src.next_raw() {
+            Some(Ok(f)) => f.linktype,
+            Some(Err(e)) => return Err(e.to_string()),
+            None => {
+                return Err(format!(
+                    "{}: no packet to take a link type from",
+                    path.display()
+                ));
+            }
+        },
+    };
+    let snaplen = src
+        .snaplen()
+        .filter(|&s| s > 0)
+        .unwrap_or(cbpf::DEFAULT_SNAPLEN);
+    Ok((linktype, snaplen))
+}
+
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let expr = a.expr.join(" ");
     if a.dump > 0 {
-        let prog = cbpf::compile_expr(&expr, linktype(&a.linktype)?, a.snaplen)
-            .map_err(|e| format!("{expr}: {e}"))?;
+        // With a capture, as `tcpdump -r F -d`: its link type and snapshot
+        // length.
+        let (lt, snaplen) = match &a.read {
+            Some(path) => capture_link(path)?,
+            None => (linktype(&a.linktype)?, a.snaplen),
+        };
+        let prog = cbpf::compile_expr(&expr, lt, snaplen).map_err(|e| format!("{expr}: {e}"))?;
         print!(
             "{}",
             match a.dump {
