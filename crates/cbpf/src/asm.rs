@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use crate::insn::{Insn, ancillary, class, misc, mode, op, rval, size, src};
+use crate::insn::{Insn, ancillary, class, misc, mode, op, rval, size, src, xpf};
 
 /// Why text is not a program, and where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -106,6 +106,14 @@ fn scratch(s: &str) -> Option<u32> {
     number(s.strip_prefix("M[")?.strip_suffix(']')?.trim())
 }
 
+/// `M[x + k]` (xPF's indexed mode).
+fn indexed(s: &str) -> Option<u32> {
+    let inner = s.strip_prefix("M[")?.strip_suffix(']')?;
+    let (r, k) = inner.split_once('+')?;
+    is_reg(r.trim(), 'x').then_some(())?;
+    number(k.trim())
+}
+
 /// `4*([k]&0xf)`.
 fn msh(s: &str) -> Option<u32> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
@@ -115,6 +123,16 @@ fn msh(s: &str) -> Option<u32> {
 
 /// Assembles `text` in `bpf_asm` syntax.
 pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
+    assemble_with(text, false)
+}
+
+/// Assembles an xPF program: `bpf_asm` syntax plus `bss`, `bsp`, `exc`,
+/// the indexed operand `M[x + k]` and `ja` to a label behind.
+pub fn assemble_xpf(text: &str) -> Result<Vec<Insn>, AsmError> {
+    assemble_with(text, true)
+}
+
+fn assemble_with(text: &str, xpf: bool) -> Result<Vec<Insn>, AsmError> {
     let mut pending: Vec<Pending> = Vec::new();
     let mut labels: HashMap<&str, usize> = HashMap::new();
     for (n, raw) in text.lines().enumerate() {
@@ -143,7 +161,7 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
         } else {
             operands.split(',').map(str::trim).collect()
         };
-        let p = parse(mnemonic, &ops).map_err(err)?;
+        let p = parse(mnemonic, &ops, xpf).map_err(err)?;
         pending.push(Pending { line, ..p });
     }
     let resolve = |t: &Target, at: usize, line: usize| -> Result<Option<usize>, AsmError> {
@@ -154,6 +172,14 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
                     line,
                     why: format!("no label `{l}`"),
                 })?;
+                if to <= at && xpf {
+                    return Err(AsmError {
+                        line,
+                        why: format!(
+                            "`{l}` is behind: only `ja` jumps back in xPF (branch forward, then `ja` back)"
+                        ),
+                    });
+                }
                 if to <= at {
                     return Err(AsmError {
                         line,
@@ -167,7 +193,13 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
     let mut out = Vec::with_capacity(pending.len());
     for (at, p) in pending.iter().enumerate() {
         let mut insn = p.insn;
-        if let Some(d) = resolve(&p.k, at, p.line)? {
+        if let Target::Label(l) = p.k
+            && xpf
+            && labels.get(l).is_some_and(|&to| to <= at)
+        {
+            // A backward `ja`: `k` negative as an i32.
+            insn.k = (labels[l] as i64 - at as i64 - 1) as i32 as u32;
+        } else if let Some(d) = resolve(&p.k, at, p.line)? {
             insn.k = d as u32;
         }
         let small = |d: usize| {
@@ -188,7 +220,7 @@ pub fn assemble(text: &str) -> Result<Vec<Insn>, AsmError> {
 }
 
 /// One instruction from its mnemonic and operands.
-fn parse<'a>(mnemonic: &str, ops: &[&'a str]) -> Result<Pending<'a>, String> {
+fn parse<'a>(mnemonic: &str, ops: &[&'a str], xpf: bool) -> Result<Pending<'a>, String> {
     let plain = |code: u16, k: u32| Pending {
         line: 0,
         insn: Insn::stmt(code, k),
@@ -251,6 +283,28 @@ fn parse<'a>(mnemonic: &str, ops: &[&'a str]) -> Result<Pending<'a>, String> {
     match mnemonic {
         "ldb" => load(size::B),
         "ldh" => load(size::H),
+        "ld" | "ldx" | "st" | "stx" if ops.len() == 1 && indexed(ops[0]).is_some() => {
+            if !xpf {
+                return Err(format!(
+                    "`{mnemonic} {}` is xPF's indexed mode: assemble it as xPF (`sluice xpf asm`)",
+                    ops[0]
+                ));
+            }
+            let code = match mnemonic {
+                "ld" => xpf::LD_NDX,
+                "ldx" => xpf::LDX_NDX,
+                "st" => xpf::ST_NDX,
+                _ => xpf::STX_NDX,
+            };
+            Ok(plain(code, indexed(ops[0]).unwrap_or(0)))
+        }
+        "bss" | "bsp" | "exc" if !xpf => Err(format!(
+            "`{mnemonic}` is an xPF instruction: assemble it as xPF (`sluice xpf asm`)"
+        )),
+        "bss" if ops.is_empty() => Ok(plain(xpf::BSS, 0)),
+        "bsp" if ops.is_empty() => Ok(plain(xpf::BSP, 0)),
+        "exc" if ops.is_empty() => Ok(plain(xpf::EXC, 0)),
+        "bss" | "bsp" | "exc" => Err(format!("`{mnemonic}` takes no operand")),
         "ld" => {
             let o = one()?;
             if is_len(o) {

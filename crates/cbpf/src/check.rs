@@ -22,7 +22,7 @@ pub enum CheckError {
     NoReturn,
 }
 
-fn at(insn: usize, why: impl Into<String>) -> CheckError {
+pub(crate) fn at(insn: usize, why: impl Into<String>) -> CheckError {
     CheckError::At {
         insn,
         why: why.into(),
@@ -76,7 +76,7 @@ pub fn known_opcode(code: u16) -> bool {
 
 /// Whether `k` of an absolute load names an ancillary field the kernel
 /// knows (`bpf_anc_helper`): `SKF_AD_OFF + n`, `n` one of `SKF_AD_*`.
-fn known_ancillary(k: u32) -> bool {
+pub(crate) fn known_ancillary(k: u32) -> bool {
     k.checked_sub(ancillary::AD_OFF)
         .is_some_and(|off| off < ancillary::MAX && off.is_multiple_of(4))
 }
@@ -94,17 +94,10 @@ pub fn check(prog: &[Insn]) -> Result<(), CheckError> {
         if !known_opcode(p.code) {
             return Err(at(pc, format!("unknown opcode {:#06x}", p.code)));
         }
+        check_operands(pc, p)?;
         let c = p.code;
         let k = p.k;
-        if c == class::ALU | op::DIV | src::K || c == class::ALU | op::MOD | src::K {
-            if k == 0 {
-                return Err(at(pc, "division by the constant zero"));
-            }
-        } else if c == class::ALU | op::LSH | src::K || c == class::ALU | op::RSH | src::K {
-            if k >= 32 {
-                return Err(at(pc, format!("shift by {k}, not below 32")));
-            }
-        } else if [
+        if [
             class::LD | mode::MEM,
             class::LDX | mode::MEM,
             class::ST,
@@ -124,29 +117,7 @@ pub fn check(prog: &[Insn]) -> Result<(), CheckError> {
                 ));
             }
         } else if p.is_conditional() {
-            for (which, off) in [("true", p.jt), ("false", p.jf)] {
-                if pc + usize::from(off) + 1 >= n {
-                    return Err(at(
-                        pc,
-                        format!(
-                            "the {which} branch (+{off}) leaves the program ({n} instructions)"
-                        ),
-                    ));
-                }
-            }
-        } else if (c == class::LD | size::W | mode::ABS
-            || c == class::LD | size::H | mode::ABS
-            || c == class::LD | size::B | mode::ABS)
-            && k >= ancillary::AD_OFF
-            && !known_ancillary(k)
-        {
-            return Err(at(
-                pc,
-                format!(
-                    "ancillary offset SKF_AD_OFF + {} is unknown",
-                    k - ancillary::AD_OFF
-                ),
-            ));
+            check_conditional(pc, p, n)?;
         }
     }
     let last = prog[n - 1].code;
@@ -154,6 +125,49 @@ pub fn check(prog: &[Insn]) -> Result<(), CheckError> {
         return Err(CheckError::NoReturn);
     }
     check_scratch(prog)
+}
+
+/// The rules on constants: no division or modulo by zero, shifts below
+/// 32, known ancillary offsets.
+pub(crate) fn check_operands(pc: usize, p: &Insn) -> Result<(), CheckError> {
+    let c = p.code;
+    let k = p.k;
+    if c == class::ALU | op::DIV | src::K || c == class::ALU | op::MOD | src::K {
+        if k == 0 {
+            return Err(at(pc, "division by the constant zero"));
+        }
+    } else if c == class::ALU | op::LSH | src::K || c == class::ALU | op::RSH | src::K {
+        if k >= 32 {
+            return Err(at(pc, format!("shift by {k}, not below 32")));
+        }
+    } else if (c == class::LD | size::W | mode::ABS
+        || c == class::LD | size::H | mode::ABS
+        || c == class::LD | size::B | mode::ABS)
+        && k >= ancillary::AD_OFF
+        && !known_ancillary(k)
+    {
+        return Err(at(
+            pc,
+            format!(
+                "ancillary offset SKF_AD_OFF + {} is unknown",
+                k - ancillary::AD_OFF
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Both branches of a conditional jump land inside the program.
+pub(crate) fn check_conditional(pc: usize, p: &Insn, n: usize) -> Result<(), CheckError> {
+    for (which, off) in [("true", p.jt), ("false", p.jf)] {
+        if pc + usize::from(off) + 1 >= n {
+            return Err(at(
+                pc,
+                format!("the {which} branch (+{off}) leaves the program ({n} instructions)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// No scratch word is read before it was written on every path to the read

@@ -72,6 +72,28 @@ pub mod misc {
     pub const TXA: u16 = 0x80;
 }
 
+/// xPF's additions (docs/cbpf.md), in opcodes neither Linux nor the BSDs
+/// use: an indexed mode for `M[]` and three misc operations. A backward
+/// jump is a `ja` whose `k` is negative as an `i32`.
+pub mod xpf {
+    use super::class;
+
+    /// `M[x + k]`: the load/store mode `NDX` (`ld`, `ldx`, `st`, `stx`).
+    /// OpenBSD's `BPF_RND` takes 0xc0, so 0xe0.
+    pub const NDX: u16 = 0xe0;
+    /// `bss`: `M[]` is the per-packet scratch bank (as at the start).
+    pub const BSS: u16 = class::MISC | 0x08;
+    /// `bsp`: `M[]` is the instance's persistent bank.
+    pub const BSP: u16 = class::MISC | 0x10;
+    /// `exc`: the exception handler starts here.
+    pub const EXC: u16 = class::MISC | 0x18;
+    /// The indexed loads and stores.
+    pub const LD_NDX: u16 = class::LD | NDX;
+    pub const LDX_NDX: u16 = class::LDX | NDX;
+    pub const ST_NDX: u16 = class::ST | NDX;
+    pub const STX_NDX: u16 = class::STX | NDX;
+}
+
 /// Scratch memory words (`M[0]` .. `M[15]`).
 pub const MEMWORDS: u32 = 16;
 

@@ -10,7 +10,8 @@
 //! operands and absolute jump targets, so a run decodes nothing) and then
 //! run over any number of packets.
 
-use crate::insn::{Insn, MEMWORDS, ancillary, class, misc, mode, op, rval, size, src};
+use crate::insn::{Insn, MEMWORDS, ancillary, class, misc, mode, op, rval, size, src, xpf};
+use crate::xpf::{Bank, Shape};
 
 /// What a filter may read besides the packet's bytes: the fields of the
 /// kernel's `sk_buff` Linux's ancillary loads return. A replay fills in
@@ -118,6 +119,20 @@ enum Op {
     RetA,
     Tax,
     Txa,
+    /// xPF: `M[k]` of the persistent bank.
+    LdP(u32),
+    LdxP(u32),
+    StP(u32),
+    StxP(u32),
+    /// xPF: `M[x + k]`, of the persistent bank when `true`.
+    LdNdx(bool, u32),
+    LdxNdx(bool, u32),
+    StNdx(bool, u32),
+    StxNdx(bool, u32),
+    /// xPF: a backward `ja` (the budget is checked first).
+    JaBack(u32),
+    /// xPF's `bss`, `bsp` and `exc`: each access knows its bank.
+    Nop,
     /// What the checker refuses: an error if run.
     Bad(&'static str),
 }
@@ -126,6 +141,35 @@ enum Op {
 #[derive(Clone, Debug)]
 pub struct Filter {
     ops: Vec<Op>,
+}
+
+/// How an xPF run went: the result, and whether the budget ran out.
+pub(crate) struct XpfRun {
+    pub verdict: Verdict,
+    pub exceeded: bool,
+}
+
+/// Decodes xPF instruction `pc` (checked, with its bank known).
+fn decode_xpf(pc: usize, p: &Insn, len: usize, bank: Bank) -> Op {
+    let pers = bank == Bank::Persistent;
+    let (c, k) = (p.code, p.k);
+    match c {
+        xpf::BSS | xpf::BSP | xpf::EXC => Op::Nop,
+        xpf::LD_NDX => Op::LdNdx(pers, k),
+        xpf::LDX_NDX => Op::LdxNdx(pers, k),
+        xpf::ST_NDX => Op::StNdx(pers, k),
+        xpf::STX_NDX => Op::StxNdx(pers, k),
+        _ if c == class::JMP | op::JA => match crate::xpf::ja_target(pc, k, len) {
+            Some(t) if t <= pc => Op::JaBack(t as u32),
+            Some(t) => Op::Ja(t as u32),
+            None => Op::Bad("jump out of range"),
+        },
+        _ if pers && c == class::LD | mode::MEM => Op::LdP(k),
+        _ if pers && c == class::LDX | mode::MEM => Op::LdxP(k),
+        _ if pers && c == class::ST => Op::StP(k),
+        _ if pers && c == class::STX => Op::StxP(k),
+        _ => decode(pc, p, len),
+    }
 }
 
 fn decode(pc: usize, p: &Insn, len: usize) -> Op {
@@ -289,22 +333,77 @@ impl Filter {
         }
     }
 
+    /// Decodes a checked xPF program.
+    pub(crate) fn new_xpf(prog: &[Insn], shape: &Shape) -> Filter {
+        Filter {
+            ops: prog
+                .iter()
+                .enumerate()
+                .map(|(pc, p)| decode_xpf(pc, p, prog.len(), shape.banks[pc]))
+                .collect(),
+        }
+    }
+
     /// Runs the filter over `packet`.
     pub fn run(&self, packet: &[u8], meta: &Meta) -> Result<Verdict, RunError> {
+        self.exec::<false>(packet, meta, &mut [], u64::MAX, None)
+            .map(|r| r.verdict)
+    }
+
+    /// Runs an xPF filter over `packet` with `persistent` the active block.
+    pub(crate) fn run_xpf(
+        &self,
+        packet: &[u8],
+        meta: &Meta,
+        persistent: &mut [u32],
+        budget: u32,
+        handler: Option<usize>,
+    ) -> Result<XpfRun, RunError> {
+        self.exec::<true>(packet, meta, persistent, budget.into(), handler)
+    }
+
+    #[inline(always)]
+    fn exec<const XPF: bool>(
+        &self,
+        packet: &[u8],
+        meta: &Meta,
+        pmem: &mut [u32],
+        budget: u64,
+        handler: Option<usize>,
+    ) -> Result<XpfRun, RunError> {
         let (mut a, mut x) = (0u32, 0u32);
         let mut mem = [0u32; MEMWORDS as usize];
         let mut pc = 0usize;
         let mut insns = 0u64;
+        // xPF: whether the budget ran out and the handler took over.
+        let mut exceeded = false;
+        macro_rules! done {
+            ($ret:expr) => {
+                XpfRun {
+                    verdict: Verdict { ret: $ret, insns },
+                    exceeded,
+                }
+            };
+        }
         let abs = |k: u32| i64::from(k as i32);
         let ind = |x: u32, k: u32| i64::from((x as i32).wrapping_add(k as i32));
         macro_rules! load {
             ($off:expr, $n:expr) => {
                 match load(packet, meta, $off, $n) {
                     Some(v) => v,
-                    None => return Ok(Verdict { ret: 0, insns }),
+                    None => return Ok(done!(0)),
                 }
             };
         }
+        // xPF's indexed accesses: the word's index in a bank of `len`.
+        let ndx = |x: u32, k: u32, len: usize| -> Option<usize> {
+            let i = u64::from(x) + u64::from(k);
+            (i < len as u64).then_some(i as usize)
+        };
+        let bad = |pc: usize, why: &str| RunError {
+            insn: pc,
+            why: why.into(),
+        };
         macro_rules! jump {
             ($cond:expr, $t:expr, $f:expr) => {
                 pc = if $cond { $t } else { $f } as usize
@@ -345,8 +444,8 @@ impl Filter {
                 Op::SubX => a = a.wrapping_sub(x),
                 Op::MulK(k) => a = a.wrapping_mul(k),
                 Op::MulX => a = a.wrapping_mul(x),
-                Op::DivK(k) | Op::ModK(k) if k == 0 => return Ok(Verdict { ret: 0, insns }),
-                Op::DivX | Op::ModX if x == 0 => return Ok(Verdict { ret: 0, insns }),
+                Op::DivK(k) | Op::ModK(k) if k == 0 => return Ok(done!(0)),
+                Op::DivX | Op::ModX if x == 0 => return Ok(done!(0)),
                 Op::DivK(k) => a /= k,
                 Op::DivX => a /= x,
                 Op::ModK(k) => a %= k,
@@ -371,10 +470,56 @@ impl Filter {
                 Op::JgeX(t, f) => jump!(a >= x, t, f),
                 Op::JsetK(k, t, f) => jump!(a & k != 0, t, f),
                 Op::JsetX(t, f) => jump!(a & x != 0, t, f),
-                Op::RetK(k) => return Ok(Verdict { ret: k, insns }),
-                Op::RetA => return Ok(Verdict { ret: a, insns }),
+                Op::RetK(k) => return Ok(done!(k)),
+                Op::RetA => return Ok(done!(a)),
                 Op::Tax => x = a,
                 Op::Txa => a = x,
+                Op::LdP(k) | Op::LdxP(k) | Op::StP(k) | Op::StxP(k) if XPF => {
+                    let Some(w) = pmem.get_mut(k as usize) else {
+                        return Err(bad(pc - 1, "persistent word out of range"));
+                    };
+                    match op {
+                        Op::LdP(_) => a = *w,
+                        Op::LdxP(_) => x = *w,
+                        Op::StP(_) => *w = a,
+                        _ => *w = x,
+                    }
+                }
+                Op::LdNdx(p, k) | Op::LdxNdx(p, k) | Op::StNdx(p, k) | Op::StxNdx(p, k) if XPF => {
+                    let bank: &mut [u32] = if p { pmem } else { &mut mem };
+                    let Some(i) = ndx(x, k, bank.len()) else {
+                        return Ok(done!(0));
+                    };
+                    match op {
+                        Op::LdNdx(..) => a = bank[i],
+                        Op::LdxNdx(..) => x = bank[i],
+                        Op::StNdx(..) => bank[i] = a,
+                        _ => bank[i] = x,
+                    }
+                }
+                Op::JaBack(t) if XPF => {
+                    if insns > budget {
+                        exceeded = true;
+                        match handler {
+                            // The handler jumps forward only: no more checks.
+                            Some(h) => pc = h,
+                            None => return Ok(done!(0)),
+                        }
+                    } else {
+                        pc = t as usize;
+                    }
+                }
+                Op::Nop if XPF => {}
+                Op::LdP(_)
+                | Op::LdxP(_)
+                | Op::StP(_)
+                | Op::StxP(_)
+                | Op::LdNdx(..)
+                | Op::LdxNdx(..)
+                | Op::StNdx(..)
+                | Op::StxNdx(..)
+                | Op::JaBack(_)
+                | Op::Nop => return Err(bad(pc - 1, "an xPF instruction in a classic filter")),
                 Op::Bad(why) => {
                     return Err(RunError {
                         insn: pc - 1,

@@ -29,6 +29,7 @@ mod image;
 mod insn;
 mod interp;
 mod to_ebpf;
+pub mod xpf;
 
 pub use asm::{AsmError, assemble};
 pub use capture::{FilterError, FilterOptions, FilterSummary, filter_capture};
@@ -40,4 +41,4 @@ pub use insn::{
     parse_decimal, rval, size, src,
 };
 pub use interp::{Filter, Meta, RunError, Verdict, run};
-pub use to_ebpf::{TranslateError, to_ebpf};
+pub use to_ebpf::{Form, TranslateError, to_ebpf, to_xdp};

@@ -190,6 +190,27 @@ pub fn verify_program(
     btf: Option<&Btf>,
     data: &dyn Fn(usize) -> Option<Vec<u8>>,
 ) -> Result<Ruling> {
+    Ok(load_program(program, maps, btf, data)?.ruling)
+}
+
+/// A program [`load_program`] loaded, with the maps it made.
+#[derive(Debug)]
+pub struct Loaded {
+    pub ruling: Ruling,
+    /// The program, when the kernel accepted it (unloaded when dropped).
+    pub program: Option<OwnedFd>,
+    /// The maps, in the object's order.
+    pub maps: Vec<OwnedFd>,
+}
+
+/// [`verify_program`], keeping the program and its maps loaded: for test
+/// runs, and for reading and writing the maps as it runs.
+pub fn load_program(
+    program: &Program,
+    maps: &[MapDef],
+    btf: Option<&Btf>,
+    data: &dyn Fn(usize) -> Option<Vec<u8>>,
+) -> Result<Loaded> {
     let map_btf = btf.and_then(|b| MapBtf::load(b, maps));
     let mut fds = Vec::with_capacity(maps.len());
     for (i, def) in maps.iter().enumerate() {
@@ -247,13 +268,17 @@ pub fn verify_program(
     } else {
         None
     };
-    Ok(load_with(
+    let (ruling, fd) = load_with(
         &isa::encode(&insns),
         &program.name,
         (prog_type, attach, flags),
         funcs.as_ref(),
-    )?
-    .0)
+    )?;
+    Ok(Loaded {
+        ruling,
+        program: fd,
+        maps: fds,
+    })
 }
 
 /// The slots where the program's functions start: the entry, local call

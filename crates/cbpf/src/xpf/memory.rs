@@ -1,0 +1,285 @@
+//! An xPF instance's persistent memory: equal blocks of 32-bit words,
+//! named by handles, one of them *active* (what `bsp` reaches). The rule:
+//! user space changes memory only between packets, so a packet sees one
+//! active block from start to end; [`Memory::mswitch`] prepares the new
+//! block (keep, zero or copy the old one's words) before making it active.
+//! Where the words live is a [`Blocks`] store: vectors for the interpreter
+//! ([`VecBlocks`]), map values for the eBPF translation (the map's store
+//! is written by the crate that holds the map).
+
+use std::fmt;
+
+/// A block of an instance, by its index (0 is allocated at the start and
+/// active).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle(pub u32);
+
+impl fmt::Display for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// How `mswitch` prepares the block it makes active.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Switch {
+    /// As it is.
+    Keep,
+    /// All zero.
+    Zero,
+    /// A copy of the active block.
+    Copy,
+}
+
+impl std::str::FromStr for Switch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Switch, String> {
+        match s {
+            "keep" => Ok(Switch::Keep),
+            "zero" => Ok(Switch::Zero),
+            "copy" => Ok(Switch::Copy),
+            _ => Err(format!("`{s}`: keep, zero or copy")),
+        }
+    }
+}
+
+/// Why a memory operation was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MemError {
+    #[error("all {0} blocks are allocated")]
+    Full(u32),
+    #[error("block {0} is not allocated")]
+    NotAllocated(Handle),
+    #[error("block {0} is active: switch to another block first")]
+    Active(Handle),
+    #[error("words {at}..{end} are outside the {words}-word block")]
+    Range { at: u64, end: u64, words: u32 },
+    #[error("{0}")]
+    Store(String),
+}
+
+/// Where blocks' words live.
+pub trait Blocks {
+    /// Words `at..at + out.len()` of `block` (in range).
+    fn read(&self, block: u32, at: u32, out: &mut [u32]) -> Result<(), MemError>;
+    /// Writes words from `at` of `block` (in range).
+    fn write(&mut self, block: u32, at: u32, words: &[u32]) -> Result<(), MemError>;
+    /// Makes `block` the one packets use.
+    fn activate(&mut self, block: u32) -> Result<(), MemError>;
+}
+
+/// Blocks as vectors (the interpreter's).
+#[derive(Clone, Debug)]
+pub struct VecBlocks {
+    blocks: Vec<Vec<u32>>,
+    active: usize,
+}
+
+impl VecBlocks {
+    pub fn new(words: u32, blocks: u32) -> VecBlocks {
+        VecBlocks {
+            blocks: vec![vec![0; words as usize]; blocks as usize],
+            active: 0,
+        }
+    }
+
+    /// The active block, as a packet sees it.
+    pub fn active_mut(&mut self) -> &mut [u32] {
+        &mut self.blocks[self.active]
+    }
+}
+
+impl Blocks for VecBlocks {
+    fn read(&self, block: u32, at: u32, out: &mut [u32]) -> Result<(), MemError> {
+        let at = at as usize;
+        out.copy_from_slice(&self.blocks[block as usize][at..at + out.len()]);
+        Ok(())
+    }
+
+    fn write(&mut self, block: u32, at: u32, words: &[u32]) -> Result<(), MemError> {
+        let at = at as usize;
+        self.blocks[block as usize][at..at + words.len()].copy_from_slice(words);
+        Ok(())
+    }
+
+    fn activate(&mut self, block: u32) -> Result<(), MemError> {
+        self.active = block as usize;
+        Ok(())
+    }
+}
+
+/// The blocks of an instance and their bookkeeping.
+#[derive(Clone, Debug)]
+pub struct Memory<B> {
+    store: B,
+    words: u32,
+    allocated: Vec<bool>,
+    active: u32,
+}
+
+impl<B: Blocks> Memory<B> {
+    /// `blocks` blocks of `words` words in `store`; block 0 allocated,
+    /// zeroed and active.
+    pub fn new(mut store: B, words: u32, blocks: u32) -> Result<Memory<B>, MemError> {
+        let mut allocated = vec![false; blocks.max(1) as usize];
+        allocated[0] = true;
+        store.write(0, 0, &vec![0; words as usize])?;
+        store.activate(0)?;
+        Ok(Memory {
+            store,
+            words,
+            allocated,
+            active: 0,
+        })
+    }
+
+    pub fn words(&self) -> u32 {
+        self.words
+    }
+
+    /// The block packets use now.
+    pub fn active(&self) -> Handle {
+        Handle(self.active)
+    }
+
+    /// The allocated blocks, in order.
+    pub fn handles(&self) -> Vec<Handle> {
+        (0..self.allocated.len() as u32)
+            .filter(|&i| self.allocated[i as usize])
+            .map(Handle)
+            .collect()
+    }
+
+    pub fn store(&self) -> &B {
+        &self.store
+    }
+
+    pub fn store_mut(&mut self) -> &mut B {
+        &mut self.store
+    }
+
+    fn allocated(&self, h: Handle) -> Result<(), MemError> {
+        match self.allocated.get(h.0 as usize) {
+            Some(true) => Ok(()),
+            _ => Err(MemError::NotAllocated(h)),
+        }
+    }
+
+    fn range(&self, at: u32, len: usize) -> Result<(), MemError> {
+        let end = u64::from(at) + len as u64;
+        if end > u64::from(self.words) {
+            return Err(MemError::Range {
+                at: at.into(),
+                end,
+                words: self.words,
+            });
+        }
+        Ok(())
+    }
+
+    /// A new zeroed block (`malloc`).
+    pub fn malloc(&mut self) -> Result<Handle, MemError> {
+        let i = self
+            .allocated
+            .iter()
+            .position(|a| !a)
+            .ok_or(MemError::Full(self.allocated.len() as u32))?;
+        self.store
+            .write(i as u32, 0, &vec![0; self.words as usize])?;
+        self.allocated[i] = true;
+        Ok(Handle(i as u32))
+    }
+
+    /// Gives a block back; not the active one.
+    pub fn free(&mut self, h: Handle) -> Result<(), MemError> {
+        self.allocated(h)?;
+        if h.0 == self.active {
+            return Err(MemError::Active(h));
+        }
+        self.allocated[h.0 as usize] = false;
+        Ok(())
+    }
+
+    /// `n` words of block `h` from word `at` (`mread`).
+    pub fn mread(&self, h: Handle, at: u32, n: usize) -> Result<Vec<u32>, MemError> {
+        self.allocated(h)?;
+        self.range(at, n)?;
+        let mut out = vec![0; n];
+        self.store.read(h.0, at, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes `words` into block `h` from word `at` (`mwrite`).
+    pub fn mwrite(&mut self, h: Handle, at: u32, words: &[u32]) -> Result<(), MemError> {
+        self.allocated(h)?;
+        self.range(at, words.len())?;
+        self.store.write(h.0, at, words)
+    }
+
+    /// Makes block `h` the active one, prepared as `how` says; returns the
+    /// block that was active (`mswitch`). Switching to the active block
+    /// with `Zero` clears it; with `Keep` or `Copy` it changes nothing.
+    pub fn mswitch(&mut self, h: Handle, how: Switch) -> Result<Handle, MemError> {
+        self.allocated(h)?;
+        let old = Handle(self.active);
+        match how {
+            Switch::Keep => {}
+            Switch::Zero => self.store.write(h.0, 0, &vec![0; self.words as usize])?,
+            Switch::Copy if h != old => {
+                let words = self.mread(old, 0, self.words as usize)?;
+                self.store.write(h.0, 0, &words)?;
+            }
+            Switch::Copy => {}
+        }
+        self.store.activate(h.0)?;
+        self.active = h.0;
+        Ok(old)
+    }
+}
+
+/// Map values, as the eBPF translation keeps memory: map 0's value `i` is
+/// block `i` (its words in host order), map 1's value 0 the active index.
+/// Implemented over sluice's maps and the kernel's by who holds them.
+pub trait MapValues {
+    /// The value of `key` in `map`.
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String>;
+    /// Sets the value of `key` in `map`.
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String>;
+}
+
+/// Blocks kept in map values.
+#[derive(Clone, Debug)]
+pub struct MapBlocks<V>(pub V);
+
+impl<V: MapValues> Blocks for MapBlocks<V> {
+    fn read(&self, block: u32, at: u32, out: &mut [u32]) -> Result<(), MemError> {
+        let value = self.0.value(0, block).map_err(MemError::Store)?;
+        let start = at as usize * 4;
+        for (i, w) in out.iter_mut().enumerate() {
+            let b = value
+                .get(start + 4 * i..start + 4 * i + 4)
+                .ok_or_else(|| MemError::Store(format!("block {block} is short")))?;
+            *w = u32::from_ne_bytes(b.try_into().expect("4 bytes"));
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, block: u32, at: u32, words: &[u32]) -> Result<(), MemError> {
+        let mut value = self.0.value(0, block).map_err(MemError::Store)?;
+        let start = at as usize * 4;
+        let end = start + 4 * words.len();
+        let bytes = value
+            .get_mut(start..end)
+            .ok_or_else(|| MemError::Store(format!("block {block} is short")))?;
+        for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
+        self.0.set_value(0, block, &value).map_err(MemError::Store)
+    }
+
+    fn activate(&mut self, block: u32) -> Result<(), MemError> {
+        self.0
+            .set_value(1, 0, &block.to_ne_bytes())
+            .map_err(MemError::Store)
+    }
+}

@@ -1,0 +1,480 @@
+//! xPF, extension by extension (bank switch, NDX bounds, mswitch keep /
+//! zero / copy between packets, the budget's exception handler), run the
+//! same way in the interpreter ([`Instance`]), and after translation to
+//! eBPF in sluice's VM (interpreter, and JIT after sluice's verifier) and
+//! in the kernel (tc and XDP test runs, the memory maps read and written
+//! through the kernel): the same results packet by packet and the same
+//! memory at the end. And the programs xPF refuses, with their reason.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use cbpf::xpf::{
+    self, Blocks, Form, Handle, Instance, MapBlocks, MapValues, Memory, Switch, XpfOptions,
+};
+use cbpf::{Meta, to_ebpf};
+use runtime::{Hook, Image, LoadOptions, PacketMeta};
+
+/// What happens, in order.
+#[derive(Clone, Debug)]
+enum Step {
+    Packet(Vec<u8>),
+    Malloc,
+    Switch(u32, Switch),
+    Write(u32, u32, Vec<u32>),
+}
+
+/// One way of running an instance.
+trait Engine {
+    type B: Blocks;
+    fn packet(&mut self, data: &[u8]) -> u32;
+    fn mem(&mut self) -> &mut Memory<Self::B>;
+}
+
+/// Per packet its result; then every allocated block's words.
+fn play<E: Engine>(e: &mut E, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>) {
+    let mut rets = Vec::new();
+    for s in steps {
+        match s {
+            Step::Packet(d) => rets.push(e.packet(d)),
+            Step::Malloc => {
+                e.mem().malloc().unwrap();
+            }
+            Step::Switch(h, how) => {
+                e.mem().mswitch(Handle(*h), *how).unwrap();
+            }
+            Step::Write(h, at, w) => e.mem().mwrite(Handle(*h), *at, w).unwrap(),
+        }
+    }
+    let m = e.mem();
+    let words = m.words() as usize;
+    let blocks = m
+        .handles()
+        .into_iter()
+        .map(|h| (h, m.mread(h, 0, words).unwrap()))
+        .collect();
+    (rets, blocks)
+}
+
+struct Interp(Instance, Form);
+
+impl Engine for Interp {
+    type B = xpf::VecBlocks;
+    fn packet(&mut self, data: &[u8]) -> u32 {
+        let meta = Meta {
+            len: Some(data.len() as u32),
+            ..Meta::default()
+        };
+        let r = self.0.run(data, &meta).unwrap().ret;
+        match self.1 {
+            Form::Socket => r,
+            Form::Xdp if r != 0 => 2,
+            Form::Xdp => 1,
+        }
+    }
+    fn mem(&mut self) -> &mut Memory<Self::B> {
+        self.0.memory_mut()
+    }
+}
+
+/// Sluice's maps, as the translation's memory.
+struct VmMaps(Arc<[maps::Map]>);
+
+impl MapValues for VmMaps {
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
+        self.0[map]
+            .user_lookup(&key.to_ne_bytes())
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
+        self.0[map]
+            .user_update(&key.to_ne_bytes(), value, 0)
+            .map_err(|e| format!("{e:?}"))
+    }
+}
+
+struct Vm(Hook, Memory<MapBlocks<VmMaps>>);
+
+fn vm(p: &xpf::XpfProgram, jit: bool) -> Vm {
+    let object = p.object("xpf");
+    let mut hook = Hook::new(
+        Image::load(object.clone(), &LoadOptions::default()).unwrap(),
+        0,
+        0,
+    )
+    .unwrap();
+    if jit {
+        let report = verifier::verify(
+            &object.programs[0],
+            &verifier::MapInfo::of_object(&object, &|_| None),
+            &verifier::Options {
+                helpers: runtime::helpers::ids_for(&object.programs[0].kind),
+                ..verifier::Options::default()
+            },
+        );
+        assert!(
+            report.result.is_ok(),
+            "sluice's verifier: {:?}",
+            report.result
+        );
+        // SAFETY: the verifier accepted the only program with these maps.
+        unsafe { hook.trust_verified() };
+        hook.set_stack_depth(report.stack_depth);
+        hook.enable_jit().unwrap();
+    }
+    let maps = hook.shared_maps().clone();
+    let o = p.options;
+    let mem = Memory::new(MapBlocks(VmMaps(maps)), o.words, o.blocks).unwrap();
+    Vm(hook, mem)
+}
+
+impl Engine for Vm {
+    type B = MapBlocks<VmMaps>;
+    fn packet(&mut self, data: &[u8]) -> u32 {
+        self.0.run(data, &PacketMeta::default()).unwrap().r0 as u32
+    }
+    fn mem(&mut self) -> &mut Memory<Self::B> {
+        &mut self.1
+    }
+}
+
+/// The kernel's maps.
+struct KernelMaps(Vec<OwnedFd>);
+
+impl MapValues for KernelMaps {
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
+        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
+        info.lookup(&key.to_ne_bytes())
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no key {key}"))
+    }
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
+        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
+        info.update(&key.to_ne_bytes(), value, 0)
+            .map_err(|e| e.to_string())
+    }
+}
+
+struct Kernel(OwnedFd, Memory<MapBlocks<KernelMaps>>);
+
+fn in_kernel(p: &xpf::XpfProgram) -> Kernel {
+    let object = p.object("xpf");
+    let loaded =
+        kernel::verify::load_program(&object.programs[0], &object.maps, None, &|_| None).unwrap();
+    let fd = loaded
+        .program
+        .unwrap_or_else(|| panic!("the kernel refuses: {}", loaded.ruling.log));
+    let o = p.options;
+    let mem = Memory::new(MapBlocks(KernelMaps(loaded.maps)), o.words, o.blocks).unwrap();
+    Kernel(fd, mem)
+}
+
+impl Engine for Kernel {
+    type B = MapBlocks<KernelMaps>;
+    fn packet(&mut self, data: &[u8]) -> u32 {
+        kernel::testrun::run(
+            self.0.as_raw_fd(),
+            &kernel::testrun::RunInput {
+                data,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .retval
+    }
+    fn mem(&mut self) -> &mut Memory<Self::B> {
+        &mut self.1
+    }
+}
+
+/// Runs `steps` on every engine in both forms; all must agree. Returns
+/// the interpreter's results (socket form) to check against the intent.
+fn everywhere(text: &str, opts: XpfOptions, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>) {
+    let prog = xpf::assemble(text).unwrap();
+    let kernel = kernel::available_for_test("xPF programs in the kernel");
+    let mut first = None;
+    for form in [Form::Socket, Form::Xdp] {
+        let want = play(
+            &mut Interp(Instance::new(&prog, opts).unwrap(), form),
+            steps,
+        );
+        let p = xpf::translate(&prog, &opts, form).unwrap();
+        let mut got = vec![
+            ("VM interpreter", play(&mut vm(&p, false), steps)),
+            ("VM JIT", play(&mut vm(&p, true), steps)),
+        ];
+        if kernel {
+            got.push(("kernel", play(&mut in_kernel(&p), steps)));
+        }
+        let engines: Vec<&str> = got.iter().map(|(n, _)| *n).collect();
+        for (name, g) in got {
+            assert_eq!(g, want, "{form:?} form, {name} against the xPF interpreter");
+        }
+        println!(
+            "{form:?} form: {} steps alike in the xPF interpreter, {}",
+            steps.len(),
+            engines.join(", ")
+        );
+        first.get_or_insert(want);
+    }
+    first.unwrap()
+}
+
+/// A 60-byte Ethernet frame with `bytes` from offset 14.
+fn frame(bytes: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[12] = 0x08;
+    f[14..14 + bytes.len()].copy_from_slice(bytes);
+    f
+}
+
+#[test]
+fn bank_switching_keeps_scratch_and_persistent_words_apart() {
+    // Per IP protocol a packet count (persistent words 0..255), a total in
+    // persistent word 300; the protocol kept in scratch M[1] meanwhile.
+    let text = "
+        ldb [23]
+        tax
+        st M[1]        ; scratch
+        bsp
+        ld M[x + 0]
+        add #1
+        st M[x + 0]
+        ld M[300]
+        add #1
+        st M[300]
+        bss
+        ld M[1]        ; scratch again
+        ret a";
+    let opts = XpfOptions {
+        words: 512,
+        ..XpfOptions::default()
+    };
+    let proto = |p: u8| {
+        let mut b = [0u8; 10];
+        b[9] = p;
+        Step::Packet(frame(&b))
+    };
+    let steps = vec![proto(6), proto(17), proto(6), proto(1), proto(6)];
+    let (rets, blocks) = everywhere(text, opts, &steps);
+    assert_eq!(rets, vec![6, 17, 6, 1, 6]);
+    let b = &blocks[0].1;
+    assert_eq!((b[6], b[17], b[1], b[300], b[0]), (3, 1, 1, 5, 0));
+}
+
+#[test]
+fn indexed_loads_and_stores_end_the_filter_outside_their_bank() {
+    let text = "
+        ldb [14]
+        tax
+        ld #7
+        st M[x + 0]    ; scratch[X], X below 16
+        ldb [15]
+        tax
+        bsp
+        ld M[x + 10]   ; persistent[X + 10], below 32
+        add #1
+        st M[x + 10]
+        bss
+        ldb [14]
+        tax
+        ld M[x + 0]
+        ret a";
+    let opts = XpfOptions {
+        words: 32,
+        ..XpfOptions::default()
+    };
+    let steps: Vec<Step> = [(0u8, 0u8), (15, 21), (16, 0), (3, 22), (255, 255), (15, 21)]
+        .iter()
+        .map(|&(a, b)| Step::Packet(frame(&[a, b])))
+        .collect();
+    let (rets, blocks) = everywhere(text, opts, &steps);
+    assert_eq!(rets, vec![7, 7, 0, 0, 0, 7]);
+    let b = &blocks[0].1;
+    assert_eq!((b[10], b[31]), (1, 2));
+    assert_eq!(b.iter().sum::<u32>(), 3, "nothing written out of bounds");
+}
+
+#[test]
+fn mswitch_keeps_zeroes_or_copies_between_packets() {
+    let text = "
+        bsp
+        ld M[0]
+        add #1
+        st M[0]
+        ret a";
+    let opts = XpfOptions {
+        words: 4,
+        blocks: 3,
+        ..XpfOptions::default()
+    };
+    let p = || Step::Packet(frame(&[]));
+    let steps = vec![
+        p(),
+        p(),
+        p(),
+        Step::Malloc,                  // block 1
+        Step::Switch(1, Switch::Copy), // 1 = 3, active
+        p(),
+        p(),                           // block 1: 5; block 0 stays 3
+        Step::Switch(0, Switch::Zero), // block 0 = 0, active
+        p(),                           // block 0: 1
+        Step::Write(1, 0, vec![100]),  // the inactive block
+        Step::Switch(1, Switch::Keep),
+        p(),          // block 1: 101
+        Step::Malloc, // block 2, zero
+        Step::Write(2, 3, vec![9]),
+    ];
+    let (rets, blocks) = everywhere(text, opts, &steps);
+    assert_eq!(rets, vec![1, 2, 3, 4, 5, 1, 101]);
+    let words: Vec<(u32, Vec<u32>)> = blocks.into_iter().map(|(h, w)| (h.0, w)).collect();
+    assert_eq!(
+        words,
+        vec![
+            (0, vec![1, 0, 0, 0]),
+            (1, vec![101, 0, 0, 0]),
+            (2, vec![0, 0, 0, 9])
+        ]
+    );
+}
+
+#[test]
+fn the_budget_sends_a_long_loop_to_the_exception_handler() {
+    // Sum 3 per iteration, n = the packet's byte 14 iterations; the
+    // handler counts exceptions in persistent word 0.
+    let text = "
+              ldb [14]
+              st M[0]
+              ld #0
+              st M[1]
+        top:  ld M[0]
+              jeq #0, done
+              sub #1
+              st M[0]
+              ld M[1]
+              add #3
+              st M[1]
+              ja top
+        done: ld M[1]
+              add #1
+              ret a
+              exc
+              bsp
+              ld M[0]
+              add #1
+              st M[0]
+              ret #0xffff";
+    let opts = XpfOptions {
+        words: 1,
+        blocks: 1,
+        budget: 100,
+    };
+    let steps: Vec<Step> = [0u8, 1, 5, 12, 13, 14, 200, 12]
+        .iter()
+        .map(|&n| Step::Packet(frame(&[n])))
+        .collect();
+    let (rets, blocks) = everywhere(text, opts, &steps);
+    // 4 instructions, then 8 per iteration: the 13th `ja` is at 108 > 100.
+    assert_eq!(rets, vec![1, 4, 16, 37, 0xffff, 0xffff, 0xffff, 37]);
+    assert_eq!(blocks[0].1, vec![3]);
+    let mut i = Instance::new(&xpf::assemble(text).unwrap(), opts).unwrap();
+    let v = i.run(&frame(&[13]), &Meta::default()).unwrap();
+    assert!(v.exceeded && v.ret == 0xffff);
+    assert!(!i.run(&frame(&[12]), &Meta::default()).unwrap().exceeded);
+    assert_eq!(i.exceptions(), 1);
+}
+
+#[test]
+fn a_loop_without_a_handler_ends_with_zero_over_budget() {
+    let text = "
+        ldx #0
+        top: txa
+        add #1
+        tax
+        ja top";
+    let text = format!("{text}\nret #1");
+    // `ret #1` is unreachable: refused.
+    let e = xpf::check(&xpf::assemble(&text).unwrap(), &XpfOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("unreachable"), "{e}");
+    let text = "
+        ldx #0
+        top: txa
+        jgt #1000000, out
+        add #1
+        tax
+        ja top
+        out: ret #1";
+    let opts = XpfOptions {
+        budget: 50,
+        ..XpfOptions::default()
+    };
+    let (rets, _) = everywhere(text, opts, &[Step::Packet(frame(&[]))]);
+    assert_eq!(rets, vec![0]);
+}
+
+#[test]
+fn xpf_refuses_what_could_break_it_with_the_reason() {
+    let opts = XpfOptions {
+        words: 8,
+        ..XpfOptions::default()
+    };
+    let refused = |text: &str, why: &str| {
+        let e = match xpf::assemble(text) {
+            Err(e) => e.to_string(),
+            Ok(p) => xpf::check(&p, &opts).unwrap_err().to_string(),
+        };
+        assert!(e.contains(why), "`{text}`: {e}");
+    };
+    refused(
+        "ld #1\nl: ja l2\nl2: ret a\nexc\nh: ld #0\nja h\nret #0",
+        "backward jump in the exception handler",
+    );
+    refused(
+        "ldb [14]\njeq #1, p, s\np: bsp\nja m\ns: bss\nm: ld M[0]\nret a",
+        "different banks",
+    );
+    refused(
+        "bsp\nld M[8]\nret a",
+        "persistent word M[8]: the block has 8 words",
+    );
+    refused("ld M[16]\nret a", "scratch word M[16]");
+    refused("ret #0\nexc\nret #1", "the exception handler never runs");
+    refused(
+        "l: ldb [14]\nja l\nexc\nret #0\nexc\nret #1",
+        "a second `exc`",
+    );
+    refused("l: ld #1\njeq #1, l\nret a", "only `ja` jumps back");
+    // Classic tools refuse xPF's additions by name.
+    for t in ["bsp\nret #0", "ld M[x + 1]\nret a", "l: ja l\nret #0"] {
+        assert!(cbpf::assemble(t).is_err(), "{t}");
+    }
+    let loop_ = xpf::assemble("l: ldb [14]\nja l\nret #0").unwrap();
+    assert!(cbpf::check(&loop_).is_err() && to_ebpf(&loop_).is_err());
+    // Sizes out of range.
+    let p = xpf::assemble("ret #0").unwrap();
+    for bad in [
+        XpfOptions { words: 0, ..opts },
+        XpfOptions {
+            words: xpf::MAX_WORDS + 1,
+            ..opts
+        },
+        XpfOptions { blocks: 0, ..opts },
+        XpfOptions {
+            budget: u32::MAX,
+            ..opts
+        },
+    ] {
+        assert!(Instance::new(&p, bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn xpf_programs_print_with_their_mnemonics() {
+    let p = xpf::assemble("top: bsp\nld M[x + 3]\nst M[x + 4]\nbss\nja top\nret #0\nexc\nret #1");
+    let p = p.unwrap();
+    let text = xpf::image(&p);
+    assert!(text.contains("(000) bsp"), "{text}");
+    assert!(text.contains("(001) ld       M[x + 3]"), "{text}");
+    assert!(text.contains("(004) ja       0"), "{text}");
+    assert!(text.contains("(006) exc"), "{text}");
+}
