@@ -14,15 +14,15 @@ use common::{EXPRESSIONS, records};
 use obj::{Object, Program, ProgramKind};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
-fn object(insns: Vec<isa::Insn>) -> Object {
+fn object(insns: Vec<isa::Insn>, kind: ProgramKind) -> Object {
     Object {
         license: "GPL".into(),
         kernel_version: None,
         maps: vec![],
         programs: vec![Program {
             name: "filter".into(),
-            section: "tc".into(),
-            kind: ProgramKind::SchedCls,
+            section: "filter".into(),
+            kind,
             insns,
             functions: vec![("filter".into(), 0)],
             lines: vec![],
@@ -38,7 +38,11 @@ fn object(insns: Vec<isa::Insn>) -> Object {
 }
 
 fn hook(insns: &[isa::Insn], fast: bool) -> Hook {
-    let object = object(insns.to_vec());
+    hook_of(insns, fast, ProgramKind::SchedCls)
+}
+
+fn hook_of(insns: &[isa::Insn], fast: bool, kind: ProgramKind) -> Hook {
+    let object = object(insns.to_vec(), kind);
     let report = verifier::verify(
         &object.programs[0],
         &[],
@@ -159,6 +163,127 @@ fn ancillary_fields_without_an_ebpf_equivalent_are_refused_by_name() {
         let e = to_ebpf(&p).unwrap_err().to_string();
         assert!(e.contains(name) && e.contains("insn 0"), "{e}");
     }
+    // XDP has the ingress device and queue, not the skb's fields.
+    for name in ["proto", "type", "mark", "rxhash", "vlan_tci", "vlan_avail"] {
+        let p = cbpf::assemble(&format!("ld #{name}\nret a")).unwrap();
+        let e = cbpf::to_xdp(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("no XDP equivalent") && e.contains("insn 0"),
+            "{e}"
+        );
+    }
+    for name in ["ifidx", "queue", "cpu", "rand", "xor_x"] {
+        let p = cbpf::assemble(&format!("ld #{name}\nret a")).unwrap();
+        assert!(cbpf::to_xdp(&p).is_ok(), "{name}");
+    }
+    let net = cbpf::assemble("ldb [-1048576]\nret a").unwrap();
+    let e = cbpf::to_xdp(&net).unwrap_err().to_string();
+    assert!(e.contains("network header"), "{e}");
     let bad = cbpf::assemble("ld M[0]\nret a").unwrap();
     assert!(to_ebpf(&bad).unwrap_err().to_string().contains("M[0]"));
+}
+
+/// The XDP form: the same filters, reading the frame directly, decide
+/// every packet as the classic interpreter does (`XDP_PASS` for a match,
+/// `XDP_DROP` otherwise) in sluice's interpreter and JIT, and in the
+/// kernel loaded as XDP and test-run.
+#[test]
+fn the_xdp_form_decides_as_classic_in_the_vm_and_the_kernel() {
+    let xdp = || ProgramKind::Xdp {
+        attach: obj::XdpAttach::Device,
+        frags: false,
+    };
+    let records = records();
+    let kernel = kernel::available_for_test("classic filters as XDP in the kernel");
+    let (mut decisions, mut in_kernel, mut refused, mut no_xdp) = (0u64, 0u64, 0u64, 0u64);
+    let mut linktypes: Vec<u32> = records.iter().map(|r| r.linktype).collect();
+    linktypes.sort();
+    linktypes.dedup();
+    let mut unsupported = std::collections::BTreeSet::new();
+    for (expr, lt) in EXPRESSIONS
+        .iter()
+        .flat_map(|e| linktypes.iter().map(move |&l| (e, l)))
+    {
+        let Ok(classic) = cbpf::compile_expr(expr, lt, cbpf::DEFAULT_SNAPLEN) else {
+            continue;
+        };
+        if cbpf::check(&classic).is_err() {
+            continue;
+        }
+        let insns = match cbpf::to_xdp(&classic) {
+            Ok(i) => i,
+            Err(e) => {
+                // Only ancillary fields XDP has no source for.
+                let e = e.to_string();
+                assert!(e.contains("no XDP equivalent"), "{expr}: {e}");
+                unsupported.insert(e.split('`').nth(1).unwrap_or("").to_string());
+                no_xdp += 1;
+                continue;
+            }
+        };
+        let (mut interp, mut jit) = (hook_of(&insns, false, xdp()), hook_of(&insns, true, xdp()));
+        let loaded = kernel.then(|| {
+            let (ruling, fd) =
+                kernel::verify::load_keep(&isa::encode(&insns), "filter", 6, 0, 0).unwrap();
+            fd.unwrap_or_else(|| panic!("{expr}: the kernel refuses: {}", ruling.log))
+        });
+        for (i, r) in records.iter().enumerate().filter(|(_, r)| r.linktype == lt) {
+            let data = &r.data;
+            let meta = Meta {
+                len: Some(data.len() as u32),
+                ..Meta::default()
+            };
+            let want = if run(&classic, data, &meta).unwrap().ret != 0 {
+                2
+            } else {
+                1
+            };
+            let m = PacketMeta::default();
+            let a = interp.run(data, &m).map(|o| o.r0);
+            assert_eq!(a, Ok(want), "`{expr}`, packet {i}: the interpreter");
+            let b = jit.run(data, &m).map(|o| o.r0);
+            assert_eq!(b, Ok(want), "`{expr}`, packet {i}: the JIT");
+            if let Some(fd) = &loaded
+                && data.len() >= 14
+            {
+                let out = kernel::testrun::run(
+                    fd.as_raw_fd(),
+                    &kernel::testrun::RunInput {
+                        data,
+                        ..Default::default()
+                    },
+                );
+                match out {
+                    Ok(out) => {
+                        assert_eq!(
+                            u64::from(out.retval),
+                            want,
+                            "`{expr}`, packet {i}: the kernel"
+                        );
+                        in_kernel += 1;
+                    }
+                    // An XDP test run takes a frame that fits a page with
+                    // its head- and tailroom (larger: EINVAL or ENOMEM).
+                    Err(e)
+                        if data.len() > 3000
+                            && (e.to_string().contains("Invalid argument")
+                                || e.to_string().contains("Cannot allocate memory")) =>
+                    {
+                        refused += 1
+                    }
+                    Err(e) => panic!("`{expr}`, packet {i} ({} bytes): {e}", data.len()),
+                }
+            }
+            decisions += 1;
+        }
+    }
+    println!(
+        "XDP form: {decisions} decisions alike in sluice's interpreter and JIT, {in_kernel} in the kernel \
+         too ({refused} frames an XDP test run refuses); {no_xdp} programs read ancillary fields XDP \
+         has no source for ({unsupported:?}), refused by name"
+    );
+    assert!(decisions > 100_000, "{decisions}");
+    if kernel {
+        assert!(refused * 50 < decisions, "{refused} refused of {decisions}");
+    }
 }

@@ -152,41 +152,36 @@ impl Tr<'_> {
             self.one(pc, p)?;
         }
         let handler = self.xpf.and_then(|(s, _)| s.handler);
-        // The shared zero exit, where something jumps to it (the verifier
-        // refuses dead code).
+        // The shared zero exit.
         let zero = self.out.len();
-        let to_zero = |o: &Out| match o {
-            Out::Jump { to: Dest::Zero, .. } => true,
-            Out::Jump {
-                to: Dest::Handler, ..
-            } => handler.is_none(),
-            Out::Insn(_) | Out::Jump { .. } => false,
+        self.emit(mov32(A, Operand::Imm(self.zero_value())));
+        self.emit(E::Exit);
+        let target = |to: Dest| match (to, handler) {
+            (Dest::Insn(t), _) | (Dest::Handler, Some(t)) => at[t],
+            (Dest::Zero, _) | (Dest::Handler, None) => zero,
         };
-        if self.out.iter().any(to_zero) {
-            self.emit(mov32(A, Operand::Imm(self.zero_value())));
-            self.emit(E::Exit);
-        }
+        // The verifier refuses dead code: keep what a path reaches (a load
+        // always outside the frame leaves the rest of its block dead).
+        let live = reachable(&self.out, target);
         // Jump offsets count instruction slots (`lddw` takes two).
-        let mut slot = Vec::with_capacity(self.out.len() + 1);
+        let mut slot = Vec::with_capacity(self.out.len());
         let mut n = 0usize;
-        for o in &self.out {
+        for (o, &keep) in self.out.iter().zip(&live) {
             slot.push(n);
-            n += match o {
-                Out::Insn(e) => e.slots(),
-                Out::Jump { .. } => 1,
-            };
+            if keep {
+                n += match o {
+                    Out::Insn(e) => e.slots(),
+                    Out::Jump { .. } => 1,
+                };
+            }
         }
         let total = n;
         let mut insns = Vec::with_capacity(self.out.len());
-        for (i, o) in self.out.iter().enumerate() {
+        for (i, o) in self.out.iter().enumerate().filter(|&(i, _)| live[i]) {
             insns.push(match *o {
                 Out::Insn(e) => e,
                 Out::Jump { cond, to } => {
-                    let target = match (to, handler) {
-                        (Dest::Insn(t), _) | (Dest::Handler, Some(t)) => at[t],
-                        (Dest::Zero, _) | (Dest::Handler, None) => zero,
-                    };
-                    let off = i16::try_from(slot[target] as i64 - slot[i] as i64 - 1)
+                    let off = i16::try_from(slot[target(to)] as i64 - slot[i] as i64 - 1)
                         .map_err(|_| TranslateError::TooFar(total))?;
                     match cond {
                         None => E::Ja { off },
@@ -203,6 +198,36 @@ impl Tr<'_> {
         }
         Ok(insns)
     }
+}
+
+/// Which entries of `out` some path from the first reaches (the fixed
+/// jumps inside an entry sequence, as `ret a`'s, count in entries: each
+/// is one slot).
+fn reachable(out: &[Out], target: impl Fn(Dest) -> usize) -> Vec<bool> {
+    let mut live = vec![false; out.len()];
+    let mut work = vec![0usize];
+    while let Some(i) = work.pop() {
+        if i >= out.len() || live[i] {
+            continue;
+        }
+        live[i] = true;
+        match &out[i] {
+            Out::Insn(E::Exit) => {}
+            Out::Insn(E::Ja { off }) => work.push((i as i64 + 1 + i64::from(*off)) as usize),
+            Out::Insn(E::Jmp { off, .. }) => {
+                work.push(i + 1);
+                work.push((i as i64 + 1 + i64::from(*off)) as usize);
+            }
+            Out::Insn(_) => work.push(i + 1),
+            Out::Jump { cond, to } => {
+                work.push(target(*to));
+                if cond.is_some() {
+                    work.push(i + 1);
+                }
+            }
+        }
+    }
+    live
 }
 
 /// The eBPF program of a classic filter (checked first, as the kernel

@@ -182,11 +182,13 @@ impl Tr<'_> {
                 // The offset as a 32-bit signed sum, as `ld_ind` takes it.
                 self.emit(mov32(Reg::R1, Operand::Reg(X)));
                 self.emit(alu32(AluOp::Add, Reg::R1, Operand::Imm(k as i32)));
+                // Bounded so that offset + size stays within what the
+                // verifier tracks (no XDP frame reaches that far).
                 self.jump_if(
                     Width::W64,
                     Cond::Gt,
                     Reg::R1,
-                    Operand::Imm(MAX_PACKET_OFF as i32),
+                    Operand::Imm((MAX_PACKET_OFF - size_of(code).1) as i32),
                     Dest::Zero,
                 );
                 self.xdp_load(code, A, None);
