@@ -33,6 +33,8 @@ enum Command {
     Run(Box<cmd::run::Args>),
     /// Filter a capture with a tcpdump expression (classic BPF), or print its program
     Filter(cmd::filter::Args),
+    /// xPF: classic BPF with persistent memory and bounded loops: assemble, run, show memory
+    Xpf(cmd::xpf::Args),
     /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
     Capture(cmd::capture::Args),
     /// Check that programs are safe, as the kernel's verifier would, and explain why not
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(*a),
         Command::Filter(a) => cmd::filter::run(a),
         Command::Capture(a) => cmd::capture::run(a),
+        Command::Xpf(a) => cmd::xpf::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Bench(a) => cmd::bench::run(a),

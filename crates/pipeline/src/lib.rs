@@ -22,6 +22,7 @@ mod shard;
 mod sink;
 mod source;
 mod worker;
+mod xpf;
 
 pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
@@ -34,3 +35,4 @@ pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{Capture, Foreign, Generated, Packets, Source, SourceError, for_each_packet};
 pub use worker::Worker;
+pub use xpf::{Retired, XpfEngine, XpfRunOptions, XpfRunner, XpfSummary, run_xpf};

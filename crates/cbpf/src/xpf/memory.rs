@@ -283,3 +283,42 @@ impl<V: MapValues> Blocks for MapBlocks<V> {
             .map_err(MemError::Store)
     }
 }
+
+/// The handle operations on any instance's memory, whatever its store.
+pub trait MemoryOps {
+    fn words(&self) -> u32;
+    fn active(&self) -> Handle;
+    fn handles(&self) -> Vec<Handle>;
+    fn malloc(&mut self) -> Result<Handle, MemError>;
+    fn free(&mut self, h: Handle) -> Result<(), MemError>;
+    fn mread(&self, h: Handle, at: u32, n: usize) -> Result<Vec<u32>, MemError>;
+    fn mwrite(&mut self, h: Handle, at: u32, words: &[u32]) -> Result<(), MemError>;
+    fn mswitch(&mut self, h: Handle, how: Switch) -> Result<Handle, MemError>;
+}
+
+impl<B: Blocks> MemoryOps for Memory<B> {
+    fn words(&self) -> u32 {
+        Memory::words(self)
+    }
+    fn active(&self) -> Handle {
+        Memory::active(self)
+    }
+    fn handles(&self) -> Vec<Handle> {
+        Memory::handles(self)
+    }
+    fn malloc(&mut self) -> Result<Handle, MemError> {
+        Memory::malloc(self)
+    }
+    fn free(&mut self, h: Handle) -> Result<(), MemError> {
+        Memory::free(self, h)
+    }
+    fn mread(&self, h: Handle, at: u32, n: usize) -> Result<Vec<u32>, MemError> {
+        Memory::mread(self, h, at, n)
+    }
+    fn mwrite(&mut self, h: Handle, at: u32, words: &[u32]) -> Result<(), MemError> {
+        Memory::mwrite(self, h, at, words)
+    }
+    fn mswitch(&mut self, h: Handle, how: Switch) -> Result<Handle, MemError> {
+        Memory::mswitch(self, h, how)
+    }
+}

@@ -38,7 +38,9 @@ pub use check::check;
 pub(crate) use check::{Bank, Shape, ja_target, shape as shape_of};
 pub use image::image;
 pub use instance::{Instance, XpfVerdict};
-pub use memory::{Blocks, Handle, MapBlocks, MapValues, MemError, Memory, Switch, VecBlocks};
+pub use memory::{
+    Blocks, Handle, MapBlocks, MapValues, MemError, Memory, MemoryOps, Switch, VecBlocks,
+};
 
 pub use crate::to_ebpf::{Form, XpfProgram, translate_xpf as translate};
 

@@ -12,4 +12,5 @@ pub mod kernel;
 pub mod run;
 pub mod trafficgen;
 pub mod verify;
+pub mod xpf;
 pub mod xsk;

@@ -1,0 +1,316 @@
+//! `sluice xpf`: xPF programs (classic BPF with persistent memory, bank
+//! switching, indexed memory and bounded loops; docs/xpf.md): assemble
+//! and check them, and run them over a capture or generated traffic on any
+//! engine, printing the instance's memory.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use cbpf::xpf::{self, Form, Switch, XpfOptions};
+use pipeline::{Capture, Generated, Source, XpfEngine, XpfRunOptions, XpfRunner, run_xpf};
+use serde::Serialize;
+
+use crate::report::print_json;
+
+/// xPF: classic BPF with persistent memory and bounded loops (docs/xpf.md)
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Assemble and check an xPF program; print it as `tcpdump -d` would, or write its bytes
+    Asm(AsmArgs),
+    /// Run an xPF program over packets and print its persistent memory
+    Run(RunArgs),
+}
+
+/// The instance an xPF program runs in.
+#[derive(clap::Args, Clone, Copy)]
+struct InstanceArgs {
+    /// 32-bit words in each persistent block
+    #[arg(long, default_value_t = XpfOptions::default().words)]
+    words: u32,
+    /// Persistent blocks the instance may own
+    #[arg(long, default_value_t = XpfOptions::default().blocks)]
+    blocks: u32,
+    /// Body instructions a packet may run before the exception handler takes over
+    #[arg(long, default_value_t = XpfOptions::default().budget)]
+    budget: u32,
+}
+
+impl InstanceArgs {
+    fn options(&self) -> XpfOptions {
+        XpfOptions {
+            words: self.words,
+            blocks: self.blocks,
+            budget: self.budget,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct AsmArgs {
+    /// The program: xPF assembly (bpf_asm syntax plus bss, bsp, exc, M[x + k], ja back)
+    file: PathBuf,
+    /// Write the program's bytes (struct sock_filter, 8 per instruction) here
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Print the program as decimal `code jt jf k` lines (as tcpdump -ddd) instead of mnemonics
+    #[arg(long)]
+    decimal: bool,
+    #[command(flatten)]
+    instance: InstanceArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum EngineArg {
+    /// The xPF interpreter
+    Interp,
+    /// The eBPF translation in sluice's VM interpreter
+    Vm,
+    /// The eBPF translation in sluice's JIT, after sluice's verifier
+    Jit,
+    /// The eBPF translation in the kernel, each packet through BPF_PROG_TEST_RUN (needs root)
+    Kernel,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum FormArg {
+    /// A tc classifier with ld_abs; the result is the filter's value
+    Socket,
+    /// An XDP program reading the frame directly; XDP_PASS or XDP_DROP
+    Xdp,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum SwitchArg {
+    Keep,
+    Zero,
+    Copy,
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen"])))]
+struct RunArgs {
+    /// The program: xPF assembly, or its bytes (struct sock_filter)
+    file: PathBuf,
+    /// Capture to read (pcap or pcapng)
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)
+    #[arg(long)]
+    r#gen: Vec<String>,
+    /// Where the program runs
+    #[arg(long, value_enum, default_value_t = EngineArg::Interp)]
+    engine: EngineArg,
+    /// Form of the eBPF translation (engines vm, jit, kernel)
+    #[arg(long, value_enum, default_value_t = FormArg::Socket)]
+    form: FormArg,
+    /// Stop after this many packets
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Every N packets, switch to a spare block (double buffering) and print the retired one
+    #[arg(long, value_name = "N")]
+    switch_every: Option<u64>,
+    /// How the spare block is prepared at each switch
+    #[arg(long, value_enum, default_value_t = SwitchArg::Zero, requires = "switch_every")]
+    switch_mode: SwitchArg,
+    /// Print every word of each block, not only the nonzero ones
+    #[arg(long)]
+    all_words: bool,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    instance: InstanceArgs,
+}
+
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    match a.command {
+        Command::Asm(a) => asm(a),
+        Command::Run(a) => run_program(a),
+    }
+}
+
+/// The program in `path`: assembly text, or `struct sock_filter` bytes.
+fn read_program(path: &Path) -> Result<Vec<cbpf::Insn>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = path.display();
+    match std::str::from_utf8(&bytes) {
+        Ok(text) if !text.contains('\0') => xpf::assemble(text).map_err(|e| format!("{name}: {e}")),
+        _ => cbpf::decode(&bytes).map_err(|e| format!("{name}: {e}")),
+    }
+}
+
+fn asm(a: AsmArgs) -> Result<ExitCode, String> {
+    let prog = read_program(&a.file)?;
+    xpf::check(&prog, &a.instance.options()).map_err(|e| format!("{}: {e}", a.file.display()))?;
+    if let Some(out) = &a.output {
+        std::fs::write(out, cbpf::encode(&prog)).map_err(|e| format!("{}: {e}", out.display()))?;
+        eprintln!(
+            "{}: {} instructions, {} bytes",
+            out.display(),
+            prog.len(),
+            prog.len() * 8
+        );
+    } else if a.decimal {
+        print!("{}", cbpf::image_decimal(&prog));
+    } else {
+        print!("{}", xpf::image(&prog));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct Block {
+    block: u32,
+    active: bool,
+    /// `[word, value]` pairs (the nonzero ones unless every word was asked).
+    words: Vec<(u32, u32)>,
+}
+
+#[derive(Serialize)]
+struct Retired {
+    after_packets: u64,
+    block: u32,
+    words: Vec<(u32, u32)>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    program: String,
+    engine: &'static str,
+    form: &'static str,
+    packets: u64,
+    accepted: u64,
+    /// Packets over budget (the interpreter counts them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exceptions: Option<u64>,
+    words_per_block: u32,
+    blocks: Vec<Block>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    retired: Vec<Retired>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_error: Option<String>,
+}
+
+fn listed(words: &[u32], all: bool) -> Vec<(u32, u32)> {
+    words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| all || **w != 0)
+        .map(|(i, w)| (i as u32, *w))
+        .collect()
+}
+
+fn run_program(a: RunArgs) -> Result<ExitCode, String> {
+    let prog = read_program(&a.file)?;
+    let (engine, engine_name) = match a.engine {
+        EngineArg::Interp => (XpfEngine::Interp, "interp"),
+        EngineArg::Vm => (XpfEngine::Vm, "vm"),
+        EngineArg::Jit => (XpfEngine::Jit, "jit"),
+        EngineArg::Kernel => (XpfEngine::Kernel, "kernel"),
+    };
+    let (form, form_name) = match a.form {
+        FormArg::Socket => (Form::Socket, "socket"),
+        FormArg::Xdp => (Form::Xdp, "xdp"),
+    };
+    let mut runner = XpfRunner::new(&prog, a.instance.options(), engine, form)
+        .map_err(|e| format!("{}: {e}", a.file.display()))?;
+    let mut source: Box<dyn Source> = match &a.pcap {
+        Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+        None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+    };
+    let how = match a.switch_mode {
+        SwitchArg::Keep => Switch::Keep,
+        SwitchArg::Zero => Switch::Zero,
+        SwitchArg::Copy => Switch::Copy,
+    };
+    let opts = XpfRunOptions {
+        limit: a.count,
+        switch_every: a.switch_every.map(|n| (n, how)),
+    };
+    let summary = run_xpf(&mut runner, source.as_mut(), &opts)?;
+    let mem = runner.memory();
+    let active = mem.active();
+    let mut blocks = Vec::new();
+    for h in mem.handles() {
+        let words = mem
+            .mread(h, 0, mem.words() as usize)
+            .map_err(|e| e.to_string())?;
+        blocks.push(Block {
+            block: h.0,
+            active: h == active,
+            words: listed(&words, a.all_words),
+        });
+    }
+    let report = Report {
+        program: a.file.display().to_string(),
+        engine: engine_name,
+        form: form_name,
+        packets: summary.packets,
+        accepted: summary.accepted,
+        exceptions: summary.exceptions,
+        words_per_block: mem.words(),
+        blocks,
+        retired: summary
+            .retired
+            .iter()
+            .map(|r| Retired {
+                after_packets: r.after,
+                block: r.block.0,
+                words: listed(&r.words, a.all_words),
+            })
+            .collect(),
+        source_error: summary.source_error,
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_text(&report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_words(words: &[(u32, u32)]) {
+    if words.is_empty() {
+        println!("    (all zero)");
+        return;
+    }
+    println!("    {:>8}  {:>10}  {:>10}", "word", "value", "hex");
+    for (i, w) in words {
+        println!("    {i:>8}  {w:>10}  {:#010x}", w);
+    }
+}
+
+fn print_text(r: &Report) {
+    let exceptions = r
+        .exceptions
+        .map_or(String::new(), |n| format!(", {n} over budget"));
+    println!(
+        "{}: {} packets, {} accepted{exceptions} ({} engine, {} form)",
+        r.program, r.packets, r.accepted, r.engine, r.form
+    );
+    for t in &r.retired {
+        println!(
+            "block {} retired after packet {}:",
+            t.block, t.after_packets
+        );
+        print_words(&t.words);
+    }
+    for b in &r.blocks {
+        println!(
+            "block {}{} ({} words):",
+            b.block,
+            if b.active { " (active)" } else { "" },
+            r.words_per_block
+        );
+        print_words(&b.words);
+    }
+    if let Some(e) = &r.source_error {
+        eprintln!("sluice: the input stopped early: {e}");
+    }
+}

@@ -1,0 +1,291 @@
+//! xPF instances on every engine, fed from any [`Source`]: the xPF
+//! interpreter ([`cbpf::xpf::Instance`]); the eBPF translation in sluice's
+//! VM, interpreted or (after sluice's verifier) JIT-compiled; and the
+//! translation loaded into the kernel, each packet through
+//! `BPF_PROG_TEST_RUN`, the memory maps read and written through the
+//! kernel. Whatever the engine, user space works on the instance's memory
+//! through the same handle operations ([`MemoryOps`]), between packets.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use cbpf::xpf::{
+    self, Form, Handle, Instance, MapBlocks, MapValues, Memory, MemoryOps, Switch, XpfOptions,
+};
+use cbpf::{Insn, Meta};
+use runtime::{Hook, Image, LoadOptions, PacketMeta};
+
+use crate::source::{Source, for_each_packet};
+
+/// Where an instance runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XpfEngine {
+    /// The xPF interpreter.
+    Interp,
+    /// The eBPF translation in sluice's VM interpreter.
+    Vm,
+    /// The eBPF translation in sluice's JIT, after sluice's verifier.
+    Jit,
+    /// The eBPF translation in the kernel (root or CAP_BPF).
+    Kernel,
+}
+
+/// Sluice's maps as the translation's memory.
+struct VmMaps(Arc<[maps::Map]>);
+
+impl MapValues for VmMaps {
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
+        self.0[map]
+            .user_lookup(&key.to_ne_bytes())
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
+        self.0[map]
+            .user_update(&key.to_ne_bytes(), value, 0)
+            .map_err(|e| format!("{e:?}"))
+    }
+}
+
+/// The kernel's maps as the translation's memory.
+struct KernelMaps(Vec<OwnedFd>);
+
+impl MapValues for KernelMaps {
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
+        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
+        info.lookup(&key.to_ne_bytes())
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the kernel's map has no key {key}"))
+    }
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
+        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
+        info.update(&key.to_ne_bytes(), value, 0)
+            .map_err(|e| e.to_string())
+    }
+}
+
+enum Inner {
+    Interp(Box<Instance>),
+    Vm(Box<Hook>, Memory<MapBlocks<VmMaps>>),
+    Kernel(OwnedFd, Memory<MapBlocks<KernelMaps>>),
+}
+
+/// An xPF instance on one engine.
+pub struct XpfRunner {
+    inner: Inner,
+    form: Form,
+}
+
+impl XpfRunner {
+    /// Checks `prog` for an instance of `opts` and sets it up on `engine`
+    /// (the translation in `form`; the interpreter's results are given in
+    /// the same form).
+    pub fn new(
+        prog: &[Insn],
+        opts: XpfOptions,
+        engine: XpfEngine,
+        form: Form,
+    ) -> Result<XpfRunner, String> {
+        if engine == XpfEngine::Interp {
+            let i = Instance::new(prog, opts).map_err(|e| e.to_string())?;
+            return Ok(XpfRunner {
+                inner: Inner::Interp(Box::new(i)),
+                form,
+            });
+        }
+        let translated = xpf::translate(prog, &opts, form).map_err(|e| e.to_string())?;
+        let object = translated.object("xpf");
+        let inner = if engine == XpfEngine::Kernel {
+            let loaded =
+                kernel::verify::load_program(&object.programs[0], &object.maps, None, &|_| None)
+                    .map_err(|e| format!("loading into the kernel: {e}"))?;
+            let Some(fd) = loaded.program else {
+                return Err(format!(
+                    "the kernel refuses the translation: {}",
+                    loaded.ruling.log.trim_end()
+                ));
+            };
+            let mem = Memory::new(MapBlocks(KernelMaps(loaded.maps)), opts.words, opts.blocks)
+                .map_err(|e| e.to_string())?;
+            Inner::Kernel(fd, mem)
+        } else {
+            let image =
+                Image::load(object.clone(), &LoadOptions::default()).map_err(|e| e.to_string())?;
+            let mut hook = Hook::new(image, 0, 0).map_err(|e| e.to_string())?;
+            if engine == XpfEngine::Jit {
+                let report = verifier::verify(
+                    &object.programs[0],
+                    &verifier::MapInfo::of_object(&object, &|_| None),
+                    &verifier::Options {
+                        helpers: runtime::helpers::ids_for(&object.programs[0].kind),
+                        ..verifier::Options::default()
+                    },
+                );
+                if let Err(e) = &report.result {
+                    return Err(format!("sluice's verifier refuses the translation: {e}"));
+                }
+                // SAFETY: the verifier accepted the only program, with
+                // these maps.
+                unsafe { hook.trust_verified() };
+                hook.set_stack_depth(report.stack_depth);
+                hook.enable_jit().map_err(|e| e.to_string())?;
+            }
+            let maps = hook.shared_maps().clone();
+            let mem = Memory::new(MapBlocks(VmMaps(maps)), opts.words, opts.blocks)
+                .map_err(|e| e.to_string())?;
+            Inner::Vm(Box::new(hook), mem)
+        };
+        Ok(XpfRunner { inner, form })
+    }
+
+    /// Runs one packet (`wire_len`: its length on the wire, what `len`
+    /// loads in the interpreter); the filter's result in the runner's form
+    /// (XDP: `XDP_PASS` 2 or `XDP_DROP` 1), and whether the budget ran out
+    /// (known to the interpreter only).
+    pub fn packet(&mut self, data: &[u8], wire_len: u32) -> Result<(u32, Option<bool>), String> {
+        match &mut self.inner {
+            Inner::Interp(i) => {
+                let meta = Meta {
+                    len: Some(wire_len),
+                    ..Meta::default()
+                };
+                let v = i.run(data, &meta).map_err(|e| e.to_string())?;
+                let ret = match self.form {
+                    Form::Socket => v.ret,
+                    Form::Xdp if v.ret != 0 => 2,
+                    Form::Xdp => 1,
+                };
+                Ok((ret, Some(v.exceeded)))
+            }
+            Inner::Vm(hook, _) => hook
+                .run(data, &PacketMeta::default())
+                .map(|o| (o.r0 as u32, None))
+                .map_err(|e| e.to_string()),
+            Inner::Kernel(fd, _) => kernel::testrun::run(
+                fd.as_raw_fd(),
+                &kernel::testrun::RunInput {
+                    data,
+                    ..Default::default()
+                },
+            )
+            .map(|o| (o.retval, None))
+            .map_err(|e| format!("the kernel's test run: {e}")),
+        }
+    }
+
+    /// Whether `ret` (from [`XpfRunner::packet`]) accepts the packet.
+    pub fn accepts(&self, ret: u32) -> bool {
+        match self.form {
+            Form::Socket => ret != 0,
+            Form::Xdp => ret == 2,
+        }
+    }
+
+    /// The instance's memory.
+    pub fn memory(&mut self) -> &mut dyn MemoryOps {
+        match &mut self.inner {
+            Inner::Interp(i) => i.memory_mut(),
+            Inner::Vm(_, m) => m,
+            Inner::Kernel(_, m) => m,
+        }
+    }
+}
+
+/// A block retired by a periodic switch, with its words then.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retired {
+    /// Packets run when it was retired.
+    pub after: u64,
+    pub block: Handle,
+    pub words: Vec<u32>,
+}
+
+/// What [`run_xpf`] does besides running packets.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct XpfRunOptions {
+    /// Stop after this many packets.
+    pub limit: Option<u64>,
+    /// Every this many packets, switch to a spare block prepared as the
+    /// mode says (allocated when there is none) and keep the retired one's
+    /// words (double buffering).
+    pub switch_every: Option<(u64, Switch)>,
+}
+
+/// How a run went.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XpfSummary {
+    pub packets: u64,
+    pub accepted: u64,
+    /// Packets over budget (the interpreter knows; `None` elsewhere).
+    pub exceptions: Option<u64>,
+    pub retired: Vec<Retired>,
+    /// Why the source stopped early, if it did.
+    pub source_error: Option<String>,
+}
+
+/// Runs every packet of `source` through `runner`.
+pub fn run_xpf(
+    runner: &mut XpfRunner,
+    source: &mut dyn Source,
+    opts: &XpfRunOptions,
+) -> Result<XpfSummary, String> {
+    let mut s = XpfSummary::default();
+    let mut failure = None;
+    let mut exceptions = Some(0u64);
+    let read = for_each_packet(source, opts.limit, |info, data| {
+        if failure.is_some() {
+            return;
+        }
+        // The frame as the source gives it: its length is `len`, as
+        // in the VM and the kernel.
+        match runner.packet(data, data.len() as u32) {
+            Ok((ret, exceeded)) => {
+                s.packets += 1;
+                s.accepted += u64::from(runner.accepts(ret));
+                exceptions = exceptions.zip(exceeded).map(|(n, e)| n + u64::from(e));
+            }
+            Err(e) => failure = Some(format!("packet {}: {e}", info.seq)),
+        }
+        if let Some((every, how)) = opts.switch_every
+            && every > 0
+            && s.packets.is_multiple_of(every)
+            && failure.is_none()
+            && let Err(e) = switch(runner, how, s.packets, &mut s.retired)
+        {
+            failure = Some(e);
+        }
+    });
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    if let Err(e) = read {
+        s.source_error = Some(e.to_string());
+    }
+    s.exceptions = exceptions;
+    Ok(s)
+}
+
+/// One periodic switch: to the next allocated block (or a new one).
+fn switch(
+    runner: &mut XpfRunner,
+    how: Switch,
+    after: u64,
+    retired: &mut Vec<Retired>,
+) -> Result<(), String> {
+    let mem = runner.memory();
+    let active = mem.active();
+    let handles = mem.handles();
+    let spare = match handles.iter().find(|h| **h > active).or(handles.first()) {
+        Some(&h) if h != active => h,
+        _ => mem.malloc().map_err(|e| format!("switching blocks: {e}"))?,
+    };
+    let old = mem.mswitch(spare, how).map_err(|e| e.to_string())?;
+    let words = mem
+        .mread(old, 0, mem.words() as usize)
+        .map_err(|e| e.to_string())?;
+    retired.push(Retired {
+        after,
+        block: old,
+        words,
+    });
+    Ok(())
+}
