@@ -189,3 +189,50 @@ fn kernel_engine_writes_what_the_interpreter_writes() {
     assert_eq!(r["decided_by_interpreter"], 1, "{r}");
     println!("kernel, on the command line: {r}");
 }
+
+#[test]
+fn kernel_engine_without_privilege_says_what_is_missing() {
+    let mut cmd = if kernel::privileged() {
+        // As nobody, without capabilities: a copy of the binary and the
+        // capture that nobody may read.
+        let dir = scratch("nobody");
+        let (bin, pcap) = (dir.join("sluice"), dir.join("in.pcap"));
+        std::fs::copy(SLUICE, &bin).unwrap();
+        std::fs::copy(cli_capture(), &pcap).unwrap();
+        for p in [&dir, &bin, &pcap] {
+            let mode = if p == &pcap { 0o644 } else { 0o755 };
+            std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                .unwrap();
+        }
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&bin)
+        .args(["filter", "--engine", "kernel", "-r"])
+        .arg(&pcap);
+        c
+    } else {
+        let mut c = Command::new(SLUICE);
+        c.args(["filter", "--engine", "kernel", "-r"])
+            .arg(cli_capture());
+        c
+    };
+    let out = match cmd.arg("udp").output() {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIPPED the kernel engine without privilege: {cmd:?}: {e}");
+            return;
+        }
+    };
+    let _ = std::fs::remove_dir_all(scratch("nobody"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("needs root, or CAP_BPF and CAP_NET_ADMIN"),
+        "{err}"
+    );
+}

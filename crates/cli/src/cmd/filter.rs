@@ -36,7 +36,7 @@ pub struct Args {
     /// Snap length to compile -d for
     #[arg(short = 's', long = "snaplen", default_value_t = cbpf::DEFAULT_SNAPLEN)]
     snaplen: u32,
-    /// What runs the filter: sluice's classic interpreter; its eBPF translation verified by sluice's verifier and run in sluice's JIT; or the translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN; packets the kernel's test run refuses are decided by the interpreter and counted)
+    /// What runs the filter
     #[arg(long, value_enum, default_value_t = EngineArg::Interp)]
     engine: EngineArg,
     /// Print JSON
@@ -46,8 +46,11 @@ pub struct Args {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum EngineArg {
+    /// sluice's classic interpreter
     Interp,
+    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT
     Jit,
+    /// The eBPF translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN); the packets the kernel cannot run as classic BPF would (under 14 bytes, refused by the test run, or cut shorter than their wire length for a filter that reads len) are decided by the interpreter and counted
     Kernel,
 }
 
