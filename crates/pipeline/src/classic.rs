@@ -147,7 +147,9 @@ impl Engine for Jit {
             let mut mem = Memory::recycle(std::mem::take(&mut regions));
             // The packet first: `ld_abs`/`ld_ind` look it up on every load.
             mem.add_readonly(RegionKind::Packet, data);
-            let ctx = mem.add_readonly(RegionKind::Context, &skb.0);
+            // Writable as far as Rust knows (the translation writes no
+            // context field, and trusted code would not be stopped).
+            let ctx = mem.add_protected(RegionKind::Context, &mut skb.0);
             let r0 = machine.run_r0(&mut env, &mut mem, [ctx, 0, 0, 0, 0], false);
             regions = mem.into_regions();
             r0.map(|r| Decision::Ret(r as u32))
