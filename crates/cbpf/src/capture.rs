@@ -1,13 +1,16 @@
 //! A capture filtered as `tcpdump -r IN -w OUT EXPR` filters it: each
 //! record, as captured, through the program libpcap compiles for its link
 //! type, with its length on the wire as `len`; the matches written with
-//! their link type and timestamps.
+//! their link type and timestamps. An [`Engine`] decides each packet (the
+//! classic interpreter, or the eBPF translation in sluice's JIT or the
+//! kernel); the packets it refuses are decided by the interpreter and
+//! counted.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use io::{PcapSink, PcapSource, SinkFormat};
 
+use crate::engine::{Decider, Decision, Engine};
 use crate::expr::{DEFAULT_SNAPLEN, compile_expr};
 use crate::insn::Insn;
 use crate::interp::{Filter, Meta};
@@ -24,15 +27,27 @@ pub struct FilterOptions<'a> {
 /// How a filtered capture went.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterSummary {
+    /// The engine that decided ([`Engine::name`]).
+    pub engine: &'static str,
     /// Records read.
     pub read: u64,
     /// Records the filter accepted (and wrote).
     pub matched: u64,
     /// The program of each link type met, in order met.
     pub programs: Vec<(u32, Vec<Insn>)>,
+    /// Records the engine refused ([`Decision::Refused`]) and the
+    /// interpreter decided instead, by reason, in order met.
+    pub interpreted: Vec<(&'static str, u64)>,
     /// Why reading stopped early, if it did: every record before it was
     /// filtered (a cut or corrupt capture, as tcpdump reports it).
     pub capture_error: Option<String>,
+}
+
+impl FilterSummary {
+    /// Records the interpreter decided in the engine's place.
+    pub fn interpreted_total(&self) -> u64 {
+        self.interpreted.iter().map(|r| r.1).sum()
+    }
 }
 
 /// Why a capture could not be filtered.
@@ -49,21 +64,45 @@ pub enum FilterError {
         linktype: u32,
         first: u32,
     },
-    #[error("{0}: a filter failed: {1}")]
-    Run(String, crate::RunError),
+    #[error("`{expr}` for link type {linktype}: the {engine} engine cannot run it: {why}")]
+    Engine {
+        expr: String,
+        linktype: u32,
+        engine: &'static str,
+        why: String,
+    },
+    #[error("{path}: packet {packet}: the {engine} engine failed: {why}")]
+    Run {
+        path: String,
+        packet: u64,
+        engine: &'static str,
+        why: String,
+    },
 }
 
-/// Filters `input` through `expr`.
+/// One link type's program, as the engine and the interpreter run it.
+struct Program {
+    linktype: u32,
+    decide: Decider,
+    /// For the packets the engine refuses.
+    classic: Filter,
+}
+
+/// Filters `input` through `expr`, each packet decided by `engine`.
 pub fn filter_capture(
     input: &Path,
     expr: &str,
+    engine: &mut dyn Engine,
     opts: &FilterOptions,
 ) -> Result<FilterSummary, FilterError> {
     let mut source = PcapSource::open(input)?;
-    let mut programs: HashMap<u32, Filter> = HashMap::new();
-    // The last link type's filter (a capture rarely has more than one).
-    let mut last: Option<(u32, Filter)> = None;
-    let mut summary = FilterSummary::default();
+    let mut programs: Vec<Program> = Vec::new();
+    // The last link type's program (a capture rarely has more than one).
+    let mut cur = usize::MAX;
+    let mut summary = FilterSummary {
+        engine: engine.name(),
+        ..FilterSummary::default()
+    };
     let mut sink: Option<(PcapSink, u32)> = None;
     // libpcap cuts a record longer than the file's snapshot length there
     // (tcpdump filters and writes what is left).
@@ -71,6 +110,7 @@ pub fn filter_capture(
         .snaplen()
         .filter(|&s| s > 0)
         .map_or(usize::MAX, |s| s as usize);
+    let engine_name = engine.name();
     while opts.count.is_none_or(|c| summary.matched < c) {
         let frame = match source.next_raw() {
             None => break,
@@ -83,28 +123,61 @@ pub fn filter_capture(
         summary.read += 1;
         let linktype = frame.linktype;
         let data = &frame.data[..frame.data.len().min(cut)];
-        if last.as_ref().is_none_or(|(l, _)| *l != linktype) {
-            if let std::collections::hash_map::Entry::Vacant(slot) = programs.entry(linktype) {
-                let prog = compile_expr(expr, linktype, DEFAULT_SNAPLEN).map_err(|e| {
-                    FilterError::Expr {
-                        expr: expr.to_string(),
-                        why: e.0,
-                    }
-                })?;
-                slot.insert(Filter::new(&prog));
-                summary.programs.push((linktype, prog));
-            }
-            last = Some((linktype, programs[&linktype].clone()));
+        if programs.get(cur).is_none_or(|p| p.linktype != linktype) {
+            cur = match programs.iter().position(|p| p.linktype == linktype) {
+                Some(i) => i,
+                None => {
+                    let prog = compile_expr(expr, linktype, DEFAULT_SNAPLEN).map_err(|e| {
+                        FilterError::Expr {
+                            expr: expr.to_string(),
+                            why: e.0,
+                        }
+                    })?;
+                    let decide =
+                        engine
+                            .decider(linktype, &prog)
+                            .map_err(|why| FilterError::Engine {
+                                expr: expr.to_string(),
+                                linktype,
+                                engine: engine_name,
+                                why,
+                            })?;
+                    programs.push(Program {
+                        linktype,
+                        decide,
+                        classic: Filter::new(&prog),
+                    });
+                    summary.programs.push((linktype, prog));
+                    programs.len() - 1
+                }
+            };
         }
-        let filter = &last.as_ref().expect("set above").1;
+        let program = &mut programs[cur];
         let meta = Meta {
             len: Some(frame.orig_len),
             ..Meta::default()
         };
-        let verdict = filter
-            .run(data, &meta)
-            .map_err(|e| FilterError::Run(input.display().to_string(), e))?;
-        if verdict.ret == 0 {
+        let failed = |why: String| FilterError::Run {
+            path: input.display().to_string(),
+            packet: summary.read,
+            engine: engine_name,
+            why,
+        };
+        let ret = match (program.decide)(data, &meta).map_err(failed)? {
+            Decision::Ret(r) => r,
+            Decision::Refused(reason) => {
+                match summary.interpreted.iter_mut().find(|r| r.0 == reason) {
+                    Some(r) => r.1 += 1,
+                    None => summary.interpreted.push((reason, 1)),
+                }
+                program
+                    .classic
+                    .run(data, &meta)
+                    .map_err(|e| failed(e.to_string()))?
+                    .ret
+            }
+        };
+        if ret == 0 {
             continue;
         }
         summary.matched += 1;

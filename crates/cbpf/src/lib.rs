@@ -7,7 +7,7 @@
 //! interpreter with the kernel's semantics ([`run`]); the kernel's
 //! translation to eBPF ([`to_ebpf`]); tcpdump's filter language, compiled
 //! by libpcap ([`compile_expr`]); and a capture filtered as `tcpdump -r`
-//! filters it ([`filter_capture`]).
+//! filters it ([`filter_capture`]), each packet decided by an [`Engine`].
 //!
 //! ```
 //! use cbpf::{Meta, assemble, check, run};
@@ -24,6 +24,7 @@
 mod asm;
 mod capture;
 mod check;
+mod engine;
 mod expr;
 mod image;
 mod insn;
@@ -34,6 +35,7 @@ pub mod xpf;
 pub use asm::{AsmError, assemble};
 pub use capture::{FilterError, FilterOptions, FilterSummary, filter_capture};
 pub use check::{CheckError, check, known_opcode};
+pub use engine::{Decider, Decision, Engine, Interp, reads_len};
 pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr};
 pub use image::{image, image_c, image_decimal, image_line};
 pub use insn::{

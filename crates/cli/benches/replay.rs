@@ -2,7 +2,8 @@
 //! capture of 2M 64-byte UDP packets in the page cache, on one thread and
 //! on every core, beside `tcpdump -n -r F 'udp port 53' -w /dev/null` on
 //! the same file in the same run; and `sluice filter -r F -w /dev/null
-//! EXPR` beside tcpdump for a simple and a complex expression. Prints the median of 5 runs of each:
+//! EXPR` (its classic interpreter, and `--engine jit`) beside tcpdump for
+//! a simple and a complex expression. Prints the median of 5 runs of each:
 //! seconds, packets per second, peak resident memory, and the ratios the
 //! pipeline issue states its goals in.
 //!
@@ -49,6 +50,9 @@ fn runs(mut make: impl FnMut() -> Command) -> (f64, u64) {
 
 /// Seconds and peak KiB of a command.
 type Run = (f64, u64);
+
+/// An expression, `sluice filter`'s runs (by engine), tcpdump's.
+type FilterRuns<'a> = (&'a str, Vec<(&'a str, Run)>, Option<Run>);
 
 /// An expression cut for a table row.
 fn short(expr: &str) -> String {
@@ -106,16 +110,22 @@ fn main() {
     });
     // `sluice filter` against tcpdump on the same expressions.
     let complex = "(tcp or udp) and not port 22 and (ip[8] > 32 or len > 100) and not ip6";
-    let filters: Vec<(&str, Run, Option<Run>)> = ["udp port 53", complex]
+    let filters: Vec<FilterRuns> = ["udp port 53", complex]
         .into_iter()
         .map(|expr| {
-            let ours = runs(|| {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
-                c.args(["filter", "-r"])
-                    .arg(&pcap)
-                    .args(["-w", "/dev/null", expr]);
-                c
-            });
+            let ours = ["interp", "jit"]
+                .into_iter()
+                .map(|engine| {
+                    let run = runs(|| {
+                        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+                        c.args(["filter", "--engine", engine, "-r"])
+                            .arg(&pcap)
+                            .args(["-w", "/dev/null", expr]);
+                        c
+                    });
+                    (engine, run)
+                })
+                .collect();
             let theirs = Path::new("/usr/bin/tcpdump").exists().then(|| {
                 runs(|| {
                     let mut c = Command::new("/usr/bin/tcpdump");
@@ -131,11 +141,11 @@ fn main() {
     let mpps = |s: f64| packets as f64 / s / 1e6;
     println!("{packets} packets of 64 bytes, median of 5 runs");
     println!(
-        "{:<28} {:>9} {:>9} {:>11}",
+        "{:<48} {:>9} {:>9} {:>11}",
         "", "seconds", "Mpps", "peak KiB"
     );
     let row = |name: &str, (s, kib): (f64, u64)| {
-        println!("{name:<28} {s:>9.3} {:>9.2} {kib:>11}", mpps(s));
+        println!("{name:<48} {s:>9.3} {:>9.2} {kib:>11}", mpps(s));
     };
     row("sluice run, 1 thread", one);
     row(&format!("sluice run, {cores} threads"), all);
@@ -157,13 +167,20 @@ fn main() {
         one.0 / all.0
     );
     for (expr, ours, theirs) in &filters {
-        row(&format!("sluice filter '{}'", short(expr)), *ours);
+        for (engine, run) in ours {
+            row(
+                &format!("sluice filter --engine {engine} '{}'", short(expr)),
+                *run,
+            );
+        }
         if let Some(t) = theirs {
             row(&format!("tcpdump '{}'", short(expr)), *t);
-            println!(
-                "sluice filter / tcpdump speed: {:.2}x (goal >= 3)",
-                t.0 / ours.0
-            );
+            for (engine, run) in ours {
+                println!(
+                    "sluice filter --engine {engine} / tcpdump speed: {:.2}x (goal >= 3)",
+                    t.0 / run.0
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -12,6 +12,7 @@
 //! the same maps.
 
 mod batch;
+pub mod classic;
 mod counters;
 mod filtered;
 mod histogram;

@@ -1,8 +1,10 @@
 //! `sluice filter`: tcpdump's filter language over a capture, as `tcpdump
 //! -r IN [-w OUT] [-c N] EXPR` runs it (classic BPF compiled by libpcap,
-//! run in sluice's classic interpreter); `-d`, `-dd`, `-ddd` print the
-//! program as tcpdump does.
+//! run by the engine `--engine` picks: sluice's classic interpreter, or
+//! the eBPF translation in sluice's JIT or in the kernel); `-d`, `-dd`,
+//! `-ddd` print the program as tcpdump does.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,21 +36,40 @@ pub struct Args {
     /// Snap length to compile -d for
     #[arg(short = 's', long = "snaplen", default_value_t = cbpf::DEFAULT_SNAPLEN)]
     snaplen: u32,
+    /// What runs the filter
+    #[arg(long, value_enum, default_value_t = EngineArg::Interp)]
+    engine: EngineArg,
     /// Print JSON
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum EngineArg {
+    /// sluice's classic interpreter
+    Interp,
+    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT
+    Jit,
+    /// The eBPF translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN); the packets the kernel cannot run as classic BPF would (under 14 bytes, refused by the test run, or cut shorter than their wire length for a filter that reads len) are decided by the interpreter and counted
+    Kernel,
 }
 
 #[derive(Serialize)]
 struct Report {
     input: String,
     expression: String,
+    engine: &'static str,
     read: u64,
     matched: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     written: Option<String>,
     /// Link types met, with the number of instructions of their program.
     programs: Vec<(u32, usize)>,
+    /// Packets the engine refused and the interpreter decided.
+    decided_by_interpreter: u64,
+    /// The same by reason.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    interpreter_reasons: BTreeMap<&'static str, u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     capture_error: Option<String>,
 }
@@ -120,10 +141,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         write: a.write.as_deref(),
         count: a.count,
     };
-    let s = cbpf::filter_capture(input, &expr, &opts).map_err(|e| e.to_string())?;
+    let mut engine: Box<dyn cbpf::Engine> = match a.engine {
+        EngineArg::Interp => Box::new(cbpf::Interp),
+        EngineArg::Jit => Box::new(pipeline::classic::Jit),
+        EngineArg::Kernel => Box::new(pipeline::classic::Kernel::new()?),
+    };
+    let s =
+        cbpf::filter_capture(input, &expr, engine.as_mut(), &opts).map_err(|e| e.to_string())?;
     let report = Report {
         input: input.display().to_string(),
         expression: expr,
+        engine: s.engine,
+        decided_by_interpreter: s.interpreted_total(),
+        interpreter_reasons: s.interpreted.iter().copied().collect(),
         read: s.read,
         matched: s.matched,
         written: a.write.as_ref().map(|p| p.display().to_string()),
@@ -137,16 +167,20 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             eprintln!("sluice: {e}");
         }
         println!(
-            "{} packets read, {} matched `{}`{}",
+            "{} packets read, {} matched `{}` ({} engine){}",
             report.read,
             report.matched,
             report.expression,
+            report.engine,
             report
                 .written
                 .as_ref()
                 .map(|w| format!(", written to {w}"))
                 .unwrap_or_default()
         );
+        for (why, n) in &report.interpreter_reasons {
+            println!("{n} packets decided by the interpreter: {why}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

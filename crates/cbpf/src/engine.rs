@@ -1,0 +1,68 @@
+//! What decides packets when a capture is filtered ([`crate::filter_capture`]):
+//! an [`Engine`] turns each link type's classic program into a [`Decider`],
+//! a function from a packet and its [`Meta`] to the filter's return value.
+//! The classic interpreter ([`Interp`]) is here; engines that run the
+//! program's eBPF translation (sluice's JIT, the kernel) live in the
+//! crates that have those machines (`pipeline::classic`), so this crate
+//! stays light.
+//!
+//! An engine may refuse a packet it cannot run as the interpreter would
+//! ([`Decision::Refused`], e.g. a frame the kernel's test run does not
+//! take): the interpreter then decides it, and the summary counts it with
+//! the reason.
+
+use crate::insn::Insn;
+use crate::interp::{Filter, Meta};
+
+/// What an engine made of one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The filter's return value: the bytes to keep, 0 to drop.
+    Ret(u32),
+    /// The engine cannot run this packet as classic BPF would (the reason
+    /// says why, in a few words); the interpreter decides it instead, and
+    /// the summary counts it.
+    Refused(&'static str),
+}
+
+/// Decides packets with one link type's program.
+pub type Decider = Box<dyn FnMut(&[u8], &Meta) -> Result<Decision, String>>;
+
+/// A way to run classic programs over packets.
+pub trait Engine {
+    /// The engine's name, as `sluice filter --engine` takes it.
+    fn name(&self) -> &'static str;
+    /// A decider for `prog`, the program of link type `linktype` (checked
+    /// by the kernel's checker, as [`crate::compile_expr`] returns it).
+    /// Fails (with a reason to print) if the engine cannot run it.
+    fn decider(&mut self, linktype: u32, prog: &[Insn]) -> Result<Decider, String>;
+}
+
+/// The classic interpreter ([`crate::run`]): decides every packet.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interp;
+
+impl Engine for Interp {
+    fn name(&self) -> &'static str {
+        "interp"
+    }
+
+    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+        let filter = Filter::new(prog);
+        Ok(Box::new(move |data, meta| {
+            filter
+                .run(data, meta)
+                .map(|v| Decision::Ret(v.ret))
+                .map_err(|e| e.to_string())
+        }))
+    }
+}
+
+/// Whether a program reads the packet's length (`ld #pktlen`, `ldx
+/// #pktlen`): an engine that cannot give it the wire length must refuse
+/// the packets whose wire length differs from what was captured.
+pub fn reads_len(prog: &[Insn]) -> bool {
+    use crate::insn::{class, mode};
+    prog.iter()
+        .any(|i| matches!(i.code & 0x07, class::LD | class::LDX) && i.code & 0xe0 == mode::LEN)
+}

@@ -1,0 +1,229 @@
+//! Engines that filter captures with the eBPF translation of a classic
+//! program (`cbpf::to_ebpf`, the kernel's `bpf_convert_filter`), for
+//! `cbpf::filter_capture` (`sluice filter --engine jit|kernel`):
+//!
+//! - [`Jit`]: verified by sluice's verifier as a tc classifier, then run in
+//!   sluice's x86-64 JIT without per-access checks. Each packet runs
+//!   straight on a [`vm::Vm`] with two regions (the `__sk_buff` and the
+//!   packet, which `ld_abs`/`ld_ind` read): no frame copy, no hook
+//!   around it. `__sk_buff.len` is the packet's wire length, so `len`
+//!   expressions agree with the classic interpreter.
+//! - [`Kernel`]: loaded into the kernel as a tc classifier (a type with
+//!   `ld_abs`, whose test runs see the frame from its link-layer header),
+//!   each packet through `BPF_PROG_TEST_RUN`, the return value deciding.
+//!   Packets the kernel cannot run as classic BPF would are refused
+//!   (`cbpf::Decision::Refused`), so the interpreter decides them and the
+//!   summary counts them: frames under 14 bytes and those the test run
+//!   answers `EINVAL` (over a page less the skb's head and tail room, an
+//!   IPv4 or IPv6 header cut short), and, for programs that read `len`,
+//!   frames captured shorter than their wire length (a test run's
+//!   `__sk_buff.len` is the bytes given).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use cbpf::ancillary::{self, AD_OFF};
+use cbpf::{Decider, Decision, Engine, Insn, Meta};
+use obj::{Program, ProgramKind};
+use vm::{HelperTable, Memory, RegionKind, SimEnv, Vm};
+
+/// `BPF_PROG_TYPE_SCHED_CLS`.
+const SCHED_CLS: u32 = 3;
+
+/// Bytes of `struct __sk_buff`.
+const SKB_SIZE: usize = 192;
+
+/// The translation as a tc classifier of an object of its own.
+fn classifier(insns: Vec<isa::Insn>) -> Program {
+    Program {
+        name: "filter".into(),
+        section: "tc".into(),
+        kind: ProgramKind::SchedCls,
+        insns,
+        functions: vec![("filter".into(), 0)],
+        lines: vec![],
+        kfuncs: vec![],
+        core_relocations: 0,
+        core_poisoned: vec![],
+        type_given: true,
+        attach_type: None,
+    }
+}
+
+/// The `k` of every absolute load of A.
+fn absolute_loads(prog: &[Insn]) -> impl Iterator<Item = u32> + '_ {
+    prog.iter()
+        .filter(|i| i.code & 0x07 == cbpf::class::LD && i.code & 0xe0 == cbpf::mode::ABS)
+        .map(|i| i.k)
+}
+
+/// The translation, for a program the engines run as classic BPF would:
+/// not one that reads the network- or link-layer-relative windows
+/// (`SKF_NET_OFF`, `SKF_LL_OFF`), which the translation leaves to
+/// `ld_abs` at a negative offset (the kernel resolves them from its skb,
+/// sluice's VM ends the program with 0).
+fn translate(prog: &[Insn]) -> Result<Vec<isa::Insn>, String> {
+    if absolute_loads(prog).any(|k| (ancillary::LL_OFF..AD_OFF).contains(&k)) {
+        return Err(
+            "it reads the SKF_NET_OFF/SKF_LL_OFF windows, which only the \
+                    interpreter gives from the capture"
+                .into(),
+        );
+    }
+    cbpf::to_ebpf(prog).map_err(|e| format!("no eBPF translation: {e}"))
+}
+
+/// The translation in sluice's JIT, after sluice's verifier.
+#[derive(Debug, Default)]
+pub struct Jit;
+
+/// The `__sk_buff` a run reads, aligned for its word loads.
+#[repr(C, align(8))]
+struct Skb([u8; SKB_SIZE]);
+
+impl Skb {
+    fn put(&mut self, off: usize, v: u32) {
+        self.0[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// The fields the translation reads, from what the replay knows.
+    fn fill(&mut self, len: u32, meta: &Meta) {
+        self.put(0, len);
+        self.put(4, meta.pkttype);
+        self.put(8, meta.mark);
+        self.put(12, meta.queue);
+        // `protocol` and `vlan_proto` hold network byte order.
+        self.put(16, u32::from(meta.protocol.to_be()));
+        let (tpid, tci) = meta.vlan.unwrap_or((0, 0));
+        self.put(20, u32::from(meta.vlan.is_some()));
+        self.put(24, u32::from(tci));
+        self.put(28, u32::from(tpid.to_be()));
+        self.put(40, meta.ifindex);
+        self.put(68, meta.rxhash);
+        self.put(160, len);
+    }
+}
+
+impl Engine for Jit {
+    fn name(&self) -> &'static str {
+        "jit"
+    }
+
+    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+        let program = classifier(translate(prog)?);
+        let report = verifier::verify(
+            &program,
+            &[],
+            &verifier::Options {
+                helpers: runtime::helpers::ids_for(&program.kind),
+                ..verifier::Options::default()
+            },
+        );
+        if let Err(r) = &report.result {
+            return Err(format!("sluice's verifier refuses the translation: {r}"));
+        }
+        let mut helpers = HelperTable::<SimEnv>::new();
+        vm::register_basic(&mut helpers);
+        let code = vm::Program::new(program.insns).map_err(|e| e.to_string())?;
+        let mut machine = Vm::new(code, &helpers).map_err(|e| e.to_string())?;
+        // SAFETY: the verifier accepted the only program as a tc classifier
+        // without maps; each run maps a whole `__sk_buff` as its context
+        // and the packet, which the program reads only through `ld_abs` and
+        // `ld_ind` (checked on every run).
+        unsafe { machine.trust_verified() };
+        machine.set_stack_depth(report.stack_depth);
+        machine.enable_jit().map_err(|e| e.to_string())?;
+        let random = absolute_loads(prog).any(|k| k == AD_OFF + ancillary::RANDOM);
+        let mut env = SimEnv::default();
+        let mut skb = Box::new(Skb([0; SKB_SIZE]));
+        let mut regions = Vec::new();
+        Ok(Box::new(move |data: &[u8], meta: &Meta| {
+            let len = meta.len.unwrap_or(data.len() as u32);
+            skb.fill(len, meta);
+            env.cpu = meta.cpu;
+            if random {
+                env.replay_u32.clear();
+                env.replay_u32.push_back(meta.random);
+            }
+            let mut mem = Memory::recycle(std::mem::take(&mut regions));
+            // The packet first: `ld_abs`/`ld_ind` look it up on every load.
+            mem.add_readonly(RegionKind::Packet, data);
+            // Writable as far as Rust knows (the translation writes no
+            // context field, and trusted code would not be stopped).
+            let ctx = mem.add_protected(RegionKind::Context, &mut skb.0);
+            let r0 = machine.run_r0(&mut env, &mut mem, [ctx, 0, 0, 0, 0], false);
+            regions = mem.into_regions();
+            r0.map(|r| Decision::Ret(r as u32))
+                .map_err(|e| e.to_string())
+        }))
+    }
+}
+
+/// The translation in the kernel, one `BPF_PROG_TEST_RUN` per packet.
+#[derive(Debug)]
+pub struct Kernel(());
+
+impl Kernel {
+    /// Fails, naming what is missing, unless this process may load
+    /// programs and test-run them.
+    pub fn new() -> Result<Kernel, String> {
+        if !kernel::privileged() {
+            return Err(
+                "the kernel engine loads the filter as a tc classifier and runs \
+                        BPF_PROG_TEST_RUN: it needs root, or CAP_BPF and CAP_NET_ADMIN"
+                    .into(),
+            );
+        }
+        Ok(Kernel(()))
+    }
+}
+
+/// Why the kernel engine leaves a packet to the interpreter.
+pub const UNDER_14: &str = "frames under 14 bytes, which the kernel's test run refuses";
+pub const TEST_RUN_REFUSES: &str =
+    "frames the kernel's test run refuses (EINVAL: over a page, or an IP header cut short)";
+pub const WIRE_LEN: &str = "frames captured shorter than their wire length, for a program \
+                            that reads len (a test run's len is the bytes given)";
+
+impl Engine for Kernel {
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+        let insns = translate(prog)?;
+        if absolute_loads(prog).any(|k| k >= AD_OFF) {
+            // The test run sets the skb's metadata itself (the protocol
+            // from the frame, the CPU, ...), not from the capture.
+            return Err(
+                "it reads ancillary fields (SKF_AD_*), which a kernel test run \
+                        sets itself; use --engine interp or jit"
+                    .into(),
+            );
+        }
+        let (ruling, fd) =
+            kernel::verify::load_keep(&isa::encode(&insns), "sluice_filter", SCHED_CLS, 0, 0)
+                .map_err(|e| e.to_string())?;
+        let fd: OwnedFd =
+            fd.ok_or_else(|| format!("the kernel refuses the translation: {}", ruling.log))?;
+        let reads_len = cbpf::reads_len(prog);
+        Ok(Box::new(move |data: &[u8], meta: &Meta| {
+            if data.len() < 14 {
+                return Ok(Decision::Refused(UNDER_14));
+            }
+            if reads_len && meta.len.is_some_and(|l| l as usize != data.len()) {
+                return Ok(Decision::Refused(WIRE_LEN));
+            }
+            let input = kernel::testrun::RunInput {
+                data,
+                ..Default::default()
+            };
+            match kernel::testrun::run(fd.as_raw_fd(), &input) {
+                Ok(out) => Ok(Decision::Ret(out.retval)),
+                Err(e) if e.kind == kernel::ErrorKind::Invalid => {
+                    Ok(Decision::Refused(TEST_RUN_REFUSES))
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        }))
+    }
+}
