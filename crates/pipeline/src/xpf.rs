@@ -141,7 +141,22 @@ impl XpfRunner {
     /// loads in the interpreter); the filter's result in the runner's form
     /// (XDP: `XDP_PASS` 2 or `XDP_DROP` 1), and whether the budget ran out
     /// (known to the interpreter only).
-    pub fn packet(&mut self, data: &[u8], wire_len: u32) -> Result<(u32, Option<bool>), String> {
+    ///
+    /// `Ok(None)`: the engine cannot run this frame (in the XDP form, no
+    /// engine runs a frame over a page; the kernel's test run takes no
+    /// frame under 14 bytes, nor, as an skb, one with an IP header cut
+    /// short): it did not run, and the memory is as before.
+    pub fn packet(
+        &mut self,
+        data: &[u8],
+        wire_len: u32,
+    ) -> Result<Option<(u32, Option<bool>)>, String> {
+        if self.form == Form::Xdp && data.len() > runtime::XDP_LINEAR_MAX {
+            // An XDP program sees one page of the frame (the rest would be
+            // fragments, which the translation does not read): no engine
+            // runs it, so all agree.
+            return Ok(None);
+        }
         match &mut self.inner {
             Inner::Interp(i) => {
                 let meta = Meta {
@@ -154,21 +169,24 @@ impl XpfRunner {
                     Form::Xdp if v.ret != 0 => 2,
                     Form::Xdp => 1,
                 };
-                Ok((ret, Some(v.exceeded)))
+                Ok(Some((ret, Some(v.exceeded))))
             }
             Inner::Vm(hook, _) => hook
                 .run(data, &PacketMeta::default())
-                .map(|o| (o.r0 as u32, None))
+                .map(|o| Some((o.r0 as u32, None)))
                 .map_err(|e| e.to_string()),
-            Inner::Kernel(fd, _) => kernel::testrun::run(
+            Inner::Kernel(..) if data.len() < 14 => Ok(None),
+            Inner::Kernel(fd, _) => match kernel::testrun::run(
                 fd.as_raw_fd(),
                 &kernel::testrun::RunInput {
                     data,
                     ..Default::default()
                 },
-            )
-            .map(|o| (o.retval, None))
-            .map_err(|e| format!("the kernel's test run: {e}")),
+            ) {
+                Ok(o) => Ok(Some((o.retval, None))),
+                Err(e) if e.to_string().contains("Invalid argument") => Ok(None),
+                Err(e) => Err(format!("the kernel's test run: {e}")),
+            },
         }
     }
 
@@ -213,7 +231,10 @@ pub struct XpfRunOptions {
 /// How a run went.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct XpfSummary {
+    /// Packets run.
     pub packets: u64,
+    /// Packets the engine could not run (see [`XpfRunner::packet`]).
+    pub refused: u64,
     pub accepted: u64,
     /// Packets over budget (the interpreter knows; `None` elsewhere).
     pub exceptions: Option<u64>,
@@ -238,7 +259,8 @@ pub fn run_xpf(
         // The frame as the source gives it: its length is `len`, as
         // in the VM and the kernel.
         match runner.packet(data, data.len() as u32) {
-            Ok((ret, exceeded)) => {
+            Ok(None) => s.refused += 1,
+            Ok(Some((ret, exceeded))) => {
                 s.packets += 1;
                 s.accepted += u64::from(runner.accepts(ret));
                 exceptions = exceptions.zip(exceeded).map(|(n, e)| n + u64::from(e));

@@ -186,6 +186,10 @@ struct Report {
     form: &'static str,
     packets: u64,
     accepted: u64,
+    /// Frames the engine could not run (the kernel's test run refuses
+    /// them): not run, not counted in `packets`.
+    #[serde(skip_serializing_if = "is_zero")]
+    refused: u64,
     /// Packets over budget (the interpreter counts them).
     #[serde(skip_serializing_if = "Option::is_none")]
     exceptions: Option<u64>,
@@ -195,6 +199,10 @@ struct Report {
     retired: Vec<Retired>,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn listed(words: &[u32], all: bool) -> Vec<(u32, u32)> {
@@ -253,6 +261,7 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
         form: form_name,
         packets: summary.packets,
         accepted: summary.accepted,
+        refused: summary.refused,
         exceptions: summary.exceptions,
         words_per_block: mem.words(),
         blocks,
@@ -294,6 +303,12 @@ fn print_text(r: &Report) {
         "{}: {} packets, {} accepted{exceptions} ({} engine, {} form)",
         r.program, r.packets, r.accepted, r.engine, r.form
     );
+    if r.refused > 0 {
+        eprintln!(
+            "sluice: {} frames the kernel's test run refuses (under 14 bytes, over a page, or an IP header cut short) were not run",
+            r.refused
+        );
+    }
     for t in &r.retired {
         println!(
             "block {} retired after packet {}:",
