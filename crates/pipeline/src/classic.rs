@@ -109,6 +109,9 @@ impl Engine for Jit {
     }
 
     fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+        if !cbpf::reads_len(prog) && !absolute_loads(prog).any(|k| k >= ancillary::LL_OFF) {
+            return xdp_decider(prog);
+        }
         let program = classifier(translate(prog)?);
         let report = verifier::verify(
             &program,
@@ -156,6 +159,82 @@ impl Engine for Jit {
                 .map_err(|e| e.to_string())
         }))
     }
+}
+
+/// `struct xdp_md`: data, data_end, data_meta, ingress_ifindex,
+/// rx_queue_index, egress_ifindex.
+#[repr(C, align(8))]
+struct XdpMd([u8; 24]);
+
+/// Why the XDP form leaves a frame to the interpreter.
+pub const OVER_64K: &str = "frames over 64 KiB, past what an XDP frame holds";
+
+/// The XDP form of the translation (`cbpf::to_xdp`: every load inline,
+/// checked against `data_end`) in sluice's JIT, for a program that reads
+/// neither `len` (an XDP frame's length is the bytes captured, the
+/// interpreter's the wire length) nor ancillary fields or the skb's
+/// windows. Each frame is copied below 4 GiB, where `xdp_md`'s 32-bit
+/// fields can hold its addresses.
+fn xdp_decider(prog: &[Insn]) -> Result<Decider, String> {
+    let insns = cbpf::to_xdp(prog).map_err(|e| format!("no XDP translation: {e}"))?;
+    let program = Program {
+        kind: ProgramKind::Xdp {
+            attach: obj::XdpAttach::Device,
+            frags: false,
+        },
+        section: "xdp".into(),
+        ..classifier(insns)
+    };
+    let report = verifier::verify(
+        &program,
+        &[],
+        &verifier::Options {
+            helpers: runtime::helpers::ids_for(&program.kind),
+            ..verifier::Options::default()
+        },
+    );
+    if let Err(r) = &report.result {
+        return Err(format!("sluice's verifier refuses the translation: {r}"));
+    }
+    let mut helpers = HelperTable::<SimEnv>::new();
+    vm::register_basic(&mut helpers);
+    let code = vm::Program::new(program.insns).map_err(|e| e.to_string())?;
+    let mut machine = Vm::new(code, &helpers).map_err(|e| e.to_string())?;
+    // SAFETY: the verifier accepted the only program as XDP without maps;
+    // each run maps a whole `xdp_md` whose `data`..`data_end` is the frame
+    // copied into `frame` (the program reads nothing else).
+    unsafe { machine.trust_verified() };
+    machine.set_stack_depth(report.stack_depth);
+    machine.enable_jit().map_err(|e| e.to_string())?;
+    const ROOM: usize = 1 << 16;
+    let mut frame = runtime::LowBuf::new(ROOM)?;
+    let mut ctx = Box::new(XdpMd([0; 24]));
+    let mut env = SimEnv::default();
+    let mut regions = Vec::new();
+    Ok(Box::new(move |data: &[u8], meta: &Meta| {
+        if data.len() >= ROOM - 8 {
+            return Ok(Decision::Refused(OVER_64K));
+        }
+        frame.as_mut_slice()[..data.len()].copy_from_slice(data);
+        let put = |ctx: &mut XdpMd, off: usize, v: u32| {
+            ctx.0[off..off + 4].copy_from_slice(&v.to_le_bytes())
+        };
+        put(&mut ctx, 0, frame.addr32(0));
+        put(&mut ctx, 4, frame.addr32(data.len()));
+        put(&mut ctx, 8, frame.addr32(0));
+        put(&mut ctx, 12, meta.ifindex);
+        put(&mut ctx, 16, meta.queue);
+        env.cpu = meta.cpu;
+        let mut mem = Memory::recycle(std::mem::take(&mut regions));
+        mem.add_readonly(RegionKind::Packet, &frame.as_slice()[..data.len()]);
+        let c = mem.add_protected(RegionKind::Context, &mut ctx.0);
+        let r0 = machine.run_r0(&mut env, &mut mem, [c, 0, 0, 0, 0], false);
+        regions = mem.into_regions();
+        // XDP_PASS is a match (the filter's value is not kept: only
+        // whether it is zero matters here).
+        r0.map(|r| Decision::Ret(u32::from(r == 2)))
+            .map_err(|e| e.to_string())
+    }))
 }
 
 /// The translation in the kernel, one `BPF_PROG_TEST_RUN` per packet.

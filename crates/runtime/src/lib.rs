@@ -9,6 +9,7 @@ pub mod helpers;
 mod hook;
 mod image;
 mod lowmem;
+pub use lowmem::LowBuf;
 
 /// What [`Env::unreproducible`] names an LRU eviction (the kernel's LRU
 /// lists are approximate: it may evict another entry).
