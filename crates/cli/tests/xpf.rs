@@ -277,3 +277,78 @@ fn asm_prints_writes_and_refuses() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `sluice xpf mem DIR show --json`.
+fn shown(dir: &str) -> Value {
+    serde_json::from_str(&common::sluice(&["xpf", "mem", dir, "show", "--json"])).unwrap()
+}
+
+#[test]
+fn a_loaded_instance_counts_live_frames_and_switches_blocks_while_it_runs() {
+    if !common::kernel_available("xPF on a veth pair") {
+        return;
+    }
+    let p = common::Pair::new("xpf");
+    let dir = p.pin("xpf");
+    let prog = program("protocols.s");
+    let out = common::sluice(&[
+        "--netns",
+        &p.b,
+        "xpf",
+        "load",
+        prog.to_str().unwrap(),
+        "--dev",
+        common::VB,
+        "--pin",
+        &dir,
+        "--words",
+        "512",
+        "--blocks",
+        "3",
+    ]);
+    assert!(out.contains("attached to sl_rx"), "{out}");
+    let udp = |n: u32| p.send(&format!("udp,flows=4,size=100,count={n}"), "packet");
+    udp(50);
+    let m = shown(&dir);
+    assert_eq!(word(&m, 0, 34), 50, "{m}");
+    assert_eq!(word(&m, 0, 35), 50 * 100, "{m}");
+    // Double buffering while frames arrive: a fresh block, the old one kept.
+    let mem = |args: &[&str]| {
+        let mut a = vec!["xpf", "mem", dir.as_str()];
+        a.extend(args);
+        common::sluice(&a).trim().to_string()
+    };
+    assert_eq!(mem(&["malloc"]), "1");
+    assert_eq!(mem(&["switch", "1", "zero"]), "0");
+    udp(30);
+    let m = shown(&dir);
+    assert_eq!((word(&m, 0, 34), word(&m, 1, 34)), (50, 30), "{m}");
+    assert_eq!(m["blocks"][1]["active"], true);
+    // Written while inactive, then switched back to as it is.
+    mem(&["write", "0", "34", "1000"]);
+    assert_eq!(mem(&["switch", "0", "keep"]), "1");
+    udp(5);
+    assert_eq!(word(&shown(&dir), 0, 34), 1005);
+    // A copy carries the counts on.
+    assert_eq!(mem(&["switch", "1", "copy"]), "0");
+    udp(2);
+    let m = shown(&dir);
+    assert_eq!((word(&m, 0, 34), word(&m, 1, 34)), (1005, 1007), "{m}");
+    assert_eq!(
+        mem(&["read", "1", "--at", "34", "--count", "1", "--json"])
+            .replace(char::is_whitespace, ""),
+        "[1007]"
+    );
+    // The active block cannot be freed; an inactive one can.
+    let out = Command::new(SLUICE)
+        .args(["xpf", "mem", &dir, "free", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("block 1 is active"));
+    mem(&["free", "0"]);
+    assert_eq!(shown(&dir)["blocks"].as_array().unwrap().len(), 1);
+    let out = common::sluice(&["--netns", &p.b, "xpf", "unload", &dir]);
+    assert!(out.contains("detached from sl_rx"), "{out}");
+    assert!(!std::path::Path::new(&dir).exists());
+}

@@ -377,3 +377,33 @@ impl PinnedMap {
         Ok(PinnedMap { _fd: owned, info })
     }
 }
+
+/// Pins descriptor `fd` (a map or a program) at `path` in bpffs.
+pub fn pin_fd(fd: RawFd, path: &Path) -> Result<()> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::new(ErrorKind::Invalid, "path contains a NUL byte"))?;
+    // SAFETY: `c` is a valid C string; `fd` is the caller's descriptor.
+    let ret = unsafe { libbpf_sys::bpf_obj_pin(fd, c.as_ptr()) };
+    if ret < 0 {
+        let mut e = Error::errno(&format!("pinning at {}", path.display()), -ret);
+        if e.kind == ErrorKind::NotFound {
+            e.message
+                .push_str(" (is bpffs mounted there? mount -t bpf bpf /sys/fs/bpf)");
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Opens a pinned object (a map or a program) at `path`.
+pub fn open_pin(path: &Path) -> Result<OwnedFd> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::new(ErrorKind::Invalid, "path contains a NUL byte"))?;
+    // SAFETY: `c` is a valid C string.
+    let fd = unsafe { libbpf_sys::bpf_obj_get(c.as_ptr()) };
+    if fd < 0 {
+        return Err(Error::errno(&format!("opening {}", path.display()), -fd));
+    }
+    // SAFETY: bpf_obj_get returned a fresh descriptor we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}

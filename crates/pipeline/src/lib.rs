@@ -24,6 +24,7 @@ mod sink;
 mod source;
 mod worker;
 mod xpf;
+mod xpf_pinned;
 
 pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
@@ -36,4 +37,5 @@ pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{Capture, Foreign, Generated, Packets, Source, SourceError, for_each_packet};
 pub use worker::Worker;
-pub use xpf::{Retired, XpfEngine, XpfRunOptions, XpfRunner, XpfSummary, run_xpf};
+pub use xpf::{KernelMaps, Retired, XpfEngine, XpfRunOptions, XpfRunner, XpfSummary, run_xpf};
+pub use xpf_pinned::{PinnedMemory, xpf_attach, xpf_detach, xpf_open};

@@ -46,19 +46,40 @@ impl MapValues for VmMaps {
     }
 }
 
-/// The kernel's maps as the translation's memory.
-struct KernelMaps(Vec<OwnedFd>);
+/// The kernel's maps as the translation's memory (descriptors of loaded
+/// or pinned maps, in the translation's order).
+pub struct KernelMaps(Vec<(kernel::MapInfo, OwnedFd)>);
+
+impl KernelMaps {
+    pub(crate) fn new(fds: Vec<OwnedFd>) -> Result<KernelMaps, String> {
+        fds.into_iter()
+            .map(|fd| {
+                let info = kernel::MapInfo::of_fd(fd.as_raw_fd()).map_err(|e| e.to_string())?;
+                Ok((info, fd))
+            })
+            .collect::<Result<_, String>>()
+            .map(KernelMaps)
+    }
+
+    /// The memory map's value size and entries.
+    pub(crate) fn memory_shape(&self) -> (u32, u32) {
+        let m = &self.0[0].0;
+        (m.value_size, m.max_entries)
+    }
+}
 
 impl MapValues for KernelMaps {
     fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
-        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
-        info.lookup(&key.to_ne_bytes())
+        self.0[map]
+            .0
+            .lookup(&key.to_ne_bytes())
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("the kernel's map has no key {key}"))
     }
     fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
-        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
-        info.update(&key.to_ne_bytes(), value, 0)
+        self.0[map]
+            .0
+            .update(&key.to_ne_bytes(), value, 0)
             .map_err(|e| e.to_string())
     }
 }
@@ -104,8 +125,9 @@ impl XpfRunner {
                     loaded.ruling.log.trim_end()
                 ));
             };
-            let mem = Memory::new(MapBlocks(KernelMaps(loaded.maps)), opts.words, opts.blocks)
-                .map_err(|e| e.to_string())?;
+            let maps = KernelMaps::new(loaded.maps)?;
+            let mem =
+                Memory::new(MapBlocks(maps), opts.words, opts.blocks).map_err(|e| e.to_string())?;
             Inner::Kernel(fd, mem)
         } else {
             let image =

@@ -39,9 +39,11 @@ impl XpfProgram {
         )
     }
 
-    /// The active block's index (one `u32`).
+    /// The active block's index (a `u32`, which the program reads), then
+    /// user space's bookkeeping (4 bytes of padding, the allocated blocks'
+    /// bits as a `u64`), so that another process can take it up.
     pub fn active_map(&self) -> MapSpec {
-        MapSpec::new("xpf_active", MapType::Array, 4, 4, 1)
+        MapSpec::new("xpf_active", MapType::Array, 4, 16, 1)
     }
 
     /// The program as an object every sluice backend loads: a tc

@@ -64,8 +64,14 @@ pub trait Blocks {
     fn read(&self, block: u32, at: u32, out: &mut [u32]) -> Result<(), MemError>;
     /// Writes words from `at` of `block` (in range).
     fn write(&mut self, block: u32, at: u32, words: &[u32]) -> Result<(), MemError>;
-    /// Makes `block` the one packets use.
-    fn activate(&mut self, block: u32) -> Result<(), MemError>;
+    /// Records which block is active (the one packets use from now on)
+    /// and which are allocated, a bit per block.
+    fn save(&mut self, active: u32, allocated: u64) -> Result<(), MemError>;
+    /// What [`Blocks::save`] last recorded, where the store keeps it for
+    /// other processes (map values do; vectors do not).
+    fn saved(&self) -> Result<Option<(u32, u64)>, MemError> {
+        Ok(None)
+    }
 }
 
 /// Blocks as vectors (the interpreter's).
@@ -102,8 +108,8 @@ impl Blocks for VecBlocks {
         Ok(())
     }
 
-    fn activate(&mut self, block: u32) -> Result<(), MemError> {
-        self.active = block as usize;
+    fn save(&mut self, active: u32, _allocated: u64) -> Result<(), MemError> {
+        self.active = active as usize;
         Ok(())
     }
 }
@@ -124,13 +130,41 @@ impl<B: Blocks> Memory<B> {
         let mut allocated = vec![false; blocks.max(1) as usize];
         allocated[0] = true;
         store.write(0, 0, &vec![0; words as usize])?;
-        store.activate(0)?;
+        store.save(0, 1)?;
         Ok(Memory {
             store,
             words,
             allocated,
             active: 0,
         })
+    }
+
+    /// The memory another process set up in `store` (with [`Memory::new`]),
+    /// as it last recorded it.
+    pub fn open(store: B, words: u32, blocks: u32) -> Result<Memory<B>, MemError> {
+        let (active, mask) = store
+            .saved()?
+            .ok_or_else(|| MemError::Store("the store holds no xPF memory state".into()))?;
+        let allocated: Vec<bool> = (0..blocks.max(1)).map(|i| mask >> i & 1 == 1).collect();
+        if !allocated.get(active as usize).copied().unwrap_or(false) {
+            return Err(MemError::Store(format!(
+                "the recorded active block {active} is not allocated"
+            )));
+        }
+        Ok(Memory {
+            store,
+            words,
+            allocated,
+            active,
+        })
+    }
+
+    /// Records the bookkeeping in the store.
+    fn save(&mut self) -> Result<(), MemError> {
+        let mask = (self.allocated.iter().enumerate())
+            .filter(|(_, a)| **a)
+            .fold(0u64, |m, (i, _)| m | 1 << i);
+        self.store.save(self.active, mask)
     }
 
     pub fn words(&self) -> u32 {
@@ -187,6 +221,7 @@ impl<B: Blocks> Memory<B> {
         self.store
             .write(i as u32, 0, &vec![0; self.words as usize])?;
         self.allocated[i] = true;
+        self.save()?;
         Ok(Handle(i as u32))
     }
 
@@ -197,7 +232,7 @@ impl<B: Blocks> Memory<B> {
             return Err(MemError::Active(h));
         }
         self.allocated[h.0 as usize] = false;
-        Ok(())
+        self.save()
     }
 
     /// `n` words of block `h` from word `at` (`mread`).
@@ -231,8 +266,12 @@ impl<B: Blocks> Memory<B> {
             }
             Switch::Copy => {}
         }
-        self.store.activate(h.0)?;
+        let was = self.active;
         self.active = h.0;
+        if let Err(e) = self.save() {
+            self.active = was;
+            return Err(e);
+        }
         Ok(old)
     }
 }
@@ -277,10 +316,24 @@ impl<V: MapValues> Blocks for MapBlocks<V> {
         self.0.set_value(0, block, &value).map_err(MemError::Store)
     }
 
-    fn activate(&mut self, block: u32) -> Result<(), MemError> {
-        self.0
-            .set_value(1, 0, &block.to_ne_bytes())
-            .map_err(MemError::Store)
+    /// Map 1's value: the active index (what the program reads), 4
+    /// bytes of padding, the allocation bits.
+    fn save(&mut self, active: u32, allocated: u64) -> Result<(), MemError> {
+        let mut value = [0u8; 16];
+        value[..4].copy_from_slice(&active.to_ne_bytes());
+        value[8..].copy_from_slice(&allocated.to_ne_bytes());
+        self.0.set_value(1, 0, &value).map_err(MemError::Store)
+    }
+
+    fn saved(&self) -> Result<Option<(u32, u64)>, MemError> {
+        let v = self.0.value(1, 0).map_err(MemError::Store)?;
+        if v.len() < 16 {
+            return Ok(None);
+        }
+        let active = u32::from_ne_bytes(v[..4].try_into().expect("4 bytes"));
+        let allocated = u64::from_ne_bytes(v[8..16].try_into().expect("8 bytes"));
+        // A map never set up holds zeros: no block allocated.
+        Ok((allocated != 0).then_some((active, allocated)))
     }
 }
 

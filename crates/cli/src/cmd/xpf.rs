@@ -25,6 +25,89 @@ enum Command {
     Asm(AsmArgs),
     /// Run an xPF program over packets and print its persistent memory
     Run(RunArgs),
+    /// Attach an xPF program to an interface as XDP, its memory pinned in bpffs (needs root)
+    Load(LoadArgs),
+    /// Read, write, allocate and switch the memory of a loaded instance, while it runs (needs root)
+    Mem(MemArgs),
+    /// Detach a loaded instance and remove its pins (needs root)
+    Unload {
+        /// The instance's bpffs directory (`load --pin`)
+        dir: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// The program: xPF assembly, or its bytes
+    file: PathBuf,
+    /// The interface whose received frames it filters (XDP; a frame it returns 0 for is dropped)
+    #[arg(long, value_name = "IF")]
+    dev: String,
+    /// bpffs directory for the program and its memory maps
+    #[arg(long, value_name = "DIR")]
+    pin: PathBuf,
+    /// XDP mode: native (in the driver) or skb (generic, any device)
+    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
+    mode: ModeArg,
+    #[command(flatten)]
+    instance: InstanceArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum ModeArg {
+    Native,
+    Skb,
+}
+
+#[derive(clap::Args)]
+struct MemArgs {
+    /// The instance's bpffs directory (`load --pin`)
+    dir: PathBuf,
+    #[command(subcommand)]
+    op: MemOp,
+}
+
+#[derive(clap::Subcommand)]
+enum MemOp {
+    /// Every allocated block's words (the nonzero ones), the active one marked
+    Show {
+        /// Every word, not only the nonzero ones
+        #[arg(long)]
+        all_words: bool,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Words of a block (mread)
+    Read {
+        block: u32,
+        /// First word
+        #[arg(long, default_value_t = 0)]
+        at: u32,
+        /// Number of words (default: to the end of the block)
+        #[arg(long)]
+        count: Option<u32>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write words into a block from word AT (mwrite)
+    Write {
+        block: u32,
+        at: u32,
+        #[arg(required = true)]
+        values: Vec<u32>,
+    },
+    /// Allocate a zeroed block; prints its handle (malloc)
+    Malloc,
+    /// Give a block back; not the active one
+    Free { block: u32 },
+    /// Make a block active, kept, zeroed or a copy of the active one; prints the block that was (mswitch)
+    Switch {
+        block: u32,
+        #[arg(value_enum)]
+        how: SwitchArg,
+    },
 }
 
 /// The instance an xPF program runs in.
@@ -132,7 +215,126 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     match a.command {
         Command::Asm(a) => asm(a),
         Command::Run(a) => run_program(a),
+        Command::Load(a) => load(a),
+        Command::Mem(a) => mem(a),
+        Command::Unload { dir } => {
+            let devs = pipeline::xpf_detach(&dir)?;
+            println!(
+                "{}: unloaded{}",
+                dir.display(),
+                if devs.is_empty() {
+                    String::new()
+                } else {
+                    format!(", detached from {}", devs.join(", "))
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn load(a: LoadArgs) -> Result<ExitCode, String> {
+    let prog = read_program(&a.file)?;
+    let mode = match a.mode {
+        ModeArg::Native => kernel::attach::XdpMode::Native,
+        ModeArg::Skb => kernel::attach::XdpMode::Skb,
+    };
+    let opts = a.instance.options();
+    pipeline::xpf_attach(&prog, opts, &a.dev, mode, &a.pin)
+        .map_err(|e| format!("{}: {e}", a.file.display()))?;
+    println!(
+        "{} attached to {} ({} blocks of {} words, budget {}); memory in {}",
+        a.file.display(),
+        a.dev,
+        opts.blocks,
+        opts.words,
+        opts.budget,
+        a.pin.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn switch_mode(s: SwitchArg) -> Switch {
+    match s {
+        SwitchArg::Keep => Switch::Keep,
+        SwitchArg::Zero => Switch::Zero,
+        SwitchArg::Copy => Switch::Copy,
+    }
+}
+
+#[derive(Serialize)]
+struct Shown {
+    words_per_block: u32,
+    blocks: Vec<Block>,
+}
+
+fn mem(a: MemArgs) -> Result<ExitCode, String> {
+    let mut m = pipeline::xpf_open(&a.dir)?;
+    let words = m.words();
+    match a.op {
+        MemOp::Show { all_words, json } => {
+            let active = m.active();
+            let mut blocks = Vec::new();
+            for h in m.handles() {
+                let w = m.mread(h, 0, words as usize).map_err(|e| e.to_string())?;
+                blocks.push(Block {
+                    block: h.0,
+                    active: h == active,
+                    words: listed(&w, all_words),
+                });
+            }
+            let shown = Shown {
+                words_per_block: words,
+                blocks,
+            };
+            if json {
+                print_json(&shown)?;
+            } else {
+                for b in &shown.blocks {
+                    println!(
+                        "block {}{} ({words} words):",
+                        b.block,
+                        if b.active { " (active)" } else { "" }
+                    );
+                    print_words(&b.words);
+                }
+            }
+        }
+        MemOp::Read {
+            block,
+            at,
+            count,
+            json,
+        } => {
+            let n = count.unwrap_or(words.saturating_sub(at));
+            let w = m
+                .mread(xpf::Handle(block), at, n as usize)
+                .map_err(|e| e.to_string())?;
+            if json {
+                print_json(&w)?;
+            } else {
+                let listed: Vec<(u32, u32)> = w
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (at + i as u32, *v))
+                    .collect();
+                print_words(&listed);
+            }
+        }
+        MemOp::Write { block, at, values } => {
+            m.mwrite(xpf::Handle(block), at, &values)
+                .map_err(|e| e.to_string())?;
+        }
+        MemOp::Malloc => println!("{}", m.malloc().map_err(|e| e.to_string())?),
+        MemOp::Free { block } => m.free(xpf::Handle(block)).map_err(|e| e.to_string())?,
+        MemOp::Switch { block, how } => {
+            let old = m
+                .mswitch(xpf::Handle(block), switch_mode(how))
+                .map_err(|e| e.to_string())?;
+            println!("{old}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The program in `path`: assembly text, or `struct sock_filter` bytes.
@@ -232,11 +434,7 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
         Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
         None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
     };
-    let how = match a.switch_mode {
-        SwitchArg::Keep => Switch::Keep,
-        SwitchArg::Zero => Switch::Zero,
-        SwitchArg::Copy => Switch::Copy,
-    };
+    let how = switch_mode(a.switch_mode);
     let opts = XpfRunOptions {
         limit: a.count,
         switch_every: a.switch_every.map(|n| (n, how)),

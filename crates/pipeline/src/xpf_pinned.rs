@@ -1,0 +1,115 @@
+//! An xPF instance running in the kernel on an interface's receive path
+//! (the XDP form), its program and memory maps pinned in a bpffs
+//! directory, so that any process works on its memory while packets
+//! arrive: the bookkeeping (active and allocated blocks) lives in the
+//! `xpf_active` map beside the index the program reads.
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use cbpf::Insn;
+use cbpf::xpf::{self, Form, MapBlocks, Memory, XpfOptions};
+use kernel::attach::XdpMode;
+
+use crate::xpf::KernelMaps;
+
+const MEMORY: &str = "xpf_memory";
+const ACTIVE: &str = "xpf_active";
+const PROGRAM: &str = "xpf_prog";
+
+/// The memory of an instance pinned in a directory.
+pub type PinnedMemory = Memory<MapBlocks<KernelMaps>>;
+
+fn pins(dir: &Path) -> [PathBuf; 3] {
+    [MEMORY, ACTIVE, PROGRAM].map(|n| dir.join(n))
+}
+
+/// Loads `prog` for an instance of `opts` into the kernel (the XDP form),
+/// pins it and its maps in `dir` (created), sets up its memory and
+/// attaches it to `dev` in `mode`. On failure nothing stays behind.
+pub fn xpf_attach(
+    prog: &[Insn],
+    opts: XpfOptions,
+    dev: &str,
+    mode: XdpMode,
+    dir: &Path,
+) -> Result<(), String> {
+    let translated = xpf::translate(prog, &opts, Form::Xdp).map_err(|e| e.to_string())?;
+    let object = translated.object("xpf");
+    let loaded = kernel::verify::load_program(&object.programs[0], &object.maps, None, &|_| None)
+        .map_err(|e| format!("loading into the kernel: {e}"))?;
+    let Some(prog_fd) = loaded.program else {
+        return Err(format!(
+            "the kernel refuses the translation: {}",
+            loaded.ruling.log.trim_end()
+        ));
+    };
+    if pins(dir).iter().any(|p| p.exists()) {
+        return Err(format!(
+            "{} already holds an xPF instance: unload it first (sluice xpf unload {})",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let pinned = || -> Result<(), String> {
+        let [mem_pin, active_pin, prog_pin] = pins(dir);
+        kernel::kmap::pin_fd(loaded.maps[0].as_raw_fd(), &mem_pin).map_err(|e| e.to_string())?;
+        kernel::kmap::pin_fd(loaded.maps[1].as_raw_fd(), &active_pin).map_err(|e| e.to_string())?;
+        kernel::kmap::pin_fd(prog_fd.as_raw_fd(), &prog_pin).map_err(|e| e.to_string())?;
+        Ok(())
+    };
+    let result = pinned().and_then(|()| {
+        let maps = KernelMaps::new(loaded.maps)?;
+        Memory::new(MapBlocks(maps), opts.words, opts.blocks).map_err(|e| e.to_string())?;
+        kernel::attach::xdp_attach(dev, prog_fd.as_raw_fd(), mode).map_err(|e| e.to_string())
+    });
+    if result.is_err() {
+        remove_pins(dir);
+    }
+    result
+}
+
+fn remove_pins(dir: &Path) {
+    for p in pins(dir) {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// The memory of the instance pinned in `dir`, as its loader left it.
+pub fn xpf_open(dir: &Path) -> Result<PinnedMemory, String> {
+    let [mem_pin, active_pin, _] = pins(dir);
+    let open = |p: &Path| {
+        kernel::kmap::open_pin(p).map_err(|e| {
+            format!(
+                "{e}: {} holds no xPF instance (sluice xpf load ... --pin {})",
+                dir.display(),
+                dir.display()
+            )
+        })
+    };
+    let maps = KernelMaps::new(vec![open(&mem_pin)?, open(&active_pin)?])?;
+    let (value_size, blocks) = maps.memory_shape();
+    Memory::open(MapBlocks(maps), value_size / 4, blocks).map_err(|e| e.to_string())
+}
+
+/// Detaches the instance pinned in `dir` from every interface it is
+/// attached to and removes its pins; the interfaces it was on.
+pub fn xpf_detach(dir: &Path) -> Result<Vec<String>, String> {
+    let [_, _, prog_pin] = pins(dir);
+    let fd = kernel::kmap::open_pin(&prog_pin)
+        .map_err(|e| format!("{e}: {} holds no xPF instance", dir.display()))?;
+    let id = kernel::attach::prog_by_fd(fd.as_raw_fd())
+        .map_err(|e| e.to_string())?
+        .id;
+    let mut devs = Vec::new();
+    for a in kernel::attach::status().map_err(|e| e.to_string())? {
+        if a.prog.id == id && !a.hook.starts_with("tc") {
+            kernel::attach::xdp_detach(&a.dev).map_err(|e| e.to_string())?;
+            devs.push(a.dev);
+        }
+    }
+    remove_pins(dir);
+    Ok(devs)
+}
