@@ -6,14 +6,10 @@
 //! through the kernel): the same results packet by packet and the same
 //! memory at the end. And the programs xPF refuses, with their reason.
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::Arc;
-
-use cbpf::xpf::{
-    self, Blocks, Form, Handle, Instance, MapBlocks, MapValues, Memory, Switch, XpfOptions,
-};
-use cbpf::{Meta, to_ebpf};
-use runtime::{Hook, Image, LoadOptions, PacketMeta};
+use cbpf::Meta;
+use cbpf::to_ebpf;
+use cbpf::xpf::{self, Form, Handle, Instance, Switch, XpfOptions};
+use pipeline::{XpfEngine, XpfRunner};
 
 /// What happens, in order.
 #[derive(Clone, Debug)]
@@ -24,29 +20,25 @@ enum Step {
     Write(u32, u32, Vec<u32>),
 }
 
-/// One way of running an instance.
-trait Engine {
-    type B: Blocks;
-    fn packet(&mut self, data: &[u8]) -> u32;
-    fn mem(&mut self) -> &mut Memory<Self::B>;
-}
-
 /// Per packet its result; then every allocated block's words.
-fn play<E: Engine>(e: &mut E, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>) {
+fn play(r: &mut XpfRunner, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>) {
     let mut rets = Vec::new();
     for s in steps {
         match s {
-            Step::Packet(d) => rets.push(e.packet(d)),
+            Step::Packet(d) => {
+                let (ret, _) = r.packet(d, d.len() as u32).unwrap().expect("runs");
+                rets.push(ret);
+            }
             Step::Malloc => {
-                e.mem().malloc().unwrap();
+                r.memory().malloc().unwrap();
             }
             Step::Switch(h, how) => {
-                e.mem().mswitch(Handle(*h), *how).unwrap();
+                r.memory().mswitch(Handle(*h), *how).unwrap();
             }
-            Step::Write(h, at, w) => e.mem().mwrite(Handle(*h), *at, w).unwrap(),
+            Step::Write(h, at, w) => r.memory().mwrite(Handle(*h), *at, w).unwrap(),
         }
     }
-    let m = e.mem();
+    let m = r.memory();
     let words = m.words() as usize;
     let blocks = m
         .handles()
@@ -56,164 +48,36 @@ fn play<E: Engine>(e: &mut E, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32
     (rets, blocks)
 }
 
-struct Interp(Instance, Form);
-
-impl Engine for Interp {
-    type B = xpf::VecBlocks;
-    fn packet(&mut self, data: &[u8]) -> u32 {
-        let meta = Meta {
-            len: Some(data.len() as u32),
-            ..Meta::default()
-        };
-        let r = self.0.run(data, &meta).unwrap().ret;
-        match self.1 {
-            Form::Socket => r,
-            Form::Xdp if r != 0 => 2,
-            Form::Xdp => 1,
-        }
-    }
-    fn mem(&mut self) -> &mut Memory<Self::B> {
-        self.0.memory_mut()
-    }
-}
-
-/// Sluice's maps, as the translation's memory.
-struct VmMaps(Arc<[maps::Map]>);
-
-impl MapValues for VmMaps {
-    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
-        self.0[map]
-            .user_lookup(&key.to_ne_bytes())
-            .map_err(|e| format!("{e:?}"))
-    }
-    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
-        self.0[map]
-            .user_update(&key.to_ne_bytes(), value, 0)
-            .map_err(|e| format!("{e:?}"))
-    }
-}
-
-struct Vm(Hook, Memory<MapBlocks<VmMaps>>);
-
-fn vm(p: &xpf::XpfProgram, jit: bool) -> Vm {
-    let object = p.object("xpf");
-    let mut hook = Hook::new(
-        Image::load(object.clone(), &LoadOptions::default()).unwrap(),
-        0,
-        0,
-    )
-    .unwrap();
-    if jit {
-        let report = verifier::verify(
-            &object.programs[0],
-            &verifier::MapInfo::of_object(&object, &|_| None),
-            &verifier::Options {
-                helpers: runtime::helpers::ids_for(&object.programs[0].kind),
-                ..verifier::Options::default()
-            },
-        );
-        assert!(
-            report.result.is_ok(),
-            "sluice's verifier: {:?}",
-            report.result
-        );
-        // SAFETY: the verifier accepted the only program with these maps.
-        unsafe { hook.trust_verified() };
-        hook.set_stack_depth(report.stack_depth);
-        hook.enable_jit().unwrap();
-    }
-    let maps = hook.shared_maps().clone();
-    let o = p.options;
-    let mem = Memory::new(MapBlocks(VmMaps(maps)), o.words, o.blocks).unwrap();
-    Vm(hook, mem)
-}
-
-impl Engine for Vm {
-    type B = MapBlocks<VmMaps>;
-    fn packet(&mut self, data: &[u8]) -> u32 {
-        self.0.run(data, &PacketMeta::default()).unwrap().r0 as u32
-    }
-    fn mem(&mut self) -> &mut Memory<Self::B> {
-        &mut self.1
-    }
-}
-
-/// The kernel's maps.
-struct KernelMaps(Vec<OwnedFd>);
-
-impl MapValues for KernelMaps {
-    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
-        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
-        info.lookup(&key.to_ne_bytes())
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("no key {key}"))
-    }
-    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
-        let info = kernel::MapInfo::of_fd(self.0[map].as_raw_fd()).map_err(|e| e.to_string())?;
-        info.update(&key.to_ne_bytes(), value, 0)
-            .map_err(|e| e.to_string())
-    }
-}
-
-struct Kernel(OwnedFd, Memory<MapBlocks<KernelMaps>>);
-
-fn in_kernel(p: &xpf::XpfProgram) -> Kernel {
-    let object = p.object("xpf");
-    let loaded =
-        kernel::verify::load_program(&object.programs[0], &object.maps, None, &|_| None).unwrap();
-    let fd = loaded
-        .program
-        .unwrap_or_else(|| panic!("the kernel refuses: {}", loaded.ruling.log));
-    let o = p.options;
-    let mem = Memory::new(MapBlocks(KernelMaps(loaded.maps)), o.words, o.blocks).unwrap();
-    Kernel(fd, mem)
-}
-
-impl Engine for Kernel {
-    type B = MapBlocks<KernelMaps>;
-    fn packet(&mut self, data: &[u8]) -> u32 {
-        kernel::testrun::run(
-            self.0.as_raw_fd(),
-            &kernel::testrun::RunInput {
-                data,
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .retval
-    }
-    fn mem(&mut self) -> &mut Memory<Self::B> {
-        &mut self.1
-    }
-}
-
-/// Runs `steps` on every engine in both forms; all must agree. Returns
-/// the interpreter's results (socket form) to check against the intent.
+/// Runs `steps` on every engine in both forms (`pipeline::XpfRunner`:
+/// the xPF interpreter, the translation in sluice's VM interpreter and
+/// JIT, and in the kernel); all must agree. Returns the interpreter's
+/// results (socket form) to check against the intent.
 fn everywhere(text: &str, opts: XpfOptions, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>) {
     let prog = xpf::assemble(text).unwrap();
     let kernel = kernel::available_for_test("xPF programs in the kernel");
     let mut first = None;
     for form in [Form::Socket, Form::Xdp] {
         let want = play(
-            &mut Interp(Instance::new(&prog, opts).unwrap(), form),
+            &mut XpfRunner::new(&prog, opts, XpfEngine::Interp, form).unwrap(),
             steps,
         );
-        let p = xpf::translate(&prog, &opts, form).unwrap();
-        let mut got = vec![
-            ("VM interpreter", play(&mut vm(&p, false), steps)),
-            ("VM JIT", play(&mut vm(&p, true), steps)),
-        ];
+        let mut engines = vec![XpfEngine::Vm, XpfEngine::Jit];
         if kernel {
-            got.push(("kernel", play(&mut in_kernel(&p), steps)));
+            engines.push(XpfEngine::Kernel);
         }
-        let engines: Vec<&str> = got.iter().map(|(n, _)| *n).collect();
-        for (name, g) in got {
-            assert_eq!(g, want, "{form:?} form, {name} against the xPF interpreter");
+        for &engine in &engines {
+            let got = play(
+                &mut XpfRunner::new(&prog, opts, engine, form).unwrap(),
+                steps,
+            );
+            assert_eq!(
+                got, want,
+                "{form:?} form, {engine:?} against the xPF interpreter"
+            );
         }
         println!(
-            "{form:?} form: {} steps alike in the xPF interpreter, {}",
+            "{form:?} form: {} steps alike in the xPF interpreter, {engines:?}",
             steps.len(),
-            engines.join(", ")
         );
         first.get_or_insert(want);
     }

@@ -112,29 +112,10 @@ impl Engine for Jit {
         if !cbpf::reads_len(prog) && !absolute_loads(prog).any(|k| k >= ancillary::LL_OFF) {
             return xdp_decider(prog);
         }
-        let program = classifier(translate(prog)?);
-        let report = verifier::verify(
-            &program,
-            &[],
-            &verifier::Options {
-                helpers: runtime::helpers::ids_for(&program.kind),
-                ..verifier::Options::default()
-            },
-        );
-        if let Err(r) = &report.result {
-            return Err(format!("sluice's verifier refuses the translation: {r}"));
-        }
-        let mut helpers = HelperTable::<SimEnv>::new();
-        vm::register_basic(&mut helpers);
-        let code = vm::Program::new(program.insns).map_err(|e| e.to_string())?;
-        let mut machine = Vm::new(code, &helpers).map_err(|e| e.to_string())?;
-        // SAFETY: the verifier accepted the only program as a tc classifier
-        // without maps; each run maps a whole `__sk_buff` as its context
-        // and the packet, which the program reads only through `ld_abs` and
-        // `ld_ind` (checked on every run).
-        unsafe { machine.trust_verified() };
-        machine.set_stack_depth(report.stack_depth);
-        machine.enable_jit().map_err(|e| e.to_string())?;
+        // Each run maps a whole `__sk_buff` as its context and the packet,
+        // which the program reads only through `ld_abs` and `ld_ind`
+        // (checked on every run).
+        let mut machine = trusted_jit(classifier(translate(prog)?))?;
         let random = absolute_loads(prog).any(|k| k == AD_OFF + ancillary::RANDOM);
         let mut env = SimEnv::default();
         let mut skb = Box::new(Skb([0; SKB_SIZE]));
@@ -161,6 +142,34 @@ impl Engine for Jit {
     }
 }
 
+/// `program` (a translation without maps) verified by sluice's verifier
+/// and compiled to native code that runs without per-access checks; the
+/// caller gives each run the context and packet the program type has.
+fn trusted_jit(program: Program) -> Result<Vm<SimEnv>, String> {
+    let report = verifier::verify(
+        &program,
+        &[],
+        &verifier::Options {
+            helpers: runtime::helpers::ids_for(&program.kind),
+            ..verifier::Options::default()
+        },
+    );
+    if let Err(r) = &report.result {
+        return Err(format!("sluice's verifier refuses the translation: {r}"));
+    }
+    let mut helpers = HelperTable::<SimEnv>::new();
+    vm::register_basic(&mut helpers);
+    let code = vm::Program::new(program.insns).map_err(|e| e.to_string())?;
+    let mut machine = Vm::new(code, &helpers).map_err(|e| e.to_string())?;
+    // SAFETY: the verifier accepted the only program, which uses no maps,
+    // for its program type; the callers map that type's whole context and
+    // the packet on every run.
+    unsafe { machine.trust_verified() };
+    machine.set_stack_depth(report.stack_depth);
+    machine.enable_jit().map_err(|e| e.to_string())?;
+    Ok(machine)
+}
+
 /// `struct xdp_md`: data, data_end, data_meta, ingress_ifindex,
 /// rx_queue_index, egress_ifindex.
 #[repr(C, align(8))]
@@ -185,27 +194,9 @@ fn xdp_decider(prog: &[Insn]) -> Result<Decider, String> {
         section: "xdp".into(),
         ..classifier(insns)
     };
-    let report = verifier::verify(
-        &program,
-        &[],
-        &verifier::Options {
-            helpers: runtime::helpers::ids_for(&program.kind),
-            ..verifier::Options::default()
-        },
-    );
-    if let Err(r) = &report.result {
-        return Err(format!("sluice's verifier refuses the translation: {r}"));
-    }
-    let mut helpers = HelperTable::<SimEnv>::new();
-    vm::register_basic(&mut helpers);
-    let code = vm::Program::new(program.insns).map_err(|e| e.to_string())?;
-    let mut machine = Vm::new(code, &helpers).map_err(|e| e.to_string())?;
-    // SAFETY: the verifier accepted the only program as XDP without maps;
-    // each run maps a whole `xdp_md` whose `data`..`data_end` is the frame
+    // Each run maps a whole `xdp_md` whose `data`..`data_end` is the frame
     // copied into `frame` (the program reads nothing else).
-    unsafe { machine.trust_verified() };
-    machine.set_stack_depth(report.stack_depth);
-    machine.enable_jit().map_err(|e| e.to_string())?;
+    let mut machine = trusted_jit(program)?;
     const ROOM: usize = 1 << 16;
     let mut frame = runtime::LowBuf::new(ROOM)?;
     let mut ctx = Box::new(XdpMd([0; 24]));
