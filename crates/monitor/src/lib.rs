@@ -1,0 +1,34 @@
+//! In-filter monitoring, the xPF paper's applications as products: flow
+//! accounting now ([`FlowTable`] over the [`Observed`] facts of each
+//! frame), trajectory sampling and passive RTT to come (issue 17).
+//!
+//! A frame is read once into an [`Observed`]: its 5-tuple ([`FlowKey`]),
+//! its IP length, its TCP flags. The table keeps one [`FlowEntry`] per key
+//! and ends flows as NetFlow/IPFIX meters do: idle and active timeouts, a
+//! TCP FIN or RST, the end of the input, and, when full, the least recently
+//! seen flow evicted: every ended flow comes out as an [`Ended`] with its
+//! [`EndReason`], none silently.
+//!
+//! ```
+//! use monitor::{FlowTable, TableOptions, observe};
+//! let mut frame = vec![0u8; 14 + 20 + 8];
+//! frame[12..14].copy_from_slice(&[0x08, 0x00]);
+//! frame[14] = 0x45; // IPv4, 20-byte header
+//! frame[16..18].copy_from_slice(&28u16.to_be_bytes()); // total length
+//! frame[23] = 17; // UDP
+//! frame[34..36].copy_from_slice(&5353u16.to_be_bytes());
+//! let o = observe(&frame).unwrap();
+//! assert_eq!((o.key.protocol, o.key.src_port, o.bytes), (17, 5353, 28));
+//! let mut table = FlowTable::new(TableOptions::default());
+//! let mut ended = Vec::new();
+//! table.account(&o, 1_000, &mut ended);
+//! table.account(&o, 2_000, &mut ended);
+//! table.flush(&mut ended);
+//! assert_eq!((ended.len(), ended[0].flow.packets, ended[0].flow.bytes), (1, 2, 56));
+//! ```
+
+mod key;
+mod table;
+
+pub use key::{FlowKey, Observed, observe};
+pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

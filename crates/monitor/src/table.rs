@@ -1,0 +1,179 @@
+//! The flow table. The rules, as NetFlow/IPFIX meters keep them (RFC 5470,
+//! softflowd): a packet updates its key's entry (packets, bytes, first
+//! and last time, the OR of TCP flags), or starts one; a flow ends when it
+//! has been idle for the idle timeout, when it has lasted the active
+//! timeout (the next packet starts a new entry), after a packet with TCP
+//! FIN or RST, and at the end of the input; when the table is full, the
+//! flow seen least recently is evicted to make room. Every ended flow is
+//! handed out with its reason; the evictions are also counted.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::key::{FlowKey, Observed};
+
+/// Size and timeouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Flows kept at once.
+    pub capacity: usize,
+    /// A flow without packets for this long ends (ns).
+    pub idle_timeout_ns: u64,
+    /// A flow ends when it has lasted this long (ns).
+    pub active_timeout_ns: u64,
+}
+
+impl Default for TableOptions {
+    /// 65,536 flows, 15 s idle, 30 min active (softflowd's and Cisco's).
+    fn default() -> TableOptions {
+        TableOptions {
+            capacity: 65_536,
+            idle_timeout_ns: 15_000_000_000,
+            active_timeout_ns: 1_800_000_000_000,
+        }
+    }
+}
+
+/// One flow's totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowEntry {
+    pub key: FlowKey,
+    pub packets: u64,
+    pub bytes: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub tcp_flags: u8,
+}
+
+/// Why a flow ended (IPFIX's flowEndReason values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EndReason {
+    /// No packet for the idle timeout (1).
+    Idle = 1,
+    /// Lasted the active timeout (2).
+    Active = 2,
+    /// TCP FIN or RST (3).
+    EndOfFlow = 3,
+    /// The input ended (4).
+    Forced = 4,
+    /// Evicted from a full table (5, lack of resources).
+    Evicted = 5,
+}
+
+/// A flow that ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub flow: FlowEntry,
+    pub reason: EndReason,
+}
+
+/// The flows being accounted.
+#[derive(Debug)]
+pub struct FlowTable {
+    opts: TableOptions,
+    flows: HashMap<FlowKey, FlowEntry>,
+    /// (last seen, key): the least recently seen first.
+    by_age: BTreeSet<(u64, FlowKey)>,
+    evicted: u64,
+    started: u64,
+}
+
+const FIN: u8 = 0x01;
+const RST: u8 = 0x04;
+
+impl FlowTable {
+    pub fn new(opts: TableOptions) -> FlowTable {
+        FlowTable {
+            opts: TableOptions {
+                capacity: opts.capacity.max(1),
+                ..opts
+            },
+            flows: HashMap::new(),
+            by_age: BTreeSet::new(),
+            evicted: 0,
+            started: 0,
+        }
+    }
+
+    /// Flows in the table.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// Flows evicted from a full table so far.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Flows started so far.
+    pub fn started(&self) -> u64 {
+        self.started
+    }
+
+    fn end(&mut self, key: &FlowKey, reason: EndReason, out: &mut Vec<Ended>) {
+        if let Some(flow) = self.flows.remove(key) {
+            self.by_age.remove(&(flow.last_ns, *key));
+            out.push(Ended { flow, reason });
+        }
+    }
+
+    /// Ends the flows idle for the idle timeout or longer at `now_ns`.
+    pub fn expire(&mut self, now_ns: u64, out: &mut Vec<Ended>) {
+        let horizon = now_ns.saturating_sub(self.opts.idle_timeout_ns);
+        while let Some(&(last, key)) = self.by_age.first() {
+            if last > horizon || now_ns < self.opts.idle_timeout_ns {
+                break;
+            }
+            self.end(&key, EndReason::Idle, out);
+        }
+    }
+
+    /// Accounts one packet seen at `ts_ns`; flows it ends go to `out`.
+    pub fn account(&mut self, o: &Observed, ts_ns: u64, out: &mut Vec<Ended>) {
+        self.expire(ts_ns, out);
+        let key = o.key;
+        if let Some(f) = self.flows.get(&key)
+            && ts_ns.saturating_sub(f.first_ns) >= self.opts.active_timeout_ns
+        {
+            self.end(&key, EndReason::Active, out);
+        }
+        if !self.flows.contains_key(&key) && self.flows.len() >= self.opts.capacity {
+            let &(_, oldest) = self.by_age.first().expect("a full table has flows");
+            self.end(&oldest, EndReason::Evicted, out);
+            self.evicted += 1;
+        }
+        let flow = self.flows.entry(key).or_insert_with(|| FlowEntry {
+            key,
+            packets: 0,
+            bytes: 0,
+            first_ns: ts_ns,
+            last_ns: ts_ns,
+            tcp_flags: 0,
+        });
+        if flow.packets == 0 {
+            self.started += 1;
+        } else {
+            self.by_age.remove(&(flow.last_ns, key));
+        }
+        flow.packets += 1;
+        flow.bytes += u64::from(o.bytes);
+        // A capture's times may step back: last is the latest seen.
+        flow.last_ns = flow.last_ns.max(ts_ns);
+        flow.first_ns = flow.first_ns.min(ts_ns);
+        flow.tcp_flags |= o.tcp_flags;
+        self.by_age.insert((flow.last_ns, key));
+        if o.key.protocol == 6 && o.tcp_flags & (FIN | RST) != 0 {
+            self.end(&key, EndReason::EndOfFlow, out);
+        }
+    }
+
+    /// Ends every flow (the input ended).
+    pub fn flush(&mut self, out: &mut Vec<Ended>) {
+        while let Some(&(_, key)) = self.by_age.first() {
+            self.end(&key, EndReason::Forced, out);
+        }
+    }
+}
