@@ -92,7 +92,7 @@ impl UdpExporter {
         let err = |op| move |source| collector_error(collector, op, source);
         // An ICMP error for an earlier datagram.
         if let Some(e) = self.socket.take_error().map_err(err("socket error"))? {
-            return Err(err("earlier send")(e));
+            return Err(err("send (reported for an earlier datagram)")(e));
         }
         let messages = self.encoder.encode(flows, now)?;
         let mut sent = Sent {
