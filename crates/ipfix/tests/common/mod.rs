@@ -102,7 +102,8 @@ pub fn tools_for_test(what: &str, bins: &[&str], packages: &[&str]) -> bool {
     };
     if !bins.iter().all(have) {
         let _ = Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(["-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q"])
+            .arg("--no-install-recommends")
             .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status();
