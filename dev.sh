@@ -13,12 +13,14 @@ cd "$(dirname "$0")"
 # Debian 12 packages: a C toolchain for Rust's linker, clang/LLVM 19 (and 14)
 # to build eBPF programs, libbpf/libelf/zlib for the kernel backend, libpcap
 # for capture filters, bpftool and iproute2 for kernel tests, libxdp for the
-# AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks.
+# AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks,
+# nfdump (nfcapd) and tshark to check the IPFIX exporter against real collectors.
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
+    nfdump tshark
 )
 RUST_TOOLCHAIN=1.95.0
 
