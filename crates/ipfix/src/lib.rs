@@ -41,6 +41,7 @@ mod error;
 mod export;
 mod flow;
 mod ie;
+pub mod nfdump;
 
 pub use decode::{Decoder, Message};
 pub use encode::{Encoder, MAX_MESSAGE, MIN_MESSAGE, Refresh};

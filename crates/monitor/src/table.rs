@@ -9,6 +9,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+pub use ipfix::EndReason;
+
 use crate::key::{FlowKey, Observed};
 
 /// Size and timeouts.
@@ -42,21 +44,6 @@ pub struct FlowEntry {
     pub first_ns: u64,
     pub last_ns: u64,
     pub tcp_flags: u8,
-}
-
-/// Why a flow ended (IPFIX's flowEndReason values).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EndReason {
-    /// No packet for the idle timeout (1).
-    Idle = 1,
-    /// Lasted the active timeout (2).
-    Active = 2,
-    /// TCP FIN or RST (3).
-    EndOfFlow = 3,
-    /// The input ended (4).
-    Forced = 4,
-    /// Evicted from a full table (5, lack of resources).
-    Evicted = 5,
 }
 
 /// A flow that ended.
@@ -127,7 +114,7 @@ impl FlowTable {
             if last > horizon || now_ns < self.opts.idle_timeout_ns {
                 break;
             }
-            self.end(&key, EndReason::Idle, out);
+            self.end(&key, EndReason::IdleTimeout, out);
         }
     }
 
@@ -138,11 +125,11 @@ impl FlowTable {
         if let Some(f) = self.flows.get(&key)
             && ts_ns.saturating_sub(f.first_ns) >= self.opts.active_timeout_ns
         {
-            self.end(&key, EndReason::Active, out);
+            self.end(&key, EndReason::ActiveTimeout, out);
         }
         if !self.flows.contains_key(&key) && self.flows.len() >= self.opts.capacity {
             let &(_, oldest) = self.by_age.first().expect("a full table has flows");
-            self.end(&oldest, EndReason::Evicted, out);
+            self.end(&oldest, EndReason::LackOfResources, out);
             self.evicted += 1;
         }
         let flow = self.flows.entry(key).or_insert_with(|| FlowEntry {
@@ -173,7 +160,7 @@ impl FlowTable {
     /// Ends every flow (the input ended).
     pub fn flush(&mut self, out: &mut Vec<Ended>) {
         while let Some(&(_, key)) = self.by_age.first() {
-            self.end(&key, EndReason::Forced, out);
+            self.end(&key, EndReason::ForcedEnd, out);
         }
     }
 }

@@ -42,7 +42,7 @@ fn packets_add_up_and_an_idle_flow_ends() {
     t.expire(15 * S, &mut out);
     assert_eq!(out.len(), 1);
     let e = out[0];
-    assert_eq!(e.reason, EndReason::Idle);
+    assert_eq!(e.reason, EndReason::IdleTimeout);
     assert_eq!(
         (e.flow.packets, e.flow.bytes, e.flow.tcp_flags),
         (2, 200, 0x12)
@@ -62,10 +62,13 @@ fn a_long_flow_is_cut_at_the_active_timeout() {
     assert_eq!(out.len(), 1);
     assert_eq!(
         (out[0].reason, out[0].flow.packets),
-        (EndReason::Active, 12)
+        (EndReason::ActiveTimeout, 12)
     );
     t.flush(&mut out);
-    assert_eq!((out[1].reason, out[1].flow.packets), (EndReason::Forced, 3));
+    assert_eq!(
+        (out[1].reason, out[1].flow.packets),
+        (EndReason::ForcedEnd, 3)
+    );
 }
 
 #[test]
@@ -99,7 +102,7 @@ fn a_full_table_evicts_the_least_recently_seen_and_counts_it() {
     assert_eq!(out.len(), 1);
     assert_eq!(
         (out[0].reason, out[0].flow.key.src_port),
-        (EndReason::Evicted, 2)
+        (EndReason::LackOfResources, 2)
     );
     assert_eq!((t.evicted(), t.len(), t.started()), (1, 3, 4));
     t.flush(&mut out);
