@@ -33,6 +33,8 @@ enum Command {
     Run(Box<cmd::run::Args>),
     /// Filter a capture with a tcpdump expression (classic BPF), or print its program
     Filter(cmd::filter::Args),
+    /// In-filter monitoring: flow accounting with IPFIX export
+    Monitor(cmd::monitor::Args),
     /// xPF: classic BPF with persistent memory and bounded loops: assemble, run, show memory
     Xpf(cmd::xpf::Args),
     /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Filter(a) => cmd::filter::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Xpf(a) => cmd::xpf::run(a),
+        Command::Monitor(a) => cmd::monitor::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Bench(a) => cmd::bench::run(a),

@@ -28,7 +28,9 @@
 //! ```
 
 mod key;
+mod run;
 mod table;
 
 pub use key::{FlowKey, Observed, observe};
+pub use run::{FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

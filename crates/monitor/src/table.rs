@@ -53,6 +53,31 @@ pub struct Ended {
     pub reason: EndReason,
 }
 
+impl Ended {
+    /// The record IPFIX exports (ICMP's type and code as its own field).
+    pub fn to_ipfix(&self) -> ipfix::Flow {
+        let f = &self.flow;
+        let icmp = matches!(
+            (f.key.protocol, f.key.src),
+            (1, std::net::IpAddr::V4(_)) | (58, std::net::IpAddr::V6(_))
+        );
+        ipfix::Flow {
+            src: f.key.src,
+            dst: f.key.dst,
+            src_port: if icmp { 0 } else { f.key.src_port },
+            dst_port: if icmp { 0 } else { f.key.dst_port },
+            protocol: f.key.protocol,
+            icmp_type_code: icmp.then_some(f.key.dst_port),
+            packets: f.packets,
+            bytes: f.bytes,
+            first_ns: f.first_ns,
+            last_ns: f.last_ns,
+            tcp_flags: f.tcp_flags,
+            end_reason: self.reason,
+        }
+    }
+}
+
 /// The flows being accounted.
 #[derive(Debug)]
 pub struct FlowTable {

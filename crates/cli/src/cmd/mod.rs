@@ -9,6 +9,7 @@ pub mod disasm;
 pub mod exec;
 pub mod filter;
 pub mod kernel;
+pub mod monitor;
 pub mod run;
 pub mod trafficgen;
 pub mod verify;

@@ -1,0 +1,281 @@
+//! `sluice monitor flows`: flow accounting over a capture or generated
+//! traffic (the library's `monitor::account_flows`), ended flows exported
+//! as IPFIX to a collector (UDP or TCP) or a file, and printed as a table
+//! or JSON lines. A collector that cannot be reached is reported, never
+//! fatal: accounting goes on.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use monitor::{Ended, FlowRunOptions, TableOptions, account_flows};
+use pipeline::{Capture, Generated, Source};
+use serde::Serialize;
+
+/// In-filter monitoring: flow accounting with IPFIX export (docs/monitor.md)
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Account 5-tuple flows and export them as IPFIX
+    Flows(FlowArgs),
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen"])))]
+struct FlowArgs {
+    /// Capture to read (pcap or pcapng)
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)
+    #[arg(long)]
+    r#gen: Vec<String>,
+    /// Stop after this many packets
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Flows kept at once; when full, the least recently seen is evicted (counted)
+    #[arg(long, default_value_t = TableOptions::default().capacity)]
+    capacity: usize,
+    /// Seconds without a packet that end a flow
+    #[arg(long, default_value_t = 15.0)]
+    idle: f64,
+    /// Seconds after which a flow is exported and starts again
+    #[arg(long, default_value_t = 1800.0)]
+    active: f64,
+    /// Export IPFIX over UDP to this collector (e.g. nfcapd)
+    #[arg(long, value_name = "HOST:PORT")]
+    ipfix: Option<String>,
+    /// Export IPFIX over TCP to this collector
+    #[arg(long, value_name = "HOST:PORT")]
+    ipfix_tcp: Option<String>,
+    /// Write IPFIX messages to this file (RFC 5655)
+    #[arg(long, value_name = "FILE")]
+    ipfix_file: Option<PathBuf>,
+    /// IPFIX observation domain id
+    #[arg(long, default_value_t = 0)]
+    domain: u32,
+    /// Flows listed on the terminal (the most bytes first)
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// A JSON line per ended flow, then one with the summary
+    #[arg(long)]
+    json: bool,
+}
+
+/// Where ended flows go as IPFIX.
+enum Exporter {
+    Udp(ipfix::UdpExporter),
+    Tcp(ipfix::TcpExporter),
+    File(ipfix::FileExporter),
+}
+
+impl Exporter {
+    fn export(&mut self, flows: &[ipfix::Flow]) -> Result<ipfix::Sent, ipfix::Error> {
+        match self {
+            Exporter::Udp(e) => e.export(flows),
+            Exporter::Tcp(e) => e.export(flows),
+            Exporter::File(e) => e.export(flows),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct FlowLine {
+    src: String,
+    dst: String,
+    protocol: u8,
+    src_port: u16,
+    dst_port: u16,
+    packets: u64,
+    bytes: u64,
+    first_ns: u64,
+    last_ns: u64,
+    tcp_flags: u8,
+    end_reason: u8,
+}
+
+#[derive(Serialize, Default)]
+struct Summary {
+    packets: u64,
+    accounted: u64,
+    flows: u64,
+    idle_timeout: u64,
+    active_timeout: u64,
+    end_of_flow: u64,
+    forced_end: u64,
+    evicted: u64,
+    exported: u64,
+    export_messages: u64,
+    export_errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_export_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_error: Option<String>,
+}
+
+pub fn run(a: Args) -> Result<ExitCode, String> {
+    match a.command {
+        Command::Flows(a) => flows(a),
+    }
+}
+
+fn seconds(s: f64, what: &str) -> Result<u64, String> {
+    if !(s > 0.0 && s.is_finite()) {
+        return Err(format!("--{what} {s}: a positive number of seconds"));
+    }
+    Ok((s * 1e9) as u64)
+}
+
+fn flows(a: FlowArgs) -> Result<ExitCode, String> {
+    let opts = FlowRunOptions {
+        table: TableOptions {
+            capacity: a.capacity,
+            idle_timeout_ns: seconds(a.idle, "idle")?,
+            active_timeout_ns: seconds(a.active, "active")?,
+        },
+        limit: a.count,
+    };
+    let mut exporters = Vec::new();
+    let mut sum = Summary::default();
+    // A collector that cannot be reached now is reported, not fatal.
+    let failed = |sum: &mut Summary, e: String| {
+        sum.export_errors += 1;
+        if sum.first_export_error.is_none() {
+            eprintln!("sluice: IPFIX export: {e} (accounting goes on)");
+            sum.first_export_error = Some(e);
+        }
+    };
+    if let Some(c) = &a.ipfix {
+        let o = ipfix::UdpOptions {
+            domain: a.domain,
+            ..ipfix::UdpOptions::default()
+        };
+        match ipfix::UdpExporter::connect(c, o) {
+            Ok(e) => exporters.push(Exporter::Udp(e)),
+            Err(e) => failed(&mut sum, e.to_string()),
+        }
+    }
+    if let Some(c) = &a.ipfix_tcp {
+        match ipfix::TcpExporter::connect(c, a.domain, Duration::from_secs(5)) {
+            Ok(e) => exporters.push(Exporter::Tcp(e)),
+            Err(e) => failed(&mut sum, e.to_string()),
+        }
+    }
+    if let Some(p) = &a.ipfix_file {
+        exporters.push(Exporter::File(
+            ipfix::FileExporter::create(p, a.domain).map_err(|e| e.to_string())?,
+        ));
+    }
+    let mut source: Box<dyn Source> = match &a.pcap {
+        Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+        None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+    };
+    let mut listed: Vec<Ended> = Vec::new();
+    let run = account_flows(source.as_mut(), &opts, |ended| {
+        let records: Vec<ipfix::Flow> = ended.iter().map(Ended::to_ipfix).collect();
+        for ex in &mut exporters {
+            match ex.export(&records) {
+                Ok(sent) => {
+                    sum.exported += sent.records as u64;
+                    sum.export_messages += sent.messages as u64;
+                }
+                Err(e) => failed(&mut sum, e.to_string()),
+            }
+        }
+        if a.json {
+            for e in ended {
+                let f = &e.flow;
+                let line = FlowLine {
+                    src: f.key.src.to_string(),
+                    dst: f.key.dst.to_string(),
+                    protocol: f.key.protocol,
+                    src_port: f.key.src_port,
+                    dst_port: f.key.dst_port,
+                    packets: f.packets,
+                    bytes: f.bytes,
+                    first_ns: f.first_ns,
+                    last_ns: f.last_ns,
+                    tcp_flags: f.tcp_flags,
+                    end_reason: e.reason.code(),
+                };
+                println!("{}", serde_json::to_string(&line).expect("plain data"));
+            }
+        } else {
+            listed.extend_from_slice(ended);
+        }
+    });
+    for ex in exporters {
+        if let Exporter::File(f) = ex
+            && let Err(e) = f.finish()
+        {
+            return Err(e.to_string());
+        }
+    }
+    sum.packets = run.packets;
+    sum.accounted = run.accounted;
+    sum.flows = run.flows;
+    sum.idle_timeout = run.by_reason[1];
+    sum.active_timeout = run.by_reason[2];
+    sum.end_of_flow = run.by_reason[3];
+    sum.forced_end = run.by_reason[4];
+    sum.evicted = run.evicted;
+    sum.source_error = run.source_error;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
+        );
+    } else {
+        print_table(&mut listed, a.top, &sum);
+    }
+    if let Some(e) = &sum.source_error {
+        eprintln!("sluice: the input stopped early: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {
+    println!(
+        "{} packets, {} with IP in {} flows ({} idle, {} active timeout, {} FIN/RST, {} at the end, {} evicted); {} exported in {} IPFIX messages{}",
+        s.packets,
+        s.accounted,
+        s.flows,
+        s.idle_timeout,
+        s.active_timeout,
+        s.end_of_flow,
+        s.forced_end,
+        s.evicted,
+        s.exported,
+        s.export_messages,
+        if s.export_errors > 0 {
+            format!(", {} export errors", s.export_errors)
+        } else {
+            String::new()
+        }
+    );
+    flows.sort_by(|a, b| b.flow.bytes.cmp(&a.flow.bytes));
+    if flows.is_empty() {
+        return;
+    }
+    println!(
+        "{:>39} {:>6}  {:>39} {:>6} {:>5} {:>9} {:>12}",
+        "source", "port", "destination", "port", "proto", "packets", "bytes"
+    );
+    for e in flows.iter().take(top) {
+        let k = &e.flow.key;
+        println!(
+            "{:>39} {:>6}  {:>39} {:>6} {:>5} {:>9} {:>12}",
+            k.src.to_string(),
+            k.src_port,
+            k.dst.to_string(),
+            k.dst_port,
+            k.protocol,
+            e.flow.packets,
+            e.flow.bytes
+        );
+    }
+}

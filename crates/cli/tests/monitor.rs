@@ -1,0 +1,147 @@
+//! `sluice monitor flows` over every capture of tcpdump's test suite,
+//! exporting IPFIX over UDP to nfdump's own collector (`nfcapd` on a
+//! loopback port of the test's): `nfdump` reads back exactly the flows
+//! sluice printed (per-flow totals against tshark are checked in the
+//! monitor crate's tests). An unreachable collector is reported and
+//! accounting goes on.
+
+mod common;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::SLUICE;
+use ipfix::nfdump::{Nfcapd, Seen, free_udp_port, read_files};
+use serde_json::Value;
+
+fn captures() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A flow line of `sluice monitor flows --json` as nfdump keeps it.
+fn seen(v: &Value) -> Seen {
+    let n = |k: &str| v[k].as_u64().unwrap();
+    let protocol = n("protocol") as u8;
+    let (src, dst): (IpAddr, IpAddr) = (
+        v["src"].as_str().unwrap().parse().unwrap(),
+        v["dst"].as_str().unwrap().parse().unwrap(),
+    );
+    let icmp = (protocol == 1 && src.is_ipv4()) || (protocol == 58 && src.is_ipv6());
+    let dport = n("dst_port") as u16;
+    Seen {
+        src,
+        dst,
+        protocol,
+        l4: if icmp {
+            (dport >> 8, dport & 0xff)
+        } else if protocol == 132 {
+            // nfdump 1.7 keeps SCTP's source port only.
+            (n("src_port") as u16, 0)
+        } else {
+            (n("src_port") as u16, dport)
+        },
+        packets: n("packets"),
+        bytes: n("bytes"),
+        first_ms: n("first_ns") / 1_000_000,
+        last_ms: n("last_ns") / 1_000_000,
+        tcp_flags: n("tcp_flags") as u8,
+        end_reason: n("end_reason") as u8,
+    }
+}
+
+#[test]
+fn nfdump_collects_the_flows_sluice_accounts_in_every_capture() {
+    let dir = std::env::temp_dir().join(format!("sluice-nfcapd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_udp_port();
+    let nfcapd = Nfcapd::start(port, &dir);
+    let collector = format!("127.0.0.1:{port}");
+    let mut want = Vec::new();
+    let (mut runs, mut packets) = (0, 0);
+    for path in captures() {
+        // One observation domain per run: nfcapd keeps sequence numbers
+        // per exporter address and domain.
+        let out = Command::new(SLUICE)
+            .args([
+                "monitor", "flows", "--json", "--ipfix", &collector, "--pcap",
+            ])
+            .arg(&path)
+            .args(["--domain", &(runs + 1).to_string()])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            // A capture sluice cannot read names itself; nothing exported.
+            assert!(!out.stderr.is_empty());
+            continue;
+        }
+        runs += 1;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if let Some(s) = v.get("summary") {
+                packets += s["accounted"].as_u64().unwrap();
+                assert_eq!(s["exported"], s["flows"], "{}", path.display());
+                assert_eq!(s["export_errors"], 0, "{}", path.display());
+            } else {
+                want.push(seen(&v));
+            }
+        }
+        // Small bursts: a loopback socket buffer never overflows.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let log = nfcapd.stop();
+    assert!(log.contains("Sequence Errors: 0"), "nfcapd's log:\n{log}");
+    let mut got = read_files(&dir).unwrap();
+    got.sort();
+    want.sort();
+    assert_eq!(got.len(), want.len(), "flows nfdump read back");
+    let differ: Vec<String> = got
+        .iter()
+        .zip(&want)
+        .filter(|(g, w)| g != w)
+        .map(|(g, w)| format!("nfdump {g:?}\n sluice {w:?}"))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    println!(
+        "{runs} captures, {packets} IP packets: {} flows exported to nfcapd and read back alike by nfdump",
+        want.len()
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn an_unreachable_collector_is_reported_and_accounting_goes_on() {
+    let port = free_udp_port(); // nobody listens there
+    let out = Command::new(SLUICE)
+        .args([
+            "monitor",
+            "flows",
+            "--json",
+            "--gen",
+            "udp,flows=300,count=3000",
+        ])
+        .args(["--ipfix", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    let last: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(last["summary"]["flows"], 300);
+    assert!(last["summary"]["export_errors"].as_u64().unwrap() >= 1);
+}
