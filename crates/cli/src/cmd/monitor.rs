@@ -257,7 +257,7 @@ fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {
             String::new()
         }
     );
-    flows.sort_by(|a, b| b.flow.bytes.cmp(&a.flow.bytes));
+    flows.sort_by_key(|e| std::cmp::Reverse(e.flow.bytes));
     if flows.is_empty() {
         return;
     }
