@@ -27,10 +27,12 @@
 //! assert_eq!((ended.len(), ended[0].flow.packets, ended[0].flow.bytes), (1, 2, 56));
 //! ```
 
+mod ebpf;
 mod key;
 mod run;
 mod table;
 
+pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
-pub use run::{FlowRunOptions, FlowSummary, account_flows};
+pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

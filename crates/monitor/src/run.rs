@@ -4,15 +4,32 @@
 
 use pipeline::{Source, for_each_packet};
 
+use crate::ebpf::EbpfFlows;
 use crate::key::observe;
 use crate::table::{Ended, FlowTable, TableOptions};
+
+/// Which flow accounting runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlowEngine {
+    /// sluice's own flow table (the reference).
+    #[default]
+    Table,
+    /// `programs/flows.c` in sluice's VM.
+    Ebpf,
+}
 
 /// How to account.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlowRunOptions {
     pub table: TableOptions,
+    pub engine: FlowEngine,
     /// Stop after this many packets.
     pub limit: Option<u64>,
+}
+
+enum Accountant {
+    Table(FlowTable),
+    Ebpf(Box<EbpfFlows>),
 }
 
 /// How an accounting run went.
@@ -26,8 +43,11 @@ pub struct FlowSummary {
     pub flows: u64,
     /// Flows ended per flowEndReason code (index 1 to 5).
     pub by_reason: [u64; 6],
-    /// Flows evicted from a full table.
+    /// Flows evicted from a full table (the table), or packets a full map
+    /// could not account, each sent as its own record (eBPF).
     pub evicted: u64,
+    /// Records the eBPF program lost to a full ring buffer.
+    pub lost: u64,
     /// Why the source stopped early, if it did.
     pub source_error: Option<String>,
 }
@@ -40,10 +60,14 @@ pub fn account_flows(
     source: &mut dyn Source,
     opts: &FlowRunOptions,
     mut each: impl FnMut(&[Ended]),
-) -> FlowSummary {
-    let mut table = FlowTable::new(opts.table);
+) -> Result<FlowSummary, String> {
+    let mut acc = match opts.engine {
+        FlowEngine::Table => Accountant::Table(FlowTable::new(opts.table)),
+        FlowEngine::Ebpf => Accountant::Ebpf(Box::new(EbpfFlows::new(&opts.table)?)),
+    };
     let mut s = FlowSummary::default();
     let mut ended = Vec::with_capacity(BATCH);
+    let mut failure = None;
     let mut hand_out = |ended: &mut Vec<Ended>, s: &mut FlowSummary| {
         for e in ended.iter() {
             s.flows += 1;
@@ -53,20 +77,47 @@ pub fn account_flows(
         ended.clear();
     };
     let read = for_each_packet(source, opts.limit, |info, data| {
+        if failure.is_some() {
+            return;
+        }
         s.packets += 1;
-        if let Some(o) = observe(data) {
-            s.accounted += 1;
-            table.account(&o, info.timestamp_ns, &mut ended);
-            if ended.len() >= BATCH {
-                hand_out(&mut ended, &mut s);
+        match &mut acc {
+            Accountant::Table(t) => {
+                if let Some(o) = observe(data) {
+                    s.accounted += 1;
+                    t.account(&o, info.timestamp_ns, &mut ended);
+                } else {
+                    t.tick(info.timestamp_ns, &mut ended);
+                }
+            }
+            Accountant::Ebpf(e) => {
+                s.accounted += u64::from(observe(data).is_some());
+                if let Err(why) = e.account(data, info.timestamp_ns, &mut ended) {
+                    failure = Some(format!("packet {}: {why}", info.seq));
+                }
             }
         }
+        if ended.len() >= BATCH {
+            hand_out(&mut ended, &mut s);
+        }
     });
+    if let Some(f) = failure {
+        return Err(f);
+    }
     if let Err(e) = read {
         s.source_error = Some(e.to_string());
     }
-    table.flush(&mut ended);
+    match &mut acc {
+        Accountant::Table(t) => {
+            t.flush(&mut ended);
+            s.evicted = t.evicted();
+        }
+        Accountant::Ebpf(e) => {
+            e.flush(&mut ended)?;
+            s.evicted = e.lacked();
+            s.lost = e.lost();
+        }
+    }
     hand_out(&mut ended, &mut s);
-    s.evicted = table.evicted();
-    s
+    Ok(s)
 }

@@ -1,5 +1,6 @@
 //! The flow table. The rules, as NetFlow/IPFIX meters keep them (RFC 5470,
-//! softflowd): a packet updates its key's entry (packets, bytes, first
+//! softflowd), on the meter's clock (the latest packet time: a capture's
+//! time that steps back does not turn it back): a packet updates its key's entry (packets, bytes, first
 //! and last time, the OR of TCP flags), or starts one; a flow ends when it
 //! has been idle for the idle timeout, when it has lasted the active
 //! timeout (the next packet starts a new entry), after a packet with TCP
@@ -87,6 +88,10 @@ pub struct FlowTable {
     by_age: BTreeSet<(u64, FlowKey)>,
     evicted: u64,
     started: u64,
+    /// The meter's clock: the latest packet time (a capture's time that
+    /// steps back counts as the latest seen, as a meter's clock never runs
+    /// backwards).
+    clock_ns: u64,
 }
 
 const FIN: u8 = 0x01;
@@ -103,6 +108,7 @@ impl FlowTable {
             by_age: BTreeSet::new(),
             evicted: 0,
             started: 0,
+            clock_ns: 0,
         }
     }
 
@@ -143,9 +149,17 @@ impl FlowTable {
         }
     }
 
+    /// Moves the clock to a packet seen at `ts_ns` (any packet, IP or not:
+    /// time passes) and ends the flows idle by then; the clock's time.
+    pub fn tick(&mut self, ts_ns: u64, out: &mut Vec<Ended>) -> u64 {
+        self.clock_ns = self.clock_ns.max(ts_ns);
+        self.expire(self.clock_ns, out);
+        self.clock_ns
+    }
+
     /// Accounts one packet seen at `ts_ns`; flows it ends go to `out`.
     pub fn account(&mut self, o: &Observed, ts_ns: u64, out: &mut Vec<Ended>) {
-        self.expire(ts_ns, out);
+        let ts_ns = self.tick(ts_ns, out);
         let key = o.key;
         if let Some(f) = self.flows.get(&key)
             && ts_ns.saturating_sub(f.first_ns) >= self.opts.active_timeout_ns
@@ -172,9 +186,7 @@ impl FlowTable {
         }
         flow.packets += 1;
         flow.bytes += u64::from(o.bytes);
-        // A capture's times may step back: last is the latest seen.
-        flow.last_ns = flow.last_ns.max(ts_ns);
-        flow.first_ns = flow.first_ns.min(ts_ns);
+        flow.last_ns = ts_ns;
         flow.tcp_flags |= o.tcp_flags;
         self.by_age.insert((flow.last_ns, key));
         if o.key.protocol == 6 && o.tcp_flags & (FIN | RST) != 0 {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use monitor::{Ended, FlowRunOptions, TableOptions, account_flows};
+use monitor::{Ended, FlowEngine, FlowRunOptions, TableOptions, account_flows};
 use pipeline::{Capture, Generated, Source};
 use serde::Serialize;
 
@@ -37,6 +37,9 @@ struct FlowArgs {
     /// Stop after this many packets
     #[arg(short = 'c', long = "count", value_name = "N")]
     count: Option<u64>,
+    /// Who accounts: sluice's flow table, or the eBPF program programs/flows.c in sluice's VM
+    #[arg(long, value_enum, default_value_t = EngineArg::Table)]
+    engine: EngineArg,
     /// Flows kept at once; when full, the least recently seen is evicted (counted)
     #[arg(long, default_value_t = TableOptions::default().capacity)]
     capacity: usize,
@@ -64,6 +67,14 @@ struct FlowArgs {
     /// A JSON line per ended flow, then one with the summary
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum EngineArg {
+    /// sluice's own flow table
+    Table,
+    /// programs/flows.c (hash map, ring buffer of ended flows) in sluice's VM
+    Ebpf,
 }
 
 /// Where ended flows go as IPFIX.
@@ -137,6 +148,10 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
             idle_timeout_ns: seconds(a.idle, "idle")?,
             active_timeout_ns: seconds(a.active, "active")?,
         },
+        engine: match a.engine {
+            EngineArg::Table => FlowEngine::Table,
+            EngineArg::Ebpf => FlowEngine::Ebpf,
+        },
         limit: a.count,
     };
     let mut exporters = Vec::new();
@@ -207,7 +222,7 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
         } else {
             listed.extend_from_slice(ended);
         }
-    });
+    })?;
     for ex in exporters {
         if let Exporter::File(f) = ex
             && let Err(e) = f.finish()
