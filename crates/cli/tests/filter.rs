@@ -5,23 +5,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{SLUICE, sluice};
+use common::{SLUICE, captures, sluice};
 
 const EXPRESSIONS: &[&str] = &["tcp", "udp port 53 or icmp", "ip6", "not ip", "len > 200"];
-
-fn captures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    v.sort();
-    v
-}
 
 /// `(timestamp, bytes)` of every packet of a capture, as read back.
 fn packets(path: &Path) -> Vec<(u64, Vec<u8>)> {

@@ -8,24 +8,12 @@
 mod common;
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::SLUICE;
+use common::{SLUICE, captures};
 use ipfix::nfdump::{Nfcapd, Seen, free_udp_port, read_files};
 use serde_json::Value;
-
-fn captures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    v.sort();
-    v
-}
 
 /// A flow line of `sluice monitor flows --json` as nfdump keeps it.
 fn seen(v: &Value) -> Seen {

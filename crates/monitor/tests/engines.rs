@@ -5,23 +5,14 @@
 //! ends happen; a full map is not silent (its packets come out as
 //! one-packet records, counted).
 
-use std::path::PathBuf;
+mod common;
+
+use common::captures;
 
 use monitor::{
     EndReason, Ended, FlowEngine, FlowRunOptions, FlowSummary, TableOptions, account_flows,
 };
 use pipeline::{Capture, Generated, Source};
-
-fn captures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    v.sort();
-    v
-}
 
 /// A flow as both sides must give it (times to the microsecond: the VM's
 /// clock follows the packets but moves a nanosecond per helper call).

@@ -8,23 +8,15 @@
 //! totals of a [`FlowTable`] are the sums of tshark's frames. Frames
 //! tshark calls malformed are counted and left out on both sides.
 
+mod common;
+
+use common::captures;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::Command;
 
 use monitor::{FlowKey, FlowTable, Observed, TableOptions, observe};
-
-fn captures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    v.sort();
-    v
-}
 
 const FIELDS: &[&str] = &[
     "frame.number",
