@@ -133,3 +133,52 @@ fn an_unreachable_collector_is_reported_and_accounting_goes_on() {
     assert_eq!(last["summary"]["flows"], 300);
     assert!(last["summary"]["export_errors"].as_u64().unwrap() >= 1);
 }
+
+#[test]
+fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
+    if !common::kernel_available("sluice monitor flows --dev (veth pair)") {
+        return;
+    }
+    let p = common::Pair::new("mon");
+    let child = common::spawn_sluice(
+        &p.b,
+        &[
+            "monitor",
+            "flows",
+            "--dev",
+            common::VB,
+            "--json",
+            "--duration",
+            "4",
+            "--idle",
+            "60",
+        ],
+    );
+    // Attached once the interface shows an XDP program.
+    let t0 = std::time::Instant::now();
+    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp") {
+        assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    p.send("udp,flows=4,size=100,count=200", "packet");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let mut keys = std::collections::BTreeSet::new();
+    let (mut packets, mut bytes) = (0, 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v.get("summary").is_some() {
+            assert_eq!(v["summary"]["evicted"], 0);
+            continue;
+        }
+        assert_eq!(v["protocol"], 17, "{v}");
+        keys.insert((v["src"].to_string(), v["src_port"].to_string()));
+        packets += v["packets"].as_u64().unwrap();
+        bytes += v["bytes"].as_u64().unwrap();
+    }
+    assert_eq!((keys.len(), packets), (4, 200), "{keys:?}");
+    // 100-byte frames: 86 bytes of IP each.
+    assert_eq!(bytes, 200 * 86);
+    assert!(!common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp"));
+}

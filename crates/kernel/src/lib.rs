@@ -13,6 +13,7 @@ pub mod kmap;
 pub mod log;
 pub mod netdev;
 mod object;
+pub mod ringbuf;
 pub mod testrun;
 pub mod traffic;
 pub mod verify;

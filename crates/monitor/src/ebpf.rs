@@ -14,9 +14,9 @@ use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};
 
 /// `struct flow_key`, `struct flow_value` and `struct flow_record`.
-const KEY: usize = 40;
-const VALUE: usize = 40;
-const RECORD: usize = KEY + VALUE + 8;
+pub(crate) const KEY: usize = 40;
+pub(crate) const VALUE: usize = 40;
+pub(crate) const RECORD: usize = KEY + VALUE + 8;
 
 /// `programs/flows.c` on sluice's VM.
 pub struct EbpfFlows {
@@ -38,7 +38,7 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
 }
 
 /// A flow from the map's key and value bytes.
-fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, String> {
+pub(crate) fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, String> {
     if k.len() < KEY || v.len() < VALUE {
         return Err("a flow record of the wrong size".into());
     }
@@ -68,7 +68,7 @@ fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, String> {
     })
 }
 
-fn reason(code: u32) -> Result<EndReason, String> {
+pub(crate) fn reason(code: u32) -> Result<EndReason, String> {
     Ok(match code {
         1 => EndReason::IdleTimeout,
         2 => EndReason::ActiveTimeout,
@@ -79,24 +79,29 @@ fn reason(code: u32) -> Result<EndReason, String> {
     })
 }
 
+/// The program's object, its map sizes and timeouts set from `opts`.
+pub(crate) fn image(opts: &TableOptions) -> Result<Image, String> {
+    let bytes = programs::object("flows").ok_or("the flows program is not built")?;
+    let object = obj::Object::parse(bytes).map_err(|e| e.to_string())?;
+    let capacity = u32::try_from(opts.capacity).unwrap_or(u32::MAX);
+    let load = LoadOptions {
+        map_sizes: [("flows".to_string(), capacity)].into(),
+        globals: vec![
+            ("idle_timeout_ns".into(), i128::from(opts.idle_timeout_ns)),
+            (
+                "active_timeout_ns".into(),
+                i128::from(opts.active_timeout_ns),
+            ),
+        ],
+        ..LoadOptions::default()
+    };
+    Image::load(object, &load).map_err(|e| e.to_string())
+}
+
 impl EbpfFlows {
     /// The program with the table's size and timeouts.
     pub fn new(opts: &TableOptions) -> Result<EbpfFlows, String> {
-        let bytes = programs::object("flows").ok_or("the flows program is not built")?;
-        let object = obj::Object::parse(bytes).map_err(|e| e.to_string())?;
-        let capacity = u32::try_from(opts.capacity).unwrap_or(u32::MAX);
-        let load = LoadOptions {
-            map_sizes: [("flows".to_string(), capacity)].into(),
-            globals: vec![
-                ("idle_timeout_ns".into(), i128::from(opts.idle_timeout_ns)),
-                (
-                    "active_timeout_ns".into(),
-                    i128::from(opts.active_timeout_ns),
-                ),
-            ],
-            ..LoadOptions::default()
-        };
-        let image = Image::load(object, &load).map_err(|e| e.to_string())?;
+        let image = image(opts)?;
         let hook = Hook::new(image, 0, 0).map_err(|e| e.to_string())?;
         let index = |name: &str| {
             hook.maps()

@@ -29,10 +29,12 @@
 
 mod ebpf;
 mod key;
+mod live;
 mod run;
 mod table;
 
 pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
+pub use live::{LiveSummary, live_flows};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

@@ -26,7 +26,7 @@ enum Command {
 }
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
 struct FlowArgs {
     /// Capture to read (pcap or pcapng)
     #[arg(long)]
@@ -34,6 +34,15 @@ struct FlowArgs {
     /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)
     #[arg(long)]
     r#gen: Vec<String>,
+    /// Live: programs/flows.c in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
+    #[arg(long, value_name = "IF")]
+    dev: Option<String>,
+    /// With --dev: stop after this many seconds
+    #[arg(long, value_name = "S", requires = "dev")]
+    duration: Option<f64>,
+    /// With --dev: XDP in the driver (native) or generic (skb)
+    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
+    mode: ModeArg,
     /// Stop after this many packets
     #[arg(short = 'c', long = "count", value_name = "N")]
     count: Option<u64>,
@@ -67,6 +76,12 @@ struct FlowArgs {
     /// A JSON line per ended flow, then one with the summary
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum ModeArg {
+    Native,
+    Skb,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -185,12 +200,8 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
             ipfix::FileExporter::create(p, a.domain).map_err(|e| e.to_string())?,
         ));
     }
-    let mut source: Box<dyn Source> = match &a.pcap {
-        Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
-        None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
-    };
     let mut listed: Vec<Ended> = Vec::new();
-    let run = account_flows(source.as_mut(), &opts, |ended| {
+    let mut handle = |ended: &[Ended]| {
         let records: Vec<ipfix::Flow> = ended.iter().map(Ended::to_ipfix).collect();
         for ex in &mut exporters {
             match ex.export(&records) {
@@ -203,26 +214,45 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
         }
         if a.json {
             for e in ended {
-                let f = &e.flow;
-                let line = FlowLine {
-                    src: f.key.src.to_string(),
-                    dst: f.key.dst.to_string(),
-                    protocol: f.key.protocol,
-                    src_port: f.key.src_port,
-                    dst_port: f.key.dst_port,
-                    packets: f.packets,
-                    bytes: f.bytes,
-                    first_ns: f.first_ns,
-                    last_ns: f.last_ns,
-                    tcp_flags: f.tcp_flags,
-                    end_reason: e.reason.code(),
-                };
-                println!("{}", serde_json::to_string(&line).expect("plain data"));
+                println!("{}", serde_json::to_string(&line(e)).expect("plain data"));
             }
         } else {
             listed.extend_from_slice(ended);
         }
-    })?;
+    };
+    if let Some(dev) = &a.dev {
+        let stop = crate::cmd::xsk::stop_on_signals();
+        let duration = match a.duration {
+            Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),
+            None => None,
+        };
+        let mode = match a.mode {
+            ModeArg::Native => kernel::attach::XdpMode::Native,
+            ModeArg::Skb => kernel::attach::XdpMode::Skb,
+        };
+        let live = monitor::live_flows(&opts.table, dev, mode, stop, duration, &mut handle)?;
+        sum.flows = live.by_reason.iter().sum();
+        sum.idle_timeout = live.by_reason[1];
+        sum.active_timeout = live.by_reason[2];
+        sum.end_of_flow = live.by_reason[3];
+        sum.forced_end = live.by_reason[4];
+        sum.evicted = live.lacked;
+    } else {
+        let mut source: Box<dyn Source> = match &a.pcap {
+            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+        };
+        let run = account_flows(source.as_mut(), &opts, &mut handle)?;
+        sum.packets = run.packets;
+        sum.accounted = run.accounted;
+        sum.flows = run.flows;
+        sum.idle_timeout = run.by_reason[1];
+        sum.active_timeout = run.by_reason[2];
+        sum.end_of_flow = run.by_reason[3];
+        sum.forced_end = run.by_reason[4];
+        sum.evicted = run.evicted;
+        sum.source_error = run.source_error;
+    }
     for ex in exporters {
         if let Exporter::File(f) = ex
             && let Err(e) = f.finish()
@@ -230,15 +260,6 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
             return Err(e.to_string());
         }
     }
-    sum.packets = run.packets;
-    sum.accounted = run.accounted;
-    sum.flows = run.flows;
-    sum.idle_timeout = run.by_reason[1];
-    sum.active_timeout = run.by_reason[2];
-    sum.end_of_flow = run.by_reason[3];
-    sum.forced_end = run.by_reason[4];
-    sum.evicted = run.evicted;
-    sum.source_error = run.source_error;
     if a.json {
         println!(
             "{}",
@@ -251,6 +272,23 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
         eprintln!("sluice: the input stopped early: {e}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn line(e: &Ended) -> FlowLine {
+    let f = &e.flow;
+    FlowLine {
+        src: f.key.src.to_string(),
+        dst: f.key.dst.to_string(),
+        protocol: f.key.protocol,
+        src_port: f.key.src_port,
+        dst_port: f.key.dst_port,
+        packets: f.packets,
+        bytes: f.bytes,
+        first_ns: f.first_ns,
+        last_ns: f.last_ns,
+        tcp_flags: f.tcp_flags,
+        end_reason: e.reason.code(),
+    }
 }
 
 fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {

@@ -1,0 +1,157 @@
+//! The eBPF flow accounting live in the kernel: `programs/flows.c` loaded
+//! and attached (XDP) to an interface; the flows it ends read from its
+//! ring buffer; every second user space ends, from the map, the flows idle
+//! or running past the active timeout (the program notices those only at
+//! their next packet); when told to stop, it detaches the program and ends
+//! what is left (idle or forced). The kernel's monotonic clock
+//! (`bpf_ktime_get_ns`) is turned into wall-clock time for the records.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kernel::attach::XdpMode;
+use kernel::ringbuf::RingReader;
+use kernel::{KernelObject, MapInfo};
+
+use crate::ebpf::{KEY, RECORD, VALUE, entry, image, reason};
+use crate::table::{EndReason, Ended, TableOptions};
+
+/// How a live run went.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveSummary {
+    /// Flows ended, per flowEndReason code (1 to 5).
+    pub by_reason: [u64; 6],
+    /// Packets a full map could not account (each sent as a record).
+    pub lacked: u64,
+    /// Records lost to a full ring buffer.
+    pub lost: u64,
+}
+
+fn clock(id: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(id, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Detaches the program from the interface however the run ends.
+struct Attached<'a>(&'a str);
+
+impl Drop for Attached<'_> {
+    fn drop(&mut self) {
+        let _ = kernel::attach::xdp_detach(self.0);
+    }
+}
+
+/// Runs flow accounting on `dev` until `stop` is set or `duration`
+/// passed; `each` gets the ended flows (times as wall-clock nanoseconds).
+pub fn live_flows(
+    opts: &TableOptions,
+    dev: &str,
+    mode: XdpMode,
+    stop: &AtomicBool,
+    duration: Option<Duration>,
+    mut each: impl FnMut(&[Ended]),
+) -> Result<LiveSummary, String> {
+    let image = image(opts)?;
+    let mut kopts = difftest::load_options(&image.object, &image.maps);
+    let cap = u32::try_from(opts.capacity).unwrap_or(u32::MAX);
+    kopts.max_entries.retain(|(n, _)| n != "flows");
+    kopts.max_entries.push(("flows".into(), cap));
+    let bytes = programs::object("flows").ok_or("the flows program is not built")?;
+    let object = KernelObject::load(bytes, "flows", &kopts).map_err(|e| e.to_string())?;
+    let prog = object.program("xdp_flows").map_err(|e| e.to_string())?;
+    let maps = object.maps().map_err(|e| e.to_string())?;
+    let map = |name: &str| -> Result<&MapInfo, String> {
+        maps.iter()
+            .find(|m| kernel::same_map(&m.name, name))
+            .ok_or_else(|| format!("the loaded flows program has no map {name}"))
+    };
+    let (flows, ended, stats) = (map("flows")?, map("ended")?, map("flow_stats")?);
+    let mut ring = RingReader::new(ended.fd).map_err(|e| e.to_string())?;
+    // Wall-clock time of the kernel's monotonic clock's zero.
+    let offset = clock(libc::CLOCK_REALTIME).saturating_sub(clock(libc::CLOCK_MONOTONIC));
+    let wall = |mut e: Ended| {
+        e.flow.first_ns += offset;
+        e.flow.last_ns += offset;
+        e
+    };
+    let mut summary = LiveSummary::default();
+    let mut hand_out = |ended: Vec<Ended>, s: &mut LiveSummary| {
+        let ended: Vec<Ended> = ended.into_iter().map(wall).collect();
+        for e in &ended {
+            s.by_reason[usize::from(e.reason.code())] += 1;
+        }
+        each(&ended);
+    };
+    let records = |ring: &mut RingReader, timeout: i32| -> Result<Vec<Ended>, String> {
+        let mut out = Vec::new();
+        for r in ring.poll(timeout).map_err(|e| e.to_string())? {
+            if r.len() < RECORD {
+                return Err(format!("a ring-buffer record of {} bytes", r.len()));
+            }
+            let code = u32::from_ne_bytes(r[KEY + VALUE..KEY + VALUE + 4].try_into().expect("4"));
+            out.push(Ended {
+                flow: entry(&r[..KEY], &r[KEY..KEY + VALUE])?,
+                reason: reason(code)?,
+            });
+        }
+        Ok(out)
+    };
+    // Ends the flows in the map that are idle or past the active timeout
+    // (`all`: every flow, forced unless idle).
+    let sweep = |all: bool| -> Result<Vec<Ended>, String> {
+        let now = clock(libc::CLOCK_MONOTONIC);
+        let mut out = Vec::new();
+        for (k, v) in flows.entries().map_err(|e| e.to_string())? {
+            let flow = entry(&k, &v)?;
+            let reason = if now.saturating_sub(flow.last_ns) >= opts.idle_timeout_ns {
+                EndReason::IdleTimeout
+            } else if now.saturating_sub(flow.first_ns) >= opts.active_timeout_ns {
+                EndReason::ActiveTimeout
+            } else if all {
+                EndReason::ForcedEnd
+            } else {
+                continue;
+            };
+            flows.delete(&k).map_err(|e| e.to_string())?;
+            out.push(Ended { flow, reason });
+        }
+        Ok(out)
+    };
+    {
+        kernel::attach::xdp_attach(dev, prog.fd, mode).map_err(|e| e.to_string())?;
+        let _attached = Attached(dev);
+        let started = Instant::now();
+        let mut swept = Instant::now();
+        while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {
+            let got = records(&mut ring, 100)?;
+            hand_out(got, &mut summary);
+            if swept.elapsed() >= Duration::from_secs(1) {
+                hand_out(sweep(false)?, &mut summary);
+                swept = Instant::now();
+            }
+        }
+    }
+    // Detached: nothing more arrives.
+    let got = records(&mut ring, 0)?;
+    hand_out(got, &mut summary);
+    hand_out(sweep(true)?, &mut summary);
+    let stat = |i: u32| -> u64 {
+        stats
+            .lookup(&i.to_ne_bytes())
+            .ok()
+            .flatten()
+            .map_or(0, |v| {
+                v.chunks_exact(8)
+                    .map(|c| u64::from_ne_bytes(c.try_into().expect("8")))
+                    .sum()
+            })
+    };
+    summary.lacked = stat(0);
+    summary.lost = stat(1);
+    Ok(summary)
+}
