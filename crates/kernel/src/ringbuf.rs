@@ -9,7 +9,9 @@ use crate::error::{Error, ErrorKind, Result};
 /// A consumer of one ring buffer map.
 pub struct RingReader {
     rb: *mut libbpf_sys::ring_buffer,
-    /// Where the callback puts records; boxed so its address is stable.
+    /// Where the callback puts records; boxed so that its address, which
+    /// libbpf holds, stays put when the reader moves.
+    #[allow(clippy::box_collection)]
     records: Box<Vec<Vec<u8>>>,
 }
 
