@@ -2,6 +2,8 @@
 //! table -> ended flows*, handed to the caller in batches (to export or
 //! print) as they end, and the rest at the end of the input.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use pipeline::{Source, for_each_packet};
 
 use crate::ebpf::EbpfFlows;
@@ -55,10 +57,12 @@ pub struct FlowSummary {
 /// Ended flows are handed out in batches of this many.
 const BATCH: usize = 256;
 
-/// Accounts every packet of `source`; `each` gets the ended flows.
+/// Accounts every packet of `source`; `each` gets the ended flows;
+/// `progress` counts the packets read (for a progress bar).
 pub fn account_flows(
     source: &mut dyn Source,
     opts: &FlowRunOptions,
+    progress: &AtomicU64,
     mut each: impl FnMut(&[Ended]),
 ) -> Result<FlowSummary, String> {
     let mut acc = match opts.engine {
@@ -81,6 +85,7 @@ pub fn account_flows(
             return;
         }
         s.packets += 1;
+        progress.store(s.packets, Ordering::Relaxed);
         match &mut acc {
             Accountant::Table(t) => {
                 if let Some(o) = observe(data) {

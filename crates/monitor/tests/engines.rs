@@ -31,6 +31,7 @@ fn run(
             engine,
             limit: None,
         },
+        &std::sync::atomic::AtomicU64::new(0),
         |ended: &[Ended]| {
             for e in ended {
                 let f = &e.flow;

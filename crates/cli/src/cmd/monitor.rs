@@ -242,7 +242,10 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
             Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
             None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
         };
-        let run = account_flows(source.as_mut(), &opts, &mut handle)?;
+        let total = source.expected().map(|n| a.count.map_or(n, |c| c.min(n)));
+        let run = crate::progress::with_progress(total, a.json, |count| {
+            account_flows(source.as_mut(), &opts, count, &mut handle)
+        })?;
         sum.packets = run.packets;
         sum.accounted = run.accounted;
         sum.flows = run.flows;
