@@ -140,6 +140,8 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
         return;
     }
     let p = common::Pair::new("mon");
+    // Loopback up, for the metrics.
+    common::sh(&["ip", "-n", &p.b, "link", "set", "lo", "up"]);
     let child = common::spawn_sluice(
         &p.b,
         &[
@@ -151,7 +153,9 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
             "--duration",
             "4",
             "--idle",
-            "60",
+            "1",
+            "--metrics",
+            "9464",
         ],
     );
     // Attached once the interface shows an XDP program.
@@ -161,6 +165,23 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
         std::thread::sleep(Duration::from_millis(50));
     }
     p.send("udp,flows=4,size=100,count=200", "packet");
+    // Idle after a second, swept within the next: the metrics show them
+    // while the run goes on (fetched inside the namespace).
+    std::thread::sleep(Duration::from_millis(2500));
+    let metrics = common::sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &p.b,
+        "bash",
+        "-c",
+        "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3",
+    ]);
+    assert!(metrics.contains("sluice_packets_total 200\n"), "{metrics}");
+    assert!(
+        metrics.contains("sluice_flows_ended_total{reason=\"idle_timeout\"} 4\n"),
+        "{metrics}"
+    );
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

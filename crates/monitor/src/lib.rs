@@ -30,11 +30,13 @@
 mod ebpf;
 mod key;
 mod live;
+mod metrics;
 mod run;
 mod table;
 
 pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
+pub use metrics::{Metrics, MetricsServer};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use monitor::{Ended, FlowEngine, FlowRunOptions, TableOptions, account_flows};
@@ -73,6 +75,9 @@ struct FlowArgs {
     /// Flows listed on the terminal (the most bytes first)
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
     /// A JSON line per ended flow, then one with the summary
     #[arg(long)]
     json: bool,
@@ -200,16 +205,32 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
             ipfix::FileExporter::create(p, a.domain).map_err(|e| e.to_string())?,
         ));
     }
+    let metrics = Arc::new(monitor::Metrics::default());
+    let _server = match &a.metrics {
+        Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
+        None => None,
+    };
     let mut listed: Vec<Ended> = Vec::new();
     let mut handle = |ended: &[Ended]| {
         let records: Vec<ipfix::Flow> = ended.iter().map(Ended::to_ipfix).collect();
+        for e in ended {
+            metrics.packets.fetch_add(e.flow.packets, Ordering::Relaxed);
+            metrics.bytes.fetch_add(e.flow.bytes, Ordering::Relaxed);
+            metrics.ended[usize::from(e.reason.code())].fetch_add(1, Ordering::Relaxed);
+        }
         for ex in &mut exporters {
             match ex.export(&records) {
                 Ok(sent) => {
                     sum.exported += sent.records as u64;
                     sum.export_messages += sent.messages as u64;
+                    metrics
+                        .exported
+                        .fetch_add(sent.records as u64, Ordering::Relaxed);
                 }
-                Err(e) => failed(&mut sum, e.to_string()),
+                Err(e) => {
+                    metrics.export_errors.fetch_add(1, Ordering::Relaxed);
+                    failed(&mut sum, e.to_string());
+                }
             }
         }
         if a.json {

@@ -1,0 +1,42 @@
+//! The metrics server answers `GET /metrics` with the counters in
+//! Prometheus's text format, 404 elsewhere, and listens on loopback when
+//! given a bare port.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use monitor::{Metrics, MetricsServer};
+
+fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn metrics_are_served_in_the_text_format() {
+    let m = Arc::new(Metrics::default());
+    let server = MetricsServer::start("127.0.0.1:0", m.clone()).unwrap();
+    m.packets.store(200, Ordering::Relaxed);
+    m.ended[3].store(4, Ordering::Relaxed);
+    m.export_errors.store(1, Ordering::Relaxed);
+    let body = get(server.addr(), "/metrics");
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    assert!(body.contains("# TYPE sluice_packets_total counter\nsluice_packets_total 200\n"));
+    assert!(body.contains("sluice_flows_ended_total{reason=\"end_of_flow\"} 4\n"));
+    assert!(body.contains("sluice_flows_ended_total{reason=\"idle_timeout\"} 0\n"));
+    assert!(body.contains("sluice_export_errors_total 1\n"));
+    assert!(get(server.addr(), "/other").starts_with("HTTP/1.1 404"));
+    // A bare port is loopback.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let s = MetricsServer::start(&port.to_string(), m).unwrap();
+    assert!(s.addr().ip().is_loopback() && s.addr().port() == port);
+    assert!(MetricsServer::start("not an address", Arc::default()).is_err());
+}
