@@ -14,9 +14,9 @@ use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};
 
 /// `struct flow_key`, `struct flow_value` and `struct flow_record`.
-pub(crate) const KEY: usize = 40;
-pub(crate) const VALUE: usize = 40;
-pub(crate) const RECORD: usize = KEY + VALUE + 8;
+const KEY: usize = 40;
+const VALUE: usize = 40;
+const RECORD: usize = KEY + VALUE + 8;
 
 /// `programs/flows.c` on sluice's VM.
 pub struct EbpfFlows {
@@ -68,7 +68,24 @@ pub(crate) fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, String> {
     })
 }
 
-pub(crate) fn reason(code: u32) -> Result<EndReason, String> {
+/// A `struct flow_record` from the ring buffer.
+pub(crate) fn record(r: &[u8]) -> Result<Ended, String> {
+    if r.len() < RECORD {
+        return Err(format!("a ring-buffer record of {} bytes", r.len()));
+    }
+    let code = u32::from_ne_bytes(r[KEY + VALUE..KEY + VALUE + 4].try_into().expect("4"));
+    Ok(Ended {
+        flow: entry(&r[..KEY], &r[KEY..KEY + VALUE])?,
+        reason: reason(code)?,
+    })
+}
+
+/// The sum of a per-CPU counter's values.
+pub(crate) fn per_cpu_sum(v: &[u8]) -> u64 {
+    v.chunks_exact(8).map(|c| u64_at(c, 0)).sum()
+}
+
+fn reason(code: u32) -> Result<EndReason, String> {
     Ok(match code {
         1 => EndReason::IdleTimeout,
         2 => EndReason::ActiveTimeout,
@@ -142,14 +159,7 @@ impl EbpfFlows {
             None => return Err("the ended map is no ring buffer".into()),
         };
         for r in records {
-            if r.len() < RECORD {
-                return Err(format!("a ring-buffer record of {} bytes", r.len()));
-            }
-            let code = u32::from_ne_bytes(r[KEY + VALUE..KEY + VALUE + 4].try_into().expect("4"));
-            out.push(Ended {
-                flow: entry(&r[..KEY], &r[KEY..KEY + VALUE])?,
-                reason: reason(code)?,
-            });
+            out.push(record(&r)?);
         }
         Ok(())
     }
@@ -190,6 +200,6 @@ impl EbpfFlows {
     fn stat(&self, i: u32) -> u64 {
         self.hook.maps()[self.stats]
             .user_lookup(&i.to_ne_bytes())
-            .map_or(0, |v| v.chunks_exact(8).map(|c| u64_at(c, 0)).sum())
+            .map_or(0, |v| per_cpu_sum(&v))
     }
 }

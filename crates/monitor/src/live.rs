@@ -13,7 +13,7 @@ use kernel::attach::XdpMode;
 use kernel::ringbuf::RingReader;
 use kernel::{KernelObject, MapInfo};
 
-use crate::ebpf::{KEY, RECORD, VALUE, entry, image, reason};
+use crate::ebpf::{entry, image, per_cpu_sum, record};
 use crate::table::{EndReason, Ended, TableOptions};
 
 /// How a live run went.
@@ -90,14 +90,7 @@ pub fn live_flows(
     let records = |ring: &mut RingReader, timeout: i32| -> Result<Vec<Ended>, String> {
         let mut out = Vec::new();
         for r in ring.poll(timeout).map_err(|e| e.to_string())? {
-            if r.len() < RECORD {
-                return Err(format!("a ring-buffer record of {} bytes", r.len()));
-            }
-            let code = u32::from_ne_bytes(r[KEY + VALUE..KEY + VALUE + 4].try_into().expect("4"));
-            out.push(Ended {
-                flow: entry(&r[..KEY], &r[KEY..KEY + VALUE])?,
-                reason: reason(code)?,
-            });
+            out.push(record(&r)?);
         }
         Ok(out)
     };
@@ -145,11 +138,7 @@ pub fn live_flows(
             .lookup(&i.to_ne_bytes())
             .ok()
             .flatten()
-            .map_or(0, |v| {
-                v.chunks_exact(8)
-                    .map(|c| u64::from_ne_bytes(c.try_into().expect("8")))
-                    .sum()
-            })
+            .map_or(0, |v| per_cpu_sum(&v))
     };
     summary.lacked = stat(0);
     summary.lost = stat(1);

@@ -148,6 +148,17 @@ struct Summary {
     source_error: Option<String>,
 }
 
+impl Summary {
+    /// The flows ended, per flowEndReason code (1 to 5).
+    fn ended(&mut self, by_reason: &[u64; 6]) {
+        self.flows = by_reason.iter().sum();
+        self.idle_timeout = by_reason[1];
+        self.active_timeout = by_reason[2];
+        self.end_of_flow = by_reason[3];
+        self.forced_end = by_reason[4];
+    }
+}
+
 pub fn run(a: Args) -> Result<ExitCode, String> {
     match a.command {
         Command::Flows(a) => flows(a),
@@ -252,11 +263,7 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
             ModeArg::Skb => kernel::attach::XdpMode::Skb,
         };
         let live = monitor::live_flows(&opts.table, dev, mode, stop, duration, &mut handle)?;
-        sum.flows = live.by_reason.iter().sum();
-        sum.idle_timeout = live.by_reason[1];
-        sum.active_timeout = live.by_reason[2];
-        sum.end_of_flow = live.by_reason[3];
-        sum.forced_end = live.by_reason[4];
+        sum.ended(&live.by_reason);
         sum.evicted = live.lacked;
     } else {
         let mut source: Box<dyn Source> = match &a.pcap {
@@ -269,11 +276,7 @@ fn flows(a: FlowArgs) -> Result<ExitCode, String> {
         })?;
         sum.packets = run.packets;
         sum.accounted = run.accounted;
-        sum.flows = run.flows;
-        sum.idle_timeout = run.by_reason[1];
-        sum.active_timeout = run.by_reason[2];
-        sum.end_of_flow = run.by_reason[3];
-        sum.forced_end = run.by_reason[4];
+        sum.ended(&run.by_reason);
         sum.evicted = run.evicted;
         sum.source_error = run.source_error;
     }
