@@ -14,22 +14,9 @@ use monitor::{Ended, FlowEngine, FlowRunOptions, TableOptions, account_flows};
 use pipeline::{Capture, Generated, Source};
 use serde::Serialize;
 
-/// In-filter monitoring: flow accounting with IPFIX export (docs/monitor.md)
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(clap::Subcommand)]
-enum Command {
-    /// Account 5-tuple flows and export them as IPFIX
-    Flows(FlowArgs),
-}
-
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
-struct FlowArgs {
+pub struct FlowArgs {
     /// Capture to read (pcap or pcapng)
     #[arg(long)]
     pcap: Option<PathBuf>,
@@ -159,20 +146,14 @@ impl Summary {
     }
 }
 
-pub fn run(a: Args) -> Result<ExitCode, String> {
-    match a.command {
-        Command::Flows(a) => flows(a),
-    }
-}
-
-fn seconds(s: f64, what: &str) -> Result<u64, String> {
+pub(super) fn seconds(s: f64, what: &str) -> Result<u64, String> {
     if !(s > 0.0 && s.is_finite()) {
         return Err(format!("--{what} {s}: a positive number of seconds"));
     }
     Ok((s * 1e9) as u64)
 }
 
-fn flows(a: FlowArgs) -> Result<ExitCode, String> {
+pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     let opts = FlowRunOptions {
         table: TableOptions {
             capacity: a.capacity,
