@@ -31,6 +31,10 @@ mod ebpf;
 mod key;
 mod live;
 mod metrics;
+mod rtt;
+mod rtt_ebpf;
+mod rtt_run;
+mod rtt_xpf;
 mod run;
 mod table;
 
@@ -38,5 +42,11 @@ pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::{Metrics, MetricsServer};
+pub use rtt::{
+    BUCKETS, MeterOptions, Method, RttCounters, RttMeter, RttStats, Sample, Segment, bucket,
+    reverse, segment,
+};
+pub use rtt_ebpf::EbpfRtt;
+pub use rtt_run::{RttEngine, RttOptions, RttSummary, measure_rtt};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};
