@@ -25,6 +25,8 @@ pub struct GenSpec {
     pub sport: u16,
     pub dport: u16,
     pub start_ns: u64,
+    /// `tcp-conv`: TCP conversations with known RTTs (conversation.rs).
+    pub conv: Option<crate::conversation::Conversation>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -36,6 +38,11 @@ pub enum Proto {
 
 impl GenSpec {
     pub fn parse(spec: &str) -> Result<GenSpec, String> {
+        if spec.split(',').any(|f| f.trim() == "tcp-conv") {
+            let mut g = GenSpec::parse(&crate::conversation::Conversation::common_fields(spec))?;
+            g.conv = Some(crate::conversation::Conversation::parse(spec, &g)?);
+            return Ok(g);
+        }
         let mut g = GenSpec {
             proto: Proto::Udp,
             v6: false,
@@ -48,6 +55,7 @@ impl GenSpec {
             sport: 1024,
             dport: 80,
             start_ns: 1_000_000_000,
+            conv: None,
         };
         let mut src_given = false;
         let mut size_given = false;
@@ -194,6 +202,7 @@ impl GenSpec {
             spec: self.clone(),
             templates: Vec::new(),
             next: 0,
+            conv: self.conv.as_ref().map(|c| c.packets()),
         }
     }
 }
@@ -203,11 +212,15 @@ pub struct Generator {
     spec: GenSpec,
     templates: Vec<Vec<u8>>,
     next: u64,
+    conv: Option<crate::conversation::ConvPackets>,
 }
 
 impl Iterator for Generator {
     type Item = (u64, Vec<u8>);
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(c) = &mut self.conv {
+            return c.next();
+        }
         if self.next >= self.spec.count {
             return None;
         }

@@ -2,7 +2,9 @@
 //! generator.
 
 mod build;
+mod conversation;
 mod generate;
 
 pub use build::{Builder, L4};
+pub use conversation::{ConvPackets, Conversation};
 pub use generate::{GenSpec, Generator, Proto, merge};
