@@ -5,7 +5,7 @@
 // sluice's reference (crates/monitor/src/rtt.rs), frame for frame:
 // Ethernet and up to two VLAN tags; IPv4 or IPv6 (extension headers walked,
 // at most eight; a later fragment is no segment); TCP with its 20-byte
-// header; the options walked within the header for the timestamp.
+// header; at most ten options walked within the header for the timestamp.
 // Entries older than max_age_ns count as absent (user space also deletes
 // them every second). Each RTT goes to user space as a ring-buffer record
 // and into the flow's statistics (count, sum, min, max, log2 histogram of
@@ -187,48 +187,46 @@ static __always_inline __u32 be32(const __u8 *p)
 	return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
 }
 
-/* The TCP header at `l4`: 0 and its facts, or -1. */
-static __always_inline int tcp(void *l4, void *end, __u32 *seq, __u8 *flags, __u32 *tsval,
-			       __u32 *tsecr, int *has_ts)
+/* Options walked at most (pping's eBPF version walks 10). */
+#define MAX_OPTIONS 10
+
+/* The timestamp option of the TCP header at `off` in the packet, as
+ * TSval << 32 | TSecr; 0 when there is none (a TSval of 0 is ignored
+ * anyway). A function of its own (global), so that the kernel's verifier
+ * walks its loop once rather than on every path of the headers before. */
+__attribute__((noinline)) __u64 tcp_timestamp(struct xdp_md *ctx, __u32 off)
 {
-	__u8 *t = l4;
+	__u8 *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	if (off > 4096)
+		return 0;
+	__u8 *t = data + off;
 	if ((void *)(t + 20) > end)
-		return -1;
+		return 0;
 	__u32 doff = (t[12] >> 4) * 4;
-	if (doff < 20)
-		return -1;
-	*seq = be32(t + 4);
-	*flags = t[13];
-	__u32 avail = end - l4;
-	__u32 opts_end = doff < avail ? doff : avail;
-	__u32 at = 20;
-	for (int i = 0; i < 40; i++) {
-		if (at >= opts_end || at >= 60)
+	__u8 *pos = t + 20;
+	__u8 *opt_end = t + doff;
+	for (int i = 0; i < MAX_OPTIONS; i++) {
+		if (pos >= opt_end || (void *)(pos + 1) > end)
 			break;
-		__u8 *o = t + at;
-		if ((void *)(o + 1) > end)
-			break;
-		__u8 kind = o[0];
+		__u8 kind = pos[0];
 		if (kind == 0)
 			break;
 		if (kind == 1) {
-			at += 1;
+			pos++;
 			continue;
 		}
-		if (at + 1 >= opts_end || (void *)(o + 2) > end)
+		if (pos + 2 > opt_end || (void *)(pos + 2) > end)
 			break;
-		__u32 len = o[1];
+		__u8 len = pos[1];
 		if (len < 2)
 			break;
-		if (kind == 8 && len == 10 && at + 10 <= opts_end) {
-			if ((void *)(o + 10) > end)
+		if (kind == 8 && len == 10) {
+			if (pos + 10 > opt_end || (void *)(pos + 10) > end)
 				break;
-			*tsval = be32(o + 2);
-			*tsecr = be32(o + 6);
-			*has_ts = 1;
-			break;
+			return (__u64)be32(pos + 2) << 32 | be32(pos + 6);
 		}
-		at += len;
+		pos += len;
 	}
 	return 0;
 }
@@ -306,16 +304,15 @@ int xdp_rtt(struct xdp_md *ctx)
 		l4 = ipv6(c.pos, end, &k);
 	if (!l4 || l4 > end)
 		return XDP_PASS;
-	__u32 seq = 0, tsval = 0, tsecr = 0;
-	__u8 flags = 0;
-	int has_ts = 0;
-	if (tcp(l4, end, &seq, &flags, &tsval, &tsecr, &has_ts) < 0)
-		return XDP_PASS;
 	__u8 *t = l4;
-	if ((void *)(t + 4) > end)
+	if ((void *)(t + 20) > end || (t[12] >> 4) < 5)
 		return XDP_PASS;
+	__u32 seq = be32(t + 4);
+	__u8 flags = t[13];
 	k.src_port = (__u16)t[0] << 8 | t[1];
 	k.dst_port = (__u16)t[2] << 8 | t[3];
+	__u64 ts = tcp_timestamp(ctx, (__u32)((void *)t - data));
+	__u32 tsval = ts >> 32, tsecr = (__u32)ts;
 
 	if ((flags & (TCP_SYN | TCP_ACK)) == TCP_SYN) {
 		struct syn_value v = { .time_ns = now, .seq = seq };
@@ -329,7 +326,7 @@ int xdp_rtt(struct xdp_md *ctx)
 			sample(&k, METHOD_HANDSHAKE, then, now);
 		}
 	}
-	if (!has_ts || tsval == 0 || (tsecr == 0 && flags != TCP_SYN))
+	if (tsval == 0 || (tsecr == 0 && flags != TCP_SYN))
 		return XDP_PASS;
 
 	struct ts_key tk = { .flow = k, .tsval = tsval };

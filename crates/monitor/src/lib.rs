@@ -33,6 +33,7 @@ mod live;
 mod metrics;
 mod rtt;
 mod rtt_ebpf;
+mod rtt_live;
 mod rtt_run;
 mod rtt_xpf;
 mod run;
@@ -47,6 +48,7 @@ pub use rtt::{
     reverse, segment,
 };
 pub use rtt_ebpf::EbpfRtt;
+pub use rtt_live::live_rtt;
 pub use rtt_run::{RttEngine, RttOptions, RttSummary, measure_rtt};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

@@ -19,6 +19,10 @@ pub struct Metrics {
     pub ended: [AtomicU64; 6],
     pub exported: AtomicU64,
     pub export_errors: AtomicU64,
+    /// RTT samples per log2 bucket (`monitor::bucket`), their sum and count.
+    pub rtt_buckets: [AtomicU64; crate::rtt::BUCKETS],
+    pub rtt_sum_ns: AtomicU64,
+    pub rtt_count: AtomicU64,
 }
 
 const REASONS: [(usize, &str); 5] = [
@@ -30,6 +34,48 @@ const REASONS: [(usize, &str); 5] = [
 ];
 
 impl Metrics {
+    /// Counts an RTT sample in the histogram.
+    pub fn rtt(&self, rtt_ns: u64) {
+        self.rtt_buckets[crate::rtt::bucket(rtt_ns)].fetch_add(1, Ordering::Relaxed);
+        self.rtt_sum_ns.fetch_add(rtt_ns, Ordering::Relaxed);
+        self.rtt_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The RTT histogram: bucket `k` ends at 2^k µs (`le` in seconds),
+    /// cumulative, as Prometheus histograms are.
+    fn render_rtt(&self, s: &mut String) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        s.push_str(
+            "# HELP sluice_rtt_seconds Round-trip times measured (handshake and TCP timestamps).\n",
+        );
+        s.push_str("# TYPE sluice_rtt_seconds histogram\n");
+        let mut total = 0;
+        for (k, b) in self
+            .rtt_buckets
+            .iter()
+            .enumerate()
+            .take(crate::rtt::BUCKETS - 1)
+        {
+            total += get(b);
+            let le = (1u64 << k) as f64 * 1e-6;
+            s.push_str(&format!(
+                "sluice_rtt_seconds_bucket{{le=\"{le}\"}} {total}\n"
+            ));
+        }
+        s.push_str(&format!(
+            "sluice_rtt_seconds_bucket{{le=\"+Inf\"}} {}\n",
+            get(&self.rtt_count)
+        ));
+        s.push_str(&format!(
+            "sluice_rtt_seconds_sum {}\n",
+            get(&self.rtt_sum_ns) as f64 * 1e-9
+        ));
+        s.push_str(&format!(
+            "sluice_rtt_seconds_count {}\n",
+            get(&self.rtt_count)
+        ));
+    }
+
     /// The text exposition format.
     pub fn render(&self) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -71,6 +117,7 @@ impl Metrics {
                 get(&self.ended[i])
             ));
         }
+        self.render_rtt(&mut s);
         s
     }
 }

@@ -39,10 +39,11 @@
 //! than 20 bytes or longer than its datagram is none; a fragment after the
 //! first has no TCP header) or IPv6 (hop-by-hop, routing, destination-options
 //! and fragment headers walked, at most eight), then TCP with its 20-byte
-//! header in the capture and a data offset of at least 5. The options are
-//! walked within the header (and the capture): kind 0 ends them, kind 1 is
-//! one byte, any other kind needs a length of at least 2 in the header;
-//! the first kind 8 of length 10 that fits is the timestamp option.
+//! header in the capture and a data offset of at least 5. At most ten
+//! options are walked (as pping's eBPF version does; a NOP is one), within
+//! the header (and the capture): kind 0 ends them, kind 1 is one byte, any
+//! other kind needs a length of at least 2 in the header; the first kind 8
+//! of length 10 that fits is the timestamp option.
 //!
 //! The three tables have a size each; as in a hash map, a key not in a full
 //! table cannot be added: the SYN, TSval or flow statistics are not kept
@@ -192,6 +193,9 @@ pub struct Segment {
     pub ts: Option<(u32, u32)>,
 }
 
+/// Options walked at most.
+const MAX_OPTIONS: usize = 10;
+
 pub(crate) const SYN: u8 = 0x02;
 pub(crate) const ACK: u8 = 0x10;
 
@@ -272,7 +276,10 @@ pub fn segment(frame: &[u8]) -> Option<Segment> {
     let opts_end = doff.min(l4.len());
     let mut ts = None;
     let mut at = 20;
-    while at < opts_end {
+    for _ in 0..MAX_OPTIONS {
+        if at >= opts_end {
+            break;
+        }
         match l4[at] {
             0 => break,
             1 => at += 1,

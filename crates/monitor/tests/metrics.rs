@@ -40,3 +40,37 @@ fn metrics_are_served_in_the_text_format() {
     assert!(s.addr().ip().is_loopback() && s.addr().port() == port);
     assert!(MetricsServer::start("not an address", Arc::default()).is_err());
 }
+
+#[test]
+fn rtt_histogram_is_cumulative_with_sum_and_count() {
+    let m = Metrics::default();
+    m.rtt(500); // under 1 µs: bucket 0
+    m.rtt(3_000_000); // 3 ms: [2048, 4096) µs, bucket 12
+    m.rtt(3_500_000);
+    let body = m.render();
+    assert!(
+        body.contains("# TYPE sluice_rtt_seconds histogram\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_rtt_seconds_bucket{le=\"0.000001\"} 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_rtt_seconds_bucket{le=\"0.002048\"} 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_rtt_seconds_bucket{le=\"0.004096\"} 3\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_rtt_seconds_bucket{le=\"+Inf\"} 3\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("sluice_rtt_seconds_sum 0.0065005\n"),
+        "{body}"
+    );
+    assert!(body.contains("sluice_rtt_seconds_count 3\n"), "{body}");
+}

@@ -1,7 +1,7 @@
 //! TCP conversations with known round-trip times, for checking passive RTT
 //! estimation: `tcp-conv,flows=N,rtt=MS[..MS],count=N`.
 //!
-//! Each flow is a client (the source prefix's addresses, one per flow, port
+//! Each flow is a client (the source prefix's addresses from its second, one per flow, port
 //! `sport`) talking to the server `dst:dport`, seen by a monitor next to
 //! the client: the client's packets pass at the time it sends them, the
 //! server's answers `rtt` later. A flow's conversation: SYN; SYN-ACK `rtt`
@@ -133,8 +133,9 @@ impl Conversation {
         self.think_ns.div_ceil(n) * n
     }
 
-    /// Flow `i`'s client address.
+    /// Flow `i`'s client address: the source prefix's `i + 1`th.
     pub fn client(&self, i: u32) -> IpAddr {
+        let i = i.wrapping_add(1);
         match self.src {
             IpAddr::V4(a) => IpAddr::V4((u32::from(a).wrapping_add(i)).into()),
             IpAddr::V6(a) => IpAddr::V6((u128::from(a).wrapping_add(u128::from(i))).into()),
@@ -298,7 +299,7 @@ mod tests {
         );
         // Flow 0: SYN, then the SYN-ACK an RTT later.
         assert_eq!(p[0].1[47], 0x02);
-        let synack = p.iter().find(|(_, f)| f[47] == 0x12 && f[33] == 0).unwrap();
+        let synack = p.iter().find(|(_, f)| f[47] == 0x12 && f[33] == 1).unwrap();
         assert_eq!(synack.0 - p[0].0, c.rtt(0));
         assert!(GenSpec::parse("tcp-conv,rtt=0.5").is_err());
         assert!(GenSpec::parse("tcp-conv,rtt=5..2").is_err());

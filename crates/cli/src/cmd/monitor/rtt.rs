@@ -1,0 +1,392 @@
+//! `sluice monitor rtt`: passive round-trip times per TCP flow (the
+//! library's `monitor::measure_rtt` over a capture or generated traffic, or
+//! `monitor::live_rtt` on an interface), by the handshake (the xPF paper's
+//! method) and by TCP timestamps (pping's); printed as a per-flow table,
+//! JSON lines, or pping's lines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use monitor::{
+    BUCKETS, FlowKey, MeterOptions, Method, RttEngine, RttOptions, RttStats, RttSummary, Sample,
+};
+use pipeline::{Capture, Generated, Source};
+use serde::Serialize;
+
+use super::flows::seconds;
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
+pub struct RttArgs {
+    /// Capture to read (pcap or pcapng)
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Generated traffic, e.g. tcp-conv,flows=10,rtt=5..50,count=10000 (repeat to mix streams)
+    #[arg(long)]
+    r#gen: Vec<String>,
+    /// Live: programs/rtt.c in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
+    #[arg(long, value_name = "IF")]
+    dev: Option<String>,
+    /// With --dev: stop after this many seconds
+    #[arg(long, value_name = "S", requires = "dev")]
+    duration: Option<f64>,
+    /// With --dev: XDP in the driver (native) or generic (skb)
+    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
+    mode: ModeArg,
+    /// Stop after this many packets
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Who measures (replays; --dev always runs programs/rtt.c in the kernel)
+    #[arg(long, value_enum, default_value_t = EngineArg::Table)]
+    engine: EngineArg,
+    /// SYNs kept awaiting their ACK (a full table is counted, never silent)
+    #[arg(long, default_value_t = MeterOptions::default().syn_capacity)]
+    syn_table: usize,
+    /// (flow, TSval) entries kept awaiting their echo
+    #[arg(long, default_value_t = MeterOptions::default().ts_capacity)]
+    ts_table: usize,
+    /// Flows (per method) with statistics
+    #[arg(long, default_value_t = MeterOptions::default().flow_capacity)]
+    flow_table: usize,
+    /// Seconds after which a SYN or TSval not answered is forgotten (pping's tsvalMaxAge)
+    #[arg(long, default_value_t = 10.0)]
+    max_age: f64,
+    /// Flows listed on the terminal (the most samples first)
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Serve Prometheus metrics (an RTT histogram) at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
+    /// A JSON line per sample, one per flow and method, then one with the summary
+    #[arg(long, conflicts_with = "pping")]
+    json: bool,
+    /// pping's lines: for each timestamp sample, TIME RTT minRTT FLOW (local time; the flow that echoed)
+    #[arg(long)]
+    pping: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum ModeArg {
+    Native,
+    Skb,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum EngineArg {
+    /// sluice's reference meter
+    Table,
+    /// programs/rtt.c (hash maps, ring buffer of samples) in sluice's VM
+    Ebpf,
+}
+
+#[derive(Serialize)]
+struct SampleLine {
+    src: String,
+    dst: String,
+    src_port: u16,
+    dst_port: u16,
+    method: &'static str,
+    rtt_ns: u64,
+    time_ns: u64,
+}
+
+#[derive(Serialize)]
+struct FlowLine {
+    flow: FlowJson,
+}
+
+#[derive(Serialize)]
+struct FlowJson {
+    src: String,
+    dst: String,
+    src_port: u16,
+    dst_port: u16,
+    method: &'static str,
+    samples: u64,
+    min_ns: u64,
+    avg_ns: u64,
+    max_ns: u64,
+    /// Samples per log2 bucket of microseconds (bucket k: [2^(k-1), 2^k) µs).
+    histogram: Vec<u32>,
+}
+
+#[derive(Serialize, Default)]
+struct Summary {
+    packets: u64,
+    tcp: u64,
+    handshake_samples: u64,
+    timestamp_samples: u64,
+    flows: usize,
+    syn_table_full: u64,
+    ts_table_full: u64,
+    flow_table_full: u64,
+    lost: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_error: Option<String>,
+}
+
+pub fn run(a: RttArgs) -> Result<ExitCode, String> {
+    let meter = MeterOptions {
+        syn_capacity: a.syn_table,
+        ts_capacity: a.ts_table,
+        flow_capacity: a.flow_table,
+        max_age_ns: seconds(a.max_age, "max-age")?,
+    };
+    for (n, what) in [
+        (a.syn_table, "syn-table"),
+        (a.ts_table, "ts-table"),
+        (a.flow_table, "flow-table"),
+    ] {
+        if n == 0 || n > u32::MAX as usize {
+            return Err(format!("--{what} {n}: 1 to {}", u32::MAX));
+        }
+    }
+    let opts = RttOptions {
+        meter,
+        engine: match a.engine {
+            EngineArg::Table => RttEngine::Table,
+            EngineArg::Ebpf => RttEngine::Ebpf,
+        },
+        limit: a.count,
+    };
+    let metrics = Arc::new(monitor::Metrics::default());
+    let _server = match &a.metrics {
+        Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
+        None => None,
+    };
+    // pping's minimum so far, per flow.
+    let mut min_so_far: std::collections::HashMap<FlowKey, u64> = Default::default();
+    let mut handle = |samples: &[Sample]| {
+        for s in samples {
+            metrics.rtt(s.rtt_ns);
+            if a.json {
+                let line = SampleLine {
+                    src: s.key.src.to_string(),
+                    dst: s.key.dst.to_string(),
+                    src_port: s.key.src_port,
+                    dst_port: s.key.dst_port,
+                    method: s.method.name(),
+                    rtt_ns: s.rtt_ns,
+                    time_ns: s.time_ns,
+                };
+                println!("{}", serde_json::to_string(&line).expect("plain data"));
+            } else if a.pping && s.method == Method::Timestamp {
+                let min = min_so_far.entry(s.key).or_insert(u64::MAX);
+                *min = (*min).min(s.rtt_ns);
+                println!(
+                    "{} {} {} {}:{}+{}:{}",
+                    clock_time(s.time_ns),
+                    pping_delay(s.rtt_ns),
+                    pping_delay(*min),
+                    s.key.src,
+                    s.key.src_port,
+                    s.key.dst,
+                    s.key.dst_port
+                );
+            }
+        }
+    };
+    let run: RttSummary = if let Some(dev) = &a.dev {
+        let stop = crate::cmd::xsk::stop_on_signals();
+        let duration = match a.duration {
+            Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),
+            None => None,
+        };
+        let mode = match a.mode {
+            ModeArg::Native => kernel::attach::XdpMode::Native,
+            ModeArg::Skb => kernel::attach::XdpMode::Skb,
+        };
+        monitor::live_rtt(&opts.meter, dev, mode, stop, duration, &mut handle)?
+    } else {
+        let mut source: Box<dyn Source> = match &a.pcap {
+            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+        };
+        let total = source.expected().map(|n| a.count.map_or(n, |c| c.min(n)));
+        crate::progress::with_progress(total, a.json || a.pping, |count| {
+            monitor::measure_rtt(source.as_mut(), &opts, count, &mut handle)
+        })?
+    };
+    let sum = Summary {
+        packets: run.packets,
+        tcp: run.tcp,
+        handshake_samples: run.samples[1],
+        timestamp_samples: run.samples[2],
+        flows: run.flows.len(),
+        syn_table_full: run.counters.syn_full,
+        ts_table_full: run.counters.ts_full,
+        flow_table_full: run.counters.flows_full,
+        lost: run.counters.lost,
+        source_error: run.source_error.clone(),
+    };
+    if a.json {
+        for ((k, m), st) in &run.flows {
+            let line = FlowLine {
+                flow: FlowJson {
+                    src: k.src.to_string(),
+                    dst: k.dst.to_string(),
+                    src_port: k.src_port,
+                    dst_port: k.dst_port,
+                    method: m.name(),
+                    samples: st.count,
+                    min_ns: st.min_ns,
+                    avg_ns: st.avg_ns(),
+                    max_ns: st.max_ns,
+                    histogram: st.hist.to_vec(),
+                },
+            };
+            println!("{}", serde_json::to_string(&line).expect("plain data"));
+        }
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
+        );
+    } else if a.pping {
+        eprintln!(
+            "{} flows, {} packets, {} timestamp samples",
+            sum.flows, sum.packets, sum.timestamp_samples
+        );
+    } else {
+        print_table(&run, a.top, &sum);
+    }
+    let full = sum.syn_table_full + sum.ts_table_full + sum.flow_table_full + sum.lost;
+    if full > 0 {
+        eprintln!(
+            "sluice: tables full: {} SYNs, {} TSvals, {} flow samples not kept; {} records lost",
+            sum.syn_table_full, sum.ts_table_full, sum.flow_table_full, sum.lost
+        );
+    }
+    if let Some(e) = &sum.source_error {
+        eprintln!("sluice: the input stopped early: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// pping's delay format: µs under 1 ms, ms under 1 s, else s; two
+/// decimals under 10, one under 100, none above (then after a space).
+fn pping_delay(ns: u64) -> String {
+    let s = ns as f64 * 1e-9;
+    let (v, unit) = if s < 1e-3 {
+        (s * 1e6, "us")
+    } else if s < 1.0 {
+        (s * 1e3, "ms")
+    } else {
+        (s, "s")
+    };
+    if v < 10.0 {
+        format!("{v:.2}{unit}")
+    } else if v < 100.0 {
+        format!("{v:.1}{unit}")
+    } else {
+        format!(" {v:.0}{unit}")
+    }
+}
+
+/// `HH:MM:SS.uuuuuu` in local time.
+fn clock_time(ns: u64) -> String {
+    let secs = (ns / 1_000_000_000) as libc::time_t;
+    // SAFETY: a zeroed tm is a valid out-parameter; localtime_r writes it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to a time_t and a tm.
+    unsafe { libc::localtime_r(&secs, &mut tm) };
+    format!(
+        "{:02}:{:02}:{:02}.{:06}",
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        (ns % 1_000_000_000) / 1000
+    )
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 * 1e-6)
+}
+
+/// The range of histogram bucket `k`.
+fn bucket_range(k: usize) -> String {
+    let us = |v: u64| {
+        if v >= 1000 {
+            format!("{}ms", v as f64 / 1000.0)
+        } else {
+            format!("{v}us")
+        }
+    };
+    match k {
+        0 => "<1us".into(),
+        k if k == BUCKETS - 1 => format!(">={}", us(1 << (k - 1))),
+        k => format!("{}-{}", us(1 << (k - 1)), us(1 << k)),
+    }
+}
+
+/// The bucket holding the median sample.
+fn median_bucket(st: &RttStats) -> usize {
+    let half = st.count.div_ceil(2);
+    let mut seen = 0;
+    for (k, &n) in st.hist.iter().enumerate() {
+        seen += u64::from(n);
+        if seen >= half {
+            return k;
+        }
+    }
+    0
+}
+
+fn print_table(run: &RttSummary, top: usize, s: &Summary) {
+    println!(
+        "{} packets, {} TCP: {} handshake and {} timestamp RTTs in {} flows{}",
+        s.packets,
+        s.tcp,
+        s.handshake_samples,
+        s.timestamp_samples,
+        s.flows,
+        if s.syn_table_full + s.ts_table_full + s.flow_table_full + s.lost > 0 {
+            format!(
+                " (tables full: {} SYNs, {} TSvals, {} samples not in flow statistics; {} records lost)",
+                s.syn_table_full, s.ts_table_full, s.flow_table_full, s.lost
+            )
+        } else {
+            String::new()
+        }
+    );
+    if run.flows.is_empty() {
+        return;
+    }
+    let mut flows: Vec<_> = run.flows.iter().collect();
+    flows.sort_by_key(|(k, st)| (std::cmp::Reverse(st.count), **k));
+    println!(
+        "{:>39} {:>6}  {:>39} {:>6} {:>9} {:>8} {:>10} {:>10} {:>10}  median bucket",
+        "source", "port", "destination", "port", "method", "samples", "min ms", "avg ms", "max ms"
+    );
+    for ((k, m), st) in flows.into_iter().take(top) {
+        println!(
+            "{:>39} {:>6}  {:>39} {:>6} {:>9} {:>8} {:>10} {:>10} {:>10}  {}",
+            k.src.to_string(),
+            k.src_port,
+            k.dst.to_string(),
+            k.dst_port,
+            m.name(),
+            st.count,
+            ms(st.min_ns),
+            ms(st.avg_ns()),
+            ms(st.max_ns),
+            bucket_range(median_bucket(st))
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_print_as_pping_prints_them() {
+        assert_eq!(pping_delay(12_345), "12.3us");
+        assert_eq!(pping_delay(2_500_000), "2.50ms");
+        assert_eq!(pping_delay(123_400_000), " 123ms");
+        assert_eq!(pping_delay(1_500_000_000), "1.50s");
+        assert_eq!(bucket_range(0), "<1us");
+        assert_eq!(bucket_range(12), "2.048ms-4.096ms");
+    }
+}

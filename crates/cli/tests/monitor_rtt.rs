@@ -1,0 +1,229 @@
+//! `sluice monitor rtt`: JSON lines and pping's lines on generated
+//! conversations with known RTTs (the RTT values themselves are checked
+//! against tshark in the monitor crate's tests), the table, the engines
+//! alike, bad input refused by name, and live on a veth pair between two
+//! namespaces of the test's own: real TCP connections through it, each
+//! handshake measured once, nothing left attached.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::SLUICE;
+use serde_json::Value;
+
+const CONV: &str = "tcp-conv,flows=3,rtt=2..6,count=60";
+
+fn json_lines(args: &[&str]) -> Vec<Value> {
+    common::sluice(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn json_lines_give_every_sample_the_flows_and_a_summary() {
+    let mut by_engine = Vec::new();
+    for engine in ["table", "ebpf"] {
+        let lines = json_lines(&[
+            "monitor", "rtt", "--json", "--gen", CONV, "--engine", engine,
+        ]);
+        let samples: Vec<&Value> = lines.iter().filter(|v| v.get("rtt_ns").is_some()).collect();
+        let flows: Vec<&Value> = lines.iter().filter_map(|v| v.get("flow")).collect();
+        let summary = &lines.last().unwrap()["summary"];
+        assert_eq!(
+            samples.len(),
+            60,
+            "every packet but the 3 SYNs echoes, plus 3 handshakes"
+        );
+        assert_eq!(summary["handshake_samples"], 3);
+        assert_eq!(summary["timestamp_samples"], 57);
+        assert_eq!(summary["packets"], 60);
+        assert_eq!(summary["ts_table_full"], 0);
+        // The server's echoes of flow 0 (RTT 2 ms, rounded to 3 ns).
+        let server0: Vec<u64> = samples
+            .iter()
+            .filter(|s| s["dst"] == "10.0.0.1" && s["method"] == "timestamp")
+            .map(|s| s["rtt_ns"].as_u64().unwrap())
+            .collect();
+        assert!(
+            !server0.is_empty() && server0.iter().all(|&r| r == 2_000_001),
+            "{server0:?}"
+        );
+        // Per flow and method: 3 handshakes, 6 timestamp directions.
+        assert_eq!(flows.len(), 9);
+        for f in &flows {
+            let n = f["samples"].as_u64().unwrap();
+            let hist: u64 = f["histogram"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_u64().unwrap())
+                .sum();
+            assert_eq!(hist, n, "{f}");
+            assert_eq!(f["min_ns"], f["max_ns"], "one delay per direction: {f}");
+        }
+        by_engine.push(lines);
+    }
+    assert_eq!(
+        by_engine[0], by_engine[1],
+        "the eBPF program gives the reference's lines"
+    );
+}
+
+#[test]
+fn pping_lines_are_time_rtt_min_flow() {
+    let out = Command::new(SLUICE)
+        .env("TZ", "UTC")
+        .args(["monitor", "rtt", "--pping", "--gen", CONV])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 57, "{text}");
+    // The first: the server of flow 0 echoes the SYN's TSval 2 ms after it
+    // (the generator starts at 1 s past the epoch).
+    assert_eq!(
+        lines[0],
+        "00:00:01.002000 2.00ms 2.00ms 10.255.0.1:80+10.0.0.1:1024"
+    );
+    for l in &lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(f.len(), 4, "{l}");
+        assert!(f[0].len() == 15 && f[0].as_bytes()[8] == b'.', "{l}");
+        assert!(f[1].ends_with("ms") || f[1].ends_with("us"), "{l}");
+        assert!(f[3].contains('+'), "{l}");
+    }
+    assert!(
+        // pping prints three digits after a space (" %.0f").
+        text.contains(" 100us  100us 10.0.0.1:1024+10.255.0.1:80\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_table_lists_flows_and_bad_input_is_refused() {
+    let out = common::sluice(&["monitor", "rtt", "--gen", CONV]);
+    assert!(
+        out.starts_with("60 packets, 60 TCP: 3 handshake and 57 timestamp RTTs in 9 flows"),
+        "{out}"
+    );
+    assert!(out.contains("handshake"), "{out}");
+    for (args, why) in [
+        (vec!["--gen", "tcp-conv,rtt=0.2"], "RTTs in milliseconds"),
+        (vec!["--gen", CONV, "--ts-table", "0"], "--ts-table 0"),
+        (vec!["--gen", CONV, "--max-age", "0"], "--max-age 0"),
+        (vec!["--pcap", "/nonexistent.pcap"], "nonexistent"),
+        (
+            vec!["--gen", CONV, "--json", "--pping"],
+            "cannot be used with",
+        ),
+    ] {
+        let out = Command::new(SLUICE)
+            .args(["monitor", "rtt"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn live_rtt_on_a_veth_measures_each_handshake_and_leaves_nothing_attached() {
+    if !common::kernel_available("sluice monitor rtt --dev (veth pair)") {
+        return;
+    }
+    let p = common::Pair::new("rtt");
+    // Addresses on the pair: connections from a (client) to b (server).
+    common::sh(&[
+        "ip",
+        "-n",
+        &p.a,
+        "addr",
+        "add",
+        "10.77.0.1/24",
+        "dev",
+        common::VA,
+    ]);
+    common::sh(&[
+        "ip",
+        "-n",
+        &p.b,
+        "addr",
+        "add",
+        "10.77.0.2/24",
+        "dev",
+        common::VB,
+    ]);
+    common::sh(&["ip", "-n", &p.b, "link", "set", "lo", "up"]);
+    let server = Command::new("ip")
+        .args(["netns", "exec", &p.b, "python3", "-c"])
+        .arg(
+            "import socket\n\
+             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.bind(('10.77.0.2', 7777)); s.listen(8)\n\
+             for _ in range(3):\n    c, _ = s.accept(); c.recv(10); c.close()\n",
+        )
+        .spawn()
+        .unwrap();
+    let child = common::spawn_sluice(
+        &p.b,
+        &[
+            "monitor",
+            "rtt",
+            "--dev",
+            common::VB,
+            "--json",
+            "--duration",
+            "3",
+            "--mode",
+            "skb",
+        ],
+    );
+    let t0 = std::time::Instant::now();
+    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp") {
+        assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..3 {
+        common::sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &p.a,
+            "python3",
+            "-c",
+            "import socket; c = socket.create_connection(('10.77.0.2', 7777), timeout=2); c.send(b'hi'); c.close()",
+        ]);
+    }
+    let out = child.wait_with_output().unwrap();
+    let mut server = server;
+    let _ = server.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // XDP sees what arrives at b: the clients' side, so the handshakes
+    // (SYN and ACK) but no echoes of b's TSvals.
+    let handshakes: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["method"] == "handshake")
+        .collect();
+    assert_eq!(handshakes.len(), 3, "{lines:?}");
+    for h in &handshakes {
+        assert_eq!(h["src"], "10.77.0.1");
+        assert_eq!(h["dst_port"], 7777);
+        let rtt = h["rtt_ns"].as_u64().unwrap();
+        assert!(rtt > 0 && rtt < 1_000_000_000, "{h}");
+    }
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["handshake_samples"], 3, "{summary}");
+    assert_eq!(summary["lost"], 0);
+    assert!(!common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp"));
+}

@@ -1,0 +1,130 @@
+//! Passive RTT live in the kernel: `programs/rtt.c` loaded and attached
+//! (XDP) to an interface; its samples read from its ring buffer as they
+//! come (times made wall-clock from the kernel's monotonic clock); every
+//! second user space deletes the SYNs and TSvals past the maximum age (the
+//! program treats them as absent already; this makes room); when told to
+//! stop, it detaches the program and reads the per-flow statistics and the
+//! counters from the maps.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kernel::attach::XdpMode;
+use kernel::ringbuf::RingReader;
+use kernel::{KernelObject, MapInfo};
+
+use crate::rtt::{MeterOptions, RttCounters, Sample};
+use crate::rtt_ebpf::{
+    COUNTERS, FLOWS, SAMPLES, SYNS, TSVALS, entry_time, image, per_cpu_sum, record, sizes, stats,
+};
+use crate::rtt_run::RttSummary;
+
+fn clock(id: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(id, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Detaches the program from the interface however the run ends.
+struct Attached<'a>(&'a str);
+
+impl Drop for Attached<'_> {
+    fn drop(&mut self) {
+        let _ = kernel::attach::xdp_detach(self.0);
+    }
+}
+
+/// Measures RTTs on `dev` until `stop` is set or `duration` passed; `each`
+/// gets the samples (times as wall-clock nanoseconds). The summary has no
+/// packet counts (the kernel's program does not count them).
+pub fn live_rtt(
+    opts: &MeterOptions,
+    dev: &str,
+    mode: XdpMode,
+    stop: &AtomicBool,
+    duration: Option<Duration>,
+    mut each: impl FnMut(&[Sample]),
+) -> Result<RttSummary, String> {
+    let image = image(opts)?;
+    let mut kopts = difftest::load_options(&image.object, &image.maps);
+    for (name, size) in sizes(opts) {
+        kopts.max_entries.retain(|(n, _)| *n != name);
+        kopts.max_entries.push((name, size));
+    }
+    let bytes = programs::object("rtt").ok_or("the rtt program is not built")?;
+    let object = KernelObject::load(bytes, "rtt", &kopts).map_err(|e| e.to_string())?;
+    let prog = object.program("xdp_rtt").map_err(|e| e.to_string())?;
+    let maps = object.maps().map_err(|e| e.to_string())?;
+    let map = |name: &str| -> Result<&MapInfo, String> {
+        maps.iter()
+            .find(|m| kernel::same_map(&m.name, name))
+            .ok_or_else(|| format!("the loaded rtt program has no map {name}"))
+    };
+    let (syns, tsvals, flows) = (map(SYNS)?, map(TSVALS)?, map(FLOWS)?);
+    let counters = map(COUNTERS)?;
+    let mut ring = RingReader::new(map(SAMPLES)?.fd).map_err(|e| e.to_string())?;
+    let offset = clock(libc::CLOCK_REALTIME).saturating_sub(clock(libc::CLOCK_MONOTONIC));
+    let mut summary = RttSummary::default();
+    let mut read =
+        |ring: &mut RingReader, timeout: i32, s: &mut RttSummary| -> Result<(), String> {
+            let mut out = Vec::new();
+            for r in ring.poll(timeout).map_err(|e| e.to_string())? {
+                let mut x = record(&r)?;
+                x.time_ns += offset;
+                s.samples[usize::from(x.method.code())] += 1;
+                out.push(x);
+            }
+            if !out.is_empty() {
+                each(&out);
+            }
+            Ok(())
+        };
+    let sweep = || -> Result<(), String> {
+        let now = clock(libc::CLOCK_MONOTONIC);
+        for m in [syns, tsvals] {
+            for (k, v) in m.entries().map_err(|e| e.to_string())? {
+                if now.wrapping_sub(entry_time(&v)) > opts.max_age_ns {
+                    // Gone already (the program deleted it): fine.
+                    let _ = m.delete(&k);
+                }
+            }
+        }
+        Ok(())
+    };
+    {
+        kernel::attach::xdp_attach(dev, prog.fd, mode).map_err(|e| e.to_string())?;
+        let _attached = Attached(dev);
+        let started = Instant::now();
+        let mut swept = Instant::now();
+        while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {
+            read(&mut ring, 100, &mut summary)?;
+            if swept.elapsed() >= Duration::from_secs(1) {
+                sweep()?;
+                swept = Instant::now();
+            }
+        }
+    }
+    read(&mut ring, 0, &mut summary)?;
+    for (k, v) in flows.entries().map_err(|e| e.to_string())? {
+        let (key, st) = stats(&k, &v)?;
+        summary.flows.insert(key, st);
+    }
+    let c = |i: u32| -> u64 {
+        counters
+            .lookup(&i.to_ne_bytes())
+            .ok()
+            .flatten()
+            .map_or(0, |v| per_cpu_sum(&v))
+    };
+    summary.counters = RttCounters {
+        syn_full: c(0),
+        ts_full: c(1),
+        flows_full: c(2),
+        lost: c(3),
+    };
+    Ok(summary)
+}
