@@ -33,6 +33,7 @@ mod live;
 mod metrics;
 mod run;
 mod table;
+mod xpf;
 
 pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
@@ -40,3 +41,4 @@ pub use live::{LiveSummary, live_flows};
 pub use metrics::{Metrics, MetricsServer};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};
+pub use xpf::{XPF_MAX_FLOWS, XpfFlows};
