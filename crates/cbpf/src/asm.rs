@@ -85,6 +85,12 @@ fn extension(s: &str) -> Option<u32> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|&(_, off)| ancillary::AD_OFF + off)
+        .or_else(|| {
+            xpf::TIME_NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|&(_, k)| k)
+        })
 }
 
 fn is_len(s: &str) -> bool {

@@ -38,6 +38,12 @@ fn abs_operand(k: u32) -> String {
         .checked_sub(ancillary::AD_OFF)
         .filter(|&off| off < ancillary::MAX)
         .and_then(ancillary_name);
+    let name = name.or_else(|| {
+        crate::insn::xpf::TIME_NAMES
+            .iter()
+            .find(|&&(_, t)| t == k)
+            .map(|&(n, _)| n)
+    });
     match name {
         Some(n) => format!("[{n}]"),
         None => format!("[{}]", k as i32),

@@ -92,6 +92,21 @@ pub mod xpf {
     pub const LDX_NDX: u16 = class::LDX | NDX;
     pub const ST_NDX: u16 = class::ST | NDX;
     pub const STX_NDX: u16 = class::STX | NDX;
+
+    /// `ld #time_sec` and `ld #time_nsec`: the packet's arrival time, whole
+    /// seconds and the nanoseconds after them, from one reading of the
+    /// clock per packet. Ancillary offsets past Linux's (`SKF_AD_MAX` is
+    /// 64), read by a word `ld` only.
+    pub const TIME_SEC: u32 = super::ancillary::AD_OFF + 0x80;
+    pub const TIME_NSEC: u32 = super::ancillary::AD_OFF + 0x84;
+    /// Their names in the assembler and the listing.
+    pub const TIME_NAMES: [(&str, u32); 2] = [("time_sec", TIME_SEC), ("time_nsec", TIME_NSEC)];
+
+    /// Whether `p` is one of the time loads.
+    pub fn is_time_load(p: &super::Insn) -> bool {
+        p.code == class::LD | super::size::W | super::mode::ABS
+            && (p.k == TIME_SEC || p.k == TIME_NSEC)
+    }
 }
 
 /// Scratch memory words (`M[0]` .. `M[15]`).

@@ -41,6 +41,9 @@ pub struct Meta {
     /// Where the transport payload starts (`SKF_AD_PAY_OFFSET`), as the
     /// kernel's flow dissector finds it.
     pub payload_offset: u32,
+    /// xPF: the packet's arrival time in nanoseconds (`ld #time_sec`,
+    /// `ld #time_nsec`).
+    pub time_ns: u64,
 }
 
 /// A filter's result.
@@ -297,6 +300,8 @@ fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
     })
 }
 
+const NS_PER_SEC: u64 = 1_000_000_000;
+
 /// The ancillary field at `SKF_AD_OFF + off`.
 fn ancillary_load(meta: &Meta, off: u32, a: u32, x: u32) -> u32 {
     use ancillary::*;
@@ -315,6 +320,8 @@ fn ancillary_load(meta: &Meta, off: u32, a: u32, x: u32) -> u32 {
         VLAN_TPID => meta.vlan.map_or(0, |(tpid, _)| u32::from(tpid)),
         PAY_OFFSET => meta.payload_offset,
         RANDOM => meta.random,
+        _ if off == xpf::TIME_SEC - AD_OFF => (meta.time_ns / NS_PER_SEC) as u32,
+        _ if off == xpf::TIME_NSEC - AD_OFF => (meta.time_ns % NS_PER_SEC) as u32,
         // Netlink attributes: a packet is no netlink message.
         _ => 0,
     }

@@ -26,7 +26,7 @@ fn play(r: &mut XpfRunner, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>
     for s in steps {
         match s {
             Step::Packet(d) => {
-                let (ret, _) = r.packet(d, d.len() as u32).unwrap().expect("runs");
+                let (ret, _) = r.packet(d, d.len() as u32, 0).unwrap().expect("runs");
                 rets.push(ret);
             }
             Step::Malloc => {
@@ -274,6 +274,77 @@ fn a_loop_without_a_handler_ends_with_zero_over_budget() {
     };
     let (rets, _) = everywhere(text, opts, &[Step::Packet(frame(&[]))]);
     assert_eq!(rets, vec![0]);
+}
+
+#[test]
+fn time_loads_read_one_clock_per_packet_on_every_engine() {
+    // Persistent words 2n and 2n+1: the seconds and nanoseconds packet n
+    // saw (its number kept in word 15); a classic filter may not read them.
+    let text = "
+        bsp
+        ld M[15]
+        lsh #1
+        tax
+        ld #time_sec
+        st M[x + 0]
+        ld #time_nsec
+        st M[x + 1]
+        ld M[15]
+        add #1
+        st M[15]
+        ret #-1";
+    let prog = xpf::assemble(text).unwrap();
+    let opts = XpfOptions {
+        words: 16,
+        ..XpfOptions::default()
+    };
+    // Two packets at the same time, then one whose time steps back: the
+    // filter's clock never does, and moves a nanosecond per reading.
+    let times = [1_700_000_000_999_999_999u64, 1_700_000_000_999_999_999, 5];
+    let want = [
+        1_700_000_000,
+        999_999_999,
+        1_700_000_001,
+        0,
+        1_700_000_001,
+        1,
+        3,
+    ];
+    let f = frame(&[0x45]);
+    let run = |engine, form, times: &[u64]| {
+        let mut r = XpfRunner::new(&prog, opts, engine, form).unwrap();
+        for &t in times {
+            r.packet(&f, f.len() as u32, t).unwrap().expect("runs");
+        }
+        let m = r.memory();
+        m.mread(m.active(), 0, 16).unwrap()
+    };
+    for form in [Form::Socket, Form::Xdp] {
+        for engine in [XpfEngine::Interp, XpfEngine::Vm, XpfEngine::Jit] {
+            let got = run(engine, form, &times);
+            assert_eq!(got[..6], want[..6], "{engine:?} {form:?}");
+            assert_eq!(got[15], want[6], "{engine:?} {form:?}");
+        }
+        // The kernel's clock is its own: boot time, nanoseconds in range.
+        if kernel::available_for_test("xPF time loads in the kernel") {
+            let got = run(XpfEngine::Kernel, form, &times);
+            let boot = std::fs::read_to_string("/proc/uptime").unwrap();
+            let up: f64 = boot.split_whitespace().next().unwrap().parse().unwrap();
+            for n in 0..3 {
+                assert!(f64::from(got[2 * n]) <= up + 1.0, "{got:?}");
+                assert!(got[2 * n + 1] < 1_000_000_000, "{got:?}");
+            }
+            assert!((got[4], got[5]) >= (got[0], got[1]), "monotonic: {got:?}");
+        }
+    }
+    let classic = cbpf::assemble("ld #time_sec\nret a").unwrap();
+    assert!(
+        cbpf::check(&classic)
+            .unwrap_err()
+            .to_string()
+            .contains("ancillary offset SKF_AD_OFF + 128 is unknown")
+    );
+    assert!(cbpf::image(&prog).contains("ld       [time_sec]"));
 }
 
 #[test]

@@ -94,6 +94,8 @@ enum Inner {
 pub struct XpfRunner {
     inner: Inner,
     form: Form,
+    /// The interpreter's clock, when the program reads the time.
+    clock: Option<u64>,
 }
 
 impl XpfRunner {
@@ -111,6 +113,7 @@ impl XpfRunner {
             return Ok(XpfRunner {
                 inner: Inner::Interp(Box::new(i)),
                 form,
+                clock: prog.iter().any(xpf::is_time_load).then_some(0),
             });
         }
         let translated = xpf::translate(prog, &opts, form).map_err(|e| e.to_string())?;
@@ -156,11 +159,15 @@ impl XpfRunner {
                 .map_err(|e| e.to_string())?;
             Inner::Vm(Box::new(hook), mem)
         };
-        Ok(XpfRunner { inner, form })
+        Ok(XpfRunner {
+            inner,
+            form,
+            clock: None,
+        })
     }
 
-    /// Runs one packet (`wire_len`: its length on the wire, what `len`
-    /// loads in the interpreter); the filter's result in the runner's form
+    /// Runs one packet that arrived at `time_ns` (`wire_len`: its length
+    /// on the wire, what `len` loads in the interpreter); the filter's result in the runner's form
     /// (XDP: `XDP_PASS` 2 or `XDP_DROP` 1), and whether the budget ran out
     /// (known to the interpreter only).
     ///
@@ -172,6 +179,7 @@ impl XpfRunner {
         &mut self,
         data: &[u8],
         wire_len: u32,
+        time_ns: u64,
     ) -> Result<Option<(u32, Option<bool>)>, String> {
         if self.form == Form::Xdp && data.len() > runtime::XDP_LINEAR_MAX {
             // An XDP program sees one page of the frame (the rest would be
@@ -181,8 +189,20 @@ impl XpfRunner {
         }
         match &mut self.inner {
             Inner::Interp(i) => {
+                // The clock of sluice's VM, which the translation reads
+                // once per packet: it follows the packets' times, never
+                // steps back, and moves a nanosecond per reading.
+                let time_ns = match &mut self.clock {
+                    Some(clock) => {
+                        let now = (*clock).max(time_ns);
+                        *clock = now + 1;
+                        now
+                    }
+                    None => time_ns,
+                };
                 let meta = Meta {
                     len: Some(wire_len),
+                    time_ns,
                     ..Meta::default()
                 };
                 let v = i.run(data, &meta).map_err(|e| e.to_string())?;
@@ -194,7 +214,13 @@ impl XpfRunner {
                 Ok(Some((ret, Some(v.exceeded))))
             }
             Inner::Vm(hook, _) => hook
-                .run(data, &PacketMeta::default())
+                .run(
+                    data,
+                    &PacketMeta {
+                        timestamp_ns: time_ns,
+                        ..PacketMeta::default()
+                    },
+                )
                 .map(|o| Some((o.r0 as u32, None)))
                 .map_err(|e| e.to_string()),
             Inner::Kernel(..) if data.len() < 14 => Ok(None),
@@ -280,7 +306,7 @@ pub fn run_xpf(
         }
         // The frame as the source gives it: its length is `len`, as
         // in the VM and the kernel.
-        match runner.packet(data, data.len() as u32) {
+        match runner.packet(data, data.len() as u32, info.timestamp_ns) {
             Ok(None) => s.refused += 1,
             Ok(Some((ret, exceeded))) => {
                 s.packets += 1;

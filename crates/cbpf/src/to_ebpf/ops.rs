@@ -54,6 +54,7 @@ impl Tr<'_> {
                     mode::IMM => self.emit(mov32(dst, kimm)),
                     mode::LEN => self.len(dst),
                     mode::MEM => self.memory(self.bank(pc), dst, false, k),
+                    mode::ABS if xpf::is_time_load(p) && self.xpf.is_some() => self.time_load(k),
                     mode::ABS if k >= ancillary::AD_OFF => {
                         self.ancillary(k - ancillary::AD_OFF).map_err(|name| {
                             unsupported(format!(

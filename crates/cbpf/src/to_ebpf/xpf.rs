@@ -10,13 +10,17 @@ use obj::{MapDef, MapOrigin, Object, Program, ProgramKind, XdpAttach};
 
 use super::ops::slot;
 use super::{A, COUNT, Dest, Form, Tr, TranslateError, alu64, mov32};
-use crate::insn::{Insn, MEMWORDS, class, op};
+use crate::insn::{Insn, MEMWORDS, class, op, xpf};
 use crate::xpf::{Bank, XpfOptions};
 
 /// Where the active block's address is kept.
 const BLOCK_PTR: i16 = -(4 * MEMWORDS as i16) - 8;
 /// The map key slot for the lookup.
 const KEY: i16 = BLOCK_PTR - 4;
+/// The packet's time (`bpf_ktime_get_ns`, read once).
+const TIME: i16 = KEY - 12;
+const KTIME_GET_NS: i32 = 5;
+const NS_PER_SEC: i32 = 1_000_000_000;
 const MAP_LOOKUP_ELEM: i32 = 1;
 
 /// An xPF program in eBPF, with the maps it names (`lddw` map indices).
@@ -161,9 +165,37 @@ impl Tr<'_> {
                 src: Operand::Reg(A),
             });
         }
+        if shape.time {
+            // One reading per packet: both time loads see the same instant.
+            self.emit(E::Call(CallTarget::Helper(KTIME_GET_NS)));
+            self.emit(E::Store {
+                size: Size::DW,
+                dst: Reg::R10,
+                off: TIME,
+                src: Operand::Reg(A),
+            });
+        }
         if shape.loops {
             self.emit(mov32(COUNT, Operand::Imm(0)));
         }
+    }
+
+    /// A = the packet's time in whole seconds or the nanoseconds after.
+    pub fn time_load(&mut self, k: u32) {
+        self.emit(E::Load {
+            size: Size::DW,
+            signed: false,
+            dst: A,
+            src: Reg::R10,
+            off: TIME,
+        });
+        let op = if k == xpf::TIME_SEC {
+            AluOp::Div
+        } else {
+            AluOp::Mod
+        };
+        self.emit(alu64(op, A, Operand::Imm(NS_PER_SEC)));
+        self.emit(mov32(A, Operand::Reg(A)));
     }
 
     /// For a looping xPF body: at each block's first instruction, the

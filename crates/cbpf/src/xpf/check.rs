@@ -31,6 +31,8 @@ pub(crate) struct Shape {
     pub loops: bool,
     /// Whether any access reaches the persistent bank.
     pub persistent: bool,
+    /// Whether the program reads the time (`ld #time_sec`, `#time_nsec`).
+    pub time: bool,
 }
 
 /// Whether `code` is one of xPF's own opcodes.
@@ -85,7 +87,9 @@ pub(crate) fn shape(prog: &[Insn], opts: &XpfOptions) -> Result<Shape, CheckErro
         if !known_opcode(p.code) && !is_xpf_opcode(p.code) {
             return Err(at(pc, format!("unknown opcode {:#06x}", p.code)));
         }
-        check_operands(pc, p)?;
+        if !xpf::is_time_load(p) {
+            check_operands(pc, p)?;
+        }
         if p.code == xpf::EXC {
             if let Some(h) = handler {
                 return Err(at(
@@ -152,11 +156,13 @@ pub(crate) fn shape(prog: &[Insn], opts: &XpfOptions) -> Result<Shape, CheckErro
             persistent = true;
         }
     }
+    let time = prog.iter().any(xpf::is_time_load);
     Ok(Shape {
         banks,
         handler,
         loops,
         persistent,
+        time,
     })
 }
 

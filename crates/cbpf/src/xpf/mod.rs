@@ -19,6 +19,9 @@
 //!   backward jump: over budget, control goes to the *exception handler*
 //!   (from the `exc` marker to the end), or the filter ends with 0 when
 //!   there is none. Inside the handler jumps go forward only, so it ends.
+//! - **Time**: `ld #time_sec` and `ld #time_nsec` ([`TIME_SEC`],
+//!   [`TIME_NSEC`]) load the packet's arrival time, from one reading of
+//!   the clock per packet (the translation calls `bpf_ktime_get_ns` once).
 //!
 //! Persistent memory is a set of equal blocks owned by the instance
 //! ([`Memory`]): user space allocates (`malloc`), reads (`mread`), writes
@@ -42,6 +45,7 @@ pub use memory::{
     Blocks, Handle, MapBlocks, MapValues, MemError, Memory, MemoryOps, Switch, VecBlocks,
 };
 
+pub use crate::insn::xpf::{TIME_NSEC, TIME_SEC, is_time_load};
 pub use crate::to_ebpf::{Form, XpfProgram, translate_xpf as translate};
 
 /// The largest persistent block, in 32-bit words (256 KiB).
