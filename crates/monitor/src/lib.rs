@@ -32,6 +32,10 @@ mod key;
 mod live;
 mod metrics;
 mod run;
+mod sample;
+mod sample_ebpf;
+mod sample_run;
+mod sample_xpf;
 mod table;
 
 pub use ebpf::EbpfFlows;
@@ -39,4 +43,11 @@ pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::{Metrics, MetricsServer};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
+pub use sample::{
+    Invariant, LabelFlow, PROBES, Sample, SampleCounts, SampleRecord, Sampler, hash_finish,
+    hash_step, hash_words, invariants, sampled, table_slots,
+};
+pub use sample_ebpf::EbpfSampler;
+pub use sample_run::{SampleEngine, SampleOptions, SampleSummary, parse_rate, sample_trajectories};
+pub use sample_xpf::{SAMPLE_XPF, XPF_MAX_TABLE, XpfSampler};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};

@@ -47,10 +47,17 @@
 //! - **The label** is `g`, except that 0 becomes 1 (0 marks an empty slot
 //!   of the xPF program's table).
 //! - **Sampling**: when `h mod A < B` (`A` at least 1). A sampled packet
-//!   whose label is not among the labels seen gets a flow record first;
-//!   the label is remembered if the table (of `capacity` labels) has room;
-//!   if not, the flow record is sent anyway and counted
-//!   ([`SampleCounts::full`]), at every such packet: never silently.
+//!   whose label is not among the labels seen gets a flow record first.
+//! - **The labels seen** are kept in a table of `slots` words (a power of
+//!   two), the same in all three versions so they agree even when it
+//!   fills: a label lives in one of the [`PROBES`] slots from
+//!   `label & (slots - 1)` on (wrapping); a probe stops at the label (seen)
+//!   or at an empty slot (0), where a new label is written. A label that
+//!   finds neither in its slots is not remembered: the flow record is sent
+//!   anyway and counted ([`SampleCounts::full`]), at every such packet:
+//!   never silently. (The kernel's hash map could hold exactly `N` labels,
+//!   but xPF can only mirror it with a loop over the table, which the
+//!   verifiers cannot walk in reasonable time.)
 //!
 //! ```
 //! use monitor::{SampleRecord, Sampler};
@@ -69,7 +76,6 @@
 //! assert!(matches!(out[..], [SampleRecord::Flow(_), SampleRecord::Sample(_), SampleRecord::Sample(_)]));
 //! ```
 
-use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::key::FlowKey;
@@ -82,6 +88,8 @@ pub const G_SEED: u32 = 0xb7e1_5162;
 pub const G_MUL: u32 = 0x2545_f491;
 /// Bytes after the IP header that `h` covers.
 pub const PAYLOAD_BYTES: usize = 16;
+/// Slots a label may take in the table, from its first.
+pub const PROBES: usize = 8;
 
 /// One word into a hash's state.
 pub fn hash_step(s: u32, w: u32, mul: u32) -> u32 {
@@ -286,25 +294,49 @@ pub struct SampleCounts {
     pub lost: u64,
 }
 
+/// The table's slots for a requested size: a power of two, at least
+/// [`PROBES`].
+pub fn table_slots(size: usize) -> usize {
+    size.max(PROBES).next_power_of_two()
+}
+
 /// The reference sampler.
 #[derive(Clone, Debug)]
 pub struct Sampler {
     a: u32,
     b: u32,
-    capacity: usize,
-    seen: HashSet<u32>,
+    table: Vec<u32>,
     counts: SampleCounts,
 }
 
+/// Where a label is, or could go, in a table.
+enum Slot {
+    Seen,
+    Empty(usize),
+    Full,
+}
+
+fn probe(table: &[u32], label: u32) -> Slot {
+    let mask = table.len() - 1;
+    for i in 0..PROBES {
+        let at = (label as usize).wrapping_add(i) & mask;
+        match table[at] {
+            l if l == label => return Slot::Seen,
+            0 => return Slot::Empty(at),
+            _ => {}
+        }
+    }
+    Slot::Full
+}
+
 impl Sampler {
-    /// Samples `b` of every `a` (by hash); remembers up to `capacity`
-    /// labels.
-    pub fn new(a: u32, b: u32, capacity: usize) -> Sampler {
+    /// Samples `b` of every `a` (by hash); keeps labels in a table of
+    /// [`table_slots`]`(size)` slots.
+    pub fn new(a: u32, b: u32, size: usize) -> Sampler {
         Sampler {
             a,
             b,
-            capacity,
-            seen: HashSet::new(),
+            table: vec![0; table_slots(size)],
             counts: SampleCounts::default(),
         }
     }
@@ -319,11 +351,11 @@ impl Sampler {
             return;
         }
         self.counts.sampled += 1;
-        if !self.seen.contains(&inv.label) {
-            if self.seen.len() < self.capacity {
-                self.seen.insert(inv.label);
-            } else {
-                self.counts.full += 1;
+        let slot = probe(&self.table, inv.label);
+        if !matches!(slot, Slot::Seen) {
+            match slot {
+                Slot::Empty(at) => self.table[at] = inv.label,
+                _ => self.counts.full += 1,
             }
             self.counts.flows += 1;
             out.push(SampleRecord::Flow(LabelFlow {

@@ -9,7 +9,7 @@ use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
 use crate::ebpf::per_cpu_sum;
 use crate::key::FlowKey;
-use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord};
+use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord, table_slots};
 
 /// `struct sample_record` and `struct flow_record`.
 const SAMPLE: usize = 24;
@@ -59,27 +59,33 @@ pub(crate) fn record(r: &[u8]) -> Result<SampleRecord, String> {
     }
 }
 
-/// The program's object with `A`, `B` and the label map's size set.
-pub(crate) fn image(a: u32, b: u32, capacity: usize) -> Result<Image, String> {
+/// The program's object with `A`, `B` and the label table's size set.
+pub(crate) fn image(a: u32, b: u32, size: usize) -> Result<Image, String> {
     let bytes = programs::object("sample").ok_or("the sample program is not built")?;
     let object = obj::Object::parse(bytes).map_err(|e| e.to_string())?;
+    let slots = map_size(size)?;
     let load = LoadOptions {
-        map_sizes: [("labels".to_string(), map_size(capacity)?)].into(),
+        map_sizes: [("labels".to_string(), slots)].into(),
         globals: vec![
             ("sample_a".into(), i128::from(a)),
             ("sample_b".into(), i128::from(b)),
+            ("label_mask".into(), i128::from(slots - 1)),
         ],
         ..LoadOptions::default()
     };
     Image::load(object, &load).map_err(|e| e.to_string())
 }
 
-/// The label map's size (a map has at least one entry).
-pub(crate) fn map_size(capacity: usize) -> Result<u32, String> {
-    u32::try_from(capacity)
-        .ok()
-        .filter(|&c| c > 0)
-        .ok_or_else(|| format!("a label table of {capacity}: 1 to 2^32-1"))
+/// The label table's slots (a power of two, at most 2^24).
+pub(crate) fn map_size(size: usize) -> Result<u32, String> {
+    let slots = table_slots(size);
+    if slots > 1 << 24 {
+        return Err(format!(
+            "a label table of {size}: at most {} slots",
+            1 << 24
+        ));
+    }
+    Ok(slots as u32)
 }
 
 /// The counters in `sample_stats`, by index.
@@ -101,9 +107,10 @@ pub struct EbpfSampler {
 }
 
 impl EbpfSampler {
-    /// The program sampling `b` of `a`, remembering `capacity` labels.
-    pub fn new(a: u32, b: u32, capacity: usize) -> Result<EbpfSampler, String> {
-        let hook = Hook::new(image(a, b, capacity)?, 0, 0).map_err(|e| e.to_string())?;
+    /// The program sampling `b` of `a`, its label table of
+    /// [`table_slots`]`(size)` slots.
+    pub fn new(a: u32, b: u32, size: usize) -> Result<EbpfSampler, String> {
+        let hook = Hook::new(image(a, b, size)?, 0, 0).map_err(|e| e.to_string())?;
         let index = |name: &str| {
             hook.maps()
                 .iter()

@@ -335,7 +335,11 @@ mod tests {
         assert_eq!(pkts[1].0 - pkts[0].0, 1_000_000, "1000 packets per second");
         // Three flows, round-robin: packets 0 and 3 differ only where
         // packets differ (identification, payload counter, checksums).
-        assert_eq!(pkts[0].1[26..38], pkts[3].1[26..38], "three flows, round-robin");
+        assert_eq!(
+            pkts[0].1[26..38],
+            pkts[3].1[26..38],
+            "three flows, round-robin"
+        );
         assert_ne!(pkts[0].1[26..38], pkts[1].1[26..38]);
         assert_ne!(pkts[0].1, pkts[3].1, "packets of a flow differ");
         assert_eq!(&pkts[1].1[26..30], &[10, 1, 0, 1], "second source address");
@@ -401,7 +405,11 @@ mod tests {
             let distinct: std::collections::HashSet<&Vec<u8>> = pkts.iter().collect();
             // Without a payload, IPv4 UDP packets differ by their 16-bit
             // identification only.
-            let want = if spec.ends_with("size=42") { 65_536 } else { pkts.len() };
+            let want = if spec.ends_with("size=42") {
+                65_536
+            } else {
+                pkts.len()
+            };
             assert_eq!(distinct.len(), want, "{spec}");
             for (i, f) in pkts.iter().enumerate() {
                 assert!(checksums_hold(f, g.v6, proto), "{spec}: packet {i}");
