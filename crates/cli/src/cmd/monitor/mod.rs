@@ -1,11 +1,13 @@
 //! `sluice monitor`: the xPF paper's monitoring applications, each in its
-//! own file: `flows` (accounting, IPFIX export).
+//! own file: `flows` (accounting, IPFIX export), `sample` (trajectory
+//! sampling).
 
 use std::process::ExitCode;
 
 mod flows;
+mod sample;
 
-/// In-filter monitoring: flow accounting with IPFIX export (docs/monitor.md)
+/// In-filter monitoring: flow accounting with IPFIX export, trajectory sampling (docs/monitor.md)
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -16,10 +18,13 @@ pub struct Args {
 enum Command {
     /// Account 5-tuple flows and export them as IPFIX
     Flows(flows::FlowArgs),
+    /// Trajectory sampling: the same packets at every point, by hash (h mod A < B)
+    Sample(sample::SampleArgs),
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     match a.command {
         Command::Flows(a) => flows::run(a),
+        Command::Sample(a) => sample::run(a),
     }
 }
