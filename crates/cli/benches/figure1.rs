@@ -138,6 +138,11 @@ impl Monitor {
                 .clone()
         };
         let stats = find("burn_stats");
+        if std::env::var_os("SLUICE_FIG1_DEBUG").is_some() {
+            for m in &maps {
+                eprintln!("{} {:?}", m.name, m.lookup(&0u32.to_ne_bytes()).ok().flatten().map(|v| v.len().min(16)).and_then(|_| m.lookup(&0u32.to_ne_bytes()).ok().flatten().map(|v| v[..v.len().min(16)].to_vec())));
+            }
+        }
         let ring = to_user.then(|| RingReader::new(find("copies").fd).unwrap());
         let _ = kernel::attach::xdp_detach(RX);
         kernel::attach::xdp_attach(RX, prog.fd, kernel::attach::XdpMode::Native).unwrap();
