@@ -144,6 +144,7 @@ bench)
     cargo bench -p sluice --bench per_packet
     cargo bench -p sluice --bench replay
     cargo bench -p sluice --bench xsk
+    cargo bench -p sluice --bench figure1
     ;;
 fuzz)
     setup

@@ -82,15 +82,32 @@ fn main() {
         }
         table.push_str("];\n");
     }
+    // The xPF examples are assembly: embedded as text.
+    let xpf = root.join("xpf");
+    println!("cargo:rerun-if-changed={}", xpf.display());
+    table.push_str("/// The xPF programs: name, assembly.\npub const XPF: &[(&str, &str)] = &[\n");
+    for name in stems(&xpf, "s") {
+        let src = xpf.join(format!("{name}.s")).canonicalize().unwrap();
+        table.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            src.display().to_string()
+        ));
+    }
+    table.push_str("];\n");
     std::fs::write(out.join("programs.rs"), table).unwrap();
 }
 
 /// The stems of the `.c` files in `dir`, sorted.
 fn sources(dir: &Path) -> Vec<String> {
+    stems(dir, "c")
+}
+
+/// The stems of the files in `dir` ending in `.ext`, sorted.
+fn stems(dir: &Path, ext: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();

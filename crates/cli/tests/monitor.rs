@@ -112,6 +112,61 @@ fn nfdump_collects_the_flows_sluice_accounts_in_every_capture() {
 }
 
 #[test]
+fn the_xpf_engine_prints_the_flows_the_table_prints() {
+    let json = |engine: &str, input: &[&str]| {
+        let out = Command::new(SLUICE)
+            .args([
+                "monitor", "flows", "--json", "--engine", engine, "--idle", "0.5",
+            ])
+            .args(input)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{engine} {input:?}: {err}");
+        // Times to the microsecond (the filter's clock moves a nanosecond
+        // per packet); the summary names no engine.
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                for k in ["first_ns", "last_ns"] {
+                    if let Some(t) = v[k].as_u64() {
+                        v[k] = (t / 1000).into();
+                    }
+                }
+                v.to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    let capture = common::captures()
+        .into_iter()
+        .find(|p| p.ends_with("zmtp1.pcap"))
+        .unwrap();
+    for input in [
+        vec!["--pcap", capture.to_str().unwrap()],
+        vec!["--gen", "tcp,v6,flows=50,count=2000,rate=50"],
+    ] {
+        let want = json("table", &input);
+        assert!(want.len() > 2, "{want:?}");
+        assert_eq!(json("xpf", &input), want, "{input:?}");
+    }
+    let refused = |args: &[&str], why: &str| {
+        let out = Command::new(SLUICE)
+            .args(["monitor", "flows", "--engine", "xpf"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(why),
+            "{args:?}: {err}"
+        );
+    };
+    refused(&["--dev", "lo"], "does not load into the kernel");
+    refused(&["--gen", "udp", "--capacity", "5000"], "holds 1 to 2048");
+}
+
+#[test]
 fn an_unreachable_collector_is_reported_and_accounting_goes_on() {
     let port = free_udp_port(); // nobody listens there
     let out = Command::new(SLUICE)

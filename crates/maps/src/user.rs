@@ -331,6 +331,39 @@ impl Map {
         Some(out)
     }
 
+    /// Part of an array entry's value: `out.len()` bytes from byte `at` of
+    /// entry `index` (shared arrays only; per-CPU arrays have no one value).
+    pub fn array_read(&self, index: u32, at: usize, out: &mut [u8]) -> Result<(), Errno> {
+        let v = self.array_part(index, at, out.len())?;
+        v.arena.read_into(index as usize * v.elem + at, out);
+        Ok(())
+    }
+
+    /// Writes part of an array entry's value (shared arrays only).
+    pub fn array_write(&self, index: u32, at: usize, bytes: &[u8]) -> Result<(), Errno> {
+        let v = self.array_part(index, at, bytes.len())?;
+        v.arena.write(index as usize * v.elem + at, bytes);
+        Ok(())
+    }
+
+    fn array_part(
+        &self,
+        index: u32,
+        at: usize,
+        len: usize,
+    ) -> Result<&crate::values::Values, Errno> {
+        let Store::Array(v) = &self.store else {
+            return Err(Errno::EINVAL);
+        };
+        if v.copies != 1 || index >= self.spec.max_entries {
+            return Err(Errno::EINVAL);
+        }
+        if at.checked_add(len).is_none_or(|end| end > v.value_size) {
+            return Err(Errno::E2BIG);
+        }
+        Ok(v)
+    }
+
     /// Every entry as `(key, user value)`, in `get_next_key` order (not one
     /// snapshot: programs on other threads may change the map meanwhile,
     /// as with the kernel's `bpf()` commands).

@@ -1,6 +1,7 @@
 //! In-filter monitoring, the xPF paper's applications as products: flow
-//! accounting now ([`FlowTable`] over the [`Observed`] facts of each
-//! frame), trajectory sampling and passive RTT to come (issue 17).
+//! accounting ([`FlowTable`] over the [`Observed`] facts of each frame),
+//! trajectory sampling ([`Sampler`], [`sample_trajectories`]), passive RTT
+//! to come (issue 17).
 //!
 //! A frame is read once into an [`Observed`]: its 5-tuple ([`FlowKey`]),
 //! its IP length, its TCP flags. The table keeps one [`FlowEntry`] per key
@@ -37,18 +38,33 @@ mod rtt_live;
 mod rtt_run;
 mod rtt_xpf;
 mod run;
+mod sample;
+mod sample_ebpf;
+mod sample_live;
+mod sample_run;
+mod sample_xpf;
 mod table;
+mod xpf;
 
 pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::{Metrics, MetricsServer};
 pub use rtt::{
-    BUCKETS, MeterOptions, Method, RttCounters, RttMeter, RttStats, Sample, Segment, bucket,
+    BUCKETS, MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, Segment, bucket,
     reverse, segment,
 };
 pub use rtt_ebpf::EbpfRtt;
 pub use rtt_live::live_rtt;
 pub use rtt_run::{RttEngine, RttOptions, RttSummary, measure_rtt};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
+pub use sample::{
+    Invariant, LabelFlow, PROBES, Sample, SampleCounts, SampleRecord, Sampler, hash_finish,
+    hash_step, hash_words, invariants, sampled, table_slots,
+};
+pub use sample_ebpf::EbpfSampler;
+pub use sample_live::live_sample;
+pub use sample_run::{SampleEngine, SampleOptions, SampleSummary, parse_rate, sample_trajectories};
+pub use sample_xpf::{SAMPLE_XPF, XPF_MAX_TABLE, XpfSampler};
 pub use table::{EndReason, Ended, FlowEntry, FlowTable, TableOptions};
+pub use xpf::{XPF_MAX_FLOWS, XpfFlows};

@@ -19,6 +19,13 @@ pub struct Metrics {
     pub ended: [AtomicU64; 6],
     pub exported: AtomicU64,
     pub export_errors: AtomicU64,
+    /// Trajectory sampling's counters, shown once `sampling` is set.
+    pub sampling: AtomicBool,
+    /// Packets sampled.
+    pub samples: AtomicU64,
+    /// Flow records (labels seen for the first time, or again past a full
+    /// table).
+    pub sample_flows: AtomicU64,
     /// RTT samples per log2 bucket (`monitor::bucket`), their sum and count.
     pub rtt_buckets: [AtomicU64; crate::rtt::BUCKETS],
     pub rtt_sum_ns: AtomicU64,
@@ -109,6 +116,20 @@ impl Metrics {
             "IPFIX exports that failed.",
             get(&self.export_errors),
         );
+        if self.sampling.load(Ordering::Relaxed) {
+            one(
+                "sluice_sampled_packets_total",
+                "counter",
+                "Packets trajectory sampling selected.",
+                get(&self.samples),
+            );
+            one(
+                "sluice_sample_flow_records_total",
+                "counter",
+                "Flow records of trajectory sampling (labels first seen).",
+                get(&self.sample_flows),
+            );
+        }
         s.push_str("# HELP sluice_flows_ended_total Flows ended, by flowEndReason.\n");
         s.push_str("# TYPE sluice_flows_ended_total counter\n");
         for (i, name) in REASONS {

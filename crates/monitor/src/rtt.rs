@@ -87,7 +87,7 @@ impl Method {
 
 /// One RTT measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Sample {
+pub struct RttSample {
     /// The flow of the packet that completed it.
     pub key: FlowKey,
     pub method: Method,
@@ -179,7 +179,7 @@ pub struct RttCounters {
     pub ts_full: u64,
     /// Samples a full flow table could not add to statistics.
     pub flows_full: u64,
-    /// Sample records lost on the way to user space (full ring buffer or log).
+    /// RttSample records lost on the way to user space (full ring buffer or log).
     pub lost: u64,
 }
 
@@ -360,7 +360,7 @@ impl RttMeter {
 
     /// Runs one segment seen at `now` (from [`RttMeter::clock`]); its
     /// samples go to `out`.
-    pub fn packet(&mut self, s: &Segment, now: u64, out: &mut Vec<Sample>) {
+    pub fn packet(&mut self, s: &Segment, now: u64, out: &mut Vec<RttSample>) {
         let mut sample = |m: &mut RttMeter, method: Method, then: u64| {
             if now < then {
                 return;
@@ -374,7 +374,7 @@ impl RttMeter {
             } else {
                 m.counters.flows_full += 1;
             }
-            out.push(Sample {
+            out.push(RttSample {
                 key: s.key,
                 method,
                 rtt_ns,

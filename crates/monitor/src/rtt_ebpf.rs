@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
 use crate::key::FlowKey;
-use crate::rtt::{BUCKETS, MeterOptions, Method, RttCounters, RttStats, Sample};
+use crate::rtt::{BUCKETS, MeterOptions, Method, RttCounters, RttSample, RttStats};
 
 /// `struct rtt_key`, `struct rtt_stats`, `struct rtt_record`.
 pub(crate) const KEY: usize = 40;
@@ -58,12 +58,12 @@ fn method(code: u8) -> Result<Method, String> {
 }
 
 /// A `struct rtt_record` from the ring buffer.
-pub(crate) fn record(r: &[u8]) -> Result<Sample, String> {
+pub(crate) fn record(r: &[u8]) -> Result<RttSample, String> {
     if r.len() < RECORD {
         return Err(format!("an RTT record of {} bytes", r.len()));
     }
     let (key, m) = key(r)?;
-    Ok(Sample {
+    Ok(RttSample {
         key,
         method: method(m)?,
         rtt_ns: u64_at(r, KEY),
@@ -168,7 +168,7 @@ impl EbpfRtt {
         &mut self,
         frame: &[u8],
         ts_ns: u64,
-        out: &mut Vec<Sample>,
+        out: &mut Vec<RttSample>,
     ) -> Result<(), String> {
         let meta = PacketMeta {
             timestamp_ns: ts_ns,

@@ -13,7 +13,7 @@ use kernel::attach::XdpMode;
 use kernel::ringbuf::RingReader;
 use kernel::{KernelObject, MapInfo};
 
-use crate::rtt::{MeterOptions, RttCounters, Sample};
+use crate::rtt::{MeterOptions, RttCounters, RttSample};
 use crate::rtt_ebpf::{
     COUNTERS, FLOWS, SAMPLES, SYNS, TSVALS, entry_time, image, per_cpu_sum, record, sizes, stats,
 };
@@ -47,7 +47,7 @@ pub fn live_rtt(
     mode: XdpMode,
     stop: &AtomicBool,
     duration: Option<Duration>,
-    mut each: impl FnMut(&[Sample]),
+    mut each: impl FnMut(&[RttSample]),
 ) -> Result<RttSummary, String> {
     let image = image(opts)?;
     let mut kopts = difftest::load_options(&image.object, &image.maps);

@@ -11,7 +11,7 @@ use pipeline::{Source, for_each_packet};
 
 use crate::key::FlowKey;
 use crate::rtt::{
-    MeterOptions, Method, RttCounters, RttMeter, RttStats, Sample, SweepClock, segment,
+    MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, SweepClock, segment,
 };
 use crate::rtt_ebpf::EbpfRtt;
 use crate::rtt_xpf::XpfRtt;
@@ -68,7 +68,7 @@ pub fn measure_rtt(
     source: &mut dyn Source,
     opts: &RttOptions,
     progress: &AtomicU64,
-    mut each: impl FnMut(&[Sample]),
+    mut each: impl FnMut(&[RttSample]),
 ) -> Result<RttSummary, String> {
     let mut engine = match opts.engine {
         RttEngine::Table => Engine::Table(Box::new(RttMeter::new(opts.meter))),
@@ -79,7 +79,7 @@ pub fn measure_rtt(
     let mut out = Vec::with_capacity(BATCH);
     let mut failure = None;
     let mut clock = SweepClock::default();
-    let mut hand_out = |out: &mut Vec<Sample>, s: &mut RttSummary| {
+    let mut hand_out = |out: &mut Vec<RttSample>, s: &mut RttSummary| {
         for x in out.iter() {
             s.samples[usize::from(x.method.code())] += 1;
         }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::key::FlowKey;
-use crate::rtt::{MeterOptions, Method, RttCounters, RttStats, Sample};
+use crate::rtt::{MeterOptions, Method, RttCounters, RttSample, RttStats};
 
 /// `programs/xpf/rtt.s` on an xPF engine.
 pub struct XpfRtt {
@@ -20,7 +20,7 @@ impl XpfRtt {
         &mut self,
         _frame: &[u8],
         _ts_ns: u64,
-        _out: &mut Vec<Sample>,
+        _out: &mut Vec<RttSample>,
     ) -> Result<(), String> {
         Ok(())
     }

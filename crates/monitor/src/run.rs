@@ -6,9 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pipeline::{Source, for_each_packet};
 
+use pipeline::XpfEngine;
+
 use crate::ebpf::EbpfFlows;
 use crate::key::observe;
 use crate::table::{Ended, FlowTable, TableOptions};
+use crate::xpf::XpfFlows;
 
 /// Which flow accounting runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -18,6 +21,8 @@ pub enum FlowEngine {
     Table,
     /// `programs/flows.c` in sluice's VM.
     Ebpf,
+    /// `programs/xpf/flows.s` on an xPF engine.
+    Xpf(XpfEngine),
 }
 
 /// How to account.
@@ -32,6 +37,7 @@ pub struct FlowRunOptions {
 enum Accountant {
     Table(FlowTable),
     Ebpf(Box<EbpfFlows>),
+    Xpf(Box<XpfFlows>),
 }
 
 /// How an accounting run went.
@@ -46,9 +52,10 @@ pub struct FlowSummary {
     /// Flows ended per flowEndReason code (index 1 to 5).
     pub by_reason: [u64; 6],
     /// Flows evicted from a full table (the table), or packets a full map
-    /// could not account, each sent as its own record (eBPF).
+    /// could not account, each sent as its own record (eBPF, xPF).
     pub evicted: u64,
-    /// Records the eBPF program lost to a full ring buffer.
+    /// Records the eBPF program lost to a full ring buffer (xPF: to a full
+    /// log, or packets over its budget).
     pub lost: u64,
     /// Why the source stopped early, if it did.
     pub source_error: Option<String>,
@@ -68,6 +75,7 @@ pub fn account_flows(
     let mut acc = match opts.engine {
         FlowEngine::Table => Accountant::Table(FlowTable::new(opts.table)),
         FlowEngine::Ebpf => Accountant::Ebpf(Box::new(EbpfFlows::new(&opts.table)?)),
+        FlowEngine::Xpf(engine) => Accountant::Xpf(Box::new(XpfFlows::new(&opts.table, engine)?)),
     };
     let mut s = FlowSummary::default();
     let mut ended = Vec::with_capacity(BATCH);
@@ -101,6 +109,12 @@ pub fn account_flows(
                     failure = Some(format!("packet {}: {why}", info.seq));
                 }
             }
+            Accountant::Xpf(x) => {
+                s.accounted += u64::from(observe(data).is_some());
+                if let Err(why) = x.account(data, info.timestamp_ns, &mut ended) {
+                    failure = Some(format!("packet {}: {why}", info.seq));
+                }
+            }
         }
         if ended.len() >= BATCH {
             hand_out(&mut ended, &mut s);
@@ -121,6 +135,11 @@ pub fn account_flows(
             e.flush(&mut ended)?;
             s.evicted = e.lacked();
             s.lost = e.lost();
+        }
+        Accountant::Xpf(x) => {
+            x.flush(&mut ended)?;
+            s.evicted = x.lacked()?;
+            s.lost = x.lost()?;
         }
     }
     hand_out(&mut ended, &mut s);

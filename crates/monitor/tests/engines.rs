@@ -12,7 +12,7 @@ use common::captures;
 use monitor::{
     EndReason, Ended, FlowEngine, FlowRunOptions, FlowSummary, TableOptions, account_flows,
 };
-use pipeline::{Capture, Generated, Source};
+use pipeline::{Capture, Generated, Source, XpfEngine};
 
 /// A flow as both sides must give it (times to the microsecond: the VM's
 /// clock follows the packets but moves a nanosecond per helper call).
@@ -94,6 +94,112 @@ fn the_ebpf_program_ends_the_flows_the_table_ends_on_every_capture() {
     );
     assert!(over_a_page <= 30, "{over_a_page}");
     assert!(reasons[1] > 0 && reasons[2] > 0 && reasons[3] > 0 && reasons[4] > 0);
+}
+
+#[test]
+fn the_xpf_program_ends_the_flows_the_table_ends_on_every_capture() {
+    // The xPF table holds 2,048 flows at most; no capture has that many.
+    let table = TableOptions {
+        capacity: 1024,
+        idle_timeout_ns: 1_000_000_000,
+        active_timeout_ns: 5_000_000_000,
+    };
+    let (mut captures_run, mut flows) = (0, 0);
+    for path in captures() {
+        let Ok(mut a) = Capture::open(&path) else {
+            continue;
+        };
+        let (want, _) = run(&mut a, FlowEngine::Table, table);
+        let mut b = Capture::open(&path).unwrap();
+        let (got, s) = run(&mut b, FlowEngine::Xpf(XpfEngine::Interp), table);
+        assert_eq!(got, want, "{}", path.display());
+        assert_eq!((s.evicted, s.lost), (0, 0), "{}", path.display());
+        captures_run += 1;
+        flows += want.len();
+    }
+    println!(
+        "{captures_run} captures: {flows} flows alike from the flow table and programs/xpf/flows.s"
+    );
+    assert!(captures_run > 380 && flows > 900, "{captures_run} {flows}");
+}
+
+#[test]
+fn the_xpf_program_agrees_on_every_engine_and_with_the_ebpf_program() {
+    let table = TableOptions {
+        capacity: 256,
+        idle_timeout_ns: 2_000_000,
+        active_timeout_ns: 50_000_000,
+    };
+    // IPv4 and IPv6, TCP and UDP; a UDP flow's packet every millisecond
+    // (active ends), a TCP flow's every 6 ms (idle ends).
+    let spec = [
+        "udp,flows=10,count=3000,rate=10000".to_string(),
+        "tcp,v6,flows=30,count=2000,rate=5000".to_string(),
+    ];
+    let (want, _) = run(
+        &mut Generated::parse(&spec).unwrap(),
+        FlowEngine::Ebpf,
+        table,
+    );
+    assert!(want.iter().any(|r| r.6 == 1) && want.iter().any(|r| r.6 == 2));
+    for engine in [XpfEngine::Interp, XpfEngine::Vm] {
+        let (got, _) = run(
+            &mut Generated::parse(&spec).unwrap(),
+            FlowEngine::Xpf(engine),
+            table,
+        );
+        assert_eq!(got, want, "{engine:?}");
+    }
+    // The probe loop runs up to the budget: more paths than a verifier
+    // walks (sluice's, as the kernel's, stops at a million instructions).
+    let Err(e) = monitor::XpfFlows::new(&table, XpfEngine::Jit) else {
+        panic!("sluice's verifier proved programs/xpf/flows.s: run it on the JIT here");
+    };
+    assert!(e.contains("walked 1000000 instructions"), "{e}");
+}
+
+#[test]
+fn a_full_xpf_table_sends_what_it_cannot_hold_as_counted_records() {
+    let table = TableOptions {
+        capacity: 100,
+        ..TableOptions::default()
+    };
+    let spec = ["udp,flows=300,count=3000".to_string()];
+    let run_on = |engine| run(&mut Generated::parse(&spec).unwrap(), engine, table);
+    let (got, s) = run_on(FlowEngine::Xpf(XpfEngine::Interp));
+    assert_eq!(
+        got.iter().map(|r| r.1).sum::<u64>(),
+        3000,
+        "every packet in some record"
+    );
+    let lacked = got
+        .iter()
+        .filter(|r| r.6 == EndReason::LackOfResources.code())
+        .count() as u64;
+    assert!(
+        lacked > 0 && lacked == s.evicted,
+        "{lacked} records, {} counted",
+        s.evicted
+    );
+    assert_eq!(s.lost, 0);
+    // The same records as the eBPF program's full map.
+    assert_eq!(got, run_on(FlowEngine::Ebpf).0);
+    let too_big = TableOptions {
+        capacity: monitor::XPF_MAX_FLOWS + 1,
+        ..table
+    };
+    let e = account_flows(
+        &mut Generated::parse(&spec).unwrap(),
+        &FlowRunOptions {
+            table: too_big,
+            engine: FlowEngine::Xpf(XpfEngine::Interp),
+            limit: None,
+        },
+        &std::sync::atomic::AtomicU64::new(0),
+        |_: &[Ended]| {},
+    )
+    .unwrap_err();
+    assert!(e.contains("the xPF table holds 1 to 2048"), "{e}");
 }
 
 #[test]

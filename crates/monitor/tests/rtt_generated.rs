@@ -12,12 +12,12 @@ use std::process::Command;
 use std::sync::atomic::AtomicU64;
 
 use monitor::{
-    FlowKey, MeterOptions, Method, RttEngine, RttMeter, RttOptions, Sample, measure_rtt, segment,
+    FlowKey, MeterOptions, Method, RttEngine, RttMeter, RttOptions, RttSample, measure_rtt, segment,
 };
 use packet::GenSpec;
 
 /// The reference's samples with their frame numbers (1-based).
-fn reference(spec: &GenSpec) -> Vec<(u64, Sample)> {
+fn reference(spec: &GenSpec) -> Vec<(u64, RttSample)> {
     let mut m = RttMeter::new(MeterOptions::default());
     let mut got = Vec::new();
     let mut last_sweep = None::<u64>;

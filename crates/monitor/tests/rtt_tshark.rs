@@ -40,7 +40,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::captures;
-use monitor::{EbpfRtt, MeterOptions, Method, RttMeter, Sample, segment};
+use monitor::{EbpfRtt, MeterOptions, Method, RttMeter, RttSample, segment};
 
 /// Per frame: (number, malformed, stream, initial_rtt in ns, time in ns).
 type Dissected = Vec<(u64, bool, Option<u64>, Option<i64>, Option<i64>)>;
@@ -128,7 +128,7 @@ fn roomy() -> MeterOptions {
 fn reference(
     frames: &[(Option<Vec<u8>>, u64)],
     opts: MeterOptions,
-) -> (Vec<(u64, Sample)>, RttMeter) {
+) -> (Vec<(u64, RttSample)>, RttMeter) {
     let mut m = RttMeter::new(opts);
     let mut clock = None::<u64>;
     let mut got = Vec::new();
@@ -254,7 +254,7 @@ fn handshake_rtts_equal_tsharks_initial_rtt_and_ebpf_agrees() {
                 first.entry(st).or_insert((n, r));
             }
         }
-        let handshakes: BTreeMap<u64, &Sample> = ours
+        let handshakes: BTreeMap<u64, &RttSample> = ours
             .iter()
             .filter(|(_, s)| s.method == Method::Handshake)
             .map(|(n, s)| (*n, s))

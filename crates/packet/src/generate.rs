@@ -7,6 +7,13 @@
 //! `src=PREFIX` and `dst=ADDR` (sources are drawn from the prefix),
 //! `sport=N`, `dport=N`, `start=NS` (first timestamp). The same spec always
 //! gives the same packets.
+//!
+//! Packets of one flow differ as real traffic does: packet `n` (counted
+//! from 0 over the whole stream) carries `n` in its IPv4 identification
+//! (low 16 bits), in its first payload bytes (the low-order bytes of `n` as
+//! a big-endian 32-bit number, as many as the payload holds) and, for TCP,
+//! in its sequence number (the template's plus `n`); the checksums are
+//! updated incrementally (RFC 1624), so the frames stay valid and cheap.
 
 use std::net::IpAddr;
 
@@ -228,10 +235,11 @@ impl Iterator for Generator {
         if self.templates.len() <= flow as usize && self.templates.len() < 65_536 {
             self.templates.push(self.spec.frame(flow));
         }
-        let frame = match self.templates.get(flow as usize) {
+        let mut frame = match self.templates.get(flow as usize) {
             Some(t) => t.clone(),
             None => self.spec.frame(flow),
         };
+        vary(&mut frame, self.spec.proto, self.spec.v6, self.next as u32);
         let ts = self.spec.start_ns + self.next * 1_000_000_000 / self.spec.rate;
         self.next += 1;
         Some((ts, frame))
@@ -240,6 +248,72 @@ impl Iterator for Generator {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = (self.spec.count - self.next) as usize;
         (left, Some(left))
+    }
+}
+
+/// The ones' complement sum of `b` as 16-bit big-endian words (an odd
+/// last byte padded with a zero), not folded.
+fn sum16(b: &[u8]) -> u32 {
+    b.chunks(2)
+        .map(|w| u32::from(w[0]) << 8 | u32::from(w.get(1).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// The checksum at `frame[at..at + 2]` after the bytes `old` (starting at
+/// an even distance from the checksummed data's start) became `new`
+/// (RFC 1624: HC' = ~(~HC + ~m + m')). `udp`: a checksum of 0 means none
+/// (left alone), and a computed 0 is sent as 0xffff.
+fn patch(frame: &mut [u8], at: usize, old: &[u8], new: &[u8], udp: bool) {
+    let hc = u16::from_be_bytes([frame[at], frame[at + 1]]);
+    if udp && hc == 0 {
+        return; // IPv4 UDP without a checksum
+    }
+    // ~m is 0xffff - m per word; summing words of ~old is n*0xffff - sum(old).
+    let words = old.len().div_ceil(2) as u32;
+    let mut s = u32::from(!hc) + words * 0xffff - sum16(old) + sum16(new);
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    let mut c = !(s as u16);
+    if udp && c == 0 {
+        c = 0xffff;
+    }
+    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
+}
+
+/// Makes a flow's template packet `n` of the stream (the module's rule).
+fn vary(frame: &mut [u8], proto: Proto, v6: bool, n: u32) {
+    let ip = 14;
+    let l4 = if v6 { ip + 40 } else { ip + 20 };
+    if !v6 {
+        let old = [frame[ip + 4], frame[ip + 5]];
+        let new = (n as u16).to_be_bytes();
+        frame[ip + 4..ip + 6].copy_from_slice(&new);
+        patch(frame, ip + 10, &old, &new, false);
+    }
+    let (header, csum, udp) = match proto {
+        Proto::Udp => (8, 6, true),
+        Proto::Tcp => (20, 16, false),
+        Proto::Icmp => (8, 2, false),
+    };
+    if proto == Proto::Tcp {
+        let at = l4 + 4;
+        let old: [u8; 4] = frame[at..at + 4].try_into().expect("4 bytes");
+        let new = u32::from_be_bytes(old).wrapping_add(n).to_be_bytes();
+        frame[at..at + 4].copy_from_slice(&new);
+        patch(frame, l4 + csum, &old, &new, false);
+    }
+    let at = l4 + header;
+    let room = frame.len().saturating_sub(at).min(4);
+    if room > 0 {
+        let old: [u8; 4] = {
+            let mut o = [0; 4];
+            o[..room].copy_from_slice(&frame[at..at + room]);
+            o
+        };
+        let new = n.to_be_bytes();
+        frame[at..at + room].copy_from_slice(&new[4 - room..]);
+        patch(frame, l4 + csum, &old[..room], &new[4 - room..], udp);
     }
 }
 
@@ -272,8 +346,15 @@ mod tests {
         assert_eq!(pkts.len(), 7);
         assert!(pkts.iter().all(|(_, p)| p.len() == 100));
         assert_eq!(pkts[1].0 - pkts[0].0, 1_000_000, "1000 packets per second");
-        assert_eq!(pkts[0].1, pkts[3].1, "three flows, round-robin");
-        assert_ne!(pkts[0].1, pkts[1].1);
+        // Three flows, round-robin: packets 0 and 3 differ only where
+        // packets differ (identification, payload counter, checksums).
+        assert_eq!(
+            pkts[0].1[26..38],
+            pkts[3].1[26..38],
+            "three flows, round-robin"
+        );
+        assert_ne!(pkts[0].1[26..38], pkts[1].1[26..38]);
+        assert_ne!(pkts[0].1, pkts[3].1, "packets of a flow differ");
         assert_eq!(&pkts[1].1[26..30], &[10, 1, 0, 1], "second source address");
         assert_eq!(&pkts[0].1[36..38], &53u16.to_be_bytes());
         let v6 = GenSpec::parse("tcp,v6,count=2").unwrap();
@@ -287,6 +368,70 @@ mod tests {
             "udp,dport=70000",
         ] {
             assert!(GenSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The ones' complement sum of the pseudo-header and segment (or of
+    /// the IPv4 header) folded: 0xffff when the checksum in it is right.
+    fn folded(parts: &[&[u8]]) -> u16 {
+        let mut s: u32 = parts.iter().map(|p| sum16(p)).sum();
+        while s > 0xffff {
+            s = (s & 0xffff) + (s >> 16);
+        }
+        s as u16
+    }
+
+    fn checksums_hold(f: &[u8], v6: bool, proto: u8) -> bool {
+        let (l4, pseudo) = if v6 {
+            let len = (f.len() - 54) as u32;
+            let mut p = f[22..54].to_vec();
+            p.extend_from_slice(&len.to_be_bytes());
+            p.extend_from_slice(&[0, 0, 0, f[20]]);
+            (54, p)
+        } else {
+            assert_eq!(folded(&[&f[14..34]]), 0xffff, "IPv4 header checksum");
+            let mut p = f[26..34].to_vec();
+            p.extend_from_slice(&[0, f[23]]);
+            p.extend_from_slice(&((f.len() - 34) as u16).to_be_bytes());
+            (34, p)
+        };
+        if proto == 1 {
+            folded(&[&f[l4..]]) == 0xffff
+        } else {
+            folded(&[&pseudo, &f[l4..]]) == 0xffff
+        }
+    }
+
+    #[test]
+    fn packets_of_a_flow_differ_and_keep_valid_checksums() {
+        for (spec, proto) in [
+            ("udp,flows=2,count=600", 17),
+            ("udp,v6,flows=2,count=600", 17),
+            ("udp,v6,flows=2,count=600,size=63", 17),
+            ("tcp,flows=3,count=600", 6),
+            ("tcp,v6,flows=3,count=600", 6),
+            ("icmp,flows=1,count=600,size=100", 1),
+            ("udp,flows=1,count=70000,size=42", 17),
+        ] {
+            let g = GenSpec::parse(spec).unwrap();
+            let pkts: Vec<_> = g.packets().map(|p| p.1).collect();
+            let distinct: std::collections::HashSet<&Vec<u8>> = pkts.iter().collect();
+            // Without a payload, IPv4 UDP packets differ by their 16-bit
+            // identification only; IPv6 with one payload byte, by it.
+            let want = if spec.ends_with("size=42") {
+                65_536
+            } else if spec.ends_with("size=63") {
+                256
+            } else {
+                pkts.len()
+            };
+            assert_eq!(distinct.len(), want, "{spec}");
+            for (i, f) in pkts.iter().enumerate() {
+                assert!(checksums_hold(f, g.v6, proto), "{spec}: packet {i}");
+                if !g.v6 {
+                    assert_eq!(&f[18..20], &(i as u16).to_be_bytes(), "{spec}");
+                }
+            }
         }
     }
 

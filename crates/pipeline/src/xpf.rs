@@ -44,6 +44,16 @@ impl MapValues for VmMaps {
             .user_update(&key.to_ne_bytes(), value, 0)
             .map_err(|e| format!("{e:?}"))
     }
+    fn read_part(&self, map: usize, key: u32, at: usize, out: &mut [u8]) -> Result<(), String> {
+        self.0[map]
+            .array_read(key, at, out)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn write_part(&mut self, map: usize, key: u32, at: usize, bytes: &[u8]) -> Result<(), String> {
+        self.0[map]
+            .array_write(key, at, bytes)
+            .map_err(|e| format!("{e:?}"))
+    }
 }
 
 /// The kernel's maps as the translation's memory (descriptors of loaded

@@ -36,6 +36,11 @@ pub fn source(name: &str) -> Option<&'static str> {
     PROGRAMS.iter().find(|(n, ..)| *n == name).map(|(.., s)| *s)
 }
 
+/// The assembly of xPF program `name` (`programs/xpf/<name>.s`).
+pub fn xpf(name: &str) -> Option<&'static str> {
+    XPF.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
 /// Names of all example programs.
 pub fn names() -> impl Iterator<Item = &'static str> {
     PROGRAMS.iter().map(|(n, ..)| *n)

@@ -150,6 +150,23 @@ impl Verifier<'_> {
         for (i, &arg) in proto.args.iter().enumerate() {
             let r = i as u8 + 1;
             let reg = self.read(st, r)?;
+            // The kernel's check_func_arg: after ARG_ANYTHING, before the type
+            // checks, a packet pointer is refused unless the helper's proto has
+            // `pkt_access` (and the program type direct packet access, which
+            // every type with packet pointers here has).
+            if arg != Arg::Anything
+                && matches!(reg.kind, Kind::Packet | Kind::PacketMeta)
+                && !proto.pkt_access
+            {
+                return Err(fail(
+                    Rule::HelperArgument,
+                    "helper access to the packet is not allowed",
+                    format!(
+                        "r{r} points into the packet, and bpf_{} does not take packet memory: copy the bytes to the stack (or a map value) first",
+                        proto.name
+                    ),
+                ));
+            }
             self.check_arg(st, pc, proto.name, uid, r, reg, arg, &mut meta)?;
         }
         if let Some(start) = meta.callback {

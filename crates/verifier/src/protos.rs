@@ -75,6 +75,11 @@ pub struct Proto {
     /// Whether the helper may move or resize packet data (the kernel's
     /// `bpf_helper_changes_pkt_data`): every packet pointer is invalid after.
     pub changes_packet: bool,
+    /// Whether the kernel's proto sets `.pkt_access = true`: only then may
+    /// a packet (or packet-meta) pointer be passed in any argument that is
+    /// not `ARG_ANYTHING` (`check_func_arg`: "helper access to the packet
+    /// is not allowed").
+    pub pkt_access: bool,
 }
 
 use std::collections::HashMap;
@@ -88,6 +93,15 @@ const fn p(name: &'static str, args: &'static [Arg], ret: Ret) -> Proto {
         args,
         ret,
         changes_packet: false,
+        pkt_access: false,
+    }
+}
+
+/// A helper whose kernel proto sets `.pkt_access = true`.
+const fn pa(name: &'static str, args: &'static [Arg], ret: Ret) -> Proto {
+    Proto {
+        pkt_access: true,
+        ..p(name, args, ret)
     }
 }
 
@@ -97,6 +111,7 @@ const fn pkt(name: &'static str, args: &'static [Arg]) -> Proto {
         args,
         ret: Ret::Integer,
         changes_packet: true,
+        pkt_access: false,
     }
 }
 
@@ -105,10 +120,18 @@ const RD: Arg = ReadMem { nullable: false };
 const RD0: Arg = ReadMem { nullable: true };
 
 /// Prototypes, by the helper's kernel name (ids come from [`isa::helper_id`]).
+///
+/// `pa` marks the protos with `.pkt_access = true`: the map helpers taking
+/// a key or value to read (lookup, update, delete, push; not pop or peek)
+/// in kernel/bpf/helpers.c; csum_diff, the socket lookups (the skb, tc
+/// and xdp variants alike) and the raw syncookie helpers in
+/// net/core/filter.c. No other helper here has it: not skb_store_bytes,
+/// xdp_load_bytes/xdp_store_bytes, perf_event_output, fib_lookup,
+/// ringbuf_output or trace_printk.
 const PROTOS: &[Proto] = &[
-    p("map_lookup_elem", &[Map, Key], Ret::MapValueOrNull),
-    p("map_update_elem", &[Map, Key, Value, Anything], INT),
-    p("map_delete_elem", &[Map, Key], INT),
+    pa("map_lookup_elem", &[Map, Key], Ret::MapValueOrNull),
+    pa("map_update_elem", &[Map, Key, Value, Anything], INT),
+    pa("map_delete_elem", &[Map, Key], INT),
     p("ktime_get_ns", &[], INT),
     // Only the format and its size are declared (`ARG_DONTCARE` after):
     // the kernel checks none of r3-r5, written or not.
@@ -136,7 +159,7 @@ const PROTOS: &[Proto] = &[
         INT,
     ),
     p("skb_load_bytes", &[Ctx, Anything, UninitMem, Size], INT),
-    p(
+    pa(
         "csum_diff",
         &[RD0, SizeOrZero, RD0, SizeOrZero, Anything],
         INT,
@@ -158,23 +181,23 @@ const PROTOS: &[Proto] = &[
     pkt("xdp_adjust_meta", &[Ctx, Anything]),
     pkt("xdp_adjust_tail", &[Ctx, Anything]),
     p("fib_lookup", &[Ctx, WriteMem, Size, Anything], INT),
-    p(
+    pa(
         "sk_lookup_tcp",
         &[Ctx, RD, Size, Anything, Anything],
         Ret::SockOrNull { common: false },
     ),
-    p(
+    pa(
         "sk_lookup_udp",
         &[Ctx, RD, Size, Anything, Anything],
         Ret::SockOrNull { common: false },
     ),
     p("sk_release", &[Sock { release: true }], INT),
-    p("map_push_elem", &[Map, Value, Anything], INT),
+    pa("map_push_elem", &[Map, Value, Anything], INT),
     p("map_pop_elem", &[Map, UninitValue], INT),
     p("map_peek_elem", &[Map, UninitValue], INT),
     p("spin_lock", &[SpinLock], Ret::Void),
     p("spin_unlock", &[SpinLock], Ret::Void),
-    p(
+    pa(
         "skc_lookup_tcp",
         &[Ctx, RD, Size, Anything, Anything],
         Ret::SockOrNull { common: true },
@@ -210,14 +233,14 @@ const PROTOS: &[Proto] = &[
     p("xdp_get_buff_len", &[Ctx], INT),
     p("xdp_load_bytes", &[Ctx, Anything, UninitMem, Size], INT),
     p("xdp_store_bytes", &[Ctx, Anything, RD, Size], INT),
-    p("tcp_raw_gen_syncookie_ipv4", &[FixedMem(20), RD, Size], INT),
-    p("tcp_raw_gen_syncookie_ipv6", &[FixedMem(40), RD, Size], INT),
-    p(
+    pa("tcp_raw_gen_syncookie_ipv4", &[FixedMem(20), RD, Size], INT),
+    pa("tcp_raw_gen_syncookie_ipv6", &[FixedMem(40), RD, Size], INT),
+    pa(
         "tcp_raw_check_syncookie_ipv4",
         &[FixedMem(20), FixedMem(20)],
         INT,
     ),
-    p(
+    pa(
         "tcp_raw_check_syncookie_ipv6",
         &[FixedMem(40), FixedMem(20)],
         INT,

@@ -292,3 +292,65 @@ char _license[] SEC("license") = "GPL";
 fn a_spin_lock_in_map_values() {
     verdicts("spin_lock", SPIN_LOCK, true);
 }
+
+/// Packet bytes handed to bpf_ringbuf_output, whose kernel proto lacks
+/// `pkt_access`: both refuse, sluice with the kernel's message. The same
+/// bytes as a map_update_elem key (a `pkt_access` helper) are accepted.
+#[test]
+fn packet_bytes_to_a_helper_without_pkt_access() {
+    let source = |call: &str| {
+        format!(
+            r#"
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct {{
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 4096);
+}} events SEC(".maps");
+
+struct {{
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16);
+    __type(key, __u32);
+    __type(value, __u64);
+}} seen SEC(".maps");
+
+SEC("xdp")
+int prog(struct xdp_md *ctx)
+{{
+    void *data = (void *)(long)ctx->data;
+    void *data_end = (void *)(long)ctx->data_end;
+    __u64 one = 1;
+
+    if (data + 64 > data_end)
+        return XDP_PASS;
+    {call};
+    return XDP_PASS;
+}}
+
+char LICENSE[] SEC("license") = "GPL";
+"#
+        )
+    };
+    let refused = source("bpf_ringbuf_output(&events, data, 64, 0)");
+    verdicts("pkt_ringbuf_output", &refused, false);
+    let bytes = programs::compile::compile("pkt_ringbuf_output", &refused);
+    let object = obj::Object::parse(&bytes).unwrap();
+    let maps = verifier::MapInfo::of_object(&object, &|_| None);
+    let e = verifier::verify(&object.programs[0], &maps, &verifier::Options::default())
+        .result
+        .unwrap_err();
+    assert_eq!(e.rule, verifier::Rule::HelperArgument);
+    assert!(
+        e.kernel
+            .contains("helper access to the packet is not allowed"),
+        "{}",
+        e.kernel
+    );
+    verdicts(
+        "pkt_map_update",
+        &source("bpf_map_update_elem(&seen, data, &one, BPF_ANY)"),
+        true,
+    );
+}

@@ -284,6 +284,27 @@ pub trait MapValues {
     fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String>;
     /// Sets the value of `key` in `map`.
     fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String>;
+
+    /// `out.len()` bytes of the value of `key` from byte `at` (a store
+    /// that can reach into a value saves copying all of it).
+    fn read_part(&self, map: usize, key: u32, at: usize, out: &mut [u8]) -> Result<(), String> {
+        let value = self.value(map, key)?;
+        let part = value
+            .get(at..at + out.len())
+            .ok_or_else(|| format!("the value of {key} is short"))?;
+        out.copy_from_slice(part);
+        Ok(())
+    }
+
+    /// Writes `bytes` into the value of `key` from byte `at`.
+    fn write_part(&mut self, map: usize, key: u32, at: usize, bytes: &[u8]) -> Result<(), String> {
+        let mut value = self.value(map, key)?;
+        value
+            .get_mut(at..at + bytes.len())
+            .ok_or_else(|| format!("the value of {key} is short"))?
+            .copy_from_slice(bytes);
+        self.set_value(map, key, &value)
+    }
 }
 
 /// Blocks kept in map values.
@@ -292,28 +313,21 @@ pub struct MapBlocks<V>(pub V);
 
 impl<V: MapValues> Blocks for MapBlocks<V> {
     fn read(&self, block: u32, at: u32, out: &mut [u32]) -> Result<(), MemError> {
-        let value = self.0.value(0, block).map_err(MemError::Store)?;
-        let start = at as usize * 4;
-        for (i, w) in out.iter_mut().enumerate() {
-            let b = value
-                .get(start + 4 * i..start + 4 * i + 4)
-                .ok_or_else(|| MemError::Store(format!("block {block} is short")))?;
+        let mut bytes = vec![0u8; 4 * out.len()];
+        self.0
+            .read_part(0, block, at as usize * 4, &mut bytes)
+            .map_err(|e| MemError::Store(format!("block {block}: {e}")))?;
+        for (w, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
             *w = u32::from_ne_bytes(b.try_into().expect("4 bytes"));
         }
         Ok(())
     }
 
     fn write(&mut self, block: u32, at: u32, words: &[u32]) -> Result<(), MemError> {
-        let mut value = self.0.value(0, block).map_err(MemError::Store)?;
-        let start = at as usize * 4;
-        let end = start + 4 * words.len();
-        let bytes = value
-            .get_mut(start..end)
-            .ok_or_else(|| MemError::Store(format!("block {block} is short")))?;
-        for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
-            chunk.copy_from_slice(&w.to_ne_bytes());
-        }
-        self.0.set_value(0, block, &value).map_err(MemError::Store)
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        self.0
+            .write_part(0, block, at as usize * 4, &bytes)
+            .map_err(|e| MemError::Store(format!("block {block}: {e}")))
     }
 
     /// Map 1's value: the active index (what the program reads), 4

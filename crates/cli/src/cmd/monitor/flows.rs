@@ -35,12 +35,12 @@ pub struct FlowArgs {
     /// Stop after this many packets
     #[arg(short = 'c', long = "count", value_name = "N")]
     count: Option<u64>,
-    /// Who accounts: sluice's flow table, or the eBPF program programs/flows.c in sluice's VM
+    /// Who accounts: sluice's flow table, the eBPF program programs/flows.c in sluice's VM, or the xPF program programs/xpf/flows.s in the xPF interpreter
     #[arg(long, value_enum, default_value_t = EngineArg::Table)]
     engine: EngineArg,
-    /// Flows kept at once; when full, the least recently seen is evicted (counted)
-    #[arg(long, default_value_t = TableOptions::default().capacity)]
-    capacity: usize,
+    /// Flows kept at once; when full, the table evicts the least recently seen, the programs send the packet as a record of its own (counted) [default: 65536; xpf: 2048, its most]
+    #[arg(long)]
+    capacity: Option<usize>,
     /// Seconds without a packet that end a flow
     #[arg(long, default_value_t = 15.0)]
     idle: f64,
@@ -82,6 +82,8 @@ enum EngineArg {
     Table,
     /// programs/flows.c (hash map, ring buffer of ended flows) in sluice's VM
     Ebpf,
+    /// programs/xpf/flows.s (a table and a log in persistent memory) in the xPF interpreter
+    Xpf,
 }
 
 /// Where ended flows go as IPFIX.
@@ -156,13 +158,17 @@ pub(super) fn seconds(s: f64, what: &str) -> Result<u64, String> {
 pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     let opts = FlowRunOptions {
         table: TableOptions {
-            capacity: a.capacity,
+            capacity: a.capacity.unwrap_or(match a.engine {
+                EngineArg::Xpf => monitor::XPF_MAX_FLOWS,
+                _ => TableOptions::default().capacity,
+            }),
             idle_timeout_ns: seconds(a.idle, "idle")?,
             active_timeout_ns: seconds(a.active, "active")?,
         },
         engine: match a.engine {
             EngineArg::Table => FlowEngine::Table,
             EngineArg::Ebpf => FlowEngine::Ebpf,
+            EngineArg::Xpf => FlowEngine::Xpf(pipeline::XpfEngine::Interp),
         },
         limit: a.count,
     };
@@ -234,6 +240,13 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         }
     };
     if let Some(dev) = &a.dev {
+        if matches!(a.engine, EngineArg::Xpf) {
+            return Err(
+                "--engine xpf runs on --pcap and --gen: its probe loop is more than a verifier \
+                 can follow, so it does not load into the kernel (--dev runs programs/flows.c)"
+                    .into(),
+            );
+        }
         let stop = crate::cmd::xsk::stop_on_signals();
         let duration = match a.duration {
             Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use monitor::{
-    BUCKETS, FlowKey, MeterOptions, Method, RttEngine, RttOptions, RttStats, RttSummary, Sample,
+    BUCKETS, FlowKey, MeterOptions, Method, RttEngine, RttOptions, RttSample, RttStats, RttSummary,
 };
 use pipeline::{Capture, Generated, Source};
 use serde::Serialize;
@@ -158,7 +158,7 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
     };
     // pping's minimum so far, per flow.
     let mut min_so_far: std::collections::HashMap<FlowKey, u64> = Default::default();
-    let mut handle = |samples: &[Sample]| {
+    let mut handle = |samples: &[RttSample]| {
         for s in samples {
             metrics.rtt(s.rtt_ns);
             if a.json {

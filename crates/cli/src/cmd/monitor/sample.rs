@@ -1,0 +1,309 @@
+//! `sluice monitor sample`: trajectory sampling (the library's
+//! `monitor::sample_trajectories`) over a capture or generated traffic by
+//! the eBPF program (`programs/sample.c` in sluice's VM), the xPF program
+//! (`programs/xpf/sample.s`) or the reference, or live with the eBPF
+//! program in the kernel; samples and flow records printed as a table or
+//! JSON lines.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use monitor::{SampleCounts, SampleEngine, SampleOptions, SampleRecord, sample_trajectories};
+use pipeline::{Capture, Generated, Source, XpfEngine};
+use serde::Serialize;
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
+pub struct SampleArgs {
+    /// Capture to read (pcap or pcapng)
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)
+    #[arg(long)]
+    r#gen: Vec<String>,
+    /// Live: programs/sample.c in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
+    #[arg(long, value_name = "IF")]
+    dev: Option<String>,
+    /// With --dev: stop after this many seconds
+    #[arg(long, value_name = "S", requires = "dev")]
+    duration: Option<f64>,
+    /// With --dev: XDP in the driver (native) or generic (skb)
+    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
+    mode: ModeArg,
+    /// Stop after this many packets
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    count: Option<u64>,
+    /// Who samples: the eBPF program in sluice's VM, the xPF program, or sluice's reference in Rust
+    #[arg(long, value_enum, default_value_t = EngineArg::Ebpf)]
+    engine: EngineArg,
+    /// With --engine xpf: the xPF interpreter, or its eBPF translation in sluice's VM or JIT
+    #[arg(long, value_enum, default_value_t = XpfArg::Interp)]
+    xpf_engine: XpfArg,
+    /// The sampling rate B/A (a packet is sampled when h(x) mod A < B), e.g. 1/100, or a fraction (0.01)
+    #[arg(long, value_name = "B/A", conflicts_with_all = ["a", "b"])]
+    rate: Option<String>,
+    /// The modulus A
+    #[arg(short = 'a', value_name = "A", requires = "b")]
+    a: Option<u32>,
+    /// The threshold B
+    #[arg(short = 'b', value_name = "B", requires = "a")]
+    b: Option<u32>,
+    /// Slots of the label table (a power of two; a label that finds no room is counted as `full`)
+    #[arg(long, default_value_t = SampleOptions::default().table)]
+    table: usize,
+    /// Samples listed on the terminal
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
+    /// A JSON line per record (flow records before the first sample of their label), then one with the summary
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum ModeArg {
+    Native,
+    Skb,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum EngineArg {
+    /// programs/sample.c (label table, ring buffer of records) in sluice's VM
+    Ebpf,
+    /// programs/xpf/sample.s (persistent memory, a log of records)
+    Xpf,
+    /// sluice's reference in Rust
+    Reference,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum XpfArg {
+    Interp,
+    Vm,
+    Jit,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Line {
+    Sample {
+        label: u32,
+        hash: u32,
+        time_ns: u64,
+    },
+    Flow {
+        label: u32,
+        src: String,
+        dst: String,
+        protocol: u8,
+        src_port: u16,
+        dst_port: u16,
+    },
+}
+
+#[derive(Serialize, Default)]
+struct Summary {
+    a: u32,
+    b: u32,
+    packets: u64,
+    hashed: u64,
+    sampled: u64,
+    flow_records: u64,
+    table_full: u64,
+    lost: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_error: Option<String>,
+}
+
+fn line(r: &SampleRecord) -> Line {
+    match r {
+        SampleRecord::Sample(s) => Line::Sample {
+            label: s.label,
+            hash: s.hash,
+            time_ns: s.time_ns,
+        },
+        SampleRecord::Flow(f) => Line::Flow {
+            label: f.label,
+            src: f.flow.src.to_string(),
+            dst: f.flow.dst.to_string(),
+            protocol: f.flow.protocol,
+            src_port: f.flow.src_port,
+            dst_port: f.flow.dst_port,
+        },
+    }
+}
+
+/// `(A, B)` from `--rate` or `-a`/`-b` (default 1/100).
+fn rate(a: &SampleArgs) -> Result<(u32, u32), String> {
+    match (&a.rate, a.a, a.b) {
+        (Some(r), ..) => monitor::parse_rate(r),
+        (None, Some(m), Some(t)) if m >= 1 && t <= m => Ok((m, t)),
+        (None, Some(m), Some(t)) => Err(format!("-a {m} -b {t}: A at least 1, B at most A")),
+        _ => Ok((100, 1)),
+    }
+}
+
+pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
+    let (ma, mb) = rate(&a)?;
+    let opts = SampleOptions {
+        a: ma,
+        b: mb,
+        table: a.table,
+        engine: match a.engine {
+            EngineArg::Ebpf => SampleEngine::Ebpf,
+            EngineArg::Reference => SampleEngine::Reference,
+            EngineArg::Xpf => SampleEngine::Xpf(match a.xpf_engine {
+                XpfArg::Interp => XpfEngine::Interp,
+                XpfArg::Vm => XpfEngine::Vm,
+                XpfArg::Jit => XpfEngine::Jit,
+            }),
+        },
+        limit: a.count,
+    };
+    let metrics = Arc::new(monitor::Metrics::default());
+    metrics.sampling.store(true, Ordering::Relaxed);
+    let _server = match &a.metrics {
+        Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
+        None => None,
+    };
+    let mut listed: Vec<SampleRecord> = Vec::new();
+    let mut handle = |records: &[SampleRecord]| {
+        for r in records {
+            match r {
+                SampleRecord::Sample(_) => metrics.samples.fetch_add(1, Ordering::Relaxed),
+                SampleRecord::Flow(_) => metrics.sample_flows.fetch_add(1, Ordering::Relaxed),
+            };
+            if a.json {
+                println!("{}", serde_json::to_string(&line(r)).expect("plain data"));
+            }
+        }
+        if !a.json {
+            listed.extend_from_slice(records);
+        }
+    };
+    let mut sum = Summary {
+        a: ma,
+        b: mb,
+        ..Summary::default()
+    };
+    let counts: SampleCounts;
+    if let Some(dev) = &a.dev {
+        if matches!(a.engine, EngineArg::Xpf | EngineArg::Reference) {
+            return Err("--dev runs programs/sample.c in the kernel: --engine ebpf".into());
+        }
+        let stop = crate::cmd::xsk::stop_on_signals();
+        let duration = match a.duration {
+            Some(s) => Some(Duration::from_nanos(super::flows::seconds(s, "duration")?)),
+            None => None,
+        };
+        let mode = match a.mode {
+            ModeArg::Native => kernel::attach::XdpMode::Native,
+            ModeArg::Skb => kernel::attach::XdpMode::Skb,
+        };
+        // Live, the program counts the IP packets it hashed, not all.
+        counts = monitor::live_sample(ma, mb, a.table, dev, mode, stop, duration, &mut handle)?;
+    } else {
+        let mut source: Box<dyn Source> = match &a.pcap {
+            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+        };
+        let total = source.expected().map(|n| a.count.map_or(n, |c| c.min(n)));
+        let run = crate::progress::with_progress(total, a.json, |count| {
+            sample_trajectories(source.as_mut(), &opts, count, &mut handle)
+        })?;
+        sum.packets = run.packets;
+        sum.source_error = run.source_error;
+        counts = run.counts;
+    }
+    sum.hashed = counts.hashed;
+    sum.sampled = counts.sampled;
+    sum.flow_records = counts.flows;
+    sum.table_full = counts.full;
+    sum.lost = counts.lost;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
+        );
+    } else {
+        print_table(&listed, a.top, &sum);
+    }
+    if sum.table_full > 0 {
+        eprintln!(
+            "sluice: the label table was full for {} flow records (sent anyway): raise --table",
+            sum.table_full
+        );
+    }
+    if sum.lost > 0 {
+        eprintln!("sluice: {} records lost on the way to user space", sum.lost);
+    }
+    if let Some(e) = &sum.source_error {
+        eprintln!("sluice: the input stopped early: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(records: &[SampleRecord], top: usize, s: &Summary) {
+    let pct = if s.hashed > 0 {
+        100.0 * s.sampled as f64 / s.hashed as f64
+    } else {
+        0.0
+    };
+    println!(
+        "{} packets, {} with IP hashed, {} sampled ({pct:.3}%; B/A = {}/{} = {:.3}%), {} flow records, {} past a full table, {} lost",
+        s.packets,
+        s.hashed,
+        s.sampled,
+        s.b,
+        s.a,
+        100.0 * f64::from(s.b) / f64::from(s.a),
+        s.flow_records,
+        s.table_full,
+        s.lost
+    );
+    let mut flows = HashMap::new();
+    for r in records {
+        if let SampleRecord::Flow(f) = r {
+            flows.entry(f.label).or_insert(f.flow);
+        }
+    }
+    let samples: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            SampleRecord::Sample(s) => Some(s),
+            SampleRecord::Flow(_) => None,
+        })
+        .collect();
+    if samples.is_empty() {
+        return;
+    }
+    println!(
+        "{:>20} {:>10} {:>10}  {:>39} {:>6}  {:>39} {:>6} {:>5}",
+        "time_ns", "label", "hash", "source", "port", "destination", "port", "proto"
+    );
+    for s in samples.iter().take(top) {
+        let (src, sport, dst, dport, proto) = match flows.get(&s.label) {
+            Some(k) => (
+                k.src.to_string(),
+                k.src_port,
+                k.dst.to_string(),
+                k.dst_port,
+                k.protocol,
+            ),
+            None => ("?".into(), 0, "?".into(), 0, 0),
+        };
+        println!(
+            "{:>20} {:>10x} {:>10x}  {src:>39} {sport:>6}  {dst:>39} {dport:>6} {proto:>5}",
+            s.time_ns, s.label, s.hash
+        );
+    }
+    if samples.len() > top {
+        println!("... {} more samples (--top, --json)", samples.len() - top);
+    }
+}

@@ -1,0 +1,104 @@
+//! Trajectory sampling live in the kernel: `programs/sample.c` loaded and
+//! attached (XDP) to an interface; its records read from its ring buffer
+//! as they come; when told to stop, it detaches the program and reads what
+//! is left. The kernel's monotonic clock (`bpf_ktime_get_ns`) is turned
+//! into wall-clock time for the samples.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kernel::attach::XdpMode;
+use kernel::ringbuf::RingReader;
+use kernel::{KernelObject, MapInfo};
+
+use crate::ebpf::per_cpu_sum;
+use crate::sample::{SampleCounts, SampleRecord};
+use crate::sample_ebpf::{counts, image, map_size, record};
+
+fn clock(id: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(id, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Detaches the program from the interface however the run ends.
+struct Attached<'a>(&'a str);
+
+impl Drop for Attached<'_> {
+    fn drop(&mut self) {
+        let _ = kernel::attach::xdp_detach(self.0);
+    }
+}
+
+/// Samples the frames arriving on `dev` (`b` of `a`, a label table of
+/// `table` slots) until `stop` is set or `duration` passed; `each` gets
+/// the records (times as wall-clock nanoseconds); returns the program's
+/// counters.
+#[allow(clippy::too_many_arguments)]
+pub fn live_sample(
+    a: u32,
+    b: u32,
+    table: usize,
+    dev: &str,
+    mode: XdpMode,
+    stop: &AtomicBool,
+    duration: Option<Duration>,
+    mut each: impl FnMut(&[SampleRecord]),
+) -> Result<SampleCounts, String> {
+    if a == 0 {
+        return Err("A must be at least 1".into());
+    }
+    let image = image(a, b, table)?;
+    let mut kopts = difftest::load_options(&image.object, &image.maps);
+    kopts.max_entries.retain(|(n, _)| n != "labels");
+    kopts.max_entries.push(("labels".into(), map_size(table)?));
+    let bytes = programs::object("sample").ok_or("the sample program is not built")?;
+    let object = KernelObject::load(bytes, "sample", &kopts).map_err(|e| e.to_string())?;
+    let prog = object.program("xdp_sample").map_err(|e| e.to_string())?;
+    let maps = object.maps().map_err(|e| e.to_string())?;
+    let map = |name: &str| -> Result<&MapInfo, String> {
+        maps.iter()
+            .find(|m| kernel::same_map(&m.name, name))
+            .ok_or_else(|| format!("the loaded sample program has no map {name}"))
+    };
+    let (samples, stats) = (map("samples")?, map("sample_stats")?);
+    let mut ring = RingReader::new(samples.fd).map_err(|e| e.to_string())?;
+    let offset = clock(libc::CLOCK_REALTIME).saturating_sub(clock(libc::CLOCK_MONOTONIC));
+    let mut read = |ring: &mut RingReader, timeout: i32| -> Result<(), String> {
+        let mut out = Vec::new();
+        for r in ring.poll(timeout).map_err(|e| e.to_string())? {
+            out.push(match record(&r)? {
+                SampleRecord::Sample(mut s) => {
+                    s.time_ns += offset;
+                    SampleRecord::Sample(s)
+                }
+                f => f,
+            });
+        }
+        if !out.is_empty() {
+            each(&out);
+        }
+        Ok(())
+    };
+    {
+        kernel::attach::xdp_attach(dev, prog.fd, mode).map_err(|e| e.to_string())?;
+        let _attached = Attached(dev);
+        let started = Instant::now();
+        while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {
+            read(&mut ring, 100)?;
+        }
+    }
+    // Detached: nothing more arrives.
+    read(&mut ring, 0)?;
+    Ok(counts(|i| {
+        stats
+            .lookup(&i.to_ne_bytes())
+            .ok()
+            .flatten()
+            .map_or(0, |v| per_cpu_sum(&v))
+    }))
+}

@@ -1,0 +1,152 @@
+//! Trajectory sampling over any packet source: *source -> sampler ->
+//! records*, handed to the caller in batches as they come.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pipeline::{Source, XpfEngine, for_each_packet};
+
+use crate::sample::{SampleCounts, SampleRecord, Sampler};
+use crate::sample_ebpf::EbpfSampler;
+use crate::sample_xpf::XpfSampler;
+
+/// Which sampler runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SampleEngine {
+    /// The reference in Rust ([`Sampler`]).
+    #[default]
+    Reference,
+    /// `programs/sample.c` in sluice's VM.
+    Ebpf,
+    /// `programs/xpf/sample.s` on an xPF engine (interp, vm or jit).
+    Xpf(XpfEngine),
+}
+
+/// How to sample.
+#[derive(Clone, Copy, Debug)]
+pub struct SampleOptions {
+    /// Sample when `h mod a < b` (`a` at least 1).
+    pub a: u32,
+    pub b: u32,
+    /// Slots of the label table (rounded up to a power of two, at least
+    /// 8; see [`crate::Sampler`]).
+    pub table: usize,
+    pub engine: SampleEngine,
+    /// Stop after this many packets.
+    pub limit: Option<u64>,
+}
+
+impl Default for SampleOptions {
+    fn default() -> SampleOptions {
+        SampleOptions {
+            a: 100,
+            b: 1,
+            table: 4096,
+            engine: SampleEngine::Reference,
+            limit: None,
+        }
+    }
+}
+
+/// How a sampling run went.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SampleSummary {
+    /// Packets read.
+    pub packets: u64,
+    /// What the sampler counted.
+    pub counts: SampleCounts,
+    /// Why the source stopped early, if it did.
+    pub source_error: Option<String>,
+}
+
+/// Parses a rate `B/A` (`1/100`), or a fraction of one (`0.01`, as `B`
+/// of 1,000,000).
+pub fn parse_rate(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("--rate {s}: B/A with 0 <= B <= A, A >= 1 (1/100), or a fraction (0.01)");
+    let (a, b) = match s.split_once('/') {
+        Some((b, a)) => (
+            a.trim().parse::<u32>().map_err(|_| bad())?,
+            b.trim().parse::<u32>().map_err(|_| bad())?,
+        ),
+        None => {
+            let f: f64 = s.trim().parse().map_err(|_| bad())?;
+            if !(0.0..=1.0).contains(&f) {
+                return Err(bad());
+            }
+            (1_000_000, (f * 1e6).round() as u32)
+        }
+    };
+    if a == 0 || b > a {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+enum Engine {
+    Reference(Box<Sampler>),
+    Ebpf(Box<EbpfSampler>),
+    Xpf(Box<XpfSampler>),
+}
+
+/// Records are handed out in batches of this many.
+const BATCH: usize = 256;
+
+/// Samples every packet of `source`; `each` gets the records in order;
+/// `progress` counts the packets read.
+pub fn sample_trajectories(
+    source: &mut dyn Source,
+    opts: &SampleOptions,
+    progress: &AtomicU64,
+    mut each: impl FnMut(&[SampleRecord]),
+) -> Result<SampleSummary, String> {
+    if opts.a == 0 {
+        return Err("A must be at least 1".into());
+    }
+    let mut engine = match opts.engine {
+        SampleEngine::Reference => {
+            Engine::Reference(Box::new(Sampler::new(opts.a, opts.b, opts.table)))
+        }
+        SampleEngine::Ebpf => Engine::Ebpf(Box::new(EbpfSampler::new(opts.a, opts.b, opts.table)?)),
+        SampleEngine::Xpf(e) => {
+            Engine::Xpf(Box::new(XpfSampler::new(opts.a, opts.b, opts.table, e)?))
+        }
+    };
+    let mut s = SampleSummary::default();
+    let mut out = Vec::with_capacity(BATCH + 2);
+    let mut failure = None;
+    let read = for_each_packet(source, opts.limit, |info, data| {
+        if failure.is_some() {
+            return;
+        }
+        s.packets += 1;
+        progress.store(s.packets, Ordering::Relaxed);
+        let ts = info.timestamp_ns;
+        let done = match &mut engine {
+            Engine::Reference(r) => {
+                r.packet(data, ts, &mut out);
+                Ok(())
+            }
+            Engine::Ebpf(e) => e.packet(data, ts, &mut out),
+            Engine::Xpf(x) => x.packet(data, ts, &mut out),
+        };
+        if let Err(why) = done {
+            failure = Some(format!("packet {}: {why}", info.seq));
+        }
+        if out.len() >= BATCH {
+            each(&out);
+            out.clear();
+        }
+    });
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    if let Err(e) = read {
+        s.source_error = Some(e.to_string());
+    }
+    each(&out);
+    match &mut engine {
+        Engine::Reference(r) => s.counts = r.counts(),
+        Engine::Ebpf(e) => s.counts = e.counts(),
+        Engine::Xpf(x) => s.counts = x.counts()?,
+    }
+    Ok(s)
+}
