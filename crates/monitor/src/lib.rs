@@ -36,7 +36,6 @@ mod rtt;
 mod rtt_ebpf;
 mod rtt_live;
 mod rtt_run;
-mod rtt_xpf;
 mod run;
 mod sample;
 mod sample_ebpf;

@@ -14,7 +14,6 @@ use crate::rtt::{
     MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, SweepClock, segment,
 };
 use crate::rtt_ebpf::EbpfRtt;
-use crate::rtt_xpf::XpfRtt;
 
 /// Which implementation measures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,8 +23,6 @@ pub enum RttEngine {
     Table,
     /// `programs/rtt.c` in sluice's VM.
     Ebpf,
-    /// `programs/xpf/rtt.s` on an xPF engine.
-    Xpf(pipeline::XpfEngine),
 }
 
 /// How to measure.
@@ -56,7 +53,6 @@ pub struct RttSummary {
 enum Engine {
     Table(Box<RttMeter>),
     Ebpf(Box<EbpfRtt>),
-    Xpf(Box<XpfRtt>),
 }
 
 /// Samples are handed out in batches of this many.
@@ -73,7 +69,6 @@ pub fn measure_rtt(
     let mut engine = match opts.engine {
         RttEngine::Table => Engine::Table(Box::new(RttMeter::new(opts.meter))),
         RttEngine::Ebpf => Engine::Ebpf(Box::new(EbpfRtt::new(&opts.meter)?)),
-        RttEngine::Xpf(e) => Engine::Xpf(Box::new(XpfRtt::new(&opts.meter, e)?)),
     };
     let mut s = RttSummary::default();
     let mut out = Vec::with_capacity(BATCH);
@@ -113,12 +108,6 @@ pub fn measure_rtt(
                 }
                 e.packet(data, now, &mut out)
             })(),
-            Engine::Xpf(x) => (|| {
-                if sweep {
-                    x.sweep(now)?;
-                }
-                x.packet(data, now, &mut out)
-            })(),
         };
         if let Err(why) = r {
             failure = Some(format!("packet {}: {why}", info.seq));
@@ -142,10 +131,6 @@ pub fn measure_rtt(
         Engine::Ebpf(e) => {
             s.flows = e.stats()?;
             s.counters = e.counters();
-        }
-        Engine::Xpf(x) => {
-            s.flows = x.stats();
-            s.counters = x.counters();
         }
     }
     Ok(s)
