@@ -28,6 +28,7 @@
 //! assert_eq!((ended.len(), ended[0].flow.packets, ended[0].flow.bytes), (1, 2, 56));
 //! ```
 
+mod attach;
 mod ebpf;
 mod key;
 mod live;

@@ -11,28 +11,10 @@ use kernel::attach::XdpMode;
 use kernel::ringbuf::RingReader;
 use kernel::{KernelObject, MapInfo};
 
+use crate::attach::{Attached, clock};
 use crate::ebpf::per_cpu_sum;
 use crate::sample::{SampleCounts, SampleRecord};
 use crate::sample_ebpf::{counts, image, map_size, record};
-
-fn clock(id: libc::clockid_t) -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a writable timespec.
-    unsafe { libc::clock_gettime(id, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Detaches the program from the interface however the run ends.
-struct Attached<'a>(&'a str);
-
-impl Drop for Attached<'_> {
-    fn drop(&mut self) {
-        let _ = kernel::attach::xdp_detach(self.0);
-    }
-}
 
 /// Samples the frames arriving on `dev` (`b` of `a`, a label table of
 /// `table` slots) until `stop` is set or `duration` passed; `each` gets
