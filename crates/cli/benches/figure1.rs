@@ -38,51 +38,12 @@ const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 const TX: &str = "slf1_tx";
 const RX: &str = "slf1_rx";
 
-struct Namespaces {
-    a: String,
-    b: String,
-}
+mod common;
 
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
-
-fn sh(args: &[&str]) {
-    let ok = Command::new(args[0])
-        .args(&args[1..])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "{args:?} failed");
-}
+use common::Namespaces;
 
 fn setup() -> Namespaces {
-    let id = std::process::id();
-    let ns = Namespaces {
-        a: format!("slf{id}a"),
-        b: format!("slf{id}b"),
-    };
-    sh(&["ip", "netns", "add", &ns.a]);
-    sh(&["ip", "netns", "add", &ns.b]);
-    sh(&[
-        "ip", "link", "add", TX, "netns", &ns.a, "type", "veth", "peer", "name", RX, "netns", &ns.b,
-    ]);
-    for (n, dev) in [(&ns.a, TX), (&ns.b, RX)] {
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            n,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-        ]);
-        sh(&["ip", "-n", n, "link", "set", dev, "up"]);
-    }
-    ns
+    common::veth_pair("slf", TX, RX)
 }
 
 /// The loop of the filter, in user space: N iterations of the same

@@ -24,52 +24,12 @@ use std::time::Duration;
 
 const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
-struct Namespaces {
-    a: String,
-    b: String,
-}
+mod common;
 
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
-
-fn sh(args: &[&str]) {
-    let ok = Command::new(args[0])
-        .args(&args[1..])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "{args:?} failed");
-}
+use common::{Namespaces, sh};
 
 fn setup() -> Namespaces {
-    let id = std::process::id();
-    let ns = Namespaces {
-        a: format!("slb{id}a"),
-        b: format!("slb{id}b"),
-    };
-    sh(&["ip", "netns", "add", &ns.a]);
-    sh(&["ip", "netns", "add", &ns.b]);
-    sh(&[
-        "ip", "link", "add", "slb_tx", "netns", &ns.a, "type", "veth", "peer", "name", "slb_rx",
-        "netns", &ns.b,
-    ]);
-    for (n, dev) in [(&ns.a, "slb_tx"), (&ns.b, "slb_rx")] {
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            n,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-        ]);
-        sh(&["ip", "-n", n, "link", "set", dev, "up"]);
-    }
-    ns
+    common::veth_pair("slb", "slb_tx", "slb_rx")
 }
 
 fn build_baseline(dir: &Path) -> Result<PathBuf, String> {

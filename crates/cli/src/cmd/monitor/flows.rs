@@ -11,30 +11,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use monitor::{Ended, FlowEngine, FlowRunOptions, TableOptions, account_flows};
-use pipeline::{Capture, Generated, Source};
 use serde::Serialize;
 
+use super::seconds;
+
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
 pub struct FlowArgs {
-    /// Capture to read (pcap or pcapng)
-    #[arg(long)]
-    pcap: Option<PathBuf>,
-    /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)
-    #[arg(long)]
-    r#gen: Vec<String>,
-    /// Live: programs/flows.c in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
-    #[arg(long, value_name = "IF")]
-    dev: Option<String>,
-    /// With --dev: stop after this many seconds
-    #[arg(long, value_name = "S", requires = "dev")]
-    duration: Option<f64>,
-    /// With --dev: XDP in the driver (native) or generic (skb)
-    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
-    mode: ModeArg,
-    /// Stop after this many packets
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    count: Option<u64>,
+    #[command(flatten)]
+    input: super::Input,
     /// Who accounts: sluice's flow table, the eBPF program programs/flows.c in sluice's VM, or the xPF program programs/xpf/flows.s in the xPF interpreter
     #[arg(long, value_enum, default_value_t = EngineArg::Table)]
     engine: EngineArg,
@@ -68,12 +52,6 @@ pub struct FlowArgs {
     /// A JSON line per ended flow, then one with the summary
     #[arg(long)]
     json: bool,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy)]
-enum ModeArg {
-    Native,
-    Skb,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -148,13 +126,6 @@ impl Summary {
     }
 }
 
-pub(super) fn seconds(s: f64, what: &str) -> Result<u64, String> {
-    if !(s > 0.0 && s.is_finite()) {
-        return Err(format!("--{what} {s}: a positive number of seconds"));
-    }
-    Ok((s * 1e9) as u64)
-}
-
 pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     let opts = FlowRunOptions {
         table: TableOptions {
@@ -170,7 +141,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             EngineArg::Ebpf => FlowEngine::Ebpf,
             EngineArg::Xpf => FlowEngine::Xpf(pipeline::XpfEngine::Interp),
         },
-        limit: a.count,
+        limit: a.input.count,
     };
     let mut exporters = Vec::new();
     let mut sum = Summary::default();
@@ -239,7 +210,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             listed.extend_from_slice(ended);
         }
     };
-    if let Some(dev) = &a.dev {
+    if let Some(live) = a.input.live()? {
         if matches!(a.engine, EngineArg::Xpf) {
             return Err(
                 "--engine xpf runs on --pcap and --gen: its probe loop is more than a verifier \
@@ -247,24 +218,18 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
                     .into(),
             );
         }
-        let stop = crate::cmd::xsk::stop_on_signals();
-        let duration = match a.duration {
-            Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),
-            None => None,
-        };
-        let mode = match a.mode {
-            ModeArg::Native => kernel::attach::XdpMode::Native,
-            ModeArg::Skb => kernel::attach::XdpMode::Skb,
-        };
-        let live = monitor::live_flows(&opts.table, dev, mode, stop, duration, &mut handle)?;
+        let live = monitor::live_flows(
+            &opts.table,
+            live.dev,
+            live.mode,
+            live.stop,
+            live.duration,
+            &mut handle,
+        )?;
         sum.ended(&live.by_reason);
         sum.evicted = live.lacked;
     } else {
-        let mut source: Box<dyn Source> = match &a.pcap {
-            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
-            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
-        };
-        let total = source.expected().map(|n| a.count.map_or(n, |c| c.min(n)));
+        let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
             account_flows(source.as_mut(), &opts, count, &mut handle)
         })?;

@@ -4,40 +4,20 @@
 //! method) and by TCP timestamps (pping's); printed as a per-flow table,
 //! JSON lines, or pping's lines.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use monitor::{
     BUCKETS, FlowKey, MeterOptions, Method, RttEngine, RttOptions, RttSample, RttStats, RttSummary,
 };
-use pipeline::{Capture, Generated, Source};
 use serde::Serialize;
 
-use super::flows::seconds;
+use super::seconds;
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
 pub struct RttArgs {
-    /// Capture to read (pcap or pcapng)
-    #[arg(long)]
-    pcap: Option<PathBuf>,
-    /// Generated traffic, e.g. tcp-conv,flows=10,rtt=5..50,count=10000 (repeat to mix streams)
-    #[arg(long)]
-    r#gen: Vec<String>,
-    /// Live: programs/rtt.c in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
-    #[arg(long, value_name = "IF")]
-    dev: Option<String>,
-    /// With --dev: stop after this many seconds
-    #[arg(long, value_name = "S", requires = "dev")]
-    duration: Option<f64>,
-    /// With --dev: XDP in the driver (native) or generic (skb)
-    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
-    mode: ModeArg,
-    /// Stop after this many packets
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    count: Option<u64>,
+    #[command(flatten)]
+    input: super::Input,
     /// Who measures (replays; --dev always runs programs/rtt.c in the kernel)
     #[arg(long, value_enum, default_value_t = EngineArg::Table)]
     engine: EngineArg,
@@ -65,12 +45,6 @@ pub struct RttArgs {
     /// pping's lines: for each timestamp sample, TIME RTT minRTT FLOW (local time; the flow that echoed)
     #[arg(long)]
     pping: bool,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy)]
-enum ModeArg {
-    Native,
-    Skb,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -149,7 +123,7 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
             EngineArg::Table => RttEngine::Table,
             EngineArg::Ebpf => RttEngine::Ebpf,
         },
-        limit: a.count,
+        limit: a.input.count,
     };
     let metrics = Arc::new(monitor::Metrics::default());
     let _server = match &a.metrics {
@@ -188,23 +162,17 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
             }
         }
     };
-    let run: RttSummary = if let Some(dev) = &a.dev {
-        let stop = crate::cmd::xsk::stop_on_signals();
-        let duration = match a.duration {
-            Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),
-            None => None,
-        };
-        let mode = match a.mode {
-            ModeArg::Native => kernel::attach::XdpMode::Native,
-            ModeArg::Skb => kernel::attach::XdpMode::Skb,
-        };
-        monitor::live_rtt(&opts.meter, dev, mode, stop, duration, &mut handle)?
+    let run: RttSummary = if let Some(live) = a.input.live()? {
+        monitor::live_rtt(
+            &opts.meter,
+            live.dev,
+            live.mode,
+            live.stop,
+            live.duration,
+            &mut handle,
+        )?
     } else {
-        let mut source: Box<dyn Source> = match &a.pcap {
-            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
-            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
-        };
-        let total = source.expected().map(|n| a.count.map_or(n, |c| c.min(n)));
+        let (mut source, total) = a.input.source()?;
         crate::progress::with_progress(total, a.json || a.pping, |count| {
             monitor::measure_rtt(source.as_mut(), &opts, count, &mut handle)
         })?

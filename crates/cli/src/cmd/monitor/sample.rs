@@ -6,37 +6,18 @@
 //! JSON lines.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use monitor::{SampleCounts, SampleEngine, SampleOptions, SampleRecord, sample_trajectories};
-use pipeline::{Capture, Generated, Source, XpfEngine};
+use pipeline::XpfEngine;
 use serde::Serialize;
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
 pub struct SampleArgs {
-    /// Capture to read (pcap or pcapng)
-    #[arg(long)]
-    pcap: Option<PathBuf>,
-    /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)
-    #[arg(long)]
-    r#gen: Vec<String>,
-    /// Live: programs/sample.c in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
-    #[arg(long, value_name = "IF")]
-    dev: Option<String>,
-    /// With --dev: stop after this many seconds
-    #[arg(long, value_name = "S", requires = "dev")]
-    duration: Option<f64>,
-    /// With --dev: XDP in the driver (native) or generic (skb)
-    #[arg(long, value_enum, default_value_t = ModeArg::Native)]
-    mode: ModeArg,
-    /// Stop after this many packets
-    #[arg(short = 'c', long = "count", value_name = "N")]
-    count: Option<u64>,
+    #[command(flatten)]
+    input: super::Input,
     /// Who samples: the eBPF program in sluice's VM, the xPF program, or sluice's reference in Rust
     #[arg(long, value_enum, default_value_t = EngineArg::Ebpf)]
     engine: EngineArg,
@@ -64,12 +45,6 @@ pub struct SampleArgs {
     /// A JSON line per record (flow records before the first sample of their label), then one with the summary
     #[arg(long)]
     json: bool,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy)]
-enum ModeArg {
-    Native,
-    Skb,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -164,7 +139,7 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
                 XpfArg::Jit => XpfEngine::Jit,
             }),
         },
-        limit: a.count,
+        limit: a.input.count,
     };
     let metrics = Arc::new(monitor::Metrics::default());
     metrics.sampling.store(true, Ordering::Relaxed);
@@ -193,27 +168,23 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
         ..Summary::default()
     };
     let counts: SampleCounts;
-    if let Some(dev) = &a.dev {
+    if let Some(live) = a.input.live()? {
         if matches!(a.engine, EngineArg::Xpf | EngineArg::Reference) {
             return Err("--dev runs programs/sample.c in the kernel: --engine ebpf".into());
         }
-        let stop = crate::cmd::xsk::stop_on_signals();
-        let duration = match a.duration {
-            Some(s) => Some(Duration::from_nanos(super::flows::seconds(s, "duration")?)),
-            None => None,
-        };
-        let mode = match a.mode {
-            ModeArg::Native => kernel::attach::XdpMode::Native,
-            ModeArg::Skb => kernel::attach::XdpMode::Skb,
-        };
         // Live, the program counts the IP packets it hashed, not all.
-        counts = monitor::live_sample(ma, mb, a.table, dev, mode, stop, duration, &mut handle)?;
+        counts = monitor::live_sample(
+            ma,
+            mb,
+            a.table,
+            live.dev,
+            live.mode,
+            live.stop,
+            live.duration,
+            &mut handle,
+        )?;
     } else {
-        let mut source: Box<dyn Source> = match &a.pcap {
-            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
-            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
-        };
-        let total = source.expected().map(|n| a.count.map_or(n, |c| c.min(n)));
+        let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
             sample_trajectories(source.as_mut(), &opts, count, &mut handle)
         })?;
