@@ -137,7 +137,22 @@ fn live_rtt_on_a_veth_measures_each_handshake_and_leaves_nothing_attached() {
     if !common::kernel_available("sluice monitor rtt --dev (veth pair)") {
         return;
     }
-    let p = common::Pair::new("rtt");
+    live_handshakes("rtt", &["--mode", "skb"], "xdp");
+}
+
+#[test]
+fn live_rtt_through_af_packet_in_user_space_measures_each_handshake() {
+    if !common::kernel_available("sluice monitor rtt --dev --datapath afpacket (veth pair)") {
+        return;
+    }
+    live_handshakes("rtp", &["--datapath", "afpacket"], "");
+}
+
+/// Three TCP connections from a to b while `sluice monitor rtt --dev`
+/// with `args` watches b's end; `attached`: what `ip link` shows while
+/// it runs.
+fn live_handshakes(tag: &str, args: &[&str], attached: &str) {
+    let p = common::Pair::new(tag);
     // Addresses on the pair: connections from a (client) to b (server).
     common::sh(&[
         "ip",
@@ -170,25 +185,24 @@ fn live_rtt_on_a_veth_measures_each_handshake_and_leaves_nothing_attached() {
         )
         .spawn()
         .unwrap();
-    let child = common::spawn_sluice(
-        &p.b,
-        &[
-            "monitor",
-            "rtt",
-            "--dev",
-            common::VB,
-            "--json",
-            "--duration",
-            "3",
-            "--mode",
-            "skb",
-        ],
-    );
+    let mut all = vec![
+        "monitor",
+        "rtt",
+        "--dev",
+        common::VB,
+        "--json",
+        "--duration",
+        "3",
+    ];
+    all.extend_from_slice(args);
+    let child = common::spawn_sluice(&p.b, &all);
     let t0 = std::time::Instant::now();
-    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp") {
+    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains(attached) {
         assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The socket opened (nothing to see for AF_PACKET).
+    std::thread::sleep(Duration::from_millis(300));
     for _ in 0..3 {
         common::sh(&[
             "ip",

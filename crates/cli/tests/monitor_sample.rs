@@ -128,21 +128,34 @@ fn live_sampling_on_a_veth_picks_the_packets_the_reference_picks() {
     if !common::kernel_available("sluice monitor sample --dev (veth pair)") {
         return;
     }
-    let p = common::Pair::new("smp");
-    let child = common::spawn_sluice(
-        &p.b,
-        &[
-            "monitor",
-            "sample",
-            "--dev",
-            common::VB,
-            "--json",
-            "--duration",
-            "3",
-            "--rate",
-            "1/3",
-        ],
-    );
+    live_sampling("smp", &[]);
+}
+
+#[test]
+fn live_sampling_on_the_af_xdp_datapath_with_the_xpf_engine_picks_the_same_packets() {
+    if !common::kernel_available("sluice monitor sample --dev --datapath afxdp (veth pair)") {
+        return;
+    }
+    live_sampling("smx", &["--datapath", "afxdp", "--engine", "xpf"]);
+}
+
+/// `sluice monitor sample --dev` with `args` on a veth while `sluice gen`
+/// sends: the samples are the reference's.
+fn live_sampling(tag: &str, args: &[&str]) {
+    let p = common::Pair::new(tag);
+    let mut all = vec![
+        "monitor",
+        "sample",
+        "--dev",
+        common::VB,
+        "--json",
+        "--duration",
+        "3",
+        "--rate",
+        "1/3",
+    ];
+    all.extend_from_slice(args);
+    let child = common::spawn_sluice(&p.b, &all);
     let t0 = std::time::Instant::now();
     while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp") {
         assert!(t0.elapsed() < Duration::from_secs(3), "never attached");

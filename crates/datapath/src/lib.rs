@@ -10,6 +10,7 @@ mod meta;
 pub mod program;
 mod queue;
 pub mod redirect;
+mod source;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use kernel::attach::XdpMode;
 pub use meta::{FrameMeta, MetaKind};
 use queue::Queue;
 use redirect::XskRedirect;
+pub use source::XskSource;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DatapathError {

@@ -19,7 +19,7 @@ use super::seconds;
 pub struct FlowArgs {
     #[command(flatten)]
     input: super::Input,
-    /// Who accounts: sluice's flow table, the eBPF program programs/flows.c in sluice's VM, or the xPF program programs/xpf/flows.s in the xPF interpreter
+    /// Who accounts: sluice's flow table, the eBPF program programs/flows.c in sluice's VM, or the xPF program programs/xpf/flows.s in the xPF interpreter (--dev with --datapath kernel always runs programs/flows.c in the kernel)
     #[arg(long, value_enum, default_value_t = EngineArg::Table)]
     engine: EngineArg,
     /// Flows kept at once; when full, the table evicts the least recently seen, the programs send the packet as a record of its own (counted) [default: 65536; xpf: 2048, its most]
@@ -213,8 +213,9 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     if let Some(live) = a.input.live()? {
         if matches!(a.engine, EngineArg::Xpf) {
             return Err(
-                "--engine xpf runs on --pcap and --gen: its probe loop is more than a verifier \
-                 can follow, so it does not load into the kernel (--dev runs programs/flows.c)"
+                "--engine xpf does not load into the kernel (its probe loop is more than a \
+                 verifier can follow): --dev with --datapath kernel runs programs/flows.c; \
+                 --datapath afxdp or afpacket runs any engine in user space"
                     .into(),
             );
         }
@@ -233,6 +234,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         let run = crate::progress::with_progress(total, a.json, |count| {
             account_flows(source.as_mut(), &opts, count, &mut handle)
         })?;
+        a.input.tell(source.as_ref());
         sum.packets = run.packets;
         sum.accounted = run.accounted;
         sum.ended(&run.by_reason);

@@ -49,11 +49,14 @@ pub struct Input {
     /// Generated traffic, e.g. udp,flows=100,count=10000 or tcp-conv,flows=10,rtt=5..50 (repeat to mix streams)
     #[arg(long)]
     r#gen: Vec<String>,
-    /// Live: the application's eBPF program in the kernel, attached (XDP) to this interface, until Ctrl-C, SIGTERM or --duration (needs root)
+    /// Live on this interface until Ctrl-C, SIGTERM or --duration (needs root): where the application runs is --datapath's choice
     #[arg(long, value_name = "IF")]
     dev: Option<String>,
+    /// With --dev: kernel (the default: the application's eBPF program attached by XDP, maps and ring buffer read by user space), afxdp (frames taken into user space by sluice's AF_XDP datapath, the application run there by --engine; the host's stack no longer sees them: for a mirror or tap port), or afpacket (a copy of each arriving frame through an AF_PACKET socket, the application in user space)
+    #[arg(long, value_enum, value_name = "kernel|afxdp|afpacket")]
+    datapath: Option<DatapathArg>,
     /// With --dev: stop after this many seconds
-    #[arg(long, value_name = "S", requires = "dev")]
+    #[arg(long, value_name = "S")]
     duration: Option<f64>,
     /// With --dev: XDP in the driver (native) or generic (skb)
     #[arg(long, value_enum, default_value_t = ModeArg::Native)]
@@ -61,6 +64,13 @@ pub struct Input {
     /// Stop after this many packets
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum DatapathArg {
+    Kernel,
+    Afxdp,
+    Afpacket,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -78,37 +88,91 @@ pub struct Live<'a> {
 }
 
 impl Input {
-    /// The live run, when `--dev` was given.
+    /// The live run in the kernel, when `--dev` was given with
+    /// `--datapath kernel`.
     pub fn live(&self) -> Result<Option<Live<'_>>, String> {
         let Some(dev) = &self.dev else {
             return Ok(None);
         };
-        let duration = match self.duration {
-            Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),
-            None => None,
-        };
+        if self.datapath.is_some_and(|d| d != DatapathArg::Kernel) {
+            return Ok(None);
+        }
         Ok(Some(Live {
             dev,
-            mode: match self.mode {
-                ModeArg::Native => kernel::attach::XdpMode::Native,
-                ModeArg::Skb => kernel::attach::XdpMode::Skb,
-            },
+            mode: self.xdp_mode(),
             stop: crate::cmd::xsk::stop_on_signals(),
-            duration,
+            duration: self.duration()?,
         }))
     }
 
-    /// The replayed source (a capture or generated traffic) and how many
-    /// packets it will give, when known (for the progress bar).
+    fn duration(&self) -> Result<Option<Duration>, String> {
+        Ok(match self.duration {
+            Some(s) => Some(Duration::from_nanos(seconds(s, "duration")?)),
+            None => None,
+        })
+    }
+
+    fn xdp_mode(&self) -> kernel::attach::XdpMode {
+        match self.mode {
+            ModeArg::Native => kernel::attach::XdpMode::Native,
+            ModeArg::Skb => kernel::attach::XdpMode::Skb,
+        }
+    }
+
+    /// The source the application reads in user space (a capture,
+    /// generated traffic, or a live interface through AF_XDP or
+    /// AF_PACKET) and how many packets it will give, when known (for the
+    /// progress bar).
     pub fn source(&self) -> Result<(Box<dyn Source>, Option<u64>), String> {
-        let source: Box<dyn Source> = match &self.pcap {
-            Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
-            None => Box::new(Generated::parse(&self.r#gen).map_err(|e| e.0)?),
+        if self.dev.is_none() && (self.duration.is_some() || self.datapath.is_some()) {
+            return Err("--duration and --datapath go with --dev".into());
+        }
+        let source: Box<dyn Source> = match (&self.pcap, &self.dev) {
+            (Some(p), _) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+            (None, Some(dev)) => self.live_source(dev)?,
+            (None, None) => Box::new(Generated::parse(&self.r#gen).map_err(|e| e.0)?),
         };
         let total = source
             .expected()
             .map(|n| self.count.map_or(n, |c| c.min(n)));
         Ok((source, total))
+    }
+}
+
+impl Input {
+    /// Tells on stderr what a live source saw (frames, kernel drops).
+    pub fn tell(&self, source: &dyn Source) {
+        if self.dev.is_some()
+            && let Some(note) = source.note()
+        {
+            eprintln!("sluice: {note}");
+        }
+    }
+
+    /// `--dev` read in user space: the stop flag (Ctrl-C, SIGTERM) ends
+    /// the source, and so does `--duration` (a timer sets the flag).
+    fn live_source(&self, dev: &str) -> Result<Box<dyn Source>, String> {
+        let stop = crate::cmd::xsk::stop_on_signals();
+        let source: Box<dyn Source> = match self.datapath.unwrap_or(DatapathArg::Kernel) {
+            DatapathArg::Afxdp => Box::new(
+                datapath::XskSource::open(dev, self.xdp_mode(), Some(stop))
+                    .map_err(|e| format!("--dev {dev} --datapath afxdp: {e}"))?,
+            ),
+            DatapathArg::Afpacket => Box::new(
+                pipeline::Live::open(dev, Some(stop))
+                    .map_err(|e| format!("--dev {dev} --datapath afpacket: {e}"))?,
+            ),
+            DatapathArg::Kernel => {
+                return Err("--datapath kernel runs the eBPF program in the kernel".into());
+            }
+        };
+        if let Some(d) = self.duration()? {
+            std::thread::spawn(move || {
+                std::thread::sleep(d);
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+        Ok(source)
     }
 }
 

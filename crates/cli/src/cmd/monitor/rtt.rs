@@ -18,7 +18,7 @@ use super::seconds;
 pub struct RttArgs {
     #[command(flatten)]
     input: super::Input,
-    /// Who measures (replays; --dev always runs programs/rtt.c in the kernel)
+    /// Who measures (--dev with --datapath kernel always runs programs/rtt.c in the kernel)
     #[arg(long, value_enum, default_value_t = EngineArg::Table)]
     engine: EngineArg,
     /// SYNs kept awaiting their ACK (a full table is counted, never silent)
@@ -173,9 +173,11 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         )?
     } else {
         let (mut source, total) = a.input.source()?;
-        crate::progress::with_progress(total, a.json || a.pping, |count| {
+        let run = crate::progress::with_progress(total, a.json || a.pping, |count| {
             monitor::measure_rtt(source.as_mut(), &opts, count, &mut handle)
-        })?
+        })?;
+        a.input.tell(source.as_ref());
+        run
     };
     let sum = Summary {
         packets: run.packets,

@@ -170,7 +170,11 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
     let counts: SampleCounts;
     if let Some(live) = a.input.live()? {
         if matches!(a.engine, EngineArg::Xpf | EngineArg::Reference) {
-            return Err("--dev runs programs/sample.c in the kernel: --engine ebpf".into());
+            return Err(
+                "--dev with --datapath kernel runs programs/sample.c in the kernel (--engine \
+                 ebpf); --datapath afxdp or afpacket runs any engine in user space"
+                    .into(),
+            );
         }
         // Live, the program counts the IP packets it hashed, not all.
         counts = monitor::live_sample(
@@ -188,6 +192,7 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
         let run = crate::progress::with_progress(total, a.json, |count| {
             sample_trajectories(source.as_mut(), &opts, count, &mut handle)
         })?;
+        a.input.tell(source.as_ref());
         sum.packets = run.packets;
         sum.source_error = run.source_error;
         counts = run.counts;
