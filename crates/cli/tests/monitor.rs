@@ -233,6 +233,11 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
         "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3",
     ]);
     assert!(metrics.contains("sluice_packets_total 200\n"), "{metrics}");
+    assert!(metrics.contains("sluice_flows_active 0\n"), "{metrics}");
+    assert!(
+        metrics.contains("sluice_drops_total{app=\"flows\",reason=\"table_full\"} 0\n"),
+        "{metrics}"
+    );
     assert!(
         metrics.contains("sluice_flows_ended_total{reason=\"idle_timeout\"} 4\n"),
         "{metrics}"

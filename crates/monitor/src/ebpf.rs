@@ -187,6 +187,11 @@ impl EbpfFlows {
         Ok(())
     }
 
+    /// Flows in the map now.
+    pub fn held(&self) -> u64 {
+        self.hook.maps()[self.flows].len() as u64
+    }
+
     /// Packets a full map could not account (each sent as its own record).
     pub fn lacked(&self) -> u64 {
         self.stat(0)

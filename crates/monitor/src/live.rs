@@ -15,6 +15,7 @@ use kernel::{KernelObject, MapInfo};
 
 use crate::attach::{Attached, clock};
 use crate::ebpf::{entry, image, per_cpu_sum, record};
+use crate::metrics::Metrics;
 use crate::table::{EndReason, Ended, TableOptions};
 
 /// How a live run went.
@@ -29,13 +30,15 @@ pub struct LiveSummary {
 }
 
 /// Runs flow accounting on `dev` until `stop` is set or `duration`
-/// passed; `each` gets the ended flows (times as wall-clock nanoseconds).
+/// passed; `each` gets the ended flows (times as wall-clock nanoseconds);
+/// `metrics`' flows held and drops are brought up to date every second.
 pub fn live_flows(
     opts: &TableOptions,
     dev: &str,
     mode: XdpMode,
     stop: &AtomicBool,
     duration: Option<Duration>,
+    metrics: Option<&Metrics>,
     mut each: impl FnMut(&[Ended]),
 ) -> Result<LiveSummary, String> {
     let image = image(opts)?;
@@ -78,10 +81,19 @@ pub fn live_flows(
     };
     // Ends the flows in the map that are idle or past the active timeout
     // (`all`: every flow, forced unless idle).
+    let stat = |i: u32| -> u64 {
+        stats
+            .lookup(&i.to_ne_bytes())
+            .ok()
+            .flatten()
+            .map_or(0, |v| per_cpu_sum(&v))
+    };
     let sweep = |all: bool| -> Result<Vec<Ended>, String> {
         let now = clock(libc::CLOCK_MONOTONIC);
         let mut out = Vec::new();
-        for (k, v) in flows.entries().map_err(|e| e.to_string())? {
+        let entries = flows.entries().map_err(|e| e.to_string())?;
+        let held = entries.len();
+        for (k, v) in entries {
             let flow = entry(&k, &v)?;
             let reason = if now.saturating_sub(flow.last_ns) >= opts.idle_timeout_ns {
                 EndReason::IdleTimeout
@@ -94,6 +106,12 @@ pub fn live_flows(
             };
             flows.delete(&k).map_err(|e| e.to_string())?;
             out.push(Ended { flow, reason });
+        }
+        if let Some(m) = metrics {
+            m.flows_active
+                .store((held - out.len()) as u64, Ordering::Relaxed);
+            m.drops("flows", "table_full", stat(0));
+            m.drops("flows", "records_lost", stat(1));
         }
         Ok(out)
     };
@@ -115,13 +133,6 @@ pub fn live_flows(
     let got = records(&mut ring, 0)?;
     hand_out(got, &mut summary);
     hand_out(sweep(true)?, &mut summary);
-    let stat = |i: u32| -> u64 {
-        stats
-            .lookup(&i.to_ne_bytes())
-            .ok()
-            .flatten()
-            .map_or(0, |v| per_cpu_sum(&v))
-    };
     summary.lacked = stat(0);
     summary.lost = stat(1);
     Ok(summary)

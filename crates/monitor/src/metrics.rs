@@ -2,10 +2,11 @@
 //! over HTTP in the text exposition format (`GET /metrics`) by a thread of
 //! their own, for as long as the server lives.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The counters of flow accounting, as flows end.
@@ -19,6 +20,12 @@ pub struct Metrics {
     pub ended: [AtomicU64; 6],
     pub exported: AtomicU64,
     pub export_errors: AtomicU64,
+    /// Flows held by the accounting now (shown once `accounting` is set).
+    pub flows_active: AtomicU64,
+    pub accounting: AtomicBool,
+    /// What each application could not keep or hand over, by application
+    /// and reason (a table full, records lost): [`Metrics::drops`].
+    drops: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     /// Trajectory sampling's counters, shown once `sampling` is set.
     pub sampling: AtomicBool,
     /// Packets sampled.
@@ -41,6 +48,14 @@ const REASONS: [(usize, &str); 5] = [
 ];
 
 impl Metrics {
+    /// Sets what `app` has dropped for `reason` so far (counts only grow:
+    /// a smaller value is kept out).
+    pub fn drops(&self, app: &'static str, reason: &'static str, total: u64) {
+        let mut d = self.drops.lock().unwrap_or_else(|e| e.into_inner());
+        let v = d.entry((app, reason)).or_default();
+        *v = (*v).max(total);
+    }
+
     /// Counts an RTT sample in the histogram.
     pub fn rtt(&self, rtt_ns: u64) {
         self.rtt_buckets[crate::rtt::bucket(rtt_ns)].fetch_add(1, Ordering::Relaxed);
@@ -130,6 +145,14 @@ impl Metrics {
                 get(&self.sample_flows),
             );
         }
+        if self.accounting.load(Ordering::Relaxed) {
+            one(
+                "sluice_flows_active",
+                "gauge",
+                "Flows held by the accounting now.",
+                get(&self.flows_active),
+            );
+        }
         s.push_str("# HELP sluice_flows_ended_total Flows ended, by flowEndReason.\n");
         s.push_str("# TYPE sluice_flows_ended_total counter\n");
         for (i, name) in REASONS {
@@ -137,6 +160,19 @@ impl Metrics {
                 "sluice_flows_ended_total{{reason=\"{name}\"}} {}\n",
                 get(&self.ended[i])
             ));
+        }
+        let drops = self.drops.lock().unwrap_or_else(|e| e.into_inner());
+        if !drops.is_empty() {
+            s.push_str(
+                "# HELP sluice_drops_total What an application could not keep or hand over \
+                 (a full table, a lost record), by application and reason.\n",
+            );
+            s.push_str("# TYPE sluice_drops_total counter\n");
+            for ((app, reason), n) in drops.iter() {
+                s.push_str(&format!(
+                    "sluice_drops_total{{app=\"{app}\",reason=\"{reason}\"}} {n}\n"
+                ));
+            }
         }
         self.render_rtt(&mut s);
         s

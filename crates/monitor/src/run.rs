@@ -2,6 +2,7 @@
 //! table -> ended flows*, handed to the caller in batches (to export or
 //! print) as they end, and the rest at the end of the input.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pipeline::{Source, for_each_packet};
@@ -10,6 +11,7 @@ use pipeline::XpfEngine;
 
 use crate::ebpf::EbpfFlows;
 use crate::key::observe;
+use crate::metrics::Metrics;
 use crate::table::{Ended, FlowTable, TableOptions};
 use crate::xpf::XpfFlows;
 
@@ -26,18 +28,53 @@ pub enum FlowEngine {
 }
 
 /// How to account.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FlowRunOptions {
     pub table: TableOptions,
     pub engine: FlowEngine,
     /// Stop after this many packets.
     pub limit: Option<u64>,
+    /// Kept up to date (every [`GAUGE_EVERY`] packets and at the end):
+    /// the flows held, and the drops.
+    pub metrics: Option<Arc<Metrics>>,
 }
+
+/// How often (in packets) the metrics' gauges are brought up to date.
+pub const GAUGE_EVERY: u64 = 1024;
 
 enum Accountant {
     Table(FlowTable),
     Ebpf(Box<EbpfFlows>),
     Xpf(Box<XpfFlows>),
+}
+
+impl Accountant {
+    /// Flows held now.
+    fn held(&mut self) -> Result<u64, String> {
+        Ok(match self {
+            Accountant::Table(t) => t.len() as u64,
+            Accountant::Ebpf(e) => e.held(),
+            Accountant::Xpf(x) => x.held()?,
+        })
+    }
+
+    /// A full table's toll (flows evicted by the table, packets not
+    /// accounted by the programs) and records lost.
+    fn dropped(&mut self) -> Result<(u64, u64), String> {
+        Ok(match self {
+            Accountant::Table(t) => (t.evicted(), 0),
+            Accountant::Ebpf(e) => (e.lacked(), e.lost()),
+            Accountant::Xpf(x) => (x.lacked()?, x.lost()?),
+        })
+    }
+
+    fn gauge(&mut self, m: &Metrics) -> Result<(), String> {
+        m.flows_active.store(self.held()?, Ordering::Relaxed);
+        let (full, lost) = self.dropped()?;
+        m.drops("flows", "table_full", full);
+        m.drops("flows", "records_lost", lost);
+        Ok(())
+    }
 }
 
 /// How an accounting run went.
@@ -119,6 +156,12 @@ pub fn account_flows(
         if ended.len() >= BATCH {
             hand_out(&mut ended, &mut s);
         }
+        if let Some(m) = &opts.metrics
+            && s.packets % GAUGE_EVERY == 0
+            && let Err(why) = acc.gauge(m)
+        {
+            failure = Some(why);
+        }
     });
     if let Some(f) = failure {
         return Err(f);
@@ -143,5 +186,8 @@ pub fn account_flows(
         }
     }
     hand_out(&mut ended, &mut s);
+    if let Some(m) = &opts.metrics {
+        acc.gauge(m)?;
+    }
     Ok(s)
 }

@@ -213,6 +213,11 @@ impl XpfFlows {
             .map_err(|e| e.to_string())
     }
 
+    /// Flows in the table now.
+    pub fn held(&mut self) -> Result<u64, String> {
+        self.word(HELD).map(u64::from)
+    }
+
     /// Packets a full table could not account (each sent as a record).
     pub fn lacked(&mut self) -> Result<u64, String> {
         self.word(LACKED).map(u64::from)

@@ -30,6 +30,7 @@ fn run(
             table,
             engine,
             limit: None,
+            metrics: None,
         },
         &std::sync::atomic::AtomicU64::new(0),
         |ended: &[Ended]| {
@@ -194,6 +195,7 @@ fn a_full_xpf_table_sends_what_it_cannot_hold_as_counted_records() {
             table: too_big,
             engine: FlowEngine::Xpf(XpfEngine::Interp),
             limit: None,
+            metrics: None,
         },
         &std::sync::atomic::AtomicU64::new(0),
         |_: &[Ended]| {},

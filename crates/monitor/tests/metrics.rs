@@ -74,3 +74,53 @@ fn rtt_histogram_is_cumulative_with_sum_and_count() {
     );
     assert!(body.contains("sluice_rtt_seconds_count 3\n"), "{body}");
 }
+
+/// Accounting keeps the metrics' gauges up to date as it goes: a table
+/// of 16 for 50 round-robin flows holds 16 while the packets come, none
+/// at the end, and its toll is the summary's, on every engine.
+#[test]
+fn accounting_keeps_flows_held_and_drops_up_to_date() {
+    use monitor::{Ended, FlowEngine, FlowRunOptions, TableOptions, account_flows};
+    for engine in [
+        FlowEngine::Table,
+        FlowEngine::Ebpf,
+        FlowEngine::Xpf(pipeline::XpfEngine::Interp),
+    ] {
+        let m = Arc::new(Metrics::default());
+        m.accounting.store(true, Ordering::Relaxed);
+        let opts = FlowRunOptions {
+            table: TableOptions {
+                capacity: 16,
+                ..TableOptions::default()
+            },
+            engine,
+            limit: None,
+            metrics: Some(m.clone()),
+        };
+        let mut source = pipeline::Generated::parse(&["udp,flows=50,count=5000".into()]).unwrap();
+        let mut held = std::collections::BTreeSet::new();
+        let summary = account_flows(
+            &mut source,
+            &opts,
+            &std::sync::atomic::AtomicU64::new(0),
+            |_: &[Ended]| {
+                held.insert(m.flows_active.load(Ordering::Relaxed));
+            },
+        )
+        .unwrap();
+        assert!(summary.evicted > 0, "{engine:?}: {summary:?}");
+        assert!(held.contains(&16), "{engine:?}: {held:?}");
+        assert!(held.iter().all(|&n| n <= 16), "{engine:?}: {held:?}");
+        let body = m.render();
+        assert!(
+            body.contains("sluice_flows_active 0\n"),
+            "{engine:?}: {body}"
+        );
+        let want = format!(
+            "sluice_drops_total{{app=\"flows\",reason=\"table_full\"}} {}\n",
+            summary.evicted
+        );
+        assert!(body.contains(&want), "{engine:?}: {body}");
+        assert!(body.contains("sluice_drops_total{app=\"flows\",reason=\"records_lost\"} 0\n"));
+    }
+}

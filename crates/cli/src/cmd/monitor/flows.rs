@@ -127,6 +127,8 @@ impl Summary {
 }
 
 pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
+    let metrics = Arc::new(monitor::Metrics::default());
+    metrics.accounting.store(true, Ordering::Relaxed);
     let opts = FlowRunOptions {
         table: TableOptions {
             capacity: a.capacity.unwrap_or(match a.engine {
@@ -142,6 +144,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             EngineArg::Xpf => FlowEngine::Xpf(pipeline::XpfEngine::Interp),
         },
         limit: a.input.count,
+        metrics: a.metrics.is_some().then(|| metrics.clone()),
     };
     let mut exporters = Vec::new();
     let mut sum = Summary::default();
@@ -174,7 +177,6 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             ipfix::FileExporter::create(p, a.domain).map_err(|e| e.to_string())?,
         ));
     }
-    let metrics = Arc::new(monitor::Metrics::default());
     let _server = match &a.metrics {
         Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
         None => None,
@@ -225,6 +227,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             live.mode,
             live.stop,
             live.duration,
+            opts.metrics.as_deref(),
             &mut handle,
         )?;
         sum.ended(&live.by_reason);

@@ -179,6 +179,14 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         a.input.tell(source.as_ref());
         run
     };
+    for (reason, n) in [
+        ("syn_table_full", run.counters.syn_full),
+        ("ts_table_full", run.counters.ts_full),
+        ("flow_table_full", run.counters.flows_full),
+        ("records_lost", run.counters.lost),
+    ] {
+        metrics.drops("rtt", reason, n);
+    }
     let sum = Summary {
         packets: run.packets,
         tcp: run.tcp,

@@ -202,6 +202,8 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
     sum.flow_records = counts.flows;
     sum.table_full = counts.full;
     sum.lost = counts.lost;
+    metrics.drops("sample", "table_full", counts.full);
+    metrics.drops("sample", "records_lost", counts.lost);
     if a.json {
         println!(
             "{}",
