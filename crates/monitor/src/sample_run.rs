@@ -1,10 +1,13 @@
 //! Trajectory sampling over any packet source: *source -> sampler ->
 //! records*, handed to the caller in batches as they come.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pipeline::{Source, XpfEngine, for_each_packet};
 
+use crate::metrics::Metrics;
+use crate::run::GAUGE_EVERY;
 use crate::sample::{SampleCounts, SampleRecord, Sampler};
 use crate::sample_ebpf::EbpfSampler;
 use crate::sample_xpf::XpfSampler;
@@ -22,7 +25,7 @@ pub enum SampleEngine {
 }
 
 /// How to sample.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SampleOptions {
     /// Sample when `h mod a < b` (`a` at least 1).
     pub a: u32,
@@ -33,6 +36,9 @@ pub struct SampleOptions {
     pub engine: SampleEngine,
     /// Stop after this many packets.
     pub limit: Option<u64>,
+    /// Its drops kept up to date (every [`GAUGE_EVERY`] packets and at the
+    /// end).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 impl Default for SampleOptions {
@@ -43,6 +49,7 @@ impl Default for SampleOptions {
             table: 4096,
             engine: SampleEngine::Reference,
             limit: None,
+            metrics: None,
         }
     }
 }
@@ -85,6 +92,22 @@ enum Engine {
     Reference(Box<Sampler>),
     Ebpf(Box<EbpfSampler>),
     Xpf(Box<XpfSampler>),
+}
+
+impl Engine {
+    fn counts(&mut self) -> Result<SampleCounts, String> {
+        Ok(match self {
+            Engine::Reference(r) => r.counts(),
+            Engine::Ebpf(e) => e.counts(),
+            Engine::Xpf(x) => x.counts()?,
+        })
+    }
+}
+
+/// Sets sampling's drops in `m`.
+fn gauge(m: &Metrics, c: &SampleCounts) {
+    m.drops("sample", "table_full", c.full);
+    m.drops("sample", "records_lost", c.lost);
 }
 
 /// Records are handed out in batches of this many.
@@ -135,6 +158,14 @@ pub fn sample_trajectories(
             each(&out);
             out.clear();
         }
+        if let Some(m) = &opts.metrics
+            && s.packets % GAUGE_EVERY == 0
+        {
+            match engine.counts() {
+                Ok(c) => gauge(m, &c),
+                Err(why) => failure = Some(why),
+            }
+        }
     });
     if let Some(f) = failure {
         return Err(f);
@@ -143,10 +174,9 @@ pub fn sample_trajectories(
         s.source_error = Some(e.to_string());
     }
     each(&out);
-    match &mut engine {
-        Engine::Reference(r) => s.counts = r.counts(),
-        Engine::Ebpf(e) => s.counts = e.counts(),
-        Engine::Xpf(x) => s.counts = x.counts()?,
+    s.counts = engine.counts()?;
+    if let Some(m) = &opts.metrics {
+        gauge(m, &s.counts);
     }
     Ok(s)
 }

@@ -124,3 +124,49 @@ fn accounting_keeps_flows_held_and_drops_up_to_date() {
         assert!(body.contains("sluice_drops_total{app=\"flows\",reason=\"records_lost\"} 0\n"));
     }
 }
+
+/// Sampling's drops (a full label table) reach the metrics while the
+/// packets come, and end equal to the summary's, on every engine.
+#[test]
+fn sampling_keeps_its_drops_up_to_date() {
+    use monitor::{SampleEngine, SampleOptions, SampleRecord, sample_trajectories};
+    for engine in [
+        SampleEngine::Reference,
+        SampleEngine::Ebpf,
+        SampleEngine::Xpf(pipeline::XpfEngine::Interp),
+    ] {
+        let m = Arc::new(Metrics::default());
+        let opts = SampleOptions {
+            a: 1,
+            b: 1,
+            table: 16,
+            engine,
+            limit: None,
+            metrics: Some(m.clone()),
+        };
+        let mut source = pipeline::Generated::parse(&["udp,flows=200,count=4000".into()]).unwrap();
+        let mut seen = Vec::new();
+        let summary = sample_trajectories(
+            &mut source,
+            &opts,
+            &std::sync::atomic::AtomicU64::new(0),
+            |_: &[SampleRecord]| {
+                let body = m.render();
+                seen.push(
+                    body.contains("reason=\"table_full\"} ") && !body.contains("table_full\"} 0\n"),
+                );
+            },
+        )
+        .unwrap();
+        assert!(summary.counts.full > 0, "{engine:?}: {summary:?}");
+        assert!(
+            seen.iter().any(|&s| s),
+            "{engine:?}: no drops seen during the run"
+        );
+        let want = format!(
+            "sluice_drops_total{{app=\"sample\",reason=\"table_full\"}} {}\n",
+            summary.counts.full
+        );
+        assert!(m.render().contains(&want), "{engine:?}: {}", m.render());
+    }
+}

@@ -115,6 +115,7 @@ fn opts(a: u32, b: u32, engine: SampleEngine) -> SampleOptions {
         table: 64,
         engine,
         limit: None,
+        metrics: None,
     }
 }
 
@@ -141,7 +142,7 @@ fn two_points_sample_the_same_packets_of_generated_traffic_and_every_capture() {
         differing += a.iter().zip(&b).filter(|(x, y)| x.1 != y.1).count();
         for (a_, b_) in [(4, 1), (7, 3)] {
             let o = opts(a_, b_, SampleEngine::Reference);
-            let (first, s1) = run(a, o);
+            let (first, s1) = run(a, o.clone());
             let (second, s2) = run(&b, o);
             assert_eq!(sampled_set(&first), sampled_set(&second), "{name}");
             assert_eq!(s1.counts, s2.counts, "{name}");
@@ -228,7 +229,7 @@ fn untimed(records: &[SampleRecord]) -> (Vec<SampleRecord>, Vec<u64>) {
 /// packet's and the latest before it. xPF's seconds are a 32-bit word:
 /// they wrap in 2106 (a capture has a packet after that).
 fn engines_agree(name: &str, packets: &[(u64, Vec<u8>)], o: SampleOptions) -> u64 {
-    let (want, ws) = run(packets, o);
+    let (want, ws) = run(packets, o.clone());
     let (want, want_t) = untimed(&want);
     let monotonic = packets.windows(2).all(|w| w[0].0 <= w[1].0);
     let latest = packets.iter().map(|p| p.0).max().unwrap_or(0);
@@ -238,7 +239,13 @@ fn engines_agree(name: &str, packets: &[(u64, Vec<u8>)], o: SampleOptions) -> u6
         SampleEngine::Xpf(XpfEngine::Vm),
         SampleEngine::Xpf(XpfEngine::Jit),
     ] {
-        let (got, gs) = run(packets, SampleOptions { engine, ..o });
+        let (got, gs) = run(
+            packets,
+            SampleOptions {
+                engine,
+                ..o.clone()
+            },
+        );
         let (got, got_t) = untimed(&got);
         assert_eq!(got, want, "{name}: {engine:?}");
         let wrap = |t: u64| match engine {
@@ -313,7 +320,7 @@ fn a_full_label_table_is_counted_and_its_flow_records_still_sent() {
         table: 16,
         ..opts(1, 1, SampleEngine::Reference)
     };
-    let (records, s) = run(&packets, o);
+    let (records, s) = run(&packets, o.clone());
     let flows = records
         .iter()
         .filter(|r| matches!(r, SampleRecord::Flow(_)))

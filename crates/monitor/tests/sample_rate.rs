@@ -135,6 +135,7 @@ fn the_ebpf_program_agrees_with_the_reference_on_generated_traffic() {
                 table: 65_536,
                 engine,
                 limit: Some(20_000),
+                metrics: None,
             },
             &AtomicU64::new(0),
             |r: &[SampleRecord]| {

@@ -126,6 +126,8 @@ fn rate(a: &SampleArgs) -> Result<(u32, u32), String> {
 
 pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
     let (ma, mb) = rate(&a)?;
+    let metrics = Arc::new(monitor::Metrics::default());
+    metrics.sampling.store(true, Ordering::Relaxed);
     let opts = SampleOptions {
         a: ma,
         b: mb,
@@ -140,9 +142,8 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
             }),
         },
         limit: a.input.count,
+        metrics: a.metrics.is_some().then(|| metrics.clone()),
     };
-    let metrics = Arc::new(monitor::Metrics::default());
-    metrics.sampling.store(true, Ordering::Relaxed);
     let _server = match &a.metrics {
         Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
         None => None,
