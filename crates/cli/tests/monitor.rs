@@ -219,6 +219,9 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
         assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The program's maps, by id, to see them gone at the end.
+    let maps = attached_maps(&p.b);
+    assert!(maps.len() >= 3, "the flows program's maps: {maps:?}");
     p.send("udp,flows=4,size=100,count=200", "packet");
     // Idle after a second, swept within the next: the metrics show them
     // while the run goes on (fetched inside the namespace).
@@ -262,6 +265,42 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
     // 100-byte frames: 86 bytes of IP each.
     assert_eq!(bytes, 200 * 86);
     assert!(!common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp"));
+    // The kernel frees a map once its last reference goes (after an RCU
+    // grace period): gone within two seconds.
+    for id in maps {
+        let t0 = std::time::Instant::now();
+        while Command::new("bpftool")
+            .args(["map", "show", "id", &id.to_string()])
+            .output()
+            .unwrap()
+            .status
+            .success()
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "map {id} is still there"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The ids of the maps of the XDP program attached to `VB` in `ns`.
+fn attached_maps(ns: &str) -> Vec<u64> {
+    let link = common::sh(&["ip", "-j", "-n", ns, "link", "show", common::VB]);
+    let link: Value = serde_json::from_str(&link).unwrap();
+    let prog = link[0]["xdp"]["prog"]["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no XDP program: {link}"));
+    let out = Command::new("bpftool")
+        .args(["-j", "prog", "show", "id", &prog.to_string()])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["map_ids"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
 }
 
 /// Runs `sluice monitor flows --dev` with `args` in a pair's namespace b
