@@ -9,18 +9,20 @@
 //! keeps the per-flow statistics from the samples, with the reference's
 //! flow capacity (a sample of a new flow when full counts in `flows_full`).
 //!
-//! Where it differs from the reference ([`crate::RttMeter`]): an entry
-//! lives in one of 8 slots from its hash on (probes unrolled, so that the
-//! program needs no loop and stays JIT-able), and a slot whose entry is
-//! older than the maximum age counts as free. A table's slots are its
-//! capacity rounded up to a power of two (at least 8; at most
-//! [`XPF_MAX_SYNS`] and [`XPF_MAX_TSVALS`], so that both and the log fit
-//! one block of 65,536 words; larger capacities are refused). So the xPF
-//! version may refuse an entry (counted in `syn_full` or `ts_full`) that
-//! the reference, a hash map holding up to its capacity, would keep, and
-//! keep one that the reference's full map would refuse: the two give equal
-//! samples while neither table fills (the tests run with 512 SYN and 4,096
-//! TSval slots and check that nothing was refused). Since a stale slot is
+//! Where it differs from the reference ([`crate::RttMeter`]): a SYN lives
+//! in one of 8 slots, a TSval in one of 16, by double hashing (the probes
+//! unrolled, so that the program needs no loop and stays JIT-able), and a
+//! slot whose entry is older than the maximum age counts as free. A
+//! table's slots are its capacity rounded up to a power of two (at least
+//! 8; at most [`XPF_MAX_SYNS`] and [`XPF_MAX_TSVALS`], so that both and the
+//! log fit one block of 65,536 words; larger capacities are refused). So
+//! the xPF version may refuse an entry whose slots are all held (counted in
+//! `syn_full` or `ts_full`) that the reference, a hash map holding up to
+//! its capacity, would keep, and keep one that the reference's full map
+//! would refuse: the two give equal samples while neither refuses anything
+//! (the tests run with 512 SYN and 4,096 TSval slots, every capture of
+//! tcpdump's suite and conversations of up to 2,000 packets within the
+//! maximum age, and check that nothing was refused). Since a stale slot is
 //! free, [`XpfRtt::sweep`] has nothing to do: a stale entry matches
 //! nothing in either version. The program's times are 32-bit seconds (they
 //! wrap in 2106) and nanoseconds; a maximum age over 2^32 - 1 s is that.

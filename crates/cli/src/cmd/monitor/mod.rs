@@ -78,6 +78,11 @@ pub struct Live<'a> {
 }
 
 impl Input {
+    /// Whether the run is live (`--dev`).
+    pub fn is_live(&self) -> bool {
+        self.dev.is_some()
+    }
+
     /// The live run, when `--dev` was given.
     pub fn live(&self) -> Result<Option<Live<'_>>, String> {
         let Some(dev) = &self.dev else {
