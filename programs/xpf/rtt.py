@@ -4,7 +4,6 @@ says what it does). The program is long because its table probes are
 unrolled (8 per search, 3 searches): this script writes them. Run it after
 changing it: `python3 programs/xpf/rtt.py`."""
 import os
-import sys
 
 # Header words.
 MAXS, MAXNS, SYNMASK, TSMASK, LOGCAP, PENDING, LOST, SYNFULL, TSFULL, SYNBASE, TSBASE, LOGBASE = range(12)
@@ -85,7 +84,7 @@ def scan(name, base, mask, slotw, area, nwords, probes, track_free, found):
         else:
             e(f"{nxt}:")
 
-def emit(name, method, then_from_slot, after):
+def emit(name, method, after):
     """Appends a record (method, the packet's key, the entry's time, now);
     then `after` (a label or 'ret')."""
     ins("ld M[%d]" % PENDING, label=name)
@@ -487,7 +486,7 @@ ins("ld M[x + 12]")
 ins("st M[%d]" % THENNS)
 ins("ld #0")
 ins("st M[x + 0]", "the SYN is forgotten")
-emit("hsrec", 1, True, "ts")
+emit("hsrec", 1, "ts")
 # --- Timestamps -----------------------------------------------------------
 ins("ld M[%d]" % HASTS, label="ts")
 ins("jneq #0, tsok")
@@ -553,7 +552,7 @@ ins("ld M[x + 11]")
 ins("st M[%d]" % THENS)
 ins("ld M[x + 12]")
 ins("st M[%d]" % THENNS)
-emit("tsrec2", 2, True, "ret")
+emit("tsrec2", 2, "ret")
 ins("ret #-1", label="pass")
 
 def check_reach(lines):
