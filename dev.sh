@@ -14,13 +14,14 @@ cd "$(dirname "$0")"
 # to build eBPF programs, libbpf/libelf/zlib for the kernel backend, libpcap
 # for capture filters, bpftool and iproute2 for kernel tests, libxdp for the
 # AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks,
-# nfdump (nfcapd) and tshark to check the IPFIX exporter against real collectors.
+# nfdump (nfcapd) and tshark to check the IPFIX exporter against real collectors,
+# python3 for the live RTT test's TCP peers and the xPF RTT program's generator.
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
-    nfdump tshark
+    nfdump tshark python3
 )
 RUST_TOOLCHAIN=1.95.0
 

@@ -73,6 +73,46 @@ fn json_lines_give_every_sample_the_flows_and_a_summary() {
 }
 
 #[test]
+fn the_xpf_engine_prints_what_the_table_prints() {
+    // IPv4 and IPv6 conversations, the table, JSON lines and pping's lines.
+    let v6 = "tcp-conv,v6,flows=4,rtt=1..3,count=200,think=50";
+    for args in [
+        vec!["--gen", CONV],
+        vec!["--gen", CONV, "--json"],
+        vec!["--gen", CONV, "--gen", v6, "--json"],
+        vec!["--gen", v6, "--pping"],
+    ] {
+        let run = |engine: &[&str]| {
+            let out = Command::new(SLUICE)
+                .env("TZ", "UTC")
+                .args(["monitor", "rtt"])
+                .args(&args)
+                .args(engine)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?} {engine:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let want = run(&["--engine", "table"]);
+        assert!(want.lines().count() >= 2, "{args:?}: {want}");
+        for engine in ["interp", "vm", "jit"] {
+            let got = run(&["--engine", "xpf", "--xpf-engine", engine]);
+            assert_eq!(got, want, "{args:?} on xPF {engine}");
+        }
+    }
+    // Tables larger than one block of xPF memory holds are refused by name.
+    let out = Command::new(SLUICE)
+        .args(["monitor", "rtt", "--gen", CONV, "--engine", "xpf"])
+        .args(["--ts-table", "65536"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a TSval table of 65536"), "{err}");
+    assert!(err.contains("1 to 4096"), "{err}");
+}
+
+#[test]
 fn pping_lines_are_time_rtt_min_flow() {
     let out = Command::new(SLUICE)
         .env("TZ", "UTC")
@@ -141,11 +181,11 @@ fn live_rtt_on_a_veth_measures_each_handshake_and_leaves_nothing_attached() {
 }
 
 #[test]
-fn live_rtt_through_af_packet_in_user_space_measures_each_handshake() {
+fn live_rtt_through_af_packet_with_the_xpf_engine_measures_each_handshake() {
     if !common::kernel_available("sluice monitor rtt --dev --datapath afpacket (veth pair)") {
         return;
     }
-    live_handshakes("rtp", &["--datapath", "afpacket"], "");
+    live_handshakes("rtp", &["--datapath", "afpacket", "--engine", "xpf"], "");
 }
 
 /// Three TCP connections from a to b while `sluice monitor rtt --dev`

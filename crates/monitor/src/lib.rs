@@ -1,7 +1,7 @@
 //! In-filter monitoring, the xPF paper's applications as products: flow
 //! accounting ([`FlowTable`] over the [`Observed`] facts of each frame),
 //! trajectory sampling ([`Sampler`], [`sample_trajectories`]), passive RTT
-//! to come (issue 17).
+//! ([`RttMeter`], [`measure_rtt`]; issue 17).
 //!
 //! A frame is read once into an [`Observed`]: its 5-tuple ([`FlowKey`]),
 //! its IP length, its TCP flags. The table keeps one [`FlowEntry`] per key
@@ -37,6 +37,7 @@ mod rtt;
 mod rtt_ebpf;
 mod rtt_live;
 mod rtt_run;
+mod rtt_xpf;
 mod run;
 mod sample;
 mod sample_ebpf;
@@ -57,6 +58,7 @@ pub use rtt::{
 pub use rtt_ebpf::EbpfRtt;
 pub use rtt_live::live_rtt;
 pub use rtt_run::{RttEngine, RttOptions, RttSummary, measure_rtt};
+pub use rtt_xpf::{XPF_MAX_SYNS, XPF_MAX_TSVALS, XpfRtt};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};
 pub use sample::{
     Invariant, LabelFlow, PROBES, Sample, SampleCounts, SampleRecord, Sampler, hash_finish,

@@ -7,13 +7,14 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pipeline::{Source, for_each_packet};
+use pipeline::{Source, XpfEngine, for_each_packet};
 
 use crate::key::FlowKey;
 use crate::rtt::{
     MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, SweepClock, segment,
 };
 use crate::rtt_ebpf::EbpfRtt;
+use crate::rtt_xpf::XpfRtt;
 
 /// Which implementation measures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -23,6 +24,9 @@ pub enum RttEngine {
     Table,
     /// `programs/rtt.c` in sluice's VM.
     Ebpf,
+    /// `programs/xpf/rtt.s` on an xPF engine (its tables at most
+    /// `XPF_MAX_SYNS` and `XPF_MAX_TSVALS` slots).
+    Xpf(XpfEngine),
 }
 
 /// How to measure.
@@ -53,6 +57,7 @@ pub struct RttSummary {
 enum Engine {
     Table(Box<RttMeter>),
     Ebpf(Box<EbpfRtt>),
+    Xpf(Box<XpfRtt>),
 }
 
 /// Samples are handed out in batches of this many.
@@ -69,6 +74,7 @@ pub fn measure_rtt(
     let mut engine = match opts.engine {
         RttEngine::Table => Engine::Table(Box::new(RttMeter::new(opts.meter))),
         RttEngine::Ebpf => Engine::Ebpf(Box::new(EbpfRtt::new(&opts.meter)?)),
+        RttEngine::Xpf(x) => Engine::Xpf(Box::new(XpfRtt::new(&opts.meter, x)?)),
     };
     let mut s = RttSummary::default();
     let mut out = Vec::with_capacity(BATCH);
@@ -108,6 +114,12 @@ pub fn measure_rtt(
                 }
                 e.packet(data, now, &mut out)
             })(),
+            Engine::Xpf(e) => {
+                if sweep {
+                    e.sweep(now);
+                }
+                e.packet(data, now, &mut out)
+            }
         };
         if let Err(why) = r {
             failure = Some(format!("packet {}: {why}", info.seq));
@@ -123,7 +135,7 @@ pub fn measure_rtt(
         s.source_error = Some(e.to_string());
     }
     hand_out(&mut out, &mut s);
-    match &engine {
+    match &mut engine {
         Engine::Table(m) => {
             s.flows = m.stats();
             s.counters = m.counters();
@@ -131,6 +143,10 @@ pub fn measure_rtt(
         Engine::Ebpf(e) => {
             s.flows = e.stats()?;
             s.counters = e.counters();
+        }
+        Engine::Xpf(e) => {
+            s.flows = e.stats();
+            s.counters = e.counters()?;
         }
     }
     Ok(s)

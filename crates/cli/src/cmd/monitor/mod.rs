@@ -88,6 +88,12 @@ pub struct Live<'a> {
 }
 
 impl Input {
+    /// Whether the application runs in the kernel (`--dev` with
+    /// `--datapath kernel`, the default).
+    pub fn in_kernel(&self) -> bool {
+        self.dev.is_some() && self.datapath.is_none_or(|d| d == DatapathArg::Kernel)
+    }
+
     /// The live run in the kernel, when `--dev` was given with
     /// `--datapath kernel`.
     pub fn live(&self) -> Result<Option<Live<'_>>, String> {

@@ -1,15 +1,18 @@
 //! `sluice monitor rtt`: passive round-trip times per TCP flow (the
 //! library's `monitor::measure_rtt` over a capture or generated traffic, or
 //! `monitor::live_rtt` on an interface), by the handshake (the xPF paper's
-//! method) and by TCP timestamps (pping's); printed as a per-flow table,
-//! JSON lines, or pping's lines.
+//! method) and by TCP timestamps (pping's), with the reference, the eBPF
+//! program or the xPF program; printed as a per-flow table, JSON lines, or
+//! pping's lines.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use monitor::{
     BUCKETS, FlowKey, MeterOptions, Method, RttEngine, RttOptions, RttSample, RttStats, RttSummary,
+    XPF_MAX_SYNS, XPF_MAX_TSVALS,
 };
+use pipeline::XpfEngine;
 use serde::Serialize;
 
 use super::seconds;
@@ -21,12 +24,15 @@ pub struct RttArgs {
     /// Who measures (--dev with --datapath kernel always runs programs/rtt.c in the kernel)
     #[arg(long, value_enum, default_value_t = EngineArg::Table)]
     engine: EngineArg,
-    /// SYNs kept awaiting their ACK (a full table is counted, never silent)
-    #[arg(long, default_value_t = MeterOptions::default().syn_capacity)]
-    syn_table: usize,
-    /// (flow, TSval) entries kept awaiting their echo
-    #[arg(long, default_value_t = MeterOptions::default().ts_capacity)]
-    ts_table: usize,
+    /// With --engine xpf: the xPF interpreter, or its eBPF translation in sluice's VM or JIT
+    #[arg(long, value_enum, default_value_t = XpfArg::Interp)]
+    xpf_engine: XpfArg,
+    /// SYNs kept awaiting their ACK (a full table is counted, never silent) [default: 16384; xpf: 512, its most]
+    #[arg(long)]
+    syn_table: Option<usize>,
+    /// (flow, TSval) entries kept awaiting their echo [default: 65536; xpf: 4096, its most]
+    #[arg(long)]
+    ts_table: Option<usize>,
     /// Flows (per method) with statistics
     #[arg(long, default_value_t = MeterOptions::default().flow_capacity)]
     flow_table: usize,
@@ -53,6 +59,15 @@ enum EngineArg {
     Table,
     /// programs/rtt.c (hash maps, ring buffer of samples) in sluice's VM
     Ebpf,
+    /// programs/xpf/rtt.s (tables probed in persistent memory, a log of samples)
+    Xpf,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum XpfArg {
+    Interp,
+    Vm,
+    Jit,
 }
 
 #[derive(Serialize)]
@@ -102,15 +117,28 @@ struct Summary {
 }
 
 pub fn run(a: RttArgs) -> Result<ExitCode, String> {
+    // The xPF program's tables fit one block of memory: smaller defaults.
+    let xpf = matches!(a.engine, EngineArg::Xpf) && !a.input.in_kernel();
+    let defaults = MeterOptions::default();
+    let syn_table = a.syn_table.unwrap_or(if xpf {
+        XPF_MAX_SYNS
+    } else {
+        defaults.syn_capacity
+    });
+    let ts_table = a.ts_table.unwrap_or(if xpf {
+        XPF_MAX_TSVALS
+    } else {
+        defaults.ts_capacity
+    });
     let meter = MeterOptions {
-        syn_capacity: a.syn_table,
-        ts_capacity: a.ts_table,
+        syn_capacity: syn_table,
+        ts_capacity: ts_table,
         flow_capacity: a.flow_table,
         max_age_ns: seconds(a.max_age, "max-age")?,
     };
     for (n, what) in [
-        (a.syn_table, "syn-table"),
-        (a.ts_table, "ts-table"),
+        (syn_table, "syn-table"),
+        (ts_table, "ts-table"),
         (a.flow_table, "flow-table"),
     ] {
         if n == 0 || n > u32::MAX as usize {
@@ -122,6 +150,11 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         engine: match a.engine {
             EngineArg::Table => RttEngine::Table,
             EngineArg::Ebpf => RttEngine::Ebpf,
+            EngineArg::Xpf => RttEngine::Xpf(match a.xpf_engine {
+                XpfArg::Interp => XpfEngine::Interp,
+                XpfArg::Vm => XpfEngine::Vm,
+                XpfArg::Jit => XpfEngine::Jit,
+            }),
         },
         limit: a.input.count,
     };
@@ -163,6 +196,14 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         }
     };
     let run: RttSummary = if let Some(live) = a.input.live()? {
+        if matches!(a.engine, EngineArg::Xpf) {
+            return Err(
+                "--dev with --datapath kernel runs programs/rtt.c in the kernel (the xPF program \
+                 keeps its working words in shared memory: one CPU at a time); --datapath afxdp \
+                 or afpacket runs any engine in user space"
+                    .into(),
+            );
+        }
         monitor::live_rtt(
             &opts.meter,
             live.dev,
