@@ -214,11 +214,7 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
         ],
     );
     // Attached once the interface shows an XDP program.
-    let t0 = std::time::Instant::now();
-    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp") {
-        assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    p.wait_for("xdp");
     // The program's maps, by id, to see them gone at the end.
     let maps = attached_maps(&p.b);
     assert!(maps.len() >= 3, "the flows program's maps: {maps:?}");
@@ -314,12 +310,7 @@ fn live_user_space_flows(tag: &str, args: &[&str], attached: &str) -> Vec<Value>
     let child = common::spawn_sluice(&p.b, &all);
     // Ready once the interface shows the program (AF_XDP) or after a
     // moment (AF_PACKET: nothing to see).
-    let t0 = std::time::Instant::now();
-    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains(attached) {
-        assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    p.wait_for(attached);
     p.send("udp,flows=4,size=100,count=200", "packet");
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

@@ -8,7 +8,6 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
 
 use common::SLUICE;
 use serde_json::Value;
@@ -236,13 +235,8 @@ fn live_handshakes(tag: &str, args: &[&str], attached: &str) {
     ];
     all.extend_from_slice(args);
     let child = common::spawn_sluice(&p.b, &all);
-    let t0 = std::time::Instant::now();
-    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains(attached) {
-        assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // The socket opened (nothing to see for AF_PACKET).
-    std::thread::sleep(Duration::from_millis(300));
+    // (AF_PACKET: nothing to see; the wait gives the socket time to open.)
+    p.wait_for(attached);
     for _ in 0..3 {
         common::sh(&[
             "ip",

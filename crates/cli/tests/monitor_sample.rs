@@ -10,7 +10,6 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::process::Command;
-use std::time::Duration;
 
 use common::SLUICE;
 use serde_json::Value;
@@ -156,11 +155,7 @@ fn live_sampling(tag: &str, args: &[&str]) {
     ];
     all.extend_from_slice(args);
     let child = common::spawn_sluice(&p.b, &all);
-    let t0 = std::time::Instant::now();
-    while !common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp") {
-        assert!(t0.elapsed() < Duration::from_secs(3), "never attached");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    p.wait_for("xdp");
     p.send(LIVE, "packet");
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

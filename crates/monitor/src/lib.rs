@@ -46,6 +46,7 @@ mod sample_run;
 mod sample_xpf;
 mod table;
 mod xpf;
+mod xpf_words;
 
 pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};

@@ -28,13 +28,13 @@
 //! wrap in 2106) and nanoseconds; a maximum age over 2^32 - 1 s is that.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use cbpf::xpf::{Form, MemoryOps, XpfOptions};
+use cbpf::xpf::{Form, XpfOptions};
 use pipeline::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::rtt::{MeterOptions, Method, RttCounters, RttSample, RttStats};
+use crate::xpf_words::{address, read, write};
 
 /// The most SYN slots (a capacity of more is refused).
 pub const XPF_MAX_SYNS: usize = 512;
@@ -86,18 +86,7 @@ fn join(s: u32, ns: u32, now_ns: u64) -> u64 {
 /// A key's 10 words as a flow.
 fn key(w: &[u32]) -> Result<FlowKey, String> {
     let family = w[0] >> 8;
-    let addr = |at: usize| -> Result<IpAddr, String> {
-        Ok(match family {
-            4 => IpAddr::V4(Ipv4Addr::from(w[at])),
-            6 => IpAddr::V6(Ipv6Addr::from(
-                (u128::from(w[at]) << 96)
-                    | (u128::from(w[at + 1]) << 64)
-                    | (u128::from(w[at + 2]) << 32)
-                    | u128::from(w[at + 3]),
-            )),
-            f => return Err(format!("an RTT record of address family {f}")),
-        })
-    };
+    let addr = |at: usize| address(family, w, at);
     Ok(FlowKey {
         src: addr(2)?,
         dst: addr(6)?,
@@ -160,15 +149,6 @@ impl XpfRtt {
         })
     }
 
-    fn memory(&mut self) -> &mut dyn MemoryOps {
-        self.runner.memory()
-    }
-
-    fn read(&mut self, at: u32, n: usize) -> Result<Vec<u32>, String> {
-        let m = self.memory();
-        m.mread(m.active(), at, n).map_err(|e| e.to_string())
-    }
-
     /// Runs one frame seen at `ts_ns`; its samples go to `out`.
     pub fn packet(
         &mut self,
@@ -179,11 +159,15 @@ impl XpfRtt {
         self.runner.packet(frame, frame.len() as u32, ts_ns)?;
         let now = ts_ns.max(self.next_ns);
         self.next_ns = now.wrapping_add(1);
-        let pending = self.read(W_PENDING, 1)?[0];
+        let pending = read(&mut self.runner, W_PENDING, 1)?[0];
         if pending == 0 {
             return Ok(());
         }
-        let words = self.read(LOG, (pending.min(LOG_RECORDS) * RECORD) as usize)?;
+        let words = read(
+            &mut self.runner,
+            LOG,
+            (pending.min(LOG_RECORDS) * RECORD) as usize,
+        )?;
         for r in words.chunks_exact(RECORD as usize) {
             let method = u8::try_from(r[0])
                 .ok()
@@ -212,9 +196,7 @@ impl XpfRtt {
             }
             out.push(sample);
         }
-        let m = self.memory();
-        m.mwrite(m.active(), W_PENDING, &[0])
-            .map_err(|e| e.to_string())
+        write(&mut self.runner, W_PENDING, &[0])
     }
 
     /// Nothing to do: a slot older than the maximum age is free already.
@@ -226,7 +208,7 @@ impl XpfRtt {
     }
 
     pub fn counters(&mut self) -> Result<RttCounters, String> {
-        let w = self.read(0, W_TS_FULL as usize + 1)?;
+        let w = read(&mut self.runner, 0, W_TS_FULL as usize + 1)?;
         let c = |at: u32| u64::from(w[at as usize]);
         Ok(RttCounters {
             syn_full: c(W_SYN_FULL),

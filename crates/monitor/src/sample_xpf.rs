@@ -11,10 +11,9 @@
 use cbpf::xpf::{Form, XpfOptions};
 use pipeline::{XpfEngine, XpfRunner};
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
 use crate::key::FlowKey;
 use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord, table_slots};
+use crate::xpf_words::{address, read, write};
 
 /// The program's source.
 pub const SAMPLE_XPF: &str = include_str!("../../../programs/xpf/sample.s");
@@ -53,18 +52,7 @@ fn record(w: &[u32]) -> Result<SampleRecord, String> {
         })),
         2 => {
             let (family, protocol) = ((w[2] >> 8) as u8, w[2] as u8);
-            let addr = |at: usize| -> Result<IpAddr, String> {
-                Ok(match family {
-                    4 => IpAddr::V4(Ipv4Addr::from(w[at])),
-                    6 => IpAddr::V6(Ipv6Addr::from(
-                        u128::from(w[at]) << 96
-                            | u128::from(w[at + 1]) << 64
-                            | u128::from(w[at + 2]) << 32
-                            | u128::from(w[at + 3]),
-                    )),
-                    f => return Err(format!("a flow record of address family {f}")),
-                })
-            };
+            let addr = |at: usize| address(u32::from(family), w, at);
             let (src_port, dst_port) = u16s(w[3]);
             Ok(SampleRecord::Flow(LabelFlow {
                 label: w[1],
@@ -118,30 +106,21 @@ impl XpfSampler {
         out: &mut Vec<SampleRecord>,
     ) -> Result<(), String> {
         self.runner.packet(frame, frame.len() as u32, time_ns)?;
-        let mem = self.runner.memory();
-        let active = mem.active();
-        let err = |e: cbpf::xpf::MemError| e.to_string();
-        let pending = mem.mread(active, W_PENDING, 1).map_err(err)?[0];
+        let pending = read(&mut self.runner, W_PENDING, 1)?[0];
         if pending == 0 {
             return Ok(());
         }
         let n = pending.min(LOG_RECORDS);
-        let words = mem
-            .mread(active, self.log, (n * RECORD) as usize)
-            .map_err(err)?;
+        let words = read(&mut self.runner, self.log, (n * RECORD) as usize)?;
         for r in words.chunks_exact(RECORD as usize) {
             out.push(record(r)?);
         }
-        mem.mwrite(active, W_PENDING, &[0]).map_err(err)?;
-        Ok(())
+        write(&mut self.runner, W_PENDING, &[0])
     }
 
     /// The program's counters.
     pub fn counts(&mut self) -> Result<SampleCounts, String> {
-        let mem = self.runner.memory();
-        let w = mem
-            .mread(mem.active(), 0, TABLE as usize)
-            .map_err(|e| e.to_string())?;
+        let w = read(&mut self.runner, 0, TABLE as usize)?;
         Ok(SampleCounts {
             hashed: u64::from(w[7]),
             sampled: u64::from(w[8]),

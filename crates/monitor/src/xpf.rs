@@ -7,13 +7,12 @@
 //! at the end ends what is left in the table (idle or forced), as for the
 //! eBPF version. The memory layout is the program's header comment.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-use cbpf::xpf::{Form, MemoryOps, XpfOptions};
+use cbpf::xpf::{Form, XpfOptions};
 use pipeline::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};
+use crate::xpf_words::{address, read, write};
 
 /// Words of a slot (and of a log record).
 const SLOT: u32 = 20;
@@ -63,18 +62,7 @@ fn join(s: u32, ns: u32, now_ns: u64) -> u64 {
 /// latest not after `now_ns`.
 fn entry(w: &[u32], now_ns: u64) -> Result<FlowEntry, String> {
     let family = (w[10] >> 8) & 0xff;
-    let addr = |at: usize| -> Result<IpAddr, String> {
-        Ok(match family {
-            4 => IpAddr::V4(Ipv4Addr::from(w[at])),
-            6 => IpAddr::V6(Ipv6Addr::from(
-                (u128::from(w[at]) << 96)
-                    | (u128::from(w[at + 1]) << 64)
-                    | (u128::from(w[at + 2]) << 32)
-                    | u128::from(w[at + 3]),
-            )),
-            f => return Err(format!("a flow of address family {f} in xPF memory")),
-        })
-    };
+    let addr = |at: usize| address(family, w, at);
     Ok(FlowEntry {
         key: FlowKey {
             src: addr(1)?,
@@ -148,17 +136,8 @@ impl XpfFlows {
         })
     }
 
-    fn memory(&mut self) -> &mut dyn MemoryOps {
-        self.runner.memory()
-    }
-
-    fn read(&mut self, at: u32, n: usize) -> Result<Vec<u32>, String> {
-        let m = self.memory();
-        m.mread(m.active(), at, n).map_err(|e| e.to_string())
-    }
-
     fn word(&mut self, at: u32) -> Result<u32, String> {
-        Ok(self.read(at, 1)?[0])
+        Ok(read(&mut self.runner, at, 1)?[0])
     }
 
     /// Runs one packet seen at `ts_ns`; the flows it ended go to `out`.
@@ -177,23 +156,25 @@ impl XpfFlows {
         if pending == 0 {
             return Ok(());
         }
-        let words = self.read(LOG, (pending.min(LOG_RECORDS) * SLOT) as usize)?;
+        let words = read(
+            &mut self.runner,
+            LOG,
+            (pending.min(LOG_RECORDS) * SLOT) as usize,
+        )?;
         for r in words.chunks_exact(SLOT as usize) {
             out.push(Ended {
                 flow: entry(r, self.clock_ns)?,
                 reason: reason(r[0])?,
             });
         }
-        let m = self.memory();
-        m.mwrite(m.active(), PENDING, &[0])
-            .map_err(|e| e.to_string())
+        write(&mut self.runner, PENDING, &[0])
     }
 
     /// Ends every flow left in the table (the input ended): idle if no
     /// packet came for the idle timeout before the latest packet, else
     /// forced.
     pub fn flush(&mut self, out: &mut Vec<Ended>) -> Result<(), String> {
-        let table = self.read(TABLE, (self.slots * SLOT) as usize)?;
+        let table = read(&mut self.runner, TABLE, (self.slots * SLOT) as usize)?;
         let mut left = Vec::new();
         for slot in table.chunks_exact(SLOT as usize).filter(|s| s[0] == 1) {
             let flow = entry(slot, self.clock_ns)?;
@@ -206,11 +187,8 @@ impl XpfFlows {
         }
         left.sort_by_key(|e| (e.flow.last_ns, e.flow.key));
         out.extend(left);
-        let m = self.memory();
-        let block = m.active();
-        m.mwrite(block, TABLE, &vec![0; table.len()])
-            .and_then(|()| m.mwrite(block, HELD, &[0]))
-            .map_err(|e| e.to_string())
+        write(&mut self.runner, TABLE, &vec![0; table.len()])?;
+        write(&mut self.runner, HELD, &[0])
     }
 
     /// Flows in the table now.

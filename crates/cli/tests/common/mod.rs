@@ -59,6 +59,21 @@ pub const VA: &str = "sl_tx";
 pub const VB: &str = "sl_rx";
 
 impl Pair {
+    /// Waits (3 s at most) until `ip link show` of b's end shows
+    /// `needle` (`xdp`: a program attached), then a moment more for a
+    /// socket to open.
+    pub fn wait_for(&self, needle: &str) {
+        let t0 = std::time::Instant::now();
+        while !sh(&["ip", "-n", &self.b, "link", "show", VB]).contains(needle) {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(3),
+                "{VB} never showed {needle}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+
     pub fn new(tag: &str) -> Pair {
         Pair::with_queues(tag, 1)
     }

@@ -1,0 +1,33 @@
+//! What the xPF applications share with user space, word by word: an
+//! address of either family in four words (IPv4 in the first, the rest
+//! 0), and reads of the active block of persistent memory.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use pipeline::XpfRunner;
+
+/// The address of `family` (4 or 6) in the four words at `w[at..]`.
+pub(crate) fn address(family: u32, w: &[u32], at: usize) -> Result<IpAddr, String> {
+    Ok(match family {
+        4 => IpAddr::V4(Ipv4Addr::from(w[at])),
+        6 => IpAddr::V6(Ipv6Addr::from(
+            (u128::from(w[at]) << 96)
+                | (u128::from(w[at + 1]) << 64)
+                | (u128::from(w[at + 2]) << 32)
+                | u128::from(w[at + 3]),
+        )),
+        f => return Err(format!("an address of family {f} in xPF memory")),
+    })
+}
+
+/// `n` words at `at` of the runner's active block.
+pub(crate) fn read(runner: &mut XpfRunner, at: u32, n: usize) -> Result<Vec<u32>, String> {
+    let m = runner.memory();
+    m.mread(m.active(), at, n).map_err(|e| e.to_string())
+}
+
+/// Writes `words` at `at` of the runner's active block.
+pub(crate) fn write(runner: &mut XpfRunner, at: u32, words: &[u32]) -> Result<(), String> {
+    let m = runner.memory();
+    m.mwrite(m.active(), at, words).map_err(|e| e.to_string())
+}
