@@ -34,7 +34,7 @@ use pipeline::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::rtt::{MeterOptions, Method, RttCounters, RttSample, RttStats};
-use crate::xpf_words::{address, read, write};
+use crate::xpf_words::{address, read, take_log};
 
 /// The most SYN slots (a capacity of more is refused).
 pub const XPF_MAX_SYNS: usize = 512;
@@ -159,15 +159,7 @@ impl XpfRtt {
         self.runner.packet(frame, frame.len() as u32, ts_ns)?;
         let now = ts_ns.max(self.next_ns);
         self.next_ns = now.wrapping_add(1);
-        let pending = read(&mut self.runner, W_PENDING, 1)?[0];
-        if pending == 0 {
-            return Ok(());
-        }
-        let words = read(
-            &mut self.runner,
-            LOG,
-            (pending.min(LOG_RECORDS) * RECORD) as usize,
-        )?;
+        let words = take_log(&mut self.runner, W_PENDING, LOG, LOG_RECORDS, RECORD)?;
         for r in words.chunks_exact(RECORD as usize) {
             let method = u8::try_from(r[0])
                 .ok()
@@ -196,7 +188,7 @@ impl XpfRtt {
             }
             out.push(sample);
         }
-        write(&mut self.runner, W_PENDING, &[0])
+        Ok(())
     }
 
     /// Nothing to do: a slot older than the maximum age is free already.

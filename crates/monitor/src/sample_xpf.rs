@@ -13,7 +13,7 @@ use pipeline::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord, table_slots};
-use crate::xpf_words::{address, read, write};
+use crate::xpf_words::{address, read, take_log};
 
 /// The program's source.
 pub const SAMPLE_XPF: &str = include_str!("../../../programs/xpf/sample.s");
@@ -106,16 +106,11 @@ impl XpfSampler {
         out: &mut Vec<SampleRecord>,
     ) -> Result<(), String> {
         self.runner.packet(frame, frame.len() as u32, time_ns)?;
-        let pending = read(&mut self.runner, W_PENDING, 1)?[0];
-        if pending == 0 {
-            return Ok(());
-        }
-        let n = pending.min(LOG_RECORDS);
-        let words = read(&mut self.runner, self.log, (n * RECORD) as usize)?;
+        let words = take_log(&mut self.runner, W_PENDING, self.log, LOG_RECORDS, RECORD)?;
         for r in words.chunks_exact(RECORD as usize) {
             out.push(record(r)?);
         }
-        write(&mut self.runner, W_PENDING, &[0])
+        Ok(())
     }
 
     /// The program's counters.

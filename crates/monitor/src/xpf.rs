@@ -12,7 +12,7 @@ use pipeline::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};
-use crate::xpf_words::{address, read, write};
+use crate::xpf_words::{address, read, take_log, write};
 
 /// Words of a slot (and of a log record).
 const SLOT: u32 = 20;
@@ -152,22 +152,14 @@ impl XpfFlows {
         // The program's clock, as `XpfRunner` keeps it: the packets'
         // times, never back, a nanosecond per reading.
         self.clock_ns = self.clock_ns.max(ts_ns) + 1;
-        let pending = self.word(PENDING)?;
-        if pending == 0 {
-            return Ok(());
-        }
-        let words = read(
-            &mut self.runner,
-            LOG,
-            (pending.min(LOG_RECORDS) * SLOT) as usize,
-        )?;
+        let words = take_log(&mut self.runner, PENDING, LOG, LOG_RECORDS, SLOT)?;
         for r in words.chunks_exact(SLOT as usize) {
             out.push(Ended {
                 flow: entry(r, self.clock_ns)?,
                 reason: reason(r[0])?,
             });
         }
-        write(&mut self.runner, PENDING, &[0])
+        Ok(())
     }
 
     /// Ends every flow left in the table (the input ended): idle if no

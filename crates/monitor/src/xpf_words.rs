@@ -1,6 +1,8 @@
 //! What the xPF applications share with user space, word by word: an
 //! address of either family in four words (IPv4 in the first, the rest
-//! 0), and reads of the active block of persistent memory.
+//! 0), reads and writes of the active block of persistent memory, and
+//! the log: a word counting the records pending, the records at the log's
+//! place; user space takes them after each packet and writes 0 back.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -30,4 +32,22 @@ pub(crate) fn read(runner: &mut XpfRunner, at: u32, n: usize) -> Result<Vec<u32>
 pub(crate) fn write(runner: &mut XpfRunner, at: u32, words: &[u32]) -> Result<(), String> {
     let m = runner.memory();
     m.mwrite(m.active(), at, words).map_err(|e| e.to_string())
+}
+
+/// The log's pending records (at most `capacity`, each `words` long) as
+/// one run of words, the pending count set back to 0.
+pub(crate) fn take_log(
+    runner: &mut XpfRunner,
+    pending_at: u32,
+    log_at: u32,
+    capacity: u32,
+    words: u32,
+) -> Result<Vec<u32>, String> {
+    let pending = read(runner, pending_at, 1)?[0];
+    if pending == 0 {
+        return Ok(Vec::new());
+    }
+    let records = read(runner, log_at, (pending.min(capacity) * words) as usize)?;
+    write(runner, pending_at, &[0])?;
+    Ok(records)
 }
