@@ -45,7 +45,9 @@ pub struct Mirred {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// The generic action: a control, maybe a random other one.
-    Gact { random: Option<Random> },
+    Gact {
+        random: Option<Random>,
+    },
     Mirred(Mirred),
 }
 
@@ -105,14 +107,14 @@ impl Action {
                 let r = *r;
                 self.seen += 1;
                 let pick = if r.determ {
-                    self.seen % u64::from(r.every.max(1)) == 0
+                    self.seen.is_multiple_of(u64::from(r.every.max(1)))
                 } else {
                     // xorshift64*: one packet in `every` on average.
                     self.rng ^= self.rng >> 12;
                     self.rng ^= self.rng << 25;
                     self.rng ^= self.rng >> 27;
                     let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-                    (x >> 32) % u64::from(r.every.max(1)) == 0
+                    (x >> 32).is_multiple_of(u64::from(r.every.max(1)))
                 };
                 if pick { r.other } else { self.control }
             }
@@ -217,7 +219,10 @@ impl Actions {
     /// `tc actions del`: removes an action no rule is bound to.
     pub fn remove(&mut self, r: &ActionRef) -> Result<Action, String> {
         match self.table.get(r) {
-            None => Err(format!("action {} index {} does not exist", r.kind, r.index)),
+            None => Err(format!(
+                "action {} index {} does not exist",
+                r.kind, r.index
+            )),
             Some(a) if a.binds > 0 => Err(format!(
                 "action {} index {} is bound to {} filter(s)",
                 r.kind, r.index, a.binds
@@ -305,10 +310,24 @@ mod tests {
         assert_eq!(a.exec(&list, &skb, 46, &mut out), Control::OK);
         assert_eq!(a.get(&drop).unwrap().stats.packets, 0);
         assert_eq!(a.get(&jump).unwrap().stats.packets, 1);
-        assert_eq!(a.get(&pipe).unwrap().stats, ActionStats { bytes: 46, packets: 1, drops: 0, overlimits: 0 });
+        assert_eq!(
+            a.get(&pipe).unwrap().stats,
+            ActionStats {
+                bytes: 46,
+                packets: 1,
+                drops: 0,
+                overlimits: 0
+            }
+        );
         // A list ending in pipe returns pipe; drop counts a drop.
-        assert_eq!(a.exec(std::slice::from_ref(&pipe), &skb, 46, &mut out), Control::PIPE);
-        assert_eq!(a.exec(&[pipe.clone(), drop.clone()], &skb, 46, &mut out), Control::SHOT);
+        assert_eq!(
+            a.exec(std::slice::from_ref(&pipe), &skb, 46, &mut out),
+            Control::PIPE
+        );
+        assert_eq!(
+            a.exec(&[pipe.clone(), drop.clone()], &skb, 46, &mut out),
+            Control::SHOT
+        );
         assert_eq!(a.get(&drop).unwrap().stats.drops, 1);
         // A jump past the end: ok.
         let far = gact(&mut a, Control::Jump(9));
@@ -324,7 +343,11 @@ mod tests {
             .add(Action::new(
                 0,
                 Kind::Gact {
-                    random: Some(Random { determ: true, other: Control::SHOT, every: 3 }),
+                    random: Some(Random {
+                        determ: true,
+                        other: Control::SHOT,
+                        every: 3,
+                    }),
                 },
                 Control::OK,
             ))
@@ -343,7 +366,10 @@ mod tests {
         // Made on its own (`tc actions add`): the table holds a reference.
         a.get_mut(&g).unwrap().refs = 1;
         assert_eq!(g.index, 1);
-        assert!(a.add(Action::new(1, Kind::Gact { random: None }, Control::OK)).is_err());
+        assert!(
+            a.add(Action::new(1, Kind::Gact { random: None }, Control::OK))
+                .is_err()
+        );
         a.bind(&g).unwrap();
         assert!(a.remove(&g).unwrap_err().contains("bound to 1"));
         a.release(std::slice::from_ref(&g));

@@ -78,13 +78,16 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
                     "netrand" => false,
                     w => return Err(format!("random \"{w}\": determ or netrand")),
                 };
-                let (other, used) = parse_control(rest)
-                    .ok_or_else(|| format!("random {how}: an action (drop, pass, ...) must follow"))?;
+                let (other, used) = parse_control(rest).ok_or_else(|| {
+                    format!("random {how}: an action (drop, pass, ...) must follow")
+                })?;
                 let every: u32 = rest
                     .get(used)
                     .and_then(|v| v.parse().ok())
                     .filter(|&v| v > 0)
-                    .ok_or_else(|| format!("random {how}: a value of 1 or more must follow the action"))?;
+                    .ok_or_else(|| {
+                        format!("random {how}: a value of 1 or more must follow the action")
+                    })?;
                 kind = Kind::Gact {
                     random: Some(Random {
                         determ,
@@ -136,9 +139,7 @@ fn parse_mirred(words: &[&str]) -> Result<(Kind, Control, usize), String> {
             (ingress, mirror, *dev)
         }
         _ => {
-            return Err(
-                "mirred needs {egress|ingress} {redirect|mirror} dev DEV".into(),
-            );
+            return Err("mirred needs {egress|ingress} {redirect|mirror} dev DEV".into());
         }
     };
     let control = if mirror {
@@ -174,7 +175,16 @@ mod tests {
         assert_eq!(t.get(&refs[0]).unwrap().control, Control::SHOT);
         let g = t.get(&refs[1]).unwrap();
         assert_eq!(g.control, Control::OK);
-        assert!(matches!(g.kind, Kind::Gact { random: Some(Random { determ: true, every: 10, .. }) }));
+        assert!(matches!(
+            g.kind,
+            Kind::Gact {
+                random: Some(Random {
+                    determ: true,
+                    every: 10,
+                    ..
+                })
+            }
+        ));
         let m = t.get(&refs[2]).unwrap();
         assert_eq!((m.index, m.control), (7, Control::PIPE));
         // Binding an existing action by index shares it.
@@ -190,9 +200,18 @@ mod tests {
     fn bad_actions_are_named() {
         let mut t = Actions::default();
         for (w, why) in [
-            (&["action", "police", "rate", "1mbit"][..], "unknown action \"police\""),
-            (&["action", "mirred", "sideways", "redirect", "dev", "x"][..], "egress or ingress"),
-            (&["action", "gact", "drop", "random", "determ", "pass", "0"][..], "1 or more"),
+            (
+                &["action", "police", "rate", "1mbit"][..],
+                "unknown action \"police\"",
+            ),
+            (
+                &["action", "mirred", "sideways", "redirect", "dev", "x"][..],
+                "egress or ingress",
+            ),
+            (
+                &["action", "gact", "drop", "random", "determ", "pass", "0"][..],
+                "1 or more",
+            ),
             (&["action"][..], "needs an action kind"),
         ] {
             let e = parse_actions(w, &mut t).unwrap_err();

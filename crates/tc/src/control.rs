@@ -125,7 +125,10 @@ mod tests {
             assert_eq!(Control::from_code(c.code()), c);
         }
         assert_eq!(Control::GotoChain(1).code(), 0x2000_0001);
-        assert_eq!(parse_control(&["goto", "chain", "4", "x"]), Some((Control::GotoChain(4), 3)));
+        assert_eq!(
+            parse_control(&["goto", "chain", "4", "x"]),
+            Some((Control::GotoChain(4), 3))
+        );
         assert_eq!(parse_control(&["jump", "2"]), Some((Control::Jump(2), 2)));
         assert_eq!(parse_control(&["shot"]), Some((Control::SHOT, 1)));
         assert_eq!(parse_control(&["jump", "x"]), None);

@@ -24,7 +24,8 @@ pub fn parse_classid(s: &str) -> Result<u32, String> {
             return Ok(0);
         }
         let t = t.strip_prefix("0x").unwrap_or(t);
-        let v = u32::from_str_radix(t, 16).map_err(|_| bad(&format!("{what} is not hexadecimal")))?;
+        let v =
+            u32::from_str_radix(t, 16).map_err(|_| bad(&format!("{what} is not hexadecimal")))?;
         Ok(v)
     };
     match s.split_once(':') {

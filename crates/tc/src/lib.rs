@@ -20,7 +20,9 @@ mod block;
 mod classifier;
 mod control;
 mod handle;
+mod kinds;
 mod skb;
+pub mod u32;
 
 pub use action::{Action, ActionRef, ActionStats, Actions, Emitted, Kind, Mirred, Random};
 pub use action_parse::parse_actions;
@@ -28,4 +30,6 @@ pub use block::{Block, ETH_P_ALL, Filter, Outcome};
 pub use classifier::{Classifier, Cx, Match};
 pub use control::{Control, parse_control};
 pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};
+pub use kinds::new_classifier;
 pub use skb::Skb;
+pub use u32::U32;

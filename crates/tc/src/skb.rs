@@ -99,7 +99,10 @@ mod tests {
         f[12..14].copy_from_slice(&[0x08, 0x00]);
         f[14] = 0x45;
         let s = Skb::from_frame(&f, 3);
-        assert_eq!((s.network, s.protocol, s.vlan, s.len()), (14, 0x800, None, 20));
+        assert_eq!(
+            (s.network, s.protocol, s.vlan, s.len()),
+            (14, 0x800, None, 20)
+        );
         assert_eq!(s.word(0), Some(0x4500_0000));
         assert_eq!(s.bytes(-2, 2), Some(&[0x08, 0x00][..]));
         assert_eq!(s.word(17), None);
@@ -107,7 +110,10 @@ mod tests {
         let mut t = vec![0u8; 18 + 40];
         t[12..18].copy_from_slice(&[0x81, 0x00, 0x20, 0x05, 0x86, 0xdd]);
         let s = Skb::from_frame(&t, 3);
-        assert_eq!((s.network, s.protocol, s.vlan), (18, 0x86dd, Some((0x8100, 0x2005))));
+        assert_eq!(
+            (s.network, s.protocol, s.vlan),
+            (18, 0x86dd, Some((0x8100, 0x2005)))
+        );
         let s = Skb::from_frame(&[0; 10], 1);
         assert_eq!((s.protocol, s.len(), s.word(0)), (0, 0, None));
     }
