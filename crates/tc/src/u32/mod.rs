@@ -194,12 +194,6 @@ impl U32 {
             if handle::key(h) != 0 {
                 return Err("Error: cls_u32: Divisor can only be used on a hash table.".into());
             }
-            if spec.flags & SKIP_SW != 0 {
-                return Err(
-                    "skip_sw: sluice has no hardware to offload to (the kernel refuses it too)"
-                        .into(),
-                );
-            }
             let id = if h == 0 {
                 let (id, handle) = self
                     .new_htid()
@@ -288,11 +282,6 @@ impl U32 {
             if l == self.root {
                 return Err("Error: cls_u32: Not linking to root node.".into());
             }
-        }
-        if spec.flags & SKIP_SW != 0 {
-            return Err(
-                "skip_sw: sluice has no hardware to offload to (the kernel refuses it too)".into(),
-            );
         }
         let link = spec.link.filter(|&l| l != 0);
         if let Some(l) = link {

@@ -102,11 +102,28 @@ fn handles_and_orders_are_allocated_as_the_kernel_does() {
             "match u32 0 0 indev nosuch",
             "Network device not found",
         ),
-        (None, "match u32 0 0 skip_sw", "skip_sw"),
     ] {
         let e = add(&mut u, &mut a, h, w).unwrap_err();
         assert!(e.contains(why), "{w}: {e}");
     }
+}
+
+#[test]
+fn skip_sw_rules_are_taken_and_never_match() {
+    // The kernel takes them with nothing to offload to, and shows
+    // `skip_sw not_in_hw`.
+    let (mut u, mut a) = (U32::new(), Actions::default());
+    add(&mut u, &mut a, None, "match u32 0 0 skip_sw flowid 1:1").unwrap();
+    add(&mut u, &mut a, None, "match u32 0 0 flowid 1:2").unwrap();
+    assert!(u.show(&a, false)[1].contains("*flowid 1:1 skip_sw not_in_hw "));
+    let skb = Skb::from_frame(&[0u8; 60], 1);
+    let mut e = Vec::new();
+    let mut cx = Cx {
+        actions: &mut a,
+        emitted: &mut e,
+        bytes: 1,
+    };
+    assert_eq!(u.classify(&skb, &mut cx).map(|m| m.classid), Some(0x1_0002));
 }
 
 #[test]

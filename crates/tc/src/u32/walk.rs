@@ -10,7 +10,7 @@
 //! packet ends the whole classification unmatched.
 
 use super::sel::{EAT, OFFSET, TERMINAL, VAROFFSET};
-use super::{Knode, U32, handle};
+use super::{Knode, U32};
 use crate::classifier::{Cx, Match};
 use crate::control::Control;
 use crate::skb::Skb;
@@ -154,11 +154,6 @@ impl U32 {
     }
 }
 
-/// The handle a walk position names (for tests and traces).
-pub fn describe(ht: u32, bucket: u32, node: u32) -> String {
-    handle::format(ht | bucket << 12 | node)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +276,5 @@ mod tests {
         u.visits = 0;
         assert_eq!(run(&mut u, &mut a, &ipv4([1, 1, 1, 1], 6, 5, (1, 2))), None);
         assert_eq!(u.visits, 1 + MAX_DEPTH as u64);
-        assert_eq!(describe(0x8000_0000, 0, 0x800), "800::800");
     }
 }
