@@ -307,7 +307,7 @@ fn frames() -> Vec<Vec<u8>> {
             }
         };
         let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
-        if r.next() % 8 == 0 {
+        if r.next().is_multiple_of(8) {
             f.extend([0x81, 0x00, 0x00, 0x05]);
         }
         f.extend(ty.to_be_bytes());
