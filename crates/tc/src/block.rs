@@ -39,11 +39,11 @@ pub struct Outcome {
     pub emitted: Vec<Emitted>,
 }
 
-/// Chains of filters and the actions they use.
+/// Chains of filters (their actions live in the namespace's table,
+/// [`Actions`], given to each call that runs or removes them).
 #[derive(Debug, Default)]
 pub struct Block {
     chains: BTreeMap<u32, Vec<Filter>>,
-    pub actions: Actions,
 }
 
 impl Block {
@@ -80,7 +80,12 @@ impl Block {
     }
 
     /// Removes the filter at (chain, prio) and releases its actions.
-    pub fn remove(&mut self, chain: u32, prio: u16) -> Result<Filter, String> {
+    pub fn remove(
+        &mut self,
+        chain: u32,
+        prio: u16,
+        actions: &mut Actions,
+    ) -> Result<Filter, String> {
         let list = self
             .chains
             .get_mut(&chain)
@@ -93,12 +98,27 @@ impl Block {
         if list.is_empty() {
             self.chains.remove(&chain);
         }
-        self.actions.release(&f.classifier.actions());
+        actions.release(&f.classifier.actions());
         Ok(f)
     }
 
+    /// Removes every filter of `chain`.
+    pub fn clear_chain(&mut self, chain: u32, actions: &mut Actions) {
+        for f in self.chains.remove(&chain).unwrap_or_default() {
+            actions.release(&f.classifier.actions());
+        }
+    }
+
+    /// Removes every filter.
+    pub fn clear(&mut self, actions: &mut Actions) {
+        let chains: Vec<u32> = self.chains.keys().copied().collect();
+        for c in chains {
+            self.clear_chain(c, actions);
+        }
+    }
+
     /// Classifies `skb`; `bytes` is what actions count for it.
-    pub fn classify(&mut self, skb: &Skb, bytes: u64) -> Outcome {
+    pub fn classify(&mut self, skb: &Skb, bytes: u64, actions: &mut Actions) -> Outcome {
         let mut emitted = Vec::new();
         let mut chain = 0;
         let mut restarts = 0;
@@ -111,7 +131,7 @@ impl Block {
                     continue;
                 }
                 let mut cx = Cx {
-                    actions: &mut self.actions,
+                    actions: &mut *actions,
                     emitted: &mut emitted,
                     bytes,
                 };
@@ -136,6 +156,13 @@ impl Block {
             }
             return outcome(TcAction::Unspec, 0, emitted);
         }
+    }
+}
+
+impl Outcome {
+    /// Nothing matched: the packet goes on.
+    pub fn unmatched() -> Outcome {
+        outcome(TcAction::Unspec, 0, Vec::new())
     }
 }
 

@@ -36,9 +36,10 @@ pub fn parse_protocol(s: &str) -> Result<u16, String> {
         "mpls_mc" => 0x8848,
         "lldp" => 0x88cc,
         t => {
-            let n = t
-                .strip_prefix("0x")
-                .map_or_else(|| t.parse::<u16>().ok(), |h| u16::from_str_radix(h, 16).ok());
+            let n = t.strip_prefix("0x").map_or_else(
+                || t.parse::<u16>().ok(),
+                |h| u16::from_str_radix(h, 16).ok(),
+            );
             n.ok_or_else(|| format!("Error: argument \"{s}\" is wrong: invalid protocol"))?
         }
     })
@@ -137,7 +138,9 @@ impl Config {
     fn qdisc(&mut self, w: &[&str], show: ShowOptions) -> Result<String, String> {
         match w {
             ["add", "dev", dev, "clsact"] => self.add_clsact(dev).map(|()| String::new()),
-            ["del" | "delete", "dev", dev, "clsact"] => self.del_clsact(dev).map(|()| String::new()),
+            ["del" | "delete", "dev", dev, "clsact"] => {
+                self.del_clsact(dev).map(|()| String::new())
+            }
             ["add" | "del" | "delete" | "replace", "dev", _, kind, ..] => Err(format!(
                 "qdisc \"{kind}\": sluice's tc has the clsact qdisc only (its ingress and egress hooks)"
             )),
@@ -186,13 +189,17 @@ impl Config {
                 Ok(String::new())
             }
             "show" | "list" | "ls" => self.filter_show(&spec, show),
-            v => Err(format!("Command \"{v}\" is unknown, try \"tc filter help\".")),
+            v => Err(format!(
+                "Command \"{v}\" is unknown, try \"tc filter help\"."
+            )),
         }
     }
 
     fn filter_add(&mut self, s: &FilterSpec, verb: &str) -> Result<(), String> {
         let dev = s.dev.as_deref().ok_or("Error: \"dev\" is required")?;
-        let hook = s.hook.ok_or("Error: say ingress, egress or parent ffff:fff2|ffff:fff3")?;
+        let hook = s
+            .hook
+            .ok_or("Error: say ingress, egress or parent ffff:fff2|ffff:fff3")?;
         let kind = s
             .kind
             .as_deref()
@@ -234,7 +241,9 @@ impl Config {
 
     fn filter_del(&mut self, s: &FilterSpec) -> Result<(), String> {
         let dev = s.dev.as_deref().ok_or("Error: \"dev\" is required")?;
-        let hook = s.hook.ok_or("Error: say ingress, egress or parent ffff:fff2|ffff:fff3")?;
+        let hook = s
+            .hook
+            .ok_or("Error: say ingress, egress or parent ffff:fff2|ffff:fff3")?;
         let (block, actions) = self.block_mut(dev, hook)?;
         let Some(prio) = s.prio else {
             // No priority: every filter of the chain.
@@ -262,7 +271,11 @@ impl Config {
         };
         let Some(hook) = s.hook else {
             // The root has no filters under clsact.
-            return Ok(if show.json { "[]\n".into() } else { String::new() });
+            return Ok(if show.json {
+                "[]\n".into()
+            } else {
+                String::new()
+            });
         };
         let block = match hook {
             Hook::Ingress => &q.ingress,
@@ -346,7 +359,7 @@ impl Config {
                     ["action", k, ..] | [k, ..] => *k,
                     [] => return Err("actions show: name an action kind (gact, mirred)".into()),
                 };
-                Ok(crate::action::show_table(&self.actions, kind, show))
+                Ok(crate::action_show::show_table(&self.actions, kind, show))
             }
             _ => Err("actions: add, del or show".into()),
         }
@@ -366,9 +379,7 @@ fn action_index(w: &[&str]) -> Result<(&'static str, u32), String> {
                 "mirred" => "mirred",
                 k => return Err(format!("unknown action \"{k}\"")),
             };
-            let n = n
-                .parse()
-                .map_err(|_| format!("index \"{n}\": a number"))?;
+            let n = n.parse().map_err(|_| format!("index \"{n}\": a number"))?;
             Ok((kind, n))
         }
         _ => Err("actions del: action KIND index N".into()),
@@ -431,20 +442,17 @@ impl FilterSpec {
                 }
                 "chain" => {
                     let c = value(i, "chain")?;
-                    s.chain = c
-                        .parse()
-                        .map_err(|_| format!("Error: argument \"{c}\" is wrong: invalid chain index value"))?;
+                    s.chain = c.parse().map_err(|_| {
+                        format!("Error: argument \"{c}\" is wrong: invalid chain index value")
+                    })?;
                     s.chain_given = true;
                     i += 2;
                 }
                 "pref" | "priority" | "prio" => {
                     let p = value(i, "pref")?;
-                    s.prio = Some(
-                        p.parse()
-                            .ok()
-                            .filter(|&p| p > 0)
-                            .ok_or_else(|| format!("Error: argument \"{p}\" is wrong: invalid priority value"))?,
-                    );
+                    s.prio = Some(p.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
+                        format!("Error: argument \"{p}\" is wrong: invalid priority value")
+                    })?);
                     i += 2;
                 }
                 "protocol" | "proto" => {
@@ -482,27 +490,60 @@ mod tests {
     #[test]
     fn filters_get_tcs_automatic_priorities_and_refuse_mismatches() {
         let mut c = Config::default();
-        assert!(run(&mut c, "filter add dev v ingress u32 match u8 0 0 at 0").unwrap_err().contains("qdisc"));
+        assert!(
+            run(&mut c, "filter add dev v ingress u32 match u8 0 0 at 0")
+                .unwrap_err()
+                .contains("qdisc")
+        );
         run(&mut c, "qdisc add dev v clsact").unwrap();
-        run(&mut c, "filter add dev v ingress u32 match u8 0 0 at 0 classid 1:1").unwrap();
-        run(&mut c, "filter add dev v ingress u32 match u8 0 0 at 0 classid 1:2").unwrap();
+        run(
+            &mut c,
+            "filter add dev v ingress u32 match u8 0 0 at 0 classid 1:1",
+        )
+        .unwrap();
+        run(
+            &mut c,
+            "filter add dev v ingress u32 match u8 0 0 at 0 classid 1:2",
+        )
+        .unwrap();
         let out = run(&mut c, "filter show dev v ingress").unwrap();
-        assert!(out.starts_with("filter protocol all pref 49151 u32 chain 0 \n"), "{out}");
-        assert!(out.contains("filter protocol all pref 49152 u32 chain 0 \n"), "{out}");
-        let e = run(&mut c, "filter add dev v ingress protocol ip prio 49151 u32 match u8 0 0 at 0").unwrap_err();
+        assert!(
+            out.starts_with("filter protocol all pref 49151 u32 chain 0 \n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("filter protocol all pref 49152 u32 chain 0 \n"),
+            "{out}"
+        );
+        let e = run(
+            &mut c,
+            "filter add dev v ingress protocol ip prio 49151 u32 match u8 0 0 at 0",
+        )
+        .unwrap_err();
         assert!(e.contains("Protocol mismatch"), "{e}");
         run(&mut c, "filter del dev v ingress pref 49152").unwrap();
         let out = run(&mut c, "filter show dev v ingress").unwrap();
         assert!(!out.contains("49152"), "{out}");
-        assert!(run(&mut c, "filter add dev v ingress protocol nope u32").unwrap_err().contains("invalid protocol"));
-        assert!(run(&mut c, "qdisc add dev v ingress").unwrap_err().contains("clsact"));
+        assert!(
+            run(&mut c, "filter add dev v ingress protocol nope u32")
+                .unwrap_err()
+                .contains("invalid protocol")
+        );
+        assert!(
+            run(&mut c, "qdisc add dev v ingress")
+                .unwrap_err()
+                .contains("clsact")
+        );
     }
 
     #[test]
     fn a_batch_names_its_failing_line_and_words_group_quotes() {
         let mut c = Config::default();
         let e = c
-            .run_batch("qdisc add dev v clsact # the hooks\n\nfilter add dev v \\\n ingress bogus\n", ShowOptions::default())
+            .run_batch(
+                "qdisc add dev v clsact # the hooks\n\nfilter add dev v \\\n ingress bogus\n",
+                ShowOptions::default(),
+            )
             .unwrap_err();
         assert!(e.starts_with("line 3: ") && e.contains("\"bogus\""), "{e}");
         assert_eq!(words("a 'b c' \"\" d"), ["a", "b c", "", "d"]);

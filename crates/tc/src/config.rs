@@ -54,10 +54,9 @@ impl Config {
     /// `tc qdisc del dev DEV clsact`: the qdisc, its filters and their
     /// actions go.
     pub fn del_clsact(&mut self, dev: &str) -> Result<(), String> {
-        let mut q = self
-            .devices
-            .remove(dev)
-            .ok_or_else(|| format!("Error: Cannot find specified qdisc on specified device ({dev})."))?;
+        let mut q = self.devices.remove(dev).ok_or_else(|| {
+            format!("Error: Cannot find specified qdisc on specified device ({dev}).")
+        })?;
         for block in [&mut q.ingress, &mut q.egress] {
             block.clear(&mut self.actions);
         }
@@ -73,9 +72,15 @@ impl Config {
     }
 
     /// The block of `dev`'s `hook`, and the action table beside it.
-    pub fn block_mut(&mut self, dev: &str, hook: Hook) -> Result<(&mut Block, &mut Actions), String> {
+    pub fn block_mut(
+        &mut self,
+        dev: &str,
+        hook: Hook,
+    ) -> Result<(&mut Block, &mut Actions), String> {
         let q = self.devices.get_mut(dev).ok_or_else(|| {
-            format!("Error: Cannot find specified qdisc on specified device ({dev}: add clsact first).")
+            format!(
+                "Error: Cannot find specified qdisc on specified device ({dev}: add clsact first)."
+            )
         })?;
         let block = match hook {
             Hook::Ingress => &mut q.ingress,

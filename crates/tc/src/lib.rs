@@ -7,17 +7,27 @@
 //! `runtime::TcAction`), the class, and the packets mirred sent.
 //!
 //! ```
-//! use tc::{Block, Skb};
-//! let mut block = Block::default();
-//! let skb = Skb::from_frame(&[0u8; 60], 1);
-//! // No filters: nothing matched, the packet goes on.
-//! assert_eq!(block.classify(&skb, skb.len() as u64).verdict, runtime::TcAction::Unspec);
+//! use tc::{Config, Hook, ShowOptions, Skb};
+//! let mut tc = Config::default();
+//! let show = ShowOptions::default();
+//! tc.run_batch("qdisc add dev v0 clsact\n\
+//!               filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1",
+//!              show).unwrap();
+//! let mut frame = vec![0u8; 14 + 28];
+//! frame[12..14].copy_from_slice(&[0x08, 0x00]);
+//! frame[14] = 0x45;
+//! frame[14 + 9] = 17; // UDP
+//! let out = tc.classify("v0", Hook::Ingress, &Skb::from_frame(&frame, 1));
+//! assert_eq!((out.verdict, out.classid), (runtime::TcAction::Ok, 0x1_0001));
 //! ```
 
 mod action;
 mod action_parse;
+mod action_show;
 mod block;
 mod classifier;
+mod cmdline;
+mod config;
 mod control;
 mod handle;
 mod kinds;
@@ -28,6 +38,8 @@ pub use action::{Action, ActionRef, ActionStats, Actions, Emitted, Kind, Mirred,
 pub use action_parse::parse_actions;
 pub use block::{Block, ETH_P_ALL, Filter, Outcome};
 pub use classifier::{Classifier, Cx, Match};
+pub use cmdline::{ShowOptions, parse_protocol, protocol_name, words};
+pub use config::{Clsact, Config, Hook};
 pub use control::{Control, parse_control};
 pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};
 pub use kinds::new_classifier;

@@ -433,25 +433,19 @@ fn u32_agrees_with_the_kernel() {
         u.set_device(d, ns.ifindex(d));
     }
     let mut block = Block::default();
+    let mut actions = tc::Actions::default();
     for (h, w) in RULES {
         let words: Vec<&str> = w.split_whitespace().collect();
-        u.add(*h, &words, &mut block.actions)
+        u.add(*h, &words, &mut actions)
             .unwrap_or_else(|e| panic!("sluice refused {w}: {e}"));
     }
     // Refusals: both refuse, and sluice changes nothing.
     for (h, w) in BAD {
         assert!(tc_add(*h, w).is_err(), "the kernel took {w}");
         let words: Vec<&str> = w.split_whitespace().collect();
-        let before = (u.show(&block.actions, false), block.actions.clone());
-        assert!(
-            u.add(*h, &words, &mut block.actions).is_err(),
-            "sluice took {w}"
-        );
-        assert_eq!(
-            (u.show(&block.actions, false), block.actions.clone()),
-            before,
-            "{w}"
-        );
+        let before = (u.show(&actions, false), actions.clone());
+        assert!(u.add(*h, &words, &mut actions).is_err(), "sluice took {w}");
+        assert_eq!((u.show(&actions, false), actions.clone()), before, "{w}");
     }
     assert_eq!(
         ns.must(&["tc", "filter", "show", "dev", "vb", "ingress"]),
@@ -459,7 +453,7 @@ fn u32_agrees_with_the_kernel() {
     );
     // The rules as both show them.
     let want = kernel_entries(&show);
-    let got = u.show(&block.actions, false);
+    let got = u.show(&actions, false);
     for (k, s) in want.iter().zip(&got) {
         assert_eq!(s, k, "\nsluice: {s:?}\nkernel: {k:?}");
     }
@@ -475,7 +469,7 @@ fn u32_agrees_with_the_kernel() {
     let vb = ns.ifindex("vb");
     for f in &frames {
         let skb = Skb::from_frame(f, vb);
-        block.classify(&skb, skb.len() as u64);
+        block.classify(&skb, skb.len() as u64, &mut actions);
     }
     send(&ns.0, ns.ifindex("va"), &frames);
     // `tc -s -j` is no JSON once a rule has an offset (6.1 prints a bare
@@ -492,11 +486,7 @@ fn u32_agrees_with_the_kernel() {
             kernel.insert(index.take().expect("an index before its counters"), packets);
         }
     }
-    let sluice: BTreeMap<u32, u64> = block
-        .actions
-        .iter()
-        .map(|a| (a.index, a.stats.packets))
-        .collect();
+    let sluice: BTreeMap<u32, u64> = actions.iter().map(|a| (a.index, a.stats.packets)).collect();
     eprintln!("per action packets: {sluice:?}");
     assert_eq!(sluice, kernel);
     let declared: usize = RULES

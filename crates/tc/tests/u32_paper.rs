@@ -21,15 +21,16 @@ fn words(s: &str) -> Vec<&str> {
 #[test]
 fn the_default_table_with_a_few_rules() {
     let mut block = Block::default();
+    let mut actions = tc::Actions::default();
     let mut u = new_classifier("u32").unwrap();
     for r in [
         "match ip src 10.0.0.1/32 flowid 1:1",
         "match ip protocol 17 0xff match ip dport 53 0xffff flowid 1:53",
         "match ip dst 0.0.0.0/0 action mirred egress mirror dev mon0",
     ] {
-        u.add(None, &words(r), &mut block.actions).unwrap();
+        u.add(None, &words(r), &mut actions).unwrap();
     }
-    let shown = u.show(&block.actions, false);
+    let shown = u.show(&actions, false);
     assert_eq!(shown[0], "fh 800: ht divisor 1 ");
     assert!(shown[1].starts_with("fh 800::800 order 2048 key ht 800 bkt 0 *flowid 1:1 "));
     assert!(shown[2].starts_with("fh 800::801 order 2049 "));
@@ -44,11 +45,18 @@ fn the_default_table_with_a_few_rules() {
             },
         )
         .unwrap();
-    let classid = |b: &mut Block, s: Skb| b.classify(&s, s.len() as u64).classid;
-    assert_eq!(classid(&mut block, ipv4([10, 0, 0, 1], 17, 53)), 0x1_0001);
-    assert_eq!(classid(&mut block, ipv4([10, 0, 0, 2], 17, 53)), 0x1_0053);
+    let classid =
+        |b: &mut Block, a: &mut tc::Actions, s: Skb| b.classify(&s, s.len() as u64, a).classid;
+    assert_eq!(
+        classid(&mut block, &mut actions, ipv4([10, 0, 0, 1], 17, 53)),
+        0x1_0001
+    );
+    assert_eq!(
+        classid(&mut block, &mut actions, ipv4([10, 0, 0, 2], 17, 53)),
+        0x1_0053
+    );
     let s = ipv4([10, 0, 0, 2], 6, 53);
-    let out = block.classify(&s, s.len() as u64);
+    let out = block.classify(&s, s.len() as u64, &mut actions);
     assert_eq!((out.classid, out.emitted.len()), (0, 1));
     assert_eq!(out.emitted[0].dev, "mon0");
 }
@@ -56,8 +64,8 @@ fn the_default_table_with_a_few_rules() {
 #[test]
 fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
     let mut u = U32::new();
-    let mut block = Block::default();
-    let a = &mut block.actions;
+    let mut actions = tc::Actions::default();
+    let a = &mut actions;
     let mut add = |h: Option<&str>, r: &str| u.add(h, &words(r), a).unwrap();
     // 1: hashed on the third octet; under each bucket, a table hashed on
     // the fourth.
@@ -100,7 +108,7 @@ fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
         u.visits = 0;
         let mut emitted = Vec::new();
         let mut cx = tc::Cx {
-            actions: &mut block.actions,
+            actions: &mut actions,
             emitted: &mut emitted,
             bytes: 1,
         };
@@ -114,7 +122,7 @@ fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
     u.visits = 0;
     let mut emitted = Vec::new();
     let mut cx = tc::Cx {
-        actions: &mut block.actions,
+        actions: &mut actions,
         emitted: &mut emitted,
         bytes: 1,
     };
@@ -124,14 +132,14 @@ fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
 
 #[test]
 fn bad_rules_are_refused_by_name_and_change_nothing() {
-    let mut block = Block::default();
+    let mut actions = tc::Actions::default();
     let mut u = new_classifier("u32").unwrap();
-    u.add(Some("1:"), &words("divisor 4"), &mut block.actions)
+    u.add(Some("1:"), &words("divisor 4"), &mut actions)
         .unwrap();
     u.add(
         None,
         &words("match u32 0 0 action mirred egress mirror dev x"),
-        &mut block.actions,
+        &mut actions,
     )
     .unwrap();
     for (h, r, why) in [
@@ -163,14 +171,10 @@ fn bad_rules_are_refused_by_name_and_change_nothing() {
             "buckets exceed",
         ),
     ] {
-        let before = (u.show(&block.actions, true), block.actions.clone());
-        let e = u.add(h, &words(r), &mut block.actions).unwrap_err();
+        let before = (u.show(&actions, true), actions.clone());
+        let e = u.add(h, &words(r), &mut actions).unwrap_err();
         assert!(e.contains(why), "{r}: {e}");
-        assert_eq!(
-            (u.show(&block.actions, true), block.actions.clone()),
-            before,
-            "{r}"
-        );
+        assert_eq!((u.show(&actions, true), actions.clone()), before, "{r}");
     }
     assert!(new_classifier("flower").unwrap_err().contains("flower"));
 }

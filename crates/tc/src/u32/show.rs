@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::sel::{EAT, OFFSET, TERMINAL, VAROFFSET};
 use super::{Hnode, Knode, handle};
-use crate::action::{Action, Actions, Kind};
+use crate::action::Actions;
 use crate::handle::format_classid;
 
 /// A table's entry: `fh 800: ht divisor 1 `.
@@ -82,48 +82,10 @@ pub fn knode_text(n: &Knode, actions: &Actions, stats: bool, mark: bool) -> Stri
     }
     for (i, r) in n.actions.iter().enumerate() {
         if let Some(a) = actions.get(r) {
-            s += &action_text(i + 1, a, stats);
+            s += &crate::action_show::action_text(i + 1, a, stats);
         }
     }
     s
-}
-
-/// One action as `tc_print_action` prints it (without the install and use
-/// times, which sluice does not keep).
-fn action_text(order: usize, a: &Action, stats: bool) -> String {
-    let what = match &a.kind {
-        Kind::Mirred(m) => format!(
-            "mirred ({} {} to device {}) {}",
-            if m.ingress { "Ingress" } else { "Egress" },
-            if m.mirror { "Mirror" } else { "Redirect" },
-            m.dev,
-            a.control.name()
-        ),
-        Kind::Gact { random } => {
-            let mut g = format!("gact action {}", a.control.name());
-            if let Some(r) = random {
-                g += &format!(
-                    "\n\t random type {} {} val {}",
-                    if r.determ { "determ" } else { "netrand" },
-                    r.other.name(),
-                    r.every
-                );
-            }
-            g
-        }
-    };
-    let mut s = format!(
-        "\n\taction order {order}: {what}\n\tindex {} ref {} bind {}",
-        a.index, a.refs, a.binds
-    );
-    if stats {
-        let st = a.stats;
-        s += &format!(
-            "\n\tAction statistics:\n\tSent {} bytes {} pkt (dropped {}, overlimits {} requeues 0) \n\tbacklog 0b 0p requeues 0",
-            st.bytes, st.packets, st.drops, st.overlimits
-        );
-    }
-    s + "\n"
 }
 
 /// A rule as `tc -j` gives its options (its keys as an array `match`: tc
@@ -191,36 +153,13 @@ pub fn knode_json(n: &Knode, actions: &Actions, stats: bool, mark: bool) -> Valu
             .actions
             .iter()
             .enumerate()
-            .filter_map(|(i, r)| actions.get(r).map(|a| action_json(i + 1, a, stats)))
+            .filter_map(|(i, r)| {
+                actions
+                    .get(r)
+                    .map(|a| crate::action_show::action_json(i + 1, a, stats))
+            })
             .collect();
         o.insert("actions".into(), Value::Array(list));
     }
     Value::Object(o)
-}
-
-fn action_json(order: usize, a: &Action, stats: bool) -> Value {
-    let mut o = json!({ "order": order, "kind": a.kind.name() });
-    match &a.kind {
-        Kind::Mirred(m) => {
-            o["mirred_action"] = json!(if m.mirror { "mirror" } else { "redirect" });
-            o["direction"] = json!(if m.ingress { "ingress" } else { "egress" });
-            o["to_dev"] = json!(m.dev);
-            o["control_action"] = json!({ "type": a.control.name() });
-        }
-        Kind::Gact { .. } => {
-            o["control_action"] = json!({ "type": a.control.name() });
-        }
-    }
-    o["index"] = json!(a.index);
-    o["ref"] = json!(a.refs);
-    o["bind"] = json!(a.binds);
-    if stats {
-        o["stats"] = json!({
-            "bytes": a.stats.bytes,
-            "packets": a.stats.packets,
-            "drops": a.stats.drops,
-            "overlimits": a.stats.overlimits,
-        });
-    }
-    o
 }
