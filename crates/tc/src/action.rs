@@ -1,0 +1,386 @@
+//! Actions, as the kernel's `tcf_action_exec` runs them: a rule's actions
+//! in order, each counting the packet (bytes, packets, drops) and
+//! returning a [`Control`]; `pipe` goes on to the next, `jump N` skips to
+//! the Nth after it, anything else ends the list and is the rule's result.
+//! Actions live in a table by kind and index (`tc actions`), so rules can
+//! share one and its counters.
+
+use std::collections::BTreeMap;
+
+use runtime::TcAction;
+
+use crate::control::Control;
+use crate::skb::Skb;
+
+/// An action's counters, as `tc -s actions show` prints them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ActionStats {
+    pub bytes: u64,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+}
+
+/// gact's random determination: `random determ CONTROL N` gives every Nth
+/// packet `other`; `random netrand CONTROL N` one packet in N on average
+/// (a seeded generator: runs repeat).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Random {
+    pub determ: bool,
+    pub other: Control,
+    pub every: u32,
+}
+
+/// Where mirred sends a packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mirred {
+    /// Into the port's ingress (else out of its egress).
+    pub ingress: bool,
+    /// A copy (mirror: the packet goes on) or the packet itself (redirect).
+    pub mirror: bool,
+    pub dev: String,
+}
+
+/// What an action does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The generic action: a control, maybe a random other one.
+    Gact {
+        random: Option<Random>,
+    },
+    Mirred(Mirred),
+}
+
+impl Kind {
+    /// The kind's name in `tc` (`gact`, `mirred`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Gact { .. } => "gact",
+            Kind::Mirred(_) => "mirred",
+        }
+    }
+}
+
+/// One action: its kind, the control it returns, its counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Action {
+    pub index: u32,
+    pub kind: Kind,
+    /// What it returns (mirred: `stolen` for a redirect, `pipe` for a
+    /// mirror unless told otherwise).
+    pub control: Control,
+    pub stats: ActionStats,
+    /// References held: one by each rule bound to it, one by the table
+    /// when `tc actions add` made it on its own.
+    pub refs: u32,
+    /// Rules bound to it.
+    pub binds: u32,
+    /// Packets seen by a random determination.
+    seen: u64,
+    /// The netrand generator's state.
+    rng: u64,
+}
+
+impl Action {
+    pub fn new(index: u32, kind: Kind, control: Control) -> Action {
+        Action {
+            index,
+            kind,
+            control,
+            stats: ActionStats::default(),
+            refs: 0,
+            binds: 0,
+            seen: 0,
+            rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(index),
+        }
+    }
+
+    /// Runs on `skb`; a packet mirred sends goes to `out`.
+    fn act(&mut self, skb: &Skb, bytes: u64, out: &mut Vec<Emitted>) -> Control {
+        self.stats.packets += 1;
+        self.stats.bytes += bytes;
+        let result = match &self.kind {
+            Kind::Gact { random: None } => self.control,
+            Kind::Gact {
+                random: Some(r), ..
+            } => {
+                let r = *r;
+                self.seen += 1;
+                let pick = if r.determ {
+                    self.seen.is_multiple_of(u64::from(r.every.max(1)))
+                } else {
+                    // xorshift64*: one packet in `every` on average.
+                    self.rng ^= self.rng >> 12;
+                    self.rng ^= self.rng << 25;
+                    self.rng ^= self.rng >> 27;
+                    let x = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                    (x >> 32).is_multiple_of(u64::from(r.every.max(1)))
+                };
+                if pick { r.other } else { self.control }
+            }
+            Kind::Mirred(m) => {
+                out.push(Emitted {
+                    dev: m.dev.clone(),
+                    ingress: m.ingress,
+                    frame: skb.data.clone(),
+                });
+                self.control
+            }
+        };
+        if result == Control::SHOT {
+            self.stats.drops += 1;
+        }
+        result
+    }
+}
+
+/// A packet an action sent somewhere (mirred).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Emitted {
+    pub dev: String,
+    pub ingress: bool,
+    pub frame: Vec<u8>,
+}
+
+/// An action named by kind and index.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ActionRef {
+    pub kind: &'static str,
+    pub index: u32,
+}
+
+/// Every action of a configuration, by kind and index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Actions {
+    table: BTreeMap<ActionRef, Action>,
+}
+
+impl Actions {
+    /// Adds `action` (index 0: the kind's next free index) and returns its
+    /// reference; an index in use is refused.
+    pub fn add(&mut self, mut action: Action) -> Result<ActionRef, String> {
+        let kind = action.kind.name();
+        if action.index == 0 {
+            action.index = self.next_index(kind);
+        }
+        let r = ActionRef {
+            kind,
+            index: action.index,
+        };
+        if self.table.contains_key(&r) {
+            return Err(format!(
+                "action {kind} index {} exists already",
+                action.index
+            ));
+        }
+        self.table.insert(r.clone(), action);
+        Ok(r)
+    }
+
+    /// The kind's lowest unused index from 1.
+    pub fn next_index(&self, kind: &'static str) -> u32 {
+        (1..)
+            .find(|&i| !self.table.contains_key(&ActionRef { kind, index: i }))
+            .unwrap_or(u32::MAX)
+    }
+
+    pub fn get(&self, r: &ActionRef) -> Option<&Action> {
+        self.table.get(r)
+    }
+
+    pub fn get_mut(&mut self, r: &ActionRef) -> Option<&mut Action> {
+        self.table.get_mut(r)
+    }
+
+    /// Binds a rule to an existing action.
+    pub fn bind(&mut self, r: &ActionRef) -> Result<(), String> {
+        let a = self
+            .table
+            .get_mut(r)
+            .ok_or_else(|| format!("action {} index {} does not exist", r.kind, r.index))?;
+        a.refs += 1;
+        a.binds += 1;
+        Ok(())
+    }
+
+    /// A rule lets go of its actions: each one no one else holds goes.
+    pub fn release(&mut self, refs: &[ActionRef]) {
+        for r in refs {
+            if let Some(a) = self.table.get_mut(r) {
+                a.refs = a.refs.saturating_sub(1);
+                a.binds = a.binds.saturating_sub(1);
+                if a.refs == 0 {
+                    self.table.remove(r);
+                }
+            }
+        }
+    }
+
+    /// `tc actions del`: removes an action no rule is bound to.
+    pub fn remove(&mut self, r: &ActionRef) -> Result<Action, String> {
+        match self.table.get(r) {
+            None => Err(format!(
+                "action {} index {} does not exist",
+                r.kind, r.index
+            )),
+            Some(a) if a.binds > 0 => Err(format!(
+                "action {} index {} is bound to {} filter(s)",
+                r.kind, r.index, a.binds
+            )),
+            Some(_) => Ok(self.table.remove(r).expect("present")),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Action> {
+        self.table.values()
+    }
+
+    /// Runs `list` on `skb` as `tcf_action_exec` does; `bytes` is what
+    /// each action counts (the kernel's `qdisc_pkt_len`). No actions: `ok`.
+    /// `jump N` starts the list again with its first N actions skipped
+    /// (the kernel's count is from the start, not from the jumping
+    /// action); N of 0 or past the end, or 32 jumps in one packet, end
+    /// the list with `ok`; `repeat` runs an action again, 32 times at most.
+    pub fn exec(
+        &mut self,
+        list: &[ActionRef],
+        skb: &Skb,
+        bytes: u64,
+        out: &mut Vec<Emitted>,
+    ) -> Control {
+        let mut ret = Control::OK;
+        let mut skip = 0;
+        let mut jumps_left = 32;
+        'restart: loop {
+            for r in list {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                let Some(a) = self.table.get_mut(r) else {
+                    return Control::SHOT;
+                };
+                ret = a.act(skb, bytes, out);
+                let mut repeats_left = 32;
+                while ret == Control::Act(TcAction::Repeat) {
+                    repeats_left -= 1;
+                    if repeats_left == 0 {
+                        return Control::OK;
+                    }
+                    ret = a.act(skb, bytes, out);
+                }
+                if let Control::Jump(n) = ret {
+                    jumps_left -= 1;
+                    if n == 0 || n as usize > list.len() || jumps_left == 0 {
+                        return Control::OK;
+                    }
+                    skip = n as usize;
+                    continue 'restart;
+                }
+                if ret != Control::PIPE {
+                    return ret;
+                }
+            }
+            return ret;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gact(actions: &mut Actions, c: Control) -> ActionRef {
+        actions
+            .add(Action::new(0, Kind::Gact { random: None }, c))
+            .unwrap()
+    }
+
+    #[test]
+    fn pipe_goes_on_jump_skips_and_the_last_result_stands() {
+        let mut a = Actions::default();
+        let skb = Skb::from_frame(&[0; 60], 1);
+        let pipe = gact(&mut a, Control::PIPE);
+        let jump = gact(&mut a, Control::Jump(3));
+        let drop = gact(&mut a, Control::SHOT);
+        let pass = gact(&mut a, Control::OK);
+        let mut out = Vec::new();
+        // pipe, jump 3 (from the start: over pipe, jump and drop), pass.
+        let list = [pipe.clone(), jump.clone(), drop.clone(), pass.clone()];
+        assert_eq!(a.exec(&list, &skb, 46, &mut out), Control::OK);
+        assert_eq!(a.get(&drop).unwrap().stats.packets, 0);
+        assert_eq!(a.get(&jump).unwrap().stats.packets, 1);
+        assert_eq!(
+            a.get(&pipe).unwrap().stats,
+            ActionStats {
+                bytes: 46,
+                packets: 1,
+                drops: 0,
+                overlimits: 0
+            }
+        );
+        // A list ending in pipe returns pipe; drop counts a drop.
+        assert_eq!(
+            a.exec(std::slice::from_ref(&pipe), &skb, 46, &mut out),
+            Control::PIPE
+        );
+        assert_eq!(
+            a.exec(&[pipe.clone(), drop.clone()], &skb, 46, &mut out),
+            Control::SHOT
+        );
+        assert_eq!(a.get(&drop).unwrap().stats.drops, 1);
+        // A jump past the end: ok.
+        let far = gact(&mut a, Control::Jump(9));
+        assert_eq!(a.exec(&[far, drop], &skb, 46, &mut out), Control::OK);
+        assert_eq!(a.exec(&[], &skb, 46, &mut out), Control::OK);
+    }
+
+    #[test]
+    fn determ_gives_every_nth_packet_the_other_control() {
+        let mut a = Actions::default();
+        let skb = Skb::from_frame(&[0; 60], 1);
+        let r = a
+            .add(Action::new(
+                0,
+                Kind::Gact {
+                    random: Some(Random {
+                        determ: true,
+                        other: Control::SHOT,
+                        every: 3,
+                    }),
+                },
+                Control::OK,
+            ))
+            .unwrap();
+        let got: Vec<Control> = (0..6)
+            .map(|_| a.exec(std::slice::from_ref(&r), &skb, 1, &mut Vec::new()))
+            .collect();
+        use Control as C;
+        assert_eq!(got, [C::OK, C::OK, C::SHOT, C::OK, C::OK, C::SHOT]);
+    }
+
+    #[test]
+    fn indexes_are_unique_per_kind_and_used_actions_stay() {
+        let mut a = Actions::default();
+        let g = gact(&mut a, Control::OK);
+        // Made on its own (`tc actions add`): the table holds a reference.
+        a.get_mut(&g).unwrap().refs = 1;
+        assert_eq!(g.index, 1);
+        assert!(
+            a.add(Action::new(1, Kind::Gact { random: None }, Control::OK))
+                .is_err()
+        );
+        a.bind(&g).unwrap();
+        assert!(a.remove(&g).unwrap_err().contains("bound to 1"));
+        a.release(std::slice::from_ref(&g));
+        // The table's reference keeps it after the rule went.
+        assert!(a.remove(&g).is_ok());
+        // An inline action (its rule's reference only) goes with the rule.
+        let mut inline = Action::new(0, Kind::Gact { random: None }, Control::OK);
+        inline.refs = 1;
+        inline.binds = 1;
+        let i = a.add(inline).unwrap();
+        a.release(std::slice::from_ref(&i));
+        assert!(a.get(&i).is_none());
+    }
+}

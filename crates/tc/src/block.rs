@@ -1,0 +1,175 @@
+//! A filter block (one clsact hook, ingress or egress): chains of filters
+//! in priority order, walked as the kernel's `tcf_classify` walks them.
+//! A filter whose protocol is not the packet's (nor `all`) is passed over;
+//! `reclassify` starts again from chain 0, `goto chain N` from chain N,
+//! and 16 such restarts in one packet drop it; a result of `continue`
+//! goes on to the next filter; the first other result is the verdict.
+
+use std::collections::BTreeMap;
+
+use runtime::TcAction;
+
+use crate::action::{Actions, Emitted};
+use crate::classifier::{Classifier, Cx};
+use crate::control::Control;
+use crate::skb::Skb;
+
+/// `ETH_P_ALL`: a filter for every protocol.
+pub const ETH_P_ALL: u16 = 0x0003;
+
+/// The kernel's limit on reclassify and goto-chain restarts per packet.
+const MAX_RESTARTS: u32 = 16;
+
+/// One filter (a classifier at a chain, priority and protocol).
+#[derive(Debug)]
+pub struct Filter {
+    pub prio: u16,
+    pub protocol: u16,
+    pub classifier: Box<dyn Classifier>,
+}
+
+/// What a block decided for a packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// `Unspec` when no filter matched (the packet goes on).
+    pub verdict: TcAction,
+    /// The matching rule's class (0 without one).
+    pub classid: u32,
+    /// Packets actions sent elsewhere (mirred).
+    pub emitted: Vec<Emitted>,
+}
+
+/// Chains of filters (their actions live in the namespace's table,
+/// [`Actions`], given to each call that runs or removes them).
+#[derive(Debug, Default)]
+pub struct Block {
+    chains: BTreeMap<u32, Vec<Filter>>,
+}
+
+impl Block {
+    /// The filters of chain `chain`, in priority order.
+    pub fn chain(&self, chain: u32) -> &[Filter] {
+        self.chains.get(&chain).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn chains(&self) -> impl Iterator<Item = (u32, &[Filter])> {
+        self.chains.iter().map(|(c, f)| (*c, f.as_slice()))
+    }
+
+    /// The filter at (chain, prio), if any.
+    pub fn filter_mut(&mut self, chain: u32, prio: u16) -> Option<&mut Filter> {
+        self.chains
+            .get_mut(&chain)?
+            .iter_mut()
+            .find(|f| f.prio == prio)
+    }
+
+    /// Adds a filter; a priority in use in the chain is refused (a new
+    /// rule for an existing filter goes to [`Block::filter_mut`]).
+    pub fn add(&mut self, chain: u32, filter: Filter) -> Result<(), String> {
+        let list = self.chains.entry(chain).or_default();
+        if list.iter().any(|f| f.prio == filter.prio) {
+            return Err(format!(
+                "chain {chain} has a filter at priority {} already",
+                filter.prio
+            ));
+        }
+        let at = list.partition_point(|f| f.prio < filter.prio);
+        list.insert(at, filter);
+        Ok(())
+    }
+
+    /// Removes the filter at (chain, prio) and releases its actions.
+    pub fn remove(
+        &mut self,
+        chain: u32,
+        prio: u16,
+        actions: &mut Actions,
+    ) -> Result<Filter, String> {
+        let list = self
+            .chains
+            .get_mut(&chain)
+            .ok_or_else(|| format!("no chain {chain}"))?;
+        let at = list
+            .iter()
+            .position(|f| f.prio == prio)
+            .ok_or_else(|| format!("no filter at priority {prio} in chain {chain}"))?;
+        let f = list.remove(at);
+        if list.is_empty() {
+            self.chains.remove(&chain);
+        }
+        actions.release(&f.classifier.actions());
+        Ok(f)
+    }
+
+    /// Removes every filter of `chain`.
+    pub fn clear_chain(&mut self, chain: u32, actions: &mut Actions) {
+        for f in self.chains.remove(&chain).unwrap_or_default() {
+            actions.release(&f.classifier.actions());
+        }
+    }
+
+    /// Removes every filter.
+    pub fn clear(&mut self, actions: &mut Actions) {
+        let chains: Vec<u32> = self.chains.keys().copied().collect();
+        for c in chains {
+            self.clear_chain(c, actions);
+        }
+    }
+
+    /// Classifies `skb`; `bytes` is what actions count for it.
+    pub fn classify(&mut self, skb: &Skb, bytes: u64, actions: &mut Actions) -> Outcome {
+        let mut emitted = Vec::new();
+        let mut chain = 0;
+        let mut restarts = 0;
+        'restart: loop {
+            let Some(filters) = self.chains.get_mut(&chain) else {
+                return outcome(TcAction::Unspec, 0, emitted);
+            };
+            for f in filters.iter_mut() {
+                if f.protocol != skb.protocol && f.protocol != ETH_P_ALL {
+                    continue;
+                }
+                let mut cx = Cx {
+                    actions: &mut *actions,
+                    emitted: &mut emitted,
+                    bytes,
+                };
+                let Some(m) = f.classifier.classify(skb, &mut cx) else {
+                    continue;
+                };
+                let next = match m.control {
+                    Control::Act(TcAction::Reclassify) => 0,
+                    Control::GotoChain(n) => n,
+                    Control::Act(TcAction::Unspec) => continue,
+                    Control::Act(a) => return outcome(a, m.classid, emitted),
+                    // A jump the action list could not resolve: a
+                    // non-negative code the hook treats as `ok`.
+                    Control::Jump(_) => return outcome(TcAction::Ok, m.classid, emitted),
+                };
+                restarts += 1;
+                if restarts > MAX_RESTARTS {
+                    return outcome(TcAction::Shot, m.classid, emitted);
+                }
+                chain = next;
+                continue 'restart;
+            }
+            return outcome(TcAction::Unspec, 0, emitted);
+        }
+    }
+}
+
+impl Outcome {
+    /// Nothing matched: the packet goes on.
+    pub fn unmatched() -> Outcome {
+        outcome(TcAction::Unspec, 0, Vec::new())
+    }
+}
+
+fn outcome(verdict: TcAction, classid: u32, emitted: Vec<Emitted>) -> Outcome {
+    Outcome {
+        verdict,
+        classid,
+        emitted,
+    }
+}

@@ -1,0 +1,47 @@
+//! The Linux tc classifier-action subsystem in user space (issue 18;
+//! docs/tc.md), after the kernel's `net/sched`: a clsact hook's [`Block`]
+//! holds chains of filters in priority order; each [`Filter`] is a
+//! classifier instance (u32, matchall, ...) whose rules bind
+//! [`Action`]s from a shared table; [`Block::classify`] walks them as
+//! `tcf_classify` does and gives an [`Outcome`]: the verdict (the one
+//! `runtime::TcAction`), the class, and the packets mirred sent.
+//!
+//! ```
+//! use tc::{Config, Hook, ShowOptions, Skb};
+//! let mut tc = Config::default();
+//! let show = ShowOptions::default();
+//! tc.run_batch("qdisc add dev v0 clsact\n\
+//!               filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1",
+//!              show).unwrap();
+//! let mut frame = vec![0u8; 14 + 28];
+//! frame[12..14].copy_from_slice(&[0x08, 0x00]);
+//! frame[14] = 0x45;
+//! frame[14 + 9] = 17; // UDP
+//! let out = tc.classify("v0", Hook::Ingress, &Skb::from_frame(&frame, 1));
+//! assert_eq!((out.verdict, out.classid), (runtime::TcAction::Ok, 0x1_0001));
+//! ```
+
+mod action;
+mod action_parse;
+mod action_show;
+mod block;
+mod classifier;
+mod cmdline;
+mod config;
+mod control;
+mod handle;
+mod kinds;
+mod skb;
+pub mod u32;
+
+pub use action::{Action, ActionRef, ActionStats, Actions, Emitted, Kind, Mirred, Random};
+pub use action_parse::parse_actions;
+pub use block::{Block, ETH_P_ALL, Filter, Outcome};
+pub use classifier::{Classifier, Cx, Match};
+pub use cmdline::{ShowOptions, parse_protocol, protocol_name, words};
+pub use config::{Clsact, Config, Hook};
+pub use control::{Control, parse_control};
+pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};
+pub use kinds::new_classifier;
+pub use skb::Skb;
+pub use u32::U32;

@@ -1,0 +1,120 @@
+//! The packet as tc sees it. At clsact the kernel has already parsed the
+//! Ethernet header and taken an outer VLAN tag out of the frame into the
+//! skb's metadata, so `protocol` is the EtherType after that tag and every
+//! classifier offset (u32's `at`) counts from the network header. The frame
+//! keeps its bytes as they arrived; only the view starts later.
+
+/// 802.1Q and 802.1ad: the tags the kernel takes off at ingress.
+const VLAN_TPIDS: [u16; 2] = [0x8100, 0x88a8];
+
+/// A packet and the skb fields classifiers read and actions set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skb {
+    /// The frame, from its Ethernet header.
+    pub data: Vec<u8>,
+    /// Where the network header starts in `data`.
+    pub network: usize,
+    /// `skb->protocol`: the EtherType after an outer VLAN tag.
+    pub protocol: u16,
+    /// The outer VLAN tag taken off the frame (TPID, TCI), if any.
+    pub vlan: Option<(u16, u16)>,
+    pub mark: u32,
+    pub priority: u32,
+    pub queue_mapping: u16,
+    /// The interface the packet arrived on (ingress) or leaves by.
+    pub ifindex: u32,
+    /// `skb->tc_index`: the minor of the class a filter chose.
+    pub tc_index: u16,
+}
+
+impl Skb {
+    /// The skb of an Ethernet frame arriving on `ifindex`. A frame too
+    /// short for its Ethernet header (and tag) has protocol 0 and its
+    /// network header at its end: no classifier offset reads into it.
+    pub fn from_frame(frame: &[u8], ifindex: u32) -> Skb {
+        let mut skb = Skb {
+            data: frame.to_vec(),
+            ifindex,
+            ..Skb::default()
+        };
+        skb.reparse();
+        skb
+    }
+
+    /// Sets `network`, `protocol` and `vlan` from the frame's bytes (after
+    /// an action changed its headers).
+    pub fn reparse(&mut self) {
+        let be16 = |at: usize| -> Option<u16> {
+            self.data
+                .get(at..at + 2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+        };
+        let (mut network, mut protocol, mut vlan) = (self.data.len(), 0, None);
+        if let Some(ty) = be16(12) {
+            if VLAN_TPIDS.contains(&ty) {
+                if let (Some(tci), Some(inner)) = (be16(14), be16(16)) {
+                    (network, protocol, vlan) = (18, inner, Some((ty, tci)));
+                }
+            } else {
+                (network, protocol) = (14, ty);
+            }
+        }
+        self.network = network;
+        self.protocol = protocol;
+        self.vlan = vlan;
+    }
+
+    /// Bytes from the network header on (`skb->len` at ingress).
+    pub fn len(&self) -> usize {
+        self.data.len() - self.network
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `n` bytes at `off` from the network header (negative: into the
+    /// link-layer header), or `None` outside the frame. (The kernel reads
+    /// whatever lies in the skb's headroom before the frame; sluice counts
+    /// such a read as failing, which ends the classification unmatched.)
+    pub fn bytes(&self, off: i64, n: usize) -> Option<&[u8]> {
+        let start = usize::try_from(self.network as i64 + off).ok()?;
+        self.data.get(start..start.checked_add(n)?)
+    }
+
+    /// The big-endian 32-bit word at `off` from the network header.
+    pub fn word(&self, off: i64) -> Option<u32> {
+        self.bytes(off, 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_view_starts_after_ethernet_and_an_outer_tag() {
+        let mut f = vec![0u8; 14 + 20];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        let s = Skb::from_frame(&f, 3);
+        assert_eq!(
+            (s.network, s.protocol, s.vlan, s.len()),
+            (14, 0x800, None, 20)
+        );
+        assert_eq!(s.word(0), Some(0x4500_0000));
+        assert_eq!(s.bytes(-2, 2), Some(&[0x08, 0x00][..]));
+        assert_eq!(s.word(17), None);
+        assert_eq!(s.bytes(-15, 1), None);
+        let mut t = vec![0u8; 18 + 40];
+        t[12..18].copy_from_slice(&[0x81, 0x00, 0x20, 0x05, 0x86, 0xdd]);
+        let s = Skb::from_frame(&t, 3);
+        assert_eq!(
+            (s.network, s.protocol, s.vlan),
+            (18, 0x86dd, Some((0x8100, 0x2005)))
+        );
+        let s = Skb::from_frame(&[0; 10], 1);
+        assert_eq!((s.protocol, s.len(), s.word(0)), (0, 0, None));
+    }
+}

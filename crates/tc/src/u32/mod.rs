@@ -1,0 +1,403 @@
+//! The u32 classifier (the kernel's `cls_u32`): rules ("key nodes") of
+//! 32-bit value/mask keys in hash tables; the root table `800:` has one
+//! bucket; `divisor N` makes a table of N buckets, a rule's `link` descends
+//! into one, its `hashkey` choosing the bucket; `ht` places a rule in a
+//! table's bucket. Handles and orders are allocated as the kernel does
+//! (first node `800`, then the lowest free from `800`, tables `801:` on
+//! cyclically), and its checks refuse what it refuses, with its messages.
+//! [`walk`] classifies, [`show`] prints, [`parse`] reads tc's words.
+//!
+//! One difference of scope: the kernel shares u32 tables among all u32
+//! filters of a block (a second priority's root is `801:`); here each
+//! [`U32`] (one priority) owns its tables, its root always `800:`.
+
+mod handle;
+mod parse;
+mod sel;
+mod show;
+mod walk;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::action::{ActionRef, Actions};
+use crate::classifier::{Classifier, Cx, Match};
+use crate::skb::Skb;
+
+pub use handle::{format as format_handle, parse as parse_handle};
+pub use parse::{SKIP_HW, SKIP_SW, Spec};
+pub use sel::{Key, Sel};
+pub use walk::MAX_DEPTH;
+
+/// A rule (`struct tc_u_knode`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Knode {
+    pub handle: u32,
+    pub sel: Sel,
+    /// `classid`/`flowid` (0: none).
+    pub classid: u32,
+    /// The table it links to.
+    pub link: Option<u32>,
+    /// `indev`: its name and ifindex (0: any).
+    pub indev: Option<String>,
+    pub ifindex: u32,
+    /// `mark VAL MASK` (0, 0: none) and how many packets passed it.
+    pub mark: (u32, u32),
+    pub mark_success: u64,
+    pub flags: u32,
+    pub actions: Vec<ActionRef>,
+}
+
+/// A hash table (`struct tc_u_hnode`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hnode {
+    pub handle: u32,
+    /// Buckets - 1 (the mask the hash is and-ed with).
+    pub divisor: u32,
+    pub buckets: Vec<Vec<Knode>>,
+    /// 1 + the links to it.
+    pub refcnt: u32,
+    pub flags: u32,
+}
+
+/// A u32 filter: its tables and rules.
+#[derive(Clone, Debug)]
+pub struct U32 {
+    tables: BTreeMap<u32, Hnode>,
+    /// Table handles newest first (the kernel's list; `show` order).
+    order: Vec<u32>,
+    root: u32,
+    /// Table ids in use (`tc_u_common.handle_idr`) and the cyclic cursor.
+    ids: BTreeSet<u32>,
+    next_id: u32,
+    /// Interface names `indev` may name.
+    devices: BTreeMap<String, u32>,
+    /// Whether `mark` is matched (the kernel's CONFIG_CLS_U32_MARK).
+    mark: bool,
+    /// Nodes examined by classification so far.
+    pub visits: u64,
+}
+
+impl Default for U32 {
+    fn default() -> Self {
+        U32::new()
+    }
+}
+
+/// The kernel's `handle2id`: a table handle's id in the common table ids.
+fn handle2id(h: u32) -> u32 {
+    if h & 0x8000_0000 != 0 {
+        (h >> 20) & 0x7ff
+    } else {
+        h
+    }
+}
+
+impl U32 {
+    /// A new filter with its root table `800:`.
+    pub fn new() -> U32 {
+        let root = handle::FIRST_ROOT;
+        let mut u = U32 {
+            tables: BTreeMap::new(),
+            order: Vec::new(),
+            root,
+            ids: BTreeSet::new(),
+            next_id: 1,
+            devices: BTreeMap::new(),
+            mark: true,
+            visits: 0,
+        };
+        u.insert_table(root, 0, 0);
+        u
+    }
+
+    /// As a kernel built without CONFIG_CLS_U32_MARK: `match mark` is
+    /// accepted but neither matched nor shown.
+    pub fn without_mark(mut self) -> U32 {
+        self.mark = false;
+        self
+    }
+
+    /// Tells the filter an interface `indev` may name.
+    pub fn set_device(&mut self, name: &str, ifindex: u32) {
+        self.devices.insert(name.to_string(), ifindex);
+    }
+
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+
+    pub fn table(&self, handle: u32) -> Option<&Hnode> {
+        self.tables.get(&handle)
+    }
+
+    /// Every rule, in `show` order.
+    pub fn knodes(&self) -> impl Iterator<Item = &Knode> {
+        self.order
+            .iter()
+            .flat_map(|h| self.tables[h].buckets.iter().flatten())
+    }
+
+    fn insert_table(&mut self, handle: u32, divisor: u32, flags: u32) {
+        self.tables.insert(
+            handle,
+            Hnode {
+                handle,
+                divisor,
+                buckets: vec![Vec::new(); divisor as usize + 1],
+                refcnt: 1,
+                flags,
+            },
+        );
+        self.order.insert(0, handle);
+    }
+
+    /// `gen_new_htid`: the next free id from the cursor, 1 to 0x7fe,
+    /// wrapping once.
+    fn new_htid(&self) -> Option<(u32, u32)> {
+        let free = |id: &u32| !self.ids.contains(id);
+        let id = (self.next_id..0x7ff)
+            .find(free)
+            .or_else(|| (1..self.next_id.min(0x7ff)).find(free))?;
+        Some((id, (id | 0x800) << 20))
+    }
+
+    /// `u32_get`: the table or rule a handle names.
+    fn get(&self, h: u32) -> Option<(u32, Option<usize>)> {
+        let ht = if handle::htid(h) == handle::ROOT {
+            self.root
+        } else {
+            handle::htid(h)
+        };
+        let t = self.tables.get(&ht)?;
+        if handle::key(h) == 0 {
+            return Some((ht, None));
+        }
+        let b = handle::bucket(h) as usize;
+        let i = t.buckets.get(b)?.iter().position(|n| n.handle == h)?;
+        Some((ht, Some(i)))
+    }
+
+    /// The kernel's part of adding (`u32_change` for a new handle): checks
+    /// everything before changing anything.
+    fn apply(&mut self, spec: Spec) -> Result<(), String> {
+        let mut h = spec.handle;
+        if spec.empty {
+            if h != 0 {
+                return Err("Error: cls_u32: Filter handle requires options.".into());
+            }
+            return Ok(());
+        }
+        if h != 0 && self.get(h).is_some() {
+            return Err("Error: Filter already exists.".into());
+        }
+        if let Some(d) = spec.divisor {
+            if handle::key(h) != 0 {
+                return Err("Error: cls_u32: Divisor can only be used on a hash table.".into());
+            }
+            let id = if h == 0 {
+                let (id, handle) = self
+                    .new_htid()
+                    .ok_or("Error: cls_u32: no free hash table id.")?;
+                h = handle;
+                self.next_id = id + 1;
+                id
+            } else {
+                let id = handle2id(h);
+                if self.ids.contains(&id) {
+                    return Err(
+                        "RTNETLINK answers: No space left on device (table id in use)".into(),
+                    );
+                }
+                id
+            };
+            self.ids.insert(id);
+            self.insert_table(h, d - 1, spec.flags);
+            return Ok(());
+        }
+        let (ht, htid) = if spec.htid != 0 {
+            if handle::htid(spec.htid) == handle::ROOT {
+                (self.root, self.root)
+            } else {
+                let ht = handle::htid(spec.htid);
+                if !self.tables.contains_key(&ht) {
+                    return Err("Error: cls_u32: Specified hash table not found.".into());
+                }
+                (ht, spec.htid)
+            }
+        } else {
+            (self.root, self.root)
+        };
+        let table = &self.tables[&ht];
+        if table.divisor < handle::bucket(htid) {
+            return Err(
+                "Error: cls_u32: Specified hash table buckets exceed configured value.".into(),
+            );
+        }
+        let bucket = &table.buckets[handle::bucket(htid) as usize];
+        let used = |n: u32| bucket.iter().any(|k| handle::node(k.handle) == n);
+        let node = if h != 0 {
+            if handle::htid(h) != 0 && handle::htid(h ^ htid) != 0 {
+                return Err("Error: cls_u32: Handle specified hash table address mismatch.".into());
+            }
+            match handle::node(h) {
+                0 => None,
+                n if used(n) => {
+                    return Err(
+                        "RTNETLINK answers: No space left on device (node id in use)".into(),
+                    );
+                }
+                n => Some(n),
+            }
+        } else {
+            None
+        };
+        let node = match node {
+            Some(n) => n,
+            None => (0x800..0x1000)
+                .chain(1..0x800)
+                .find(|&n| !used(n))
+                .ok_or("Error: cls_u32: Hash table node ID pool exhausted.")?,
+        };
+        let handle = (htid & 0xffff_f000) | node;
+        let Some(sel) = spec.sel else {
+            return Err("Error: cls_u32: Selector not specified.".into());
+        };
+        let ifindex = match &spec.indev {
+            Some(name) => *self
+                .devices
+                .get(name)
+                .ok_or_else(|| format!("Error: Network device not found. (indev \"{name}\")"))?,
+            None => 0,
+        };
+        if let Some(l) = spec.link.filter(|&l| l != 0) {
+            if handle::key(l) != 0 {
+                return Err("Error: cls_u32: u32 Link handle must be a hash table.".into());
+            }
+            if !self.tables.contains_key(&l) {
+                return Err(format!(
+                    "Error: cls_u32: Link hash table not found. (link {})",
+                    handle::format(l)
+                ));
+            }
+            if l == self.root {
+                return Err("Error: cls_u32: Not linking to root node.".into());
+            }
+        }
+        let link = spec.link.filter(|&l| l != 0);
+        if let Some(l) = link {
+            self.tables.get_mut(&l).expect("checked").refcnt += 1;
+        }
+        let n = Knode {
+            handle,
+            sel,
+            classid: spec.classid.unwrap_or(0),
+            link,
+            indev: spec.indev,
+            ifindex,
+            mark: spec.mark.unwrap_or((0, 0)),
+            mark_success: 0,
+            flags: spec.flags,
+            actions: spec.actions,
+        };
+        let list = &mut self.tables.get_mut(&ht).expect("checked").buckets
+            [handle::bucket(handle) as usize];
+        let at = list.partition_point(|k| handle::node(k.handle) < node);
+        list.insert(at, n);
+        Ok(())
+    }
+
+    fn knode_count(&self) -> usize {
+        self.knodes().count()
+    }
+
+    /// Removes a rule, releasing its actions and its link.
+    fn remove_knode(&mut self, ht: u32, bucket: usize, i: usize, actions: &mut Actions) {
+        let n = self.tables.get_mut(&ht).expect("present").buckets[bucket].remove(i);
+        actions.release(&n.actions);
+        if let Some(t) = n.link.and_then(|l| self.tables.get_mut(&l)) {
+            t.refcnt -= 1;
+        }
+    }
+}
+
+impl Classifier for U32 {
+    fn kind(&self) -> &'static str {
+        "u32"
+    }
+
+    fn add(
+        &mut self,
+        handle: Option<&str>,
+        args: &[&str],
+        actions: &mut Actions,
+    ) -> Result<(), String> {
+        let spec = parse::parse(handle, args, actions)?;
+        let refs = spec.actions.clone();
+        self.apply(spec).inspect_err(|_| actions.release(&refs))
+    }
+
+    fn delete(&mut self, h: &str, actions: &mut Actions) -> Result<bool, String> {
+        let handle = handle::parse(h).ok_or_else(|| format!("Illegal filter ID \"{h}\""))?;
+        let (ht, i) = self
+            .get(handle)
+            .ok_or_else(|| format!("Error: Filter with specified handle {h} not found."))?;
+        match i {
+            Some(i) => self.remove_knode(ht, handle::bucket(handle) as usize, i, actions),
+            None => {
+                if ht == self.root {
+                    return Err("Error: cls_u32: Not allowed to delete root node.".into());
+                }
+                if self.tables[&ht].refcnt > 1 {
+                    return Err("Error: cls_u32: Can not delete in-use filter.".into());
+                }
+                let buckets = self.tables[&ht].buckets.len();
+                for b in 0..buckets {
+                    while !self.tables[&ht].buckets[b].is_empty() {
+                        self.remove_knode(ht, b, 0, actions);
+                    }
+                }
+                self.tables.remove(&ht);
+                self.order.retain(|&t| t != ht);
+                self.ids.remove(&handle2id(ht));
+            }
+        }
+        Ok(self.knode_count() == 0)
+    }
+
+    fn classify(&mut self, skb: &Skb, cx: &mut Cx<'_>) -> Option<Match> {
+        self.walk(skb, cx)
+    }
+
+    fn show(&self, actions: &Actions, stats: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        for h in &self.order {
+            let t = &self.tables[h];
+            out.push(show::table_text(t));
+            for n in t.buckets.iter().flatten() {
+                out.push(show::knode_text(n, actions, stats, self.mark));
+            }
+        }
+        out
+    }
+
+    fn json(&self, actions: &Actions, stats: bool) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        for h in &self.order {
+            let t = &self.tables[h];
+            out.push(show::table_json(t));
+            for n in t.buckets.iter().flatten() {
+                out.push(show::knode_json(n, actions, stats, self.mark));
+            }
+        }
+        out
+    }
+
+    fn actions(&self) -> Vec<ActionRef> {
+        self.knodes()
+            .flat_map(|n| n.actions.iter().cloned())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
