@@ -35,6 +35,8 @@ enum Command {
     Filter(cmd::filter::Args),
     /// In-filter monitoring: flow accounting with IPFIX export
     Monitor(cmd::monitor::Args),
+    /// tc command lines (clsact, u32, gact/mirred) against a sluice configuration file
+    Tc(cmd::tc::Args),
     /// xPF: classic BPF with persistent memory and bounded loops: assemble, run, show memory
     Xpf(cmd::xpf::Args),
     /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
@@ -91,6 +93,7 @@ fn main() -> ExitCode {
         Command::Capture(a) => cmd::capture::run(a),
         Command::Xpf(a) => cmd::xpf::run(a),
         Command::Monitor(a) => cmd::monitor::run(a),
+        Command::Tc(a) => cmd::tc::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Bench(a) => cmd::bench::run(a),

@@ -11,6 +11,7 @@ pub mod filter;
 pub mod kernel;
 pub mod monitor;
 pub mod run;
+pub mod tc;
 pub mod trafficgen;
 pub mod verify;
 pub mod xpf;

@@ -1,0 +1,101 @@
+//! `sluice tc`: tc command lines kept in a configuration file; `show`
+//! prints what the kernel's tc prints for the same lines (its text below
+//! was read from `tc filter show` on this kernel); a failing command is
+//! named and leaves the file as it was.
+
+mod common;
+
+use std::process::Command;
+
+use common::SLUICE;
+
+fn tc(conf: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(SLUICE)
+        .arg("tc")
+        .arg("--config")
+        .arg(conf)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn lines_are_kept_and_shown_as_tc_shows_them() {
+    let dir = std::env::temp_dir().join(format!("sluice-tc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("tc.conf");
+    let _ = std::fs::remove_file(&conf);
+    for line in [
+        "qdisc add dev v0 clsact",
+        "filter add dev v0 ingress prio 5 protocol ip u32 match ip src 10.0.0.1/32 match ip dport 80 0xffff flowid 1:1 action mirred egress mirror dev v1",
+        "filter add dev v0 ingress prio 5 protocol ip u32 match u8 0x11 0xff at 9 classid 1:2",
+    ] {
+        let out = tc(&conf, &line.split(' ').collect::<Vec<_>>());
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = tc(&conf, &["-s", "filter", "show", "dev", "v0", "ingress"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "filter protocol ip pref 5 u32 chain 0 \n\
+         filter protocol ip pref 5 u32 chain 0 fh 800: ht divisor 1 \n\
+         filter protocol ip pref 5 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 *flowid 1:1 not_in_hw \n\
+         \x20 match 0a000001/ffffffff at 12\n\
+         \x20 match 00000050/0000ffff at 20\n\
+         \taction order 1: mirred (Egress Mirror to device v1) pipe\n\
+         \tindex 1 ref 1 bind 1\n\
+         \tAction statistics:\n\
+         \tSent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0) \n\
+         \tbacklog 0b 0p requeues 0\n\
+         \n\
+         filter protocol ip pref 5 u32 chain 0 fh 800::801 order 2049 key ht 800 bkt 0 *flowid 1:2 not_in_hw \n\
+         \x20 match 00110000/00ff0000 at 8\n"
+    );
+    let before = std::fs::read_to_string(&conf).unwrap();
+    assert_eq!(before.lines().count(), 3);
+    // A bad line: named, exit 1, the file unchanged.
+    let out = tc(
+        &conf,
+        &[
+            "filter", "add", "dev", "v0", "ingress", "prio", "5", "protocol", "ip", "u32", "match",
+            "u8", "0x1ff", "0xff", "at", "9",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0x1ff"));
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), before);
+    // JSON as tc -j.
+    let out = tc(&conf, &["-j", "filter", "show", "dev", "v0", "ingress"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 4);
+    assert_eq!(v[2]["options"]["flowid"], "1:1");
+    // A batch: its changes kept, a failing one stops it and keeps nothing.
+    let batch = dir.join("batch");
+    std::fs::write(
+        &batch,
+        "filter del dev v0 ingress pref 5\n# gone\nqdisc show\n",
+    )
+    .unwrap();
+    let out = tc(&conf, &["-b", batch.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "qdisc clsact ffff: dev v0 parent ffff:fff1 \n"
+    );
+    let out = tc(&conf, &["filter", "show", "dev", "v0", "ingress"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    std::fs::write(&batch, "qdisc del dev v0 clsact\nfilter bogus\n").unwrap();
+    let kept = std::fs::read_to_string(&conf).unwrap();
+    let out = tc(&conf, &["-b", batch.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), kept);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
