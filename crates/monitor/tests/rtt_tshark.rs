@@ -58,7 +58,7 @@ fn seconds_to_ns(s: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-fn tshark(path: &PathBuf) -> Dissected {
+fn tshark(path: &std::path::Path) -> Dissected {
     let out = Command::new("tshark")
         .args(["-n", "-r"])
         .arg(path)
@@ -160,24 +160,7 @@ fn reference(
 #[test]
 fn handshake_rtts_equal_tsharks_initial_rtt_and_ebpf_agrees() {
     let paths = captures();
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let dissected: HashMap<PathBuf, Dissected> = std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .chunks(paths.len().div_ceil(workers))
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|p| (p.clone(), tshark(p)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    });
+    let dissected: HashMap<PathBuf, Dissected> = common::on_every_capture(tshark);
     let (mut matched, mut not_applicable, mut zero, mut extras) = (0, 0, 0, 0);
     let mut other_times = 0;
     let mut skipped = Vec::new();

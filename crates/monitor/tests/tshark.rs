@@ -47,7 +47,7 @@ const FIELDS: &[&str] = &[
 /// tshark's view of each frame: its number, whether it is malformed, and
 /// its facts when it dissects IP right behind the link layers sluice
 /// converts.
-fn tshark(path: &PathBuf) -> Vec<(u64, bool, Option<Observed>)> {
+fn tshark(path: &std::path::Path) -> Vec<(u64, bool, Option<Observed>)> {
     let mut c = Command::new("tshark");
     c.args(["-n", "-r"]).arg(path).args([
         "-o",
@@ -197,26 +197,8 @@ fn flows_agree_with_tshark_on_every_capture() {
     let (mut frames, mut compared, mut flows, mut malformed) = (0u64, 0u64, 0u64, 0u64);
     let mut disagreements = Vec::new();
     // tshark over every capture, on every core (its start-up dominates).
-    let paths = captures();
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let dissected: std::collections::HashMap<PathBuf, Vec<(u64, bool, Option<Observed>)>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = paths
-                .chunks(paths.len().div_ceil(workers))
-                .map(|chunk| {
-                    s.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|p| (p.clone(), tshark(p)))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap())
-                .collect()
-        });
+        common::on_every_capture(tshark);
     for path in captures() {
         let Ok(mut src) = io::PcapSource::open(&path) else {
             continue;

@@ -12,3 +12,26 @@ pub fn captures() -> Vec<std::path::PathBuf> {
     v.sort();
     v
 }
+
+/// `f` over every capture, on every core (for tools such as tshark whose
+/// start-up dominates), by path.
+#[allow(dead_code)] // not every test binary that shares this module uses it
+pub fn on_every_capture<T: Send>(
+    f: impl Fn(&std::path::Path) -> T + Sync,
+) -> std::collections::HashMap<std::path::PathBuf, T> {
+    let paths = captures();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(paths.len().div_ceil(workers))
+            .map(|chunk| {
+                s.spawn(move || chunk.iter().map(|p| (p.clone(), f(p))).collect::<Vec<_>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    })
+}
