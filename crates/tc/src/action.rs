@@ -96,7 +96,7 @@ impl Action {
     }
 
     /// Runs on `skb`; a packet mirred sends goes to `out`.
-    fn act(&mut self, skb: &Skb, bytes: u64, out: &mut Vec<Emitted>) -> Control {
+    fn act(&mut self, skb: &mut Skb, bytes: u64, out: &mut Vec<Emitted>) -> Control {
         self.stats.packets += 1;
         self.stats.bytes += bytes;
         let result = match &self.kind {
@@ -244,7 +244,7 @@ impl Actions {
     pub fn exec(
         &mut self,
         list: &[ActionRef],
-        skb: &Skb,
+        skb: &mut Skb,
         bytes: u64,
         out: &mut Vec<Emitted>,
     ) -> Control {
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn pipe_goes_on_jump_skips_and_the_last_result_stands() {
         let mut a = Actions::default();
-        let skb = Skb::from_frame(&[0; 60], 1);
+        let mut skb = Skb::from_frame(&[0; 60], 1);
         let pipe = gact(&mut a, Control::PIPE);
         let jump = gact(&mut a, Control::Jump(3));
         let drop = gact(&mut a, Control::SHOT);
@@ -307,7 +307,7 @@ mod tests {
         let mut out = Vec::new();
         // pipe, jump 3 (from the start: over pipe, jump and drop), pass.
         let list = [pipe.clone(), jump.clone(), drop.clone(), pass.clone()];
-        assert_eq!(a.exec(&list, &skb, 46, &mut out), Control::OK);
+        assert_eq!(a.exec(&list, &mut skb, 46, &mut out), Control::OK);
         assert_eq!(a.get(&drop).unwrap().stats.packets, 0);
         assert_eq!(a.get(&jump).unwrap().stats.packets, 1);
         assert_eq!(
@@ -321,24 +321,24 @@ mod tests {
         );
         // A list ending in pipe returns pipe; drop counts a drop.
         assert_eq!(
-            a.exec(std::slice::from_ref(&pipe), &skb, 46, &mut out),
+            a.exec(std::slice::from_ref(&pipe), &mut skb, 46, &mut out),
             Control::PIPE
         );
         assert_eq!(
-            a.exec(&[pipe.clone(), drop.clone()], &skb, 46, &mut out),
+            a.exec(&[pipe.clone(), drop.clone()], &mut skb, 46, &mut out),
             Control::SHOT
         );
         assert_eq!(a.get(&drop).unwrap().stats.drops, 1);
         // A jump past the end: ok.
         let far = gact(&mut a, Control::Jump(9));
-        assert_eq!(a.exec(&[far, drop], &skb, 46, &mut out), Control::OK);
-        assert_eq!(a.exec(&[], &skb, 46, &mut out), Control::OK);
+        assert_eq!(a.exec(&[far, drop], &mut skb, 46, &mut out), Control::OK);
+        assert_eq!(a.exec(&[], &mut skb, 46, &mut out), Control::OK);
     }
 
     #[test]
     fn determ_gives_every_nth_packet_the_other_control() {
         let mut a = Actions::default();
-        let skb = Skb::from_frame(&[0; 60], 1);
+        let mut skb = Skb::from_frame(&[0; 60], 1);
         let r = a
             .add(Action::new(
                 0,
@@ -353,7 +353,7 @@ mod tests {
             ))
             .unwrap();
         let got: Vec<Control> = (0..6)
-            .map(|_| a.exec(std::slice::from_ref(&r), &skb, 1, &mut Vec::new()))
+            .map(|_| a.exec(std::slice::from_ref(&r), &mut skb, 1, &mut Vec::new()))
             .collect();
         use Control as C;
         assert_eq!(got, [C::OK, C::OK, C::SHOT, C::OK, C::OK, C::SHOT]);

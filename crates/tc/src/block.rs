@@ -118,7 +118,7 @@ impl Block {
     }
 
     /// Classifies `skb`; `bytes` is what actions count for it.
-    pub fn classify(&mut self, skb: &Skb, bytes: u64, actions: &mut Actions) -> Outcome {
+    pub fn classify(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions) -> Outcome {
         let mut emitted = Vec::new();
         let mut chain = 0;
         let mut restarts = 0;

@@ -26,7 +26,7 @@ pub struct Cx<'a> {
 
 impl Cx<'_> {
     /// Runs a rule's actions (`tcf_exts_exec`).
-    pub fn exec(&mut self, list: &[crate::action::ActionRef], skb: &Skb) -> Control {
+    pub fn exec(&mut self, list: &[crate::action::ActionRef], skb: &mut Skb) -> Control {
         self.actions.exec(list, skb, self.bytes, self.emitted)
     }
 }
@@ -54,7 +54,7 @@ pub trait Classifier: Send + std::fmt::Debug {
     fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, String>;
 
     /// The first match whose actions do not say `continue`, if any.
-    fn classify(&mut self, skb: &Skb, cx: &mut Cx<'_>) -> Option<Match>;
+    fn classify(&mut self, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match>;
 
     /// The rules as `tc filter show` prints them, one entry per rule
     /// (its lines after `filter parent ... pref N PROTO KIND chain C`);

@@ -93,7 +93,7 @@ impl Config {
     /// the packet goes on). Actions count the bytes from the network
     /// header at ingress and the whole frame at egress, as the kernel's
     /// `qdisc_pkt_len` does there.
-    pub fn classify(&mut self, dev: &str, hook: Hook, skb: &Skb) -> Outcome {
+    pub fn classify(&mut self, dev: &str, hook: Hook, skb: &mut Skb) -> Outcome {
         let bytes = match hook {
             Hook::Ingress => skb.len(),
             Hook::Egress => skb.data.len(),

@@ -17,7 +17,7 @@
 //! frame[12..14].copy_from_slice(&[0x08, 0x00]);
 //! frame[14] = 0x45;
 //! frame[14 + 9] = 17; // UDP
-//! let out = tc.classify("v0", Hook::Ingress, &Skb::from_frame(&frame, 1));
+//! let out = tc.classify("v0", Hook::Ingress, &mut Skb::from_frame(&frame, 1));
 //! assert_eq!((out.verdict, out.classid), (runtime::TcAction::Ok, 0x1_0001));
 //! ```
 

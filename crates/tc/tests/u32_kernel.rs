@@ -468,8 +468,9 @@ fn u32_agrees_with_the_kernel() {
     let frames = frames();
     let vb = ns.ifindex("vb");
     for f in &frames {
-        let skb = Skb::from_frame(f, vb);
-        block.classify(&skb, skb.len() as u64, &mut actions);
+        let mut skb = Skb::from_frame(f, vb);
+        let n = skb.len() as u64;
+        block.classify(&mut skb, n, &mut actions);
     }
     send(&ns.0, ns.ifindex("va"), &frames);
     // `tc -s -j` is no JSON once a rule has an offset (6.1 prints a bare

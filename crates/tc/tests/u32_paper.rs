@@ -45,8 +45,10 @@ fn the_default_table_with_a_few_rules() {
             },
         )
         .unwrap();
-    let classid =
-        |b: &mut Block, a: &mut tc::Actions, s: Skb| b.classify(&s, s.len() as u64, a).classid;
+    let classid = |b: &mut Block, a: &mut tc::Actions, mut s: Skb| {
+        let n = s.len() as u64;
+        b.classify(&mut s, n, a).classid
+    };
     assert_eq!(
         classid(&mut block, &mut actions, ipv4([10, 0, 0, 1], 17, 53)),
         0x1_0001
@@ -55,8 +57,9 @@ fn the_default_table_with_a_few_rules() {
         classid(&mut block, &mut actions, ipv4([10, 0, 0, 2], 17, 53)),
         0x1_0053
     );
-    let s = ipv4([10, 0, 0, 2], 6, 53);
-    let out = block.classify(&s, s.len() as u64, &mut actions);
+    let mut s = ipv4([10, 0, 0, 2], 6, 53);
+    let n = s.len() as u64;
+    let out = block.classify(&mut s, n, &mut actions);
     assert_eq!((out.classid, out.emitted.len()), (0, 1));
     assert_eq!(out.emitted[0].dev, "mon0");
 }
@@ -104,7 +107,7 @@ fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
         (255, 255),
         (200, 99),
     ] {
-        let skb = ipv4([10, 0, c, d], 6, 80);
+        let mut skb = ipv4([10, 0, c, d], 6, 80);
         u.visits = 0;
         let mut emitted = Vec::new();
         let mut cx = tc::Cx {
@@ -112,7 +115,7 @@ fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
             emitted: &mut emitted,
             bytes: 1,
         };
-        let m = u.classify(&skb, &mut cx).expect("a leaf");
+        let m = u.classify(&mut skb, &mut cx).expect("a leaf");
         assert_eq!(m.classid, (u32::from(c) + 1) << 16 | (u32::from(d) + 1));
         cost.push(u.visits);
     }
@@ -126,7 +129,10 @@ fn a_two_level_trie_of_64k_leaves_costs_the_same_for_every_address() {
         emitted: &mut emitted,
         bytes: 1,
     };
-    assert!(u.classify(&ipv4([11, 0, 0, 1], 6, 80), &mut cx).is_none());
+    assert!(
+        u.classify(&mut ipv4([11, 0, 0, 1], 6, 80), &mut cx)
+            .is_none()
+    );
     assert_eq!(u.visits, 1);
 }
 

@@ -364,7 +364,7 @@ impl Classifier for U32 {
         Ok(self.knode_count() == 0)
     }
 
-    fn classify(&mut self, skb: &Skb, cx: &mut Cx<'_>) -> Option<Match> {
+    fn classify(&mut self, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match> {
         self.walk(skb, cx)
     }
 

@@ -116,14 +116,17 @@ fn skip_sw_rules_are_taken_and_never_match() {
     add(&mut u, &mut a, None, "match u32 0 0 skip_sw flowid 1:1").unwrap();
     add(&mut u, &mut a, None, "match u32 0 0 flowid 1:2").unwrap();
     assert!(u.show(&a, false)[1].contains("*flowid 1:1 skip_sw not_in_hw "));
-    let skb = Skb::from_frame(&[0u8; 60], 1);
+    let mut skb = Skb::from_frame(&[0u8; 60], 1);
     let mut e = Vec::new();
     let mut cx = Cx {
         actions: &mut a,
         emitted: &mut e,
         bytes: 1,
     };
-    assert_eq!(u.classify(&skb, &mut cx).map(|m| m.classid), Some(0x1_0002));
+    assert_eq!(
+        u.classify(&mut skb, &mut cx).map(|m| m.classid),
+        Some(0x1_0002)
+    );
 }
 
 #[test]
@@ -153,7 +156,7 @@ fn deleting_rules_and_tables() {
 
 #[test]
 fn mark_is_matched_unless_the_kernel_lacks_it() {
-    let skb = Skb::from_frame(&[0u8; 60], 1);
+    let mut skb = Skb::from_frame(&[0u8; 60], 1);
     for (u, want) in [
         (U32::new(), None),
         (U32::new().without_mark(), Some(0x1_0001)),
@@ -172,7 +175,7 @@ fn mark_is_matched_unless_the_kernel_lacks_it() {
             emitted: &mut e,
             bytes: 1,
         };
-        assert_eq!(u.classify(&skb, &mut cx).map(|m| m.classid), want);
+        assert_eq!(u.classify(&mut skb, &mut cx).map(|m| m.classid), want);
         assert_eq!(
             u.show(&a, false)[1].contains("mark 0x0010 0x00f0 (success 0)"),
             want.is_none()

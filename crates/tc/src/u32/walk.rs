@@ -38,7 +38,7 @@ impl U32 {
     }
 
     /// Runs the walk on `skb`.
-    pub(super) fn walk(&mut self, skb: &Skb, cx: &mut Cx<'_>) -> Option<Match> {
+    pub(super) fn walk(&mut self, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match> {
         let mut stack: Vec<(At, i64)> = Vec::with_capacity(MAX_DEPTH);
         let mut at = At {
             ht: self.root,
@@ -175,6 +175,8 @@ mod tests {
     }
 
     fn run(u: &mut U32, a: &mut Actions, skb: &Skb) -> Option<u32> {
+        let mut skb = skb.clone();
+        let skb = &mut skb;
         let mut emitted = Vec::new();
         let mut cx = Cx {
             actions: a,
