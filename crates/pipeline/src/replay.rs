@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use runtime::Hook;
+use runtime::PacketHook;
 
 use crate::batch::Batch;
 use crate::counters::Counters;
@@ -93,8 +93,8 @@ fn next_batch(
 /// Replays `source` through `hook` (and, with more threads, its siblings on
 /// the same maps), routing packets to `sinks`. `progress` counts the
 /// packets read so far, for a progress bar polled elsewhere.
-pub fn replay(
-    hook: &mut Hook,
+pub fn replay<H: PacketHook>(
+    hook: &mut H,
     source: &mut dyn Source,
     sinks: Sinks,
     opts: &Options,
@@ -113,7 +113,7 @@ pub fn replay(
                 return Err(e);
             }
         };
-        let workers: Vec<Worker> = std::iter::once(hook)
+        let workers: Vec<Worker<H>> = std::iter::once(hook)
             .chain(siblings.iter_mut())
             .map(|h| Worker::new(h, &sinks, opts.ifindex))
             .collect();
@@ -136,8 +136,8 @@ pub fn replay(
 
 type Outcome = (Counters, Option<SourceError>, Result<(), ReplayError>);
 
-fn one_thread(
-    hook: &mut Hook,
+fn one_thread<H: PacketHook>(
+    hook: &mut H,
     source: &mut dyn Source,
     mut sinks: Sinks,
     opts: &Options,
@@ -169,13 +169,11 @@ fn one_thread(
 }
 
 /// Hooks for workers 1.. (worker 0 runs on `hook`).
-fn siblings(hook: &Hook, threads: usize) -> Result<Vec<Hook>, ReplayError> {
+fn siblings<H: PacketHook>(hook: &H, threads: usize) -> Result<Vec<H>, ReplayError> {
     (1..threads)
         .map(|w| {
-            hook.sibling(w as u32).map_err(|e| ReplayError::Worker {
-                worker: w,
-                why: e.to_string(),
-            })
+            hook.sibling(w as u32)
+                .map_err(|e| ReplayError::Worker { worker: w, why: e })
         })
         .collect()
 }
@@ -193,7 +191,11 @@ fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
 type WorkerEnd = (Counters, Option<SourceError>, Result<(), ReplayError>);
 
 /// Writes what a worker kept to the shared sinks.
-fn flush_shared(worker: &mut Worker, sinks: &Mutex<Sinks>, w: usize) -> Result<(), ReplayError> {
+fn flush_shared<H: PacketHook>(
+    worker: &mut Worker<H>,
+    sinks: &Mutex<Sinks>,
+    w: usize,
+) -> Result<(), ReplayError> {
     match sinks.lock() {
         Ok(mut sinks) => worker.flush(&mut sinks).map_err(Into::into),
         Err(_) => Err(ReplayError::Worker {
@@ -240,8 +242,8 @@ fn merge(ends: Vec<WorkerEnd>, sinks: Mutex<Sinks>) -> Outcome {
 
 /// Every worker reads the whole source (its own fork) and runs the packets
 /// that shard to it: no packet crosses threads.
-fn forked(
-    workers: Vec<Worker>,
+fn forked<H: PacketHook>(
+    workers: Vec<Worker<H>>,
     source: &mut dyn Source,
     forks: Vec<Box<dyn Source>>,
     sinks: &Mutex<Sinks>,
@@ -304,8 +306,8 @@ fn forked(
 const QUEUED: usize = 8;
 
 /// One dispatcher (this thread) reads and hands each worker its packets.
-fn sharded(
-    workers: Vec<Worker>,
+fn sharded<H: PacketHook>(
+    workers: Vec<Worker<H>>,
     source: &mut dyn Source,
     sinks: &Mutex<Sinks>,
     opts: &Options,

@@ -13,7 +13,8 @@ pub struct SinkError(pub String);
 /// Where a verdict sends its packet.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Route {
-    /// Up the stack: XDP_PASS, TC_ACT_OK, a socket filter keeping bytes.
+    /// Up the stack: XDP_PASS, TC_ACT_OK (and the tc results that go on
+    /// as it does), a socket filter keeping bytes.
     Pass,
     /// Back out of the interface it came in on: XDP_TX.
     Tx,
@@ -27,16 +28,22 @@ pub enum Route {
 impl Route {
     pub const ALL: [Route; 4] = [Route::Pass, Route::Tx, Route::Redirect, Route::Drop];
 
-    /// The route of a verdict; aborted runs and other tc actions go nowhere.
+    /// The route of a verdict; aborted runs go nowhere, nor do packets a
+    /// tc action consumed (`stolen`, `queued`, `trap`). At a clsact hook
+    /// every other tc result lets the packet go on as `ok` does (the
+    /// kernel's `sch_handle_ingress`/`egress`: `unspec` when no filter
+    /// matched, `pipe`, an unknown code).
     pub fn of(verdict: Verdict) -> Option<Route> {
         Some(match verdict {
-            Verdict::Xdp(XdpAction::Pass) | Verdict::Tc(TcAction::Ok) => Route::Pass,
+            Verdict::Xdp(XdpAction::Pass) => Route::Pass,
             Verdict::Xdp(XdpAction::Tx) => Route::Tx,
             Verdict::Xdp(XdpAction::Redirect) | Verdict::Tc(TcAction::Redirect) => Route::Redirect,
             Verdict::Xdp(XdpAction::Drop) | Verdict::Tc(TcAction::Shot) => Route::Drop,
+            Verdict::Tc(TcAction::Stolen | TcAction::Queued | TcAction::Trap) => return None,
+            Verdict::Tc(_) => Route::Pass,
             Verdict::Socket(0) => Route::Drop,
             Verdict::Socket(_) => Route::Pass,
-            _ => return None,
+            Verdict::Xdp(_) => return None,
         })
     }
 
@@ -226,6 +233,10 @@ mod tests {
         );
         assert_eq!(Route::of(Verdict::Xdp(XdpAction::Aborted)), None);
         assert_eq!(Route::of(Verdict::Socket(0)), Some(Route::Drop));
+        // At clsact, no match and pipe go on; stolen is consumed.
+        assert_eq!(Route::of(Verdict::Tc(TcAction::Unspec)), Some(Route::Pass));
+        assert_eq!(Route::of(Verdict::Tc(TcAction::Pipe)), Some(Route::Pass));
+        assert_eq!(Route::of(Verdict::Tc(TcAction::Stolen)), None);
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! A worker: one hook running batches, counting what it sees and keeping
 //! the packets each verdict routes to a sink until the batch is flushed.
 
-use runtime::{Hook, PacketMeta};
+use runtime::{PacketHook, PacketMeta};
 
 use crate::batch::Batch;
 use crate::counters::Counters;
 use crate::sink::{Outputs, Route, SinkError, Sinks};
 
-pub struct Worker<'h> {
-    hook: &'h mut Hook,
+pub struct Worker<'h, H: PacketHook = runtime::Hook> {
+    hook: &'h mut H,
     meta: PacketMeta,
     counters: Counters,
     outputs: Outputs,
@@ -16,10 +16,10 @@ pub struct Worker<'h> {
     wants: [bool; Route::ALL.len()],
 }
 
-impl<'h> Worker<'h> {
+impl<'h, H: PacketHook> Worker<'h, H> {
     /// A worker on `hook` for packets arriving on `ifindex`, keeping the
     /// packets of the routes `sinks` takes.
-    pub fn new(hook: &'h mut Hook, sinks: &Sinks, ifindex: u32) -> Worker<'h> {
+    pub fn new(hook: &'h mut H, sinks: &Sinks, ifindex: u32) -> Worker<'h, H> {
         Worker {
             hook,
             meta: PacketMeta {

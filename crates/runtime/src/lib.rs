@@ -9,6 +9,7 @@ pub mod helpers;
 mod hook;
 mod image;
 mod lowmem;
+mod packet_hook;
 pub use lowmem::LowBuf;
 
 /// What [`Env::unreproducible`] names an LRU eviction (the kernel's LRU
@@ -22,3 +23,4 @@ pub use hook::{
     Verdict, XDP_LINEAR_MAX, XdpAction,
 };
 pub use image::{Image, ImageError, LoadOptions};
+pub use packet_hook::PacketHook;

@@ -121,6 +121,7 @@ impl Action {
             Kind::Mirred(m) => {
                 out.push(Emitted {
                     dev: m.dev.clone(),
+                    ifindex: 0,
                     ingress: m.ingress,
                     frame: skb.data.clone(),
                 });
@@ -134,10 +135,14 @@ impl Action {
     }
 }
 
-/// A packet an action sent somewhere (mirred).
+/// A packet an action or a program sent somewhere (mirred, bpf_redirect).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Emitted {
+    /// The device by name (mirred), or empty where only the index is known
+    /// (a program's redirect) until the configuration names it.
     pub dev: String,
+    /// Its index (0 until the configuration looks the name up).
+    pub ifindex: u32,
     pub ingress: bool,
     pub frame: Vec<u8>,
 }

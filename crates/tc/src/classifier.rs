@@ -67,4 +67,7 @@ pub trait Classifier: Send + std::fmt::Debug {
 
     /// Every action reference the rules hold (to release them).
     fn actions(&self) -> Vec<crate::action::ActionRef>;
+
+    /// The devices rules may name (`indev`), told before each `add`.
+    fn set_devices(&mut self, _devices: &crate::devices::Devices) {}
 }

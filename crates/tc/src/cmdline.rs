@@ -151,7 +151,7 @@ impl Config {
                     _ => return Err(format!("qdisc show: unexpected \"{}\"", rest.join(" "))),
                 };
                 let names: Vec<&str> = self
-                    .devices()
+                    .qdiscs()
                     .map(|(d, _)| d)
                     .filter(|d| only.is_none_or(|o| o == *d))
                     .collect();
@@ -204,6 +204,7 @@ impl Config {
             .kind
             .as_deref()
             .ok_or("Error: Filter kind and protocol must be specified.")?;
+        let devices = self.devices.clone();
         let (block, actions) = self.block_mut(dev, hook)?;
         let protocol = s.protocol.unwrap_or(ETH_P_ALL);
         let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
@@ -222,12 +223,14 @@ impl Config {
             if f.classifier.kind() != kind {
                 return Err("Error: Specified filter kind does not match existing one.".into());
             }
+            f.classifier.set_devices(&devices);
             return f.classifier.add(s.handle.as_deref(), &args, actions);
         }
         if verb == "change" {
             return Err("Error: Filter with specified priority/protocol not found.".into());
         }
         let mut classifier = new_classifier(kind)?;
+        classifier.set_devices(&devices);
         classifier.add(s.handle.as_deref(), &args, actions)?;
         block.add(
             s.chain,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::action::Actions;
 use crate::block::{Block, Outcome};
+use crate::devices::Devices;
 use crate::skb::Skb;
 
 /// A device's clsact qdisc.
@@ -35,26 +36,29 @@ impl Hook {
 /// Every device's qdisc and the action table.
 #[derive(Debug, Default)]
 pub struct Config {
-    devices: BTreeMap<String, Clsact>,
+    qdiscs: BTreeMap<String, Clsact>,
     pub actions: Actions,
+    /// Device names and indexes (every device with a qdisc has one).
+    pub devices: Devices,
 }
 
 impl Config {
     /// `tc qdisc add dev DEV clsact`.
     pub fn add_clsact(&mut self, dev: &str) -> Result<(), String> {
-        if self.devices.contains_key(dev) {
+        if self.qdiscs.contains_key(dev) {
             return Err(format!(
                 "Error: Exclusivity flag on, cannot modify. (dev {dev} has a clsact qdisc)"
             ));
         }
-        self.devices.insert(dev.to_string(), Clsact::default());
+        self.qdiscs.insert(dev.to_string(), Clsact::default());
+        self.devices.index(dev);
         Ok(())
     }
 
     /// `tc qdisc del dev DEV clsact`: the qdisc, its filters and their
     /// actions go.
     pub fn del_clsact(&mut self, dev: &str) -> Result<(), String> {
-        let mut q = self.devices.remove(dev).ok_or_else(|| {
+        let mut q = self.qdiscs.remove(dev).ok_or_else(|| {
             format!("Error: Cannot find specified qdisc on specified device ({dev}).")
         })?;
         for block in [&mut q.ingress, &mut q.egress] {
@@ -63,12 +67,13 @@ impl Config {
         Ok(())
     }
 
-    pub fn devices(&self) -> impl Iterator<Item = (&str, &Clsact)> {
-        self.devices.iter().map(|(d, q)| (d.as_str(), q))
+    /// The devices with a qdisc, by name.
+    pub fn qdiscs(&self) -> impl Iterator<Item = (&str, &Clsact)> {
+        self.qdiscs.iter().map(|(d, q)| (d.as_str(), q))
     }
 
     pub fn clsact(&self, dev: &str) -> Option<&Clsact> {
-        self.devices.get(dev)
+        self.qdiscs.get(dev)
     }
 
     /// The block of `dev`'s `hook`, and the action table beside it.
@@ -77,7 +82,7 @@ impl Config {
         dev: &str,
         hook: Hook,
     ) -> Result<(&mut Block, &mut Actions), String> {
-        let q = self.devices.get_mut(dev).ok_or_else(|| {
+        let q = self.qdiscs.get_mut(dev).ok_or_else(|| {
             format!(
                 "Error: Cannot find specified qdisc on specified device ({dev}: add clsact first)."
             )
@@ -90,7 +95,8 @@ impl Config {
     }
 
     /// Runs `skb` through `dev`'s `hook` (no qdisc or no filters: `Unspec`,
-    /// the packet goes on). Actions count the bytes from the network
+    /// the packet goes on); what actions sent elsewhere has both the
+    /// device's name and index. Actions count the bytes from the network
     /// header at ingress and the whole frame at egress, as the kernel's
     /// `qdisc_pkt_len` does there.
     pub fn classify(&mut self, dev: &str, hook: Hook, skb: &mut Skb) -> Outcome {
@@ -98,7 +104,7 @@ impl Config {
             Hook::Ingress => skb.len(),
             Hook::Egress => skb.data.len(),
         } as u64;
-        match self.devices.get_mut(dev) {
+        let mut out = match self.qdiscs.get_mut(dev) {
             Some(q) => {
                 let block = match hook {
                     Hook::Ingress => &mut q.ingress,
@@ -107,6 +113,15 @@ impl Config {
                 block.classify(skb, bytes, &mut self.actions)
             }
             None => Outcome::unmatched(),
+        };
+        // Mirred names devices, programs give indexes: each gets the other.
+        for e in &mut out.emitted {
+            if e.dev.is_empty() {
+                e.dev = self.devices.name(e.ifindex);
+            } else if e.ifindex == 0 {
+                e.ifindex = self.devices.index(&e.dev);
+            }
         }
+        out
     }
 }

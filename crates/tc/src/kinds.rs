@@ -1,14 +1,16 @@
 //! Classifiers by their `tc` kind name.
 
 use crate::classifier::Classifier;
+use crate::matchall::Matchall;
 use crate::u32::U32;
 
 /// A new, empty classifier of `kind` (as after `tc filter add ... KIND`).
 pub fn new_classifier(kind: &str) -> Result<Box<dyn Classifier>, String> {
     match kind {
         "u32" => Ok(Box::new(U32::new())),
+        "matchall" => Ok(Box::new(Matchall::default())),
         other => Err(format!(
-            "Unknown filter \"{other}\": sluice has u32; flower, matchall and bpf are to come"
+            "Unknown filter \"{other}\": sluice has u32 and matchall; flower and bpf are to come"
         )),
     }
 }

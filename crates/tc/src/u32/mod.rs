@@ -392,6 +392,12 @@ impl Classifier for U32 {
         out
     }
 
+    fn set_devices(&mut self, devices: &crate::devices::Devices) {
+        for (name, ifindex) in devices.iter() {
+            self.set_device(name, ifindex);
+        }
+    }
+
     fn actions(&self) -> Vec<ActionRef> {
         self.knodes()
             .flat_map(|n| n.actions.iter().cloned())

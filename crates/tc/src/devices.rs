@@ -1,0 +1,66 @@
+//! Interface names and indexes. Rules name devices (`mirred ... dev v1`,
+//! `indev v0`) where programs and packets carry indexes (`bpf_redirect`,
+//! `skb->ifindex`): a configuration keeps one table between them. A name
+//! gets the index it is given (the kernel's, when sluice runs beside it),
+//! or else the next free one from 2 in the order names first appear
+//! (1 is the default arrival interface of a replay).
+
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Devices {
+    by_name: BTreeMap<String, u32>,
+}
+
+impl Devices {
+    /// `name`'s index, given one now if it had none.
+    pub fn index(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.by_name.get(name) {
+            return i;
+        }
+        let used: std::collections::BTreeSet<u32> = self.by_name.values().copied().collect();
+        let i = (2..).find(|i| !used.contains(i)).unwrap_or(u32::MAX);
+        self.by_name.insert(name.to_string(), i);
+        i
+    }
+
+    /// `name`'s index, if it has one.
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Gives `name` the index `ifindex` (another name holding it loses it).
+    pub fn set(&mut self, name: &str, ifindex: u32) {
+        self.by_name.retain(|_, i| *i != ifindex);
+        self.by_name.insert(name.to_string(), ifindex);
+    }
+
+    /// The name of `ifindex` (`if<N>` for an index no name has).
+    pub fn name(&self, ifindex: u32) -> String {
+        self.by_name
+            .iter()
+            .find(|(_, i)| **i == ifindex)
+            .map_or_else(|| format!("if{ifindex}"), |(n, _)| n.clone())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.by_name.iter().map(|(n, i)| (n.as_str(), *i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_get_indexes_in_order_and_given_ones_win() {
+        let mut d = Devices::default();
+        assert_eq!((d.index("v0"), d.index("v1"), d.index("v0")), (2, 3, 2));
+        d.set("eth0", 2);
+        assert_eq!(
+            (d.get("v0"), d.name(2), d.name(9)),
+            (None, "eth0".into(), "if9".into())
+        );
+        assert_eq!(d.index("v0"), 4);
+    }
+}
