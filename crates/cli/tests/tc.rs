@@ -99,3 +99,78 @@ fn lines_are_kept_and_shown_as_tc_shows_them() {
     assert_eq!(std::fs::read_to_string(&conf).unwrap(), kept);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Frames in a capture.
+fn frames(path: &std::path::Path) -> Vec<Vec<u8>> {
+    io::PcapSource::open(path)
+        .unwrap()
+        .map(|f| f.unwrap().data)
+        .collect()
+}
+
+#[test]
+fn run_tc_sends_packets_through_the_configuration() {
+    let dir = std::env::temp_dir().join(format!("sluice-run-tc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("tc.conf");
+    std::fs::write(
+        &conf,
+        "qdisc add dev v0 clsact\n\
+         qdisc add dev v1 clsact\n\
+         # UDP: mirrored to v1 and on; the rest: redirected to v1, whose\n\
+         # egress drops TCP to port 9\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1 \
+            action mirred egress mirror dev v1\n\
+         filter add dev v0 ingress prio 2 protocol ip matchall action mirred egress redirect dev v1\n\
+         filter add dev v1 egress prio 1 protocol ip u32 match ip dport 9 0xffff action mirred egress redirect dev v1\n",
+    )
+    .unwrap();
+    let (pass, sent) = (dir.join("pass.pcap"), dir.join("sent.pcap"));
+    let out = Command::new(SLUICE)
+        .args(["run", "--tc"])
+        .arg(&conf)
+        .args(["--tc-dev", "v0", "--gen", "udp,count=100", "--gen"])
+        .arg("tcp,count=50,dport=80")
+        .arg("--gen")
+        .arg("tcp,count=5,dport=9")
+        .arg("--out-pass")
+        .arg(&pass)
+        .arg("--out-redirect")
+        .arg(&sent)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["packets"], 155);
+    assert_eq!(r["verdicts"]["PIPE"], 100);
+    assert_eq!(r["verdicts"]["STOLEN"], 55);
+    // Port 9 loops v1 egress -> v1 egress until the nesting limit.
+    assert_eq!(r["too_deep"], 5);
+    assert_eq!(r["sent"][0]["dev"], "v1");
+    assert_eq!(r["sent"][0]["delivered"], 150);
+    assert_eq!(r["sent"][0]["consumed"], 20);
+    let matchall = &r["filters"]["v0 ingress"][4]["options"];
+    assert_eq!(matchall["rule_hit"], 55, "{matchall}");
+    assert_eq!(matchall["actions"][0]["stats"]["packets"], 55, "{matchall}");
+    assert_eq!(frames(&pass).len(), 100);
+    assert_eq!(frames(&sent).len(), 150);
+    // The text report ends with tc's own show output.
+    let text = Command::new(SLUICE)
+        .args(["run", "--tc"])
+        .arg(&conf)
+        .args(["--tc-dev", "v0", "--gen", "udp,count=3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("$ tc -s filter show dev v0 ingress\n"),
+        "{text}"
+    );
+    assert!(text.contains("Sent 150 bytes 3 pkt"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

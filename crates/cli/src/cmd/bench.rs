@@ -288,7 +288,7 @@ fn rbpf_engines(prog: &obj::Program, packets: usize, seconds: f64) -> Vec<Engine
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let ra = run::Args {
-        object: a.object.clone(),
+        object: Some(a.object.clone()),
         prog: a.prog.clone(),
         pcap: a.pcap.clone(),
         r#gen: if a.pcap.is_none() && a.r#gen.is_empty() {

@@ -37,7 +37,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     let ra = run::Args {
-        object: a.object.clone(),
+        object: Some(a.object.clone()),
         prog: a.prog_name.clone(),
         settings: a.settings.clone(),
         map_update: a.map_update.clone(),

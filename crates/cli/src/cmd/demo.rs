@@ -32,7 +32,7 @@ const UPDATES: [[&str; 3]; 2] = [
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let object = programs::object("xdp_ddos").ok_or("the xdp_ddos example was not built")?;
     let args = run::Args {
-        object: "target/bpf/xdp_ddos.o".into(),
+        object: Some("target/bpf/xdp_ddos.o".into()),
         r#gen: TRAFFIC.iter().map(|s| s.to_string()).collect(),
         map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
         settings: crate::settings::ObjectSettings {

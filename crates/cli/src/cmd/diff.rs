@@ -68,7 +68,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     let bytes = std::fs::read(&a.object).map_err(|e| format!("{}: {e}", a.object.display()))?;
     let run_args = run::Args {
-        object: a.object.clone(),
+        object: Some(a.object.clone()),
         prog: a.prog.clone(),
         pcap: a.pcap.clone(),
         r#gen: a.r#gen.clone(),

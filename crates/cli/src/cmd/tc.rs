@@ -38,20 +38,32 @@ fn changes(words: &[&str]) -> bool {
     matches!(words, [_, verb, ..] if !matches!(*verb, "show" | "list" | "ls" | "get"))
 }
 
+/// The configuration a file of tc lines builds (`sluice tc`'s file, or
+/// any `tc -batch` file).
+pub fn load(path: &std::path::Path) -> Result<Config, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut config = Config::default();
+    config
+        .run_batch(&text, ShowOptions::default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(config)
+}
+
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let show = ShowOptions {
         stats: a.stats,
         json: a.json,
     };
-    let mut config = Config::default();
     let saved = match std::fs::read_to_string(&a.config) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("{}: {e}", a.config.display())),
     };
-    config
-        .run_batch(&saved, ShowOptions::default())
-        .map_err(|e| format!("{}: {e}", a.config.display()))?;
+    let mut config = if saved.is_empty() {
+        Config::default()
+    } else {
+        load(&a.config)?
+    };
     let (text, kept) = match (&a.batch, a.command.is_empty()) {
         (Some(f), true) => {
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;

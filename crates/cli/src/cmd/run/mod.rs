@@ -2,6 +2,7 @@
 //! verdicts, costs, output and maps.
 
 mod report;
+mod tc;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -45,7 +46,18 @@ impl From<ForeignFrames> for Foreign {
 #[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "iface"])))]
 pub struct Args {
     /// Object file built by clang -target bpf
-    pub object: PathBuf,
+    #[arg(required_unless_present = "tc")]
+    pub object: Option<PathBuf>,
+    /// Run the packets through a tc configuration instead of a program:
+    /// the file `sluice tc` keeps, or any `tc -batch` file (docs/tc.md)
+    #[arg(long, value_name = "FILE", alias = "tc-batch")]
+    pub tc: Option<PathBuf>,
+    /// With --tc: the device packets arrive at [default: the only one with a qdisc]
+    #[arg(long, value_name = "DEV", requires = "tc")]
+    pub tc_dev: Option<String>,
+    /// With --tc: the hook packets arrive at
+    #[arg(long, value_enum, default_value_t = tc::TcHook::Ingress)]
+    pub tc_hook: tc::TcHook,
     /// Program to run (a function name; needed when the object has several)
     #[arg(long)]
     pub prog: Option<String>,
@@ -145,12 +157,14 @@ pub struct Args {
 
 /// Loads the object with the options and map updates of `a`.
 pub fn prepare(a: &Args) -> Result<Hook, String> {
-    let data = std::fs::read(&a.object).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let path = a.object_path()?;
+    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     prepare_bytes(a, &data)
 }
 
 /// Like [`prepare`], with the object's bytes at hand.
 pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
+    let name = a.object_path()?.display().to_string();
     let custom = match &a.btf {
         Some(path) if path.as_os_str() == "bundled" => None,
         Some(path) => {
@@ -166,17 +180,17 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         // The kernel's BTF (or the bundled types), read only if needed.
         (None, None) => obj::Object::parse(data),
     }
-    .map_err(|e| format!("{}: {e}", a.object.display()))?;
+    .map_err(|e| format!("{name}: {e}"))?;
     let mut opts = LoadOptions {
         ncpus: a.cpus.max(a.worker_threads() as u32).max(1),
         ..LoadOptions::default()
     };
     a.settings.apply(&mut object, &mut opts)?;
-    let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    let image = Image::load(object, &opts).map_err(|e| format!("{name}: {e}"))?;
     let prog = image
         .find_program(a.prog.as_deref())
-        .map_err(|e| format!("{}: {e}", a.object.display()))?;
-    let mut hook = Hook::new(image, prog, 0).map_err(|e| format!("{}: {e}", a.object.display()))?;
+        .map_err(|e| format!("{name}: {e}"))?;
+    let mut hook = Hook::new(image, prog, 0).map_err(|e| format!("{name}: {e}"))?;
     hook.set_counting(a.count_memory);
     if a.engine == Engine::Jit
         && let Err(e) = hook.enable_jit()
@@ -215,6 +229,13 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
 }
 
 impl Args {
+    /// The object file (every run but `--tc` has one).
+    pub fn object_path(&self) -> Result<&std::path::Path, String> {
+        self.object
+            .as_deref()
+            .ok_or_else(|| "give an object file (or --tc FILE)".to_string())
+    }
+
     /// The worker threads the replay uses.
     pub fn worker_threads(&self) -> usize {
         match self.threads {
@@ -325,6 +346,9 @@ fn describe_source(a: &Args) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if let Some(file) = &a.tc {
+        return tc::run(&a, file);
+    }
     let mut hook = prepare(&a)?;
     if !a.no_verify {
         crate::cmd::verify::before_run(&mut hook)?;

@@ -231,7 +231,11 @@ impl RunReport {
                 .collect(),
         });
         RunReport {
-            object: a.object.display().to_string(),
+            object: a
+                .object
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             program: prog.name.clone(),
             engine: if hook.jit_enabled() {
                 "jit"
