@@ -15,6 +15,7 @@ use crate::lowmem::LowBuf;
 
 mod fast;
 mod sibling;
+mod verify;
 
 /// `XDP_PACKET_HEADROOM`.
 pub const HEADROOM: usize = 256;

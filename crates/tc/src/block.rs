@@ -126,8 +126,9 @@ impl Block {
             let Some(filters) = self.chains.get_mut(&chain) else {
                 return outcome(TcAction::Unspec, 0, emitted);
             };
+            let protocol = skb.filter_protocol();
             for f in filters.iter_mut() {
-                if f.protocol != skb.protocol && f.protocol != ETH_P_ALL {
+                if f.protocol != protocol && f.protocol != ETH_P_ALL {
                     continue;
                 }
                 let mut cx = Cx {

@@ -1,5 +1,6 @@
 //! Classifiers by their `tc` kind name.
 
+use crate::bpf::Bpf;
 use crate::classifier::Classifier;
 use crate::matchall::Matchall;
 use crate::u32::U32;
@@ -9,8 +10,9 @@ pub fn new_classifier(kind: &str) -> Result<Box<dyn Classifier>, String> {
     match kind {
         "u32" => Ok(Box::new(U32::new())),
         "matchall" => Ok(Box::new(Matchall::default())),
+        "bpf" => Ok(Box::new(Bpf::default())),
         other => Err(format!(
-            "Unknown filter \"{other}\": sluice has u32 and matchall; flower and bpf are to come"
+            "Unknown filter \"{other}\": sluice has u32, matchall and bpf; flower is to come"
         )),
     }
 }

@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use runtime::{Cloned, Outcome, PacketHook, PacketMeta, SkbFields, TcAction, Verdict};
+use runtime::{
+    Cloned, Outcome, PacketHook, PacketMeta, Redirect, RedirectTarget, SkbFields, TcAction, Verdict,
+};
 use vm::{Stats, VmError};
 
 use crate::action::Emitted;
@@ -90,11 +92,12 @@ impl Runner {
     }
 
     /// Takes a packet an action sent to another device through that
-    /// device's hook, and on.
-    fn deliver(&mut self, e: Emitted, depth: u32) {
+    /// device's hook, and on; the packet as it left that hook alive, if
+    /// it did (what it sent on is delivered in turn, into `clones`).
+    fn deliver(&mut self, e: Emitted, depth: u32) -> Option<Vec<u8>> {
         if depth > MIRRED_NEST_LIMIT {
             self.sent.too_deep += 1;
-            return;
+            return None;
         }
         let hook = if e.ingress {
             Hook::Ingress
@@ -104,36 +107,70 @@ impl Runner {
         let mut skb = Skb::from_frame(&e.frame, e.ifindex);
         let out = self.config.classify(&e.dev, hook, &mut skb);
         let key = (e.dev.clone(), hook);
-        if consumed(out.verdict) {
-            *self.sent.consumed.entry(key).or_default() += 1;
+        let alive = !consumed(out.verdict);
+        *if alive {
+            self.sent.delivered.entry(key)
         } else {
-            *self.sent.delivered.entry(key).or_default() += 1;
-            self.clones.push(Cloned {
-                ifindex: e.ifindex,
-                ingress: e.ingress,
-                packet: skb.data,
-            });
+            self.sent.consumed.entry(key)
         }
+        .or_default() += 1;
         for next in out.emitted {
-            self.deliver(next, depth + 1);
+            let (ifindex, ingress) = (next.ifindex, next.ingress);
+            if let Some(packet) = self.deliver(next, depth + 1) {
+                self.clones.push(Cloned {
+                    ifindex,
+                    ingress,
+                    packet,
+                });
+            }
         }
+        alive.then_some(skb.data)
     }
 }
 
 /// Whether a hook's result ends the packet there.
 fn consumed(verdict: TcAction) -> bool {
+    // A redirect takes the packet on: it is delivered from there.
     matches!(
         verdict,
-        TcAction::Shot | TcAction::Stolen | TcAction::Queued | TcAction::Trap
+        TcAction::Shot | TcAction::Stolen | TcAction::Queued | TcAction::Trap | TcAction::Redirect
     )
 }
 
 impl PacketHook for Runner {
     fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
-        let (out, skb) = self.classify(packet, meta.timestamp_ns);
+        let (mut out, skb) = self.classify(packet, meta.timestamp_ns);
         self.clones.clear();
+        // A program's redirect takes the packet itself (the last thing
+        // sent): the verdict stays `redirect` if it leaves the target's
+        // hook alive, else it is what that hook did to it.
+        let mut verdict = out.verdict;
+        let mut redirect = None;
+        self.packet = skb.data;
+        if verdict == TcAction::Redirect
+            && let Some(e) = out.emitted.pop()
+        {
+            let target = RedirectTarget::Device {
+                ifindex: e.ifindex,
+                ingress: e.ingress,
+            };
+            match self.deliver(e, 1) {
+                Some(p) => {
+                    self.packet = p;
+                    redirect = Some(Redirect { target, map: None });
+                }
+                None => verdict = TcAction::Stolen,
+            }
+        }
         for e in out.emitted {
-            self.deliver(e, 1);
+            let (ifindex, ingress) = (e.ifindex, e.ingress);
+            if let Some(packet) = self.deliver(e, 1) {
+                self.clones.push(Cloned {
+                    ifindex,
+                    ingress,
+                    packet,
+                });
+            }
         }
         self.skb = SkbFields {
             mark: skb.mark,
@@ -142,14 +179,13 @@ impl PacketHook for Runner {
             tc_classid: out.classid,
             ..SkbFields::default()
         };
-        self.packet = skb.data;
         Ok(Outcome {
-            r0: Control::Act(out.verdict).code() as i64 as u64,
-            verdict: Verdict::Tc(out.verdict),
+            r0: Control::Act(verdict).code() as i64 as u64,
+            verdict: Verdict::Tc(verdict),
             packet: &self.packet,
             meta: &[],
             frags: &[],
-            redirect: None,
+            redirect,
             stats: &self.stats,
             trace: &[],
             clones: &self.clones,

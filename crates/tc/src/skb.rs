@@ -64,6 +64,44 @@ impl Skb {
         self.vlan = vlan;
     }
 
+    /// The protocol filters match (the kernel's `skb_protocol(skb,
+    /// false)`): the outer tag's TPID for a tagged frame (`protocol
+    /// 802.1Q`), else the EtherType. Checked on this kernel: a tagged IPv4
+    /// frame passes `protocol ip` filters by and is seen by `protocol
+    /// 802.1Q` ones, with offsets from the header after the tag.
+    pub fn filter_protocol(&self) -> u16 {
+        self.vlan.map_or(self.protocol, |(tpid, _)| tpid)
+    }
+
+    /// The frame as a program at the hook sees it: the outer tag taken
+    /// out (the kernel keeps it in the skb's metadata).
+    pub fn untagged(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self.vlan {
+            Some(_) if self.data.len() >= 18 => {
+                let mut f = self.data[..12].to_vec();
+                f.extend_from_slice(&self.data[16..]);
+                std::borrow::Cow::Owned(f)
+            }
+            _ => std::borrow::Cow::Borrowed(&self.data),
+        }
+    }
+
+    /// Puts back a frame a program changed (as [`Skb::untagged`] gave
+    /// it), with the outer tag in its place again.
+    pub fn set_untagged(&mut self, frame: &[u8]) {
+        match self.vlan {
+            Some((tpid, tci)) if frame.len() >= 12 => {
+                let mut f = frame[..12].to_vec();
+                f.extend_from_slice(&tpid.to_be_bytes());
+                f.extend_from_slice(&tci.to_be_bytes());
+                f.extend_from_slice(&frame[12..]);
+                self.data = f;
+            }
+            _ => self.data = frame.to_vec(),
+        }
+        self.reparse();
+    }
+
     /// Bytes from the network header on (`skb->len` at ingress).
     pub fn len(&self) -> usize {
         self.data.len() - self.network
@@ -114,6 +152,12 @@ mod tests {
             (s.network, s.protocol, s.vlan),
             (18, 0x86dd, Some((0x8100, 0x2005)))
         );
+        assert_eq!(s.filter_protocol(), 0x8100);
+        let u = s.untagged().into_owned();
+        assert_eq!((u.len(), &u[12..14]), (t.len() - 4, &[0x86, 0xdd][..]));
+        let mut s2 = s.clone();
+        s2.set_untagged(&u);
+        assert_eq!(s2, s);
         let s = Skb::from_frame(&[0; 10], 1);
         assert_eq!((s.protocol, s.len(), s.word(0)), (0, 0, None));
     }

@@ -7,44 +7,12 @@
 //! have counted the same packets in both. Needs root (skips loudly
 //! without, unless SLUICE_REQUIRE_KERNEL=1, then fails).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::process::Command;
 
+use common::{Netns, frames, send};
 use tc::{Block, Classifier, ETH_P_ALL, Filter, Skb, U32};
-
-/// Deletes the namespace however the test ends.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-impl Netns {
-    fn run(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.0])
-            .args(args)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
-    }
-
-    fn must(&self, args: &[&str]) -> String {
-        self.run(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-    }
-
-    fn ifindex(&self, dev: &str) -> u32 {
-        let j: serde_json::Value =
-            serde_json::from_str(&self.must(&["ip", "-j", "link", "show", dev])).unwrap();
-        j[0]["ifindex"].as_u64().unwrap() as u32
-    }
-}
 
 /// (handle, the words after `u32`).
 const RULES: &[(Option<&str>, &str)] = &[
@@ -208,150 +176,6 @@ const BAD: &[(Option<&str>, &str)] = &[
     (None, "match u32 0 0 indev nosuch"),
 ];
 
-/// A deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[self.next() as usize % from.len()]
-    }
-}
-
-fn l4(r: &mut Rng, proto: u8) -> Vec<u8> {
-    const PORTS: [u16; 9] = [80, 443, 21, 22, 53, 5353, 1024, 1500, 60000];
-    let mut h = match proto {
-        6 => vec![0u8; 20],
-        17 | 1 | 58 => vec![0u8; 8],
-        _ => vec![0u8; 4],
-    };
-    if proto == 6 || proto == 17 {
-        h[0..2].copy_from_slice(&r.pick(&PORTS).to_be_bytes());
-        h[2..4].copy_from_slice(&r.pick(&PORTS).to_be_bytes());
-    } else if proto == 1 {
-        h[0] = r.pick(&[8, 0, 3]);
-        h[1] = r.pick(&[0, 1]);
-    } else if proto == 58 {
-        h[0] = r.pick(&[128, 129, 135]);
-        h[1] = r.pick(&[0, 1]);
-    }
-    let pad = r.next() as usize % 20;
-    h.extend((0..pad).map(|i| i as u8));
-    h
-}
-
-fn ipv4(r: &mut Rng) -> Vec<u8> {
-    let proto = r.pick(&[6, 17, 1, 47, 89]);
-    let ihl = r.pick(&[5u8, 5, 6]);
-    let mut ip = vec![0u8; usize::from(ihl) * 4];
-    ip[0] = 0x40 | ihl;
-    ip[1] = r.pick(&[0, 0x10, 0xb8, 0x20, 0x2e << 2]);
-    ip[6..8].copy_from_slice(
-        &r.pick(&[0u16, 0x4000, 0x2000, 0x2005, 0x0010])
-            .to_be_bytes(),
-    );
-    ip[8] = r.pick(&[64, 1]);
-    ip[9] = proto;
-    ip[12..16].copy_from_slice(&r.pick(&[
-        [10, 0, 0, 1],
-        [10, 0, 0, 2],
-        [192, 168, 1, 1],
-        [10, 1, 2, 3],
-        [172, 16, 0, 1],
-    ]));
-    ip[16..20].copy_from_slice(&r.pick(&[[10, 1, 0, 1], [10, 2, 0, 1], [8, 8, 8, 8]]));
-    ip.extend(l4(r, proto));
-    ip
-}
-
-fn ipv6(r: &mut Rng) -> Vec<u8> {
-    let proto = r.pick(&[6, 17, 58]);
-    let mut ip = vec![0u8; 40];
-    let class: u32 = r.pick(&[0, 0x10]);
-    let label: u32 = r.pick(&[0, 0x12345]);
-    ip[0..4].copy_from_slice(&(6 << 28 | class << 20 | label).to_be_bytes());
-    ip[6] = proto;
-    ip[7] = 64;
-    let src: std::net::Ipv6Addr = r
-        .pick(&["2001:db8::1", "2001:db8::2", "fe80::1"])
-        .parse()
-        .unwrap();
-    let dst: std::net::Ipv6Addr = r.pick(&["2001:db8:1::5", "2001:db8:2::1"]).parse().unwrap();
-    ip[8..24].copy_from_slice(&src.octets());
-    ip[24..40].copy_from_slice(&dst.octets());
-    ip.extend(l4(r, proto));
-    ip
-}
-
-/// IPv4 and IPv6 (TCP, UDP, ICMP, others), with and without a VLAN tag,
-/// ARP, and IPv4 cut short.
-fn frames() -> Vec<Vec<u8>> {
-    let mut r = Rng(0x5eed);
-    let mut out = Vec::new();
-    for _ in 0..400 {
-        let (ty, mut body): (u16, Vec<u8>) = match r.next() % 20 {
-            0..=8 => (0x0800, ipv4(&mut r)),
-            9..=15 => (0x86dd, ipv6(&mut r)),
-            16 => (0x0806, vec![0u8; 28]),
-            _ => {
-                // Cut short: header reads past the end fail.
-                let mut ip = ipv4(&mut r);
-                ip.truncate(r.next() as usize % 24);
-                (0x0800, ip)
-            }
-        };
-        let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
-        if r.next().is_multiple_of(8) {
-            f.extend([0x81, 0x00, 0x00, 0x05]);
-        }
-        f.extend(ty.to_be_bytes());
-        f.append(&mut body);
-        out.push(f);
-    }
-    out
-}
-
-/// Sends `frames` out of interface `dev_index` of namespace `ns`.
-fn send(ns: &str, dev_index: u32, frames: &[Vec<u8>]) {
-    let path = format!("/var/run/netns/{ns}");
-    let frames = frames.to_vec();
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(&path).unwrap();
-        // SAFETY: plain syscalls on descriptors this thread owns, with
-        // buffers that outlive them.
-        unsafe {
-            assert_eq!(libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET), 0, "setns");
-            let s = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0);
-            assert!(s >= 0, "socket");
-            let mut addr: libc::sockaddr_ll = std::mem::zeroed();
-            addr.sll_family = libc::AF_PACKET as u16;
-            addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-            addr.sll_ifindex = dev_index as i32;
-            let len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-            let sa = &addr as *const libc::sockaddr_ll as *const libc::sockaddr;
-            assert_eq!(libc::bind(s, sa, len), 0, "bind");
-            for (i, fr) in frames.iter().enumerate() {
-                let n = libc::send(s, fr.as_ptr() as *const libc::c_void, fr.len(), 0);
-                assert_eq!(n, fr.len() as isize, "send");
-                if i % 50 == 49 {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-            }
-            libc::close(s);
-        }
-    })
-    .join()
-    .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-}
-
 /// The kernel's rule entries: each `filter ...` line's text after the
 /// filter header, with its following lines, as tc printed them before the
 /// newline that ends each filter; the header-only entry (the filter
@@ -377,35 +201,10 @@ fn kernel_entries(show: &str) -> Vec<String> {
 
 #[test]
 fn u32_agrees_with_the_kernel() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        if std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() == Ok("1") {
-            panic!("u32_kernel needs root (SLUICE_REQUIRE_KERNEL=1)");
-        }
-        eprintln!("\n**** SKIPPED: needs root (u32 against the kernel) ****\n");
+    if !common::root_or_skip("u32 against the kernel") {
         return;
     }
-    let ns = Netns(format!("sluice-u32-{}", std::process::id()));
-    let ok = Command::new("ip")
-        .args(["netns", "add", &ns.0])
-        .status()
-        .unwrap();
-    assert!(ok.success(), "ip netns add");
-    ns.must(&[
-        "sysctl",
-        "-qw",
-        "net.ipv6.conf.all.disable_ipv6=1",
-        "net.ipv6.conf.default.disable_ipv6=1",
-    ]);
-    ns.must(&[
-        "ip", "link", "add", "va", "type", "veth", "peer", "name", "vb",
-    ]);
-    ns.must(&[
-        "ip", "link", "add", "vc", "type", "veth", "peer", "name", "vd",
-    ]);
-    for d in ["va", "vb", "vc", "vd"] {
-        ns.must(&["ip", "link", "set", d, "up"]);
-    }
+    let ns = Netns::with_veths("u32");
     ns.must(&["tc", "qdisc", "add", "dev", "vb", "clsact"]);
     let tc_add = |handle: Option<&str>, words: &str| -> Result<String, String> {
         let mut a = vec![

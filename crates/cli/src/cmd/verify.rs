@@ -271,75 +271,11 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
     }
 }
 
-/// Verifies the programs a replay is about to run (the entry and its
-/// tail-call targets). A rejected entry stops the replay (`--no-verify`
-/// runs it anyway, with run-time checks); when every program is accepted
-/// the hook runs without per-access checks; otherwise a note says why the
-/// checks stay.
+/// Verifies the programs a replay is about to run (`Hook::verify_for_run`);
+/// a note says why run-time checks stay, when they do.
 pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
-    let object = hook.object();
-    let data_of = |i: usize| -> Option<Vec<u8>> {
-        object.maps[i].data.as_ref()?;
-        hook.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
-    };
-    let mut maps = MapInfo::of_object(object, &data_of);
-    for (info, map) in maps.iter_mut().zip(hook.maps()) {
-        info.max_entries = map.spec().max_entries;
-    }
-    let entry = hook.program();
-    let opts = Options {
-        helpers: runtime::helpers::ids_for(&entry.kind),
-        ..Options::default()
-    };
-    let at = |p: &obj::Program, insn: usize| match p.line_at(insn) {
-        Some(l) => format!("insn {insn} ({}:{})", l.file, l.line),
-        None => format!("insn {insn}"),
-    };
-    // The entry first, so its rejection is the one reported.
-    let mut order: Vec<&obj::Program> = vec![entry];
-    order.extend(
-        hook.runnable()
-            .map(|i| &object.programs[i])
-            .filter(|p| !std::ptr::eq(*p, entry)),
-    );
-    let mut unproven = None;
-    let mut stack_depth = 0;
-    for p in order {
-        let report = verifier::verify(p, &maps, &opts);
-        stack_depth = stack_depth.max(report.stack_depth);
-        let Err(e) = report.result else {
-            continue;
-        };
-        if e.rule != Rule::Unsupported && std::ptr::eq(p, entry) {
-            return Err(format!(
-                "the verifier rejects {} at {}: {}\n  kernel-style: {}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
-                p.name,
-                at(p, e.insn),
-                e.reason,
-                e.kernel.replace('\n', " / ")
-            ));
-        }
-        let what = if e.rule == Rule::Unsupported {
-            "is not verified"
-        } else {
-            "(a tail-call target) is rejected"
-        };
-        unproven = Some(format!(
-            "{} {what} ({}: {}); replaying with run-time checks",
-            p.name,
-            at(p, e.insn),
-            e.reason
-        ));
-        break;
-    }
-    match unproven {
-        Some(note) => eprintln!("sluice: note: {note}"),
-        None => {
-            // SAFETY: the verifier accepted every program the hook may
-            // run, against the hook's own maps (sizes and frozen contents).
-            unsafe { hook.trust_verified() };
-            hook.set_stack_depth(stack_depth);
-        }
+    if let Some(note) = hook.verify_for_run()? {
+        eprintln!("sluice: note: {note}");
     }
     Ok(())
 }

@@ -1,0 +1,80 @@
+//! Verification before a run: sluice's verifier over the programs a hook
+//! may run, against the hook's own maps; a hook whose programs all pass
+//! runs without per-access checks.
+
+use verifier::{MapInfo, Options, Rule};
+
+use super::Hook;
+
+impl Hook {
+    /// Verifies the programs this hook is about to run (the entry and its
+    /// tail-call targets) with sluice's verifier. A rejected entry is an
+    /// error (the caller may run it anyway, with run-time checks); when
+    /// every program is accepted the hook runs without per-access checks;
+    /// otherwise the note returned says why the checks stay.
+    pub fn verify_for_run(&mut self) -> Result<Option<String>, String> {
+        let hook = &*self;
+        let object = hook.object();
+        let data_of = |i: usize| -> Option<Vec<u8>> {
+            object.maps[i].data.as_ref()?;
+            hook.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
+        };
+        let mut maps = MapInfo::of_object(object, &data_of);
+        for (info, map) in maps.iter_mut().zip(hook.maps()) {
+            info.max_entries = map.spec().max_entries;
+        }
+        let entry = hook.program();
+        let opts = Options {
+            helpers: crate::helpers::ids_for(&entry.kind),
+            ..Options::default()
+        };
+        let at = |p: &obj::Program, insn: usize| match p.line_at(insn) {
+            Some(l) => format!("insn {insn} ({}:{})", l.file, l.line),
+            None => format!("insn {insn}"),
+        };
+        // The entry first, so its rejection is the one reported.
+        let mut order: Vec<&obj::Program> = vec![entry];
+        order.extend(
+            hook.runnable()
+                .map(|i| &object.programs[i])
+                .filter(|p| !std::ptr::eq(*p, entry)),
+        );
+        let mut unproven = None;
+        let mut stack_depth = 0;
+        for p in order {
+            let report = verifier::verify(p, &maps, &opts);
+            stack_depth = stack_depth.max(report.stack_depth);
+            let Err(e) = report.result else {
+                continue;
+            };
+            if e.rule != Rule::Unsupported && std::ptr::eq(p, entry) {
+                return Err(format!(
+                    "the verifier rejects {} at {}: {}\n  kernel-style: {}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
+                    p.name,
+                    at(p, e.insn),
+                    e.reason,
+                    e.kernel.replace('\n', " / ")
+                ));
+            }
+            let what = if e.rule == Rule::Unsupported {
+                "is not verified"
+            } else {
+                "(a tail-call target) is rejected"
+            };
+            unproven = Some(format!(
+                "{} {what} ({}: {}); replaying with run-time checks",
+                p.name,
+                at(p, e.insn),
+                e.reason
+            ));
+            break;
+        }
+        if unproven.is_none() {
+            // SAFETY: the verifier accepted every program the hook may
+            // run, against the hook's own maps (sizes and frozen contents).
+            unsafe { self.trust_verified() };
+            self.set_stack_depth(stack_depth);
+        }
+        Ok(unproven)
+    }
+}
