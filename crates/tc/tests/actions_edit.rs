@@ -411,3 +411,42 @@ fn vlan_push_modify_pop_round_trip() {
         assert!(e.contains(why), "{w}: {e}");
     }
 }
+
+#[test]
+fn a_u32_filter_with_pedit_and_csum_changes_the_frame_through_config() {
+    let mut c = tc::Config::default();
+    let show = tc::ShowOptions::default();
+    c.run_batch(
+        "qdisc add dev v0 clsact\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 6 0xff \
+         action pedit ex munge ip ttl set 9 pipe action csum ip4h",
+        show,
+    )
+    .unwrap();
+    let mut skb = Skb::from_frame(&tcp4(64), 1);
+    let out = c.classify("v0", tc::Hook::Ingress, &mut skb);
+    assert_eq!(out.verdict, runtime::TcAction::Ok);
+    assert_eq!(ipv4_of(&skb.data).time_to_live, 9);
+    assert_valid(&skb.data);
+    // A UDP frame does not match: unchanged.
+    let mut u = Skb::from_frame(&udp4(), 1);
+    let out = c.classify("v0", tc::Hook::Ingress, &mut u);
+    assert_eq!((out.verdict, u.data), (runtime::TcAction::Unspec, udp4()));
+    let text = c
+        .run(
+            &["filter", "show", "dev", "v0", "ingress"],
+            tc::ShowOptions {
+                stats: true,
+                json: false,
+            },
+        )
+        .unwrap();
+    assert!(
+        text.contains("action order 1:  pedit action pipe keys 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("action order 2: csum (iph) action pass"),
+        "{text}"
+    );
+}
