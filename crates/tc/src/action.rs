@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use runtime::TcAction;
 
+use crate::act::{csum::Csum, pedit::Pedit, police::Police, skbedit::Skbedit, vlan::Vlan};
 use crate::control::Control;
 use crate::skb::Skb;
 
@@ -49,14 +50,34 @@ pub enum Kind {
         random: Option<Random>,
     },
     Mirred(Mirred),
+    Police(Box<Police>),
+    Skbedit(Skbedit),
+    Pedit(Pedit),
+    Vlan(Vlan),
+    Csum(Csum),
+}
+
+/// Every action kind sluice has, by its `tc` name.
+pub const KINDS: [&str; 7] = [
+    "gact", "mirred", "police", "skbedit", "pedit", "vlan", "csum",
+];
+
+/// The kind named `word`, as a `'static` name (for [`ActionRef`]).
+pub fn kind_name(word: &str) -> Option<&'static str> {
+    KINDS.iter().find(|k| **k == word).copied()
 }
 
 impl Kind {
-    /// The kind's name in `tc` (`gact`, `mirred`).
+    /// The kind's name in `tc` (`gact`, `mirred`, `police`, ...).
     pub fn name(&self) -> &'static str {
         match self {
             Kind::Gact { .. } => "gact",
             Kind::Mirred(_) => "mirred",
+            Kind::Police(_) => "police",
+            Kind::Skbedit(_) => "skbedit",
+            Kind::Pedit(_) => "pedit",
+            Kind::Vlan(_) => "vlan",
+            Kind::Csum(_) => "csum",
         }
     }
 }
@@ -99,7 +120,7 @@ impl Action {
     fn act(&mut self, skb: &mut Skb, bytes: u64, out: &mut Vec<Emitted>) -> Control {
         self.stats.packets += 1;
         self.stats.bytes += bytes;
-        let result = match &self.kind {
+        let result = match &mut self.kind {
             Kind::Gact { random: None } => self.control,
             Kind::Gact {
                 random: Some(r), ..
@@ -118,6 +139,12 @@ impl Action {
                 };
                 if pick { r.other } else { self.control }
             }
+            // These count their own drops and overlimits, as the kernel's do.
+            Kind::Police(p) => return p.act(bytes, skb.tstamp, self.control, &mut self.stats),
+            Kind::Skbedit(e) => return e.act(skb, self.control, &mut self.stats),
+            Kind::Pedit(p) => return p.act(skb, self.control, &mut self.stats),
+            Kind::Vlan(v) => return v.act(skb, self.control, &mut self.stats),
+            Kind::Csum(c) => return c.act(skb, self.control, &mut self.stats),
             Kind::Mirred(m) => {
                 out.push(Emitted {
                     dev: m.dev.clone(),

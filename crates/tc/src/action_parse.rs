@@ -3,7 +3,8 @@
 //! after another until a word no action takes. Each new action goes into
 //! the table; `action KIND index N` alone binds the existing action N.
 
-use crate::action::{Action, ActionRef, Actions, Kind, Mirred, Random};
+use crate::act;
+use crate::action::{Action, ActionRef, Actions, KINDS, Kind, Mirred, Random, kind_name};
 use crate::control::{Control, parse_control};
 
 /// Parses the actions at the start of `words` (each introduced by
@@ -38,13 +39,11 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
         return Err("\"action\" needs an action kind after it".into());
     };
     // `action KIND index N`: the existing action N, shared.
-    if let [kind @ ("gact" | "mirred"), "index", n, ..] = words
+    if let [kind, "index", n, ..] = words
+        && let Some(kind) = kind_name(kind)
         && let Ok(index) = n.parse::<u32>()
     {
-        let r = ActionRef {
-            kind: if *kind == "gact" { "gact" } else { "mirred" },
-            index,
-        };
+        let r = ActionRef { kind, index };
         if table.bind(&r).is_ok() {
             return Ok((r, 3));
         }
@@ -55,6 +54,26 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
             (Kind::Gact { random: None }, control, 1 + used)
         }
         "mirred" => parse_mirred(words)?,
+        "police" => {
+            let (p, c, used) = act::police::parse(words)?;
+            (Kind::Police(Box::new(p)), c, used)
+        }
+        "skbedit" => {
+            let (e, c, used) = act::skbedit::parse(words)?;
+            (Kind::Skbedit(e), c, used)
+        }
+        "pedit" => {
+            let (p, c, used) = act::pedit::parse(words)?;
+            (Kind::Pedit(p), c, used)
+        }
+        "vlan" => {
+            let (v, c, used) = act::vlan::parse(words)?;
+            (Kind::Vlan(v), c, used)
+        }
+        "csum" => {
+            let (cs, c, used) = act::csum::parse(words)?;
+            (Kind::Csum(cs), c, used)
+        }
         w if parse_control(words).is_some() => {
             let _ = w;
             let (control, used) = parse_control(words).expect("checked");
@@ -62,8 +81,8 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
         }
         other => {
             return Err(format!(
-                "unknown action \"{other}\" (sluice has gact and mirred; police, skbedit, \
-                 pedit, vlan and csum are to come)"
+                "unknown action \"{other}\" (sluice has {})",
+                KINDS.join(", ")
             ));
         }
     };
@@ -201,8 +220,12 @@ mod tests {
         let mut t = Actions::default();
         for (w, why) in [
             (
+                &["action", "nat", "ingress", "1.1.1.1"][..],
+                "unknown action \"nat\"",
+            ),
+            (
                 &["action", "police", "rate", "1mbit"][..],
-                "unknown action \"police\"",
+                "'burst' requires 'rate'",
             ),
             (
                 &["action", "mirred", "sideways", "redirect", "dev", "x"][..],

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::act;
 use crate::action::{Action, Actions, Kind};
 
 /// One action as `tc_print_action` prints it (without the install and use
@@ -28,11 +29,20 @@ pub(crate) fn action_text(order: usize, a: &Action, stats: bool) -> String {
             }
             g
         }
+        Kind::Police(p) => act::police::text(a, p),
+        Kind::Skbedit(e) => act::skbedit::text(a, e),
+        Kind::Pedit(p) => act::pedit::text(a, p),
+        Kind::Vlan(v) => act::vlan::text(a, v),
+        Kind::Csum(c) => act::csum::text(a, c),
     };
-    let mut s = format!(
-        "\n\taction order {order}: {what}\n\tindex {} ref {} bind {}",
-        a.index, a.refs, a.binds
-    );
+    let mut s = match &a.kind {
+        Kind::Gact { .. } | Kind::Mirred(_) => format!(
+            "\n\taction order {order}: {what}\n\tindex {} ref {} bind {}",
+            a.index, a.refs, a.binds
+        ),
+        // Their own print gives index, ref and bind.
+        _ => format!("\n\taction order {order}: {what}"),
+    };
     if stats {
         let st = a.stats;
         s += &format!(
@@ -56,10 +66,17 @@ pub(crate) fn action_json(order: usize, a: &Action, stats: bool) -> Value {
         Kind::Gact { .. } => {
             o["control_action"] = json!({ "type": a.control.name() });
         }
+        Kind::Police(p) => act::police::json(a, p, &mut o),
+        Kind::Skbedit(e) => act::skbedit::json(a, e, &mut o),
+        Kind::Pedit(p) => act::pedit::json(a, p, &mut o),
+        Kind::Vlan(v) => act::vlan::json(a, v, &mut o),
+        Kind::Csum(c) => act::csum::json(a, c, &mut o),
     }
-    o["index"] = json!(a.index);
-    o["ref"] = json!(a.refs);
-    o["bind"] = json!(a.binds);
+    if matches!(a.kind, Kind::Gact { .. } | Kind::Mirred(_)) {
+        o["index"] = json!(a.index);
+        o["ref"] = json!(a.refs);
+        o["bind"] = json!(a.binds);
+    }
     if stats {
         o["stats"] = json!({
             "bytes": a.stats.bytes,

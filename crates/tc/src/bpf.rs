@@ -217,6 +217,7 @@ impl Bpf {
         }
         let meta = PacketMeta {
             ifindex: skb.ifindex,
+            timestamp_ns: skb.tstamp,
             ..PacketMeta::default()
         };
         // A run the VM stops (a run-time check) ends as the kernel's

@@ -360,7 +360,7 @@ impl Config {
             ["show" | "list" | "ls" | "get", rest @ ..] => {
                 let kind = match rest {
                     ["action", k, ..] | [k, ..] => *k,
-                    [] => return Err("actions show: name an action kind (gact, mirred)".into()),
+                    [] => return Err("actions show: name an action kind (gact, mirred, police, skbedit, pedit, vlan, csum)".into()),
                 };
                 Ok(crate::action_show::show_table(&self.actions, kind, show))
             }
@@ -377,11 +377,8 @@ fn action_index(w: &[&str]) -> Result<(&'static str, u32), String> {
     };
     match w {
         [kind, "index", n] => {
-            let kind = match *kind {
-                "gact" => "gact",
-                "mirred" => "mirred",
-                k => return Err(format!("unknown action \"{k}\"")),
-            };
+            let kind = crate::action::kind_name(kind)
+                .ok_or_else(|| format!("unknown action \"{kind}\""))?;
             let n = n.parse().map_err(|_| format!("index \"{n}\": a number"))?;
             Ok((kind, n))
         }

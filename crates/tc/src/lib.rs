@@ -21,6 +21,7 @@
 //! assert_eq!((out.verdict, out.classid), (runtime::TcAction::Ok, 0x1_0001));
 //! ```
 
+pub mod act;
 mod action;
 mod action_parse;
 mod action_show;
@@ -38,7 +39,9 @@ mod runner;
 mod skb;
 pub mod u32;
 
-pub use action::{Action, ActionRef, ActionStats, Actions, Emitted, Kind, Mirred, Random};
+pub use action::{
+    Action, ActionRef, ActionStats, Actions, Emitted, KINDS, Kind, Mirred, Random, kind_name,
+};
 pub use action_parse::parse_actions;
 pub use block::{Block, ETH_P_ALL, Filter, Outcome};
 pub use bpf::Bpf;

@@ -45,6 +45,8 @@ pub struct Runner {
     clones: Vec<Cloned>,
     skb: SkbFields,
     stats: Stats,
+    /// The packet time of the packet running (policers' clock).
+    now: u64,
 }
 
 impl Runner {
@@ -62,6 +64,7 @@ impl Runner {
             clones: Vec::new(),
             skb: SkbFields::default(),
             stats: Stats::default(),
+            now: 0,
         }
     }
 
@@ -85,8 +88,8 @@ impl Runner {
     /// Runs one frame at the arrival hook; what the hook decided, the skb
     /// as the actions left it.
     pub fn classify(&mut self, frame: &[u8], tstamp: u64) -> (crate::Outcome, Skb) {
-        let mut skb = Skb::from_frame(frame, self.ifindex);
-        let _ = tstamp;
+        self.now = tstamp;
+        let mut skb = Skb::from_frame(frame, self.ifindex).at(tstamp);
         let out = self.config.classify(&self.dev, self.hook, &mut skb);
         (out, skb)
     }
@@ -104,7 +107,7 @@ impl Runner {
         } else {
             Hook::Egress
         };
-        let mut skb = Skb::from_frame(&e.frame, e.ifindex);
+        let mut skb = Skb::from_frame(&e.frame, e.ifindex).at(self.now);
         let out = self.config.classify(&e.dev, hook, &mut skb);
         let key = (e.dev.clone(), hook);
         let alive = !consumed(out.verdict);

@@ -25,6 +25,9 @@ pub struct Skb {
     pub ifindex: u32,
     /// `skb->tc_index`: the minor of the class a filter chose.
     pub tc_index: u16,
+    /// The packet's time (its capture time), in nanoseconds: the clock
+    /// `police` runs on. 0 unless set ([`Skb::at`]).
+    pub tstamp: u64,
 }
 
 impl Skb {
@@ -39,6 +42,12 @@ impl Skb {
         };
         skb.reparse();
         skb
+    }
+
+    /// The same skb with its time set to `tstamp` nanoseconds.
+    pub fn at(mut self, tstamp: u64) -> Skb {
+        self.tstamp = tstamp;
+        self
     }
 
     /// Sets `network`, `protocol` and `vlan` from the frame's bytes (after
