@@ -12,7 +12,7 @@ use crate::action_parse::parse_actions;
 use crate::block::{ETH_P_ALL, Filter};
 use crate::config::{Config, Hook};
 use crate::handle::{EGRESS, INGRESS, parse_classid};
-use crate::kinds::new_classifier;
+use crate::kinds::new_classifier_for;
 
 /// How `show` prints: `-s` (counters) and `-j` (JSON).
 #[derive(Clone, Copy, Debug, Default)]
@@ -229,7 +229,7 @@ impl Config {
         if verb == "change" {
             return Err("Error: Filter with specified priority/protocol not found.".into());
         }
-        let mut classifier = new_classifier(kind)?;
+        let mut classifier = new_classifier_for(kind, protocol)?;
         classifier.set_devices(&devices);
         classifier.add(s.handle.as_deref(), &args, actions)?;
         block.add(

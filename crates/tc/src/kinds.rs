@@ -1,18 +1,28 @@
 //! Classifiers by their `tc` kind name.
 
+use crate::block::ETH_P_ALL;
 use crate::bpf::Bpf;
 use crate::classifier::Classifier;
+use crate::flower::Flower;
 use crate::matchall::Matchall;
 use crate::u32::U32;
 
-/// A new, empty classifier of `kind` (as after `tc filter add ... KIND`).
+/// A new, empty classifier of `kind` (as after `tc filter add ... KIND`),
+/// for a filter of protocol `all`.
 pub fn new_classifier(kind: &str) -> Result<Box<dyn Classifier>, String> {
+    new_classifier_for(kind, ETH_P_ALL)
+}
+
+/// A new, empty classifier of `kind` for a filter of `protocol` (flower
+/// reads its keys against the protocol, as tc does).
+pub fn new_classifier_for(kind: &str, protocol: u16) -> Result<Box<dyn Classifier>, String> {
     match kind {
         "u32" => Ok(Box::new(U32::new())),
         "matchall" => Ok(Box::new(Matchall::default())),
         "bpf" => Ok(Box::new(Bpf::default())),
+        "flower" => Ok(Box::new(Flower::new(protocol))),
         other => Err(format!(
-            "Unknown filter \"{other}\": sluice has u32, matchall and bpf; flower is to come"
+            "Unknown filter \"{other}\": sluice has u32, flower, matchall and bpf"
         )),
     }
 }
@@ -22,9 +32,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn u32_is_known_and_others_are_named() {
+    fn every_kind_is_known_and_others_are_named() {
         assert_eq!(new_classifier("u32").unwrap().kind(), "u32");
-        let e = new_classifier("flower").unwrap_err();
-        assert!(e.contains("\"flower\"") && e.contains("to come"), "{e}");
+        assert_eq!(new_classifier("flower").unwrap().kind(), "flower");
+        assert_eq!(
+            new_classifier_for("flower", 0x0800).unwrap().kind(),
+            "flower"
+        );
+        for k in ["matchall", "bpf"] {
+            assert_eq!(new_classifier(k).unwrap().kind(), k);
+        }
+        let e = new_classifier("basic").unwrap_err();
+        assert!(e.contains("\"basic\"") && e.contains("flower"), "{e}");
     }
 }
