@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::action::{ActionRef, Actions, Emitted};
 use crate::action_parse::parse_actions;
 use crate::action_show::{action_json, action_text};
+use crate::argv::{get_u32, incomplete, matches};
 use crate::classifier::{Classifier, Cx, Match};
 use crate::control::Control;
 use crate::handle::{format_classid, parse_classid};
@@ -59,16 +60,8 @@ pub struct Bpf {
     next_id: u32,
 }
 
-fn matches(w: &str, word: &str) -> bool {
-    !w.is_empty() && word.starts_with(w)
-}
-
 fn parse_handle(h: &str) -> Result<u32, String> {
-    let v = match h.strip_prefix("0x").or_else(|| h.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16),
-        None => h.parse(),
-    };
-    v.map_err(|_| format!("Illegal \"handle\" \"{h}\""))
+    get_u32(h, 0).ok_or_else(|| format!("Illegal \"handle\" \"{h}\""))
 }
 
 /// Loads the program of `section` from `file` for a tc hook and verifies
@@ -402,8 +395,4 @@ impl Classifier for Bpf {
     fn actions(&self) -> Vec<ActionRef> {
         self.progs.iter().flat_map(|p| p.actions.clone()).collect()
     }
-}
-
-fn incomplete() -> String {
-    "Command line is not complete. Try option \"help\"".into()
 }

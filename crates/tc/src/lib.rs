@@ -25,6 +25,7 @@ pub mod act;
 mod action;
 mod action_parse;
 mod action_show;
+mod argv;
 mod block;
 mod bpf;
 mod classifier;

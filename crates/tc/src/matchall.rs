@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::action::{ActionRef, Actions};
 use crate::action_parse::parse_actions;
 use crate::action_show::{action_json, action_text};
+use crate::argv::{get_u32, incomplete, matches};
 use crate::classifier::{Classifier, Cx, Match};
 use crate::handle::{format_classid, parse_classid};
 use crate::skb::Skb;
@@ -32,19 +33,8 @@ pub struct Matchall {
 }
 
 /// Whether `w` is a prefix of `word` (iproute2's `matches`).
-fn matches(w: &str, word: &str) -> bool {
-    !w.is_empty() && word.starts_with(w)
-}
-
 fn parse_handle(h: &str) -> Result<u32, String> {
-    let v = if let Some(hex) = h.strip_prefix("0x").or_else(|| h.strip_prefix("0X")) {
-        u32::from_str_radix(hex, 16)
-    } else if h.len() > 1 && h.starts_with('0') {
-        u32::from_str_radix(&h[1..], 8)
-    } else {
-        h.parse()
-    };
-    v.map_err(|_| format!("Illegal handle \"{h}\", must be numeric."))
+    get_u32(h, 0).ok_or_else(|| format!("Illegal handle \"{h}\", must be numeric."))
 }
 
 impl Classifier for Matchall {
@@ -196,10 +186,6 @@ impl Classifier for Matchall {
     fn actions(&self) -> Vec<ActionRef> {
         self.rule.as_ref().map_or(Vec::new(), |r| r.actions.clone())
     }
-}
-
-fn incomplete() -> String {
-    "Command line is not complete. Try option \"help\"".into()
 }
 
 #[cfg(test)]

@@ -15,28 +15,17 @@ use crate::control::Control;
 
 /// `get_u32(.., 0)`: decimal, `0x` hexadecimal or `0` octal.
 pub(crate) fn parse_u32(s: &str) -> Option<u32> {
-    parse_u64(s).and_then(|v| u32::try_from(v).ok())
+    crate::argv::get_u32(s, 0)
 }
 
 /// `get_u64(.., 0)`.
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else if s.len() > 1 && s.starts_with('0') {
-        u64::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse().ok()
-    }
+    crate::argv::strtoul(s, 0)
 }
 
 /// iproute2's `get_integer(.., 0)`: a signed number in any base.
 pub(crate) fn parse_i32(s: &str) -> Option<i32> {
-    match s.strip_prefix('-') {
-        Some(rest) => parse_u64(rest)
-            .and_then(|v| i64::try_from(v).ok())
-            .and_then(|v| i32::try_from(-v).ok()),
-        None => parse_u64(s).and_then(|v| i32::try_from(v).ok()),
-    }
+    crate::argv::get_int(s)
 }
 
 /// Splits a number from its unit (`strtod`'s end).

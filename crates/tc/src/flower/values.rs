@@ -5,31 +5,7 @@
 use std::net::Ipv6Addr;
 
 use super::parse::Masked;
-
-/// tc's `matches`: `word` is a non-empty prefix of `full`.
-pub(super) fn matches(word: &str, full: &str) -> bool {
-    !word.is_empty() && full.starts_with(word)
-}
-
-/// `strtoul` in `base` (0: `0x` hex, `0` octal, else decimal; 16 takes
-/// an optional `0x`), the whole word.
-pub(super) fn num(s: &str, base: u32) -> Option<u64> {
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let (digits, radix) = match base {
-        16 => (
-            s.strip_prefix("0x").or(s.strip_prefix("0X")).unwrap_or(s),
-            16,
-        ),
-        0 if s.starts_with("0x") || s.starts_with("0X") => (&s[2..], 16),
-        0 if s.len() > 1 && s.starts_with('0') => (&s[1..], 8),
-        0 => (s, 10),
-        b => (s, b),
-    };
-    if digits.is_empty() || digits.starts_with(['+', '-']) {
-        return None;
-    }
-    u64::from_str_radix(digits, radix).ok()
-}
+pub(super) use crate::argv::{matches, strtoul as num};
 
 pub(super) fn get_u8(s: &str, base: u32) -> Option<u8> {
     num(s, base).and_then(|v| u8::try_from(v).ok())

@@ -9,6 +9,7 @@ use super::handle;
 use super::sel::{EAT, OFFSET, Sel, TERMINAL, VAROFFSET, sample_fold};
 use crate::action::{ActionRef, Actions};
 use crate::action_parse::parse_actions;
+use crate::argv::{get_int, get_u32, matches, strtoul as num};
 
 /// `TCA_CLS_FLAGS_SKIP_HW` / `_SKIP_SW`.
 pub const SKIP_HW: u32 = 1;
@@ -32,38 +33,6 @@ pub struct Spec {
     pub mark: Option<(u32, u32)>,
     pub flags: u32,
     pub actions: Vec<ActionRef>,
-}
-
-/// iproute2's `matches`: `word` is a non-empty prefix of `full`.
-fn matches(word: &str, full: &str) -> bool {
-    !word.is_empty() && full.starts_with(word)
-}
-
-/// A C `strtoul`-style number: base 0 (`0x` hex, `0` octal, decimal) or
-/// the base given (16 takes an optional `0x`).
-fn num(s: &str, base: u32) -> Option<u64> {
-    let (digits, radix) = match base {
-        16 => (
-            s.strip_prefix("0x").or(s.strip_prefix("0X")).unwrap_or(s),
-            16,
-        ),
-        _ if s.starts_with("0x") || s.starts_with("0X") => (&s[2..], 16),
-        _ if s.len() > 1 && s.starts_with('0') => (&s[1..], 8),
-        _ => (s, 10),
-    };
-    u64::from_str_radix(digits, radix).ok()
-}
-
-fn get_u32(s: &str, base: u32) -> Option<u32> {
-    num(s, base).and_then(|v| u32::try_from(v).ok())
-}
-
-/// `get_integer`: a signed int, base 0.
-fn get_int(s: &str) -> Option<i32> {
-    match s.strip_prefix('-') {
-        Some(r) => num(r, 0).and_then(|v| i32::try_from(-(v as i64)).ok()),
-        None => num(s, 0).and_then(|v| i32::try_from(v).ok()),
-    }
 }
 
 /// Reads words left to right.
