@@ -9,7 +9,7 @@ use super::handle;
 use super::sel::{EAT, OFFSET, Sel, TERMINAL, VAROFFSET, sample_fold};
 use crate::action::{ActionRef, Actions};
 use crate::action_parse::parse_actions;
-use crate::argv::{get_int, get_u32, matches, strtoul as num};
+use crate::argv::{get_int, get_u32, matches};
 
 /// `TCA_CLS_FLAGS_SKIP_HW` / `_SKIP_SW`.
 pub const SKIP_HW: u32 = 1;
