@@ -273,8 +273,7 @@ impl Bpf {
             -1 => p.classid,
             c => c as u32,
         };
-        let list = p.actions.clone();
-        let control = cx.exec(&list, skb);
+        let control = cx.exec(&p.actions, skb);
         Some(Match { classid, control })
     }
 }

@@ -124,9 +124,11 @@ impl Classifier for Matchall {
             return None;
         }
         rule.hits += 1;
-        let (classid, list) = (rule.classid, rule.actions.clone());
-        let control = cx.exec(&list, skb);
-        Some(Match { classid, control })
+        let control = cx.exec(&rule.actions, skb);
+        Some(Match {
+            classid: rule.classid,
+            control,
+        })
     }
 
     fn show(&self, actions: &Actions, stats: bool) -> Vec<String> {

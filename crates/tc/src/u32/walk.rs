@@ -135,8 +135,8 @@ impl U32 {
                         at.i += 1;
                         continue;
                     }
-                    let (classid, list) = (n.classid, n.actions.clone());
-                    let control = cx.exec(&list, skb);
+                    let classid = n.classid;
+                    let control = cx.exec(&n.actions, skb);
                     if control == Control::UNSPEC {
                         at.i += 1;
                         continue;
