@@ -283,6 +283,10 @@ impl Classifier for Bpf {
         "bpf"
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn add(
         &mut self,
         handle: Option<&str>,

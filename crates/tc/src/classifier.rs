@@ -37,6 +37,10 @@ pub trait Classifier: Send + std::fmt::Debug {
     /// The kind's name in `tc` (`u32`, `flower`, `matchall`, `bpf`).
     fn kind(&self) -> &'static str;
 
+    /// The instance as its own type (the fast path and `tc compile` read
+    /// a kind's rules through it).
+    fn as_any(&self) -> &dyn std::any::Any;
+
     /// Adds a rule: `handle` as given after `handle` (the kind reads it),
     /// `args` the words after the kind's name (`match ... flowid 1:1
     /// action drop`); its actions go into `actions`. A bad rule changes

@@ -42,6 +42,10 @@ impl Classifier for Matchall {
         "matchall"
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn add(
         &mut self,
         handle: Option<&str>,

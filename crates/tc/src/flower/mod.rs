@@ -246,6 +246,10 @@ impl Classifier for Flower {
         "flower"
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn add(
         &mut self,
         handle: Option<&str>,

@@ -325,6 +325,10 @@ impl Classifier for U32 {
         "u32"
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn add(
         &mut self,
         handle: Option<&str>,
