@@ -12,6 +12,7 @@ mod error;
 pub mod kmap;
 pub mod log;
 pub mod netdev;
+pub mod netns;
 mod object;
 pub mod ringbuf;
 pub mod testrun;

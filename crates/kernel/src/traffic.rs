@@ -169,7 +169,19 @@ pub struct PacketSocket {
 }
 
 impl PacketSocket {
+    /// A socket whose frames go straight to the driver, past the qdiscs
+    /// (and tc's egress hook), as pktgen's do.
     pub fn open(ifindex: u32) -> Result<PacketSocket> {
+        Self::bound(ifindex, true)
+    }
+
+    /// A socket whose frames go through the device's qdiscs, tc's egress
+    /// hook among them.
+    pub fn through_qdisc(ifindex: u32) -> Result<PacketSocket> {
+        Self::bound(ifindex, false)
+    }
+
+    fn bound(ifindex: u32, bypass: bool) -> Result<PacketSocket> {
         // SAFETY: plain socket creation; protocol 0 receives nothing.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
@@ -194,17 +206,39 @@ impl PacketSocket {
         }
         let one: libc::c_int = 1;
         // Straight to the driver, as pktgen does; best effort.
-        // SAFETY: `one` is a valid int option value.
-        unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_QDISC_BYPASS,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of_val(&one) as u32,
-            )
-        };
+        if bypass {
+            // SAFETY: `one` is a valid int option value.
+            unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_PACKET,
+                    libc::PACKET_QDISC_BYPASS,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of_val(&one) as u32,
+                )
+            };
+        }
         Ok(PacketSocket { fd })
+    }
+
+    /// Sends one frame, waiting for room; whether the device took it
+    /// (`false`: refused as too long or too short for the link).
+    pub fn send(&self, frame: &[u8]) -> Result<bool> {
+        loop {
+            // SAFETY: `frame` is a live buffer of the length given.
+            let n =
+                unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+            if n >= 0 {
+                return Ok(true);
+            }
+            match errno() {
+                libc::ENOBUFS | libc::EAGAIN => {
+                    std::thread::sleep(std::time::Duration::from_micros(200))
+                }
+                libc::EMSGSIZE | libc::EINVAL => return Ok(false),
+                e => return Err(Error::errno("sending on the AF_PACKET socket", e)),
+            }
+        }
     }
 
     /// Sends `frames` with one system call per 64; returns how many left.

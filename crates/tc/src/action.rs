@@ -151,6 +151,7 @@ impl Action {
                     ifindex: 0,
                     ingress: m.ingress,
                     frame: skb.data.clone(),
+                    vlan_in_meta: skb.vlan_in_meta,
                 });
                 self.control
             }
@@ -172,6 +173,9 @@ pub struct Emitted {
     pub ifindex: u32,
     pub ingress: bool,
     pub frame: Vec<u8>,
+    /// Whether the frame's outer VLAN tag is in the skb's metadata
+    /// ([`Skb::vlan_in_meta`](crate::Skb::vlan_in_meta)).
+    pub vlan_in_meta: bool,
 }
 
 /// An action named by kind and index.

@@ -233,6 +233,7 @@ impl Bpf {
                 ifindex: c.ifindex,
                 frame: c.packet.clone(),
                 ingress: c.ingress,
+                vlan_in_meta: false,
             });
         }
         let redirect = match o.redirect.map(|r| r.target) {
@@ -260,6 +261,7 @@ impl Bpf {
                     ifindex,
                     ingress,
                     frame: skb.data.clone(),
+                    vlan_in_meta: skb.vlan_in_meta,
                 });
             }
             let classid = if written != 0 { written } else { p.classid };

@@ -205,6 +205,7 @@ impl Config {
             .as_deref()
             .ok_or("Error: Filter kind and protocol must be specified.")?;
         let devices = self.devices.clone();
+        let u32_common = self.clsact(dev).map(|q| q.u32.clone());
         let (block, actions) = self.block_mut(dev, hook)?;
         let protocol = s.protocol.unwrap_or(ETH_P_ALL);
         let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
@@ -229,7 +230,10 @@ impl Config {
         if verb == "change" {
             return Err("Error: Filter with specified priority/protocol not found.".into());
         }
-        let mut classifier = new_classifier_for(kind, protocol)?;
+        let mut classifier = match (kind, u32_common) {
+            ("u32", Some(common)) => Box::new(crate::u32::U32::in_common(common)),
+            _ => new_classifier_for(kind, protocol)?,
+        };
         classifier.set_devices(&devices);
         classifier.add(s.handle.as_deref(), &args, actions)?;
         block.add(

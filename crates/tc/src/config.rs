@@ -15,6 +15,8 @@ use crate::skb::Skb;
 pub struct Clsact {
     pub ingress: Block,
     pub egress: Block,
+    /// The table ids both hooks' u32 filters share.
+    pub u32: crate::u32::Common,
 }
 
 /// Which hook of a clsact qdisc.
@@ -102,7 +104,7 @@ impl Config {
     pub fn classify(&mut self, dev: &str, hook: Hook, skb: &mut Skb) -> Outcome {
         let bytes = match hook {
             Hook::Ingress => skb.len(),
-            Hook::Egress => skb.data.len(),
+            Hook::Egress => skb.frame_len(),
         } as u64;
         let mut out = match self.qdiscs.get_mut(dev) {
             Some(q) => {

@@ -90,6 +90,7 @@ impl Runner {
     pub fn classify(&mut self, frame: &[u8], tstamp: u64) -> (crate::Outcome, Skb) {
         self.now = tstamp;
         let mut skb = Skb::from_frame(frame, self.ifindex).at(tstamp);
+        skb.vlan_in_meta = self.hook == Hook::Ingress;
         let out = self.config.classify(&self.dev, self.hook, &mut skb);
         (out, skb)
     }
@@ -108,6 +109,7 @@ impl Runner {
             Hook::Egress
         };
         let mut skb = Skb::from_frame(&e.frame, e.ifindex).at(self.now);
+        skb.vlan_in_meta = e.vlan_in_meta;
         let out = self.config.classify(&e.dev, hook, &mut skb);
         let key = (e.dev.clone(), hook);
         let alive = !consumed(out.verdict);

@@ -28,6 +28,11 @@ pub struct Skb {
     /// The packet's time (its capture time), in nanoseconds: the clock
     /// `police` runs on. 0 unless set ([`Skb::at`]).
     pub tstamp: u64,
+    /// The outer tag is held in the skb's metadata, not in the bytes the
+    /// kernel counts (`skb_vlan_untag` on receive): so for every packet
+    /// the kernel received (at ingress, and what actions sent on from
+    /// there), not for a frame a local socket sends at egress.
+    pub vlan_in_meta: bool,
 }
 
 impl Skb {
@@ -109,6 +114,17 @@ impl Skb {
             _ => self.data = frame.to_vec(),
         }
         self.reparse();
+    }
+
+    /// Bytes of the frame as the kernel counts them at egress
+    /// (`skb->len`): without an outer tag held in the metadata.
+    pub fn frame_len(&self) -> usize {
+        let tag = if self.vlan.is_some() && self.vlan_in_meta {
+            4
+        } else {
+            0
+        };
+        self.data.len() - tag
     }
 
     /// Bytes from the network header on (`skb->len` at ingress).

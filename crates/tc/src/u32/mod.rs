@@ -7,9 +7,12 @@
 //! cyclically), and its checks refuse what it refuses, with its messages.
 //! [`walk`] classifies, [`show`] prints, [`parse`] reads tc's words.
 //!
-//! One difference of scope: the kernel shares u32 tables among all u32
-//! filters of a block (a second priority's root is `801:`); here each
-//! [`U32`] (one priority) owns its tables, its root always `800:`.
+//! The u32 filters of one qdisc (both hooks of a clsact) draw their table
+//! ids from one [`Common`], as the kernel's `tc_u_common`: the first
+//! filter's root is `800:`, a second priority's `801:`, and so on. One
+//! difference of scope: the kernel also lets a rule of one priority name
+//! (`ht`, `link`) a table of another; here each [`U32`] owns its tables,
+//! and such a rule is refused as naming a table the filter lacks.
 
 mod handle;
 mod parse;
@@ -18,6 +21,7 @@ mod show;
 mod walk;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::action::{ActionRef, Actions};
 use crate::classifier::{Classifier, Cx, Match};
@@ -59,16 +63,34 @@ pub struct Hnode {
     pub flags: u32,
 }
 
+/// The table ids of the u32 filters of one qdisc (`tc_u_common`):
+/// shared by each filter made [`in`](U32::in_common) it.
+#[derive(Clone, Debug, Default)]
+pub struct Common(Arc<Mutex<TableIds>>);
+
+#[derive(Debug, Default)]
+struct TableIds {
+    /// Ids in use (`handle_idr`).
+    ids: BTreeSet<u32>,
+    /// The cyclic cursor (0: not started, as 1).
+    next_id: u32,
+}
+
+impl Common {
+    fn lock(&self) -> MutexGuard<'_, TableIds> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A u32 filter: its tables and rules.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct U32 {
     tables: BTreeMap<u32, Hnode>,
     /// Table handles newest first (the kernel's list; `show` order).
     order: Vec<u32>,
     root: u32,
-    /// Table ids in use (`tc_u_common.handle_idr`) and the cyclic cursor.
-    ids: BTreeSet<u32>,
-    next_id: u32,
+    /// Table ids, shared with the qdisc's other u32 filters.
+    common: Common,
     /// Interface names `indev` may name.
     devices: BTreeMap<String, u32>,
     /// Whether `mark` is matched (the kernel's CONFIG_CLS_U32_MARK).
@@ -83,6 +105,27 @@ impl Default for U32 {
     }
 }
 
+/// `gen_new_htid`: the next free id from the cursor, 1 to 0x7fe,
+/// wrapping once; (id, table handle).
+fn new_htid(t: &TableIds) -> Option<(u32, u32)> {
+    let free = |id: &u32| !t.ids.contains(id);
+    let next = t.next_id.max(1);
+    let id = (next..0x7ff)
+        .find(free)
+        .or_else(|| (1..next.min(0x7ff)).find(free))?;
+    Some((id, (id | 0x800) << 20))
+}
+
+impl Drop for U32 {
+    /// The filter's table ids are free again.
+    fn drop(&mut self) {
+        let mut t = self.common.lock();
+        for h in self.tables.keys() {
+            t.ids.remove(&handle2id(*h));
+        }
+    }
+}
+
 /// The kernel's `handle2id`: a table handle's id in the common table ids.
 fn handle2id(h: u32) -> u32 {
     if h & 0x8000_0000 != 0 {
@@ -93,15 +136,39 @@ fn handle2id(h: u32) -> u32 {
 }
 
 impl U32 {
-    /// A new filter with its root table `800:`.
+    /// A new filter on its own, with its root table `800:`.
     pub fn new() -> U32 {
-        let root = handle::FIRST_ROOT;
+        U32::in_common(Common::default())
+    }
+
+    /// A new filter among the qdisc's others (`u32_init`): its root is
+    /// `800:` when no other u32 filter holds `common` (only the qdisc does),
+    /// else the next free table id, as the kernel allocates it.
+    pub fn in_common(common: Common) -> U32 {
+        let alone = Arc::strong_count(&common.0) <= 2;
+        let root = {
+            let mut t = common.lock();
+            if alone {
+                *t = TableIds::default();
+                handle::FIRST_ROOT
+            } else {
+                match new_htid(&t) {
+                    Some((id, h)) => {
+                        t.ids.insert(id);
+                        t.next_id = id + 1;
+                        h
+                    }
+                    // The kernel's root would be handle 0; 800: is the
+                    // nearest it prints.
+                    None => handle::FIRST_ROOT,
+                }
+            }
+        };
         let mut u = U32 {
             tables: BTreeMap::new(),
             order: Vec::new(),
             root,
-            ids: BTreeSet::new(),
-            next_id: 1,
+            common,
             devices: BTreeMap::new(),
             mark: true,
             visits: 0,
@@ -151,16 +218,6 @@ impl U32 {
         self.order.insert(0, handle);
     }
 
-    /// `gen_new_htid`: the next free id from the cursor, 1 to 0x7fe,
-    /// wrapping once.
-    fn new_htid(&self) -> Option<(u32, u32)> {
-        let free = |id: &u32| !self.ids.contains(id);
-        let id = (self.next_id..0x7ff)
-            .find(free)
-            .or_else(|| (1..self.next_id.min(0x7ff)).find(free))?;
-        Some((id, (id | 0x800) << 20))
-    }
-
     /// `u32_get`: the table or rule a handle names.
     fn get(&self, h: u32) -> Option<(u32, Option<usize>)> {
         let ht = if handle::htid(h) == handle::ROOT {
@@ -194,23 +251,23 @@ impl U32 {
             if handle::key(h) != 0 {
                 return Err("Error: cls_u32: Divisor can only be used on a hash table.".into());
             }
+            let mut t = self.common.lock();
             let id = if h == 0 {
-                let (id, handle) = self
-                    .new_htid()
-                    .ok_or("Error: cls_u32: no free hash table id.")?;
+                let (id, handle) = new_htid(&t).ok_or("Error: cls_u32: no free hash table id.")?;
                 h = handle;
-                self.next_id = id + 1;
+                t.next_id = id + 1;
                 id
             } else {
                 let id = handle2id(h);
-                if self.ids.contains(&id) {
+                if t.ids.contains(&id) {
                     return Err(
                         "RTNETLINK answers: No space left on device (table id in use)".into(),
                     );
                 }
                 id
             };
-            self.ids.insert(id);
+            t.ids.insert(id);
+            drop(t);
             self.insert_table(h, d - 1, spec.flags);
             return Ok(());
         }
@@ -362,7 +419,7 @@ impl Classifier for U32 {
                 }
                 self.tables.remove(&ht);
                 self.order.retain(|&t| t != ht);
-                self.ids.remove(&handle2id(ht));
+                self.common.lock().ids.remove(&handle2id(ht));
             }
         }
         Ok(self.knode_count() == 0)

@@ -182,3 +182,49 @@ fn mark_is_matched_unless_the_kernel_lacks_it() {
         );
     }
 }
+
+/// Checked on this kernel: clsact's two hooks share one `tc_u_common`;
+/// each new priority's root takes the next table id, cyclically, until no
+/// u32 filter is left.
+#[test]
+fn the_u32_filters_of_a_qdisc_share_table_ids() {
+    use crate::{Config, ShowOptions};
+    let mut c = Config::default();
+    let roots = |c: &mut Config, hook: &str| -> Vec<String> {
+        let text = c
+            .run(
+                &["filter", "show", "dev", "x", hook],
+                ShowOptions::default(),
+            )
+            .unwrap();
+        text.lines()
+            .filter(|l| l.ends_with("ht divisor 1 "))
+            .map(|l| l.split_whitespace().nth(9).unwrap().to_string())
+            .collect()
+    };
+    c.run_batch(
+        "qdisc add dev x clsact\n\
+         filter add dev x ingress prio 1 u32 match u32 0 0\n\
+         filter add dev x egress prio 1 u32 match u32 0 0\n\
+         filter add dev x ingress prio 2 u32 match u32 0 0\n\
+         filter add dev x ingress prio 3 handle 5: u32 divisor 4",
+        ShowOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(roots(&mut c, "ingress"), ["800:", "802:", "803:"]);
+    assert_eq!(roots(&mut c, "egress"), ["801:"]);
+    c.run_batch(
+        "filter del dev x ingress prio 2\n\
+         filter add dev x ingress prio 4 u32 match u32 0 0",
+        ShowOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(roots(&mut c, "ingress"), ["800:", "803:", "804:"]);
+    c.run_batch(
+        "filter del dev x ingress\nfilter del dev x egress\n\
+         filter add dev x egress prio 9 u32 match u32 0 0",
+        ShowOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(roots(&mut c, "egress"), ["800:"], "alone again: 800:");
+}
