@@ -174,3 +174,82 @@ fn run_tc_sends_packets_through_the_configuration() {
     assert!(text.contains("Sent 150 bytes 3 pkt"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sluice tc --kernel DEV` pushes the configuration's lines for DEV into
+/// the kernel (all or nothing), and `sluice diff --tc` runs a capture
+/// through the kernel's tc and sluice's and finds every counter equal.
+/// Needs root.
+#[test]
+fn kernel_push_and_diff_agree_with_the_real_tc() {
+    if !common::kernel_available("tc --kernel and diff --tc") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("sluice-tc-kernel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("tc.conf");
+    std::fs::write(
+        &conf,
+        "qdisc add dev vb clsact\n\
+         filter add dev vb ingress prio 1 protocol ip u32 match ip protocol 6 0xff match tcp dst 23 0xffff action mirred egress redirect dev vc\n\
+         filter add dev vb ingress prio 2 protocol ip u32 match ip protocol 17 0xff action mirred egress mirror dev vc\n\
+         filter add dev vb ingress prio 3 protocol all u32 match u32 0 0 action mirred egress mirror dev vc\n\
+         qdisc add dev vc clsact\n\
+         filter add dev vc egress prio 1 u32 match u32 0 0 action mirred egress mirror dev vb\n",
+    )
+    .unwrap();
+    let pcap = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/pcaps/tcpdump/telnet-iac-check-oobr.pcap"
+    );
+    let out = Command::new(SLUICE)
+        .args(["diff", "--json", "--tc-dev", "vb", "--pcap", pcap, "--tc"])
+        .arg(&conf)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success(), "{report:#}");
+    assert_eq!(report["agrees"], true);
+    let counters = report["hooks"][0]["counters"].as_array().unwrap();
+    assert!(
+        counters
+            .iter()
+            .any(|c| c["kernel"]["packets"].as_u64() > Some(0)),
+        "{report:#}"
+    );
+
+    // Pushing: into a namespace of the test's own.
+    let ns = format!("sluice-tcpush-{}", std::process::id());
+    common::sh(&["ip", "netns", "add", &ns]);
+    common::sh(&[
+        "ip", "-n", &ns, "link", "add", "vb", "type", "veth", "peer", "name", "vc",
+    ]);
+    let push = |extra: &[&str]| {
+        Command::new(SLUICE)
+            .arg("tc")
+            .arg("--config")
+            .arg(&conf)
+            .args(["--kernel", "vb", "--netns", &ns])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let first = push(&[]);
+    let again = push(&[]);
+    let replaced = push(&["--replace"]);
+    let shown = common::sh(&["tc", "-n", &ns, "filter", "show", "dev", "vb", "ingress"]);
+    let vc = common::sh(&["tc", "-n", &ns, "filter", "show", "dev", "vc", "egress"]);
+    common::sh(&["ip", "netns", "del", &ns]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(String::from_utf8_lossy(&first.stdout).contains("4 lines pushed to vb"));
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--replace"));
+    assert!(replaced.status.success());
+    assert_eq!(shown.matches("fh 80").count(), 6, "{shown}");
+    assert!(vc.is_empty(), "only vb's lines: {vc}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -23,14 +23,21 @@ use tc::{Config, Hook, Runner, ShowOptions};
 const BURST: usize = 32;
 const PAUSE: Duration = Duration::from_millis(2);
 
+/// Packets and bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Count {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
 /// One counter of one hook's show output, on both sides.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Counter {
-    /// The line it counts for (the action's or rule's line above it).
+    /// The rule (`pref P HANDLE`) and the line it counts for (the
+    /// action's or rule's line above it).
     pub what: String,
-    /// (packets, bytes).
-    pub kernel: (u64, u64),
-    pub sluice: (u64, u64),
+    pub kernel: Count,
+    pub sluice: Count,
 }
 
 /// One device's hook with filters.
@@ -59,9 +66,12 @@ pub struct TcDiff {
 }
 
 impl TcDiff {
-    /// Every counter and the qdisc counts agree.
+    /// Every counter and the qdisc counts agree, and both sides show the
+    /// filters alike.
     pub fn agrees(&self) -> bool {
-        self.kernel_qdisc == self.sluice_qdisc && self.differing().next().is_none()
+        self.kernel_qdisc == self.sluice_qdisc
+            && self.differing().next().is_none()
+            && self.hooks.iter().all(|h| h.kernel_show == h.sluice_show)
     }
 
     /// The counters that differ, with their hook.
@@ -178,6 +188,64 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
     })
 }
 
+/// The lines of a configuration that concern device `dev`: its qdisc and
+/// filters (by the first `dev` of each line), and the shared actions.
+pub fn lines_for(lines: &str, dev: &str) -> Vec<String> {
+    lines
+        .lines()
+        .filter(|l| {
+            let w = tc::words(l.split('#').next().unwrap_or(""));
+            match w.first().map(String::as_str) {
+                Some("actions" | "action") => true,
+                Some("qdisc" | "filter") => w
+                    .iter()
+                    .position(|x| x == "dev")
+                    .and_then(|i| w.get(i + 1))
+                    .is_some_and(|d| d == dev),
+                _ => false,
+            }
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Pushes the lines of a configuration for `dev` into the kernel with the
+/// real `tc` (`tc [-n NETNS] -batch -`), all or nothing: a device that has
+/// a clsact qdisc already is refused unless `replace` (then it goes
+/// first), and when tc refuses a line the qdisc is removed again. The
+/// lines pushed.
+pub fn push(lines: &str, dev: &str, netns: Option<&str>, replace: bool) -> Result<usize, String> {
+    let mine = lines_for(lines, dev);
+    if !mine.iter().any(|l| l.trim_start().starts_with("qdisc")) {
+        return Err(format!(
+            "the configuration has no qdisc for {dev} (qdisc add dev {dev} clsact)"
+        ));
+    }
+    let tc = |args: &[&str], input: Option<&str>| -> Result<String, String> {
+        let mut cmd = std::process::Command::new("tc");
+        if let Some(ns) = netns {
+            cmd.args(["-n", ns]);
+        }
+        kernel::netns::run_command(cmd.args(args), input).map_err(|e| e.to_string())
+    };
+    let qdiscs = tc(&["qdisc", "show", "dev", dev], None)?;
+    if qdiscs.contains("qdisc clsact") {
+        if !replace {
+            return Err(format!(
+                "{dev} has a clsact qdisc in the kernel already: remove it \
+                 (tc qdisc del dev {dev} clsact) or give --replace"
+            ));
+        }
+        tc(&["qdisc", "del", "dev", dev, "clsact"], None)?;
+    }
+    let batch = mine.join("\n") + "\n";
+    if let Err(e) = tc(&["-batch", "-"], Some(&batch)) {
+        let _ = tc(&["qdisc", "del", "dev", dev, "clsact"], None);
+        return Err(refused(&batch, &e));
+    }
+    Ok(mine.len())
+}
+
 /// tc's error for a batch, with the line it names (`Command failed -:N`).
 fn refused(lines: &str, said: &str) -> String {
     let said = said.split_once(": ").map_or(said, |(_, s)| s);
@@ -258,24 +326,38 @@ fn normalized(show: &str) -> String {
 
 /// `Sent B bytes P pkt` lines with the nearest line above that is not a
 /// counter line.
-fn counters(show: &str) -> Vec<(String, (u64, u64))> {
+fn counters(show: &str) -> Vec<(String, Count)> {
     let mut out = Vec::new();
-    let mut what = String::new();
+    let (mut rule, mut what) = (String::new(), String::new());
     for l in show.lines() {
         let t = l.trim();
-        if let Some(rest) = t.strip_prefix("Sent ") {
+        if t.starts_with("filter ") {
+            // `... pref P KIND chain C fh H ...`: the rule its actions follow.
+            let w: Vec<&str> = t.split_whitespace().collect();
+            let after = |k: &str| w.iter().position(|x| *x == k).and_then(|i| w.get(i + 1));
+            if let (Some(p), Some(h)) = (after("pref"), after("fh").or(after("handle"))) {
+                rule = format!("pref {p} {h}: ");
+            }
+            what = t.to_string();
+        } else if let Some(rest) = t.strip_prefix("Sent ") {
             let w: Vec<&str> = rest.split_whitespace().collect();
             if let [bytes, "bytes", pkts, "pkt", ..] = w.as_slice()
                 && let (Ok(b), Ok(p)) = (bytes.parse(), pkts.parse())
             {
-                out.push((what.clone(), (p, b)));
+                out.push((
+                    what.clone(),
+                    Count {
+                        packets: p,
+                        bytes: b,
+                    },
+                ));
             }
         } else if !t.is_empty()
             && !["backlog", "Action statistics", "index "]
                 .iter()
                 .any(|p| t.starts_with(p))
         {
-            what = t.to_string();
+            what = format!("{rule}{t}");
         }
     }
     out
@@ -293,8 +375,8 @@ fn hook_diff(dev: &str, hook: Hook, kernel: &str, sluice: &str) -> HookDiff {
                 .unwrap_or_default();
             Counter {
                 what,
-                kernel: k.get(i).map_or((0, 0), |c| c.1),
-                sluice: s.get(i).map_or((0, 0), |c| c.1),
+                kernel: k.get(i).map_or(Count::default(), |c| c.1),
+                sluice: s.get(i).map_or(Count::default(), |c| c.1),
             }
         })
         .collect();
@@ -328,13 +410,17 @@ mod tests {
 
     #[test]
     fn counters_pair_with_the_line_above() {
-        let show = "filter parent ffff: protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 terminal flowid ??? not_in_hw\n  match 00060000/00ff0000 at 8\n\taction order 1: mirred (Egress Mirror to device vc) pipe\n \tindex 1 ref 1 bind 1 installed 3 sec used 2 sec\n \tAction statistics:\n\tSent 120 bytes 2 pkt (dropped 0, overlimits 0 requeues 0)\n\tbacklog 0b 0p requeues 0\n";
+        let show = "filter protocol ip pref 1 u32 chain 0 fh 800::800 order 2048 key ht 800 bkt 0 terminal flowid ??? not_in_hw\n  match 00060000/00ff0000 at 8\n\taction order 1: mirred (Egress Mirror to device vc) pipe\n \tindex 1 ref 1 bind 1 installed 3 sec used 2 sec\n \tAction statistics:\n\tSent 120 bytes 2 pkt (dropped 0, overlimits 0 requeues 0)\n\tbacklog 0b 0p requeues 0\n";
         let c = counters(show);
         assert_eq!(
             c,
             vec![(
-                "action order 1: mirred (Egress Mirror to device vc) pipe".to_string(),
-                (2, 120)
+                "pref 1 800::800: action order 1: mirred (Egress Mirror to device vc) pipe"
+                    .to_string(),
+                Count {
+                    packets: 2,
+                    bytes: 120
+                }
             )]
         );
         assert!(!normalized(show).contains("installed"));

@@ -57,7 +57,7 @@ fn u32_and_mirred_count_alike_in_the_kernel_and_in_sluice() {
     );
     assert!(d.frames > 1000, "{}", d.frames);
     assert_eq!(d.hooks.len(), 3);
-    let counted: u64 = d.hooks[0].counters.iter().map(|c| c.sluice.0).sum();
+    let counted: u64 = d.hooks[0].counters.iter().map(|c| c.sluice.packets).sum();
     assert!(counted > 100, "{:?}", d.hooks[0].counters);
     assert!(d.agrees(), "kernel and sluice differ");
     for h in &d.hooks {

@@ -19,7 +19,7 @@ impl Netns {
     /// neighbour discovery among the frames under test) and loopback up.
     pub fn create(tag: &str) -> Result<Netns> {
         let name = format!("sluice-{tag}-{}", std::process::id());
-        run(Command::new("ip").args(["netns", "add", &name]), None)?;
+        run_command(Command::new("ip").args(["netns", "add", &name]), None)?;
         let ns = Netns { name };
         ns.exec(
             &[
@@ -53,7 +53,7 @@ impl Netns {
     /// Runs `args` inside, with `input` on its standard input; its
     /// standard output, or its standard error as the error.
     pub fn exec(&self, args: &[&str], input: Option<&str>) -> Result<String> {
-        run(
+        run_command(
             Command::new("ip")
                 .args(["netns", "exec", &self.name])
                 .args(args),
@@ -84,7 +84,7 @@ impl Drop for Netns {
 
 /// Runs a command to its end: its standard output, or an error with the
 /// command and what it said.
-fn run(cmd: &mut Command, input: Option<&str>) -> Result<String> {
+pub fn run_command(cmd: &mut Command, input: Option<&str>) -> Result<String> {
     let shown = format!("{cmd:?}").replace('"', "");
     let mut child = cmd
         .stdin(if input.is_some() {

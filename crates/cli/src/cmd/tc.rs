@@ -24,6 +24,15 @@ pub struct Args {
     /// Run the commands of FILE, one a line, as tc -batch (the first failing one stops it and nothing is kept)
     #[arg(short = 'b', long = "batch", value_name = "FILE")]
     batch: Option<PathBuf>,
+    /// Push the configuration's lines for device DEV (its qdisc, filters and the shared actions) into the kernel with the real tc, all or nothing (the kernel has u32, bpf and mirred)
+    #[arg(long, value_name = "DEV", conflicts_with_all = ["batch", "command"])]
+    kernel: Option<String>,
+    /// With --kernel: the network namespace DEV is in
+    #[arg(long, value_name = "NS", requires = "kernel")]
+    netns: Option<String>,
+    /// With --kernel: replace a clsact qdisc DEV has in the kernel already
+    #[arg(long, requires = "kernel")]
+    replace: bool,
     /// The command: qdisc|filter|actions VERB ..., as after `tc`
     #[arg(
         trailing_var_arg = true,
@@ -49,7 +58,33 @@ pub fn load(path: &std::path::Path) -> Result<Config, String> {
     Ok(config)
 }
 
+/// `--kernel DEV`: the configuration's lines for DEV into the kernel.
+fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
+    let text =
+        std::fs::read_to_string(&a.config).map_err(|e| format!("{}: {e}", a.config.display()))?;
+    // Checked by sluice first: a bad line is named before the kernel sees any.
+    load(&a.config)?;
+    let n = difftest::tc::push(&text, dev, a.netns.as_deref(), a.replace)
+        .map_err(|e| format!("{}: {e}", a.config.display()))?;
+    let at = a
+        .netns
+        .as_ref()
+        .map_or(String::new(), |ns| format!(" (namespace {ns})"));
+    println!(
+        "{}: {n} lines pushed to {dev}{at} with tc; see them with `tc{} -s filter show dev {dev} ingress`, compare with `sluice diff --tc {} --pcap FILE`",
+        a.config.display(),
+        a.netns
+            .as_ref()
+            .map_or(String::new(), |ns| format!(" -n {ns}")),
+        a.config.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if let Some(dev) = &a.kernel {
+        return push(&a, dev);
+    }
     let show = ShowOptions {
         stats: a.stats,
         json: a.json,

@@ -2,7 +2,7 @@
 //! verdicts, costs, output and maps.
 
 mod report;
-mod tc;
+pub(crate) mod tc;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -62,7 +62,7 @@ struct TcReport {
 
 /// The device packets arrive at: the one named, or the only one with a
 /// qdisc.
-fn arrival(config: &Config, dev: Option<&str>) -> Result<String, String> {
+pub(crate) fn arrival(config: &Config, dev: Option<&str>) -> Result<String, String> {
     if let Some(d) = dev {
         return Ok(d.to_string());
     }

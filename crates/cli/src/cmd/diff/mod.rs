@@ -1,5 +1,8 @@
 //! `sluice diff`: every packet through the sluice VM and through the
-//! kernel's BPF_PROG_TEST_RUN, compared (verdict, packet, context, maps).
+//! kernel's BPF_PROG_TEST_RUN, compared (verdict, packet, context, maps);
+//! with `--tc`, a tc configuration in the kernel and in sluice ([`tc`]).
+
+mod tc;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,7 +19,19 @@ use crate::report::print_json;
 #[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen"])))]
 pub struct Args {
     /// Object file built by clang -target bpf
-    pub object: PathBuf,
+    #[arg(required_unless_present = "tc")]
+    pub object: Option<PathBuf>,
+    /// Compare a tc configuration instead (the file `sluice tc` keeps, or
+    /// any `tc -batch` file): the real tc and sluice on the same frames,
+    /// live in a network namespace of its own, counter by counter
+    #[arg(long, value_name = "FILE", conflicts_with = "object")]
+    pub tc: Option<PathBuf>,
+    /// With --tc: the device frames arrive at [default: the only one with a qdisc]
+    #[arg(long, value_name = "DEV", requires = "tc")]
+    pub tc_dev: Option<String>,
+    /// With --tc: the hook frames arrive at
+    #[arg(long, value_enum, default_value_t = run::tc::TcHook::Ingress)]
+    pub tc_hook: run::tc::TcHook,
     /// Program to compare (a function name; needed when the object has several)
     #[arg(long)]
     pub prog: Option<String>,
@@ -66,9 +81,16 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 .into(),
         );
     }
-    let bytes = std::fs::read(&a.object).map_err(|e| format!("{}: {e}", a.object.display()))?;
+    if let Some(file) = &a.tc {
+        return tc::run(&a, file);
+    }
+    let object = a
+        .object
+        .clone()
+        .ok_or("give an object file, or --tc FILE")?;
+    let bytes = std::fs::read(&object).map_err(|e| format!("{}: {e}", object.display()))?;
     let run_args = run::Args {
-        object: Some(a.object.clone()),
+        object: Some(object.clone()),
         prog: a.prog.clone(),
         pcap: a.pcap.clone(),
         r#gen: a.r#gen.clone(),
@@ -82,13 +104,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
     let hook = run::prepare_bytes(&run_args, &bytes)?;
     let program = hook.program().name.clone();
-    let name = a
-        .object
+    let name = object
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "sluice".into());
     let mut differ = Differ::new(hook, &bytes, &name, a.show)
-        .map_err(|e| format!("{}: {e}", a.object.display()))?;
+        .map_err(|e| format!("{}: {e}", object.display()))?;
     let mut source = run::source(&run_args)?;
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
     crate::progress::with_progress(total, a.json, |count| {
@@ -100,7 +121,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     .map_err(|e| e.to_string())?;
     let summary = differ.into_summary();
     let report = DiffReport {
-        object: a.object.display().to_string(),
+        object: object.display().to_string(),
         program,
         skipped: run::skipped(source.as_ref()),
         summary: &summary,
