@@ -188,6 +188,70 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
     })
 }
 
+/// What [`kernel_rate`] measured: the packets the arrival hook saw and
+/// the time per packet of the whole path (the sender's system call, the
+/// veth, the backlog, tc at ingress, the stack dropping the frame).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct KernelRate {
+    pub packets: u64,
+    pub ns_per_packet: f64,
+}
+
+/// Sends `frames` round and round for about `time` into `dev`'s ingress
+/// under the configuration `lines`, in the kernel (a namespace of its own,
+/// `dev` one end of a veth pair), and times it. Needs root.
+pub fn kernel_rate(
+    lines: &str,
+    dev: &str,
+    frames: &[Vec<u8>],
+    time: Duration,
+) -> Result<KernelRate, String> {
+    if !kernel::privileged() {
+        return Err("timing the kernel's tc needs root".into());
+    }
+    if frames.is_empty() {
+        return Err("no frames".into());
+    }
+    let ns = Netns::create("tcbench").map_err(|e| e.to_string())?;
+    ns.veth(dev, &peer(dev)).map_err(|e| e.to_string())?;
+    ns.exec(&["tc", "-batch", "-"], Some(lines))
+        .map_err(|e| refused(lines, &e.to_string()))?;
+    let sender = ns.ifindex(&peer(dev)).map_err(|e| e.to_string())?;
+    let name = ns.name().to_string();
+    let elapsed = std::thread::scope(|s| {
+        s.spawn(|| -> Result<Duration, String> {
+            kernel::netdev::enter_netns(&name).map_err(|e| e.to_string())?;
+            let sock = PacketSocket::open(sender).map_err(|e| e.to_string())?;
+            let burst: Vec<&[u8]> = frames.iter().map(Vec::as_slice).cycle().take(64).collect();
+            let start = std::time::Instant::now();
+            while start.elapsed() < time {
+                for _ in 0..16 {
+                    sock.send_batch(&burst).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(start.elapsed())
+        })
+        .join()
+        .map_err(|_| "the sending thread failed".to_string())?
+    })?;
+    // What the device received (a clsact qdisc without filters is not
+    // even run, so it counts nothing).
+    let rx = ns
+        .exec(&["cat", &format!("/sys/class/net/{dev}/statistics/rx_packets")], None)
+        .map_err(|e| e.to_string())?;
+    let packets: u64 = rx
+        .trim()
+        .parse()
+        .map_err(|_| format!("{dev}'s rx_packets: {rx}"))?;
+    if packets == 0 {
+        return Err(format!("no packet reached {dev}'s ingress"));
+    }
+    Ok(KernelRate {
+        packets,
+        ns_per_packet: elapsed.as_nanos() as f64 / packets as f64,
+    })
+}
+
 /// The lines of a configuration that concern device `dev`: its qdisc and
 /// filters (by the first `dev` of each line), and the shared actions.
 pub fn lines_for(lines: &str, dev: &str) -> Vec<String> {

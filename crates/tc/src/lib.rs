@@ -26,6 +26,7 @@ mod action;
 mod action_parse;
 mod action_show;
 mod argv;
+pub mod bench;
 mod block;
 mod bpf;
 mod classifier;

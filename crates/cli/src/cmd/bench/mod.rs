@@ -2,6 +2,9 @@
 //! same run, in sluice's interpreter and JIT, in the kernel through
 //! `BPF_PROG_TEST_RUN` (one call per packet, and repeated inside the
 //! kernel), and in the rbpf crate where it can run the program.
+//! `sluice bench tc`: the tc classifiers ([`tc`]).
+
+mod tc;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,9 +19,13 @@ use crate::cmd::run;
 use crate::report::print_json;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    sub: Option<Sub>,
     /// Object file built by clang -target bpf
-    object: PathBuf,
+    #[arg(required = true)]
+    object: Option<PathBuf>,
     /// Program to run (a function name; needed when the object has several)
     #[arg(long)]
     prog: Option<String>,
@@ -45,6 +52,20 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     json: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// The tc classifiers from 1 to 1000 rules, best and worst case: u32 and flower in sluice, u32 in the kernel, and the u32 trie of 64K flows; a table and an SVG plot
+    Tc(tc::Args),
+}
+
+impl Args {
+    fn object(&self) -> &PathBuf {
+        self.object
+            .as_ref()
+            .expect("clap requires an object without a subcommand")
+    }
 }
 
 #[derive(Serialize)]
@@ -168,11 +189,11 @@ fn kernel_engines(a: &Args, ra: &run::Args, packets: &[Vec<u8>]) -> Vec<Engine> 
     }
     let measure = || -> Result<Vec<Engine>, String> {
         let h = run::prepare(ra)?;
-        let bytes = std::fs::read(&a.object).map_err(|e| e.to_string())?;
+        let bytes = std::fs::read(a.object()).map_err(|e| e.to_string())?;
         let mut opts = difftest::load_options(h.object(), h.maps());
         let pins = PathBuf::from(format!("/sys/fs/bpf/sluice-bench-{}", std::process::id()));
         opts.pin_root = Some(pins.clone());
-        let name = a.object.display().to_string();
+        let name = a.object().display().to_string();
         let loaded = kernel::KernelObject::load(&bytes, &name, &opts);
         let result = loaded.map_err(|e| e.to_string()).and_then(|k| {
             let fd = k.program(&h.program().name).map_err(|e| e.to_string())?.fd;
@@ -287,8 +308,11 @@ fn rbpf_engines(prog: &obj::Program, packets: usize, seconds: f64) -> Vec<Engine
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if let Some(Sub::Tc(t)) = a.sub {
+        return tc::run(t);
+    }
     let ra = run::Args {
-        object: Some(a.object.clone()),
+        object: Some(a.object().clone()),
         prog: a.prog.clone(),
         pcap: a.pcap.clone(),
         r#gen: if a.pcap.is_none() && a.r#gen.is_empty() {
