@@ -348,3 +348,70 @@ fn txonly_sends_the_generated_frame() {
     );
     assert_eq!(tx["frames_unaccounted"], 0, "{tx}");
 }
+
+#[test]
+fn a_tc_configuration_on_the_datapath_mirrors_and_redirects_between_ports() {
+    if !kernel_available("veth test (AF_XDP datapath with a tc configuration)") {
+        return;
+    }
+    // A (sl_tx) -- (sl_rx) B (sl_b2) -- (sl_c) C: B's datapath runs tc
+    // lines on its ports: UDP arriving at sl_rx is mirrored and then
+    // redirected out of sl_b2, so C gets every frame twice.
+    let p = Pair::new("c");
+    let c = Netns(format!("slt{}cc", std::process::id()));
+    sh(&["ip", "netns", "add", &c.0]);
+    sh(&[
+        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
+        "netns", &c.0,
+    ]);
+    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
+    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+    let dir = std::env::temp_dir().join(format!("sluice-dp-tc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("tc.conf");
+    std::fs::write(
+        &conf,
+        "qdisc add dev sl_rx clsact\n\
+         filter add dev sl_rx ingress prio 1 protocol ip u32 match ip protocol 17 0xff \
+         action mirred egress mirror dev sl_b2 pipe action mirred egress redirect dev sl_b2\n",
+    )
+    .unwrap();
+    let receiver = spawn_xsk(
+        &c.0,
+        &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
+    );
+    let datapath = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
+            "--port",
+            "sl_b2",
+            "--tc",
+            conf.to_str().unwrap(),
+            "--duration",
+            "6",
+            "--json",
+        ],
+    );
+    wait_attached(&c.0);
+    wait_attached(&p.b);
+    p.send("udp,count=2000,rate=20000", "live");
+    let datapath = summary(datapath);
+    let received = summary(receiver);
+    let ports = datapath["ports"].as_array().unwrap();
+    assert_eq!(ports[0]["rx_packets"], 2000, "{datapath}");
+    // Mirred's redirect takes the frame (tc's stolen) and sends it as a
+    // copy, like the mirror before it.
+    assert_eq!(ports[0]["verdicts"]["stolen"], 2000, "{datapath}");
+    assert_eq!(ports[0]["verdicts"]["mirror"], 4000, "{datapath}");
+    assert_eq!(ports[0]["verdicts"]["aborted"], 0, "{datapath}");
+    assert_eq!(ports[1]["tx_packets"], 4000, "{datapath}");
+    assert_eq!(received["rx_packets"], 4000, "{received}");
+    // The configuration's own counters: both actions saw every frame.
+    let filters = &datapath["filters"]["sl_rx ingress"];
+    let text = filters.to_string();
+    assert_eq!(text.matches("\"packets\":2000").count(), 2, "{filters:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

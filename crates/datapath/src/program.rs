@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig};
 use kernel::attach::XdpMode;
-use runtime::{Hook, PacketMeta, RedirectTarget};
+use runtime::{PacketHook, PacketMeta, RedirectTarget, TcAction, Verdict};
 
 use crate::queue::{Queue, tsc};
 use crate::redirect::XskRedirect;
@@ -52,6 +52,11 @@ pub struct PortCounters {
     pub passed: AtomicU64,
     pub tx_verdicts: AtomicU64,
     pub redirected: AtomicU64,
+    /// Copies sent out of another port (a tc configuration's mirred).
+    pub mirrored: AtomicU64,
+    /// Taken by an action (tc's `stolen`: a mirred redirect sent it on as
+    /// a copy, counted in `mirrored`).
+    pub stolen: AtomicU64,
     /// Program errors and ABORTED.
     pub aborted: AtomicU64,
     /// Frames that could not be sent (no free frame or TX room, too big,
@@ -70,6 +75,8 @@ struct Tally {
     passed: u64,
     tx_verdicts: u64,
     redirected: u64,
+    mirrored: u64,
+    stolen: u64,
     aborted: u64,
     lost: u64,
 }
@@ -87,6 +94,8 @@ impl Tally {
         add(&c.passed, self.passed);
         add(&c.tx_verdicts, self.tx_verdicts);
         add(&c.redirected, self.redirected);
+        add(&c.mirrored, self.mirrored);
+        add(&c.stolen, self.stolen);
         add(&c.aborted, self.aborted);
         add(&c.lost, self.lost);
     }
@@ -105,6 +114,8 @@ pub struct PortSummary {
     pub passed: u64,
     pub tx_verdicts: u64,
     pub redirected: u64,
+    pub mirrored: u64,
+    pub stolen: u64,
     pub aborted: u64,
     pub lost: u64,
     /// Each of the port's queues, in the order given.
@@ -141,19 +152,16 @@ struct Port {
 
 /// Opens the ports, attaches the redirect program to each, runs `hook`
 /// on every received frame until `stop` or the duration, then detaches
-/// and drains. `tick` gets the totals about once a second.
-pub fn run(
-    hook: &mut Hook,
+/// and drains. `tick` gets the totals about once a second. The hook is an
+/// XDP program's ([`runtime::Hook`]) or anything else that decides as a
+/// hook does (a tc configuration at the ports' ingress); copies it sends
+/// to another port's egress (mirred mirror) are sent there too.
+pub fn run<H: PacketHook>(
+    hook: &mut H,
     opts: &ProgramOptions,
     stop: &AtomicBool,
     mut tick: impl FnMut(&Totals, Duration),
 ) -> Result<ProgramSummary, DatapathError> {
-    if !hook.kind().is_xdp() {
-        return Err(DatapathError::Setup(format!(
-            "{} is not an XDP program: the datapath runs XDP programs",
-            hook.program().name
-        )));
-    }
     if opts.ports.is_empty() || opts.queues.is_empty() || opts.batch == 0 {
         return Err(DatapathError::Setup(
             "at least one port, one queue and a batch of 1".into(),
@@ -204,8 +212,8 @@ pub fn run(
     // runs, so an error (too few per-CPU slots) stops nothing half-way.
     let mut siblings = (1..threads)
         .map(|i| hook.sibling(i as u32))
-        .collect::<Result<Vec<Hook>, _>>()
-        .map_err(|e| DatapathError::Setup(e.to_string()))?;
+        .collect::<Result<Vec<H>, _>>()
+        .map_err(DatapathError::Setup)?;
     let shared = Shared {
         queues: ports
             .iter_mut()
@@ -292,6 +300,8 @@ pub fn run(
                     passed: get(&c.passed),
                     tx_verdicts: get(&c.tx_verdicts),
                     redirected: get(&c.redirected),
+                    mirrored: get(&c.mirrored),
+                    stolen: get(&c.stolen),
                     aborted: get(&c.aborted),
                     lost: get(&c.lost),
                     queues: p
@@ -360,7 +370,7 @@ struct Scratch {
 /// their sockets while none has work.
 fn poll_loop(
     sh: &Shared,
-    hook: &mut Hook,
+    hook: &mut impl PacketHook,
     queues: &[(usize, usize)],
     wait: bool,
 ) -> Result<(), DatapathError> {
@@ -391,7 +401,7 @@ fn poll_loop(
 /// redirected to other ports (holding only their queue).
 fn poll_queue(
     sh: &Shared,
-    hook: &mut Hook,
+    hook: &mut impl PacketHook,
     p: usize,
     q: usize,
     s: &mut Scratch,
@@ -418,7 +428,20 @@ fn poll_queue(
                     me.recycle(d.addr);
                     continue;
                 };
-                match decide(hook, frame, &meta, &mut s.bytes, &sh.ifindexes, p, t) {
+                let copies = Copies {
+                    pending: &mut s.pending,
+                    bytes: &mut s.redirected,
+                };
+                match decide(
+                    hook,
+                    frame,
+                    &meta,
+                    &mut s.bytes,
+                    copies,
+                    &sh.ifindexes,
+                    p,
+                    t,
+                ) {
                     Action::Recycle => me.recycle(d.addr),
                     Action::Send { port } if port == p => {
                         send_in_frame(&mut me, d.addr, &s.bytes, t);
@@ -448,12 +471,22 @@ fn poll_queue(
     Ok(received)
 }
 
-/// Runs the program on `frame`; the bytes to send (if any) go to `out`.
+/// Where copies of a packet to send out of other ports go: (port, range
+/// of `bytes`).
+struct Copies<'a> {
+    pending: &'a mut Vec<(usize, std::ops::Range<usize>)>,
+    bytes: &'a mut Vec<u8>,
+}
+
+/// Runs the program on `frame`; the bytes to send (if any) go to `out`,
+/// copies for other ports' egress to `copies`.
+#[allow(clippy::too_many_arguments)]
 fn decide(
-    hook: &mut Hook,
+    hook: &mut impl PacketHook,
     frame: &[u8],
     meta: &PacketMeta,
     out: &mut Vec<u8>,
+    copies: Copies<'_>,
     ifindexes: &[u32],
     ingress: usize,
     t: &mut Tally,
@@ -464,6 +497,17 @@ fn decide(
     };
     out.clear();
     out.extend_from_slice(o.packet);
+    for c in o.clones.iter().filter(|c| !c.ingress) {
+        match ifindexes.iter().position(|&i| i == c.ifindex) {
+            Some(port) => {
+                let at = copies.bytes.len();
+                copies.bytes.extend_from_slice(&c.packet);
+                copies.pending.push((port, at..copies.bytes.len()));
+                t.mirrored += 1;
+            }
+            None => t.lost += 1,
+        }
+    }
     match Route::of(o.verdict) {
         Some(Route::Tx) => {
             t.tx_verdicts += 1;
@@ -493,6 +537,14 @@ fn decide(
         }
         Some(Route::Drop) => {
             t.dropped += 1;
+            Action::Recycle
+        }
+        None if matches!(
+            o.verdict,
+            Verdict::Tc(TcAction::Stolen | TcAction::Queued | TcAction::Trap)
+        ) =>
+        {
+            t.stolen += 1;
             Action::Recycle
         }
         // XDP_ABORTED and return values that are no action.

@@ -237,7 +237,13 @@ pub fn kernel_rate(
     // What the device received (a clsact qdisc without filters is not
     // even run, so it counts nothing).
     let rx = ns
-        .exec(&["cat", &format!("/sys/class/net/{dev}/statistics/rx_packets")], None)
+        .exec(
+            &[
+                "cat",
+                &format!("/sys/class/net/{dev}/statistics/rx_packets"),
+            ],
+            None,
+        )
         .map_err(|e| e.to_string())?;
     let packets: u64 = rx
         .trim()

@@ -47,13 +47,21 @@ pub struct Runner {
     stats: Stats,
     /// The packet time of the packet running (policers' clock).
     now: u64,
+    /// Packets arrive at the device whose index their metadata gives
+    /// (ports of a datapath), not at one device.
+    by_port: bool,
 }
 
 impl Runner {
     /// Packets arrive at `dev`'s `hook`; `dev` needs no qdisc (without
     /// one every packet goes on unmatched).
     pub fn new(mut config: Config, dev: &str, hook: Hook) -> Runner {
-        let ifindex = config.devices.index(dev);
+        // (No device for a runner whose packets arrive by port.)
+        let ifindex = if dev.is_empty() {
+            0
+        } else {
+            config.devices.index(dev)
+        };
         Runner {
             config,
             dev: dev.to_string(),
@@ -65,7 +73,18 @@ impl Runner {
             skb: SkbFields::default(),
             stats: Stats::default(),
             now: 0,
+            by_port: false,
         }
+    }
+
+    /// Packets arrive at `hook` of the device their metadata's `ifindex`
+    /// names (the configuration's [`Devices`](crate::Devices) must hold
+    /// the ports' real indexes): a datapath's ports, each with its own
+    /// filters.
+    pub fn at_ports(config: Config, hook: Hook) -> Runner {
+        let mut r = Runner::new(config, "", hook);
+        r.by_port = true;
+        r
     }
 
     /// The arrival device's index (the pipeline's `ifindex` should be it).
@@ -144,6 +163,10 @@ fn consumed(verdict: TcAction) -> bool {
 
 impl PacketHook for Runner {
     fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
+        if self.by_port && meta.ifindex != self.ifindex {
+            self.ifindex = meta.ifindex;
+            self.dev = self.config.devices.name(meta.ifindex);
+        }
         let (mut out, skb) = self.classify(packet, meta.timestamp_ns);
         self.clones.clear();
         // A program's redirect takes the packet itself (the last thing

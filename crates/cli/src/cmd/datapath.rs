@@ -1,7 +1,9 @@
 //! `sluice datapath --port IF --port IF --prog OBJ`: a sluice program on
 //! the AF_XDP datapath, run in user space (the JIT) on every frame the
 //! ports receive, its verdicts carried out by the datapath
-//! (docs/datapath.md).
+//! (docs/datapath.md); or `--tc FILE`: a tc configuration, each frame
+//! through the ingress filters of the port it came in on, mirred moving
+//! frames between ports (docs/tc.md).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,8 +20,12 @@ pub struct Args {
     #[arg(long = "port", required = true)]
     ports: Vec<String>,
     /// Object file with the XDP program (built by clang -target bpf)
-    #[arg(long = "prog")]
-    object: PathBuf,
+    #[arg(long = "prog", required_unless_present = "tc", conflicts_with = "tc")]
+    object: Option<PathBuf>,
+    /// A tc configuration instead of a program (the file `sluice tc` keeps,
+    /// or any `tc -batch` file): its devices are the ports; one thread
+    #[arg(long, value_name = "FILE")]
+    tc: Option<PathBuf>,
     /// Program in the object (a function name; needed when it has several)
     #[arg(long = "prog-name")]
     prog_name: Option<String>,
@@ -35,9 +41,29 @@ pub struct Args {
     common: xsk::Common,
 }
 
+/// The run's options from the command line.
+fn options(c: &xsk::Common) -> ProgramOptions {
+    ProgramOptions {
+        ports: Vec::new(),
+        queues: c.queues.clone(),
+        mode: c.xdp_mode(),
+        xsk: c.config(),
+        batch: c.batch,
+        pool: c.pool,
+        kick_at: c.kick_at,
+        duration: c.duration(),
+        pmd: !c.no_pmd,
+        pin: c.pin,
+    }
+}
+
 pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
+    if let Some(file) = &a.tc {
+        return run_tc(&a, file);
+    }
+    let object = a.object.clone().ok_or("give --prog OBJ or --tc FILE")?;
     let ra = run::Args {
-        object: Some(a.object.clone()),
+        object: Some(object.clone()),
         prog: a.prog_name.clone(),
         settings: a.settings.clone(),
         map_update: a.map_update.clone(),
@@ -52,7 +78,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     if !hook.kind().is_xdp() {
         return Err(format!(
             "{}: {} is not an XDP program: the datapath runs XDP programs",
-            a.object.display(),
+            object.display(),
             hook.program().name
         ));
     }
@@ -60,15 +86,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     let c = &a.common;
     let opts = ProgramOptions {
         ports: a.ports.clone(),
-        queues: c.queues.clone(),
-        mode: c.xdp_mode(),
-        xsk: c.config(),
-        batch: c.batch,
-        pool: c.pool,
-        kick_at: c.kick_at,
-        duration: c.duration(),
-        pmd: !c.no_pmd,
-        pin: c.pin,
+        ..options(c)
     };
     let stop = xsk::stop_on_signals();
     if !c.json {
@@ -91,11 +109,81 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         }
     })
     .map_err(|e| e.to_string())?;
-    print_summary(&hook.program().name, &summary, c.json);
+    print_summary(&hook.program().name, &summary, c.json, None);
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
+/// `--tc FILE`: the configuration at the ports' ingress hooks, on one
+/// thread (its counters and policers are shared by every packet).
+fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, String> {
+    let mut ports = Vec::new();
+    for p in &a.ports {
+        ports.push((
+            p.clone(),
+            kernel::netdev::ifindex(p).map_err(|e| e.to_string())?,
+        ));
+    }
+    let config = crate::cmd::tc::load_with_devices(file, &ports)?;
+    let c = &a.common;
+    let opts = ProgramOptions {
+        ports: a.ports.clone(),
+        pmd: false,
+        ..options(c)
+    };
+    let mut runner = tc::Runner::at_ports(config, tc::Hook::Ingress);
+    let stop = xsk::stop_on_signals();
+    if !c.json {
+        eprintln!(
+            "sluice datapath: tc configuration {} on {} ({} XDP, one thread); Ctrl-C stops",
+            file.display(),
+            a.ports.join(", "),
+            opts.mode.name()
+        );
+    }
+    let mut last = (Totals::default(), Duration::ZERO);
+    let summary = program::run(&mut runner, &opts, stop, |t, at| {
+        if !c.json {
+            xsk::live_rates(&mut last, t, at);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    let mut config = runner.into_config();
+    let mut filters = serde_json::Map::new();
+    let mut text = String::new();
+    for (dev, _) in &ports {
+        for hook in ["ingress", "egress"] {
+            let show = |json| tc::ShowOptions { stats: true, json };
+            let words = ["filter", "show", "dev", dev.as_str(), hook];
+            let shown = config.run(&words, show(false)).unwrap_or_default();
+            if shown.trim().is_empty() {
+                continue;
+            }
+            let j = config.run(&words, show(true))?;
+            filters.insert(
+                format!("{dev} {hook}"),
+                serde_json::from_str(&j).map_err(|e| e.to_string())?,
+            );
+            text += &format!("{dev} {hook}:\n{shown}");
+        }
+    }
+    let name = file.display().to_string();
+    print_summary(
+        &name,
+        &summary,
+        c.json,
+        Some((serde_json::Value::Object(filters), text)),
+    );
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The summary; with a tc configuration, its filters and counters too
+/// (as `tc -s -j filter show` and `tc -s filter show` give them).
+fn print_summary(
+    prog: &str,
+    s: &ProgramSummary,
+    json: bool,
+    filters: Option<(serde_json::Value, String)>,
+) {
     let sum = |f: fn(&program::PortSummary) -> u64| s.ports.iter().map(f).sum::<u64>();
     let (rx, tx) = (sum(|p| p.rx), sum(|p| p.tx));
     let dropped = sum(|p| p.dropped + p.aborted);
@@ -118,6 +206,8 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
                         "pass": p.passed,
                         "tx": p.tx_verdicts,
                         "redirect": p.redirected,
+                        "mirror": p.mirrored,
+                        "stolen": p.stolen,
                         "aborted": p.aborted,
                     },
                     "lost": p.lost,
@@ -130,7 +220,7 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
                 })
             })
             .collect();
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "program": prog,
             "seconds": s.seconds,
             "rx_pps": per_s(rx),
@@ -141,6 +231,9 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
             "frames_unaccounted": s.frames_unaccounted,
             "ports": ports,
         });
+        if let Some((f, _)) = filters {
+            v["filters"] = f;
+        }
         println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
         return;
     }
@@ -155,7 +248,7 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
     );
     for p in &s.ports {
         println!(
-            "  {} (ifindex {}): rx {} tx {} | drop {} pass {} tx {} redirect {} aborted {} lost {}",
+            "  {} (ifindex {}): rx {} tx {} | drop {} pass {} tx {} redirect {} mirror {} stolen {} aborted {} lost {}",
             p.dev,
             p.ifindex,
             p.rx,
@@ -164,6 +257,8 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
             p.passed,
             p.tx_verdicts,
             p.redirected,
+            p.mirrored,
+            p.stolen,
             p.aborted,
             p.lost
         );
@@ -172,5 +267,8 @@ fn print_summary(prog: &str, s: &ProgramSummary, json: bool) {
                 println!("    queue {}: rx {} tx {}", q.queue, q.rx, q.tx);
             }
         }
+    }
+    if let Some((_, text)) = filters {
+        print!("{text}");
     }
 }

@@ -50,8 +50,20 @@ fn changes(words: &[&str]) -> bool {
 /// The configuration a file of tc lines builds (`sluice tc`'s file, or
 /// any `tc -batch` file).
 pub fn load(path: &std::path::Path) -> Result<Config, String> {
+    load_with_devices(path, &[])
+}
+
+/// The configuration of a file, with some devices' real indexes known
+/// before its lines are read (ports of a datapath).
+pub fn load_with_devices(
+    path: &std::path::Path,
+    devices: &[(String, u32)],
+) -> Result<Config, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut config = Config::default();
+    for (name, index) in devices {
+        config.devices.set(name, *index);
+    }
     config
         .run_batch(&text, ShowOptions::default())
         .map_err(|e| format!("{}: {e}", path.display()))?;
