@@ -4,6 +4,8 @@
 //! `reclassify` starts again from chain 0, `goto chain N` from chain N,
 //! and 16 such restarts in one packet drop it; a result of `continue`
 //! goes on to the next filter; the first other result is the verdict.
+//! [`Block::classify`] takes the fast path ([`crate::fast`]) through runs
+//! of flower and u32 filters; [`Block::classify_linear`] is the reference.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,7 @@ use runtime::TcAction;
 use crate::action::{Actions, Emitted};
 use crate::classifier::{Classifier, Cx};
 use crate::control::Control;
+use crate::fast::{FastStats, Found, Plan};
 use crate::skb::Skb;
 
 /// `ETH_P_ALL`: a filter for every protocol.
@@ -44,6 +47,7 @@ pub struct Outcome {
 #[derive(Debug, Default)]
 pub struct Block {
     chains: BTreeMap<u32, Vec<Filter>>,
+    fast: Plan,
 }
 
 impl Block {
@@ -56,8 +60,10 @@ impl Block {
         self.chains.iter().map(|(c, f)| (*c, f.as_slice()))
     }
 
-    /// The filter at (chain, prio), if any.
+    /// The filter at (chain, prio), if any (the fast path is rebuilt
+    /// after: the filter may change).
     pub fn filter_mut(&mut self, chain: u32, prio: u16) -> Option<&mut Filter> {
+        self.fast.invalidate();
         self.chains
             .get_mut(&chain)?
             .iter_mut()
@@ -67,6 +73,7 @@ impl Block {
     /// Adds a filter; a priority in use in the chain is refused (a new
     /// rule for an existing filter goes to [`Block::filter_mut`]).
     pub fn add(&mut self, chain: u32, filter: Filter) -> Result<(), String> {
+        self.fast.invalidate();
         let list = self.chains.entry(chain).or_default();
         if list.iter().any(|f| f.prio == filter.prio) {
             return Err(format!(
@@ -86,6 +93,7 @@ impl Block {
         prio: u16,
         actions: &mut Actions,
     ) -> Result<Filter, String> {
+        self.fast.invalidate();
         let list = self
             .chains
             .get_mut(&chain)
@@ -104,6 +112,7 @@ impl Block {
 
     /// Removes every filter of `chain`.
     pub fn clear_chain(&mut self, chain: u32, actions: &mut Actions) {
+        self.fast.invalidate();
         for f in self.chains.remove(&chain).unwrap_or_default() {
             actions.release(&f.classifier.actions());
         }
@@ -117,8 +126,35 @@ impl Block {
         }
     }
 
-    /// Classifies `skb`; `bytes` is what actions count for it.
+    /// Whether [`Block::classify`] takes the fast path (it does unless
+    /// told not to).
+    pub fn set_fast(&mut self, on: bool) {
+        self.fast.enabled = on;
+    }
+
+    /// What the fast path did so far.
+    pub fn fast_stats(&self) -> FastStats {
+        self.fast.stats
+    }
+
+    /// Classifies `skb`; `bytes` is what actions count for it. Runs of
+    /// flower and u32 filters are looked up at once (unless the fast path
+    /// is off); the result is the reference walk's.
     pub fn classify(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions) -> Outcome {
+        let fast = self.fast.enabled;
+        if fast {
+            self.fast.refresh(&self.chains);
+        }
+        self.walk(skb, bytes, actions, fast)
+    }
+
+    /// The reference walk (`tcf_classify`), filter by filter: what
+    /// [`Block::classify`] must agree with.
+    pub fn classify_linear(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions) -> Outcome {
+        self.walk(skb, bytes, actions, false)
+    }
+
+    fn walk(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions, fast: bool) -> Outcome {
         let mut emitted = Vec::new();
         let mut chain = 0;
         let mut restarts = 0;
@@ -127,7 +163,24 @@ impl Block {
                 return outcome(TcAction::Unspec, 0, emitted);
             };
             let protocol = skb.filter_protocol();
-            for f in filters.iter_mut() {
+            let mut i = 0;
+            while i < filters.len() {
+                let mut hit = None;
+                if fast {
+                    match self.fast.lookup(chain, i, skb, protocol) {
+                        Some(Found::Miss { end }) => {
+                            i = end;
+                            continue;
+                        }
+                        Some(Found::Hit { filter, rule }) => {
+                            i = filter;
+                            hit = Some(rule);
+                        }
+                        Some(Found::Fallback) | None => {}
+                    }
+                }
+                let f = &mut filters[i];
+                i += 1;
                 if f.protocol != protocol && f.protocol != ETH_P_ALL {
                     continue;
                 }
@@ -136,7 +189,11 @@ impl Block {
                     emitted: &mut emitted,
                     bytes,
                 };
-                let Some(m) = f.classifier.classify(skb, &mut cx) else {
+                let m = match hit {
+                    Some(rule) => crate::fast::run_rule(f.classifier.as_mut(), rule, skb, &mut cx),
+                    None => f.classifier.classify(skb, &mut cx),
+                };
+                let Some(m) = m else {
                     continue;
                 };
                 let next = match m.control {

@@ -42,6 +42,8 @@ pub struct Config {
     pub actions: Actions,
     /// Device names and indexes (every device with a qdisc has one).
     pub devices: Devices,
+    /// The fast path is off in every block ([`Config::set_fast`]).
+    linear: bool,
 }
 
 impl Config {
@@ -52,7 +54,10 @@ impl Config {
                 "Error: Exclusivity flag on, cannot modify. (dev {dev} has a clsact qdisc)"
             ));
         }
-        self.qdiscs.insert(dev.to_string(), Clsact::default());
+        let mut q = Clsact::default();
+        q.ingress.set_fast(!self.linear);
+        q.egress.set_fast(!self.linear);
+        self.qdiscs.insert(dev.to_string(), q);
         self.devices.index(dev);
         Ok(())
     }
@@ -67,6 +72,16 @@ impl Config {
             block.clear(&mut self.actions);
         }
         Ok(())
+    }
+
+    /// Whether the blocks, those there and those to come, take the fast
+    /// path (on by default; off, every packet takes the reference walk).
+    pub fn set_fast(&mut self, on: bool) {
+        self.linear = !on;
+        for q in self.qdiscs.values_mut() {
+            q.ingress.set_fast(on);
+            q.egress.set_fast(on);
+        }
     }
 
     /// The devices with a qdisc, by name.

@@ -232,6 +232,18 @@ impl Flower {
         None
     }
 
+    /// Runs rule `handle` as if classifying had found it first (the fast
+    /// path's hit): its actions, its class; `None` if there is no such
+    /// rule.
+    pub fn run_rule(&mut self, handle: u32, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match> {
+        let r = self.rules.get(&handle)?;
+        let control = cx.exec(&r.actions, skb);
+        Some(Match {
+            classid: r.classid,
+            control,
+        })
+    }
+
     /// The rule `fl_classify` picks for a key (its handle), if any.
     pub fn find(&self, key: &FlowKey) -> Option<u32> {
         self.masks
@@ -248,6 +260,10 @@ impl Classifier for Flower {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 
     fn add(

@@ -189,6 +189,11 @@ impl U32 {
         self.devices.insert(name.to_string(), ifindex);
     }
 
+    /// Whether `match mark` is matched (see [`U32::without_mark`]).
+    pub fn matches_mark(&self) -> bool {
+        self.mark
+    }
+
     pub fn root(&self) -> u32 {
         self.root
     }
@@ -384,6 +389,10 @@ impl Classifier for U32 {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 
     fn add(

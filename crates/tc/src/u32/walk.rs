@@ -26,6 +26,30 @@ struct At {
     i: usize,
 }
 
+/// The linking nodes walked down from and their offsets (on the stack
+/// frame: a walk does not allocate).
+#[derive(Default)]
+struct Stack {
+    items: [Option<(At, i64)>; MAX_DEPTH],
+    len: usize,
+}
+
+impl Stack {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, item: (At, i64)) {
+        self.items[self.len] = Some(item);
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<(At, i64)> {
+        self.len = self.len.checked_sub(1)?;
+        self.items[self.len].take()
+    }
+}
+
 enum Step {
     Node,
     Terminal,
@@ -39,15 +63,42 @@ impl U32 {
 
     /// Runs the walk on `skb`.
     pub(super) fn walk(&mut self, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match> {
-        let mut stack: Vec<(At, i64)> = Vec::with_capacity(MAX_DEPTH);
+        self.walk_from(skb, cx, 0, Step::Node)
+    }
+
+    /// Runs the root table's rule `i` as if the walk had reached it and
+    /// its keys had matched (the fast path's hit, for a rule without a
+    /// link, a mark or `nexthdr+` keys): the walk counts the nodes before
+    /// it as visited, counts its mark check, runs its terminal check and
+    /// actions, and on `continue` goes on with the next rule. (The rules
+    /// passed over do not count their mark checks: without a mark, which
+    /// only such rules have, `show` prints no count.)
+    pub fn run_root_rule(&mut self, i: usize, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match> {
+        let at = At {
+            ht: self.root,
+            bucket: 0,
+            i,
+        };
+        self.knode(at)?;
+        self.visits += i as u64 + 1;
+        if self.mark {
+            let t = self.tables.get_mut(&at.ht).expect("present");
+            t.buckets[0][i].mark_success += 1;
+        }
+        self.walk_from(skb, cx, i, Step::Terminal)
+    }
+
+    /// The walk from the root table's rule `i`, at `step`.
+    fn walk_from(&mut self, skb: &mut Skb, cx: &mut Cx<'_>, i: usize, step: Step) -> Option<Match> {
+        let mut stack = Stack::default();
         let mut at = At {
             ht: self.root,
             bucket: 0,
-            i: 0,
+            i,
         };
         let (mut off, mut off2) = (0i64, 0i64);
         let len = skb.len() as i64;
-        let mut step = Step::Node;
+        let mut step = step;
         loop {
             match step {
                 Step::Node => {
