@@ -41,6 +41,12 @@ pub trait Classifier: Send + std::fmt::Debug {
     /// a kind's rules through it).
     fn as_any(&self) -> &dyn std::any::Any;
 
+    /// The same, to change (counters read from elsewhere, `tc compile`):
+    /// kinds that allow it.
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
+
     /// Adds a rule: `handle` as given after `handle` (the kind reads it),
     /// `args` the words after the kind's name (`match ... flowid 1:1
     /// action drop`); its actions go into `actions`. A bad rule changes
