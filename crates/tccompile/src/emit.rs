@@ -49,7 +49,7 @@ pub fn generate(
     for (chain, filters) in block.into_iter().flat_map(|b| b.chains()) {
         let mut body = String::new();
         for f in filters {
-            let name = format!("filter_{chain}_{}", f.prio);
+            let name = format!("PFX_filter_{chain}_{}", f.prio);
             let what = format!("filter chain {chain} pref {} ({})", f.prio, f.classifier.kind());
             let any = f.classifier.as_any();
             let code = if let Some(fl) = any.downcast_ref::<tc::Flower>() {
@@ -76,7 +76,7 @@ pub fn generate(
             };
             let _ = writeln!(
                 body,
-                "\t/* pref {} protocol {} {} */\n\t{proto}{{\n\t\t{name}(p, xdp, k, r);\n\t\tif (r->control != NO_MATCH)\n\t\t\treturn;\n\t}}",
+                "\t/* pref {} protocol {} {} */\n\t{proto}{{\n\t\t{name}(ctx, p, k, r);\n\t\tif (r->control != NO_MATCH)\n\t\t\treturn 0;\n\t}}",
                 f.prio,
                 tc::protocol_name(f.protocol),
                 f.classifier.kind()
@@ -85,9 +85,11 @@ pub fn generate(
         chains.push(chain);
         let _ = write!(
             functions,
-            "/* chain {chain}: its filters in priority order; the first that decides ends it. */\n\
-             static __always_inline void chain_{chain}(struct pkt *p, const int xdp, const struct flow_key *k, struct result *r)\n{{\n\
-             {body}\tr->control = NO_MATCH;\n}}\n\n"
+            "/* chain {chain}: its filters in priority order; the first that decides ends it.\n \
+             * (A global function: the kernel verifies it once, not per restart.) */\n\
+             __attribute__((noinline)) int PFX_chain_{chain}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
+             \tif (!ctx || !p || !k || !r)\n\t\treturn 0;\n\
+             {body}\tr->control = NO_MATCH;\n\treturn 0;\n}}\n\n"
         );
     }
     if !cx.refused.is_empty() {
@@ -115,10 +117,20 @@ pub fn generate(
         m.actions.len().max(1)
     );
     c += COUNTERS;
-    c += "\n";
-    c += &functions;
-    c += &walk(&chains, flow_key);
-    c += &entries(hook);
+    functions += &walk(&chains, flow_key);
+    let mut programs = vec![("tc_", "0", "struct __sk_buff")];
+    if opts.xdp {
+        programs.push(("xdp_", "1", "struct xdp_md"));
+    }
+    for (prefix, xdp, ctx) in programs {
+        let _ = write!(
+            c,
+            "\n/* ---- the functions of the {} program ---- */\n#define XDP {xdp}\n#define CTX {ctx}\n\n{}#undef XDP\n#undef CTX\n",
+            &prefix[..prefix.len() - 1],
+            functions.replace("PFX_", prefix)
+        );
+    }
+    c += &entries(hook, opts.xdp);
     c += "\nchar _license[] SEC(\"license\") = \"GPL\";\n";
     Ok((c, cx.manifest))
 }
@@ -153,16 +165,20 @@ static __always_inline void count_action(__u32 slot, __u64 bytes, int drop)
 fn walk(chains: &[u32], flow_key: bool) -> String {
     let mut cases = String::new();
     for c in chains {
-        let _ = writeln!(cases, "\t\tcase {c}:\n\t\t\tchain_{c}(p, xdp, k, r);\n\t\t\tbreak;");
+        let _ = writeln!(cases, "\t\tcase {c}:\n\t\t\tPFX_chain_{c}(ctx, p, &key, r);\n\t\t\tbreak;");
     }
-    let key = if flow_key {
-        "\tstruct flow_key key;\n\tdissect(p, xdp, &key);\n\tconst struct flow_key *k = &key;\n"
+    let dissect = if flow_key {
+        "\tPFX_dissect_key(ctx, p, &key);\n"
     } else {
-        "\tconst struct flow_key *k = 0;\n"
+        ""
     };
     format!(
-        "/* The block: chain 0 first; reclassify and goto chain start again (16 times at most). */\n\
-         static __always_inline void classify(struct pkt *p, const int xdp, struct result *r)\n{{\n{key}\
+        "/* The packet's flow key, once (the actions compiled do not change the packet). */\n\
+         __attribute__((noinline)) int PFX_dissect_key(CTX *ctx, struct pkt *p, struct flow_key *k)\n{{\n\
+         \tif (ctx && p && k)\n\t\tdissect(ctx, p, XDP, k);\n\treturn 0;\n}}\n\n\
+         /* The block: chain 0 first; reclassify and goto chain start again (16 times at most). */\n\
+         static __always_inline void PFX_block(CTX *ctx, struct pkt *p, struct result *r)\n{{\n\
+         \tstruct flow_key key;\n\t__builtin_memset(&key, 0, sizeof(key));\n{dissect}\
          \t__u32 chain = 0;\n\
          \tfor (int restarts = 0; restarts <= 16; restarts++) {{\n\
          \t\tr->control = NO_MATCH;\n\t\tr->classid = 0;\n\t\tr->redirect = 0;\n\t\tr->redirect_flags = 0;\n\
@@ -176,31 +192,38 @@ fn walk(chains: &[u32], flow_key: bool) -> String {
 }
 
 /// The two programs.
-fn entries(hook: Hook) -> String {
+fn entries(hook: Hook, xdp: bool) -> String {
     let (tc_bytes, xdp_bytes) = match hook {
         // tc counts from the network header at ingress.
         Hook::Ingress => ("p.len - p.network", "p.len - p.network"),
         // ... and the whole frame at egress (a tag held aside included).
         Hook::Egress => ("p.len + (p.tagged && skb->vlan_present ? 4 : 0)", "p.len"),
     };
-    format!(
-        "SEC(\"tc\")\nint tc_classify(struct __sk_buff *skb)\n{{\n\
-         \tstruct pkt p = {{ .ctx = skb, .len = skb->len, .mark = skb->mark }};\n\
+    let mut s = format!(
+        "\n/* The tc program: the block's verdict (TC_ACT_UNSPEC when no rule decided: the packet goes on). */\n\
+         SEC(\"tc\")\nint tc_classify(struct __sk_buff *skb)\n{{\n\
+         \tstruct pkt p = {{ .len = skb->len, .mark = skb->mark }};\n\
          \tstruct result r;\n\
-         \tview(&p, 0, skb->vlan_present, __builtin_bswap16((__u16)skb->vlan_proto), (__u16)skb->vlan_tci);\n\
+         \tview(skb, &p, 0, skb->vlan_present, __builtin_bswap16((__u16)skb->vlan_proto), (__u16)skb->vlan_tci);\n\
          \tp.bytes = {tc_bytes};\n\
-         \tclassify(&p, 0, &r);\n\
+         \ttc_block(skb, &p, &r);\n\
          \tif (r.redirect)\n\t\treturn bpf_redirect(r.redirect, r.redirect_flags);\n\
-         \treturn r.control;\n}}\n\n\
-         SEC(\"xdp\")\nint xdp_classify(struct xdp_md *ctx)\n{{\n\
-         \tstruct pkt p = {{ .ctx = ctx, .len = bpf_xdp_get_buff_len(ctx) }};\n\
-         \tstruct result r;\n\
-         \tview(&p, 1, 0, 0, 0);\n\
-         \tp.bytes = {xdp_bytes};\n\
-         \tclassify(&p, 1, &r);\n\
-         \tif (r.redirect)\n\t\treturn bpf_redirect(r.redirect, 0);\n\
-         \treturn r.control == TC_ACT_SHOT ? XDP_DROP : XDP_PASS;\n}}\n"
-    )
+         \treturn r.control;\n}}\n"
+    );
+    if xdp {
+        s += &format!(
+            "\n/* The XDP program: drop for drop, a redirect for mirred's, else pass. */\n\
+             SEC(\"xdp\")\nint xdp_classify(struct xdp_md *ctx)\n{{\n\
+             \tstruct pkt p = {{ .len = bpf_xdp_get_buff_len(ctx) }};\n\
+             \tstruct result r;\n\
+             \tview(ctx, &p, 1, 0, 0, 0);\n\
+             \tp.bytes = {xdp_bytes};\n\
+             \txdp_block(ctx, &p, &r);\n\
+             \tif (r.redirect)\n\t\treturn bpf_redirect(r.redirect, 0);\n\
+             \treturn r.control == TC_ACT_SHOT ? XDP_DROP : XDP_PASS;\n}}\n"
+        );
+    }
+    s
 }
 
 /// A rule's hit: its counter, its actions' counters and copies, then its
@@ -215,7 +238,7 @@ pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) 
             Step::Mirror { ifindex, flags } => {
                 let _ = writeln!(
                     s,
-                    "{indent}if (!xdp)\n{indent}\tbpf_clone_redirect(p->ctx, {ifindex}, {flags});"
+                    "{indent}if (!XDP)\n{indent}\tbpf_clone_redirect(ctx, {ifindex}, {flags});"
                 );
             }
         }

@@ -201,7 +201,7 @@ pub fn filter(
     }
     let text = format!(
         "/* chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s) */\n\
-         static __always_inline void {name}(struct pkt *p, const int xdp, const struct flow_key *k, struct result *r)\n{{\n\
+         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
          {body}no_match:\n\tr->control = NO_MATCH;\n}}\n",
         rules.len(),
         groups.len()

@@ -35,7 +35,7 @@ pub fn filter(
     }
     let text = format!(
         "/* chain {chain} pref {prio}: matchall */\n\
-         static __always_inline void {name}(struct pkt *p, const int xdp, const struct flow_key *k, struct result *r)\n{{\n\
+         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
          {body}no_match: __attribute__((unused));\n\tr->control = NO_MATCH;\n}}\n"
     );
     Some(FilterCode {

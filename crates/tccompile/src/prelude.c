@@ -62,7 +62,6 @@ struct action_stats {
  * that tag, the protocol filters match (the tag's TPID when tagged), the
  * tag, and the bytes tc counts for the packet at this hook. */
 struct pkt {
-	void *ctx;
 	__u32 len;
 	__u32 network;
 	__u32 mark;
@@ -85,13 +84,13 @@ struct result {
 
 /* Reads n (1..16) bytes at off from the start of the frame; -1 outside
  * it. The program type decides the helper. */
-static __always_inline int ld(struct pkt *p, const int xdp, __s64 off, void *to, const __u32 n)
+static __always_inline int ld(void *ctx, struct pkt *p, const int xdp, __s64 off, void *to, const __u32 n)
 {
 	if (off < 0 || off > 0xffff || off + n > p->len)
 		return -1;
 	if (xdp)
-		return bpf_xdp_load_bytes(p->ctx, (__u32)off, to, n) ? -1 : 0;
-	return bpf_skb_load_bytes(p->ctx, (__u32)off, to, n) ? -1 : 0;
+		return bpf_xdp_load_bytes(ctx, (__u32)off, to, n) ? -1 : 0;
+	return bpf_skb_load_bytes(ctx, (__u32)off, to, n) ? -1 : 0;
 }
 
 static __always_inline __u16 be16(const __u8 *b)
@@ -105,10 +104,10 @@ static __always_inline __u32 be32(const __u8 *b)
 }
 
 /* The big-endian word at off from the network header (u32's keys). */
-static __always_inline int word(struct pkt *p, const int xdp, __s64 off, __u32 *w)
+static __always_inline int word(void *ctx, struct pkt *p, const int xdp, __s64 off, __u32 *w)
 {
 	__u8 b[4];
-	if (ld(p, xdp, (__s64)p->network + off, b, 4))
+	if (ld(ctx, p, xdp, (__s64)p->network + off, b, 4))
 		return -1;
 	*w = be32(b);
 	return 0;
@@ -117,7 +116,7 @@ static __always_inline int word(struct pkt *p, const int xdp, __s64 off, __u32 *
 /* Sets where the network header is and the protocols, as the kernel's
  * receive path leaves them (sluice's tc::Skb::reparse): the outer
  * 802.1Q/802.1ad tag is taken aside (or was, by the kernel: `held`). */
-static __always_inline void view(struct pkt *p, const int xdp, int held, __u16 tpid, __u16 tci)
+static __always_inline void view(void *ctx, struct pkt *p, const int xdp, int held, __u16 tpid, __u16 tci)
 {
 	__u8 h[18];
 	p->network = p->len;
@@ -129,17 +128,17 @@ static __always_inline void view(struct pkt *p, const int xdp, int held, __u16 t
 		p->vlan_tpid = tpid;
 		p->vlan_tci = tci;
 		p->fproto = tpid;
-		if (!ld(p, xdp, 12, h, 2)) {
+		if (!ld(ctx, p, xdp, 12, h, 2)) {
 			p->protocol = be16(h);
 			p->network = 14;
 		}
 		return;
 	}
-	if (ld(p, xdp, 12, h, 2))
+	if (ld(ctx, p, xdp, 12, h, 2))
 		return;
 	__u16 ty = be16(h);
 	if (ty == 0x8100 || ty == 0x88a8) {
-		if (ld(p, xdp, 12, h, 6))
+		if (ld(ctx, p, xdp, 12, h, 6))
 			return;
 		p->tagged = 1;
 		p->vlan_tpid = ty;
@@ -212,11 +211,11 @@ static __always_inline void copy(__u8 *to, const __u8 *from, const int n)
 #define MAX_HDRS 15
 
 /* The flow key of the packet (every field flower can match). */
-static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_key *k)
+static __always_inline void dissect(void *ctx, struct pkt *p, const int xdp, struct flow_key *k)
 {
 	__u8 b[40];
 	__builtin_memset(k, 0, sizeof(*k));
-	if (!ld(p, xdp, 0, b, 12)) {
+	if (!ld(ctx, p, xdp, 0, b, 12)) {
 		copy(k->dst_mac, b, 6);
 		copy(k->src_mac, b + 6, 6);
 	}
@@ -231,7 +230,7 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 		tags = 1;
 	}
 	for (int i = 0; i < MAX_TAGS && (proto == 0x8100 || proto == 0x88a8); i++) {
-		if (ld(p, xdp, nhoff, b, 4)) {
+		if (ld(ctx, p, xdp, nhoff, b, 4)) {
 			k->n_proto = proto;
 			return;
 		}
@@ -255,7 +254,7 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 	__u8 ip_proto;
 	__s64 thoff = -1;
 	if (proto == 0x0800) {
-		if (ld(p, xdp, nhoff, b, 20))
+		if (ld(ctx, p, xdp, nhoff, b, 20))
 			return;
 		__u32 ihl = b[0] & 0xf;
 		if (ihl < 5)
@@ -276,7 +275,7 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 			thoff = nhoff + ihl * 4;
 		}
 	} else if (proto == 0x86dd) {
-		if (ld(p, xdp, nhoff, b, 40))
+		if (ld(ctx, p, xdp, nhoff, b, 40))
 			return;
 		k->ip_tos = (__u8)(be32(b) >> 20);
 		k->ip_ttl = b[7];
@@ -289,13 +288,13 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 		for (int i = 0; i < MAX_HDRS && !done; i++) {
 			if (next == 0 || next == 43 || next == 60) {
 				k->ip_proto = next;
-				if (ld(p, xdp, off, b, 2))
+				if (ld(ctx, p, xdp, off, b, 2))
 					return;
 				next = b[0];
 				off += ((__s64)b[1] + 1) * 8;
 			} else if (next == 44) {
 				k->ip_proto = next;
-				if (ld(p, xdp, off, b, 8))
+				if (ld(ctx, p, xdp, off, b, 8))
 					return;
 				k->flags |= FLOW_FRAG;
 				next = b[0];
@@ -311,7 +310,7 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 		if (done != 2)
 			thoff = off;
 	} else if (proto == 0x0806 || proto == 0x8035) {
-		if (ld(p, xdp, nhoff, b, 28))
+		if (ld(ctx, p, xdp, nhoff, b, 28))
 			return;
 		if (be16(b) != 1 || be16(b + 2) != 0x0800 || b[4] != 6 || b[5] != 4)
 			return;
@@ -323,7 +322,7 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 		return;
 	} else if (proto == 0x8847 || proto == 0x8848) {
 		for (int i = 0; i < 7; i++) {
-			if (ld(p, xdp, nhoff + 4 * i, b, 4))
+			if (ld(ctx, p, xdp, nhoff + 4 * i, b, 4))
 				return;
 			__u32 lse = be32(b);
 			k->mpls[i] = lse;
@@ -342,15 +341,15 @@ static __always_inline void dissect(struct pkt *p, const int xdp, struct flow_ke
 		ports = thoff;
 	else if (ip_proto == 51)
 		ports = thoff + 4;
-	if (ports >= 0 && !ld(p, xdp, ports, b, 4)) {
+	if (ports >= 0 && !ld(ctx, p, xdp, ports, b, 4)) {
 		k->src_port = be16(b);
 		k->dst_port = be16(b + 2);
 	}
 	if (ip_proto == 6) {
-		if (!ld(p, xdp, thoff, b, 20) && (b[12] >> 4) >= 5)
+		if (!ld(ctx, p, xdp, thoff, b, 20) && (b[12] >> 4) >= 5)
 			k->tcp_flags = be16(b + 12) & 0x0fff;
 	} else if (ip_proto == 1 || ip_proto == 58) {
-		if (!ld(p, xdp, thoff, b, 2)) {
+		if (!ld(ctx, p, xdp, thoff, b, 2)) {
 			k->icmp_type = b[0];
 			k->icmp_code = b[1];
 		}

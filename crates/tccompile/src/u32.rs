@@ -88,7 +88,7 @@ impl Gen<'_> {
                 let _ = writeln!(
                     out,
                     "{i2}/* match {:08x}/{:08x} at {}{} */\n\
-                     {i2}if (word(p, xdp, off + {} + (off2 & {}), &w))\n{i2}\tgoto no_match;\n\
+                     {i2}if (word(ctx, p, XDP, off + {} + (off2 & {}), &w))\n{i2}\tgoto no_match;\n\
                      {i2}if ((w ^ {:#x}) & {:#x})\n{i2}\tgoto {next};",
                     k.val,
                     k.mask,
@@ -116,7 +116,7 @@ impl Gen<'_> {
                     let bucket = if divisor != 0 {
                         let _ = writeln!(
                             out,
-                            "{i3}if (word(p, xdp, off + {}, &w))\n{i3}\tgoto no_match;\n\
+                            "{i3}if (word(ctx, p, XDP, off + {}, &w))\n{i3}\tgoto no_match;\n\
                              {i3}__u32 bucket_{l} = {divisor} & ((w & {:#x}) >> {});",
                             sel.hoff,
                             sel.hmask,
@@ -137,7 +137,7 @@ impl Gen<'_> {
                                 };
                                 let _ = writeln!(
                                     out,
-                                    "{i3}if (ld(p, xdp, (__s64)p->network + off + {}, b, 2))\n{i3}\tgoto no_match;\n{i3}off2 += {shift};",
+                                    "{i3}if (ld(ctx, p, XDP, (__s64)p->network + off + {}, b, 2))\n{i3}\tgoto no_match;\n{i3}off2 += {shift};",
                                     sel.offoff
                                 );
                             }
@@ -227,7 +227,7 @@ pub fn filter(
     }
     let text = format!(
         "/* chain {chain} pref {prio}: u32 */\n\
-         static __always_inline void {name}(struct pkt *p, const int xdp, const struct flow_key *k, struct result *r)\n{{\n\
+         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
          \t__s64 off = 0, off2 = 0, len = (__s64)p->len - p->network;\n\t__u32 w = 0;\n\t__u8 b[2];\n\
          \t(void)off2;\n\t(void)len;\n\t(void)b;\n\t(void)w;\n\
          {body}no_match:\n\tr->control = NO_MATCH;\n}}\n"
