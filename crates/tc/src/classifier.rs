@@ -41,9 +41,9 @@ pub trait Classifier: Send + std::fmt::Debug {
     /// a kind's rules through it).
     fn as_any(&self) -> &dyn std::any::Any;
 
-    /// The instance as its own type, to change or run (the fast path runs
-    /// the rule its lookup found through it); `None` for kinds without a
-    /// fast path.
+    /// The instance as its own type, to change or run: the fast path runs
+    /// the rule its lookup found through it, `tc compile` writes counters
+    /// read from elsewhere; `None` for kinds that allow neither.
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }

@@ -37,6 +37,22 @@ fn parse_handle(h: &str) -> Result<u32, String> {
     get_u32(h, 0).ok_or_else(|| format!("Illegal handle \"{h}\", must be numeric."))
 }
 
+impl Matchall {
+    /// The rule, for readers (`tc compile`): handle, class, whether it is
+    /// `skip_sw`, and its actions.
+    pub fn rule(&self) -> Option<(u32, u32, bool, &[ActionRef])> {
+        let r = self.rule.as_ref()?;
+        Some((r.handle, r.classid, r.flags & SKIP_SW != 0, &r.actions))
+    }
+
+    /// Sets the rule's hit count (`rule hit`), counted elsewhere.
+    pub fn set_hits(&mut self, hits: u64) {
+        if let Some(r) = &mut self.rule {
+            r.hits = hits;
+        }
+    }
+}
+
 impl Classifier for Matchall {
     fn kind(&self) -> &'static str {
         "matchall"
@@ -44,6 +60,10 @@ impl Classifier for Matchall {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 
     fn add(

@@ -1,0 +1,213 @@
+//! A flower filter as C: its rules in the order `fl_classify` tries them
+//! (masks in the order they first appeared, a mask's rules in the order
+//! they were added), each a comparison of the packet's flow key under
+//! the rule's mask with the rule's masked key. A mask without port
+//! ranges finds at most one rule (its keys are unique); a mask with
+//! ranges walks its rules, and a rule whose range holds the port looks
+//! up the key completed with that range (`fl_lookup_range`), which may
+//! find another rule of the same range. A `skip_sw` rule found ends its
+//! mask (the next mask is tried); the first other rule found runs its
+//! actions and ends the filter (`continue`: the next filter).
+
+use std::fmt::Write as _;
+
+use tc::{FlowKey, Flower};
+
+use crate::actions::Cx;
+use crate::emit::{FilterCode, comment, hit};
+use crate::manifest::RuleSlot;
+
+/// The comparisons of a key's fields under a mask (every field with a
+/// mask bit but the port ranges and the interface), as C conditions.
+fn terms(key: &FlowKey, mask: &FlowKey) -> Vec<String> {
+    let mut t = Vec::new();
+    macro_rules! scalar {
+        ($($f:ident),*) => {$(
+            if mask.$f != 0 {
+                t.push(format!("(k->{} & {:#x}) == {:#x}", stringify!($f), mask.$f, key.$f & mask.$f));
+            }
+        )*};
+    }
+    macro_rules! array {
+        ($($f:ident),*) => {$(
+            for i in 0..key.$f.len() {
+                if mask.$f[i] != 0 {
+                    t.push(format!("(k->{}[{i}] & {:#x}) == {:#x}", stringify!($f), mask.$f[i], key.$f[i] & mask.$f[i]));
+                }
+            }
+        )*};
+    }
+    scalar!(
+        flags,
+        n_proto,
+        ip_proto,
+        addr_type,
+        vlan_tpid,
+        vlan_id,
+        vlan_eth_type,
+        cvlan_tpid,
+        cvlan_id,
+        cvlan_eth_type,
+        vlan_prio,
+        cvlan_prio,
+        ip_tos,
+        ip_ttl,
+        src_port,
+        dst_port,
+        tcp_flags,
+        icmp_type,
+        icmp_code,
+        arp_op,
+        mpls_used
+    );
+    array!(
+        dst_mac, src_mac, src_ip, dst_ip, arp_sip, arp_tip, arp_sha, arp_tha, mpls
+    );
+    t
+}
+
+fn cond(terms: &[String]) -> String {
+    if terms.is_empty() {
+        "1".into()
+    } else {
+        terms.join(" &&\n\t    ")
+    }
+}
+
+/// The range fields a lookup key holds after `fl_lookup_range` completed
+/// it with `walked`'s range (fields of an inactive range: 0).
+fn range_of(mask: &FlowKey, walked: &FlowKey) -> [u16; 4] {
+    let dst = mask.dst_port_min != 0 && mask.dst_port_max != 0;
+    let src = mask.src_port_min != 0 && mask.src_port_max != 0;
+    [
+        if dst { walked.dst_port_min } else { 0 },
+        if dst { walked.dst_port_max } else { 0 },
+        if src { walked.src_port_min } else { 0 },
+        if src { walked.src_port_max } else { 0 },
+    ]
+}
+
+fn ranges(k: &FlowKey) -> [u16; 4] {
+    [k.dst_port_min, k.dst_port_max, k.src_port_min, k.src_port_max]
+}
+
+pub fn filter(
+    cx: &mut Cx<'_>,
+    what: &str,
+    name: &str,
+    chain: u32,
+    prio: u16,
+    fl: &Flower,
+) -> Option<FilterCode> {
+    // The rules' texts, by handle (show lists them in handle order).
+    let mut handles: Vec<u32> = fl.rules().map(|r| r.handle).collect();
+    handles.sort_unstable();
+    let shown = tc::Classifier::show(fl, &cx.config.actions, false);
+    let text = |h: u32| -> String {
+        let i = handles.binary_search(&h).unwrap_or(0);
+        let t = shown.get(i).map(String::as_str).unwrap_or("");
+        comment(t.split("\n\taction").next().unwrap_or(t))
+    };
+    let rules: Vec<_> = fl.rules().collect();
+    let mut refused = false;
+    for r in &rules {
+        if r.mask.ifindex != 0 {
+            cx.refused.push(format!(
+                "{what}: handle {:#x}: not compiled: indev (the packet's device is not what BPF_PROG_TEST_RUN and the hook give alike)",
+                r.handle
+            ));
+            refused = true;
+        }
+    }
+    if refused {
+        return None;
+    }
+    // Slots and hits, in the order classification tries rules.
+    let mut body = String::new();
+    let mut slots = std::collections::BTreeMap::new();
+    for r in &rules {
+        let rule = fl.rule(r.handle).expect("listed");
+        let run = cx.run(&format!("{what}: handle {:#x}", r.handle), &rule.actions)?;
+        let slot = cx.manifest.rule_slot(RuleSlot {
+            chain,
+            prio,
+            kind: "flower",
+            handle: r.handle,
+            text: text(r.handle),
+        });
+        slots.insert(r.handle, (slot, rule.classid, run));
+    }
+    // Masks: runs of rules with the same mask.
+    let mut groups: Vec<Vec<tc::flower::RuleRef<'_>>> = Vec::new();
+    for r in &rules {
+        match groups.last_mut() {
+            Some(g) if g[0].mask == r.mask => g.push(*r),
+            _ => groups.push(vec![*r]),
+        }
+    }
+    for (gi, g) in groups.iter().enumerate() {
+        let end = format!("{name}_mask{gi}_done");
+        let _ = writeln!(body, "\t/* mask {gi} ({} rule(s)) */", g.len());
+        let found = |r: &tc::flower::RuleRef<'_>, body: &mut String| {
+            let (slot, classid, run) = &slots[&r.handle];
+            let _ = writeln!(body, "\t/* handle {:#x}: {} */", r.handle, text(r.handle));
+            let _ = writeln!(body, "\tif ({}) {{", cond(&terms(r.key, r.mask)));
+            if r.skip_sw {
+                let _ = writeln!(body, "\t\t/* skip_sw: the next mask */\n\t\tgoto {end};");
+            } else {
+                body.push_str(&hit(*slot, *classid, run, "\t\t", "goto no_match;"));
+            }
+            body.push_str("\t}\n");
+        };
+        if !g[0].range {
+            for r in g {
+                found(r, &mut body);
+            }
+        } else {
+            let m = g[0].mask;
+            for w in g {
+                let wk = fl.rule(w.handle).expect("listed").key;
+                let mut checks = Vec::new();
+                if m.dst_port_min != 0 && m.dst_port_max != 0 {
+                    checks.push(format!(
+                        "k->dst_port >= {} && k->dst_port <= {}",
+                        wk.dst_port_min, wk.dst_port_max
+                    ));
+                }
+                if m.src_port_min != 0 && m.src_port_max != 0 {
+                    checks.push(format!(
+                        "k->src_port >= {} && k->src_port <= {}",
+                        wk.src_port_min, wk.src_port_max
+                    ));
+                }
+                let want = range_of(m, w.key);
+                let _ = writeln!(
+                    body,
+                    "\t/* the range of handle {:#x}: the rules of that range */\n\tif ({}) {{",
+                    w.handle,
+                    cond(&checks)
+                );
+                for r2 in g.iter().filter(|r2| ranges(r2.key) == want) {
+                    let mut inner = String::new();
+                    found(r2, &mut inner);
+                    for l in inner.lines() {
+                        let _ = writeln!(body, "\t{l}");
+                    }
+                }
+                body.push_str("\t}\n");
+            }
+        }
+        let _ = writeln!(body, "{end}:;");
+    }
+    let text = format!(
+        "/* chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s) */\n\
+         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
+         {body}no_match:\n\tr->control = NO_MATCH;\n}}\n",
+        rules.len(),
+        groups.len()
+    );
+    Some(FilterCode {
+        text,
+        flow_key: true,
+    })
+}
