@@ -63,7 +63,10 @@ impl Cx<'_> {
         let mut ok = true;
         for r in list {
             if let Err(e) = self.check(table, r) {
-                self.refused.push(format!("{what}: action {} index {}: not compiled: {e}", r.kind, r.index));
+                self.refused.push(format!(
+                    "{what}: action {} index {}: not compiled: {e}",
+                    r.kind, r.index
+                ));
                 ok = false;
             }
         }

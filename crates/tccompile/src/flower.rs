@@ -88,7 +88,12 @@ fn range_of(mask: &FlowKey, walked: &FlowKey) -> [u16; 4] {
 }
 
 fn ranges(k: &FlowKey) -> [u16; 4] {
-    [k.dst_port_min, k.dst_port_max, k.src_port_min, k.src_port_max]
+    [
+        k.dst_port_min,
+        k.dst_port_max,
+        k.src_port_min,
+        k.src_port_max,
+    ]
 }
 
 pub fn filter(

@@ -103,7 +103,10 @@ impl Gen<'_> {
             let term = format!("term_{l}");
             if let Some(down) = n.link {
                 if depth >= MAX_DEPTH {
-                    let _ = writeln!(out, "{i2}/* link: past the depth limit */\n{i2}goto no_match;");
+                    let _ = writeln!(
+                        out,
+                        "{i2}/* link: past the depth limit */\n{i2}goto no_match;"
+                    );
                 } else {
                     let _ = writeln!(
                         out,
@@ -133,7 +136,10 @@ impl Gen<'_> {
                                 let shift = if sel.offshift >= 32 {
                                     "0".to_string()
                                 } else {
-                                    format!("((__u32)(be16(b) & {:#x}) >> {})", sel.offmask, sel.offshift)
+                                    format!(
+                                        "((__u32)(be16(b) & {:#x}) >> {})",
+                                        sel.offmask, sel.offshift
+                                    )
                                 };
                                 let _ = writeln!(
                                     out,
@@ -156,7 +162,13 @@ impl Gen<'_> {
             if n.sel.flags & TERMINAL != 0 {
                 let (slot, classid, run) = &self.hits[&n.handle];
                 let _ = writeln!(out, "{i2}{{");
-                out.push_str(&hit(*slot, *classid, run, &format!("{i2}\t"), &format!("goto {next};")));
+                out.push_str(&hit(
+                    *slot,
+                    *classid,
+                    run,
+                    &format!("{i2}\t"),
+                    &format!("goto {next};"),
+                ));
                 let _ = writeln!(out, "{i2}}}");
             }
             let _ = writeln!(out, "{ind}}}\n{ind}{next}:;");
@@ -182,7 +194,8 @@ pub fn filter(
             refused = true;
         }
         if n.mark != (0, 0) {
-            cx.refused.push(format!("{w}: not compiled: mark (and its success counter)"));
+            cx.refused
+                .push(format!("{w}: not compiled: mark (and its success counter)"));
             refused = true;
         }
         if refused || n.sel.flags & TERMINAL == 0 || n.flags & SKIP_SW != 0 {
@@ -200,11 +213,7 @@ pub fn filter(
             prio,
             kind: "u32",
             handle: n.handle,
-            text: format!(
-                "fh {} {}",
-                tc::u32::format_handle(n.handle),
-                keys.join(" ")
-            ),
+            text: format!("fh {} {}", tc::u32::format_handle(n.handle), keys.join(" ")),
         });
         hits.insert(n.handle, (slot, n.classid, run));
     }

@@ -61,7 +61,9 @@ fn run(program: &str) {
                 user_space(&mut user_kernel, f);
             }
             Comparison::NotComparable(n) => not_comparable.push(n.reason),
-            Comparison::Diverged(dv) => wrong.push(format!("frame {i}: kernel and VM differ: {dv:?}")),
+            Comparison::Diverged(dv) => {
+                wrong.push(format!("frame {i}: kernel and VM differ: {dv:?}"))
+            }
         }
     }
     d.finish();
@@ -69,7 +71,10 @@ fn run(program: &str) {
     for r in &not_comparable {
         *reasons.entry(r.clone()).or_insert(0) += 1;
     }
-    eprintln!("{program}: {same} frames the same in the kernel, {} not comparable: {reasons:?}", not_comparable.len());
+    eprintln!(
+        "{program}: {same} frames the same in the kernel, {} not comparable: {reasons:?}",
+        not_comparable.len()
+    );
     assert!(
         wrong.is_empty(),
         "{} differences, the first:\n{}",
@@ -82,7 +87,11 @@ fn run(program: &str) {
     let k = tccompile::Counters::from_kernel(&compiled.manifest, d.kernel_object()).unwrap();
     let mut c = config();
     k.apply(&compiled.manifest, &mut c).unwrap();
-    assert_eq!(show_stats(&mut c), show_stats(&mut user_kernel), "kernel counters");
+    assert_eq!(
+        show_stats(&mut c),
+        show_stats(&mut user_kernel),
+        "kernel counters"
+    );
     assert_eq!(k.actions, user_counters(&user_kernel, &compiled.manifest));
     let v = tccompile::Counters::from_vm(&compiled.manifest, vm.maps()).unwrap();
     assert_eq!(v.actions, user_counters(&user, &compiled.manifest));

@@ -39,7 +39,10 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
             wrong.push(format!("frame {i} xdp: {got:?}, user space {want:?}"));
         }
     }
-    eprintln!("{} frames ({too_long} over 64 KiB not run), user-space verdicts {seen:?}", frames.len());
+    eprintln!(
+        "{} frames ({too_long} over 64 KiB not run), user-space verdicts {seen:?}",
+        frames.len()
+    );
     assert!(
         wrong.is_empty(),
         "{} differences, the first:\n{}",

@@ -50,6 +50,9 @@ pub fn load(path: &std::path::Path) -> Result<Config, String> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if a.command.first().map(String::as_str) == Some("compile") {
+        return super::tc_compile::run(&a.config, &a.command[1..]);
+    }
     let show = ShowOptions {
         stats: a.stats,
         json: a.json,

@@ -161,8 +161,13 @@ pub fn vm_verdict(out: &runtime::Outcome<'_>) -> (runtime::Verdict, Option<u32>)
 
 /// The compiled object of the rules (and its C and manifest).
 pub fn compiled() -> tccompile::Compiled {
-    tccompile::compile(&config(), DEV, Hook::Ingress, &tccompile::Options::default())
-        .unwrap_or_else(|e| panic!("{e}"))
+    tccompile::compile(
+        &config(),
+        DEV,
+        Hook::Ingress,
+        &tccompile::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `tc -s filter show dev v0 ingress` of a configuration.
