@@ -106,3 +106,44 @@ fn the_tc_program_agrees_in_the_kernel() {
 fn the_xdp_program_agrees_in_the_kernel() {
     run("xdp_classify");
 }
+
+#[test]
+fn a_mirror_in_the_tc_program_agrees_in_the_kernel() {
+    if !root_or_skip("tc compile (mirror) in the kernel") {
+        return;
+    }
+    let mut c = tc::Config::default();
+    c.run_batch(
+        "qdisc add dev v0 clsact\nqdisc add dev v1 clsact\n\
+         filter add dev v0 ingress prio 1 protocol ip flower ip_proto udp action mirred egress mirror dev v1 action pass",
+        tc::ShowOptions::default(),
+    )
+    .unwrap();
+    // No device has this index: the kernel's clone fails harmlessly.
+    c.devices.set("v1", OUT_IFINDEX);
+    let opts = tccompile::Options {
+        xdp: false,
+        ..tccompile::Options::default()
+    };
+    let compiled = tccompile::compile(&c, "v0", tc::Hook::Ingress, &opts).unwrap();
+    let hook = vm_hook(
+        &compiled.object,
+        "tc_classify",
+        kernel::possible_cpus() as u32,
+    );
+    let mut d = Differ::new(hook, &compiled.object, "tccompile_mirror", 5).unwrap();
+    let mut same = 0;
+    for (i, f) in frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| (14..=3712).contains(&f.len()))
+    {
+        match d.packet(i as u64, 1000 * i as u64, f) {
+            Comparison::Same => same += 1,
+            Comparison::NotComparable(_) => {}
+            Comparison::Diverged(dv) => panic!("frame {i}: {dv:?}"),
+        }
+    }
+    d.finish();
+    assert!(same > 3000, "{same}");
+}

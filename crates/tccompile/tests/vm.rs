@@ -63,3 +63,31 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
         );
     }
 }
+
+#[test]
+fn at_egress_the_whole_frame_is_counted_as_tc_does() {
+    let mut user = egress_config();
+    let compiled =
+        tccompile::compile(&user, DEV, tc::Hook::Egress, &tccompile::Options::default()).unwrap();
+    let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
+    let meta = PacketMeta {
+        ifindex: 1,
+        ..PacketMeta::default()
+    };
+    for (i, f) in frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.len() <= 65535)
+    {
+        let want = user_space_at(&mut user, tc::Hook::Egress, f);
+        let got = vm_verdict(&tc.run(f, &meta).unwrap());
+        assert_eq!(got, (V::Tc(want.tc), want.redirect), "frame {i}");
+    }
+    let counters = tccompile::Counters::from_vm(&compiled.manifest, tc.maps()).unwrap();
+    let mut c = egress_config();
+    counters.apply(&compiled.manifest, &mut c).unwrap();
+    assert_eq!(
+        show_stats_at(&mut c, tc::Hook::Egress),
+        show_stats_at(&mut user, tc::Hook::Egress)
+    );
+}
