@@ -91,3 +91,37 @@ fn at_egress_the_whole_frame_is_counted_as_tc_does() {
         show_stats_at(&mut user, tc::Hook::Egress)
     );
 }
+
+#[test]
+fn u32_links_that_loop_stop_at_the_depth_limit_as_in_user_space() {
+    let mut c = tc::Config::default();
+    c.run_batch(
+        "qdisc add dev v0 clsact\n\
+         filter add dev v0 ingress prio 1 handle 3: protocol ip u32 divisor 1\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 ht 3: match ip protocol 17 0xff link 3:\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 ht 3: match ip protocol 6 0xff flowid 1:6 action drop\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 match u32 0 0 link 3: flowid 1:1 action pass",
+        tc::ShowOptions::default(),
+    )
+    .unwrap();
+    let compiled = tccompile::compile(&c, DEV, tc::Hook::Ingress, &tccompile::Options::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
+    let meta = PacketMeta {
+        ifindex: 1,
+        ..PacketMeta::default()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, f) in frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.len() <= 65535)
+    {
+        let want = user_space(&mut c, f);
+        seen.insert(format!("{:?}", want.tc));
+        let got = vm_verdict(&tc.run(f, &meta).unwrap());
+        assert_eq!(got, (V::Tc(want.tc), want.redirect), "frame {i}");
+    }
+    // UDP loops to the limit (unmatched), TCP drops, the rest passes.
+    assert_eq!(seen.len(), 3, "{seen:?}");
+}
