@@ -262,6 +262,12 @@ pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) 
         }
         // A jump past the list: the hook takes it as ok.
         Control::Jump(_) => "TC_ACT_OK".to_string(),
+        Control::GotoChain(n) => format!("TC_ACT_GOTO_CHAIN | {n}"),
+        Control::Act(TcAction::Ok) => "TC_ACT_OK".into(),
+        Control::Act(TcAction::Shot) => "TC_ACT_SHOT".into(),
+        Control::Act(TcAction::Reclassify) => "TC_ACT_RECLASSIFY".into(),
+        Control::Act(TcAction::Pipe) => "TC_ACT_PIPE".into(),
+        Control::Act(TcAction::Stolen) => "TC_ACT_STOLEN".into(),
         c => format!("{} /* {} */", c.code(), c.name()),
     };
     let _ = writeln!(s, "{indent}r->classid = {classid:#x};");

@@ -111,7 +111,10 @@ pub fn filter(
     let text = |h: u32| -> String {
         let i = handles.binary_search(&h).unwrap_or(0);
         let t = shown.get(i).map(String::as_str).unwrap_or("");
-        comment(t.split("\n\taction").next().unwrap_or(t))
+        let t = t.split("\n\taction").next().unwrap_or(t);
+        // The text starts with the handle, which the comments give already.
+        let t = t.strip_prefix(&format!("handle {h:#x}")).unwrap_or(t);
+        comment(t)
     };
     let rules: Vec<_> = fl.rules().collect();
     let mut refused = false;

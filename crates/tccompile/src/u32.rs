@@ -85,17 +85,20 @@ impl Gen<'_> {
             );
             let i2 = format!("{ind}\t");
             for k in &n.sel.keys {
+                let at = if k.offmask == 0 {
+                    format!("off + {}", k.off)
+                } else {
+                    format!("off + {} + (off2 & {})", k.off, k.offmask)
+                };
                 let _ = writeln!(
                     out,
                     "{i2}/* match {:08x}/{:08x} at {}{} */\n\
-                     {i2}if (word(ctx, p, XDP, off + {} + (off2 & {}), &w))\n{i2}\tgoto no_match;\n\
+                     {i2}if (word(ctx, p, XDP, {at}, &w))\n{i2}\tgoto no_match;\n\
                      {i2}if ((w ^ {:#x}) & {:#x})\n{i2}\tgoto {next};",
                     k.val,
                     k.mask,
                     if k.offmask != 0 { "nexthdr+" } else { "" },
                     k.off,
-                    k.off,
-                    k.offmask,
                     k.val,
                     k.mask
                 );

@@ -146,9 +146,7 @@ fn the_c_names_each_rule_and_the_manifest_each_slot() {
     let c = common::config();
     let (text, m) = generate(&c, "v0", Hook::Ingress, &Options::default()).unwrap();
     assert!(
-        text.contains(
-            "/* handle 0x2: handle 0x2 eth_type ipv4 ip_proto tcp dst_port 22 not_in_hw */"
-        ),
+        text.contains("/* handle 0x2: eth_type ipv4 ip_proto tcp dst_port 22 not_in_hw */"),
         "{text}"
     );
     assert!(text.contains("/* knode 800::800 */"));
