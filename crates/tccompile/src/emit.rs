@@ -281,6 +281,19 @@ pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) 
     s
 }
 
+/// A filter's function: `what` for its comment, `body` its statements
+/// (which may `goto no_match`: no rule decided).
+pub fn filter_function(name: &str, what: &str, body: &str, flow_key: bool) -> FilterCode {
+    FilterCode {
+        text: format!(
+            "/* {what} */\n\
+             static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
+             {body}no_match: __attribute__((unused));\n\tr->control = NO_MATCH;\n}}\n"
+        ),
+        flow_key,
+    }
+}
+
 /// Text safe inside a C comment, on one line.
 pub fn comment(text: &str) -> String {
     text.split_whitespace()

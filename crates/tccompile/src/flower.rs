@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use tc::{FlowKey, Flower};
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, comment, hit};
+use crate::emit::{FilterCode, comment, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 /// The comparisons of a key's fields under a mask (every field with a
@@ -207,15 +207,14 @@ pub fn filter(
         }
         let _ = writeln!(body, "{end}:;");
     }
-    let text = format!(
-        "/* chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s) */\n\
-         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
-         {body}no_match:\n\tr->control = NO_MATCH;\n}}\n",
-        rules.len(),
-        groups.len()
-    );
-    Some(FilterCode {
-        text,
-        flow_key: true,
-    })
+    Some(filter_function(
+        name,
+        &format!(
+            "chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s)",
+            rules.len(),
+            groups.len()
+        ),
+        &body,
+        true,
+    ))
 }

@@ -17,7 +17,7 @@ use tc::U32;
 use tc::u32::{Knode, MAX_DEPTH};
 
 use crate::actions::{Cx, Run};
-use crate::emit::{FilterCode, hit};
+use crate::emit::{FilterCode, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 const TERMINAL: u8 = 1;
@@ -237,15 +237,12 @@ pub fn filter(
         ));
         return None;
     }
-    let text = format!(
-        "/* chain {chain} pref {prio}: u32 */\n\
-         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
-         \t__s64 off = 0, off2 = 0, len = (__s64)p->len - p->network;\n\t__u32 w = 0;\n\t__u8 b[2];\n\
-         \t(void)off2;\n\t(void)len;\n\t(void)b;\n\t(void)w;\n\
-         {body}no_match:\n\tr->control = NO_MATCH;\n}}\n"
-    );
-    Some(FilterCode {
-        text,
-        flow_key: false,
-    })
+    let locals = "\t__s64 off = 0, off2 = 0, len = (__s64)p->len - p->network;\n\t__u32 w = 0;\n\t__u8 b[2];\n\
+                  \t(void)off2;\n\t(void)len;\n\t(void)b;\n\t(void)w;\n";
+    Some(filter_function(
+        name,
+        &format!("chain {chain} pref {prio}: u32"),
+        &format!("{locals}{body}"),
+        false,
+    ))
 }

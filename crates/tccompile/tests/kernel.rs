@@ -11,20 +11,8 @@ use common::*;
 use difftest::{Comparison, Differ};
 use runtime::{PacketMeta, Verdict as V};
 
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() == Ok("1") {
-        panic!("{what} needs root (SLUICE_REQUIRE_KERNEL=1)");
-    }
-    eprintln!("\n**** SKIPPED: needs root ({what}) ****\n");
-    false
-}
-
 fn run(program: &str) {
-    if !root_or_skip("tc compile in the kernel") {
+    if !kernel::available_for_test("tc compile in the kernel") {
         return;
     }
     let compiled = compiled();
@@ -109,7 +97,7 @@ fn the_xdp_program_agrees_in_the_kernel() {
 
 #[test]
 fn a_mirror_in_the_tc_program_agrees_in_the_kernel() {
-    if !root_or_skip("tc compile (mirror) in the kernel") {
+    if !kernel::available_for_test("tc compile (mirror) in the kernel") {
         return;
     }
     let mut c = tc::Config::default();

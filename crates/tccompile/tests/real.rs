@@ -79,13 +79,7 @@ fn send(ns: &str, dev: u32, frames: &[Vec<u8>]) {
 
 #[test]
 fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "tc compile on a veth needs root (SLUICE_REQUIRE_KERNEL=1)"
-        );
-        eprintln!("\n**** SKIPPED: needs root (tc compile on a veth) ****\n");
+    if !kernel::available_for_test("tc compile on a veth") {
         return;
     }
     if Command::new("bpftool").arg("version").output().is_err() {
