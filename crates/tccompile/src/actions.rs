@@ -63,7 +63,10 @@ impl Cx<'_> {
         let mut ok = true;
         for r in list {
             if let Err(e) = self.check(table, r) {
-                self.refused.push(format!("{what}: action {} index {}: not compiled: {e}", r.kind, r.index));
+                self.refused.push(format!(
+                    "{what}: action {} index {}: not compiled: {e}",
+                    r.kind, r.index
+                ));
                 ok = false;
             }
         }
@@ -156,6 +159,78 @@ impl Cx<'_> {
                 Ok(())
             }
             k => Err(format!("{} actions are not compiled", k.name())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tc::{ShowOptions, Skb};
+
+    /// The walk made when compiling runs the actions `tc::Actions::exec`
+    /// runs, as often, with the same result.
+    #[test]
+    fn the_walk_is_the_one_exec_makes() {
+        for list in [
+            "action pass",
+            "action pipe action drop",
+            "action pipe action pipe",
+            "action gact jump 1 action drop action pass",
+            "action gact jump 2 action drop action pass",
+            "action gact jump 9 action drop",
+            "action pipe action gact jump 1",
+            "action continue action drop",
+            "action gact goto chain 3 action drop",
+            "action reclassify",
+            "action mirred egress redirect dev v1",
+        ] {
+            let mut c = tc::Config::default();
+            c.run_batch(
+                &format!(
+                    "qdisc add dev v0 clsact\nqdisc add dev v1 clsact\nfilter add dev v0 ingress prio 1 protocol all matchall {list}"
+                ),
+                ShowOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{list}: {e}"));
+            let q = c.clsact("v0").unwrap();
+            let f = &q.ingress.chain(0)[0];
+            let m = f
+                .classifier
+                .as_any()
+                .downcast_ref::<tc::Matchall>()
+                .unwrap();
+            let refs = m.rule().unwrap().3.to_vec();
+            let opts = crate::Options::default();
+            let mut cx = Cx {
+                config: &c,
+                opts: &opts,
+                manifest: Manifest {
+                    dev: "v0".into(),
+                    hook: tc::Hook::Ingress,
+                    rules: Vec::new(),
+                    actions: Vec::new(),
+                },
+                refused: Vec::new(),
+            };
+            let run = cx.run(list, &refs).unwrap();
+            let mut table = c.actions.clone();
+            let mut out = Vec::new();
+            let control = table.exec(&refs, &mut Skb::from_frame(&[0; 60], 1), 1, &mut out);
+            assert_eq!(run.control, control, "{list}");
+            for (slot, s) in cx.manifest.actions.iter().enumerate() {
+                let n = run
+                    .steps
+                    .iter()
+                    .filter(|st| matches!(st, Step::Count { slot: x, .. } if *x == slot as u32))
+                    .count() as u64;
+                assert_eq!(
+                    table.get(&s.action).unwrap().stats.packets,
+                    n,
+                    "{list}: slot {slot}"
+                );
+            }
+            assert_eq!(run.redirect.is_some(), !out.is_empty(), "{list}");
         }
     }
 }

@@ -91,10 +91,9 @@ impl Counters {
     /// Flower and u32 rules have no counters of their own in `tc show`.
     pub fn apply(&self, manifest: &Manifest, config: &mut tc::Config) -> Result<(), String> {
         for (slot, c) in manifest.actions.iter().zip(&self.actions) {
-            let a = config
-                .actions
-                .get_mut(&slot.action)
-                .ok_or_else(|| format!("no action {} index {}", slot.action.kind, slot.action.index))?;
+            let a = config.actions.get_mut(&slot.action).ok_or_else(|| {
+                format!("no action {} index {}", slot.action.kind, slot.action.index)
+            })?;
             a.stats.packets = c.packets;
             a.stats.bytes = c.bytes;
             a.stats.drops = c.drops;

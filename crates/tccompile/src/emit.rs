@@ -50,7 +50,11 @@ pub fn generate(
         let mut body = String::new();
         for f in filters {
             let name = format!("PFX_filter_{chain}_{}", f.prio);
-            let what = format!("filter chain {chain} pref {} ({})", f.prio, f.classifier.kind());
+            let what = format!(
+                "filter chain {chain} pref {} ({})",
+                f.prio,
+                f.classifier.kind()
+            );
             let any = f.classifier.as_any();
             let code = if let Some(fl) = any.downcast_ref::<tc::Flower>() {
                 crate::flower::filter(&mut cx, &what, &name, chain, f.prio, fl)
@@ -135,7 +139,8 @@ pub fn generate(
     Ok((c, cx.manifest))
 }
 
-const COUNTERS: &str = "static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+const COUNTERS: &str =
+    "static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 
 /* A rule's hit. */
 static __always_inline void count_rule(__u32 slot, __u64 bytes)
@@ -165,7 +170,10 @@ static __always_inline void count_action(__u32 slot, __u64 bytes, int drop)
 fn walk(chains: &[u32], flow_key: bool) -> String {
     let mut cases = String::new();
     for c in chains {
-        let _ = writeln!(cases, "\t\tcase {c}:\n\t\t\tPFX_chain_{c}(ctx, p, &key, r);\n\t\t\tbreak;");
+        let _ = writeln!(
+            cases,
+            "\t\tcase {c}:\n\t\t\tPFX_chain_{c}(ctx, p, &key, r);\n\t\t\tbreak;"
+        );
     }
     let dissect = if flow_key {
         "\tPFX_dissect_key(ctx, p, &key);\n"
@@ -233,7 +241,11 @@ pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) 
     for st in &run.steps {
         match st {
             Step::Count { slot, drop } => {
-                let _ = writeln!(s, "{indent}count_action({slot}, p->bytes, {});", u8::from(*drop));
+                let _ = writeln!(
+                    s,
+                    "{indent}count_action({slot}, p->bytes, {});",
+                    u8::from(*drop)
+                );
             }
             Step::Mirror { ifindex, flags } => {
                 let _ = writeln!(
@@ -250,14 +262,36 @@ pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) 
         }
         // A jump past the list: the hook takes it as ok.
         Control::Jump(_) => "TC_ACT_OK".to_string(),
+        Control::GotoChain(n) => format!("TC_ACT_GOTO_CHAIN | {n}"),
+        Control::Act(TcAction::Ok) => "TC_ACT_OK".into(),
+        Control::Act(TcAction::Shot) => "TC_ACT_SHOT".into(),
+        Control::Act(TcAction::Reclassify) => "TC_ACT_RECLASSIFY".into(),
+        Control::Act(TcAction::Pipe) => "TC_ACT_PIPE".into(),
+        Control::Act(TcAction::Stolen) => "TC_ACT_STOLEN".into(),
         c => format!("{} /* {} */", c.code(), c.name()),
     };
     let _ = writeln!(s, "{indent}r->classid = {classid:#x};");
     if let Some((ifindex, flags)) = run.redirect {
-        let _ = writeln!(s, "{indent}r->redirect = {ifindex};\n{indent}r->redirect_flags = {flags};");
+        let _ = writeln!(
+            s,
+            "{indent}r->redirect = {ifindex};\n{indent}r->redirect_flags = {flags};"
+        );
     }
     let _ = writeln!(s, "{indent}r->control = {code};\n{indent}return;");
     s
+}
+
+/// A filter's function: `what` for its comment, `body` its statements
+/// (which may `goto no_match`: no rule decided).
+pub fn filter_function(name: &str, what: &str, body: &str, flow_key: bool) -> FilterCode {
+    FilterCode {
+        text: format!(
+            "/* {what} */\n\
+             static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
+             {body}no_match: __attribute__((unused));\n\tr->control = NO_MATCH;\n}}\n"
+        ),
+        flow_key,
+    }
 }
 
 /// Text safe inside a C comment, on one line.

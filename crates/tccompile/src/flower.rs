@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use tc::{FlowKey, Flower};
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, comment, hit};
+use crate::emit::{FilterCode, comment, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 /// The comparisons of a key's fields under a mask (every field with a
@@ -88,7 +88,12 @@ fn range_of(mask: &FlowKey, walked: &FlowKey) -> [u16; 4] {
 }
 
 fn ranges(k: &FlowKey) -> [u16; 4] {
-    [k.dst_port_min, k.dst_port_max, k.src_port_min, k.src_port_max]
+    [
+        k.dst_port_min,
+        k.dst_port_max,
+        k.src_port_min,
+        k.src_port_max,
+    ]
 }
 
 pub fn filter(
@@ -106,7 +111,10 @@ pub fn filter(
     let text = |h: u32| -> String {
         let i = handles.binary_search(&h).unwrap_or(0);
         let t = shown.get(i).map(String::as_str).unwrap_or("");
-        comment(t.split("\n\taction").next().unwrap_or(t))
+        let t = t.split("\n\taction").next().unwrap_or(t);
+        // The text starts with the handle, which the comments give already.
+        let t = t.strip_prefix(&format!("handle {h:#x}")).unwrap_or(t);
+        comment(t)
     };
     let rules: Vec<_> = fl.rules().collect();
     let mut refused = false;
@@ -199,15 +207,14 @@ pub fn filter(
         }
         let _ = writeln!(body, "{end}:;");
     }
-    let text = format!(
-        "/* chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s) */\n\
-         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
-         {body}no_match:\n\tr->control = NO_MATCH;\n}}\n",
-        rules.len(),
-        groups.len()
-    );
-    Some(FilterCode {
-        text,
-        flow_key: true,
-    })
+    Some(filter_function(
+        name,
+        &format!(
+            "chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s)",
+            rules.len(),
+            groups.len()
+        ),
+        &body,
+        true,
+    ))
 }

@@ -5,7 +5,7 @@
 use tc::Matchall;
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, hit};
+use crate::emit::{FilterCode, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 pub fn filter(
@@ -33,13 +33,10 @@ pub fn filter(
             body += &hit(slot, classid, &run, "\t", "goto no_match;");
         }
     }
-    let text = format!(
-        "/* chain {chain} pref {prio}: matchall */\n\
-         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
-         {body}no_match: __attribute__((unused));\n\tr->control = NO_MATCH;\n}}\n"
-    );
-    Some(FilterCode {
-        text,
-        flow_key: false,
-    })
+    Some(filter_function(
+        name,
+        &format!("chain {chain} pref {prio}: matchall"),
+        &body,
+        false,
+    ))
 }

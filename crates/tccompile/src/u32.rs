@@ -17,7 +17,7 @@ use tc::U32;
 use tc::u32::{Knode, MAX_DEPTH};
 
 use crate::actions::{Cx, Run};
-use crate::emit::{FilterCode, hit};
+use crate::emit::{FilterCode, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 const TERMINAL: u8 = 1;
@@ -85,17 +85,20 @@ impl Gen<'_> {
             );
             let i2 = format!("{ind}\t");
             for k in &n.sel.keys {
+                let at = if k.offmask == 0 {
+                    format!("off + {}", k.off)
+                } else {
+                    format!("off + {} + (off2 & {})", k.off, k.offmask)
+                };
                 let _ = writeln!(
                     out,
                     "{i2}/* match {:08x}/{:08x} at {}{} */\n\
-                     {i2}if (word(ctx, p, XDP, off + {} + (off2 & {}), &w))\n{i2}\tgoto no_match;\n\
+                     {i2}if (word(ctx, p, XDP, {at}, &w))\n{i2}\tgoto no_match;\n\
                      {i2}if ((w ^ {:#x}) & {:#x})\n{i2}\tgoto {next};",
                     k.val,
                     k.mask,
                     if k.offmask != 0 { "nexthdr+" } else { "" },
                     k.off,
-                    k.off,
-                    k.offmask,
                     k.val,
                     k.mask
                 );
@@ -103,7 +106,10 @@ impl Gen<'_> {
             let term = format!("term_{l}");
             if let Some(down) = n.link {
                 if depth >= MAX_DEPTH {
-                    let _ = writeln!(out, "{i2}/* link: past the depth limit */\n{i2}goto no_match;");
+                    let _ = writeln!(
+                        out,
+                        "{i2}/* link: past the depth limit */\n{i2}goto no_match;"
+                    );
                 } else {
                     let _ = writeln!(
                         out,
@@ -133,7 +139,10 @@ impl Gen<'_> {
                                 let shift = if sel.offshift >= 32 {
                                     "0".to_string()
                                 } else {
-                                    format!("((__u32)(be16(b) & {:#x}) >> {})", sel.offmask, sel.offshift)
+                                    format!(
+                                        "((__u32)(be16(b) & {:#x}) >> {})",
+                                        sel.offmask, sel.offshift
+                                    )
                                 };
                                 let _ = writeln!(
                                     out,
@@ -156,7 +165,13 @@ impl Gen<'_> {
             if n.sel.flags & TERMINAL != 0 {
                 let (slot, classid, run) = &self.hits[&n.handle];
                 let _ = writeln!(out, "{i2}{{");
-                out.push_str(&hit(*slot, *classid, run, &format!("{i2}\t"), &format!("goto {next};")));
+                out.push_str(&hit(
+                    *slot,
+                    *classid,
+                    run,
+                    &format!("{i2}\t"),
+                    &format!("goto {next};"),
+                ));
                 let _ = writeln!(out, "{i2}}}");
             }
             let _ = writeln!(out, "{ind}}}\n{ind}{next}:;");
@@ -182,7 +197,8 @@ pub fn filter(
             refused = true;
         }
         if n.mark != (0, 0) {
-            cx.refused.push(format!("{w}: not compiled: mark (and its success counter)"));
+            cx.refused
+                .push(format!("{w}: not compiled: mark (and its success counter)"));
             refused = true;
         }
         if refused || n.sel.flags & TERMINAL == 0 || n.flags & SKIP_SW != 0 {
@@ -200,11 +216,7 @@ pub fn filter(
             prio,
             kind: "u32",
             handle: n.handle,
-            text: format!(
-                "fh {} {}",
-                tc::u32::format_handle(n.handle),
-                keys.join(" ")
-            ),
+            text: format!("fh {} {}", tc::u32::format_handle(n.handle), keys.join(" ")),
         });
         hits.insert(n.handle, (slot, n.classid, run));
     }
@@ -225,15 +237,12 @@ pub fn filter(
         ));
         return None;
     }
-    let text = format!(
-        "/* chain {chain} pref {prio}: u32 */\n\
-         static __always_inline void {name}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
-         \t__s64 off = 0, off2 = 0, len = (__s64)p->len - p->network;\n\t__u32 w = 0;\n\t__u8 b[2];\n\
-         \t(void)off2;\n\t(void)len;\n\t(void)b;\n\t(void)w;\n\
-         {body}no_match:\n\tr->control = NO_MATCH;\n}}\n"
-    );
-    Some(FilterCode {
-        text,
-        flow_key: false,
-    })
+    let locals = "\t__s64 off = 0, off2 = 0, len = (__s64)p->len - p->network;\n\t__u32 w = 0;\n\t__u8 b[2];\n\
+                  \t(void)off2;\n\t(void)len;\n\t(void)b;\n\t(void)w;\n";
+    Some(filter_function(
+        name,
+        &format!("chain {chain} pref {prio}: u32"),
+        &format!("{locals}{body}"),
+        false,
+    ))
 }

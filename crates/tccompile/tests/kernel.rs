@@ -11,20 +11,8 @@ use common::*;
 use difftest::{Comparison, Differ};
 use runtime::{PacketMeta, Verdict as V};
 
-fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() == Ok("1") {
-        panic!("{what} needs root (SLUICE_REQUIRE_KERNEL=1)");
-    }
-    eprintln!("\n**** SKIPPED: needs root ({what}) ****\n");
-    false
-}
-
 fn run(program: &str) {
-    if !root_or_skip("tc compile in the kernel") {
+    if !kernel::available_for_test("tc compile in the kernel") {
         return;
     }
     let compiled = compiled();
@@ -61,7 +49,9 @@ fn run(program: &str) {
                 user_space(&mut user_kernel, f);
             }
             Comparison::NotComparable(n) => not_comparable.push(n.reason),
-            Comparison::Diverged(dv) => wrong.push(format!("frame {i}: kernel and VM differ: {dv:?}")),
+            Comparison::Diverged(dv) => {
+                wrong.push(format!("frame {i}: kernel and VM differ: {dv:?}"))
+            }
         }
     }
     d.finish();
@@ -69,7 +59,10 @@ fn run(program: &str) {
     for r in &not_comparable {
         *reasons.entry(r.clone()).or_insert(0) += 1;
     }
-    eprintln!("{program}: {same} frames the same in the kernel, {} not comparable: {reasons:?}", not_comparable.len());
+    eprintln!(
+        "{program}: {same} frames the same in the kernel, {} not comparable: {reasons:?}",
+        not_comparable.len()
+    );
     assert!(
         wrong.is_empty(),
         "{} differences, the first:\n{}",
@@ -82,7 +75,11 @@ fn run(program: &str) {
     let k = tccompile::Counters::from_kernel(&compiled.manifest, d.kernel_object()).unwrap();
     let mut c = config();
     k.apply(&compiled.manifest, &mut c).unwrap();
-    assert_eq!(show_stats(&mut c), show_stats(&mut user_kernel), "kernel counters");
+    assert_eq!(
+        show_stats(&mut c),
+        show_stats(&mut user_kernel),
+        "kernel counters"
+    );
     assert_eq!(k.actions, user_counters(&user_kernel, &compiled.manifest));
     let v = tccompile::Counters::from_vm(&compiled.manifest, vm.maps()).unwrap();
     assert_eq!(v.actions, user_counters(&user, &compiled.manifest));
@@ -96,4 +93,45 @@ fn the_tc_program_agrees_in_the_kernel() {
 #[test]
 fn the_xdp_program_agrees_in_the_kernel() {
     run("xdp_classify");
+}
+
+#[test]
+fn a_mirror_in_the_tc_program_agrees_in_the_kernel() {
+    if !kernel::available_for_test("tc compile (mirror) in the kernel") {
+        return;
+    }
+    let mut c = tc::Config::default();
+    c.run_batch(
+        "qdisc add dev v0 clsact\nqdisc add dev v1 clsact\n\
+         filter add dev v0 ingress prio 1 protocol ip flower ip_proto udp action mirred egress mirror dev v1 action pass",
+        tc::ShowOptions::default(),
+    )
+    .unwrap();
+    // No device has this index: the kernel's clone fails harmlessly.
+    c.devices.set("v1", OUT_IFINDEX);
+    let opts = tccompile::Options {
+        xdp: false,
+        ..tccompile::Options::default()
+    };
+    let compiled = tccompile::compile(&c, "v0", tc::Hook::Ingress, &opts).unwrap();
+    let hook = vm_hook(
+        &compiled.object,
+        "tc_classify",
+        kernel::possible_cpus() as u32,
+    );
+    let mut d = Differ::new(hook, &compiled.object, "tccompile_mirror", 5).unwrap();
+    let mut same = 0;
+    for (i, f) in frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| (14..=3712).contains(&f.len()))
+    {
+        match d.packet(i as u64, 1000 * i as u64, f) {
+            Comparison::Same => same += 1,
+            Comparison::NotComparable(_) => {}
+            Comparison::Diverged(dv) => panic!("frame {i}: {dv:?}"),
+        }
+    }
+    d.finish();
+    assert!(same > 3000, "{same}");
 }

@@ -31,7 +31,9 @@ fn what_cannot_be_compiled_is_refused_by_name() {
         &o,
     );
     assert!(
-        e.contains("filter chain 0 pref 3 (matchall): handle 0x1: action police index 1: not compiled"),
+        e.contains(
+            "filter chain 0 pref 3 (matchall): handle 0x1: action police index 1: not compiled"
+        ),
         "{e}"
     );
     let e = refused(
@@ -48,12 +50,18 @@ fn what_cannot_be_compiled_is_refused_by_name() {
         "filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 6 0xff indev v1 action drop",
         &o,
     );
-    assert!(e.contains("filter chain 0 pref 1 (u32): handle 800::800: not compiled: indev"), "{e}");
+    assert!(
+        e.contains("filter chain 0 pref 1 (u32): handle 800::800: not compiled: indev"),
+        "{e}"
+    );
     let e = refused(
         "filter add dev v0 ingress prio 2 protocol all matchall action mirred egress mirror dev v1",
         &o,
     );
-    assert!(e.contains("XDP cannot send a copy") && e.contains("--no-xdp"), "{e}");
+    assert!(
+        e.contains("XDP cannot send a copy") && e.contains("--no-xdp"),
+        "{e}"
+    );
     // Every refusal is listed, one a line.
     let e = refused(
         "filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 6 0xff indev v1 action drop\n\
@@ -61,7 +69,10 @@ fn what_cannot_be_compiled_is_refused_by_name() {
         &o,
     );
     assert_eq!(e.lines().count(), 2, "{e}");
-    assert!(e.contains("pref 2 (matchall)") && e.contains("pedit"), "{e}");
+    assert!(
+        e.contains("pref 2 (matchall)") && e.contains("pedit"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -104,7 +115,11 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
         ..Options::default()
     };
     let out = tccompile::compile(&c, "v0", Hook::Ingress, &opts).unwrap();
-    assert!(out.c.contains("bpf_clone_redirect(ctx, 4000, 0)"), "{}", out.c);
+    assert!(
+        out.c.contains("bpf_clone_redirect(ctx, 4000, 0)"),
+        "{}",
+        out.c
+    );
     assert!(!out.c.contains("xdp_classify"));
     let mut h = common::vm_hook(&out.object, "tc_classify", 1);
     let frame = [0u8; 60];
@@ -130,7 +145,10 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
 fn the_c_names_each_rule_and_the_manifest_each_slot() {
     let c = common::config();
     let (text, m) = generate(&c, "v0", Hook::Ingress, &Options::default()).unwrap();
-    assert!(text.contains("/* handle 0x2: handle 0x2 eth_type ipv4 ip_proto tcp dst_port 22 not_in_hw */"), "{text}");
+    assert!(
+        text.contains("/* handle 0x2: eth_type ipv4 ip_proto tcp dst_port 22 not_in_hw */"),
+        "{text}"
+    );
     assert!(text.contains("/* knode 800::800 */"));
     assert!(text.contains("int tc_chain_1(") && text.contains("int xdp_chain_2("));
     let d = m.describe();

@@ -39,7 +39,10 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
             wrong.push(format!("frame {i} xdp: {got:?}, user space {want:?}"));
         }
     }
-    eprintln!("{} frames ({too_long} over 64 KiB not run), user-space verdicts {seen:?}", frames.len());
+    eprintln!(
+        "{} frames ({too_long} over 64 KiB not run), user-space verdicts {seen:?}",
+        frames.len()
+    );
     assert!(
         wrong.is_empty(),
         "{} differences, the first:\n{}",
@@ -59,4 +62,66 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
             "action counters"
         );
     }
+}
+
+#[test]
+fn at_egress_the_whole_frame_is_counted_as_tc_does() {
+    let mut user = egress_config();
+    let compiled =
+        tccompile::compile(&user, DEV, tc::Hook::Egress, &tccompile::Options::default()).unwrap();
+    let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
+    let meta = PacketMeta {
+        ifindex: 1,
+        ..PacketMeta::default()
+    };
+    for (i, f) in frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.len() <= 65535)
+    {
+        let want = user_space_at(&mut user, tc::Hook::Egress, f);
+        let got = vm_verdict(&tc.run(f, &meta).unwrap());
+        assert_eq!(got, (V::Tc(want.tc), want.redirect), "frame {i}");
+    }
+    let counters = tccompile::Counters::from_vm(&compiled.manifest, tc.maps()).unwrap();
+    let mut c = egress_config();
+    counters.apply(&compiled.manifest, &mut c).unwrap();
+    assert_eq!(
+        show_stats_at(&mut c, tc::Hook::Egress),
+        show_stats_at(&mut user, tc::Hook::Egress)
+    );
+}
+
+#[test]
+fn u32_links_that_loop_stop_at_the_depth_limit_as_in_user_space() {
+    let mut c = tc::Config::default();
+    c.run_batch(
+        "qdisc add dev v0 clsact\n\
+         filter add dev v0 ingress prio 1 handle 3: protocol ip u32 divisor 1\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 ht 3: match ip protocol 17 0xff link 3:\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 ht 3: match ip protocol 6 0xff flowid 1:6 action drop\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 match u32 0 0 link 3: flowid 1:1 action pass",
+        tc::ShowOptions::default(),
+    )
+    .unwrap();
+    let compiled = tccompile::compile(&c, DEV, tc::Hook::Ingress, &tccompile::Options::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
+    let meta = PacketMeta {
+        ifindex: 1,
+        ..PacketMeta::default()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, f) in frames()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.len() <= 65535)
+    {
+        let want = user_space(&mut c, f);
+        seen.insert(format!("{:?}", want.tc));
+        let got = vm_verdict(&tc.run(f, &meta).unwrap());
+        assert_eq!(got, (V::Tc(want.tc), want.redirect), "frame {i}");
+    }
+    // UDP loops to the limit (unmatched), TCP drops, the rest passes.
+    assert_eq!(seen.len(), 3, "{seen:?}");
 }

@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod monitor;
 pub mod run;
 pub mod tc;
+pub mod tc_compile;
 pub mod trafficgen;
 pub mod verify;
 pub mod xpf;

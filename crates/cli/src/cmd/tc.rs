@@ -97,6 +97,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if let Some(dev) = &a.kernel {
         return push(&a, dev);
     }
+    if a.command.first().map(String::as_str) == Some("compile") {
+        return super::tc_compile::run(&a.config, &a.command[1..]);
+    }
     let show = ShowOptions {
         stats: a.stats,
         json: a.json,

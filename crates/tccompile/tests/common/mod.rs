@@ -98,8 +98,12 @@ pub struct Verdict {
 }
 
 pub fn user_space(c: &mut Config, frame: &[u8]) -> Verdict {
+    user_space_at(c, Hook::Ingress, frame)
+}
+
+pub fn user_space_at(c: &mut Config, hook: Hook, frame: &[u8]) -> Verdict {
     let mut skb = Skb::from_frame(frame, 1);
-    let out = c.classify(DEV, Hook::Ingress, &mut skb);
+    let out = c.classify(DEV, hook, &mut skb);
     if out.verdict == TcAction::Stolen {
         let to = out.emitted.last().expect("a redirect emits").ifindex;
         return Verdict {
@@ -161,14 +165,35 @@ pub fn vm_verdict(out: &runtime::Outcome<'_>) -> (runtime::Verdict, Option<u32>)
 
 /// The compiled object of the rules (and its C and manifest).
 pub fn compiled() -> tccompile::Compiled {
-    tccompile::compile(&config(), DEV, Hook::Ingress, &tccompile::Options::default())
-        .unwrap_or_else(|e| panic!("{e}"))
+    tccompile::compile(
+        &config(),
+        DEV,
+        Hook::Ingress,
+        &tccompile::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The rules at the egress hook instead.
+pub fn egress_config() -> Config {
+    let mut c = Config::default();
+    c.run_batch(
+        &RULES.replace(" ingress ", " egress "),
+        ShowOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("the rules: {e}"));
+    c.devices.set(OUT, OUT_IFINDEX);
+    c
 }
 
 /// `tc -s filter show dev v0 ingress` of a configuration.
 pub fn show_stats(c: &mut Config) -> String {
+    show_stats_at(c, Hook::Ingress)
+}
+
+pub fn show_stats_at(c: &mut Config, hook: Hook) -> String {
     c.run(
-        &["filter", "show", "dev", DEV, "ingress"],
+        &["filter", "show", "dev", DEV, hook.name()],
         ShowOptions {
             stats: true,
             ..ShowOptions::default()
