@@ -13,28 +13,14 @@ use std::process::Command;
 
 use common::*;
 
-/// Deletes the namespace however the test ends.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
+/// A namespace of the test's own (deleted however the test ends).
+struct Netns(kernel::netns::Netns);
 
 impl Netns {
     fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.0])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.0
+            .exec(args, None)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 }
 
@@ -42,38 +28,21 @@ fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-/// Sends `frames` out of `dev` of namespace `ns` (a packet socket).
+/// Sends `frames` out of `dev` of namespace `ns` (a packet socket), a few
+/// dozen at a time so that the peer's backlog never overflows.
 fn send(ns: &str, dev: u32, frames: &[Vec<u8>]) {
-    let path = format!("/var/run/netns/{ns}");
-    let frames = frames.to_vec();
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(&path).unwrap();
-        // SAFETY: plain syscalls on descriptors this thread owns, with
-        // buffers that outlive the calls.
-        unsafe {
-            assert_eq!(libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET), 0, "setns");
-            let s = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0);
-            assert!(s >= 0, "socket");
-            let mut addr: libc::sockaddr_ll = std::mem::zeroed();
-            addr.sll_family = libc::AF_PACKET as u16;
-            addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-            addr.sll_ifindex = dev as i32;
-            let len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-            let sa = &addr as *const libc::sockaddr_ll as *const libc::sockaddr;
-            assert_eq!(libc::bind(s, sa, len), 0, "bind");
-            for (i, fr) in frames.iter().enumerate() {
-                let n = libc::send(s, fr.as_ptr().cast(), fr.len(), 0);
-                assert_eq!(n, fr.len() as isize, "send frame {i}");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            kernel::netdev::enter_netns(ns).unwrap();
+            let sock = kernel::traffic::PacketSocket::through_qdisc(dev).unwrap();
+            for (i, f) in frames.iter().enumerate() {
+                assert!(sock.send(f).unwrap(), "frame {i} refused by the link");
                 if i % 50 == 49 {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
             }
-            libc::close(s);
-        }
-    })
-    .join()
-    .unwrap();
+        });
+    });
     std::thread::sleep(std::time::Duration::from_millis(500));
 }
 
@@ -89,23 +58,8 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
     let compiled = compiled();
     let obj = std::env::temp_dir().join(format!("tccompile-real-{}.o", std::process::id()));
     std::fs::write(&obj, &compiled.object).unwrap();
-    let ns = Netns(format!("sluice-tcc-{}", std::process::id()));
-    assert!(
-        Command::new("ip")
-            .args(["netns", "add", &ns.0])
-            .status()
-            .unwrap()
-            .success()
-    );
-    ns.run(&[
-        "sysctl",
-        "-qw",
-        "net.ipv6.conf.all.disable_ipv6=1",
-        "net.ipv6.conf.default.disable_ipv6=1",
-    ]);
-    ns.run(&[
-        "ip", "link", "add", "va", "type", "veth", "peer", "name", "vb",
-    ]);
+    let ns = Netns(kernel::netns::Netns::create("tcc").unwrap());
+    ns.0.veth("va", "vb").unwrap();
     for d in ["va", "vb"] {
         ns.run(&["ip", "link", "set", d, "mtu", "9000", "up"]);
     }
@@ -136,7 +90,7 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
     let vb = json(&ns.run(&["ip", "-j", "link", "show", "vb"]))[0]["ifindex"]
         .as_u64()
         .unwrap() as u32;
-    send(&ns.0, vb, &frames);
+    send(ns.0.name(), vb, &frames);
     let mut user = config();
     for f in &frames {
         user_space(&mut user, f);

@@ -185,37 +185,20 @@ pub fn frames() -> Vec<Vec<u8>> {
     out
 }
 
-/// Sends `frames` out of interface `dev_index` of namespace `ns`.
+/// Sends `frames` out of interface `dev_index` of namespace `ns`, a few
+/// dozen at a time so that the peer's backlog never overflows.
 pub fn send(ns: &str, dev_index: u32, frames: &[Vec<u8>]) {
-    let path = format!("/var/run/netns/{ns}");
-    let frames = frames.to_vec();
-    std::thread::spawn(move || {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(&path).unwrap();
-        // SAFETY: plain syscalls on descriptors this thread owns, with
-        // buffers that outlive them.
-        unsafe {
-            assert_eq!(libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET), 0, "setns");
-            let s = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0);
-            assert!(s >= 0, "socket");
-            let mut addr: libc::sockaddr_ll = std::mem::zeroed();
-            addr.sll_family = libc::AF_PACKET as u16;
-            addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-            addr.sll_ifindex = dev_index as i32;
-            let len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-            let sa = &addr as *const libc::sockaddr_ll as *const libc::sockaddr;
-            assert_eq!(libc::bind(s, sa, len), 0, "bind");
-            for (i, fr) in frames.iter().enumerate() {
-                let n = libc::send(s, fr.as_ptr() as *const libc::c_void, fr.len(), 0);
-                assert_eq!(n, fr.len() as isize, "send");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            kernel::netdev::enter_netns(ns).unwrap();
+            let sock = kernel::traffic::PacketSocket::through_qdisc(dev_index).unwrap();
+            for (i, f) in frames.iter().enumerate() {
+                assert!(sock.send(f).unwrap(), "frame {i} refused by the link");
                 if i % 50 == 49 {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             }
-            libc::close(s);
-        }
-    })
-    .join()
-    .unwrap();
+        });
+    });
     std::thread::sleep(std::time::Duration::from_millis(500));
 }
