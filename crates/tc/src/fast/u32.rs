@@ -100,8 +100,9 @@ impl U32Run {
         }
         let mut key = [0u64; W];
         key[0] = u64::from(protocol);
-        let data = &skb.data[skb.network..];
-        for (w, chunk) in data[..len.min(BYTES)].chunks_exact(4).enumerate() {
+        // Only the words some rule reads (the others are masked out).
+        let data = &skb.data[skb.network..skb.network + self.extent];
+        for (w, chunk) in data.chunks_exact(4).enumerate() {
             put(
                 &mut key,
                 4 * w,
