@@ -37,7 +37,7 @@ fn cases() -> Vec<(&'static str, String, u32)> {
         let mut b = head.clone();
         for i in 1..=n {
             b += &format!(
-                "filter add dev v0 ingress prio {i} protocol ip flower src_ip {} action drop\n",
+                "filter add dev v0 ingress prio {i} protocol ip flower src_ip {} action gact drop index {i}\n",
                 ip(i)
             );
         }
@@ -47,7 +47,7 @@ fn cases() -> Vec<(&'static str, String, u32)> {
         let mut b = head.clone();
         for i in 1..=n {
             b += &format!(
-                "filter add dev v0 ingress prio 1 handle {i} protocol ip flower src_ip {} action drop\n",
+                "filter add dev v0 ingress prio 1 handle {i} protocol ip flower src_ip {} action gact drop index {i}\n",
                 ip(i)
             );
         }
@@ -57,7 +57,7 @@ fn cases() -> Vec<(&'static str, String, u32)> {
         let mut b = head.clone();
         for i in 1..=n {
             b += &format!(
-                "filter add dev v0 ingress prio {i} protocol ip u32 match ip src {}/32 action drop\n",
+                "filter add dev v0 ingress prio {i} protocol ip u32 match ip src {}/32 action gact drop index {i}\n",
                 ip(i)
             );
         }
@@ -67,7 +67,7 @@ fn cases() -> Vec<(&'static str, String, u32)> {
         let mut b = head.clone();
         for i in 1..=n {
             b += &format!(
-                "filter add dev v0 ingress prio 1 protocol ip u32 match ip src {}/32 action drop\n",
+                "filter add dev v0 ingress prio 1 protocol ip u32 match ip src {}/32 action gact drop index {i}\n",
                 ip(i)
             );
         }
@@ -94,13 +94,8 @@ fn classify(c: &mut Config, skb: &mut Skb) -> runtime::TcAction {
     c.classify("v0", Hook::Ingress, skb).verdict
 }
 
-/// ns per packet, by a plain timed loop.
+/// ns per packet over a timed loop of about 100 ms.
 fn ns_per_packet(c: &mut Config, skb: &mut Skb) -> f64 {
-    assert_eq!(
-        classify(c, skb),
-        runtime::TcAction::Shot,
-        "the last rule matches"
-    );
     let mut n = 1u64;
     loop {
         let t = Instant::now();
@@ -108,7 +103,7 @@ fn ns_per_packet(c: &mut Config, skb: &mut Skb) -> f64 {
             black_box(classify(c, black_box(skb)));
         }
         let d = t.elapsed();
-        if d > Duration::from_millis(200) {
+        if d > Duration::from_millis(100) {
             return d.as_nanos() as f64 / n as f64;
         }
         n *= 2;
@@ -116,28 +111,49 @@ fn ns_per_packet(c: &mut Config, skb: &mut Skb) -> f64 {
 }
 
 fn bench(cr: &mut Criterion) {
+    let mut built: Vec<(&str, bool, Config, Skb)> = Vec::new();
+    for (name, batch, src) in cases() {
+        for fast in [true, false] {
+            let mut c = config(&batch, fast);
+            let mut skb = frame(src);
+            assert_eq!(
+                classify(&mut c, &mut skb),
+                runtime::TcAction::Shot,
+                "{name}"
+            );
+            built.push((name, fast, c, skb));
+        }
+    }
+    // The ratios: each case timed in turn, five rounds, the best of each
+    // (the machine is shared; the best is the least disturbed).
+    let mut best = vec![f64::MAX; built.len()];
+    for _ in 0..5 {
+        for (i, (_, _, c, skb)) in built.iter_mut().enumerate() {
+            best[i] = best[i].min(ns_per_packet(c, skb));
+        }
+    }
     let mut base = [0.0f64; 2];
+    for (i, (name, fast, ..)) in built.iter().enumerate() {
+        let m = usize::from(!*fast);
+        if name.ends_with("_1") {
+            base[m] = best[i];
+        }
+        let mode = if *fast { "fast" } else { "linear" };
+        println!(
+            "ratio {name:22} {mode:6} {:9.0} ns/packet {:8.2}x the 1-rule time",
+            best[i],
+            best[i] / base[m]
+        );
+    }
     let mut g = cr.benchmark_group("tc_fast");
     g.sample_size(20)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(1));
-    for (name, batch, src) in cases() {
-        for (m, fast) in [(0, true), (1, false)] {
-            let mode = if fast { "fast" } else { "linear" };
-            let mut c = config(&batch, fast);
-            let mut skb = frame(src);
-            let ns = ns_per_packet(&mut c, &mut skb);
-            if name.ends_with("_1") {
-                base[m] = ns;
-            }
-            println!(
-                "ratio {name} {mode}: {ns:.0} ns/packet, {:.2}x the 1-rule time",
-                ns / base[m]
-            );
-            g.bench_function(format!("{name}/{mode}"), |b| {
-                b.iter(|| classify(&mut c, black_box(&mut skb)))
-            });
-        }
+    for (name, fast, c, skb) in &mut built {
+        let mode = if *fast { "fast" } else { "linear" };
+        g.bench_function(format!("{name}/{mode}"), |b| {
+            b.iter(|| classify(c, black_box(skb)))
+        });
     }
     g.finish();
 }

@@ -5,7 +5,7 @@
 //! Actions live in a table by kind and index (`tc actions`), so rules can
 //! share one and its counters.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use runtime::TcAction;
 
@@ -179,7 +179,7 @@ pub struct Emitted {
 }
 
 /// An action named by kind and index.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ActionRef {
     pub kind: &'static str,
     pub index: u32,
@@ -188,7 +188,9 @@ pub struct ActionRef {
 /// Every action of a configuration, by kind and index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Actions {
-    table: BTreeMap<ActionRef, Action>,
+    /// Hashed: every matched rule looks its actions up here (a search
+    /// tree's string compares grew with the table); listed sorted.
+    table: HashMap<ActionRef, Action>,
 }
 
 impl Actions {
@@ -267,8 +269,11 @@ impl Actions {
         }
     }
 
+    /// Every action, by kind and index.
     pub fn iter(&self) -> impl Iterator<Item = &Action> {
-        self.table.values()
+        let mut all: Vec<(&ActionRef, &Action)> = self.table.iter().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.into_iter().map(|(_, a)| a)
     }
 
     /// Runs `list` on `skb` as `tcf_action_exec` does; `bytes` is what

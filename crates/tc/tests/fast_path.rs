@@ -39,7 +39,14 @@ fn action(r: &mut u64) -> &'static str {
 /// Each priority has its kind and protocol (most of the time: now and
 /// then another, which tc refuses), so that rules gather in filters and
 /// filters of a kind follow each other.
-const FLOWER: [(u16, &str); 5] = [(1, "ip"), (2, "ip"), (3, "all"), (4, "ipv6"), (7, "ip")];
+const FLOWER: [(u16, &str); 6] = [
+    (1, "ip"),
+    (2, "ip"),
+    (3, "all"),
+    (4, "ipv6"),
+    (7, "ip"),
+    (11, "802.1q"),
+];
 const U32: [(u16, &str); 4] = [(5, "ip"), (6, "all"), (8, "ip"), (9, "ip")];
 const MATCHALL: [u16; 3] = [6, 10, 10];
 
@@ -65,9 +72,13 @@ fn flower(mut r: u64) -> String {
             ));
         }
         "ipv6" => m.push(pick(r, &["", "src_ip 2001:db8::1", "src_ip 2001:db8::/64"])),
-        _ => m.push(pick(r, &["", "dst_mac 02:00:00:00:00:01", "indev v0"])),
+        "802.1q" => m.push(pick(r, &["", "vlan_id 5", "vlan_id 6"])),
+        _ => m.push(pick(
+            r,
+            &["", "dst_mac 02:00:00:00:00:01", "src_mac 00:00:00:00:00:00"],
+        )),
     }
-    if proto != "all" {
+    if proto == "ip" || proto == "ipv6" {
         let p = pick(r, &["", "ip_proto tcp", "ip_proto udp"]);
         m.push(p);
         if !p.is_empty() {
@@ -126,7 +137,7 @@ fn command(r: u64) -> String {
             format!("filter add dev v0 ingress prio {prio} protocol all matchall {act}")
         }
         _ => {
-            let prio = pick(&mut s, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+            let prio = pick(&mut s, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
             let chain = pick(&mut s, &[0, 1]);
             format!("filter del dev v0 ingress chain {chain} prio {prio}")
         }
@@ -135,12 +146,18 @@ fn command(r: u64) -> String {
 
 fn packet(mut r: u64) -> Skb {
     let r = &mut r;
-    let kind = pick(r, &[4, 4, 4, 4, 4, 6, 0]);
+    let kind = pick(r, &[4, 4, 4, 4, 4, 6, 0, 8]);
     let mut f = vec![0u8; 14];
     f[..6].copy_from_slice(&[2, 0, 0, 0, 0, pick(r, &[1, 2])]);
+    if kind == 8 {
+        // A VLAN-tagged IPv4 frame: its filter protocol is 802.1Q.
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        f.extend([0, 5, 0, 0]);
+    }
     match kind {
-        4 => {
-            f[12..14].copy_from_slice(&[0x08, 0x00]);
+        4 | 8 => {
+            let at = f.len() - 2;
+            f[at..].copy_from_slice(&[0x08, 0x00]);
             let mut ip = vec![0u8; 20];
             ip[0] = 0x45;
             ip[8] = 64;

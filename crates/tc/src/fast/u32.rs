@@ -15,16 +15,13 @@ use tss::{Rule, Tss};
 use super::{Found, protocol_mask};
 use crate::block::Filter;
 use crate::skb::Skb;
-use crate::u32::{SKIP_SW, U32};
+use crate::u32::{SKIP_SW, TERMINAL, U32};
 
 /// How much of the network header a fast rule may read.
 pub const BYTES: usize = 64;
 
 /// The protocol and the header's words, two 32-bit words to a key word.
 const W: usize = 1 + BYTES / 8;
-
-/// `TC_U32_TERMINAL`.
-const TERMINAL: u8 = 1;
 
 pub(super) struct U32Run {
     tss: Tss<W, (u32, u32)>,
@@ -100,8 +97,9 @@ impl U32Run {
         }
         let mut key = [0u64; W];
         key[0] = u64::from(protocol);
-        let data = &skb.data[skb.network..];
-        for (w, chunk) in data[..len.min(BYTES)].chunks_exact(4).enumerate() {
+        // Only the words some rule reads (the others are masked out).
+        let data = &skb.data[skb.network..skb.network + self.extent];
+        for (w, chunk) in data.chunks_exact(4).enumerate() {
             put(
                 &mut key,
                 4 * w,

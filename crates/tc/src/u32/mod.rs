@@ -29,7 +29,7 @@ use crate::skb::Skb;
 
 pub use handle::{format as format_handle, parse as parse_handle};
 pub use parse::{SKIP_HW, SKIP_SW, Spec};
-pub use sel::{Key, Sel};
+pub use sel::{Key, Sel, TERMINAL};
 pub use walk::MAX_DEPTH;
 
 /// A rule (`struct tc_u_knode`).
