@@ -574,8 +574,10 @@ impl Hook {
         let skb = &mut self.skb;
         skb.mark = get(8);
         skb.priority = get(32);
-        skb.tc_index = get(44);
-        skb.tc_classid = get(72);
+        // The kernel keeps both in 16 bits (`skb->tc_index`,
+        // `qdisc_skb_cb->tc_classid`): a program's write keeps its low half.
+        skb.tc_index = get(44) & 0xffff;
+        skb.tc_classid = get(72) & 0xffff;
         skb.cb = cb;
         skb.tstamp = u64::from_le_bytes(self.ctx[152..160].try_into().expect("8 bytes"));
         skb.tunnel.clone_from(&self.env.tunnel);

@@ -54,13 +54,18 @@ pub struct Case {
 
 /// Rule `i`'s five tuple (1-based): addresses, UDP ports.
 fn tuple(i: u32) -> ([u8; 4], [u8; 4], u16, u16) {
-    let (hi, lo) = ((i >> 8) as u8, i as u8);
+    let (top, hi, lo) = ((i >> 16) as u8, (i >> 8) as u8, i as u8);
     (
-        [10, 1, hi, lo],
-        [10, 2, hi, lo],
+        [10, 1 + top, hi, lo],
+        [10, 128 + top, hi, lo],
         1024 + (i % 30000) as u16,
         2000 + (i % 20000) as u16,
     )
+}
+
+/// Rule `i`'s class: `1:i`, then `2:(i - 65536)`, ... past 16 bits.
+fn class_of(i: u32) -> u32 {
+    ((1 + (i >> 16)) << 16) | (i & 0xffff)
 }
 
 fn dotted(a: [u8; 4]) -> String {
@@ -106,9 +111,9 @@ impl Case {
         if self.worst { self.rules } else { 1 }
     }
 
-    /// The class the matching rule gives: `1:TARGET`.
+    /// The class the matching rule gives.
     pub fn classid(&self) -> u32 {
-        0x1_0000 | self.target()
+        class_of(self.target())
     }
 
     /// The tc lines: a clsact qdisc on `dev`, the rules at its ingress.
@@ -135,9 +140,12 @@ impl Case {
                     dotted(dst)
                 ),
             };
+            let class = class_of(i);
             out += &format!(
-                "filter add dev {dev} ingress prio {prio} protocol ip {} {keys} classid 1:{i:x}\n",
-                self.kind.name()
+                "filter add dev {dev} ingress prio {prio} protocol ip {} {keys} classid {:x}:{:x}\n",
+                self.kind.name(),
+                class >> 16,
+                class & 0xffff
             );
         }
         out
@@ -260,6 +268,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_large_flower_set_past_16_bits_of_class_matches_its_last_rule() {
+        let case = Case {
+            kind: Kind::Flower,
+            layout: Layout::OneFilter,
+            rules: 70_000,
+            tuples: 5,
+            worst: true,
+        };
+        assert_eq!(case.classid(), 0x2_0000 | (70_000 - 0x1_0000));
+        let r = rate(
+            config(&case.lines("b0")),
+            "b0",
+            &[case.frame()],
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(r.classid, case.classid());
     }
 
     #[test]

@@ -108,7 +108,9 @@ impl Runner {
     /// as the actions left it.
     pub fn classify(&mut self, frame: &[u8], tstamp: u64) -> (crate::Outcome, Skb) {
         self.now = tstamp;
-        let mut skb = Skb::from_frame(frame, self.ifindex).at(tstamp);
+        // The last packet's buffer, refilled (no allocation per packet).
+        let buffer = std::mem::take(&mut self.packet);
+        let mut skb = Skb::from_frame_in(buffer, frame, self.ifindex).at(tstamp);
         skb.vlan_in_meta = self.hook == Hook::Ingress;
         let out = self.config.classify(&self.dev, self.hook, &mut skb);
         (out, skb)

@@ -49,6 +49,20 @@ impl Skb {
         skb
     }
 
+    /// [`Skb::from_frame`] into a buffer the caller had (its bytes
+    /// replaced), so that a stream of packets need not allocate one each.
+    pub fn from_frame_in(mut buffer: Vec<u8>, frame: &[u8], ifindex: u32) -> Skb {
+        buffer.clear();
+        buffer.extend_from_slice(frame);
+        let mut skb = Skb {
+            data: buffer,
+            ifindex,
+            ..Skb::default()
+        };
+        skb.reparse();
+        skb
+    }
+
     /// The same skb with its time set to `tstamp` nanoseconds.
     pub fn at(mut self, tstamp: u64) -> Skb {
         self.tstamp = tstamp;

@@ -403,3 +403,52 @@ fn a_change_rebuilds_and_short_packets_take_the_walk() {
     let s = block.fast_stats();
     assert_eq!((s.hits, s.fallbacks, s.rebuilds), (1, 1, 2), "{s:?}");
 }
+
+#[test]
+fn rules_over_more_words_than_a_compact_key_holds_agree_with_the_walk() {
+    // MACs, both tags, IPv6 addresses, TOS/TTL, ports, ICMP: more words
+    // of the flow key than a compact run key (8), so the full key is used.
+    let rules = [
+        "protocol 802.1q flower vlan_id 5 vlan_ethtype ip dst_mac 02:00:00:00:00:01 src_mac 00:00:00:00:00:00 ip_proto udp dst_port 80",
+        "protocol ipv6 flower src_ip 2001:db8::1 dst_ip 2001:db8::2 ip_proto tcp src_port 1 dst_port 443",
+        "protocol ip flower ip_tos 0x10 ip_ttl 64 src_ip 10.0.0.1 dst_ip 192.168.0.1 ip_proto icmp type 8 code 0",
+        "protocol ip flower src_ip 10.0.0.0/30 dst_ip 192.168.0.0/24 ip_proto udp",
+        "protocol all flower dst_mac 02:00:00:00:00:01",
+    ];
+    let show = ShowOptions::default();
+    let (mut fast, mut slow) = (Config::default(), Config::default());
+    slow.set_fast(false);
+    for c in [&mut fast, &mut slow] {
+        c.run_batch("qdisc add dev v0 clsact", show).unwrap();
+        for (i, r) in rules.iter().enumerate() {
+            let line = format!(
+                "filter add dev v0 ingress prio {} {r} classid 1:{} action drop",
+                i + 1,
+                i + 1
+            );
+            c.run_batch(&line, show)
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+    }
+    let mut hits = 0;
+    for seed in 0..20_000u64 {
+        let skb = packet(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let (mut a, mut b) = (skb.clone(), skb);
+        let fa = fast.classify("v0", Hook::Ingress, &mut a);
+        let fb = slow.classify("v0", Hook::Ingress, &mut b);
+        assert_eq!(fa, fb, "packet {:x?}", b.data);
+        hits += u32::from(fa.classid != 0);
+    }
+    let stats = ShowOptions {
+        stats: true,
+        json: false,
+    };
+    let cmd = ["filter", "show", "dev", "v0", "ingress"];
+    assert_eq!(
+        fast.run(&cmd, stats).unwrap(),
+        slow.run(&cmd, stats).unwrap()
+    );
+    assert!(hits > 0, "no packet matched");
+    let (block, _) = fast.block_mut("v0", Hook::Ingress).unwrap();
+    assert!(block.fast_stats().hits > 0);
+}

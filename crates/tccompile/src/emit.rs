@@ -215,6 +215,8 @@ fn entries(hook: Hook, xdp: bool) -> String {
          \tview(skb, &p, 0, skb->vlan_present, __builtin_bswap16((__u16)skb->vlan_proto), (__u16)skb->vlan_tci);\n\
          \tp.bytes = {tc_bytes};\n\
          \ttc_block(skb, &p, &r);\n\
+         \t/* The deciding rule's class: cls_bpf takes its minor (the filter's classid gives the major). */\n\
+         \tif (r.classid)\n\t\tskb->tc_classid = r.classid;\n\
          \tif (r.redirect)\n\t\treturn bpf_redirect(r.redirect, r.redirect_flags);\n\
          \treturn r.control;\n}}\n"
     );
@@ -237,6 +239,18 @@ fn entries(hook: Hook, xdp: bool) -> String {
 /// A rule's hit: its counter, its actions' counters and copies, then its
 /// result; `on_continue` is what the kind does when they say `continue`.
 pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) -> String {
+    hit_then(slot, classid, run, indent, on_continue, "return;")
+}
+
+/// [`hit`] ending with `done` (a function returning a value says which).
+pub fn hit_then(
+    slot: u32,
+    classid: u32,
+    run: &Run,
+    indent: &str,
+    on_continue: &str,
+    done: &str,
+) -> String {
     let mut s = format!("{indent}count_rule({slot}, p->bytes);\n");
     for st in &run.steps {
         match st {
@@ -277,7 +291,7 @@ pub fn hit(slot: u32, classid: u32, run: &Run, indent: &str, on_continue: &str) 
             "{indent}r->redirect = {ifindex};\n{indent}r->redirect_flags = {flags};"
         );
     }
-    let _ = writeln!(s, "{indent}r->control = {code};\n{indent}return;");
+    let _ = writeln!(s, "{indent}r->control = {code};\n{indent}{done}");
     s
 }
 

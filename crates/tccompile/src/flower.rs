@@ -14,8 +14,11 @@ use std::fmt::Write as _;
 use tc::{FlowKey, Flower};
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, comment, filter_function, hit};
+use crate::emit::{FilterCode, comment, filter_function, hit, hit_then};
 use crate::manifest::RuleSlot;
+
+/// The most rules of a mask compiled into one function.
+const PART: usize = 256;
 
 /// The comparisons of a key's fields under a mask (every field with a
 /// mask bit but the port ranges and the interface), as C conditions.
@@ -24,7 +27,7 @@ fn terms(key: &FlowKey, mask: &FlowKey) -> Vec<String> {
     macro_rules! scalar {
         ($($f:ident),*) => {$(
             if mask.$f != 0 {
-                t.push(format!("(k->{} & {:#x}) == {:#x}", stringify!($f), mask.$f, key.$f & mask.$f));
+                t.push(format!("((k->{} & {:#x}) ^ {:#x})", stringify!($f), mask.$f, key.$f & mask.$f));
             }
         )*};
     }
@@ -32,7 +35,7 @@ fn terms(key: &FlowKey, mask: &FlowKey) -> Vec<String> {
         ($($f:ident),*) => {$(
             for i in 0..key.$f.len() {
                 if mask.$f[i] != 0 {
-                    t.push(format!("(k->{}[{i}] & {:#x}) == {:#x}", stringify!($f), mask.$f[i], key.$f[i] & mask.$f[i]));
+                    t.push(format!("((k->{}[{i}] & {:#x}) ^ {:#x})", stringify!($f), mask.$f[i], key.$f[i] & mask.$f[i]));
                 }
             }
         )*};
@@ -66,11 +69,15 @@ fn terms(key: &FlowKey, mask: &FlowKey) -> Vec<String> {
     t
 }
 
+/// The rule matches when every term (a field's difference from the
+/// rule's value, under the mask) is 0: or-ed, so that a rule is one branch
+/// (a branch a field, over hundreds of rules, is more than the kernel's
+/// verifier will follow).
 fn cond(terms: &[String]) -> String {
     if terms.is_empty() {
         "1".into()
     } else {
-        terms.join(" &&\n\t    ")
+        format!("({}) == 0", terms.join(" |\n\t     "))
     }
 }
 
@@ -146,6 +153,7 @@ pub fn filter(
         slots.insert(r.handle, (slot, rule.classid, run));
     }
     // Masks: runs of rules with the same mask.
+    let mut parts = String::new();
     let mut groups: Vec<Vec<tc::flower::RuleRef<'_>>> = Vec::new();
     for r in &rules {
         match groups.last_mut() {
@@ -167,7 +175,52 @@ pub fn filter(
             }
             body.push_str("\t}\n");
         };
-        if !g[0].range {
+        if !g[0].range && g.len() > PART {
+            // Too long for one function (a BPF jump reaches 32K
+            // instructions): parts of PART rules, each a global function
+            // the verifier checks once, saying what ended it.
+            for (pi, part) in g.chunks(PART).enumerate() {
+                let fname = format!("{name}_mask{gi}_part{pi}");
+                let mut pbody = String::new();
+                for r in part {
+                    let (slot, classid, run) = &slots[&r.handle];
+                    let _ = writeln!(pbody, "\t/* handle {:#x}: {} */", r.handle, text(r.handle));
+                    let _ = writeln!(pbody, "\tif ({}) {{", cond(&terms(r.key, r.mask)));
+                    if r.skip_sw {
+                        pbody.push_str(
+                            "\t\t/* skip_sw: the next mask */\n\t\treturn PART_NEXT_MASK;\n",
+                        );
+                    } else {
+                        pbody.push_str(&hit_then(
+                            *slot,
+                            *classid,
+                            run,
+                            "\t\t",
+                            "return PART_NO_MATCH;",
+                            "return PART_DECIDED;",
+                        ));
+                    }
+                    pbody.push_str("\t}\n");
+                }
+                let _ = write!(
+                    parts,
+                    "/* {what}, mask {gi}, rules {} to {} */\n\
+                     __attribute__((noinline)) int {fname}(CTX *ctx, struct pkt *p, const struct flow_key *k, struct result *r)\n{{\n\
+                     \tif (!ctx || !p || !k || !r)\n\t\treturn PART_NONE;\n\
+                     {pbody}\treturn PART_NONE;\n}}\n\n",
+                    pi * PART,
+                    pi * PART + part.len() - 1
+                );
+                let _ = writeln!(
+                    body,
+                    "\tswitch ({fname}(ctx, p, k, r)) {{\n\
+                     \tcase PART_DECIDED:\n\t\treturn;\n\
+                     \tcase PART_NO_MATCH:\n\t\tgoto no_match;\n\
+                     \tcase PART_NEXT_MASK:\n\t\tgoto {end};\n\
+                     \t}}"
+                );
+            }
+        } else if !g[0].range {
             for r in g {
                 found(r, &mut body);
             }
@@ -193,7 +246,11 @@ pub fn filter(
                     body,
                     "\t/* the range of handle {:#x}: the rules of that range */\n\tif ({}) {{",
                     w.handle,
-                    cond(&checks)
+                    if checks.is_empty() {
+                        "1".to_string()
+                    } else {
+                        checks.join(" && ")
+                    }
                 );
                 for r2 in g.iter().filter(|r2| ranges(r2.key) == want) {
                     let mut inner = String::new();
@@ -207,7 +264,7 @@ pub fn filter(
         }
         let _ = writeln!(body, "{end}:;");
     }
-    Some(filter_function(
+    let mut code = filter_function(
         name,
         &format!(
             "chain {chain} pref {prio}: flower, {} rule(s) in {} mask(s)",
@@ -216,5 +273,7 @@ pub fn filter(
         ),
         &body,
         true,
-    ))
+    );
+    code.text.insert_str(0, &parts);
+    Some(code)
 }

@@ -47,6 +47,13 @@ static long (*bpf_xdp_load_bytes)(void *xdp, __u32 off, void *buf, __u32 len) = 
 #define TC_ACT_EXT_VAL_MASK ((1 << 28) - 1)
 /* Not a tc code: no rule matched, or its actions said `continue`. */
 #define NO_MATCH 0x7fffffff
+/* What a part of a long mask (a function of its own) ended with: none of
+ * its rules matched, one decided (the result is set), one said `continue`,
+ * a skip_sw rule sent the search to the next mask. */
+#define PART_NONE 0
+#define PART_DECIDED 1
+#define PART_NO_MATCH 2
+#define PART_NEXT_MASK 3
 
 /* A rule's counters and an action's. */
 struct rule_stats {

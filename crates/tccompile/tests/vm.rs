@@ -1,5 +1,5 @@
 //! The compiled programs in sluice's VM against the user-space chain:
-//! every frame of every capture, the same verdict (tc and XDP), and at
+//! every frame of every capture, the same verdict (tc and XDP) and class, and at
 //! the end the same counters (`tc -s filter show` of the user-space
 //! configuration and of a fresh one given the programs' counters).
 
@@ -30,9 +30,15 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
         }
         let want = user_space(&mut user, f);
         *seen.entry(format!("{:?}", want.tc)).or_insert(0u64) += 1;
-        let got = vm_verdict(&tc.run(f, &meta).unwrap());
-        if got != (V::Tc(want.tc), want.redirect) {
-            wrong.push(format!("frame {i} tc: {got:?}, user space {want:?}"));
+        let out = tc.run(f, &meta).unwrap();
+        let classid = out.skb.as_ref().map_or(0, |s| s.tc_classid);
+        let got = vm_verdict(&out);
+        // cls_bpf keeps the minor of what the program writes (the
+        // filter's `classid` gives the major).
+        if got != (V::Tc(want.tc), want.redirect) || classid != want.classid & 0xffff {
+            wrong.push(format!(
+                "frame {i} tc: {got:?} class {classid:#x}, user space {want:?}"
+            ));
         }
         let got = vm_verdict(&xdp.run(f, &meta).unwrap()).0;
         if got != V::Xdp(xdp_of(&want)) {
@@ -124,4 +130,72 @@ fn u32_links_that_loop_stop_at_the_depth_limit_as_in_user_space() {
     }
     // UDP loops to the limit (unmatched), TCP drops, the rest passes.
     assert_eq!(seen.len(), 3, "{seen:?}");
+}
+
+#[test]
+fn a_mask_of_hundreds_of_rules_compiled_in_parts_decides_as_in_user_space() {
+    // 600 rules under one mask: three functions of the compiled program
+    // (256 rules each at most). A skip_sw rule, a `continue` and a drop in
+    // later parts, a matchall after them for what goes on.
+    let mut lines = String::from("qdisc add dev v0 clsact\n");
+    for i in 1..=600u32 {
+        let extra = match i {
+            5 | 300 => " skip_sw",
+            _ => "",
+        };
+        let action = match i {
+            260 | 590 => "action continue",
+            270 => "action drop",
+            _ => "action pass",
+        };
+        lines += &format!(
+            "filter add dev v0 ingress prio 1 protocol ip flower{extra} dst_ip 10.0.{}.{} ip_proto udp dst_port {} classid 1:{i:x} {action}\n",
+            i >> 8,
+            i & 0xff,
+            1000 + i
+        );
+    }
+    lines += "filter add dev v0 ingress prio 2 protocol all matchall classid 1:ffff action drop\n";
+    let mut user = tc::Config::default();
+    user.run_batch(&lines, tc::ShowOptions::default()).unwrap();
+    let compiled = tccompile::compile(
+        &user,
+        DEV,
+        tc::Hook::Ingress,
+        &tccompile::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(compiled.c.contains("_mask0_part2("), "three parts");
+    let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
+    let meta = PacketMeta {
+        ifindex: 1,
+        ..PacketMeta::default()
+    };
+    let mut verdicts = std::collections::BTreeMap::new();
+    // Every rule's frame, and one matching none.
+    for i in 1..=601u32 {
+        let dst = [10, 0, (i >> 8) as u8, i as u8];
+        let f = tc::bench::udp_frame([192, 0, 2, 1], dst, 7, (1000 + i) as u16);
+        let want = user_space(&mut user, &f);
+        let out = tc.run(&f, &meta).unwrap();
+        let classid = out.skb.as_ref().map_or(0, |s| s.tc_classid);
+        let got = vm_verdict(&out);
+        assert_eq!(
+            (got, classid),
+            ((V::Tc(want.tc), want.redirect), want.classid & 0xffff),
+            "rule {i}"
+        );
+        *verdicts.entry(format!("{:?}", want.tc)).or_insert(0) += 1;
+    }
+    // Drops: rule 270, and the matchall after 5, 260, 300, 590 and 601.
+    assert_eq!(verdicts.get("Shot"), Some(&6), "{verdicts:?}");
+    let counters = tccompile::Counters::from_vm(&compiled.manifest, tc.maps()).unwrap();
+    let mut c = tc::Config::default();
+    c.run_batch(&lines, tc::ShowOptions::default()).unwrap();
+    counters.apply(&compiled.manifest, &mut c).unwrap();
+    assert_eq!(
+        show_stats(&mut c),
+        show_stats(&mut user),
+        "tc -s filter show"
+    );
 }

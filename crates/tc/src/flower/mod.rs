@@ -21,7 +21,7 @@ mod parse;
 mod show;
 mod values;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::action::{ActionRef, Actions};
 use crate::block::ETH_P_ALL;
@@ -81,7 +81,12 @@ pub struct RuleRef<'a> {
 pub struct Flower {
     /// The filter's protocol (what tc puts in `eth_type`).
     protocol: u16,
-    rules: BTreeMap<u32, Rule>,
+    /// The rules by handle: hashed (by a fast hasher: handles are not
+    /// chosen by an attacker), since the fast path finds a handle per
+    /// packet and a tree of 100k rules costs a cache miss a level.
+    rules: HashMap<u32, Rule, foldhash::fast::RandomState>,
+    /// The handles in order (for show and handle allocation).
+    handles: BTreeSet<u32>,
     masks: Vec<MaskGroup>,
     /// Interface names `indev` may name.
     devices: BTreeMap<String, u32>,
@@ -98,7 +103,8 @@ impl Flower {
     pub fn new(protocol: u16) -> Flower {
         Flower {
             protocol,
-            rules: BTreeMap::new(),
+            rules: HashMap::default(),
+            handles: BTreeSet::new(),
             masks: Vec::new(),
             devices: BTreeMap::new(),
         }
@@ -115,6 +121,11 @@ impl Flower {
 
     pub fn rule(&self, handle: u32) -> Option<&Rule> {
         self.rules.get(&handle)
+    }
+
+    /// The rules in handle order, as tc shows them.
+    fn in_order(&self) -> impl Iterator<Item = &Rule> {
+        self.handles.iter().map(|h| &self.rules[h])
     }
 
     /// How many distinct masks the rules have.
@@ -140,6 +151,29 @@ impl Flower {
                     range: g.mask.has_range(),
                 }
             })
+    }
+
+    /// The handle the kernel gives a rule added without one: the lowest
+    /// free from 1 (`idr_alloc_u32`). When handles 1..=n are all taken
+    /// (the usual case: none given, none deleted) that is n + 1 without a
+    /// walk, so adding 100k rules is not quadratic.
+    fn lowest_free_handle(&self) -> Option<u32> {
+        let max = i32::MAX as u32;
+        let taken = self.handles.len() as u32;
+        match self.handles.last() {
+            None => Some(1),
+            Some(&last) if last == taken => (last < max).then_some(last + 1),
+            Some(_) => {
+                let mut want = 1;
+                for &h in &self.handles {
+                    if h != want {
+                        return Some(want);
+                    }
+                    want += 1;
+                }
+                (want <= max).then_some(want)
+            }
+        }
     }
 
     /// The kernel's part of adding (`fl_change` for a new handle): checks
@@ -171,8 +205,7 @@ impl Flower {
         let handle = if a.handle != 0 {
             a.handle
         } else {
-            (1..=i32::MAX as u32)
-                .find(|h| !self.rules.contains_key(h))
+            self.lowest_free_handle()
                 .ok_or("RTNETLINK answers: No space left on device")?
         };
         let g = match group {
@@ -188,6 +221,7 @@ impl Flower {
         };
         self.masks[g].table.insert(mkey, handle);
         self.masks[g].filters.push(handle);
+        self.handles.insert(handle);
         self.rules.insert(
             handle,
             Rule {
@@ -283,6 +317,7 @@ impl Classifier for Flower {
             .rules
             .remove(&handle)
             .ok_or("Error: Specified filter handle not found.")?;
+        self.handles.remove(&handle);
         let g = self
             .masks
             .iter()
@@ -309,22 +344,19 @@ impl Classifier for Flower {
     }
 
     fn show(&self, actions: &Actions, stats: bool) -> Vec<String> {
-        self.rules
-            .values()
+        self.in_order()
             .map(|r| show::text(r, actions, stats))
             .collect()
     }
 
     fn json(&self, actions: &Actions, stats: bool) -> Vec<serde_json::Value> {
-        self.rules
-            .values()
+        self.in_order()
             .map(|r| show::json(r, actions, stats))
             .collect()
     }
 
     fn actions(&self) -> Vec<ActionRef> {
-        self.rules
-            .values()
+        self.in_order()
             .flat_map(|r| r.actions.iter().cloned())
             .collect()
     }

@@ -415,7 +415,7 @@ fn handles_skip_sw_and_deleting() {
         "ip_proto 0x11 src_ip 1.2.3.4 classid 1:6 skip_sw",
     )
     .unwrap();
-    let handles: Vec<u32> = f.rules.keys().copied().collect();
+    let handles: Vec<u32> = f.handles.iter().copied().collect();
     assert_eq!(handles, [1, 2, 5, 16]);
     let e = add(&mut f, &mut a, Some("5"), "ip_proto tcp").unwrap_err();
     assert_eq!(e, "Error: Filter already exists.");

@@ -95,6 +95,8 @@ pub fn frames() -> Vec<Vec<u8>> {
 pub struct Verdict {
     pub tc: TcAction,
     pub redirect: Option<u32>,
+    /// The deciding rule's class (0 without one).
+    pub classid: u32,
 }
 
 pub fn user_space(c: &mut Config, frame: &[u8]) -> Verdict {
@@ -109,11 +111,13 @@ pub fn user_space_at(c: &mut Config, hook: Hook, frame: &[u8]) -> Verdict {
         return Verdict {
             tc: TcAction::Redirect,
             redirect: Some(to),
+            classid: out.classid,
         };
     }
     Verdict {
         tc: out.verdict,
         redirect: None,
+        classid: out.classid,
     }
 }
 
