@@ -1,6 +1,7 @@
 // A tc classifier in direct-action mode:
 //   - TCP to port 23 (telnet) is dropped (TC_ACT_SHOT);
-//   - skb->mark gets 0x100 | IP protocol, skb->tc_classid gets 1:(DSCP + 1);
+//   - skb->mark gets 0x100 | IP protocol, skb->tc_classid gets 1:(DSCP + 1)
+//     (the kernel keeps its minor; the filter's classid gives the major);
 //   - DSCP CS1 (low priority, 8) is cleared to 0 in IPv4 headers, rewriting
 //     the header with bpf_skb_store_bytes and fixing its checksum with
 //     bpf_l3_csum_replace.
