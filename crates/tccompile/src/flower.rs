@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use tc::{FlowKey, Flower};
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, comment, filter_function, hit, hit_then};
+use crate::emit::{FilterCode, comment, filter_function, hit_then};
 use crate::manifest::RuleSlot;
 
 /// The most rules of a mask compiled into one function.
@@ -164,16 +164,24 @@ pub fn filter(
     for (gi, g) in groups.iter().enumerate() {
         let end = format!("{name}_mask{gi}_done");
         let _ = writeln!(body, "\t/* mask {gi} ({} rule(s)) */", g.len());
-        let found = |r: &tc::flower::RuleRef<'_>, body: &mut String| {
+        // A rule's test and hit; `ends` says how a continue, a decision
+        // and a skip_sw rule leave (gotos in the filter's function,
+        // returns in a part's).
+        let rule_code = |r: &tc::flower::RuleRef<'_>, body: &mut String, ends: [&str; 3]| {
+            let [on_continue, done, next_mask] = ends;
             let (slot, classid, run) = &slots[&r.handle];
             let _ = writeln!(body, "\t/* handle {:#x}: {} */", r.handle, text(r.handle));
             let _ = writeln!(body, "\tif ({}) {{", cond(&terms(r.key, r.mask)));
             if r.skip_sw {
-                let _ = writeln!(body, "\t\t/* skip_sw: the next mask */\n\t\tgoto {end};");
+                let _ = writeln!(body, "\t\t/* skip_sw: the next mask */\n\t\t{next_mask}");
             } else {
-                body.push_str(&hit(*slot, *classid, run, "\t\t", "goto no_match;"));
+                body.push_str(&hit_then(*slot, *classid, run, "\t\t", on_continue, done));
             }
             body.push_str("\t}\n");
+        };
+        let goto_end = format!("goto {end};");
+        let found = |r: &tc::flower::RuleRef<'_>, body: &mut String| {
+            rule_code(r, body, ["goto no_match;", "return;", &goto_end]);
         };
         if !g[0].range && g.len() > PART {
             // Too long for one function (a BPF jump reaches 32K
@@ -183,24 +191,15 @@ pub fn filter(
                 let fname = format!("{name}_mask{gi}_part{pi}");
                 let mut pbody = String::new();
                 for r in part {
-                    let (slot, classid, run) = &slots[&r.handle];
-                    let _ = writeln!(pbody, "\t/* handle {:#x}: {} */", r.handle, text(r.handle));
-                    let _ = writeln!(pbody, "\tif ({}) {{", cond(&terms(r.key, r.mask)));
-                    if r.skip_sw {
-                        pbody.push_str(
-                            "\t\t/* skip_sw: the next mask */\n\t\treturn PART_NEXT_MASK;\n",
-                        );
-                    } else {
-                        pbody.push_str(&hit_then(
-                            *slot,
-                            *classid,
-                            run,
-                            "\t\t",
+                    rule_code(
+                        r,
+                        &mut pbody,
+                        [
                             "return PART_NO_MATCH;",
                             "return PART_DECIDED;",
-                        ));
-                    }
-                    pbody.push_str("\t}\n");
+                            "return PART_NEXT_MASK;",
+                        ],
+                    );
                 }
                 let _ = write!(
                     parts,
