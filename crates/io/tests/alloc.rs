@@ -1,35 +1,11 @@
 //! Reading through `read_into` into a reused buffer allocates nothing per
 //! frame. A test binary of its own: the allocator counts every thread.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use io::{PcapSink, PcapSource};
-
-struct Counting;
-
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator, only counting calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is System's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 #[test]
 fn reading_100k_frames_into_a_reused_buffer_allocates_o_1_times() {
@@ -46,7 +22,7 @@ fn reading_100k_frames_into_a_reused_buffer_allocates_o_1_times() {
 
         let mut src = PcapSource::open(&path).unwrap();
         let mut buf = Vec::with_capacity(64 * 64);
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let region = Region::new(GLOBAL);
         let mut n = 0;
         loop {
             buf.clear();
@@ -65,7 +41,8 @@ fn reading_100k_frames_into_a_reused_buffer_allocates_o_1_times() {
                 break;
             }
         }
-        let allocs = ALLOCS.load(Ordering::Relaxed) - before;
+        let change = region.change();
+        let allocs = change.allocations + change.reallocations;
         assert_eq!(n, 100_000);
         assert!(allocs < 16, "{name}: {allocs} allocations for {n} frames");
         println!("{name}: {allocs} allocations for {n} frames");

@@ -2,32 +2,11 @@
 //! (which builds the lookup), classifying with 1000 flower or u32 rules,
 //! the match the last, allocates nothing.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use tc::{Config, Hook, ShowOptions, Skb};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call goes to the system allocator unchanged; the counter
-// is only an atomic add.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 fn allocations_per_packet(rule: &str) -> u64 {
     let mut batch = "qdisc add dev v0 clsact\n".to_string();
@@ -47,11 +26,12 @@ fn allocations_per_packet(rule: &str) -> u64 {
     let mut skb = Skb::from_frame(&f, 1);
     let out = c.classify("v0", Hook::Ingress, &mut skb);
     assert_eq!(out.verdict, runtime::TcAction::Shot, "{rule}");
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let region = Region::new(GLOBAL);
     for _ in 0..100 {
         c.classify("v0", Hook::Ingress, &mut skb);
     }
-    let n = ALLOCS.load(Ordering::Relaxed) - before;
+    let change = region.change();
+    let n = (change.allocations + change.reallocations) as u64;
     let (block, _) = c.block_mut("v0", Hook::Ingress).unwrap();
     assert_eq!(block.fast_stats().hits, 101, "{rule}");
     n
