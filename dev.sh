@@ -16,12 +16,13 @@ cd "$(dirname "$0")"
 # AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks,
 # nfdump (nfcapd) and tshark to check the IPFIX exporter against real collectors,
 # python3 for the live RTT test's TCP peers and the xPF RTT program's generator.
+# openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with.
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
-    nfdump tshark python3
+    nfdump tshark python3 openvswitch-common
 )
 RUST_TOOLCHAIN=1.95.0
 
