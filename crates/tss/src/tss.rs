@@ -127,8 +127,29 @@ impl<const W: usize, V> Tss<W, V> {
         (m, LookupStats { probed })
     }
 
+    /// [`lookup`](Tss::lookup), adding to `seen` the mask of every
+    /// subtable it probed: any key equal to `key` under `seen` has the same
+    /// result (Open vSwitch's wildcard tracking, which makes a megaflow).
+    pub fn lookup_masks(&self, key: &Key<W>, seen: &mut Key<W>) -> Option<Match<'_, V>> {
+        self.search_with(key, |mask| {
+            for i in 0..W {
+                seen[i] |= mask[i];
+            }
+        })
+        .0
+    }
+
     #[inline]
     fn search(&self, key: &Key<W>) -> (Option<Match<'_, V>>, usize) {
+        self.search_with(key, |_| {})
+    }
+
+    #[inline]
+    fn search_with(
+        &self,
+        key: &Key<W>,
+        mut probing: impl FnMut(&Key<W>),
+    ) -> (Option<Match<'_, V>>, usize) {
         let mut found: Option<&Entry<V>> = None;
         let mut probed = 0;
         for sub in &self.subtables {
@@ -138,6 +159,7 @@ impl<const W: usize, V> Tss<W, V> {
                 break;
             }
             probed += 1;
+            probing(&sub.mask);
             if let Some(e) = sub.probe(key)
                 && found.is_none_or(|f| e.rank < f.rank)
             {

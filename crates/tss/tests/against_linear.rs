@@ -153,6 +153,12 @@ impl Pair {
             if hit.is_some() && !self.live.is_empty() {
                 assert!(t.is_some(), "a key built from a rule matches");
             }
+            // The bits the lookup saw decide it: the key with every other
+            // bit flipped has the same first match.
+            let mut seen = [0u64; W];
+            assert_eq!(self.tss.lookup_masks(&key, &mut seen), t);
+            let flipped: Key<W> = std::array::from_fn(|w| key[w] ^ !seen[w]);
+            assert_eq!(self.tss.lookup(&flipped), t, "key {key:x?} seen {seen:x?}");
         }
     }
 }

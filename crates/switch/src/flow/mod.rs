@@ -1,0 +1,8 @@
+//! A packet's flow key: its header fields at fixed places ([`key`]),
+//! extracted in one pass ([`extract`]).
+
+mod extract;
+mod key;
+
+pub use extract::*;
+pub use key::{Key, Slot, WORDS, masked, slot, slot_of};
