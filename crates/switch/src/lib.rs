@@ -1,3 +1,9 @@
 //! An OpenFlow 1.3 switch with Open vSwitch's datapath caches.
 
-mod flow;
+pub mod dpif;
+mod error;
+pub mod flow;
+pub mod odp;
+pub mod ofproto;
+
+pub use error::OfError;

@@ -63,7 +63,8 @@ pub fn extract(frame: &[u8], in_port: u32) -> (Key, Layout) {
     let mut key = [0u64; WORDS];
     let mut layout = Layout::default();
     slot::IN_PORT.set(&mut key, u128::from(in_port));
-    let (Some(dst), Some(src), Some(mut eth_type)) = (mac(frame, 0), mac(frame, 6), be16(frame, 12))
+    let (Some(dst), Some(src), Some(mut eth_type)) =
+        (mac(frame, 0), mac(frame, 6), be16(frame, 12))
     else {
         return (key, layout);
     };
@@ -104,8 +105,14 @@ fn ipv4(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
     slot::NW_TOS.set(key, u128::from(h[1]));
     slot::NW_TTL.set(key, u128::from(h[8]));
     slot::NW_PROTO.set(key, u128::from(h[9]));
-    slot::NW_SRC.set(key, u128::from(u32::from_be_bytes([h[12], h[13], h[14], h[15]])));
-    slot::NW_DST.set(key, u128::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])));
+    slot::NW_SRC.set(
+        key,
+        u128::from(u32::from_be_bytes([h[12], h[13], h[14], h[15]])),
+    );
+    slot::NW_DST.set(
+        key,
+        u128::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])),
+    );
     let frag = u16::from_be_bytes([h[6], h[7]]);
     let (more, offset) = (frag & 0x2000 != 0, frag & 0x1fff);
     if more || offset != 0 {
@@ -172,7 +179,8 @@ fn ipv6(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
 fn l4(f: &[u8], at: usize, proto: u8, key: &mut Key, layout: &mut Layout) {
     match proto {
         IPPROTO_TCP => {
-            let (Some(sp), Some(dp), Some(flags)) = (be16(f, at), be16(f, at + 2), be16(f, at + 12))
+            let (Some(sp), Some(dp), Some(flags)) =
+                (be16(f, at), be16(f, at + 2), be16(f, at + 12))
             else {
                 return;
             };

@@ -181,7 +181,10 @@ mod tests {
         assert_eq!(slot::VLAN_PCP.get(&k), 7);
         slot::IPV6_SRC.set(&mut k, 0x0123_4567_89ab_cdef_0011_2233_4455_6677);
         assert_eq!(k[6], 0x0123_4567_89ab_cdef);
-        assert_eq!(slot::IPV6_SRC.get(&k), 0x0123_4567_89ab_cdef_0011_2233_4455_6677);
+        assert_eq!(
+            slot::IPV6_SRC.get(&k),
+            0x0123_4567_89ab_cdef_0011_2233_4455_6677
+        );
         let mut m = [0u64; WORDS];
         slot::IP_DSCP.or_mask(&mut m, 0x3f);
         assert_eq!(m[2], 0xfc);

@@ -3,6 +3,8 @@
 
 mod extract;
 mod key;
+mod matching;
 
 pub use extract::*;
 pub use key::{Key, Slot, WORDS, masked, slot, slot_of};
+pub use matching::{covers, key_match, overlaps};

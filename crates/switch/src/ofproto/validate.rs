@@ -1,0 +1,164 @@
+//! What this switch accepts in flow entries, packet-outs and groups, and
+//! the OpenFlow error for the rest: refused when added, a request never
+//! fails later while packets run.
+
+use openflow::{Action, Field, GroupModCommand, GroupType, Instruction, error, port};
+
+use super::{N_TABLES, Ofproto};
+use crate::OfError;
+
+fn bad_action(code: u16, why: String) -> OfError {
+    OfError::new(error::BAD_ACTION, code, why)
+}
+
+fn bad_instruction(code: u16, why: String) -> OfError {
+    OfError::new(error::BAD_INSTRUCTION, code, why)
+}
+
+/// An entry's instructions, in table `table`.
+pub fn instructions(of: &Ofproto, table: u8, list: &[Instruction]) -> Result<(), OfError> {
+    let mut seen = [false; 7];
+    for i in list {
+        let (kind, name) = match i {
+            Instruction::GotoTable(_) => (0, "goto_table"),
+            Instruction::WriteMetadata { .. } => (1, "write_metadata"),
+            Instruction::WriteActions(_) => (2, "write_actions"),
+            Instruction::ApplyActions(_) => (3, "apply_actions"),
+            Instruction::ClearActions => (4, "clear_actions"),
+            Instruction::Meter(_) => (5, "meter"),
+            Instruction::Experimenter { .. } => (6, "experimenter"),
+        };
+        if std::mem::replace(&mut seen[kind], true) {
+            return Err(bad_instruction(
+                error::BAD_INSTRUCTION_UNSUP_INST,
+                format!("{name} appears twice in one flow entry"),
+            ));
+        }
+        match i {
+            Instruction::GotoTable(n) if *n <= table || *n >= N_TABLES => {
+                return Err(bad_instruction(
+                    error::BAD_INSTRUCTION_BAD_TABLE_ID,
+                    format!("goto_table:{n} from table {table} (a later table below {N_TABLES})"),
+                ));
+            }
+            Instruction::WriteActions(a) | Instruction::ApplyActions(a) => actions(of, a, false)?,
+            Instruction::Meter(m) => {
+                return Err(bad_instruction(
+                    error::BAD_INSTRUCTION_UNSUP_INST,
+                    format!("meter:{m}: this switch has no meters"),
+                ));
+            }
+            Instruction::Experimenter { experimenter, .. } => {
+                return Err(bad_instruction(
+                    error::BAD_INSTRUCTION_BAD_EXPERIMENTER,
+                    format!("experimenter instruction {experimenter:#x} is not supported"),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// An action list; `packet_out` allows `output:TABLE`.
+pub fn actions(of: &Ofproto, list: &[Action], packet_out: bool) -> Result<(), OfError> {
+    for a in list {
+        action(of, a, packet_out)?;
+    }
+    Ok(())
+}
+
+fn action(of: &Ofproto, a: &Action, packet_out: bool) -> Result<(), OfError> {
+    match a {
+        Action::Output { port: p, .. } => {
+            let ok = match *p {
+                0 => false,
+                n if n < port::MAX => true,
+                port::IN_PORT | port::ALL | port::FLOOD | port::CONTROLLER => true,
+                port::TABLE => packet_out,
+                _ => false,
+            };
+            if !ok {
+                return Err(bad_action(
+                    error::BAD_ACTION_BAD_OUT_PORT,
+                    format!("output to port {p:#x} is not supported here"),
+                ));
+            }
+        }
+        Action::Group(g) if !of.groups.contains_key(g) => {
+            return Err(bad_action(
+                error::BAD_ACTION_BAD_OUT_GROUP,
+                format!("group {g} does not exist"),
+            ));
+        }
+        Action::Group(_) | Action::SetQueue(_) | Action::PopVlan | Action::DecNwTtl => {}
+        Action::SetNwTtl(_) => {}
+        Action::PushVlan(tpid) if *tpid != 0x8100 && *tpid != 0x88a8 => {
+            return Err(bad_action(
+                error::BAD_ACTION_BAD_ARGUMENT,
+                format!("push_vlan:{tpid:#06x}: a VLAN ethertype is 0x8100 or 0x88a8"),
+            ));
+        }
+        Action::PushVlan(_) => {}
+        Action::SetField(oxm) => {
+            let settable = oxm.field == Field::Metadata
+                || (crate::flow::slot_of(oxm.field).is_some()
+                    && !matches!(
+                        oxm.field,
+                        Field::InPort | Field::InPhyPort | Field::TunnelId | Field::TcpFlags
+                    ));
+            if !settable {
+                return Err(bad_action(
+                    error::BAD_ACTION_BAD_SET_TYPE,
+                    format!("set_field of {:?} is not supported", oxm.field),
+                ));
+            }
+            if oxm.mask.is_some() {
+                return Err(bad_action(
+                    error::BAD_ACTION_BAD_SET_ARGUMENT,
+                    format!(
+                        "set_field of {:?} with a mask (OpenFlow 1.3 has none)",
+                        oxm.field
+                    ),
+                ));
+            }
+        }
+        Action::Experimenter { experimenter, .. } => {
+            return Err(bad_action(
+                error::BAD_ACTION_BAD_EXPERIMENTER,
+                format!("experimenter action {experimenter:#x} is not supported"),
+            ));
+        }
+        other => {
+            return Err(bad_action(
+                error::BAD_ACTION_BAD_TYPE,
+                format!(
+                    "{other:?}: MPLS, PBB and TTL-copy actions are not supported by this switch"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A group-mod's buckets.
+pub fn buckets(of: &Ofproto, gm: &openflow::GroupMod) -> Result<(), OfError> {
+    let fail = |code, why: String| Err(OfError::new(error::GROUP_MOD_FAILED, code, why));
+    if gm.group_type == GroupType::Indirect && gm.buckets.len() != 1 {
+        return fail(
+            error::GROUP_MOD_FAILED_BAD_BUCKET,
+            format!("an indirect group has one bucket, not {}", gm.buckets.len()),
+        );
+    }
+    for b in &gm.buckets {
+        if b.actions.iter().any(|a| matches!(a, Action::Group(_))) {
+            return fail(
+                error::GROUP_MOD_FAILED_CHAINING_UNSUPPORTED,
+                "a bucket that outputs to a group (chaining) is not supported".into(),
+            );
+        }
+        actions(of, &b.actions, false)?;
+    }
+    debug_assert!(gm.command != GroupModCommand::Delete);
+    Ok(())
+}
