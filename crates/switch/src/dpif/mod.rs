@@ -1,6 +1,13 @@
-//! The datapath (Open vSwitch's dpif-netdev): packets run cached actions;
-//! a miss asks the OpenFlow tables.
+//! The datapath (Open vSwitch's dpif-netdev): per thread, an exact-match
+//! cache and a megaflow classifier in front of the OpenFlow tables; the
+//! cached actions run on each packet.
 
+mod datapath;
+mod dpcls;
+mod emc;
 mod execute;
 
+pub use datapath::{CacheOptions, Datapath, Megaflow, Shared, TierStats};
+pub use dpcls::RANK_EVERY;
+pub use emc::EMC_ENTRIES;
 pub use execute::{Output, execute};

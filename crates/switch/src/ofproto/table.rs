@@ -103,6 +103,10 @@ impl Table {
         self.rules.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
     /// The first entry matching `key`, adding what the lookup looked at to
     /// `seen`.
     pub fn lookup(&self, key: &Key, seen: &mut Key) -> Option<(RuleId, &FlowEntry)> {

@@ -114,10 +114,7 @@ impl Xlate<'_> {
     fn pipeline(&mut self, b: &mut Branch, table: u8, depth: u32) {
         let mut set = ActionSet::default();
         let mut t = table;
-        loop {
-            let Some(tab) = self.of.tables.get(usize::from(t)) else {
-                break;
-            };
+        while let Some(tab) = self.of.tables.get(usize::from(t)) {
             let found = tab.lookup(&b.flow, &mut self.mask);
             self.touched.push(Touch::Lookup {
                 table: t,
@@ -216,11 +213,9 @@ impl Xlate<'_> {
                 slot::VLAN_TCI.set(&mut b.flow, u128::from(tci | 0x1000));
                 b.actions.push(DpAction::PushVlan { tpid: *tpid, tci });
             }
-            Action::PopVlan => {
-                if self.look(b, slot::VLAN_TCI) & 0x1000 != 0 {
-                    slot::VLAN_TCI.set(&mut b.flow, 0);
-                    b.actions.push(DpAction::PopVlan);
-                }
+            Action::PopVlan if self.look(b, slot::VLAN_TCI) & 0x1000 != 0 => {
+                slot::VLAN_TCI.set(&mut b.flow, 0);
+                b.actions.push(DpAction::PopVlan);
             }
             Action::DecNwTtl => {
                 if !self.is_ip(b) {
@@ -243,11 +238,9 @@ impl Xlate<'_> {
                     b.actions.push(DpAction::SetTtl(ttl - 1));
                 }
             }
-            Action::SetNwTtl(ttl) => {
-                if self.is_ip(b) {
-                    slot::NW_TTL.set(&mut b.flow, u128::from(*ttl));
-                    b.actions.push(DpAction::SetTtl(*ttl));
-                }
+            Action::SetNwTtl(ttl) if self.is_ip(b) => {
+                slot::NW_TTL.set(&mut b.flow, u128::from(*ttl));
+                b.actions.push(DpAction::SetTtl(*ttl));
             }
             Action::Group(g) => self.group(b, *g, depth, packet_out),
             // No queues here: set_queue changes nothing.
@@ -293,10 +286,8 @@ impl Xlate<'_> {
             port::TABLE if packet_out && depth < MAX_DEPTH => self.pipeline(b, 0, depth + 1),
             // Out of the port it came in by only through IN_PORT.
             n if n == self.in_port => {}
-            n if n < port::MAX => {
-                if self.of.ports.get(&n).is_none_or(|i| !i.no_forward()) {
-                    b.actions.push(DpAction::Output(n));
-                }
+            n if n < port::MAX && self.of.ports.get(&n).is_none_or(|i| !i.no_forward()) => {
+                b.actions.push(DpAction::Output(n));
             }
             _ => {}
         }
@@ -344,7 +335,7 @@ impl Xlate<'_> {
         if total == 0 {
             return None;
         }
-        let mut h = foldhash::fast::FixedState::with_seed(0x5eed);
+        let h = foldhash::fast::FixedState::with_seed(0x5eed);
         let mut hash = 0u64;
         for s in [
             slot::ETH_SRC,
@@ -360,7 +351,7 @@ impl Xlate<'_> {
             slot::TP_DST,
         ] {
             let v = self.look(b, s);
-            hash = std::hash::BuildHasher::hash_one(&mut h, (hash, v));
+            hash = std::hash::BuildHasher::hash_one(&h, (hash, v));
         }
         let mut pick = hash % total;
         for (i, k) in buckets.iter().enumerate() {

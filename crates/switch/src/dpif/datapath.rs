@@ -1,0 +1,332 @@
+//! One packet-processing thread's datapath (a PMD's in Open vSwitch): a
+//! packet's key is looked up in the exact-match cache, then in the
+//! megaflow classifier, and on a miss the OpenFlow tables translate it
+//! (an upcall) and the result is cached as a new megaflow.
+//!
+//! The OpenFlow side is shared by every datapath ([`Shared`]); its
+//! version tells a datapath when a flow-mod may have made cached megaflows
+//! wrong: it then revalidates them (translates each one's first packet
+//! again; one whose actions changed, or that now needs more bits, goes).
+//! Packet counts reach the OpenFlow entries when stats are pushed.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::dpcls::Dpcls;
+use super::emc::Emc;
+use super::execute::{Output, execute};
+use crate::flow::{Key, WORDS, extract, masked};
+use crate::odp::DpAction;
+use crate::ofproto::{Ofproto, Touch};
+
+/// The OpenFlow tables shared by datapaths, and their version readable
+/// without the lock.
+pub struct Shared {
+    of: Mutex<Ofproto>,
+    version: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(of: Ofproto) -> Shared {
+        let v = of.version;
+        Shared {
+            of: Mutex::new(of),
+            version: AtomicU64::new(v),
+        }
+    }
+
+    /// Runs `f` on the OpenFlow side, publishing its version after.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Ofproto) -> R) -> R {
+        let mut of = self.of.lock().unwrap_or_else(|p| p.into_inner());
+        let r = f(&mut of);
+        self.version.store(of.version, Ordering::Release);
+        r
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+}
+
+/// A cached flow: packets equal to `key` under `mask` get `actions`.
+#[derive(Clone, Debug)]
+pub struct Megaflow {
+    pub mask: Key,
+    /// Masked.
+    pub key: Key,
+    /// The whole key of the packet that made it (for revalidation).
+    pub first: Key,
+    pub actions: Vec<DpAction>,
+    pub touched: Vec<Touch>,
+    pub created_ns: u64,
+    pub used_ns: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Counts not yet credited to the OpenFlow entries.
+    unpushed: (u64, u64),
+}
+
+/// What the datapath did, per tier (as `pmd-perf-show` shows it).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TierStats {
+    pub packets: u64,
+    pub emc_hits: u64,
+    pub megaflow_hits: u64,
+    /// Misses translated by the OpenFlow tables.
+    pub upcalls: u64,
+    /// Subtables probed by megaflow lookups.
+    pub subtable_probes: u64,
+    pub megaflows_added: u64,
+    pub megaflows_revalidated_away: u64,
+    pub megaflows_expired: u64,
+}
+
+/// Which caches a datapath uses (both, in Open vSwitch).
+#[derive(Copy, Clone, Debug)]
+pub struct CacheOptions {
+    pub emc: bool,
+    pub megaflows: bool,
+}
+
+impl Default for CacheOptions {
+    fn default() -> CacheOptions {
+        CacheOptions {
+            emc: true,
+            megaflows: true,
+        }
+    }
+}
+
+pub struct Datapath {
+    flows: Vec<Option<Megaflow>>,
+    /// Bumped when a slot's megaflow goes, so EMC entries naming it miss.
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    dpcls: Dpcls,
+    emc: Emc,
+    version: u64,
+    options: CacheOptions,
+    pub stats: TierStats,
+    scratch: Vec<u8>,
+}
+
+impl Datapath {
+    pub fn new(options: CacheOptions) -> Datapath {
+        Datapath {
+            flows: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            dpcls: Dpcls::default(),
+            emc: Emc::default(),
+            version: 0,
+            options,
+            stats: TierStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Runs `frame`, arrived on `in_port` at `now` (ns), to `out`.
+    pub fn process(
+        &mut self,
+        frame: &[u8],
+        in_port: u32,
+        now: u64,
+        shared: &Shared,
+        out: &mut dyn Output,
+    ) {
+        if shared.version() != self.version {
+            self.revalidate(shared);
+        }
+        self.stats.packets += 1;
+        let (key, layout) = extract(frame, in_port);
+        let slot = match self.cached(&key) {
+            Some(slot) => slot,
+            None => {
+                self.stats.upcalls += 1;
+                let t = shared.with(|of| of.translate(&key));
+                if !self.options.megaflows {
+                    // No cache: the translation's counts go straight in.
+                    shared.with(|of| of.credit(&t.touched, 1, frame.len() as u64, now));
+                    self.run(frame, layout, in_port, &t.actions, out);
+                    return;
+                }
+                self.install(key, t.mask, t.actions, t.touched, now)
+            }
+        };
+        let mf = self.flows[slot as usize]
+            .as_mut()
+            .expect("a cached slot holds a megaflow");
+        mf.packets += 1;
+        mf.bytes += frame.len() as u64;
+        mf.unpushed.0 += 1;
+        mf.unpushed.1 += frame.len() as u64;
+        mf.used_ns = mf.used_ns.max(now);
+        let actions = std::mem::take(&mut mf.actions);
+        self.run(frame, layout, in_port, &actions, out);
+        if let Some(mf) = self.flows[slot as usize].as_mut() {
+            mf.actions = actions;
+        }
+    }
+
+    fn run(
+        &mut self,
+        frame: &[u8],
+        layout: crate::flow::Layout,
+        in_port: u32,
+        actions: &[DpAction],
+        out: &mut dyn Output,
+    ) {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(frame);
+        execute(&mut self.scratch, layout, in_port, actions, out);
+    }
+
+    /// The megaflow slot for `key` from the caches, counting the tier.
+    fn cached(&mut self, key: &Key) -> Option<u32> {
+        if !self.options.megaflows {
+            return None;
+        }
+        let hash = if self.options.emc {
+            let h = self.emc.hash(key);
+            if let Some((slot, generation)) = self.emc.lookup(key, h)
+                && self.generations[slot as usize] == generation
+            {
+                self.stats.emc_hits += 1;
+                return Some(slot);
+            }
+            Some(h)
+        } else {
+            None
+        };
+        let (found, probed) = self.dpcls.lookup(key);
+        self.stats.subtable_probes += probed as u64;
+        let slot = found?;
+        self.stats.megaflow_hits += 1;
+        if let Some(h) = hash {
+            self.emc
+                .insert(key, h, slot, self.generations[slot as usize]);
+        }
+        Some(slot)
+    }
+
+    fn install(
+        &mut self,
+        key: Key,
+        mask: Key,
+        actions: Vec<DpAction>,
+        touched: Vec<Touch>,
+        now: u64,
+    ) -> u32 {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.flows.push(None);
+                self.generations.push(0);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        let masked_key = masked(&key, &mask);
+        self.dpcls.insert(&mask, &masked_key, slot);
+        self.flows[slot as usize] = Some(Megaflow {
+            mask,
+            key: masked_key,
+            first: key,
+            actions,
+            touched,
+            created_ns: now,
+            used_ns: now,
+            packets: 0,
+            bytes: 0,
+            unpushed: (0, 0),
+        });
+        self.stats.megaflows_added += 1;
+        if self.options.emc {
+            let h = self.emc.hash(&key);
+            self.emc
+                .insert(&key, h, slot, self.generations[slot as usize]);
+        }
+        slot
+    }
+
+    fn remove(&mut self, slot: u32) -> Option<Megaflow> {
+        let mf = self.flows[slot as usize].take()?;
+        self.dpcls.remove(&mf.mask, &mf.key, slot);
+        self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
+        self.free.push(slot);
+        Some(mf)
+    }
+
+    /// Credits the OpenFlow entries with the packets of every megaflow
+    /// since the last push.
+    pub fn push_stats(&mut self, shared: &Shared) {
+        shared.with(|of| self.push_locked(of));
+    }
+
+    fn push_locked(&mut self, of: &mut Ofproto) {
+        for mf in self.flows.iter_mut().flatten() {
+            if mf.unpushed.0 != 0 {
+                of.credit(&mf.touched, mf.unpushed.0, mf.unpushed.1, mf.used_ns);
+                mf.unpushed = (0, 0);
+            }
+        }
+    }
+
+    /// Checks every megaflow against the OpenFlow tables as they are now.
+    pub fn revalidate(&mut self, shared: &Shared) {
+        let mut gone = Vec::new();
+        shared.with(|of| {
+            self.push_locked(of);
+            self.version = of.version;
+            for (slot, mf) in self.flows.iter_mut().enumerate() {
+                let Some(mf) = mf else { continue };
+                let t = of.translate(&mf.first);
+                let narrower = (0..WORDS).all(|i| t.mask[i] & !mf.mask[i] == 0);
+                if t.actions == mf.actions && narrower {
+                    mf.touched = t.touched;
+                } else {
+                    gone.push(slot as u32);
+                }
+            }
+        });
+        for slot in gone {
+            self.remove(slot);
+            self.stats.megaflows_revalidated_away += 1;
+        }
+    }
+
+    /// Removes megaflows unused for `idle_ns` at `now` (their counts
+    /// pushed first).
+    pub fn expire(&mut self, now: u64, idle_ns: u64, shared: &Shared) {
+        let due: Vec<u32> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                m.as_ref()
+                    .filter(|m| now.saturating_sub(m.used_ns) >= idle_ns)
+                    .map(|_| i as u32)
+            })
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        self.push_stats(shared);
+        for slot in due {
+            self.remove(slot);
+            self.stats.megaflows_expired += 1;
+        }
+    }
+
+    /// The cached megaflows.
+    pub fn megaflows(&self) -> impl Iterator<Item = &Megaflow> {
+        self.flows.iter().flatten()
+    }
+
+    pub fn subtables(&self) -> usize {
+        self.dpcls.subtables()
+    }
+
+    pub fn emc_entries(&self) -> usize {
+        self.emc.len()
+    }
+}
