@@ -104,7 +104,10 @@ pub struct Match {
 /// An action (`ofp_action_*`).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub enum Action {
-    Output { port: u32, max_len: u16 },
+    Output {
+        port: u32,
+        max_len: u16,
+    },
     CopyTtlOut,
     CopyTtlIn,
     SetMplsTtl(u8),
@@ -121,7 +124,10 @@ pub enum Action {
     SetField(Oxm),
     PushPbb(u16),
     PopPbb,
-    Experimenter { experimenter: u32, data: Vec<u8> },
+    Experimenter {
+        experimenter: u32,
+        data: Vec<u8>,
+    },
 }
 
 /// An instruction (`ofp_instruction_*`).
@@ -433,14 +439,21 @@ pub enum MultipartRequest {
     Flow(FlowStatsRequest),
     Aggregate(FlowStatsRequest),
     Table,
-    PortStats { port_no: u32 },
-    Group { group_id: u32 },
+    PortStats {
+        port_no: u32,
+    },
+    Group {
+        group_id: u32,
+    },
     GroupDesc,
     PortDesc,
     /// `OFPMP_TABLE_FEATURES` with its body (the switch may refuse it).
     TableFeatures(Vec<u8>),
     /// Any other multipart type, kept for the error reply.
-    Other { mp_type: u16, body: Vec<u8> },
+    Other {
+        mp_type: u16,
+        body: Vec<u8>,
+    },
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -464,11 +477,17 @@ pub enum MultipartReply {
 pub enum Message {
     /// HELLO; `versions` is the version bitmap element (bit n = version n)
     /// when the peer sent one.
-    Hello { versions: Option<u32> },
+    Hello {
+        versions: Option<u32>,
+    },
     Error(ErrorMsg),
     EchoRequest(Vec<u8>),
     EchoReply(Vec<u8>),
-    Experimenter { experimenter: u32, exp_type: u32, data: Vec<u8> },
+    Experimenter {
+        experimenter: u32,
+        exp_type: u32,
+        data: Vec<u8>,
+    },
     FeaturesRequest,
     FeaturesReply(Features),
     GetConfigRequest,
@@ -482,9 +501,18 @@ pub enum Message {
     GroupMod(GroupMod),
     PortMod(PortMod),
     /// TABLE_MOD: (table_id, config).
-    TableMod { table_id: u8, config: u32 },
-    MultipartRequest { flags: u16, body: MultipartRequest },
-    MultipartReply { flags: u16, body: MultipartReply },
+    TableMod {
+        table_id: u8,
+        config: u32,
+    },
+    MultipartRequest {
+        flags: u16,
+        body: MultipartRequest,
+    },
+    MultipartReply {
+        flags: u16,
+        body: MultipartReply,
+    },
     BarrierRequest,
     BarrierReply,
     RoleRequest(Role),
@@ -495,7 +523,10 @@ pub enum Message {
     SetAsync([u32; 6]),
     /// QUEUE_GET_CONFIG_REQUEST, METER_MOD and other messages a switch may
     /// refuse: the type and the body.
-    Unsupported { msg_type: u8, body: Vec<u8> },
+    Unsupported {
+        msg_type: u8,
+        body: Vec<u8>,
+    },
 }
 
 /// An ERROR message (`ofp_error_msg`): `data` holds (at least 64 bytes

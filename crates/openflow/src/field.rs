@@ -1,0 +1,209 @@
+//! What the specification says of each OXM field: its number, width and
+//! whether it may carry a mask.
+
+use crate::types::Field;
+
+/// `OFPXMC_OPENFLOW_BASIC`.
+pub const OXM_CLASS_BASIC: u16 = 0x8000;
+/// `OFPXMC_EXPERIMENTER`.
+pub const OXM_CLASS_EXPERIMENTER: u16 = 0xffff;
+/// The ONF's experimenter id, under which OVS sends TCP flags in 1.3.
+pub const ONF_EXPERIMENTER: u32 = 0x4f4e_4600;
+
+impl Field {
+    /// Every field, in `oxm_field` order (TCP flags last).
+    pub const ALL: [Field; 41] = {
+        use Field::*;
+        [
+            InPort,
+            InPhyPort,
+            Metadata,
+            EthDst,
+            EthSrc,
+            EthType,
+            VlanVid,
+            VlanPcp,
+            IpDscp,
+            IpEcn,
+            IpProto,
+            Ipv4Src,
+            Ipv4Dst,
+            TcpSrc,
+            TcpDst,
+            UdpSrc,
+            UdpDst,
+            SctpSrc,
+            SctpDst,
+            Icmpv4Type,
+            Icmpv4Code,
+            ArpOp,
+            ArpSpa,
+            ArpTpa,
+            ArpSha,
+            ArpTha,
+            Ipv6Src,
+            Ipv6Dst,
+            Ipv6Flabel,
+            Icmpv6Type,
+            Icmpv6Code,
+            Ipv6NdTarget,
+            Ipv6NdSll,
+            Ipv6NdTll,
+            MplsLabel,
+            MplsTc,
+            MplsBos,
+            PbbIsid,
+            TunnelId,
+            Ipv6Exthdr,
+            TcpFlags,
+        ]
+    };
+
+    /// The `oxm_field` number (42 for TCP flags, under the ONF's
+    /// experimenter class).
+    pub fn code(self) -> u8 {
+        match self {
+            Field::TcpFlags => 42,
+            // The variants before TcpFlags are declared in oxm_field order.
+            f => f as u8,
+        }
+    }
+
+    /// The `oxm_class`.
+    pub fn class(self) -> u16 {
+        match self {
+            Field::TcpFlags => OXM_CLASS_EXPERIMENTER,
+            _ => OXM_CLASS_BASIC,
+        }
+    }
+
+    /// The field of class `class` and number `code`, if it is one of ours
+    /// (for the experimenter class, with the ONF's experimenter id).
+    pub fn from_code(class: u16, code: u8) -> Option<Field> {
+        match class {
+            OXM_CLASS_BASIC => Field::ALL
+                .get(usize::from(code))
+                .copied()
+                .filter(|f| *f != Field::TcpFlags),
+            OXM_CLASS_EXPERIMENTER if code == 42 => Some(Field::TcpFlags),
+            _ => None,
+        }
+    }
+
+    /// Bytes of the value on the wire.
+    pub fn bytes(self) -> usize {
+        use Field::*;
+        match self {
+            InPort | InPhyPort | Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa | Ipv6Flabel | MplsLabel => 4,
+            Metadata | TunnelId => 8,
+            EthDst | EthSrc | ArpSha | ArpTha | Ipv6NdSll | Ipv6NdTll => 6,
+            EthType | VlanVid | TcpSrc | TcpDst | UdpSrc | UdpDst | SctpSrc | SctpDst | ArpOp
+            | Ipv6Exthdr | TcpFlags => 2,
+            VlanPcp | IpDscp | IpEcn | IpProto | Icmpv4Type | Icmpv4Code | Icmpv6Type
+            | Icmpv6Code | MplsTc | MplsBos => 1,
+            Ipv6Src | Ipv6Dst | Ipv6NdTarget => 16,
+            PbbIsid => 3,
+        }
+    }
+
+    /// Bits of the value that count (the rest must be zero).
+    pub fn width_bits(self) -> u32 {
+        use Field::*;
+        match self {
+            VlanVid => 13,
+            VlanPcp | MplsTc => 3,
+            IpDscp => 6,
+            IpEcn => 2,
+            MplsBos => 1,
+            Ipv6Flabel | MplsLabel => 20,
+            PbbIsid => 24,
+            Ipv6Exthdr => 9,
+            TcpFlags => 12,
+            f => 8 * f.bytes() as u32,
+        }
+    }
+
+    /// Whether the specification lets a match give a mask for the field.
+    pub fn maskable(self) -> bool {
+        use Field::*;
+        matches!(
+            self,
+            Metadata
+                | EthDst
+                | EthSrc
+                | VlanVid
+                | Ipv4Src
+                | Ipv4Dst
+                | ArpSpa
+                | ArpTpa
+                | ArpSha
+                | ArpTha
+                | Ipv6Src
+                | Ipv6Dst
+                | Ipv6Flabel
+                | PbbIsid
+                | TunnelId
+                | Ipv6Exthdr
+                | TcpFlags
+        )
+    }
+
+    /// All ones over the field's width.
+    pub fn full_mask(self) -> u128 {
+        u128::MAX >> (128 - self.width_bits())
+    }
+
+    /// The specification's name without `OFPXMT_OFB_`, in lower case.
+    pub fn name(self) -> &'static str {
+        use Field::*;
+        match self {
+            InPort => "in_port",
+            InPhyPort => "in_phy_port",
+            Metadata => "metadata",
+            EthDst => "eth_dst",
+            EthSrc => "eth_src",
+            EthType => "eth_type",
+            VlanVid => "vlan_vid",
+            VlanPcp => "vlan_pcp",
+            IpDscp => "ip_dscp",
+            IpEcn => "ip_ecn",
+            IpProto => "ip_proto",
+            Ipv4Src => "ipv4_src",
+            Ipv4Dst => "ipv4_dst",
+            TcpSrc => "tcp_src",
+            TcpDst => "tcp_dst",
+            UdpSrc => "udp_src",
+            UdpDst => "udp_dst",
+            SctpSrc => "sctp_src",
+            SctpDst => "sctp_dst",
+            Icmpv4Type => "icmpv4_type",
+            Icmpv4Code => "icmpv4_code",
+            ArpOp => "arp_op",
+            ArpSpa => "arp_spa",
+            ArpTpa => "arp_tpa",
+            ArpSha => "arp_sha",
+            ArpTha => "arp_tha",
+            Ipv6Src => "ipv6_src",
+            Ipv6Dst => "ipv6_dst",
+            Ipv6Flabel => "ipv6_flabel",
+            Icmpv6Type => "icmpv6_type",
+            Icmpv6Code => "icmpv6_code",
+            Ipv6NdTarget => "ipv6_nd_target",
+            Ipv6NdSll => "ipv6_nd_sll",
+            Ipv6NdTll => "ipv6_nd_tll",
+            MplsLabel => "mpls_label",
+            MplsTc => "mpls_tc",
+            MplsBos => "mpls_bos",
+            PbbIsid => "pbb_isid",
+            TunnelId => "tunnel_id",
+            Ipv6Exthdr => "ipv6_exthdr",
+            TcpFlags => "tcp_flags",
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
