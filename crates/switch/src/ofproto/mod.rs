@@ -12,11 +12,12 @@ mod xlate;
 use std::collections::BTreeMap;
 
 use openflow::{
-    Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, Port, PortStats,
-    SwitchConfig, TABLE_ALL, error, flow_flags, port_bits,
+    Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, Port, SwitchConfig,
+    TABLE_ALL, error, flow_flags, port_bits,
 };
 
 pub use table::{FlowEntry, RemovedReason, Selector, Table};
+pub use validate::actions as validate_actions;
 pub use xlate::{INVALID_TTL_TO_CONTROLLER, Touch, Translation};
 
 use crate::OfError;
@@ -24,11 +25,10 @@ use crate::OfError;
 /// Tables of this switch (OpenFlow allows 0..=254).
 pub const N_TABLES: u8 = 64;
 
-/// A port as OpenFlow sees it, and its counters.
+/// A port as OpenFlow sees it (its counters are the datapath's).
 #[derive(Clone, Debug, Default)]
 pub struct PortInfo {
     pub desc: Port,
-    pub stats: PortStats,
 }
 
 impl PortInfo {
@@ -311,9 +311,7 @@ impl Ofproto {
     /// Adds or replaces a port; translations that flood change.
     pub fn set_port(&mut self, desc: Port) {
         self.version += 1;
-        let info = self.ports.entry(desc.port_no).or_default();
-        info.stats.port_no = desc.port_no;
-        info.desc = desc;
+        self.ports.insert(desc.port_no, PortInfo { desc });
     }
 
     pub fn remove_port(&mut self, port_no: u32) -> Option<PortInfo> {

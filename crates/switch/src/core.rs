@@ -1,0 +1,255 @@
+//! What the packet threads and the OpenFlow agent share: the OpenFlow
+//! tables, the ports' counters, the packets buffered for the controller,
+//! and the asynchronous messages (packet-ins, flow-removed, port-status)
+//! waiting for the controllers' connections.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use openflow::{FlowRemoved, Match, Message, Oxm, PacketIn, Port, PortStats, PortStatus};
+
+use crate::dpif::{Datapath, Output, Shared};
+use crate::odp::ToController;
+use crate::ofproto::{Ofproto, Removed};
+
+/// Packets held for the controller (`buffer_id`s), oldest replaced first.
+pub const N_BUFFERS: u32 = 256;
+
+/// Messages waiting for the controllers before the oldest are dropped.
+const MAX_EVENTS: usize = 4096;
+
+/// A port's counters, kept by whoever sends or receives on it.
+#[derive(Debug, Default)]
+pub struct PortCounters {
+    pub rx_packets: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    pub tx_packets: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    pub tx_dropped: AtomicU64,
+}
+
+impl PortCounters {
+    pub fn stats(&self, port_no: u32, age_ns: u64) -> PortStats {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        PortStats {
+            port_no,
+            rx_packets: g(&self.rx_packets),
+            tx_packets: g(&self.tx_packets),
+            rx_bytes: g(&self.rx_bytes),
+            tx_bytes: g(&self.tx_bytes),
+            tx_dropped: g(&self.tx_dropped),
+            duration_sec: (age_ns / 1_000_000_000) as u32,
+            duration_nsec: (age_ns % 1_000_000_000) as u32,
+            ..PortStats::default()
+        }
+    }
+}
+
+/// Sends frames out of the switch's ports (one per packet thread).
+pub trait Transmit: Send {
+    /// Sends `frame` out of `port`; false when there is no such port or it
+    /// could not take the frame.
+    fn transmit(&mut self, port: u32, frame: &[u8]) -> bool;
+}
+
+#[derive(Default)]
+struct Buffers {
+    next: u32,
+    held: BTreeMap<u32, (u32, Vec<u8>)>,
+}
+
+pub struct Core {
+    pub shared: Shared,
+    pub datapath_id: u64,
+    ports: Mutex<BTreeMap<u32, (Port, Arc<PortCounters>, u64)>>,
+    buffers: Mutex<Buffers>,
+    events: Mutex<VecDeque<Message>>,
+    start: Instant,
+}
+
+impl Core {
+    pub fn new(datapath_id: u64) -> Core {
+        Core {
+            shared: Shared::new(Ofproto::new()),
+            datapath_id,
+            ports: Mutex::new(BTreeMap::new()),
+            buffers: Mutex::new(Buffers::default()),
+            events: Mutex::new(VecDeque::new()),
+            start: Instant::now(),
+        }
+    }
+
+    /// The switch clock: ns since it started.
+    pub fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Adds a port (announced to the controllers); its counters.
+    pub fn add_port(&self, desc: Port) -> Arc<PortCounters> {
+        let counters = Arc::new(PortCounters::default());
+        let now = self.now();
+        lock(&self.ports).insert(desc.port_no, (desc.clone(), counters.clone(), now));
+        self.shared.with(|of| of.set_port(desc.clone()));
+        self.event(Message::PortStatus(PortStatus {
+            reason: openflow::port_reason::ADD,
+            desc,
+        }));
+        counters
+    }
+
+    pub fn ports(&self) -> Vec<Port> {
+        lock(&self.ports).values().map(|p| p.0.clone()).collect()
+    }
+
+    pub fn port_counters(&self, port_no: u32) -> Option<Arc<PortCounters>> {
+        lock(&self.ports).get(&port_no).map(|p| p.1.clone())
+    }
+
+    /// Port stats of `port_no` (or every port for `OFPP_ANY`).
+    pub fn port_stats(&self, port_no: u32) -> Vec<PortStats> {
+        let now = self.now();
+        lock(&self.ports)
+            .iter()
+            .filter(|(n, _)| port_no == openflow::port::ANY || **n == port_no)
+            .map(|(n, p)| p.1.stats(*n, now - p.2))
+            .collect()
+    }
+
+    /// Changes a port's config bits under `mask`; false for no such port.
+    pub fn modify_port(
+        &self,
+        port_no: u32,
+        hw_addr: [u8; 6],
+        config: u32,
+        mask: u32,
+    ) -> Result<(), bool> {
+        let mut ports = lock(&self.ports);
+        let Some(p) = ports.get_mut(&port_no) else {
+            return Err(false);
+        };
+        if p.0.hw_addr != hw_addr {
+            return Err(true);
+        }
+        p.0.config = (p.0.config & !mask) | (config & mask);
+        let desc = p.0.clone();
+        drop(ports);
+        self.shared.with(|of| of.set_port(desc.clone()));
+        self.event(Message::PortStatus(PortStatus {
+            reason: openflow::port_reason::MODIFY,
+            desc,
+        }));
+        Ok(())
+    }
+
+    /// Queues an asynchronous message for the controllers.
+    pub fn event(&self, m: Message) {
+        let mut q = lock(&self.events);
+        if q.len() >= MAX_EVENTS {
+            q.pop_front();
+        }
+        q.push_back(m);
+    }
+
+    /// The queued asynchronous messages, oldest first.
+    pub fn take_events(&self) -> Vec<Message> {
+        lock(&self.events).drain(..).collect()
+    }
+
+    /// FLOW_REMOVED messages for the removed entries that asked for one.
+    pub fn flows_removed(&self, removed: &[Removed]) {
+        let now = self.now();
+        for r in removed.iter().filter(|r| r.wants_message()) {
+            let age = now.saturating_sub(r.entry.installed_ns);
+            self.event(Message::FlowRemoved(FlowRemoved {
+                cookie: r.entry.cookie,
+                priority: r.entry.priority,
+                reason: r.reason,
+                table_id: r.table_id,
+                duration_sec: (age / 1_000_000_000) as u32,
+                duration_nsec: (age % 1_000_000_000) as u32,
+                idle_timeout: r.entry.idle_timeout,
+                hard_timeout: r.entry.hard_timeout,
+                packet_count: r.entry.packets,
+                byte_count: r.entry.bytes,
+                matcher: r.entry.matcher.clone(),
+            }));
+        }
+    }
+
+    /// A buffered packet (its in port and bytes), taken out.
+    pub fn take_buffer(&self, id: u32) -> Option<(u32, Vec<u8>)> {
+        lock(&self.buffers).held.remove(&id)
+    }
+
+    /// A PACKET_IN for `frame`: the whole frame when `max_len` says
+    /// `NO_BUFFER`, else the first `max_len` bytes and a buffer id.
+    pub fn packet_in(&self, frame: &[u8], in_port: u32, why: &ToController) {
+        let (buffer_id, data) = if why.max_len == openflow::CML_NO_BUFFER {
+            (openflow::NO_BUFFER, frame.to_vec())
+        } else {
+            let mut b = lock(&self.buffers);
+            let id = b.next % N_BUFFERS;
+            b.next = b.next.wrapping_add(1);
+            b.held.insert(id, (in_port, frame.to_vec()));
+            let n = frame.len().min(usize::from(why.max_len));
+            (id, frame[..n].to_vec())
+        };
+        let mut fields = vec![Oxm::exact(openflow::Field::InPort, u128::from(in_port))];
+        if why.metadata != 0 {
+            fields.push(Oxm::exact(
+                openflow::Field::Metadata,
+                u128::from(why.metadata),
+            ));
+        }
+        self.event(Message::PacketIn(PacketIn {
+            buffer_id,
+            total_len: frame.len().min(usize::from(u16::MAX)) as u16,
+            reason: why.reason,
+            table_id: why.table_id,
+            cookie: why.cookie,
+            matcher: Match { fields },
+            data,
+        }));
+    }
+
+    /// Runs one received frame through `dp`, sending with `tx`.
+    pub fn receive(&self, dp: &mut Datapath, in_port: u32, frame: &[u8], tx: &mut dyn Transmit) {
+        let now = self.now();
+        if let Some(c) = self.port_counters(in_port) {
+            c.rx_packets.fetch_add(1, Ordering::Relaxed);
+            c.rx_bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
+        }
+        let mut out = CoreOutput { core: self, tx };
+        dp.process(frame, in_port, now, &self.shared, &mut out);
+    }
+}
+
+/// The datapath's outputs: frames to ports (counted), packet-ins queued.
+pub struct CoreOutput<'a> {
+    pub core: &'a Core,
+    pub tx: &'a mut dyn Transmit,
+}
+
+impl Output for CoreOutput<'_> {
+    fn send(&mut self, port: u32, frame: &[u8]) {
+        let sent = self.tx.transmit(port, frame);
+        if let Some(c) = self.core.port_counters(port) {
+            if sent {
+                c.tx_packets.fetch_add(1, Ordering::Relaxed);
+                c.tx_bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
+            } else {
+                c.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn to_controller(&mut self, frame: &[u8], in_port: u32, why: &ToController) {
+        self.core.packet_in(frame, in_port, why);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
