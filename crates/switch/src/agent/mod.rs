@@ -4,6 +4,7 @@
 //! ends the connection except a failed HELLO.
 
 mod multipart;
+mod table_features;
 
 use openflow::{
     DecodeError, Features, FlowModCommand, Message, NO_BUFFER, PacketOut, Role, capabilities,
@@ -225,6 +226,11 @@ impl Session {
             }
             Message::GetAsyncRequest => reply(Message::GetAsyncReply(self.async_masks)),
             Message::SetAsync(m) => self.async_masks = m,
+            // A read of the table features (a body would set them).
+            Message::MultipartRequest {
+                body: openflow::MultipartRequest::TableFeatures(b),
+                ..
+            } if b.is_empty() => replies.extend(table_features::reply(xid)),
             Message::MultipartRequest { body, .. } => {
                 for m in multipart::reply(core, body)? {
                     reply(m);
