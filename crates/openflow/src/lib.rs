@@ -4,6 +4,8 @@
 //! switch must answer with ([`DecodeError`]), so the channel replies and
 //! goes on.
 
+mod ofctl;
 mod types;
 
+pub use ofctl::*;
 pub use types::*;
