@@ -11,7 +11,15 @@
 //! shorthands), so `format_match(parse(x))` is what `ovs-ofctl parse-flow x`
 //! prints, and parsing the printed text gives back the same value.
 
+mod actions;
+mod fields;
+mod flow;
+mod format;
 mod lexer;
+
+pub use actions::{parse_group, parse_group_with_ports};
+pub use flow::{parse_flow, parse_flow_with_ports, parse_flows_file};
+pub use format::{format_actions, format_flow, format_flow_stats, format_group, format_match};
 
 /// What is wrong with a flow or group text; the messages read like
 /// `ovs-ofctl`'s.
