@@ -73,7 +73,9 @@ fn have_ovs_ofctl() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        eprintln!("SKIPPED ovs-ofctl parse-flow: ovs-ofctl not installed (apt-get install openvswitch-common)");
+        eprintln!(
+            "SKIPPED ovs-ofctl parse-flow: ovs-ofctl not installed (apt-get install openvswitch-common)"
+        );
         assert!(
             std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
             "SLUICE_REQUIRE_KERNEL=1 but ovs-ofctl is missing"
@@ -103,14 +105,27 @@ fn ovs_parse(flow: &str) -> String {
         std::thread::sleep(Duration::from_millis(5));
     };
     let (mut out, mut err) = (String::new(), String::new());
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(status.success(), "ovs-ofctl rejects {flow:?}: {err}");
     let line = out
         .lines()
         .find(|l| l.starts_with("OFPT_FLOW_MOD"))
         .unwrap_or_else(|| panic!("no flow-mod printed for {flow:?}: {out}"));
-    line.split_once(" ADD ").expect("an ADD flow-mod").1.to_string()
+    line.split_once(" ADD ")
+        .expect("an ADD flow-mod")
+        .1
+        .to_string()
 }
 
 /// What ovs-ofctl printed, taken apart.
@@ -191,5 +206,10 @@ fn parse_and_print_agree_with_ovs_ofctl() {
             failures.push(format!("{flow}\n  ovs:  {ovs:?}\n  ours: {ours:?}"));
         }
     }
-    assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

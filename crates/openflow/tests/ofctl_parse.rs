@@ -1,5 +1,4 @@
-//! ovs-ofctl flow and group text: exact values parsed, errors, files and
-//! the dump-flows line.
+//! ovs-ofctl flow text: the exact values parsed, and the errors.
 
 use openflow::*;
 
@@ -87,18 +86,31 @@ fn defaults_by_command() {
     let fm = add("actions=drop");
     assert_eq!((fm.table_id, fm.priority, fm.flags), (0, 0x8000, 0));
     assert!(fm.instructions.is_empty() && fm.matcher.fields.is_empty());
-    let del = parse_flow("cookie=0x10/0xff,out_port=3,out_group=7", FlowModCommand::Delete).unwrap();
+    let del = parse_flow(
+        "cookie=0x10/0xff,out_port=3,out_group=7",
+        FlowModCommand::Delete,
+    )
+    .unwrap();
     assert_eq!(del.table_id, TABLE_ALL);
     assert_eq!((del.cookie, del.cookie_mask), (0x10, 0xff));
     assert_eq!((del.out_port, del.out_group), (3, 7));
     let m = parse_flow("cookie=1/1,ip,actions=drop", FlowModCommand::ModifyStrict).unwrap();
-    assert_eq!((m.cookie, m.cookie_mask, m.command), (1, 1, FlowModCommand::ModifyStrict));
+    assert_eq!(
+        (m.cookie, m.cookie_mask, m.command),
+        (1, 1, FlowModCommand::ModifyStrict)
+    );
 }
 
 #[test]
 fn field_order_is_canonical() {
-    assert_eq!(fields("tp_dst=80,nw_src=1.2.3.4,tcp"), fields("tcp,nw_src=1.2.3.4,tp_dst=80"));
-    assert_eq!(fields("eth_type=0x800,ip_proto=6,tcp_dst=80"), fields("tcp,tp_dst=80"));
+    assert_eq!(
+        fields("tp_dst=80,nw_src=1.2.3.4,tcp"),
+        fields("tcp,nw_src=1.2.3.4,tp_dst=80")
+    );
+    assert_eq!(
+        fields("eth_type=0x800,ip_proto=6,tcp_dst=80"),
+        fields("tcp,tp_dst=80")
+    );
 }
 
 #[test]
@@ -126,9 +138,18 @@ fn shorthands_imply_their_prerequisites() {
 fn transport_fields_follow_the_protocol() {
     assert_eq!(fields("udp,tp_dst=53")[2], oxm(Field::UdpDst, 53));
     assert_eq!(fields("sctp6,tp_src=9")[2], oxm(Field::SctpSrc, 9));
-    assert_eq!(fields("tcp,tp_src=0x50/0xfff0")[2], masked(Field::TcpSrc, 0x50, 0xfff0));
-    assert_eq!(fields("icmp,icmp_type=8,icmp_code=0")[2..], [oxm(Field::Icmpv4Type, 8), oxm(Field::Icmpv4Code, 0)]);
-    assert_eq!(fields("icmp6,icmp_type=135")[2], oxm(Field::Icmpv6Type, 135));
+    assert_eq!(
+        fields("tcp,tp_src=0x50/0xfff0")[2],
+        masked(Field::TcpSrc, 0x50, 0xfff0)
+    );
+    assert_eq!(
+        fields("icmp,icmp_type=8,icmp_code=0")[2..],
+        [oxm(Field::Icmpv4Type, 8), oxm(Field::Icmpv4Code, 0)]
+    );
+    assert_eq!(
+        fields("icmp6,icmp_type=135")[2],
+        oxm(Field::Icmpv6Type, 135)
+    );
     assert_eq!(fields("icmp6,icmpv6_code=3")[2], oxm(Field::Icmpv6Code, 3));
     assert_eq!(fields("icmp,icmpv4_type=3")[2], oxm(Field::Icmpv4Type, 3));
 }
@@ -137,7 +158,10 @@ fn transport_fields_follow_the_protocol() {
 fn addresses_and_masks() {
     assert_eq!(
         fields("ip,nw_src=10.1.2.3/255.255.0.0,ip_dst=1.2.3.4/32")[1..],
-        [masked(Field::Ipv4Src, 0x0a01_0000, 0xffff_0000), oxm(Field::Ipv4Dst, 0x0102_0304)]
+        [
+            masked(Field::Ipv4Src, 0x0a01_0000, 0xffff_0000),
+            oxm(Field::Ipv4Dst, 0x0102_0304)
+        ]
     );
     // A /0 mask matches everything: the field goes.
     assert_eq!(fields("ip,nw_src=1.2.3.4/0").len(), 1);
@@ -163,12 +187,24 @@ fn addresses_and_masks() {
         [oxm(Field::ArpOp, 2), oxm(Field::ArpSpa, 0x0102_0304)]
     );
     let v6 = fields("ipv6,ipv6_src=2001:db8::1/32,ipv6_dst=::1,ipv6_label=0x12345");
-    assert_eq!(v6[1], masked(Field::Ipv6Src, 0x2001_0db8 << 96, u128::MAX << 96));
+    assert_eq!(
+        v6[1],
+        masked(Field::Ipv6Src, 0x2001_0db8 << 96, u128::MAX << 96)
+    );
     assert_eq!(v6[2], oxm(Field::Ipv6Dst, 1));
     assert_eq!(v6[3], oxm(Field::Ipv6Flabel, 0x12345));
     let nd = fields("icmp6,icmp_type=135,nd_target=fe80::1,nd_sll=00:00:00:00:00:02");
-    assert_eq!(nd[3..], [oxm(Field::Ipv6NdTarget, (0xfe80 << 112) | 1), oxm(Field::Ipv6NdSll, 2)]);
-    assert_eq!(fields("icmp6,icmp_type=136,nd_tll=00:00:00:00:00:03")[3], oxm(Field::Ipv6NdTll, 3));
+    assert_eq!(
+        nd[3..],
+        [
+            oxm(Field::Ipv6NdTarget, (0xfe80 << 112) | 1),
+            oxm(Field::Ipv6NdSll, 2)
+        ]
+    );
+    assert_eq!(
+        fields("icmp6,icmp_type=136,nd_tll=00:00:00:00:00:03")[3],
+        oxm(Field::Ipv6NdTll, 3)
+    );
 }
 
 #[test]
@@ -177,16 +213,31 @@ fn vlan_forms() {
     assert_eq!(fields("dl_vlan=5"), [vid(0x1005)]);
     assert_eq!(fields("dl_vlan=0xffff"), [vid(0)]);
     assert_eq!(fields("vlan_vid=0x1005"), [vid(0x1005)]);
-    assert_eq!(fields("vlan_vid=0x1000/0x1000"), [masked(Field::VlanVid, 0x1000, 0x1000)]);
+    assert_eq!(
+        fields("vlan_vid=0x1000/0x1000"),
+        [masked(Field::VlanVid, 0x1000, 0x1000)]
+    );
     assert_eq!(
         fields("dl_vlan_pcp=3"),
-        [masked(Field::VlanVid, 0x1000, 0x1000), oxm(Field::VlanPcp, 3)]
+        [
+            masked(Field::VlanVid, 0x1000, 0x1000),
+            oxm(Field::VlanPcp, 3)
+        ]
     );
-    assert_eq!(fields("dl_vlan=7,vlan_pcp=1"), [vid(0x1007), oxm(Field::VlanPcp, 1)]);
-    assert_eq!(fields("vlan_tci=0x3005"), [vid(0x1005), oxm(Field::VlanPcp, 1)]);
+    assert_eq!(
+        fields("dl_vlan=7,vlan_pcp=1"),
+        [vid(0x1007), oxm(Field::VlanPcp, 1)]
+    );
+    assert_eq!(
+        fields("vlan_tci=0x3005"),
+        [vid(0x1005), oxm(Field::VlanPcp, 1)]
+    );
     assert_eq!(fields("vlan_tci=0x1005/0x1fff"), [vid(0x1005)]);
     assert_eq!(fields("vlan_tci=0"), [vid(0)]);
-    assert_eq!(fields("vlan_tci=0x0005/0x0fff"), [masked(Field::VlanVid, 5, 0x0fff)]);
+    assert_eq!(
+        fields("vlan_tci=0x0005/0x0fff"),
+        [masked(Field::VlanVid, 5, 0x0fff)]
+    );
     assert!(err("vlan_tci=0x2000/0xe000").contains("cannot be matched in OpenFlow 1.3"));
     assert!(err("dl_vlan=4096").contains("dl_vlan: 4096 is not a VLAN id"));
 }
@@ -194,65 +245,142 @@ fn vlan_forms() {
 #[test]
 fn other_fields() {
     assert_eq!(fields("ip,nw_tos=32")[1], oxm(Field::IpDscp, 8));
-    assert_eq!(fields("ip,ip_dscp=10,nw_ecn=2")[1..], [oxm(Field::IpDscp, 10), oxm(Field::IpEcn, 2)]);
+    assert_eq!(
+        fields("ip,ip_dscp=10,nw_ecn=2")[1..],
+        [oxm(Field::IpDscp, 10), oxm(Field::IpEcn, 2)]
+    );
     assert_eq!(
         fields("metadata=0x5/0xff,tun_id=0x10,in_port=LOCAL"),
-        [oxm(Field::InPort, port::LOCAL.into()), masked(Field::Metadata, 5, 0xff), oxm(Field::TunnelId, 0x10)]
+        [
+            oxm(Field::InPort, port::LOCAL.into()),
+            masked(Field::Metadata, 5, 0xff),
+            oxm(Field::TunnelId, 0x10)
+        ]
     );
-    assert_eq!(fields("in_port=65534")[0], oxm(Field::InPort, port::LOCAL.into()));
-    assert_eq!(fields("tcp,tcp_flags=+syn-ack")[2], masked(Field::TcpFlags, 0x002, 0x012));
-    assert_eq!(fields("tcp,tcp_flags=syn|ack")[2], oxm(Field::TcpFlags, 0x012));
-    assert_eq!(fields("tcp,tcp_flags=0x12/0xfff")[2], oxm(Field::TcpFlags, 0x012));
-    assert_eq!(fields("tcp,tcp_flags=-[200]+[800]")[2], masked(Field::TcpFlags, 0x800, 0xa00));
+    assert_eq!(
+        fields("in_port=65534")[0],
+        oxm(Field::InPort, port::LOCAL.into())
+    );
+    assert_eq!(
+        fields("tcp,tcp_flags=+syn-ack")[2],
+        masked(Field::TcpFlags, 0x002, 0x012)
+    );
+    assert_eq!(
+        fields("tcp,tcp_flags=syn|ack")[2],
+        oxm(Field::TcpFlags, 0x012)
+    );
+    assert_eq!(
+        fields("tcp,tcp_flags=0x12/0xfff")[2],
+        oxm(Field::TcpFlags, 0x012)
+    );
+    assert_eq!(
+        fields("tcp,tcp_flags=-[200]+[800]")[2],
+        masked(Field::TcpFlags, 0x800, 0xa00)
+    );
     assert_eq!(fields("dl_type=0x88cc"), [oxm(Field::EthType, 0x88cc)]);
 }
 
 #[test]
 fn port_names_through_the_resolver() {
     let ports = |n: &str| (n == "eth1").then_some(7);
-    let fm = parse_flow_with_ports("in_port=eth1,actions=output:eth1,eth1,3", FlowModCommand::Add, &ports)
-        .unwrap();
+    let fm = parse_flow_with_ports(
+        "in_port=eth1,actions=output:eth1,eth1,3",
+        FlowModCommand::Add,
+        &ports,
+    )
+    .unwrap();
     assert_eq!(fm.matcher.fields, [oxm(Field::InPort, 7)]);
-    assert_eq!(fm.instructions, [Instruction::ApplyActions(vec![out(7), out(7), out(3)])]);
+    assert_eq!(
+        fm.instructions,
+        [Instruction::ApplyActions(vec![out(7), out(7), out(3)])]
+    );
     assert!(err("in_port=eth1,actions=drop").contains("in_port: eth1 is not a port"));
     assert_eq!(err("actions=eth1"), "unknown action eth1");
 }
 
 #[test]
 fn actions() {
-    let ctl = |max_len| Action::Output { port: port::CONTROLLER, max_len };
+    let ctl = |max_len| Action::Output {
+        port: port::CONTROLLER,
+        max_len,
+    };
     assert_eq!(
-        apply("actions=output:1,2,in_port,all,flood,local,normal,controller,controller:100,controller(max_len=9)"),
-        [out(1), out(2), out(port::IN_PORT), out(port::ALL), out(port::FLOOD), out(port::LOCAL), out(port::NORMAL), ctl(0xffff), ctl(100), ctl(9)]
+        apply(
+            "actions=output:1,2,in_port,all,flood,local,normal,controller,controller:100,controller(max_len=9)"
+        ),
+        [
+            out(1),
+            out(2),
+            out(port::IN_PORT),
+            out(port::ALL),
+            out(port::FLOOD),
+            out(port::LOCAL),
+            out(port::NORMAL),
+            ctl(0xffff),
+            ctl(100),
+            ctl(9)
+        ]
     );
     assert_eq!(
-        apply("ip,actions=mod_dl_src:00:00:00:00:00:01,mod_dl_dst:0:0:0:0:0:2,mod_nw_src:1.2.3.4,mod_nw_dst:5.6.7.8,mod_nw_tos:16"),
-        [set(Field::EthSrc, 1), set(Field::EthDst, 2), set(Field::Ipv4Src, 0x0102_0304), set(Field::Ipv4Dst, 0x0506_0708), set(Field::IpDscp, 4)]
+        apply(
+            "ip,actions=mod_dl_src:00:00:00:00:00:01,mod_dl_dst:0:0:0:0:0:2,mod_nw_src:1.2.3.4,mod_nw_dst:5.6.7.8,mod_nw_tos:16"
+        ),
+        [
+            set(Field::EthSrc, 1),
+            set(Field::EthDst, 2),
+            set(Field::Ipv4Src, 0x0102_0304),
+            set(Field::Ipv4Dst, 0x0506_0708),
+            set(Field::IpDscp, 4)
+        ]
     );
-    assert_eq!(apply("udp,actions=mod_tp_src:1,mod_tp_dst:2"), [set(Field::UdpSrc, 1), set(Field::UdpDst, 2)]);
+    assert_eq!(
+        apply("udp,actions=mod_tp_src:1,mod_tp_dst:2"),
+        [set(Field::UdpSrc, 1), set(Field::UdpDst, 2)]
+    );
     assert_eq!(apply("tcp,actions=mod_tp_dst:2"), [set(Field::TcpDst, 2)]);
     assert_eq!(
         apply("actions=set_field:00:11:22:33:44:55->eth_src,set_field:0x5->metadata"),
-        [set(Field::EthSrc, 0x0011_2233_4455), set(Field::Metadata, 5)]
+        [
+            set(Field::EthSrc, 0x0011_2233_4455),
+            set(Field::Metadata, 5)
+        ]
     );
     // A tag is pushed for mod_vlan_vid when the packet has none.
     assert_eq!(
         apply("actions=mod_vlan_vid:7,mod_vlan_pcp:3"),
-        [Action::PushVlan(0x8100), set(Field::VlanVid, 0x1007), set(Field::VlanPcp, 3)]
+        [
+            Action::PushVlan(0x8100),
+            set(Field::VlanVid, 0x1007),
+            set(Field::VlanPcp, 3)
+        ]
     );
     assert_eq!(
         apply("dl_vlan=5,actions=mod_vlan_vid:7,strip_vlan,mod_vlan_pcp:2"),
-        [set(Field::VlanVid, 0x1007), Action::PopVlan, Action::PushVlan(0x8100), set(Field::VlanPcp, 2)]
+        [
+            set(Field::VlanVid, 0x1007),
+            Action::PopVlan,
+            Action::PushVlan(0x8100),
+            set(Field::VlanPcp, 2)
+        ]
     );
     assert_eq!(
         apply("ip,actions=push_vlan:0x8100,pop_vlan,dec_ttl,set_nw_ttl:5,group:3,set_queue:2"),
-        [Action::PushVlan(0x8100), Action::PopVlan, Action::DecNwTtl, Action::SetNwTtl(5), Action::Group(3), Action::SetQueue(2)]
+        [
+            Action::PushVlan(0x8100),
+            Action::PopVlan,
+            Action::DecNwTtl,
+            Action::SetNwTtl(5),
+            Action::Group(3),
+            Action::SetQueue(2)
+        ]
     );
 }
 
 #[test]
 fn instructions_in_openflow_order() {
-    let fm = add("ip,actions=meter:2,output:1,clear_actions,write_actions(output:3,group:1),write_metadata:0x5/0xff,goto_table:3");
+    let fm = add(
+        "ip,actions=meter:2,output:1,clear_actions,write_actions(output:3,group:1),write_metadata:0x5/0xff,goto_table:3",
+    );
     assert_eq!(
         fm.instructions,
         [
@@ -260,40 +388,88 @@ fn instructions_in_openflow_order() {
             Instruction::ApplyActions(vec![out(1)]),
             Instruction::ClearActions,
             Instruction::WriteActions(vec![out(3), Action::Group(1)]),
-            Instruction::WriteMetadata { metadata: 5, mask: 0xff },
+            Instruction::WriteMetadata {
+                metadata: 5,
+                mask: 0xff
+            },
             Instruction::GotoTable(3),
         ]
     );
-    assert_eq!(add("actions=write_metadata:0x7").instructions, [Instruction::WriteMetadata { metadata: 7, mask: u64::MAX }]);
-    assert_eq!(add("actions=goto_table:1").instructions, [Instruction::GotoTable(1)]);
+    assert_eq!(
+        add("actions=write_metadata:0x7").instructions,
+        [Instruction::WriteMetadata {
+            metadata: 7,
+            mask: u64::MAX
+        }]
+    );
+    assert_eq!(
+        add("actions=goto_table:1").instructions,
+        [Instruction::GotoTable(1)]
+    );
     assert_eq!(
         err("actions=goto_table:1,output:1"),
         "invalid instruction ordering: apply_actions must appear before goto_table, for OpenFlow 1.1+ compatibility"
     );
-    assert!(err("actions=write_actions(output:1),clear_actions").contains("clear_actions must appear before write_actions"));
+    assert!(
+        err("actions=write_actions(output:1),clear_actions")
+            .contains("clear_actions must appear before write_actions")
+    );
     assert!(err("actions=goto_table:1,goto_table:2").contains("only once"));
 }
 
 #[test]
 fn errors_name_the_field_and_value() {
-    assert_eq!(err("ip,nw_dst=10.0.0.300,actions=drop"), "nw_dst: 10.0.0.300 is not an IPv4 address");
+    assert_eq!(
+        err("ip,nw_dst=10.0.0.300,actions=drop"),
+        "nw_dst: 10.0.0.300 is not an IPv4 address"
+    );
     assert_eq!(err("foo=1,actions=drop"), "unknown keyword foo");
     assert_eq!(err("ip,actions=frobnicate"), "unknown action frobnicate");
-    assert_eq!(err("tp_dst=80,actions=drop"), "tp_dst: prerequisites not met: needs tcp, udp or sctp (or their ip6 forms)");
-    assert_eq!(err("ip,udp_dst=80,actions=drop"), "udp_dst: prerequisites not met: needs udp or udp6");
-    assert_eq!(err("nw_src=1.2.3.4,actions=drop"), "ip_src: prerequisites not met: needs ip");
+    assert_eq!(
+        err("tp_dst=80,actions=drop"),
+        "tp_dst: prerequisites not met: needs tcp, udp or sctp (or their ip6 forms)"
+    );
+    assert_eq!(
+        err("ip,udp_dst=80,actions=drop"),
+        "udp_dst: prerequisites not met: needs udp or udp6"
+    );
+    assert_eq!(
+        err("nw_src=1.2.3.4,actions=drop"),
+        "ip_src: prerequisites not met: needs ip"
+    );
     assert!(err("icmp_type=3,actions=drop").contains("icmp_type: prerequisites not met"));
-    assert!(err("icmp6,nd_sll=00:00:00:00:00:01,actions=drop").contains("nd_sll: prerequisites not met"));
+    assert!(
+        err("icmp6,nd_sll=00:00:00:00:00:01,actions=drop")
+            .contains("nd_sll: prerequisites not met")
+    );
     assert!(err("vlan_pcp=3,vlan_vid=5,actions=drop").contains("vlan_pcp: prerequisites not met"));
     assert_eq!(err("ip"), "must specify an action");
-    assert_eq!(err("cookie=1/1,actions=drop"), "flow additions cannot use a cookie mask");
+    assert_eq!(
+        err("cookie=1/1,actions=drop"),
+        "flow additions cannot use a cookie mask"
+    );
     assert_eq!(err("out_port=1,actions=drop"), "unknown keyword out_port");
     assert!(err("rarp,actions=drop").contains("rarp: not supported"));
-    assert_eq!(err("nw_proto=256,actions=drop"), "nw_proto: 256 is not a 8-bit number");
-    assert_eq!(err("dl_src=00:11:22:33:44,actions=drop"), "dl_src: 00:11:22:33:44 is not an Ethernet address");
-    assert!(err("ip,actions=set_field:1.2.3.4/255.255.0.0->ip_dst").contains("masked set_field cannot be encoded in OpenFlow 1.3"));
-    assert!(err("actions=set_field:1->icmpv9_code").contains("icmpv9_code is not a valid OXM field name"));
-    assert!(err("actions=set_field:00:00:00:00:00:01->eth_src,mod_tp_dst:1").contains("mod_tp_dst: prerequisites not met"));
+    assert_eq!(
+        err("nw_proto=256,actions=drop"),
+        "nw_proto: 256 is not a 8-bit number"
+    );
+    assert_eq!(
+        err("dl_src=00:11:22:33:44,actions=drop"),
+        "dl_src: 00:11:22:33:44 is not an Ethernet address"
+    );
+    assert!(
+        err("ip,actions=set_field:1.2.3.4/255.255.0.0->ip_dst")
+            .contains("masked set_field cannot be encoded in OpenFlow 1.3")
+    );
+    assert!(
+        err("actions=set_field:1->icmpv9_code")
+            .contains("icmpv9_code is not a valid OXM field name")
+    );
+    assert!(
+        err("actions=set_field:00:00:00:00:00:01->eth_src,mod_tp_dst:1")
+            .contains("mod_tp_dst: prerequisites not met")
+    );
     assert!(err("actions=set_field:1.2.3.4->ip_src").contains("ip_src: prerequisites not met"));
     assert!(err("actions=set_field:5->vlan_vid").contains("vlan_vid: prerequisites not met"));
     assert!(err("ip,actions=mod_nw_tos:5").contains("mod_nw_tos: 5 is not a valid TOS"));
@@ -303,88 +479,4 @@ fn errors_name_the_field_and_value() {
     assert!(err("tcp,tcp_flags=+syn+syn,actions=drop").contains("tcp_flags"));
     assert!(err("in_port=1/1,actions=drop").contains("takes none"));
     assert!(parse_flow("ip,actions=drop", FlowModCommand::Delete).is_err());
-}
-
-#[test]
-fn flows_files() {
-    let text = "# comment\n\n  tcp,tp_dst=80 actions=output:1\nmodify_strict priority=7,ip actions=drop\ndelete ip\n";
-    let flows = parse_flows_file(text).unwrap();
-    assert_eq!(flows.len(), 3);
-    assert_eq!(flows[0].instructions, [Instruction::ApplyActions(vec![out(1)])]);
-    assert_eq!((flows[1].command, flows[1].priority), (FlowModCommand::ModifyStrict, 7));
-    assert_eq!(flows[2].command, FlowModCommand::Delete);
-    let e = parse_flows_file("ip,actions=drop\n# x\nip,nw_dst=1.2.3.999,actions=drop\n").unwrap_err();
-    assert_eq!(e.to_string(), "line 3: nw_dst: 1.2.3.999 is not an IPv4 address");
-    assert!(matches!(e, OfctlError::Line { line: 3, .. }));
-}
-
-#[test]
-fn groups() {
-    let g = parse_group(
-        "group_id=1,type=select,bucket=output:1,bucket=weight:10,watch_port:2,actions=output:2,mod_vlan_vid:5",
-        GroupModCommand::Add,
-    )
-    .unwrap();
-    let b = |weight, watch_port, actions| Bucket { weight, watch_port, watch_group: group::ANY, actions };
-    assert_eq!(
-        g,
-        GroupMod {
-            command: GroupModCommand::Add,
-            group_type: GroupType::Select,
-            group_id: 1,
-            buckets: vec![
-                b(1, port::ANY, vec![out(1)]),
-                b(10, 2, vec![out(2), set(Field::VlanVid, 0x1005)]),
-            ],
-        }
-    );
-    let ff = parse_group("group_id=2,type=ff,bucket=watch_port=3,actions=output:3", GroupModCommand::Modify).unwrap();
-    assert_eq!((ff.group_type, ff.buckets[0].watch_port, ff.buckets[0].weight), (GroupType::FastFailover, 3, 0));
-    let del = parse_group("", GroupModCommand::Delete).unwrap();
-    assert_eq!(del.group_id, group::ALL);
-    assert!(parse_group("type=all,bucket=output:1", GroupModCommand::Add).is_err());
-    assert!(parse_group("group_id=1,type=fancy", GroupModCommand::Add).is_err());
-    assert_eq!(format_group(&g), "group_id=1,type=select,bucket=weight:1,actions=output:1,bucket=weight:10,watch_port:2,actions=output:2,set_field:4101->vlan_vid");
-    assert_eq!(parse_group(&format_group(&g), GroupModCommand::Add).unwrap(), g);
-}
-
-#[test]
-fn printing() {
-    let fm = add("tcp,nw_dst=10.0.0.0/255.0.0.0,tp_dst=80,dl_vlan=5,actions=output:2,goto_table:1");
-    assert_eq!(format_match(&fm.matcher), "tcp,dl_vlan=5,nw_dst=10.0.0.0/8,tp_dst=80");
-    assert_eq!(format_actions(&fm.instructions), "actions=output:2,goto_table:1");
-    assert_eq!(format_actions(&[]), "actions=drop");
-    assert_eq!(format_match(&Match::default()), "");
-    let ip = add("ip,nw_proto=47,nw_tos=40,actions=drop");
-    assert_eq!(format_match(&ip.matcher), "ip,nw_proto=47,nw_tos=40");
-    let fs = FlowStats {
-        table_id: 0,
-        duration_sec: 1,
-        duration_nsec: 500_000_000,
-        priority: 100,
-        idle_timeout: 10,
-        hard_timeout: 0,
-        flags: flow_flags::SEND_FLOW_REM,
-        cookie: 0,
-        packet_count: 3,
-        byte_count: 180,
-        matcher: fm.matcher.clone(),
-        instructions: fm.instructions.clone(),
-    };
-    assert_eq!(
-        format_flow_stats(&fs),
-        "cookie=0x0, duration=1.500s, table=0, n_packets=3, n_bytes=180, idle_timeout=10, send_flow_rem priority=100,tcp,dl_vlan=5,nw_dst=10.0.0.0/8,tp_dst=80 actions=output:2,goto_table:1"
-    );
-    let bare = FlowStats { duration_nsec: 1, priority: 0x8000, idle_timeout: 0, flags: 0, matcher: Match::default(), instructions: vec![], ..fs };
-    assert_eq!(
-        format_flow_stats(&bare),
-        "cookie=0x0, duration=1.000000001s, table=0, n_packets=3, n_bytes=180, actions=drop"
-    );
-    for text in ["table=3,priority=7,cookie=0x9,idle_timeout=1,hard_timeout=2,send_flow_rem,no_byte_counts,udp,tp_src=5,actions=output:1"] {
-        let fm = add(text);
-        assert_eq!(add(&format_flow(&fm)), fm);
-    }
-    let del = parse_flow("table=2,cookie=0x1/0x3,out_port=LOCAL,out_group=all,ip", FlowModCommand::DeleteStrict).unwrap();
-    assert_eq!(format_flow(&del), "table=2,cookie=0x1/0x3,out_port=LOCAL,out_group=all,ip");
-    assert_eq!(parse_flow(&format_flow(&del), FlowModCommand::DeleteStrict).unwrap(), del);
 }

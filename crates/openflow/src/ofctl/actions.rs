@@ -35,15 +35,16 @@ fn no_arg(tok: &Token) -> Result<(), OfctlError> {
     if tok.value.is_empty() && !tok.paren {
         Ok(())
     } else {
-        Err(OfctlError::Syntax(format!("{}: takes no argument", tok.key)))
+        Err(OfctlError::Syntax(format!(
+            "{}: takes no argument",
+            tok.key
+        )))
     }
 }
 
 fn vlan_in(matcher: &[Oxm]) -> bool {
     matcher.iter().any(|o| {
-        o.field == Field::VlanVid
-            && o.value & 0x1000 != 0
-            && o.mask.is_none_or(|m| m & 0x1000 != 0)
+        o.field == Field::VlanVid && o.value & 0x1000 != 0 && o.mask.is_none_or(|m| m & 0x1000 != 0)
     })
 }
 
@@ -150,12 +151,21 @@ fn parse_action_list(text: &str, ctx: &mut Ctx) -> Result<Vec<Action>, OfctlErro
 }
 
 fn output(port: u32) -> Action {
-    let max_len = if port == port::CONTROLLER { CML_NO_BUFFER } else { 0 };
+    let max_len = if port == port::CONTROLLER {
+        CML_NO_BUFFER
+    } else {
+        0
+    };
     Action::Output { port, max_len }
 }
 
 /// Appends a set_field after checking the field's prerequisites.
-fn set_field(ctx: &mut Ctx, f: Field, value: u128, out: &mut Vec<Action>) -> Result<(), OfctlError> {
+fn set_field(
+    ctx: &mut Ctx,
+    f: Field,
+    value: u128,
+    out: &mut Vec<Action>,
+) -> Result<(), OfctlError> {
     if let Some(m) = ctx.matcher {
         if matches!(f, Field::VlanVid | Field::VlanPcp) {
             if !ctx.vlan {
@@ -212,7 +222,8 @@ fn parse_action(tok: &Token, ctx: &mut Ctx, out: &mut Vec<Action>) -> Result<(),
     });
     match k {
         "output" => {
-            let p = parse_port(v, ctx.ports).ok_or_else(|| bad("output", v, "a port number or name"))?;
+            let p = parse_port(v, ctx.ports)
+                .ok_or_else(|| bad("output", v, "a port number or name"))?;
             out.push(output(p));
         }
         "controller" => {
@@ -244,9 +255,15 @@ fn parse_action(tok: &Token, ctx: &mut Ctx, out: &mut Vec<Action>) -> Result<(),
             })?;
             if matches!(
                 f,
-                Field::EthType | Field::IpProto | Field::TcpFlags | Field::InPhyPort | Field::Ipv6Exthdr
+                Field::EthType
+                    | Field::IpProto
+                    | Field::TcpFlags
+                    | Field::InPhyPort
+                    | Field::Ipv6Exthdr
             ) {
-                return Err(OfctlError::Syntax(format!("set_field: {name} is read-only")));
+                return Err(OfctlError::Syntax(format!(
+                    "set_field: {name} is read-only"
+                )));
             }
             if val.contains('/') {
                 return Err(OfctlError::Syntax(format!(
@@ -433,7 +450,11 @@ pub fn parse_group_with_ports(
     })
 }
 
-fn bucket_item(tok: &Token, b: &mut (Option<u16>, Bucket), ctx: &mut Ctx) -> Result<(), OfctlError> {
+fn bucket_item(
+    tok: &Token,
+    b: &mut (Option<u16>, Bucket),
+    ctx: &mut Ctx,
+) -> Result<(), OfctlError> {
     match tok.key {
         "weight" => b.0 = Some(num("weight", tok.value, 16)? as u16),
         "watch_port" => {

@@ -161,7 +161,10 @@ const RESERVED_PORTS: [(&str, u32); 9] = [
 /// A port: a reserved name (any case), a number (OpenFlow 1.0's reserved
 /// numbers 0xff00-0xffff mean the 32-bit ones), or a name `ports` knows.
 pub(crate) fn parse_port(s: &str, ports: Ports) -> Option<u32> {
-    if let Some(&(_, p)) = RESERVED_PORTS.iter().find(|(n, _)| s.eq_ignore_ascii_case(n)) {
+    if let Some(&(_, p)) = RESERVED_PORTS
+        .iter()
+        .find(|(n, _)| s.eq_ignore_ascii_case(n))
+    {
         return Some(p);
     }
     match lexer::number_bits(s, 32) {
@@ -258,14 +261,22 @@ pub(crate) fn parse_masked(
     let (bits, kind, maskable) = shape(f);
     if kind == Kind::TcpFlags {
         return tcp_flags(text).ok_or_else(|| {
-            bad(name, text, "TCP flags (+syn-ack, syn|ack or a 12-bit value[/mask])")
+            bad(
+                name,
+                text,
+                "TCP flags (+syn-ack, syn|ack or a 12-bit value[/mask])",
+            )
         });
     }
     let Some((v, m)) = text.split_once('/') else {
         return Ok((parse_value(name, f, text, ports)?, None));
     };
     if !maskable {
-        return Err(bad(name, text, "a value without a mask (the field takes none)"));
+        return Err(bad(
+            name,
+            text,
+            "a value without a mask (the field takes none)",
+        ));
     }
     let value = parse_value(name, f, v, ports)?;
     let mask = match kind {
@@ -274,8 +285,9 @@ pub(crate) fn parse_masked(
     };
     let mask = match mask {
         Some(m) => m,
-        None => parse_value(name, f, m, ports)
-            .map_err(|_| bad(name, m, "a mask or prefix length"))?,
+        None => {
+            parse_value(name, f, m, ports).map_err(|_| bad(name, m, "a mask or prefix length"))?
+        }
     };
     Ok((value, Some(mask)))
 }
@@ -386,7 +398,11 @@ impl<'a> MatchBuilder<'a> {
                 let v = lexer::number_bits(value, 16)
                     .filter(|&v| v < 4096 || v == 0xffff)
                     .ok_or_else(|| bad(key, value, "a VLAN id (0 to 4095, or 0xffff for none)"))?;
-                let vid = if v == 0xffff { 0 } else { v | u128::from(VID_PRESENT) };
+                let vid = if v == 0xffff {
+                    0
+                } else {
+                    v | u128::from(VID_PRESENT)
+                };
                 self.set(Field::VlanVid, vid, None);
             }
             "dl_vlan_pcp" | "vlan_pcp" => {
@@ -436,7 +452,9 @@ impl<'a> MatchBuilder<'a> {
                     return Err(cant("a priority without a VLAN"));
                 }
             } else if m & CFI == 0 {
-                return Err(cant("a priority needs the VLAN present bit 0x1000 in the mask"));
+                return Err(cant(
+                    "a priority needs the VLAN present bit 0x1000 in the mask",
+                ));
             } else if pcp_mask != 7 {
                 return Err(cant("the priority takes no mask"));
             } else {
@@ -535,9 +553,8 @@ pub(crate) fn check_prereq(f: Field, fields: &[Oxm]) -> Result<(), OfctlError> {
     let icmp6_type = exact(Icmpv6Type).filter(|_| ip6 && proto == Some(58));
     let (ok, needs) = match f {
         VlanPcp => (
-            get(VlanVid).is_some_and(|o| {
-                o.value & 0x1000 != 0 && o.mask.is_none_or(|m| m & 0x1000 != 0)
-            }),
+            get(VlanVid)
+                .is_some_and(|o| o.value & 0x1000 != 0 && o.mask.is_none_or(|m| m & 0x1000 != 0)),
             "a VLAN (dl_vlan, or vlan_vid with the present bit 0x1000)",
         ),
         IpDscp | IpEcn | IpProto => (ip4 || ip6, "ip or ipv6"),
@@ -561,5 +578,9 @@ pub(crate) fn check_prereq(f: Field, fields: &[Oxm]) -> Result<(), OfctlError> {
             (true, "")
         }
     };
-    if ok { Ok(()) } else { Err(prerequisite(name(f), needs)) }
+    if ok {
+        Ok(())
+    } else {
+        Err(prerequisite(name(f), needs))
+    }
 }

@@ -44,7 +44,9 @@ fn match_value(o: &Oxm) -> String {
         (Kind::Port, _) => port_text(o.value as u32),
         (Kind::TcpFlags, m) => tcp_flags_text(o.value, m),
         (Kind::Int, m) => match o.field {
-            Field::Metadata | Field::TunnelId | Field::Ipv6Exthdr | Field::PbbIsid => hex(o.value, m),
+            Field::Metadata | Field::TunnelId | Field::Ipv6Exthdr | Field::PbbIsid => {
+                hex(o.value, m)
+            }
             Field::Ipv6Flabel => match m {
                 None => format!("0x{:05x}", o.value),
                 Some(m) => format!("0x{:05x}/0x{m:05x}", o.value),
@@ -66,11 +68,20 @@ fn hex(v: u128, m: Option<u128>) -> String {
 
 /// `syn|ack` for an exact match, `+syn-ack` for a masked one.
 fn tcp_flags_text(v: u128, m: Option<u128>) -> String {
-    let flags = |set: u128| TCP_FLAGS.iter().enumerate().filter(move |(i, _)| set >> i & 1 == 1);
+    let flags = |set: u128| {
+        TCP_FLAGS
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| set >> i & 1 == 1)
+    };
     match m {
         None | Some(0xfff) => {
             let names: Vec<&str> = flags(v).map(|(_, n)| *n).collect();
-            if names.is_empty() { "0".into() } else { names.join("|") }
+            if names.is_empty() {
+                "0".into()
+            } else {
+                names.join("|")
+            }
         }
         Some(m) => flags(m)
             .map(|(i, n)| format!("{}{n}", if v >> i & 1 == 1 { '+' } else { '-' }))
@@ -86,11 +97,11 @@ pub fn format_match(m: &Match) -> String {
     let exact = |f: Field| get(f).filter(|o| o.mask.is_none()).map(|o| o.value);
     let mut parts: Vec<String> = Vec::new();
     let (mut skip_type, mut skip_proto) = (false, false);
-    if let Some(eth) = exact(EthType) {
-        if let Some((s, with_proto)) = shorthand(eth as u16, exact(IpProto).map(|p| p as u8)) {
-            parts.push(s.into());
-            (skip_type, skip_proto) = (true, with_proto);
-        }
+    if let Some(eth) = exact(EthType)
+        && let Some((s, with_proto)) = shorthand(eth as u16, exact(IpProto).map(|p| p as u8))
+    {
+        parts.push(s.into());
+        (skip_type, skip_proto) = (true, with_proto);
     }
     let put = |parts: &mut Vec<String>, f: Field, label: &str| {
         if let Some(o) = get(f) {
@@ -103,13 +114,11 @@ pub fn format_match(m: &Match) -> String {
     parts.extend(vlan_text(get(VlanVid), get(VlanPcp)));
     put(&mut parts, EthSrc, "dl_src");
     put(&mut parts, EthDst, "dl_dst");
-    if !skip_type {
-        if let Some(o) = get(EthType) {
-            parts.push(match o.mask {
-                None => format!("dl_type=0x{:04x}", o.value),
-                Some(mk) => format!("dl_type=0x{:04x}/0x{mk:04x}", o.value),
-            });
-        }
+    if !skip_type && let Some(o) = get(EthType) {
+        parts.push(match o.mask {
+            None => format!("dl_type=0x{:04x}", o.value),
+            Some(mk) => format!("dl_type=0x{:04x}/0x{mk:04x}", o.value),
+        });
     }
     for (f, label) in [
         (Ipv6Src, "ipv6_src"),
@@ -256,7 +265,11 @@ fn hex_bytes(data: &[u8]) -> String {
 }
 
 fn action_list(actions: &[Action]) -> String {
-    actions.iter().map(action_text).collect::<Vec<_>>().join(",")
+    actions
+        .iter()
+        .map(action_text)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The instructions as `ovs-ofctl` prints them, with `actions=` before:
@@ -290,7 +303,10 @@ pub fn format_actions(instructions: &[Instruction]) -> String {
             }
             Instruction::GotoTable(t) => format!("goto_table:{t}"),
             Instruction::Experimenter { experimenter, data } => {
-                format!("experimenter_instruction(0x{experimenter:08x},{})", hex_bytes(data))
+                format!(
+                    "experimenter_instruction(0x{experimenter:08x},{})",
+                    hex_bytes(data)
+                )
             }
         })
         .collect();
@@ -329,7 +345,7 @@ fn priority_match(priority: u16, m: &Match) -> String {
 fn duration_text(sec: u32, nsec: u32) -> String {
     if nsec == 0 {
         format!("{sec}s")
-    } else if nsec % 1_000_000 == 0 {
+    } else if nsec.is_multiple_of(1_000_000) {
         format!("{sec}.{:03}s", nsec / 1_000_000)
     } else {
         format!("{sec}.{}s", format!("{nsec:09}").trim_end_matches('0'))
