@@ -433,6 +433,7 @@ impl<'a> MatchBuilder<'a> {
     /// `vlan_tci=V[/M]` as vlan_vid and vlan_pcp, where OXM can say it.
     fn vlan_tci(&mut self, text: &str) -> Result<(), OfctlError> {
         const CFI: u128 = VID_PRESENT as u128;
+        // Read as any 16-bit maskable number (a TCP port's shape).
         let (v, m) = parse_masked("vlan_tci", Field::TcpSrc, text, self.ports)?;
         let m = m.unwrap_or(0xffff);
         let v = v & m;

@@ -10,6 +10,13 @@
 //! Printing follows `ovs-ofctl`'s canonical text (field order, names and
 //! shorthands), so `format_match(parse(x))` is what `ovs-ofctl parse-flow x`
 //! prints, and parsing the printed text gives back the same value.
+//!
+//! Where this differs from `ovs-ofctl`: `rarp` is refused (OXM has no RARP
+//! fields; `dl_type=0x8035` prints as such); `vlan_tci` values that OXM's
+//! `vlan_vid`/`vlan_pcp` cannot say are refused; masked `set_field` is
+//! refused rather than turned into an NXM `load`; port numbers
+//! 0xff00-0xffff are OpenFlow 1.0's reserved ports, as in OVS, so those
+//! 32-bit port numbers cannot be written.
 
 mod actions;
 mod fields;
