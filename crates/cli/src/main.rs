@@ -37,6 +37,8 @@ enum Command {
     Monitor(cmd::monitor::Args),
     /// tc command lines (clsact, u32, gact/mirred) against a sluice configuration file
     Tc(cmd::tc::Args),
+    /// An OpenFlow 1.3 switch with Open vSwitch's caches, over capture ports (no root needed)
+    Switch(cmd::switch::Args),
     /// xPF: classic BPF with persistent memory and bounded loops: assemble, run, show memory
     Xpf(cmd::xpf::Args),
     /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
         Command::Xpf(a) => cmd::xpf::run(a),
         Command::Monitor(a) => cmd::monitor::run(a),
         Command::Tc(a) => cmd::tc::run(a),
+        Command::Switch(a) => cmd::switch::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Bench(a) => cmd::bench::run(a),

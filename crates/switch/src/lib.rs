@@ -8,5 +8,9 @@ mod error;
 pub mod flow;
 pub mod odp;
 pub mod ofproto;
+pub mod replay;
 
 pub use error::OfError;
+
+/// Datapath flows unused this long go (Open vSwitch's default max-idle).
+pub const MEGAFLOW_IDLE_NS: u64 = 10_000_000_000;

@@ -11,6 +11,7 @@ pub mod filter;
 pub mod kernel;
 pub mod monitor;
 pub mod run;
+pub mod switch;
 pub mod tc;
 pub mod tc_compile;
 pub mod trafficgen;

@@ -49,6 +49,22 @@ pub struct Effects {
     pub became_master: bool,
 }
 
+/// Every flow entry's stats, in table order (what `dump-flows` shows).
+pub fn dump_flows(core: &Core) -> Vec<openflow::FlowStats> {
+    let all = openflow::FlowStatsRequest {
+        table_id: openflow::TABLE_ALL,
+        out_port: openflow::port::ANY,
+        out_group: openflow::group::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        matcher: openflow::Match::default(),
+    };
+    let now = core.now();
+    core.shared
+        .with(|of| multipart::flow_stats(of, &all, now))
+        .unwrap_or_default()
+}
+
 /// The HELLO the switch opens with (version 1.3 only).
 pub fn hello() -> Vec<u8> {
     Message::Hello {

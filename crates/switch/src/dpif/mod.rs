@@ -6,8 +6,10 @@ mod datapath;
 mod dpcls;
 mod emc;
 mod execute;
+mod format;
 
 pub use datapath::{CacheOptions, Datapath, Megaflow, Shared, TierStats};
 pub use dpcls::RANK_EVERY;
 pub use emc::EMC_ENTRIES;
 pub use execute::{Output, execute};
+pub use format::{format_actions, format_key, format_megaflow};
