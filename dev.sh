@@ -153,7 +153,7 @@ fuzz)
     command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
     # Every target runs even after one finds a crash; the crashes are listed at the end.
     failed=()
-    for t in decode assemble interp elf verifier jit cbpf xpf captures; do
+    for t in decode assemble interp elf verifier jit cbpf xpf captures openflow; do
         (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-60}") ||
             failed+=("$t")
     done
