@@ -67,6 +67,9 @@ pub struct Core {
     buffers: Mutex<Buffers>,
     events: Mutex<VecDeque<Message>>,
     start: Instant,
+    /// When set (a replay), the clock is the packets' time, mapped onto
+    /// the switch clock.
+    packet_clock: AtomicU64,
 }
 
 impl Core {
@@ -78,12 +81,22 @@ impl Core {
             buffers: Mutex::new(Buffers::default()),
             events: Mutex::new(VecDeque::new()),
             start: Instant::now(),
+            packet_clock: AtomicU64::new(0),
         }
     }
 
     /// The switch clock: ns since it started.
     pub fn now(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
+        match self.packet_clock.load(Ordering::Relaxed) {
+            0 => self.start.elapsed().as_nanos() as u64,
+            t => t,
+        }
+    }
+
+    /// From now on the clock reads `ns` (and what later calls set): a
+    /// replay runs the switch's timers on its packets' time.
+    pub fn set_clock(&self, ns: u64) {
+        self.packet_clock.store(ns.max(1), Ordering::Relaxed);
     }
 
     /// Adds a port (announced to the controllers); its counters.

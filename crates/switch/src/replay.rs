@@ -36,7 +36,9 @@ impl std::str::FromStr for PcapPort {
         let (i, o) = rest.split_once(':').unwrap_or((rest, ""));
         let path = |p: &str| (!p.is_empty()).then(|| PathBuf::from(p));
         if i.is_empty() && o.is_empty() {
-            return Err(format!("{s}: a capture port needs an input or an output file"));
+            return Err(format!(
+                "{s}: a capture port needs an input or an output file"
+            ));
         }
         Ok(PcapPort {
             port_no: 0,
@@ -125,7 +127,10 @@ pub fn replay(
     }
     let mut dp = Datapath::new(options);
     let mut packets = 0u64;
-    let mut last_tick = 0u64;
+    // Capture time, shifted to go on from the switch clock.
+    let start_ns = core.now();
+    let mut first_ts = None;
+    let mut last_tick = start_ns;
     loop {
         for i in &mut inputs {
             i.refill()?;
@@ -141,7 +146,11 @@ pub fn replay(
             break;
         };
         let i = &mut inputs[at];
-        let ts = i.batch.info(i.next).timestamp_ns;
+        let stamp = i.batch.info(i.next).timestamp_ns;
+        let first = *first_ts.get_or_insert(stamp);
+        // (A capture whose time goes back stays where it was.)
+        let ts = (start_ns + stamp.saturating_sub(first)).max(writers.now);
+        core.set_clock(ts);
         writers.now = ts;
         core.receive(&mut dp, i.port, i.batch.data(i.next), &mut writers);
         i.next += 1;
@@ -158,6 +167,8 @@ pub fn replay(
         if ts >= last_tick + 1_000_000_000 {
             last_tick = ts;
             dp.push_stats(&core.shared);
+            let removed = core.shared.with(|of| of.expire(ts));
+            core.flows_removed(&removed);
             dp.expire(ts, crate::MEGAFLOW_IDLE_NS, &core.shared);
         }
     }
@@ -195,7 +206,9 @@ impl Input {
         }
         self.batch.clear();
         self.next = 0;
-        self.source.fill(&mut self.batch).map_err(|e| e.to_string())?;
+        self.source
+            .fill(&mut self.batch)
+            .map_err(|e| e.to_string())?;
         self.done = self.batch.is_empty();
         Ok(())
     }

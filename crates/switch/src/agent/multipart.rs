@@ -134,7 +134,11 @@ fn parts<T: Clone>(items: Vec<T>, body: impl Fn(Vec<T>) -> MultipartReply) -> Ve
         .collect()
 }
 
-pub(crate) fn flow_stats(of: &Ofproto, r: &FlowStatsRequest, now: u64) -> Result<Vec<FlowStats>, OfError> {
+pub(crate) fn flow_stats(
+    of: &Ofproto,
+    r: &FlowStatsRequest,
+    now: u64,
+) -> Result<Vec<FlowStats>, OfError> {
     if r.table_id != openflow::TABLE_ALL && r.table_id >= N_TABLES {
         return Err(OfError::new(
             error::BAD_REQUEST,

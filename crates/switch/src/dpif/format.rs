@@ -26,7 +26,13 @@ fn ipv6(v: u128) -> String {
 }
 
 /// `name=value[/mask]` for each field the mask touches.
-fn group(out: &mut Vec<String>, title: &str, key: &Key, mask: &Key, fields: &[(&str, Slot, fn(u128) -> String)]) {
+fn group(
+    out: &mut Vec<String>,
+    title: &str,
+    key: &Key,
+    mask: &Key,
+    fields: &[(&str, Slot, fn(u128) -> String)],
+) {
     let parts: Vec<String> = fields
         .iter()
         .filter_map(|(name, s, show)| {
@@ -34,7 +40,11 @@ fn group(out: &mut Vec<String>, title: &str, key: &Key, mask: &Key, fields: &[(&
             if m == 0 {
                 return None;
             }
-            let full = if s.bits == 128 { u128::MAX } else { (1u128 << s.bits) - 1 };
+            let full = if s.bits == 128 {
+                u128::MAX
+            } else {
+                (1u128 << s.bits) - 1
+            };
             let v = s.get(key);
             Some(if m == full {
                 format!("{name}={}", show(v))
@@ -53,10 +63,28 @@ pub fn format_key(key: &Key, mask: &Key) -> String {
     let num = |v: u128| v.to_string();
     let hex = |v: u128| format!("{v:#x}");
     let mut out = vec![format!("in_port({})", slot::IN_PORT.get(key))];
-    group(&mut out, "metadata", key, mask, &[("", slot::METADATA, hex)]);
-    group(&mut out, "eth", key, mask, &[("src", slot::ETH_SRC, mac), ("dst", slot::ETH_DST, mac)]);
+    group(
+        &mut out,
+        "metadata",
+        key,
+        mask,
+        &[("", slot::METADATA, hex)],
+    );
+    group(
+        &mut out,
+        "eth",
+        key,
+        mask,
+        &[("src", slot::ETH_SRC, mac), ("dst", slot::ETH_DST, mac)],
+    );
     group(&mut out, "vlan", key, mask, &[("tci", slot::VLAN_TCI, hex)]);
-    group(&mut out, "eth_type", key, mask, &[("", slot::ETH_TYPE, hex)]);
+    group(
+        &mut out,
+        "eth_type",
+        key,
+        mask,
+        &[("", slot::ETH_TYPE, hex)],
+    );
     let et = slot::ETH_TYPE.get(key) as u16;
     let l3: &[(&str, Slot, fn(u128) -> String)] = &[
         ("proto", slot::NW_PROTO, num),
@@ -66,7 +94,10 @@ pub fn format_key(key: &Key, mask: &Key) -> String {
     ];
     match et {
         crate::flow::ETH_TYPE_IPV4 => {
-            let mut f = vec![("src", slot::NW_SRC, ipv4 as fn(u128) -> String), ("dst", slot::NW_DST, ipv4)];
+            let mut f = vec![
+                ("src", slot::NW_SRC, ipv4 as fn(u128) -> String),
+                ("dst", slot::NW_DST, ipv4),
+            ];
             f.extend_from_slice(l3);
             group(&mut out, "ipv4", key, mask, &f);
         }
@@ -103,11 +134,32 @@ pub fn format_key(key: &Key, mask: &Key) -> String {
         _ => "l4",
     };
     if l4.starts_with("icmp") {
-        group(&mut out, l4, key, mask, &[("type", slot::ICMP_TYPE, num), ("code", slot::ICMP_CODE, num)]);
+        group(
+            &mut out,
+            l4,
+            key,
+            mask,
+            &[
+                ("type", slot::ICMP_TYPE, num),
+                ("code", slot::ICMP_CODE, num),
+            ],
+        );
     } else {
-        group(&mut out, l4, key, mask, &[("src", slot::TP_SRC, num), ("dst", slot::TP_DST, num)]);
+        group(
+            &mut out,
+            l4,
+            key,
+            mask,
+            &[("src", slot::TP_SRC, num), ("dst", slot::TP_DST, num)],
+        );
     }
-    group(&mut out, "tcp_flags", key, mask, &[("", slot::TCP_FLAGS, hex)]);
+    group(
+        &mut out,
+        "tcp_flags",
+        key,
+        mask,
+        &[("", slot::TCP_FLAGS, hex)],
+    );
     out.join(",").replace("(=", "(")
 }
 
@@ -123,10 +175,16 @@ pub fn format_actions(actions: &[DpAction]) -> String {
         }
         let _ = match a {
             DpAction::Output(p) => write!(s, "{p}"),
-            DpAction::Controller(c) => write!(s, "userspace(controller,reason={},table={})", c.reason, c.table_id),
+            DpAction::Controller(c) => write!(
+                s,
+                "userspace(controller,reason={},table={})",
+                c.reason, c.table_id
+            ),
             DpAction::Set(f, v) => write!(s, "set({}={v:#x})", f.name()),
             DpAction::SetTtl(t) => write!(s, "set(ttl={t})"),
-            DpAction::PushVlan { tpid, tci } => write!(s, "push_vlan(tpid={tpid:#06x},tci={tci:#06x})"),
+            DpAction::PushVlan { tpid, tci } => {
+                write!(s, "push_vlan(tpid={tpid:#06x},tci={tci:#06x})")
+            }
             DpAction::PopVlan => write!(s, "pop_vlan"),
             DpAction::Clone(inner) => write!(s, "clone({})", format_actions(inner)),
         };
