@@ -60,10 +60,13 @@ struct Buffers {
     held: BTreeMap<u32, (u32, Vec<u8>)>,
 }
 
+/// A port: what OpenFlow knows of it, its counters, when it was added.
+type PortEntry = (Port, Arc<PortCounters>, u64);
+
 pub struct Core {
     pub shared: Shared,
     pub datapath_id: u64,
-    ports: Mutex<BTreeMap<u32, (Port, Arc<PortCounters>, u64)>>,
+    ports: Mutex<BTreeMap<u32, PortEntry>>,
     buffers: Mutex<Buffers>,
     events: Mutex<VecDeque<Message>>,
     start: Instant,

@@ -17,9 +17,12 @@ use switch::channel::{Channel, Endpoint};
 use switch::core::{Core, Transmit};
 use switch::dpif::{CacheOptions, Datapath};
 
+/// A frame out of a port.
+type Sent = (u32, Vec<u8>);
+
 /// Frames sent out of ports, kept.
 #[derive(Clone, Default)]
-struct Wire(Arc<Mutex<Vec<(u32, Vec<u8>)>>>);
+struct Wire(Arc<Mutex<Vec<Sent>>>);
 
 impl Transmit for Wire {
     fn transmit(&mut self, port: u32, frame: &[u8]) -> bool {
@@ -29,7 +32,7 @@ impl Transmit for Wire {
 }
 
 impl Wire {
-    fn take(&self) -> Vec<(u32, Vec<u8>)> {
+    fn take(&self) -> Vec<Sent> {
         std::mem::take(&mut self.0.lock().unwrap())
     }
 }

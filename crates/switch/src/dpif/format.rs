@@ -25,14 +25,11 @@ fn ipv6(v: u128) -> String {
     std::net::Ipv6Addr::from(v).to_string()
 }
 
+/// A field in a dump: its name, place and how its value is written.
+type Shown<'a> = (&'a str, Slot, fn(u128) -> String);
+
 /// `name=value[/mask]` for each field the mask touches.
-fn group(
-    out: &mut Vec<String>,
-    title: &str,
-    key: &Key,
-    mask: &Key,
-    fields: &[(&str, Slot, fn(u128) -> String)],
-) {
+fn group(out: &mut Vec<String>, title: &str, key: &Key, mask: &Key, fields: &[Shown]) {
     let parts: Vec<String> = fields
         .iter()
         .filter_map(|(name, s, show)| {
@@ -86,7 +83,7 @@ pub fn format_key(key: &Key, mask: &Key) -> String {
         &[("", slot::ETH_TYPE, hex)],
     );
     let et = slot::ETH_TYPE.get(key) as u16;
-    let l3: &[(&str, Slot, fn(u128) -> String)] = &[
+    let l3: &[Shown] = &[
         ("proto", slot::NW_PROTO, num),
         ("tos", slot::NW_TOS, hex),
         ("ttl", slot::NW_TTL, num),
