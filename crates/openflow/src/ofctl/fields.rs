@@ -21,32 +21,33 @@ pub(crate) enum Kind {
     TcpFlags,
 }
 
-/// A field's width in bits (of the value OVS shows), its kind, and whether
-/// a mask may be written.
+/// A field's width in bits (the specification's), its kind, and whether
+/// `ovs-ofctl` lets a mask be written (more fields than OpenFlow's table).
 pub(crate) fn shape(f: Field) -> (u32, Kind, bool) {
     use Field::*;
     use Kind::*;
-    match f {
-        InPort | InPhyPort => (32, Port, false),
-        Metadata | TunnelId => (64, Int, true),
-        EthDst | EthSrc | ArpSha | ArpTha | Ipv6NdSll | Ipv6NdTll => (48, Mac, true),
-        EthType => (16, Int, false),
-        VlanVid => (13, Int, true),
-        VlanPcp | MplsTc => (3, Int, false),
-        IpDscp => (6, Int, false),
-        IpEcn => (2, Int, false),
-        IpProto | Icmpv4Type | Icmpv4Code | Icmpv6Type | Icmpv6Code => (8, Int, false),
-        Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa => (32, Ipv4, true),
-        TcpSrc | TcpDst | UdpSrc | UdpDst | SctpSrc | SctpDst => (16, Int, true),
-        ArpOp => (16, Int, false),
-        Ipv6Src | Ipv6Dst | Ipv6NdTarget => (128, Ipv6, true),
-        Ipv6Flabel => (20, Int, true),
-        MplsLabel => (20, Int, false),
-        MplsBos => (1, Int, false),
-        PbbIsid => (24, Int, true),
-        Ipv6Exthdr => (9, Int, true),
-        Field::TcpFlags => (12, Kind::TcpFlags, true),
-    }
+    let (kind, maskable) = match f {
+        InPort | InPhyPort => (Port, false),
+        Metadata | TunnelId => (Int, true),
+        EthDst | EthSrc | ArpSha | ArpTha | Ipv6NdSll | Ipv6NdTll => (Mac, true),
+        EthType => (Int, false),
+        VlanVid => (Int, true),
+        VlanPcp | MplsTc => (Int, false),
+        IpDscp => (Int, false),
+        IpEcn => (Int, false),
+        IpProto | Icmpv4Type | Icmpv4Code | Icmpv6Type | Icmpv6Code => (Int, false),
+        Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa => (Ipv4, true),
+        TcpSrc | TcpDst | UdpSrc | UdpDst | SctpSrc | SctpDst => (Int, true),
+        ArpOp => (Int, false),
+        Ipv6Src | Ipv6Dst | Ipv6NdTarget => (Ipv6, true),
+        Ipv6Flabel => (Int, true),
+        MplsLabel => (Int, false),
+        MplsBos => (Int, false),
+        PbbIsid => (Int, true),
+        Ipv6Exthdr => (Int, true),
+        Field::TcpFlags => (Kind::TcpFlags, true),
+    };
+    (f.width_bits(), kind, maskable)
 }
 
 /// The name `ovs-ofctl` prints for a field (in `set_field:V->NAME`).
