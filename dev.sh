@@ -16,13 +16,15 @@ cd "$(dirname "$0")"
 # AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks,
 # nfdump (nfcapd) and tshark to check the IPFIX exporter against real collectors,
 # python3 for the live RTT test's TCP peers and the xPF RTT program's generator.
-# openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with.
+# openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with;
+# python3-venv for os-ken, the controller it is tested with; iputils-ping and
+# ethtool for the hosts of the switch's namespace tests.
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
-    nfdump tshark python3 openvswitch-common
+    nfdump tshark python3 python3-venv openvswitch-common iputils-ping ethtool
 )
 RUST_TOOLCHAIN=1.95.0
 
@@ -115,11 +117,30 @@ setup_sources() {
     done
 }
 
+# os-ken, the OpenFlow controller of the switch's tests, from PyPI in a venv of
+# our own: the versions of tools/osken-requirements.txt (os-ken 3.1.1, the
+# last release with `osken-manager`) and its L2 learning switch app,
+# simple_switch_13.py, from os-ken 1.4.1 (the last release with the apps).
+OSKEN=$THIRDPARTY/osken
+setup_osken() {
+    [ -x "$OSKEN/bin/osken-manager" ] && [ -f "$OSKEN/apps/simple_switch_13.py" ] &&
+        cmp -s tools/osken-requirements.txt "$OSKEN/requirements.txt" && return 0
+    say "installing os-ken 3.1.1 with pip (into $OSKEN)"
+    rm -rf "$OSKEN"
+    python3 -m venv "$OSKEN"
+    "$OSKEN/bin/pip" install -q --disable-pip-version-check -r tools/osken-requirements.txt
+    "$OSKEN/bin/pip" download -q --disable-pip-version-check --no-deps os-ken==1.4.1 -d "$OSKEN/dl"
+    mkdir -p "$OSKEN/apps"
+    unzip -q -o -j "$OSKEN/dl/os_ken-1.4.1-py3-none-any.whl" os_ken/app/simple_switch_13.py -d "$OSKEN/apps"
+    cp tools/osken-requirements.txt "$OSKEN/requirements.txt"
+}
+
 setup() {
     setup_apt
     setup_rust
     setup_thirdparty
     setup_sources
+    setup_osken
 }
 
 cmd=${1:-help}

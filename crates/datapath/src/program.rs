@@ -388,6 +388,7 @@ fn poll_loop(
         for &(p, q) in queues {
             work += poll_queue(sh, hook, p, q, &mut scratch)?;
         }
+        hook.after_batch(work == 0);
         if wait && work == 0 {
             // SAFETY: `fds` is a live array of its length.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };

@@ -21,6 +21,11 @@ pub trait PacketHook: Send {
     fn sibling(&self, cpu: u32) -> Result<Self, String>
     where
         Self: Sized;
+
+    /// Called by a polling thread after each round of batches, also when
+    /// the round found no packets: a hook that keeps per-thread state
+    /// (counts to publish, timers) does that work here.
+    fn after_batch(&mut self, _idle: bool) {}
 }
 
 impl PacketHook for Hook {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use openflow::{FlowRemoved, Match, Message, Oxm, PacketIn, Port, PortStats, PortStatus};
 
-use crate::dpif::{Datapath, Output, Shared};
+use crate::dpif::{Datapath, Output, Shared, TierStats};
 use crate::odp::ToController;
 use crate::ofproto::{Ofproto, Removed};
 
@@ -47,6 +47,19 @@ impl PortCounters {
     }
 }
 
+/// What a packet thread last published of its datapath.
+#[derive(Clone, Debug, Default)]
+pub struct PmdStats {
+    pub id: usize,
+    pub tiers: TierStats,
+    /// Timestamp-counter cycles spent in the switch on its packets.
+    pub cycles: u64,
+    /// Its megaflows, as dpctl/dump-flows lines.
+    pub megaflows: Vec<String>,
+    pub subtables: usize,
+    pub emc_entries: usize,
+}
+
 /// Sends frames out of the switch's ports (one per packet thread).
 pub trait Transmit: Send {
     /// Sends `frame` out of `port`; false when there is no such port or it
@@ -69,6 +82,7 @@ pub struct Core {
     ports: Mutex<BTreeMap<u32, PortEntry>>,
     buffers: Mutex<Buffers>,
     events: Mutex<VecDeque<Message>>,
+    pmds: Mutex<Vec<PmdStats>>,
     start: Instant,
     /// When set (a replay), the clock is the packets' time, mapped onto
     /// the switch clock.
@@ -83,6 +97,7 @@ impl Core {
             ports: Mutex::new(BTreeMap::new()),
             buffers: Mutex::new(Buffers::default()),
             events: Mutex::new(VecDeque::new()),
+            pmds: Mutex::new(Vec::new()),
             start: Instant::now(),
             packet_clock: AtomicU64::new(0),
         }
@@ -119,8 +134,15 @@ impl Core {
         lock(&self.ports).values().map(|p| p.0.clone()).collect()
     }
 
-    pub fn port_counters(&self, port_no: u32) -> Option<Arc<PortCounters>> {
-        lock(&self.ports).get(&port_no).map(|p| p.1.clone())
+    /// The ports' counters as they are now, for a packet thread to look
+    /// up without the port map's lock.
+    pub fn port_table(&self) -> PortTable {
+        PortTable(
+            lock(&self.ports)
+                .iter()
+                .map(|(n, p)| (*n, p.1.clone()))
+                .collect(),
+        )
     }
 
     /// Port stats of `port_no` (or every port for `OFPP_ANY`).
@@ -157,6 +179,23 @@ impl Core {
             desc,
         }));
         Ok(())
+    }
+
+    /// Keeps what packet thread `stats.id` published last.
+    pub fn publish_pmd(&self, stats: PmdStats) {
+        let mut pmds = lock(&self.pmds);
+        match pmds.iter_mut().find(|p| p.id == stats.id) {
+            Some(p) => *p = stats,
+            None => {
+                pmds.push(stats);
+                pmds.sort_by_key(|p| p.id);
+            }
+        }
+    }
+
+    /// What each packet thread published last, by thread.
+    pub fn pmd_stats(&self) -> Vec<PmdStats> {
+        lock(&self.pmds).clone()
     }
 
     /// Queues an asynchronous message for the controllers.
@@ -230,28 +269,51 @@ impl Core {
         }));
     }
 
-    /// Runs one received frame through `dp`, sending with `tx`.
-    pub fn receive(&self, dp: &mut Datapath, in_port: u32, frame: &[u8], tx: &mut dyn Transmit) {
+    /// Runs one frame received on `in_port` through `dp`, sending with
+    /// `tx` and counting in `ports`.
+    pub fn receive(
+        &self,
+        dp: &mut Datapath,
+        ports: &PortTable,
+        in_port: u32,
+        frame: &[u8],
+        tx: &mut dyn Transmit,
+    ) {
         let now = self.now();
-        if let Some(c) = self.port_counters(in_port) {
+        if let Some(c) = ports.get(in_port) {
             c.rx_packets.fetch_add(1, Ordering::Relaxed);
             c.rx_bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
         }
-        let mut out = CoreOutput { core: self, tx };
+        let mut out = CoreOutput {
+            core: self,
+            ports,
+            tx,
+        };
         dp.process(frame, in_port, now, &self.shared, &mut out);
+    }
+}
+
+/// The counters of the switch's ports (a snapshot of the port map).
+#[derive(Clone, Debug, Default)]
+pub struct PortTable(Vec<(u32, Arc<PortCounters>)>);
+
+impl PortTable {
+    pub fn get(&self, port_no: u32) -> Option<&PortCounters> {
+        self.0.iter().find(|p| p.0 == port_no).map(|p| &*p.1)
     }
 }
 
 /// The datapath's outputs: frames to ports (counted), packet-ins queued.
 pub struct CoreOutput<'a> {
     pub core: &'a Core,
+    pub ports: &'a PortTable,
     pub tx: &'a mut dyn Transmit,
 }
 
 impl Output for CoreOutput<'_> {
     fn send(&mut self, port: u32, frame: &[u8]) {
         let sent = self.tx.transmit(port, frame);
-        if let Some(c) = self.core.port_counters(port) {
+        if let Some(c) = self.ports.get(port) {
             if sent {
                 c.tx_packets.fetch_add(1, Ordering::Relaxed);
                 c.tx_bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);

@@ -6,8 +6,10 @@ pub mod core;
 pub mod dpif;
 mod error;
 pub mod flow;
+pub mod live;
 pub mod odp;
 pub mod ofproto;
+pub mod pmd;
 pub mod replay;
 
 pub use error::OfError;

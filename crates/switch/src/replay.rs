@@ -126,6 +126,7 @@ pub fn replay(
         }
     }
     let mut dp = Datapath::new(options);
+    let table = core.port_table();
     let mut packets = 0u64;
     // Capture time, shifted to go on from the switch clock.
     let start_ns = core.now();
@@ -152,7 +153,7 @@ pub fn replay(
         let ts = (start_ns + stamp.saturating_sub(first)).max(writers.now);
         core.set_clock(ts);
         writers.now = ts;
-        core.receive(&mut dp, i.port, i.batch.data(i.next), &mut writers);
+        core.receive(&mut dp, &table, i.port, i.batch.data(i.next), &mut writers);
         i.next += 1;
         packets += 1;
         if let Some(e) = writers.error.take() {

@@ -156,7 +156,8 @@ fn ovs_ofctl_drives_the_switch() {
     let mut dp = Datapath::new(CacheOptions::default());
     let mut tx = wire.clone();
     for p in [80, 80, 22] {
-        r.core.receive(&mut dp, 1, &tcp(p), &mut tx);
+        r.core
+            .receive(&mut dp, &r.core.port_table(), 1, &tcp(p), &mut tx);
     }
     // Port 1 is where they came in: the catch-all's output:1 drops.
     assert_eq!(
@@ -183,7 +184,8 @@ fn ovs_ofctl_drives_the_switch() {
         "mod-flows",
         &["tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=output:2,output:controller"],
     );
-    r.core.receive(&mut dp, 1, &tcp(80), &mut tx);
+    r.core
+        .receive(&mut dp, &r.core.port_table(), 1, &tcp(80), &mut tx);
     assert_eq!(wire.take().len(), 1);
     assert_eq!(dp.stats.megaflows_revalidated_away, 1);
     let f = flows(&r);

@@ -42,7 +42,7 @@ pub struct Args {
 }
 
 /// The run's options from the command line.
-fn options(c: &xsk::Common) -> ProgramOptions {
+pub fn options(c: &xsk::Common) -> ProgramOptions {
     ProgramOptions {
         ports: Vec::new(),
         queues: c.queues.clone(),

@@ -1,21 +1,24 @@
-//! `sluice switch`: the OpenFlow 1.3 switch over capture ports (no root
-//! needed): flows from an `ovs-ofctl add-flows` file and from OpenFlow
-//! connections, the captures replayed through Open vSwitch's cache
-//! hierarchy, then what it did. The subsystem is the `switch` crate
-//! (docs/switch.md).
+//! `sluice switch`: the OpenFlow 1.3 switch, on live interfaces (AF_XDP
+//! or AF_PACKET, needs root) or over capture ports (no root needed):
+//! flows from an `ovs-ofctl add-flows` file and from OpenFlow connections,
+//! frames through Open vSwitch's cache hierarchy, then what it did. The
+//! subsystem is the `switch` crate (docs/switch.md).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use switch::channel::{Channel, Endpoint};
 use switch::core::Core;
-use switch::dpif::CacheOptions;
+use switch::dpif::{CacheOptions, TierStats};
+use switch::live::{Backend, LivePort};
 use switch::replay::{PcapPort, replay};
 
-/// An OpenFlow 1.3 switch with Open vSwitch's exact-match and megaflow caches, over capture ports (docs/switch.md)
+use super::xsk;
+
+/// An OpenFlow 1.3 switch with Open vSwitch's exact-match and megaflow caches, on interfaces (AF_XDP, AF_PACKET) or capture ports (docs/switch.md)
 #[derive(clap::Args)]
 pub struct Args {
-    /// A port, numbered from 1 in order: [NAME=]pcap:IN[:OUT] replays IN as the frames arriving on it and writes the frames sent out of it to OUT
+    /// A port, numbered from 1 in order: [NAME=]IF or [NAME=]afxdp:IF (AF_XDP), [NAME=]afpacket:IF, or [NAME=]pcap:IN[:OUT] (replays IN as the frames arriving on it, writes the frames sent out of it to OUT)
     #[arg(long = "port", value_name = "SPEC", required = true)]
     ports: Vec<String>,
     /// Flows to start with, in `ovs-ofctl add-flows` syntax (one a line)
@@ -36,26 +39,80 @@ pub struct Args {
     /// Print the datapath's megaflows at the end, as ovs-appctl dpctl/dump-flows
     #[arg(long)]
     dump_datapath: bool,
-    /// JSON output
-    #[arg(long)]
-    json: bool,
+    /// AF_XDP and run options (AF_XDP ports use the queue, mode and ring options)
+    #[command(flatten)]
+    common: xsk::Common,
 }
 
-fn ports(specs: &[String]) -> Result<Vec<PcapPort>, String> {
-    specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let (name, spec) = match s.split_once('=') {
-                Some((n, rest)) if !n.contains(':') => (n.to_string(), rest),
-                _ => (format!("p{}", i + 1), s.as_str()),
-            };
+/// The ports of a run: all captures, or all interfaces of one kind.
+enum Ports {
+    Pcap(Vec<PcapPort>),
+    Live { ports: Vec<LivePort>, afxdp: bool },
+}
+
+fn ports(specs: &[String]) -> Result<Ports, String> {
+    let mut pcap = Vec::new();
+    let mut live = Vec::new();
+    let mut kinds = std::collections::BTreeSet::new();
+    for (i, s) in specs.iter().enumerate() {
+        let port_no = i as u32 + 1;
+        let (name, spec) = match s.split_once('=') {
+            Some((n, rest)) if !n.contains(':') => (Some(n.to_string()), rest),
+            _ => (None, s.as_str()),
+        };
+        if spec.starts_with("pcap:") {
             let mut p: PcapPort = spec.parse()?;
-            p.port_no = i as u32 + 1;
-            p.name = name;
-            Ok(p)
-        })
-        .collect()
+            p.port_no = port_no;
+            p.name = name.unwrap_or_else(|| format!("p{port_no}"));
+            pcap.push(p);
+            kinds.insert("pcap");
+            continue;
+        }
+        let (kind, dev) = match spec.split_once(':') {
+            Some(("afxdp", dev)) => ("afxdp", dev),
+            Some(("afpacket", dev)) => ("afpacket", dev),
+            Some((k, _)) => {
+                return Err(format!(
+                    "port `{s}`: unknown kind `{k}` (afxdp:IF, afpacket:IF or pcap:IN[:OUT])"
+                ));
+            }
+            None => ("afxdp", spec),
+        };
+        if dev.is_empty() {
+            return Err(format!("port `{s}`: no interface"));
+        }
+        kinds.insert(kind);
+        live.push(LivePort {
+            port_no,
+            name: name.unwrap_or_else(|| dev.to_string()),
+            dev: dev.to_string(),
+        });
+    }
+    if kinds.len() > 1 {
+        return Err(format!(
+            "the ports mix {}: one run takes one kind of port",
+            kinds.into_iter().collect::<Vec<_>>().join(" and ")
+        ));
+    }
+    Ok(if live.is_empty() {
+        Ports::Pcap(pcap)
+    } else {
+        Ports::Live {
+            afxdp: kinds.contains("afxdp"),
+            ports: live,
+        }
+    })
+}
+
+/// What either kind of run did, for printing.
+struct Report {
+    packets: u64,
+    seconds: f64,
+    tiers: TierStats,
+    megaflows: Vec<String>,
+    subtables: usize,
+    /// Per packet thread (live runs): id, tiers, cycles per packet.
+    pmds: Vec<(usize, TierStats, f64)>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -82,11 +139,87 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         emc: !a.no_emc && !a.no_cache,
         megaflows: !a.no_cache,
     };
-    let report = replay(&core, &ports, channel.as_mut(), options)?;
-    let flows = switch::agent::dump_flows(&core);
+    let names: Vec<String>;
+    let report = match ports {
+        Ports::Pcap(ports) => {
+            names = ports.iter().map(|p| p.name.clone()).collect();
+            let r = replay(&core, &ports, channel.as_mut(), options)?;
+            Report {
+                packets: r.packets,
+                seconds: r.seconds,
+                tiers: r.tiers,
+                megaflows: r.megaflows,
+                subtables: r.subtables,
+                pmds: Vec::new(),
+            }
+        }
+        Ports::Live { ports, afxdp } => {
+            names = ports.iter().map(|p| p.name.clone()).collect();
+            let c = &a.common;
+            let backend = if afxdp {
+                Backend::AfXdp(super::datapath::options(c))
+            } else {
+                Backend::AfPacket
+            };
+            let stop = xsk::stop_on_signals();
+            if !c.json {
+                let devs: Vec<&str> = ports.iter().map(|p| p.dev.as_str()).collect();
+                eprintln!(
+                    "sluice switch: {} ({}); Ctrl-C stops",
+                    devs.join(", "),
+                    if afxdp {
+                        format!("AF_XDP, {} XDP", c.xdp_mode().name())
+                    } else {
+                        "AF_PACKET".to_string()
+                    }
+                );
+            }
+            let r = switch::live::run(
+                &core,
+                &ports,
+                backend,
+                options,
+                channel.as_mut(),
+                c.duration(),
+                stop,
+            )?;
+            let mut tiers = TierStats::default();
+            for p in &r.pmds {
+                tiers += p.tiers;
+            }
+            Report {
+                packets: tiers.packets,
+                seconds: r.seconds,
+                tiers,
+                megaflows: r.pmds.iter().flat_map(|p| p.megaflows.clone()).collect(),
+                subtables: r.pmds.iter().map(|p| p.subtables).max().unwrap_or(0),
+                pmds: r
+                    .pmds
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.id,
+                            p.tiers,
+                            p.cycles as f64 / p.tiers.packets.max(1) as f64,
+                        )
+                    })
+                    .collect(),
+            }
+        }
+    };
+    print_report(&core, &report, &names, &a)
+}
+
+fn print_report(
+    core: &Core,
+    report: &Report,
+    names: &[String],
+    a: &Args,
+) -> Result<ExitCode, String> {
+    let flows = switch::agent::dump_flows(core);
     let port_stats = core.port_stats(openflow::port::ANY);
-    if a.json {
-        let t = report.tiers;
+    let t = report.tiers;
+    if a.common.json {
         let j = serde_json::json!({
             "packets": report.packets,
             "seconds": report.seconds,
@@ -98,8 +231,13 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             "subtables": report.subtables,
             "megaflows_revalidated_away": t.megaflows_revalidated_away,
             "megaflows_expired": t.megaflows_expired,
-            "ports": port_stats.iter().zip(&ports).map(|(s, p)| serde_json::json!({
-                "port": s.port_no, "name": p.name,
+            "pmds": report.pmds.iter().map(|(id, t, cpp)| serde_json::json!({
+                "pmd": id, "packets": t.packets, "emc_hits": t.emc_hits,
+                "megaflow_hits": t.megaflow_hits, "upcalls": t.upcalls,
+                "cycles_per_packet": cpp,
+            })).collect::<Vec<_>>(),
+            "ports": port_stats.iter().zip(names).map(|(s, name)| serde_json::json!({
+                "port": s.port_no, "name": name,
                 "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes,
                 "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes, "tx_dropped": s.tx_dropped,
             })).collect::<Vec<_>>(),
@@ -109,11 +247,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         println!("{j:#}");
         return Ok(ExitCode::SUCCESS);
     }
-    let t = report.tiers;
     let pct = |n: u64| 100.0 * n as f64 / report.packets.max(1) as f64;
     println!(
         "switch: {} ports, {} packets in {:.3} s",
-        ports.len(),
+        names.len(),
         report.packets,
         report.seconds
     );
@@ -133,10 +270,16 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         t.megaflows_revalidated_away,
         t.megaflows_expired
     );
-    for (s, p) in port_stats.iter().zip(&ports) {
+    for (id, t, cpp) in &report.pmds {
         println!(
-            "  port {} ({}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
-            s.port_no, p.name, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.tx_dropped
+            "  pmd {id}: {} packets, emc hits {}, megaflow hits {}, upcalls {}, {cpp:.0} cycles/packet",
+            t.packets, t.emc_hits, t.megaflow_hits, t.upcalls
+        );
+    }
+    for (s, name) in port_stats.iter().zip(names) {
+        println!(
+            "  port {} ({name}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
+            s.port_no, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.tx_dropped
         );
     }
     if a.dump_flows {

@@ -375,6 +375,11 @@ fn run_packet(
     let (key, layout) = extract(&data, in_port);
     let t = core.shared.with(|of| of.translate_actions(&key, actions));
     let mut frame = data;
-    let mut out = CoreOutput { core, tx };
+    let ports = core.port_table();
+    let mut out = CoreOutput {
+        core,
+        ports: &ports,
+        tx,
+    };
     execute(&mut frame, layout, in_port, &t.actions, &mut out);
 }

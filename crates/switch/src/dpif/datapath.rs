@@ -81,6 +81,19 @@ pub struct TierStats {
     pub megaflows_expired: u64,
 }
 
+impl std::ops::AddAssign for TierStats {
+    fn add_assign(&mut self, o: TierStats) {
+        self.packets += o.packets;
+        self.emc_hits += o.emc_hits;
+        self.megaflow_hits += o.megaflow_hits;
+        self.upcalls += o.upcalls;
+        self.subtable_probes += o.subtable_probes;
+        self.megaflows_added += o.megaflows_added;
+        self.megaflows_revalidated_away += o.megaflows_revalidated_away;
+        self.megaflows_expired += o.megaflows_expired;
+    }
+}
+
 /// Which caches a datapath uses (both, in Open vSwitch).
 #[derive(Copy, Clone, Debug)]
 pub struct CacheOptions {
@@ -108,6 +121,9 @@ pub struct Datapath {
     options: CacheOptions,
     pub stats: TierStats,
     scratch: Vec<u8>,
+    /// Slots that may have counts not yet pushed (a push visits only
+    /// these, not every megaflow).
+    dirty: Vec<u32>,
 }
 
 impl Datapath {
@@ -122,6 +138,7 @@ impl Datapath {
             options,
             stats: TierStats::default(),
             scratch: Vec::new(),
+            dirty: Vec::new(),
         }
     }
 
@@ -158,6 +175,9 @@ impl Datapath {
             .expect("a cached slot holds a megaflow");
         mf.packets += 1;
         mf.bytes += frame.len() as u64;
+        if mf.unpushed.0 == 0 {
+            self.dirty.push(slot);
+        }
         mf.unpushed.0 += 1;
         mf.unpushed.1 += frame.len() as u64;
         mf.used_ns = mf.used_ns.max(now);
@@ -262,9 +282,18 @@ impl Datapath {
         shared.with(|of| self.push_locked(of));
     }
 
+    /// Whether some megaflow has counts not yet pushed.
+    pub fn has_unpushed(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
     fn push_locked(&mut self, of: &mut Ofproto) {
-        for mf in self.flows.iter_mut().flatten() {
-            if mf.unpushed.0 != 0 {
+        // (A slot freed and reused since it was marked is harmless: its
+        // megaflow's counts are either due or zero.)
+        for slot in self.dirty.drain(..) {
+            if let Some(mf) = self.flows[slot as usize].as_mut()
+                && mf.unpushed.0 != 0
+            {
                 of.credit(&mf.touched, mf.unpushed.0, mf.unpushed.1, mf.used_ns);
                 mf.unpushed = (0, 0);
             }

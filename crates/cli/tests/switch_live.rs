@@ -1,0 +1,320 @@
+//! `sluice switch` on live interfaces: two hosts, each in a network
+//! namespace of its own, reach each other through the switch running in a
+//! third one, over AF_XDP and over AF_PACKET ports; with flows from a file,
+//! and with a real OpenFlow controller (os-ken's L2 learning switch, from
+//! PyPI, installed by `./dev.sh setup`) deciding them.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{SLUICE, kernel_available, sh};
+use serde_json::Value;
+
+/// h1 (e0, 10.9.0.1) -- (s1) sw (s2) -- (e0, 10.9.0.2) h2, deleted on drop.
+struct Hosts {
+    h1: String,
+    h2: String,
+    sw: String,
+}
+
+impl Hosts {
+    fn new(tag: &str) -> Hosts {
+        let id = std::process::id();
+        let n = |x: &str| format!("sls{id}{tag}{x}");
+        let t = Hosts {
+            h1: n("h1"),
+            h2: n("h2"),
+            sw: n("sw"),
+        };
+        for ns in [&t.h1, &t.h2, &t.sw] {
+            sh(&["ip", "netns", "add", ns]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+            for key in ["all", "default"] {
+                let k = format!("net.ipv6.conf.{key}.disable_ipv6=1");
+                sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &k]);
+            }
+        }
+        for (h, s, addr) in [(&t.h1, "s1", "10.9.0.1/24"), (&t.h2, "s2", "10.9.0.2/24")] {
+            sh(&[
+                "ip", "link", "add", "e0", "netns", h, "type", "veth", "peer", "name", s, "netns",
+                &t.sw,
+            ]);
+            sh(&["ip", "-n", h, "addr", "add", addr, "dev", "e0"]);
+            sh(&["ip", "-n", h, "link", "set", "e0", "up"]);
+            // The hosts compute their own checksums: a veth leaves them to
+            // the receiver (CHECKSUM_PARTIAL), and a frame that leaves the
+            // kernel for a user-space switch would arrive with a partial
+            // one (Open vSwitch's AF_XDP ports ask the same).
+            sh(&["ip", "netns", "exec", h, "ethtool", "-K", "e0", "tx", "off"]);
+            sh(&["ip", "-n", &t.sw, "link", "set", s, "up"]);
+        }
+        t
+    }
+
+    /// `sluice --netns SW switch ARGS... --json` in the background.
+    fn switch(&self, args: &[&str]) -> Child {
+        Command::new(SLUICE)
+            .args(["--netns", &self.sw, "switch"])
+            .args(args)
+            .arg("--json")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Waits until the switch's ports are open: an XDP program on both
+    /// (AF_XDP) or its banner (both kinds), then a moment for the sockets.
+    fn wait_ready(&self, afxdp: bool) {
+        let t0 = Instant::now();
+        if afxdp {
+            for s in ["s1", "s2"] {
+                while !sh(&["ip", "-n", &self.sw, "link", "show", s]).contains("xdp") {
+                    assert!(t0.elapsed() < Duration::from_secs(5), "{s} never had XDP");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    /// Pings h2 from h1 until 3 replies came (10 s at most).
+    fn ping(&self) -> String {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.h1, "ping", "-c", "3", "-i", "0.2"])
+            .args(["-w", "10", "10.9.0.2"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "ping: {text}");
+        text
+    }
+
+    /// Sends `bytes` over TCP from h1 to h2; what h2 received.
+    fn tcp_transfer(&self, bytes: usize) -> usize {
+        let server = Command::new("ip")
+            .args(["netns", "exec", &self.h2, "timeout", "20", "python3", "-c"])
+            .arg(
+                "import socket\n\
+                 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+                 s.bind(('10.9.0.2', 5001)); s.listen(1)\n\
+                 c, _ = s.accept(); n = 0\n\
+                 while True:\n    b = c.recv(65536)\n    if not b: break\n    n += len(b)\n\
+                 print(n)\n",
+            )
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.h1,
+            "timeout",
+            "20",
+            "python3",
+            "-c",
+            &format!(
+                "import socket\n\
+                 c = socket.create_connection(('10.9.0.2', 5001), timeout=10)\n\
+                 c.sendall(bytes(range(256)) * {}); c.close()\n",
+                bytes / 256
+            ),
+        ]);
+        let out = server.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for ns in [&self.h1, &self.h2, &self.sw] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// Stops the switch with SIGINT; its JSON summary.
+fn stop(child: Child) -> Value {
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"))
+}
+
+fn flows_file(tag: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("sluice-switch-{}-{tag}.flows", std::process::id()));
+    std::fs::write(
+        &path,
+        "# a patch panel\nin_port=1,actions=output:2\nin_port=2,actions=output:1\n",
+    )
+    .unwrap();
+    path
+}
+
+fn forwards_between_hosts(kind: &str, tag: &str) {
+    let t = Hosts::new(tag);
+    let flows = flows_file(tag);
+    let (p1, p2) = (format!("{kind}:s1"), format!("{kind}:s2"));
+    let child = t.switch(&[
+        "--port",
+        &p1,
+        "--port",
+        &p2,
+        "--flows",
+        flows.to_str().unwrap(),
+    ]);
+    t.wait_ready(kind == "afxdp");
+    t.ping();
+    let s = stop(child);
+    let _ = std::fs::remove_file(&flows);
+    // An ARP exchange and three echoes each way at least.
+    let ports = s["ports"].as_array().unwrap();
+    for p in ports {
+        assert!(p["rx_packets"].as_u64().unwrap() >= 4, "{s:#}");
+        assert!(p["tx_packets"].as_u64().unwrap() >= 4, "{s:#}");
+    }
+    // What came in on one port left by the other.
+    assert_eq!(ports[0]["rx_packets"], ports[1]["tx_packets"], "{s:#}");
+    assert_eq!(ports[1]["rx_packets"], ports[0]["tx_packets"], "{s:#}");
+    // A megaflow per direction; after the first packet, the caches.
+    assert_eq!(s["upcalls"], 2, "{s:#}");
+    assert_eq!(s["megaflows"], 2, "{s:#}");
+    let hits = s["emc_hits"].as_u64().unwrap() + s["megaflow_hits"].as_u64().unwrap();
+    assert_eq!(hits + 2, s["packets"].as_u64().unwrap(), "{s:#}");
+    // The OpenFlow entries have the datapath's counts.
+    let flows: Vec<&str> = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let n = ports[0]["rx_packets"].as_u64().unwrap();
+    assert!(
+        flows
+            .iter()
+            .any(|f| f.contains(&format!("n_packets={n},")) && f.contains("in_port=1")),
+        "{flows:?}"
+    );
+    assert_eq!(s["pmds"].as_array().unwrap().len(), 2, "{s:#}");
+}
+
+#[test]
+fn hosts_reach_each_other_through_the_switch_on_af_xdp_ports() {
+    if !kernel_available("switch on AF_XDP ports") {
+        return;
+    }
+    forwards_between_hosts("afxdp", "x");
+}
+
+#[test]
+fn hosts_reach_each_other_through_the_switch_on_af_packet_ports() {
+    if !kernel_available("switch on AF_PACKET ports") {
+        return;
+    }
+    forwards_between_hosts("afpacket", "p");
+}
+
+/// os-ken's manager and the L2 learning switch app, as `./dev.sh setup`
+/// installs them; None (a loud skip) when they are not there.
+fn osken() -> Option<(PathBuf, PathBuf)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/thirdparty/osken");
+    let (manager, app) = (
+        root.join("bin/osken-manager"),
+        root.join("apps/simple_switch_13.py"),
+    );
+    if manager.exists() && app.exists() {
+        return Some((manager, app));
+    }
+    eprintln!(
+        "SKIPPED os-ken test: {} is not there (./dev.sh setup installs it)",
+        manager.display()
+    );
+    assert!(
+        std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+        "SLUICE_REQUIRE_KERNEL=1 but os-ken is not installed"
+    );
+    None
+}
+
+/// The controller, killed on drop.
+struct Controller(Child);
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn os_ken_simple_switch_13_connects_two_hosts_through_the_switch() {
+    if !kernel_available("switch with the os-ken controller") {
+        return;
+    }
+    let Some((manager, app)) = osken() else {
+        return;
+    };
+    let t = Hosts::new("k");
+    let log = std::env::temp_dir().join(format!("sluice-osken-{}.log", std::process::id()));
+    let controller = Controller(
+        Command::new("ip")
+            .args(["netns", "exec", &t.sw])
+            .arg(&manager)
+            .args([
+                "--ofp-listen-host",
+                "127.0.0.1",
+                "--ofp-tcp-listen-port",
+                "6653",
+            ])
+            .arg(&app)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let child = t.switch(&["--port", "s1", "--port", "s2", "--of", "tcp:127.0.0.1:6653"]);
+    t.wait_ready(true);
+    t.ping();
+    let received = t.tcp_transfer(1 << 20);
+    let s = stop(child);
+    drop(controller);
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(received, 1 << 20, "{s:#}");
+    // The app learnt both hosts from packet-ins (datapath id 0x51 = 81)...
+    assert!(log_text.contains("packet in 81"), "{log_text}");
+    // ...and installed its table-miss entry and a flow per direction.
+    let flows: Vec<&str> = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(
+        flows
+            .iter()
+            .any(|f| f.contains("priority=0 actions=CONTROLLER:65535")),
+        "{flows:?}"
+    );
+    for port in ["in_port=1,", "in_port=2,"] {
+        assert!(
+            flows
+                .iter()
+                .any(|f| f.contains("priority=1,") && f.contains(port)),
+            "{flows:?}"
+        );
+    }
+    // The transfer went through the caches, not the controller.
+    let packets = s["packets"].as_u64().unwrap();
+    let hits = s["emc_hits"].as_u64().unwrap() + s["megaflow_hits"].as_u64().unwrap();
+    assert!(packets > 700, "{s:#}");
+    assert!(hits * 10 > packets * 9, "{s:#}");
+}

@@ -1,0 +1,253 @@
+//! The switch on live interfaces: packet threads receive on the ports and
+//! forward through their own caches ([`Pmd`]), while the calling thread
+//! serves the OpenFlow channel and runs the timers (flow timeouts).
+//!
+//! Two ways to reach the ports: AF_XDP, through sluice's user-space
+//! datapath (a polling thread per queue of every port, the frames the
+//! switch sends copied into the egress port's UMEM), and AF_PACKET (a
+//! thread per port receiving with `recvmmsg` and sending with
+//! `sendmmsg`), which works on any interface. Packets the controller
+//! sends (PACKET_OUT) leave through AF_PACKET sockets either way.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use datapath::program::{self, ProgramOptions, ProgramSummary};
+use openflow::Port;
+use pipeline::{Batch, Interface, Live, Sink, Source};
+
+use crate::channel::Channel;
+use crate::core::{Core, PmdStats, Transmit};
+use crate::dpif::CacheOptions;
+use crate::pmd::{Pmd, PortRef};
+
+/// How the switch reaches its ports.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// AF_PACKET sockets, a thread per port.
+    AfPacket,
+    /// The AF_XDP datapath with these options (their `ports` are the
+    /// switch's).
+    AfXdp(ProgramOptions),
+}
+
+/// A port on an interface.
+#[derive(Clone, Debug)]
+pub struct LivePort {
+    pub port_no: u32,
+    /// The OpenFlow name.
+    pub name: String,
+    /// The interface.
+    pub dev: String,
+}
+
+/// What a live run did.
+pub struct LiveReport {
+    pub seconds: f64,
+    /// Each packet thread's datapath at the end.
+    pub pmds: Vec<PmdStats>,
+    /// The AF_XDP datapath's own counts (AF_XDP ports only).
+    pub xdp: Option<ProgramSummary>,
+}
+
+/// Runs the switch on `ports` until `stop` is set or `duration` is over
+/// (then sets `stop` itself, for the packet threads).
+pub fn run(
+    core: &Core,
+    ports: &[LivePort],
+    backend: Backend,
+    cache: CacheOptions,
+    mut channel: Option<&mut Channel>,
+    duration: Option<Duration>,
+    stop: &'static AtomicBool,
+) -> Result<LiveReport, String> {
+    let start = Instant::now();
+    let mut refs = Vec::new();
+    for p in ports {
+        let iface = Interface::by_name(&p.dev)?;
+        core.add_port(Port {
+            port_no: p.port_no,
+            hw_addr: hw_addr(&p.dev).unwrap_or([0x02, 0, 0, 0, 0, p.port_no as u8]),
+            name: p.name.clone(),
+            ..Port::default()
+        });
+        refs.push(PortRef {
+            ifindex: iface.index,
+            port_no: p.port_no,
+        });
+    }
+    let mut control_tx = Senders::open(ports)?;
+    let finished = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        let workers: Vec<_> = match &backend {
+            Backend::AfPacket => {
+                // Sockets opened here, before any thread runs: a frame sent
+                // once this returns is received.
+                let mut threads = Vec::new();
+                for (i, r) in refs.iter().enumerate() {
+                    let live =
+                        Live::open_index(r.ifindex, Some(stop)).map_err(|e| e.to_string())?;
+                    let tx = Senders::open(ports)?;
+                    let pmd = Pmd::new(core, i, refs.clone(), cache);
+                    let (port_no, finished) = (r.port_no, &finished);
+                    threads.push(s.spawn(move || {
+                        let r = afpacket_loop(pmd, port_no, live, tx);
+                        finished.store(true, Ordering::Relaxed);
+                        r.map(|()| None)
+                    }));
+                }
+                threads
+            }
+            Backend::AfXdp(opts) => {
+                let opts = ProgramOptions {
+                    ports: ports.iter().map(|p| p.dev.clone()).collect(),
+                    duration,
+                    ..opts.clone()
+                };
+                let mut pmd = Pmd::new(core, 0, refs.clone(), cache);
+                let finished = &finished;
+                vec![s.spawn(move || {
+                    let r = program::run(&mut pmd, &opts, stop, |_, _| {});
+                    finished.store(true, Ordering::Relaxed);
+                    r.map(Some).map_err(|e| e.to_string())
+                })]
+            }
+        };
+        control_loop(
+            core,
+            channel.as_deref_mut(),
+            &mut control_tx,
+            duration,
+            stop,
+            &finished,
+        );
+        // The packet threads end with the run.
+        stop.store(true, Ordering::Relaxed);
+        let mut xdp = None;
+        for w in workers {
+            match w.join() {
+                Ok(Ok(summary)) => xdp = xdp.or(summary),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err("a packet thread panicked".to_string()),
+            }
+        }
+        Ok(xdp)
+    })?;
+    // What the threads counted last, in the tables and flow-removed.
+    let removed = core.shared.with(|of| of.expire(core.now()));
+    core.flows_removed(&removed);
+    if let Some(ch) = channel {
+        ch.poll(core, &mut control_tx);
+    }
+    Ok(LiveReport {
+        seconds: start.elapsed().as_secs_f64(),
+        pmds: core.pmd_stats(),
+        xdp: result,
+    })
+}
+
+/// The OpenFlow channel and the flow timeouts, until the run ends.
+fn control_loop(
+    core: &Core,
+    mut channel: Option<&mut Channel>,
+    tx: &mut Senders,
+    duration: Option<Duration>,
+    stop: &AtomicBool,
+    finished: &AtomicBool,
+) {
+    let start = Instant::now();
+    let mut last_expire = Instant::now();
+    while !stop.load(Ordering::Relaxed) && !finished.load(Ordering::Relaxed) {
+        if duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
+        let busy = match channel.as_deref_mut() {
+            Some(ch) => ch.poll(core, tx),
+            None => false,
+        };
+        tx.flush();
+        if last_expire.elapsed() >= Duration::from_secs(1) {
+            last_expire = Instant::now();
+            let removed = core.shared.with(|of| of.expire(core.now()));
+            core.flows_removed(&removed);
+        }
+        if !busy {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// One port's AF_PACKET thread: batches in, the switch, frames out.
+fn afpacket_loop(
+    mut pmd: Pmd<'_>,
+    port_no: u32,
+    mut live: Live,
+    mut tx: Senders,
+) -> Result<(), String> {
+    let mut batch = Batch::new();
+    loop {
+        batch.clear();
+        live.fill(&mut batch).map_err(|e| e.to_string())?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for i in 0..batch.len() {
+            pmd.receive(port_no, batch.data(i), &mut tx);
+        }
+        tx.flush();
+        pmd.housekeeping();
+    }
+}
+
+/// AF_PACKET sockets sending out of every port.
+struct Senders {
+    ports: Vec<(u32, pipeline::Port)>,
+    pending: bool,
+}
+
+impl Senders {
+    fn open(ports: &[LivePort]) -> Result<Senders, String> {
+        let ports = ports
+            .iter()
+            .map(|p| {
+                pipeline::Port::open(&p.dev)
+                    .map(|s| (p.port_no, s))
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Senders {
+            ports,
+            pending: false,
+        })
+    }
+
+    fn flush(&mut self) {
+        if std::mem::take(&mut self.pending) {
+            for (_, p) in &mut self.ports {
+                // A failed send is counted by the socket; the switch goes on.
+                let _ = p.flush();
+            }
+        }
+    }
+}
+
+impl Transmit for Senders {
+    fn transmit(&mut self, port: u32, frame: &[u8]) -> bool {
+        let Some((_, p)) = self.ports.iter_mut().find(|(n, _)| *n == port) else {
+            return false;
+        };
+        self.pending = true;
+        p.write(frame, &[], 0).is_ok()
+    }
+}
+
+/// The interface's MAC address (from sysfs).
+fn hw_addr(dev: &str) -> Option<[u8; 6]> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{dev}/address")).ok()?;
+    let mut mac = [0u8; 6];
+    let mut parts = text.trim().split(':');
+    for b in &mut mac {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    Some(mac)
+}

@@ -1,0 +1,202 @@
+//! A packet thread of a live switch (a PMD thread in Open vSwitch): its
+//! own datapath (caches) over the shared OpenFlow tables, the ports'
+//! counters looked up without locks, and the thread's housekeeping: its
+//! counts pushed to the OpenFlow entries after each batch, its megaflows
+//! expired, its statistics published for `sluice switch stats`.
+//!
+//! A [`Pmd`] is also a [`PacketHook`]: the AF_XDP datapath runs it on
+//! every frame of its queues as it runs a program, and sends the frames
+//! the switch outputs as a hook's copies to the ports' egress.
+
+use runtime::{Cloned, Outcome, PacketHook, PacketMeta, TcAction, Verdict};
+use vm::{Stats, VmError};
+
+use crate::core::{Core, PmdStats, PortTable, Transmit};
+use crate::dpif::{CacheOptions, Datapath};
+
+/// How often a thread looks for megaflows to expire.
+const EXPIRE_EVERY_NS: u64 = 1_000_000_000;
+
+/// A port as a packet thread knows it: its interface and OpenFlow number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortRef {
+    pub ifindex: u32,
+    pub port_no: u32,
+}
+
+pub struct Pmd<'c> {
+    core: &'c Core,
+    id: usize,
+    dp: Datapath,
+    options: CacheOptions,
+    ports: Vec<PortRef>,
+    table: PortTable,
+    cycles: u64,
+    last_expire: u64,
+    // What a run hands the AF_XDP datapath: a copy per output, reused.
+    outputs: Vec<Cloned>,
+    used: usize,
+    stats: Stats,
+}
+
+impl<'c> Pmd<'c> {
+    pub fn new(core: &'c Core, id: usize, ports: Vec<PortRef>, options: CacheOptions) -> Pmd<'c> {
+        Pmd {
+            core,
+            id,
+            dp: Datapath::new(options),
+            options,
+            ports,
+            table: core.port_table(),
+            cycles: 0,
+            last_expire: core.now(),
+            outputs: Vec::new(),
+            used: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Runs one frame received on `in_port` through the switch.
+    pub fn receive(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Transmit) {
+        let start = tsc();
+        self.core
+            .receive(&mut self.dp, &self.table, in_port, frame, tx);
+        self.cycles += tsc().wrapping_sub(start);
+    }
+
+    /// After a batch (or an idle poll): counts pushed to the OpenFlow
+    /// entries, idle megaflows expired, statistics published.
+    pub fn housekeeping(&mut self) {
+        if !self.dp.has_unpushed() {
+            return self.expire_now_and_then();
+        }
+        self.dp.push_stats(&self.core.shared);
+        self.expire_now_and_then();
+        self.publish();
+    }
+
+    fn expire_now_and_then(&mut self) {
+        let now = self.core.now();
+        if now >= self.last_expire + EXPIRE_EVERY_NS {
+            self.last_expire = now;
+            self.dp
+                .expire(now, crate::MEGAFLOW_IDLE_NS, &self.core.shared);
+            self.publish();
+        }
+    }
+
+    fn publish(&self) {
+        let now = self.core.now();
+        self.core.publish_pmd(PmdStats {
+            id: self.id,
+            tiers: self.dp.stats,
+            cycles: self.cycles,
+            megaflows: self
+                .dp
+                .megaflows()
+                .map(|m| crate::dpif::format_megaflow(m, now))
+                .collect(),
+            subtables: self.dp.subtables(),
+            emc_entries: self.dp.emc_entries(),
+        });
+    }
+
+    fn port_of(&self, ifindex: u32) -> Option<u32> {
+        self.ports
+            .iter()
+            .find(|p| p.ifindex == ifindex)
+            .map(|p| p.port_no)
+    }
+}
+
+impl Drop for Pmd<'_> {
+    /// The thread's last counts reach the tables and the statistics.
+    fn drop(&mut self) {
+        self.dp.push_stats(&self.core.shared);
+        self.publish();
+    }
+}
+
+/// The switch's outputs of one frame, as copies for the AF_XDP datapath.
+struct Copies<'a> {
+    ports: &'a [PortRef],
+    outputs: &'a mut Vec<Cloned>,
+    used: &'a mut usize,
+}
+
+impl Transmit for Copies<'_> {
+    fn transmit(&mut self, port: u32, frame: &[u8]) -> bool {
+        let Some(p) = self.ports.iter().find(|p| p.port_no == port) else {
+            return false;
+        };
+        if *self.used == self.outputs.len() {
+            self.outputs.push(Cloned {
+                ifindex: 0,
+                ingress: false,
+                packet: Vec::new(),
+            });
+        }
+        let c = &mut self.outputs[*self.used];
+        c.ifindex = p.ifindex;
+        c.packet.clear();
+        c.packet.extend_from_slice(frame);
+        *self.used += 1;
+        true
+    }
+}
+
+impl PacketHook for Pmd<'_> {
+    /// The switch takes every frame (`stolen`): what it sends on leaves
+    /// as copies to the ports' egress.
+    fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
+        self.used = 0;
+        if let Some(in_port) = self.port_of(meta.ifindex) {
+            let start = tsc();
+            let mut copies = Copies {
+                ports: &self.ports,
+                outputs: &mut self.outputs,
+                used: &mut self.used,
+            };
+            self.core
+                .receive(&mut self.dp, &self.table, in_port, packet, &mut copies);
+            self.cycles += tsc().wrapping_sub(start);
+        }
+        Ok(Outcome {
+            r0: 0,
+            verdict: Verdict::Tc(TcAction::Stolen),
+            packet: &[],
+            meta: &[],
+            frags: &[],
+            redirect: None,
+            stats: &self.stats,
+            trace: &[],
+            clones: &self.outputs[..self.used],
+            skb: None,
+            followup: None,
+        })
+    }
+
+    fn sibling(&self, cpu: u32) -> Result<Self, String> {
+        Ok(Pmd::new(
+            self.core,
+            cpu as usize,
+            self.ports.clone(),
+            self.options,
+        ))
+    }
+
+    fn after_batch(&mut self, _idle: bool) {
+        self.housekeeping();
+    }
+}
+
+/// The timestamp counter (cycles), where there is one.
+fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtsc has no preconditions.
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
