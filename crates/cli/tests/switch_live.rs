@@ -18,6 +18,8 @@ struct Hosts {
     h1: String,
     h2: String,
     sw: String,
+    /// The switch's control socket.
+    ctl: PathBuf,
 }
 
 impl Hosts {
@@ -28,6 +30,7 @@ impl Hosts {
             h1: n("h1"),
             h2: n("h2"),
             sw: n("sw"),
+            ctl: std::env::temp_dir().join(format!("sluice-switch-{id}-{tag}.ctl")),
         };
         for ns in [&t.h1, &t.h2, &t.sw] {
             sh(&["ip", "netns", "add", ns]);
@@ -59,6 +62,8 @@ impl Hosts {
         Command::new(SLUICE)
             .args(["--netns", &self.sw, "switch"])
             .args(args)
+            .arg("--ctl")
+            .arg(&self.ctl)
             .arg("--json")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -79,6 +84,18 @@ impl Hosts {
             }
         }
         std::thread::sleep(Duration::from_millis(500));
+    }
+
+    /// `sluice switch QUERY --json` to the running switch.
+    fn query(&self, query: &str) -> Value {
+        let out = common::sluice(&[
+            "switch",
+            query,
+            "--ctl",
+            self.ctl.to_str().unwrap(),
+            "--json",
+        ]);
+        serde_json::from_str(&out).unwrap()
     }
 
     /// Pings h2 from h1 until 3 replies came (10 s at most).
@@ -173,7 +190,33 @@ fn forwards_between_hosts(kind: &str, tag: &str) {
     ]);
     t.wait_ready(kind == "afxdp");
     t.ping();
+    // The running switch answers on its control socket.
+    let stats = t.query("stats");
+    let pmds = stats["pmds"].as_array().unwrap();
+    assert_eq!(pmds.len(), 2, "{stats:#}");
+    let seen: u64 = pmds.iter().map(|p| p["packets"].as_u64().unwrap()).sum();
+    assert!(seen >= 8, "{stats:#}");
+    assert!(
+        stats["ports"][0]["rx_packets"].as_u64().unwrap() >= 4,
+        "{stats:#}"
+    );
+    let dump = t.query("dump-flows");
+    let lines: Vec<&str> = dump["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["flow"].as_str().unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{dump:#}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("in_port(1)") && l.ends_with("actions:2")),
+        "{lines:?}"
+    );
+    assert_eq!(dump["late_pmds"].as_array().unwrap().len(), 0, "{dump:#}");
     let s = stop(child);
+    assert!(!t.ctl.exists(), "the control socket is removed at the end");
     let _ = std::fs::remove_file(&flows);
     // An ARP exchange and three echoes each way at least.
     let ports = s["ports"].as_array().unwrap();

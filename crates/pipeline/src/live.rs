@@ -516,6 +516,19 @@ fn control_of(h: &libc::msghdr) -> (Option<u64>, Option<[u8; 4]>) {
     (ts, vlan)
 }
 
+impl Live {
+    /// As [`Source::fill`], but returns after one wait of at most 50 ms
+    /// when nothing arrived, with the batch empty: a thread with timers
+    /// of its own gets to run them (look at the stop flag to tell an idle
+    /// interface from the end).
+    pub fn fill_or_idle(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
+        if !self.stopped() && self.wait()? {
+            self.receive(batch)?;
+        }
+        Ok(())
+    }
+}
+
 impl Source for Live {
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
         loop {

@@ -54,8 +54,11 @@ pub struct PmdStats {
     pub tiers: TierStats,
     /// Timestamp-counter cycles spent in the switch on its packets.
     pub cycles: u64,
-    /// Its megaflows, as dpctl/dump-flows lines.
+    /// Its megaflows, as dpctl/dump-flows lines, as of the last dump
+    /// asked for ([`Core::request_dump`]) or the thread's end.
     pub megaflows: Vec<String>,
+    /// The dump request the megaflows answer.
+    pub dump_epoch: u64,
     pub subtables: usize,
     pub emc_entries: usize,
 }
@@ -83,6 +86,7 @@ pub struct Core {
     buffers: Mutex<Buffers>,
     events: Mutex<VecDeque<Message>>,
     pmds: Mutex<Vec<PmdStats>>,
+    dump_epoch: AtomicU64,
     start: Instant,
     /// When set (a replay), the clock is the packets' time, mapped onto
     /// the switch clock.
@@ -98,6 +102,7 @@ impl Core {
             buffers: Mutex::new(Buffers::default()),
             events: Mutex::new(VecDeque::new()),
             pmds: Mutex::new(Vec::new()),
+            dump_epoch: AtomicU64::new(0),
             start: Instant::now(),
             packet_clock: AtomicU64::new(0),
         }
@@ -181,16 +186,33 @@ impl Core {
         Ok(())
     }
 
-    /// Keeps what packet thread `stats.id` published last.
-    pub fn publish_pmd(&self, stats: PmdStats) {
+    /// Keeps what packet thread `stats.id` published; its megaflows stay
+    /// those of its last dump unless `stats` answers a newer one.
+    pub fn publish_pmd(&self, mut stats: PmdStats) {
         let mut pmds = lock(&self.pmds);
         match pmds.iter_mut().find(|p| p.id == stats.id) {
-            Some(p) => *p = stats,
+            Some(p) => {
+                if stats.dump_epoch <= p.dump_epoch {
+                    stats.megaflows = std::mem::take(&mut p.megaflows);
+                    stats.dump_epoch = p.dump_epoch;
+                }
+                *p = stats;
+            }
             None => {
                 pmds.push(stats);
                 pmds.sort_by_key(|p| p.id);
             }
         }
+    }
+
+    /// Asks every packet thread for its megaflows; the request's epoch.
+    pub fn request_dump(&self) -> u64 {
+        self.dump_epoch.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The latest dump asked for.
+    pub fn dump_requested(&self) -> u64 {
+        self.dump_epoch.load(Ordering::Relaxed)
     }
 
     /// What each packet thread published last, by thread.

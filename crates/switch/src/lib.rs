@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod channel;
+pub mod control;
 pub mod core;
 pub mod dpif;
 mod error;

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use datapath::program::{self, ProgramOptions, ProgramSummary};
 use openflow::Port;
-use pipeline::{Batch, Interface, Live, Sink, Source};
+use pipeline::{Batch, Interface, Live, Sink};
 
 use crate::channel::Channel;
+use crate::control::ControlSocket;
 use crate::core::{Core, PmdStats, Transmit};
 use crate::dpif::CacheOptions;
 use crate::pmd::{Pmd, PortRef};
@@ -41,6 +42,15 @@ pub struct LivePort {
     pub dev: String,
 }
 
+/// How a live switch runs.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    pub backend: Backend,
+    pub cache: CacheOptions,
+    /// Until then (else until the stop flag).
+    pub duration: Option<Duration>,
+}
+
 /// What a live run did.
 pub struct LiveReport {
     pub seconds: f64,
@@ -55,13 +65,13 @@ pub struct LiveReport {
 pub fn run(
     core: &Core,
     ports: &[LivePort],
-    backend: Backend,
-    cache: CacheOptions,
+    options: &LiveOptions,
     mut channel: Option<&mut Channel>,
-    duration: Option<Duration>,
+    control: Option<&mut ControlSocket>,
     stop: &'static AtomicBool,
 ) -> Result<LiveReport, String> {
     let start = Instant::now();
+    let (cache, duration) = (options.cache, options.duration);
     let mut refs = Vec::new();
     for p in ports {
         let iface = Interface::by_name(&p.dev)?;
@@ -79,7 +89,7 @@ pub fn run(
     let mut control_tx = Senders::open(ports)?;
     let finished = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
-        let workers: Vec<_> = match &backend {
+        let workers: Vec<_> = match &options.backend {
             Backend::AfPacket => {
                 // Sockets opened here, before any thread runs: a frame sent
                 // once this returns is received.
@@ -91,7 +101,7 @@ pub fn run(
                     let pmd = Pmd::new(core, i, refs.clone(), cache);
                     let (port_no, finished) = (r.port_no, &finished);
                     threads.push(s.spawn(move || {
-                        let r = afpacket_loop(pmd, port_no, live, tx);
+                        let r = afpacket_loop(pmd, port_no, live, tx, stop);
                         finished.store(true, Ordering::Relaxed);
                         r.map(|()| None)
                     }));
@@ -113,14 +123,12 @@ pub fn run(
                 })]
             }
         };
-        control_loop(
-            core,
-            channel.as_deref_mut(),
-            &mut control_tx,
-            duration,
-            stop,
-            &finished,
-        );
+        let services = Services {
+            channel: channel.as_deref_mut(),
+            control,
+            tx: &mut control_tx,
+        };
+        control_loop(core, services, duration, stop, &finished);
         // The packet threads end with the run.
         stop.store(true, Ordering::Relaxed);
         let mut xdp = None;
@@ -146,11 +154,19 @@ pub fn run(
     })
 }
 
-/// The OpenFlow channel and the flow timeouts, until the run ends.
+/// What the control thread serves.
+struct Services<'a> {
+    channel: Option<&'a mut Channel>,
+    control: Option<&'a mut ControlSocket>,
+    /// Sends the controllers' packet-outs.
+    tx: &'a mut Senders,
+}
+
+/// The OpenFlow channel, the control socket and the flow timeouts, until
+/// the run ends.
 fn control_loop(
     core: &Core,
-    mut channel: Option<&mut Channel>,
-    tx: &mut Senders,
+    mut s: Services<'_>,
     duration: Option<Duration>,
     stop: &AtomicBool,
     finished: &AtomicBool,
@@ -161,11 +177,14 @@ fn control_loop(
         if duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }
-        let busy = match channel.as_deref_mut() {
-            Some(ch) => ch.poll(core, tx),
+        let mut busy = match s.channel.as_deref_mut() {
+            Some(ch) => ch.poll(core, s.tx),
             None => false,
         };
-        tx.flush();
+        s.tx.flush();
+        if let Some(c) = s.control.as_deref_mut() {
+            busy |= c.poll(core);
+        }
         if last_expire.elapsed() >= Duration::from_secs(1) {
             last_expire = Instant::now();
             let removed = core.shared.with(|of| of.expire(core.now()));
@@ -177,18 +196,20 @@ fn control_loop(
     }
 }
 
-/// One port's AF_PACKET thread: batches in, the switch, frames out.
+/// One port's AF_PACKET thread: batches in, the switch, frames out; its
+/// housekeeping also while the port is idle.
 fn afpacket_loop(
     mut pmd: Pmd<'_>,
     port_no: u32,
     mut live: Live,
     mut tx: Senders,
+    stop: &AtomicBool,
 ) -> Result<(), String> {
     let mut batch = Batch::new();
     loop {
         batch.clear();
-        live.fill(&mut batch).map_err(|e| e.to_string())?;
-        if batch.is_empty() {
+        live.fill_or_idle(&mut batch).map_err(|e| e.to_string())?;
+        if batch.is_empty() && stop.load(Ordering::Relaxed) {
             return Ok(());
         }
         for i in 0..batch.len() {

@@ -33,6 +33,8 @@ pub struct Pmd<'c> {
     table: PortTable,
     cycles: u64,
     last_expire: u64,
+    /// The last dump request answered.
+    dumped: u64,
     // What a run hands the AF_XDP datapath: a copy per output, reused.
     outputs: Vec<Cloned>,
     used: usize,
@@ -41,7 +43,7 @@ pub struct Pmd<'c> {
 
 impl<'c> Pmd<'c> {
     pub fn new(core: &'c Core, id: usize, ports: Vec<PortRef>, options: CacheOptions) -> Pmd<'c> {
-        Pmd {
+        let mut pmd = Pmd {
             core,
             id,
             dp: Datapath::new(options),
@@ -50,10 +52,14 @@ impl<'c> Pmd<'c> {
             table: core.port_table(),
             cycles: 0,
             last_expire: core.now(),
+            dumped: 0,
             outputs: Vec::new(),
             used: 0,
             stats: Stats::default(),
-        }
+        };
+        // Known from the start, also while no packet has come.
+        pmd.publish(false);
+        pmd
     }
 
     /// Runs one frame received on `in_port` through the switch.
@@ -65,40 +71,50 @@ impl<'c> Pmd<'c> {
     }
 
     /// After a batch (or an idle poll): counts pushed to the OpenFlow
-    /// entries, idle megaflows expired, statistics published.
+    /// entries, idle megaflows expired, statistics published, megaflows
+    /// too when a dump was asked for.
     pub fn housekeeping(&mut self) {
-        if !self.dp.has_unpushed() {
-            return self.expire_now_and_then();
+        let mut changed = false;
+        if self.dp.has_unpushed() {
+            self.dp.push_stats(&self.core.shared);
+            changed = true;
         }
-        self.dp.push_stats(&self.core.shared);
-        self.expire_now_and_then();
-        self.publish();
-    }
-
-    fn expire_now_and_then(&mut self) {
         let now = self.core.now();
         if now >= self.last_expire + EXPIRE_EVERY_NS {
             self.last_expire = now;
             self.dp
                 .expire(now, crate::MEGAFLOW_IDLE_NS, &self.core.shared);
-            self.publish();
+            changed = true;
+        }
+        let dump = self.core.dump_requested() != self.dumped;
+        if changed || dump {
+            self.publish(dump);
         }
     }
 
-    fn publish(&self) {
+    /// Publishes the thread's statistics (and with `megaflows`, its
+    /// megaflows, answering the latest dump request).
+    fn publish(&mut self, megaflows: bool) {
         let now = self.core.now();
-        self.core.publish_pmd(PmdStats {
+        let mut stats = PmdStats {
             id: self.id,
             tiers: self.dp.stats,
             cycles: self.cycles,
-            megaflows: self
+            megaflows: Vec::new(),
+            dump_epoch: 0,
+            subtables: self.dp.subtables(),
+            emc_entries: self.dp.emc_entries(),
+        };
+        if megaflows {
+            self.dumped = self.core.dump_requested();
+            stats.dump_epoch = self.dumped;
+            stats.megaflows = self
                 .dp
                 .megaflows()
                 .map(|m| crate::dpif::format_megaflow(m, now))
-                .collect(),
-            subtables: self.dp.subtables(),
-            emc_entries: self.dp.emc_entries(),
-        });
+                .collect();
+        }
+        self.core.publish_pmd(stats);
     }
 
     fn port_of(&self, ifindex: u32) -> Option<u32> {
@@ -113,7 +129,8 @@ impl Drop for Pmd<'_> {
     /// The thread's last counts reach the tables and the statistics.
     fn drop(&mut self) {
         self.dp.push_stats(&self.core.shared);
-        self.publish();
+        self.core.request_dump();
+        self.publish(true);
     }
 }
 

@@ -8,16 +8,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use switch::channel::{Channel, Endpoint};
+use switch::control::ControlSocket;
 use switch::core::Core;
 use switch::dpif::{CacheOptions, TierStats};
-use switch::live::{Backend, LivePort};
+use switch::live::{Backend, LiveOptions, LivePort};
 use switch::replay::{PcapPort, replay};
 
 use super::xsk;
 
 /// An OpenFlow 1.3 switch with Open vSwitch's exact-match and megaflow caches, on interfaces (AF_XDP, AF_PACKET) or capture ports (docs/switch.md)
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    query: Option<Query>,
     /// A port, numbered from 1 in order: [NAME=]IF or [NAME=]afxdp:IF (AF_XDP), [NAME=]afpacket:IF, or [NAME=]pcap:IN[:OUT] (replays IN as the frames arriving on it, writes the frames sent out of it to OUT)
     #[arg(long = "port", value_name = "SPEC", required = true)]
     ports: Vec<String>,
@@ -39,9 +43,31 @@ pub struct Args {
     /// Print the datapath's megaflows at the end, as ovs-appctl dpctl/dump-flows
     #[arg(long)]
     dump_datapath: bool,
+    /// The control socket of a live switch, for `sluice switch stats|dump-flows` [default: /run/sluice/switch.ctl as root]
+    #[arg(long, value_name = "PATH")]
+    ctl: Option<PathBuf>,
     /// AF_XDP and run options (AF_XDP ports use the queue, mode and ring options)
     #[command(flatten)]
     common: xsk::Common,
+}
+
+/// Questions to a running switch, over its control socket.
+#[derive(clap::Subcommand)]
+enum Query {
+    /// Per packet thread: packets, EMC hits, megaflow hits, upcalls, cycles per packet (as ovs-appctl dpif-netdev/pmd-perf-show); the ports' counters
+    Stats(QueryArgs),
+    /// The datapath's megaflows of every packet thread (as ovs-appctl dpctl/dump-flows)
+    DumpFlows(QueryArgs),
+}
+
+#[derive(clap::Args)]
+struct QueryArgs {
+    /// The switch's control socket [default: /run/sluice/switch.ctl as root]
+    #[arg(long, value_name = "PATH")]
+    ctl: Option<PathBuf>,
+    /// JSON output
+    #[arg(long)]
+    json: bool,
 }
 
 /// The ports of a run: all captures, or all interfaces of one kind.
@@ -116,6 +142,9 @@ struct Report {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    if let Some(q) = &a.query {
+        return query(q);
+    }
     let ports = ports(&a.ports)?;
     let core = Core::new(0x51);
     if let Some(path) = &a.flows {
@@ -174,13 +203,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                     }
                 );
             }
+            let ctl = a.ctl.clone().unwrap_or_else(switch::control::default_path);
+            let mut control = ControlSocket::bind(&ctl)?;
+            let live = LiveOptions {
+                backend,
+                cache: options,
+                duration: c.duration(),
+            };
             let r = switch::live::run(
                 &core,
                 &ports,
-                backend,
-                options,
+                &live,
                 channel.as_mut(),
-                c.duration(),
+                Some(&mut control),
                 stop,
             )?;
             let mut tiers = TierStats::default();
@@ -290,6 +325,77 @@ fn print_report(
     if a.dump_datapath {
         for m in &report.megaflows {
             println!("{m}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sluice switch stats|dump-flows`: asks a running switch.
+fn query(q: &Query) -> Result<ExitCode, String> {
+    let (args, command) = match q {
+        Query::Stats(a) => (a, "stats"),
+        Query::DumpFlows(a) => (a, "dump-flows"),
+    };
+    let path = args
+        .ctl
+        .clone()
+        .unwrap_or_else(switch::control::default_path);
+    let v = switch::control::request(&path, command)?;
+    if args.json {
+        println!("{v:#}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let empty = Vec::new();
+    let list = |k: &str| v[k].as_array().unwrap_or(&empty).clone();
+    match q {
+        Query::Stats(_) => {
+            for p in list("pmds") {
+                let n = p["packets"].as_u64().unwrap_or(0);
+                let pct = |k: &str| {
+                    let x = p[k].as_u64().unwrap_or(0);
+                    format!("{x} ({:.1}%)", 100.0 * x as f64 / n.max(1) as f64)
+                };
+                println!("pmd thread {}:", p["pmd"]);
+                println!("  packets:        {n}");
+                println!("  emc hits:       {}", pct("emc_hits"));
+                println!("  megaflow hits:  {}", pct("megaflow_hits"));
+                println!("  upcalls:        {}", pct("upcalls"));
+                println!(
+                    "  megaflows:      {} in {} subtables, {:.2} subtables probed per lookup",
+                    p["megaflows_added"].as_u64().unwrap_or(0)
+                        - p["megaflows_revalidated_away"].as_u64().unwrap_or(0)
+                        - p["megaflows_expired"].as_u64().unwrap_or(0),
+                    p["subtables"],
+                    p["subtable_probes"].as_u64().unwrap_or(0) as f64
+                        / (n - p["emc_hits"].as_u64().unwrap_or(0)).max(1) as f64
+                );
+                println!(
+                    "  cycles/packet:  {:.1}",
+                    p["cycles_per_packet"].as_f64().unwrap_or(0.0)
+                );
+            }
+            for p in list("ports") {
+                println!(
+                    "port {} ({}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
+                    p["port"],
+                    p["name"].as_str().unwrap_or(""),
+                    p["rx_packets"],
+                    p["rx_bytes"],
+                    p["tx_packets"],
+                    p["tx_bytes"],
+                    p["tx_dropped"]
+                );
+            }
+        }
+        Query::DumpFlows(_) => {
+            for f in list("flows") {
+                println!("{}", f["flow"].as_str().unwrap_or(""));
+            }
+            if let Some(late) = v["late_pmds"].as_array().filter(|l| !l.is_empty()) {
+                eprintln!(
+                    "sluice switch: packet threads {late:?} did not answer in time: their flows are from an earlier dump"
+                );
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,205 @@
+//! The control socket of a running switch, as `ovs-appctl` talks to
+//! `ovs-vswitchd`: a unix socket where a client writes one command line
+//! and reads one JSON document back.
+//!
+//! - `stats`: per packet thread its tiers (EMC hits, megaflow hits,
+//!   upcalls), megaflows, subtables and TSC cycles per packet (as
+//!   `dpif-netdev/pmd-perf-show`), and the ports' counters;
+//! - `dump-flows`: every thread's megaflows (as `dpctl/dump-flows`), asked
+//!   of the threads and answered by each after its next batch or idle poll;
+//! - `dump-of-flows`: the OpenFlow flows (as `ovs-ofctl dump-flows`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::core::Core;
+
+/// How long a `dump-flows` waits for the packet threads' answers.
+const DUMP_WAIT: Duration = Duration::from_millis(500);
+
+/// How long a client may take to send its command, or a switch to answer.
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where a switch listens unless told: /run/sluice for root, else the
+/// temporary directory with the user's id.
+pub fn default_path() -> PathBuf {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    if uid == 0 {
+        PathBuf::from("/run/sluice/switch.ctl")
+    } else {
+        std::env::temp_dir().join(format!("sluice-switch-{uid}.ctl"))
+    }
+}
+
+pub struct ControlSocket {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl ControlSocket {
+    /// Listens at `path`; a socket file left by a switch that is gone is
+    /// replaced, one that a running switch answers on is an error.
+    pub fn bind(path: &Path) -> Result<ControlSocket, String> {
+        let what = |e: std::io::Error| format!("control socket {}: {e}", path.display());
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(what)?;
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(format!(
+                    "control socket {}: another switch is running there (give --ctl PATH)",
+                    path.display()
+                ));
+            }
+            std::fs::remove_file(path).map_err(what)?;
+        }
+        let listener = UnixListener::bind(path).map_err(what)?;
+        listener.set_nonblocking(true).map_err(what)?;
+        Ok(ControlSocket {
+            listener,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Answers the clients waiting; whether there were any.
+    pub fn poll(&mut self, core: &Core) -> bool {
+        let mut any = false;
+        while let Ok((stream, _)) = self.listener.accept() {
+            any = true;
+            // A client that goes away early loses its answer, nothing else.
+            let _ = serve(stream, core);
+        }
+        any
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve(stream: UnixStream, core: &Core) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut line = String::new();
+    BufReader::new((&stream).take(256)).read_line(&mut line)?;
+    let answer = answer(core, line.trim());
+    (&stream).write_all(format!("{answer}\n").as_bytes())
+}
+
+/// The answer to one command.
+pub fn answer(core: &Core, command: &str) -> Value {
+    match command {
+        "stats" => stats(core),
+        "dump-flows" => dump_flows(core),
+        "dump-of-flows" => json!({
+            "flows": crate::agent::dump_flows(core)
+                .iter()
+                .map(openflow::format_flow_stats)
+                .collect::<Vec<_>>(),
+        }),
+        other => json!({
+            "error": format!("unknown command `{other}` (stats, dump-flows, dump-of-flows)"),
+        }),
+    }
+}
+
+fn stats(core: &Core) -> Value {
+    let pmds: Vec<Value> = core
+        .pmd_stats()
+        .iter()
+        .map(|p| {
+            let t = &p.tiers;
+            json!({
+                "pmd": p.id,
+                "packets": t.packets,
+                "emc_hits": t.emc_hits,
+                "megaflow_hits": t.megaflow_hits,
+                "upcalls": t.upcalls,
+                "subtable_probes": t.subtable_probes,
+                "megaflows_added": t.megaflows_added,
+                "megaflows_revalidated_away": t.megaflows_revalidated_away,
+                "megaflows_expired": t.megaflows_expired,
+                "subtables": p.subtables,
+                "emc_entries": p.emc_entries,
+                "cycles": p.cycles,
+                "cycles_per_packet": p.cycles as f64 / t.packets.max(1) as f64,
+            })
+        })
+        .collect();
+    let names = core.ports();
+    let ports: Vec<Value> = core
+        .port_stats(openflow::port::ANY)
+        .iter()
+        .map(|s| {
+            let name = names
+                .iter()
+                .find(|p| p.port_no == s.port_no)
+                .map_or("", |p| p.name.as_str());
+            json!({
+                "port": s.port_no, "name": name,
+                "rx_packets": s.rx_packets, "rx_bytes": s.rx_bytes,
+                "tx_packets": s.tx_packets, "tx_bytes": s.tx_bytes,
+                "tx_dropped": s.tx_dropped,
+            })
+        })
+        .collect();
+    json!({ "pmds": pmds, "ports": ports })
+}
+
+fn dump_flows(core: &Core) -> Value {
+    let epoch = core.request_dump();
+    let t0 = Instant::now();
+    let mut pmds = core.pmd_stats();
+    while pmds.iter().any(|p| p.dump_epoch < epoch) && t0.elapsed() < DUMP_WAIT {
+        std::thread::sleep(Duration::from_millis(2));
+        pmds = core.pmd_stats();
+    }
+    let late: Vec<usize> = pmds
+        .iter()
+        .filter(|p| p.dump_epoch < epoch)
+        .map(|p| p.id)
+        .collect();
+    json!({
+        "flows": pmds.iter().flat_map(|p| p.megaflows.iter().map(move |m| json!({
+            "pmd": p.id, "flow": m,
+        }))).collect::<Vec<_>>(),
+        // Threads that did not answer in time: their megaflows are those
+        // of an earlier dump.
+        "late_pmds": late,
+    })
+}
+
+/// Sends `command` to the switch listening at `path`; its answer.
+pub fn request(path: &Path, command: &str) -> Result<Value, String> {
+    let what = |e: std::io::Error| format!("control socket {}: {e}", path.display());
+    let mut stream = UnixStream::connect(path).map_err(|e| {
+        format!(
+            "control socket {}: {e} (is a live `sluice switch` running? --ctl names another socket)",
+            path.display()
+        )
+    })?;
+    stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(what)?;
+    stream
+        .write_all(format!("{command}\n").as_bytes())
+        .map_err(what)?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).map_err(what)?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("control socket {}: the answer: {e}", path.display()))?;
+    match v.get("error").and_then(Value::as_str) {
+        Some(e) => Err(e.to_string()),
+        None => Ok(v),
+    }
+}
