@@ -168,6 +168,7 @@ bench)
     cargo bench -p sluice --bench replay
     cargo bench -p sluice --bench xsk
     cargo bench -p sluice --bench figure1
+    cargo bench -p sluice --bench switch
     ;;
 fuzz)
     setup
