@@ -18,6 +18,10 @@ use std::time::Duration;
 
 const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
+mod common;
+
+use common::sh;
+
 /// Namespaces gen, sw and sink, deleted however the run ends.
 struct Topology {
     gen_ns: String,
@@ -33,15 +37,6 @@ impl Drop for Topology {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn sh(args: &[&str]) {
-    let ok = Command::new(args[0])
-        .args(&args[1..])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "{args:?} failed");
 }
 
 fn topology() -> Topology {

@@ -1,5 +1,6 @@
 //! What the root benchmarks share: two network namespaces joined by a veth
 //! pair, created for the run and deleted however it ends.
+#![allow(dead_code)] // each benchmark uses part of it
 
 use std::process::Command;
 
