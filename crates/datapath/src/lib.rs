@@ -21,6 +21,7 @@ use kernel::attach::XdpMode;
 
 pub use meta::{FrameMeta, MetaKind};
 use queue::Queue;
+pub use queue::tsc;
 use redirect::XskRedirect;
 pub use source::XskSource;
 

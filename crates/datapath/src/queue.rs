@@ -331,7 +331,7 @@ pub(crate) fn unaccounted(queues: &[Queue]) -> u64 {
 }
 
 /// The timestamp counter (0 where there is none).
-pub(crate) fn tsc() -> u64 {
+pub fn tsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: rdtsc has no preconditions on x86-64.
     unsafe {

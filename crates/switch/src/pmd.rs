@@ -8,6 +8,7 @@
 //! every frame of its queues as it runs a program, and sends the frames
 //! the switch outputs as a hook's copies to the ports' egress.
 
+use datapath::tsc;
 use runtime::{Cloned, Outcome, PacketHook, PacketMeta, TcAction, Verdict};
 use vm::{Stats, VmError};
 
@@ -205,15 +206,4 @@ impl PacketHook for Pmd<'_> {
     fn after_batch(&mut self, _idle: bool) {
         self.housekeeping();
     }
-}
-
-/// The timestamp counter (cycles), where there is one.
-fn tsc() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: rdtsc has no preconditions.
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    0
 }
