@@ -98,6 +98,29 @@ impl Hosts {
         serde_json::from_str(&out).unwrap()
     }
 
+    /// Waits (30 s at most) until the switch's OpenFlow table has a flow
+    /// containing `needle` (a controller's flow installed), asking the
+    /// control socket.
+    fn wait_for_flow(&self, needle: &str) {
+        use std::io::{Read, Write};
+        let t0 = Instant::now();
+        loop {
+            let mut text = String::new();
+            if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&self.ctl) {
+                let _ = s.write_all(b"dump-of-flows\n");
+                let _ = s.read_to_string(&mut text);
+            }
+            if text.contains(needle) {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "no flow with {needle} after 30 s: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Pings h2 from h1 until 3 replies came (10 s at most).
     fn ping(&self) -> String {
         let out = Command::new("ip")
@@ -325,6 +348,8 @@ fn os_ken_simple_switch_13_connects_two_hosts_through_the_switch() {
     );
     let child = t.switch(&["--port", "s1", "--port", "s2", "--of", "tcp:127.0.0.1:6653"]);
     t.wait_ready(true);
+    // os-ken takes a while to start: its table-miss flow says it is there.
+    t.wait_for_flow("actions=CONTROLLER:65535");
     t.ping();
     let received = t.tcp_transfer(1 << 20);
     let s = stop(child);
