@@ -386,3 +386,103 @@ fn os_ken_simple_switch_13_connects_two_hosts_through_the_switch() {
     assert!(packets > 700, "{s:#}");
     assert!(hits * 10 > packets * 9, "{s:#}");
 }
+
+/// A counter of h's e0 from sysfs.
+fn counter(ns: &str, name: &str) -> u64 {
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "cat",
+        &format!("/sys/class/net/e0/statistics/{name}"),
+    ])
+    .trim()
+    .parse()
+    .unwrap()
+}
+
+/// 20000 frames of 16 UDP flows from h1 through a patch panel (with the
+/// XDP fast path or without); the switch's summary.
+fn generated_through_the_switch(t: &Hosts, tag: &str, offload: bool) -> Value {
+    let flows = flows_file(tag);
+    let mut args = vec!["--port", "s1", "--port", "s2", "--flows"];
+    args.push(flows.to_str().unwrap());
+    if offload {
+        args.extend(["--offload", "xdp"]);
+    }
+    let child = t.switch(&args);
+    t.wait_ready(true);
+    let before = counter(&t.h2, "rx_packets");
+    common::sluice(&[
+        "--netns",
+        &t.h1,
+        "gen",
+        "--dev",
+        "e0",
+        "udp,flows=16,count=20000,rate=40000",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let arrived = counter(&t.h2, "rx_packets") - before;
+    let s = stop(child);
+    let _ = std::fs::remove_file(&flows);
+    assert!(arrived >= 20_000, "h2 got {arrived}: {s:#}");
+    // What came in on port 1 is what the flow counted and what left by 2.
+    let ports = s["ports"].as_array().unwrap();
+    let rx = ports[0]["rx_packets"].as_u64().unwrap();
+    assert!((20_000..20_010).contains(&rx), "{s:#}");
+    assert_eq!(ports[1]["tx_packets"].as_u64(), Some(rx), "{s:#}");
+    let in1 = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .find(|f| f.contains("in_port=1"))
+        .unwrap()
+        .to_string();
+    assert!(in1.contains(&format!("n_packets={rx},")), "{in1}: {s:#}");
+    s
+}
+
+#[test]
+fn the_xdp_fast_path_forwards_cached_flows_in_the_kernel_with_the_same_totals() {
+    if !kernel_available("switch with the XDP fast path") {
+        return;
+    }
+    let t = Hosts::new("o");
+    // Frames redirected into a veth need NAPI at its other end: GRO on
+    // (or an XDP program there).
+    for h in [&t.h1, &t.h2] {
+        sh(&["ip", "netns", "exec", h, "ethtool", "-K", "e0", "gro", "on"]);
+    }
+    let user = generated_through_the_switch(&t, "ou", false);
+    assert!(user["packets"].as_u64().unwrap() >= 20_000, "{user:#}");
+    assert_eq!(user["offload"], Value::Null);
+    let fast = generated_through_the_switch(&t, "ox", true);
+    // Past the first frames (those that came while the first one was
+    // upcalled), none reached user space.
+    let off = &fast["offload"];
+    let (hits, misses) = (
+        off["hits"].as_u64().unwrap(),
+        off["misses"].as_u64().unwrap(),
+    );
+    let rx = fast["ports"][0]["rx_packets"].as_u64().unwrap();
+    assert_eq!(hits + misses, rx, "{fast:#}");
+    assert!(hits >= 18_000, "{fast:#}");
+    assert_eq!(
+        fast["packets"].as_u64().unwrap(),
+        misses,
+        "user space saw the misses only: {fast:#}"
+    );
+    assert_eq!(fast["offload_hits"].as_u64(), Some(hits), "{fast:#}");
+    assert_eq!(fast["megaflows_offloaded"], 1, "{fast:#}");
+    assert!(
+        fast["datapath_flows"][0]
+            .as_str()
+            .unwrap()
+            .contains("offloaded:yes, dp:xdp"),
+        "{fast:#}"
+    );
+    // The same totals both ways.
+    assert_eq!(user["ports"], fast["ports"], "{user:#}\n{fast:#}");
+}

@@ -22,7 +22,7 @@ use kernel::attach::XdpMode;
 use runtime::{PacketHook, PacketMeta, RedirectTarget, TcAction, Verdict};
 
 use crate::queue::{Queue, tsc};
-use crate::redirect::XskRedirect;
+use crate::redirect::{OwnProgram, XskRedirect};
 use crate::{App, DatapathError, Totals};
 
 /// How to run a program on ports.
@@ -41,6 +41,9 @@ pub struct ProgramOptions {
     pub pmd: bool,
     /// Pin polling thread i to CPU i (modulo the CPU count).
     pub pin: bool,
+    /// The caller's XDP program on the ports instead of the plain
+    /// redirect program (a kernel fast path in front of the hook).
+    pub own_program: Option<OwnProgram>,
 }
 
 /// What happened on one port.
@@ -167,6 +170,14 @@ pub fn run<H: PacketHook>(
             "at least one port, one queue and a batch of 1".into(),
         ));
     }
+    if let Some(own) = &opts.own_program
+        && let Some(q) = opts.queues.iter().find(|&&q| q >= own.stride)
+    {
+        return Err(DatapathError::Setup(format!(
+            "queue {q}: the XDP program in front takes queues below {}",
+            own.stride
+        )));
+    }
     let kick_at = crate::kick_threshold(opts.kick_at, &opts.xsk);
     let mut ports = Vec::new();
     for dev in &opts.ports {
@@ -198,8 +209,11 @@ pub fn run<H: PacketHook>(
         });
     }
     let mut redirects = Vec::new();
-    for p in &ports {
-        let r = XskRedirect::attach(&p.dev, opts.mode)?;
+    for (i, p) in ports.iter().enumerate() {
+        let r = match &opts.own_program {
+            Some(own) => XskRedirect::attach_own(&p.dev, opts.mode, own, i as u32)?,
+            None => XskRedirect::attach(&p.dev, opts.mode)?,
+        };
         for q in &p.queues {
             r.register(q.xsk.queue(), q.xsk.fd())?;
         }

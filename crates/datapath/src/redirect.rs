@@ -1,7 +1,9 @@
 //! The XSK redirect program (`programs/tools/xsk.c`), loaded through the
 //! kernel backend and attached to the port; each socket's descriptor goes
-//! into its XSKMAP at the socket's queue. Detached again on drop, if it is
-//! still the program attached there.
+//! into its XSKMAP at the socket's queue. Or a program of the caller's
+//! ([`OwnProgram`], one for all ports) that sends what is for user space
+//! to its XSKMAP at the port's base plus the queue. Detached again on
+//! drop, if it is still the program attached there.
 
 use std::os::fd::RawFd;
 
@@ -10,11 +12,23 @@ use kernel::{KernelObject, MapInfo};
 
 use crate::DatapathError;
 
+/// An XDP program the caller loaded (and keeps loaded for the run), in
+/// place of the plain redirect program: frames for user space go to its
+/// XSKMAP `xsks` at `port position * stride + queue`.
+#[derive(Clone, Debug)]
+pub struct OwnProgram {
+    pub prog_fd: RawFd,
+    pub xsks: MapInfo,
+    pub stride: u32,
+}
+
 pub struct XskRedirect {
     dev: String,
     prog_id: u32,
     map: MapInfo,
-    _object: KernelObject,
+    /// Added to the queue for the XSKMAP index.
+    base: u32,
+    _object: Option<KernelObject>,
 }
 
 impl XskRedirect {
@@ -35,14 +49,33 @@ impl XskRedirect {
             dev: dev.into(),
             prog_id,
             map,
-            _object: object,
+            base: 0,
+            _object: Some(object),
+        })
+    }
+
+    /// Attaches `own` to `dev`, the `position`th port of the run.
+    pub fn attach_own(
+        dev: &str,
+        mode: XdpMode,
+        own: &OwnProgram,
+        position: u32,
+    ) -> Result<XskRedirect, DatapathError> {
+        attach::xdp_attach(dev, own.prog_fd, mode)?;
+        Ok(XskRedirect {
+            dev: dev.into(),
+            prog_id: attach::prog_by_fd(own.prog_fd)?.id,
+            map: own.xsks.clone(),
+            base: position * own.stride,
+            _object: None,
         })
     }
 
     /// Frames of `queue` go to the socket `fd` from now on.
     pub fn register(&self, queue: u32, fd: RawFd) -> Result<(), DatapathError> {
+        let index = self.base + queue;
         self.map
-            .update(&queue.to_le_bytes(), &(fd as u32).to_le_bytes(), 0)?;
+            .update(&index.to_le_bytes(), &(fd as u32).to_le_bytes(), 0)?;
         Ok(())
     }
 }

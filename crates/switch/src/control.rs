@@ -131,6 +131,8 @@ fn stats(core: &Core) -> Value {
                 "megaflows_added": t.megaflows_added,
                 "megaflows_revalidated_away": t.megaflows_revalidated_away,
                 "megaflows_expired": t.megaflows_expired,
+                "megaflows_offloaded": t.megaflows_offloaded,
+                "offload_hits": t.offload_hits,
                 "subtables": p.subtables,
                 "emc_entries": p.emc_entries,
                 "cycles": p.cycles,

@@ -9,6 +9,7 @@ mod error;
 pub mod flow;
 pub mod live;
 pub mod odp;
+pub mod offload;
 pub mod ofproto;
 pub mod pmd;
 pub mod replay;

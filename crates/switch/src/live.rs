@@ -8,6 +8,10 @@
 //! thread per port receiving with `recvmmsg` and sending with
 //! `sendmmsg`), which works on any interface. Packets the controller
 //! sends (PACKET_OUT) leave through AF_PACKET sockets either way.
+//!
+//! With `offload`, AF_XDP ports get the kernel fast path
+//! ([`crate::offload`]) in front of their sockets, and the packet threads'
+//! megaflows are mirrored into it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -20,6 +24,7 @@ use crate::channel::Channel;
 use crate::control::ControlSocket;
 use crate::core::{Core, PmdStats, Transmit};
 use crate::dpif::CacheOptions;
+use crate::offload::{OffloadReport, XdpOffload};
 use crate::pmd::{Pmd, PortRef};
 
 /// How the switch reaches its ports.
@@ -49,6 +54,8 @@ pub struct LiveOptions {
     pub cache: CacheOptions,
     /// Until then (else until the stop flag).
     pub duration: Option<Duration>,
+    /// Megaflows forwarded in the kernel by an XDP program (AF_XDP only).
+    pub offload: bool,
 }
 
 /// What a live run did.
@@ -58,6 +65,8 @@ pub struct LiveReport {
     pub pmds: Vec<PmdStats>,
     /// The AF_XDP datapath's own counts (AF_XDP ports only).
     pub xdp: Option<ProgramSummary>,
+    /// The kernel fast path's counts (with `offload`).
+    pub offload: Option<OffloadReport>,
 }
 
 /// Runs the switch on `ports` until `stop` is set or `duration` is over
@@ -86,6 +95,14 @@ pub fn run(
             port_no: p.port_no,
         });
     }
+    let offload = match (&options.backend, options.offload) {
+        (Backend::AfXdp(_), true) => Some(XdpOffload::load(&refs)?),
+        (Backend::AfPacket, true) => {
+            return Err("the XDP fast path (--offload xdp) needs AF_XDP ports".into());
+        }
+        (_, false) => None,
+    };
+    let lower = offload.as_ref().map(XdpOffload::flows);
     let mut control_tx = Senders::open(ports)?;
     let finished = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
@@ -98,7 +115,7 @@ pub fn run(
                     let live =
                         Live::open_index(r.ifindex, Some(stop)).map_err(|e| e.to_string())?;
                     let tx = Senders::open(ports)?;
-                    let pmd = Pmd::new(core, i, refs.clone(), cache);
+                    let pmd = Pmd::new(core, i, refs.clone(), cache, None);
                     let (port_no, finished) = (r.port_no, &finished);
                     threads.push(s.spawn(move || {
                         let r = afpacket_loop(pmd, port_no, live, tx, stop);
@@ -112,9 +129,10 @@ pub fn run(
                 let opts = ProgramOptions {
                     ports: ports.iter().map(|p| p.dev.clone()).collect(),
                     duration,
+                    own_program: offload.as_ref().map(XdpOffload::own_program),
                     ..opts.clone()
                 };
-                let mut pmd = Pmd::new(core, 0, refs.clone(), cache);
+                let mut pmd = Pmd::new(core, 0, refs.clone(), cache, lower.clone());
                 let finished = &finished;
                 vec![s.spawn(move || {
                     let r = program::run(&mut pmd, &opts, stop, |_, _| {});
@@ -127,6 +145,7 @@ pub fn run(
             channel: channel.as_deref_mut(),
             control,
             tx: &mut control_tx,
+            offload: offload.as_ref(),
         };
         control_loop(core, services, duration, stop, &finished);
         // The packet threads end with the run.
@@ -142,6 +161,9 @@ pub fn run(
         Ok(xdp)
     })?;
     // What the threads counted last, in the tables and flow-removed.
+    if let Some(o) = &offload {
+        o.pull_ports(core);
+    }
     let removed = core.shared.with(|of| of.expire(core.now()));
     core.flows_removed(&removed);
     if let Some(ch) = channel {
@@ -151,6 +173,7 @@ pub fn run(
         seconds: start.elapsed().as_secs_f64(),
         pmds: core.pmd_stats(),
         xdp: result,
+        offload: offload.as_ref().map(XdpOffload::report),
     })
 }
 
@@ -160,6 +183,8 @@ struct Services<'a> {
     control: Option<&'a mut ControlSocket>,
     /// Sends the controllers' packet-outs.
     tx: &'a mut Senders,
+    /// Its port counters pulled every second.
+    offload: Option<&'a XdpOffload>,
 }
 
 /// The OpenFlow channel, the control socket and the flow timeouts, until
@@ -187,6 +212,9 @@ fn control_loop(
         }
         if last_expire.elapsed() >= Duration::from_secs(1) {
             last_expire = Instant::now();
+            if let Some(o) = s.offload {
+                o.pull_ports(core);
+            }
             let removed = core.shared.with(|of| of.expire(core.now()));
             core.flows_removed(&removed);
         }

@@ -13,7 +13,8 @@ use runtime::{Cloned, Outcome, PacketHook, PacketMeta, TcAction, Verdict};
 use vm::{Stats, VmError};
 
 use crate::core::{Core, PmdStats, PortTable, Transmit};
-use crate::dpif::{CacheOptions, Datapath};
+use crate::dpif::{CacheOptions, Datapath, Offload};
+use std::sync::Arc;
 
 /// How often a thread looks for megaflows to expire.
 const EXPIRE_EVERY_NS: u64 = 1_000_000_000;
@@ -30,6 +31,7 @@ pub struct Pmd<'c> {
     id: usize,
     dp: Datapath,
     options: CacheOptions,
+    offload: Option<Arc<dyn Offload>>,
     ports: Vec<PortRef>,
     table: PortTable,
     cycles: u64,
@@ -43,12 +45,25 @@ pub struct Pmd<'c> {
 }
 
 impl<'c> Pmd<'c> {
-    pub fn new(core: &'c Core, id: usize, ports: Vec<PortRef>, options: CacheOptions) -> Pmd<'c> {
+    /// Packet thread `id` on `ports`, its megaflows offered to `offload`
+    /// (a kernel fast path) if there is one.
+    pub fn new(
+        core: &'c Core,
+        id: usize,
+        ports: Vec<PortRef>,
+        options: CacheOptions,
+        offload: Option<Arc<dyn Offload>>,
+    ) -> Pmd<'c> {
+        let mut dp = Datapath::new(options);
+        if let Some(o) = &offload {
+            dp = dp.with_offload(o.clone());
+        }
         let mut pmd = Pmd {
             core,
             id,
-            dp: Datapath::new(options),
+            dp,
             options,
+            offload,
             ports,
             table: core.port_table(),
             cycles: 0,
@@ -88,6 +103,9 @@ impl<'c> Pmd<'c> {
             changed = true;
         }
         let dump = self.core.dump_requested() != self.dumped;
+        if dump && self.dp.pull_offloaded(now) > 0 {
+            self.dp.push_stats(&self.core.shared);
+        }
         if changed || dump {
             self.publish(dump);
         }
@@ -129,6 +147,7 @@ impl<'c> Pmd<'c> {
 impl Drop for Pmd<'_> {
     /// The thread's last counts reach the tables and the statistics.
     fn drop(&mut self) {
+        self.dp.pull_offloaded(self.core.now());
         self.dp.push_stats(&self.core.shared);
         self.core.request_dump();
         self.publish(true);
@@ -200,6 +219,7 @@ impl PacketHook for Pmd<'_> {
             cpu as usize,
             self.ports.clone(),
             self.options,
+            self.offload.clone(),
         ))
     }
 

@@ -54,6 +54,7 @@ pub fn options(c: &xsk::Common) -> ProgramOptions {
         duration: c.duration(),
         pmd: !c.no_pmd,
         pin: c.pin,
+        own_program: None,
     }
 }
 

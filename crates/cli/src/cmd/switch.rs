@@ -37,6 +37,9 @@ pub struct Args {
     /// Without any cache: every packet goes through the OpenFlow tables
     #[arg(long)]
     no_cache: bool,
+    /// A fast path in front of the user-space switch: `xdp` mirrors the megaflows that drop or output to one port into an XDP program on the ports, which forwards their packets in the kernel (AF_XDP ports only; the receiving ends of veth ports need XDP or GRO on for redirected frames)
+    #[arg(long, value_name = "KIND", value_enum)]
+    offload: Option<OffloadKind>,
     /// Print the OpenFlow flows at the end, as ovs-ofctl dump-flows
     #[arg(long)]
     dump_flows: bool,
@@ -49,6 +52,12 @@ pub struct Args {
     /// AF_XDP and run options (AF_XDP ports use the queue, mode and ring options)
     #[command(flatten)]
     common: xsk::Common,
+}
+
+#[derive(Copy, Clone, clap::ValueEnum)]
+enum OffloadKind {
+    /// An XDP program on the ports, its flows in BPF maps
+    Xdp,
 }
 
 /// Questions to a running switch, over its control socket.
@@ -139,6 +148,8 @@ struct Report {
     subtables: usize,
     /// Per packet thread (live runs): id, tiers, cycles per packet.
     pmds: Vec<(usize, TierStats, f64)>,
+    /// The kernel fast path's counts (`--offload xdp`).
+    offload: Option<switch::offload::OffloadReport>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -146,6 +157,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         return query(q);
     }
     let ports = ports(&a.ports)?;
+    if a.offload.is_some() && !matches!(ports, Ports::Live { afxdp: true, .. }) {
+        return Err("--offload xdp needs AF_XDP ports (IF or afxdp:IF)".into());
+    }
     let core = Core::new(0x51);
     if let Some(path) = &a.flows {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -180,6 +194,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 megaflows: r.megaflows,
                 subtables: r.subtables,
                 pmds: Vec::new(),
+                offload: None,
             }
         }
         Ports::Live { ports, afxdp } => {
@@ -197,7 +212,15 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                     "sluice switch: {} ({}); Ctrl-C stops",
                     devs.join(", "),
                     if afxdp {
-                        format!("AF_XDP, {} XDP", c.xdp_mode().name())
+                        format!(
+                            "AF_XDP, {} XDP{}",
+                            c.xdp_mode().name(),
+                            if a.offload.is_some() {
+                                ", megaflows offloaded to XDP"
+                            } else {
+                                ""
+                            }
+                        )
                     } else {
                         "AF_PACKET".to_string()
                     }
@@ -209,6 +232,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 backend,
                 cache: options,
                 duration: c.duration(),
+                offload: a.offload.is_some(),
             };
             let r = switch::live::run(
                 &core,
@@ -239,6 +263,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                         )
                     })
                     .collect(),
+                offload: r.offload,
             }
         }
     };
@@ -266,9 +291,16 @@ fn print_report(
             "subtables": report.subtables,
             "megaflows_revalidated_away": t.megaflows_revalidated_away,
             "megaflows_expired": t.megaflows_expired,
+            "megaflows_offloaded": t.megaflows_offloaded,
+            "offload_hits": t.offload_hits,
+            "offload": report.offload.as_ref().map(|o| serde_json::json!({
+                "hits": o.hits, "misses": o.misses,
+                "megaflows": o.megaflows, "masks": o.masks,
+            })),
             "pmds": report.pmds.iter().map(|(id, t, cpp)| serde_json::json!({
                 "pmd": id, "packets": t.packets, "emc_hits": t.emc_hits,
                 "megaflow_hits": t.megaflow_hits, "upcalls": t.upcalls,
+                "offload_hits": t.offload_hits,
                 "cycles_per_packet": cpp,
             })).collect::<Vec<_>>(),
             "ports": port_stats.iter().zip(names).map(|(s, name)| serde_json::json!({
@@ -305,6 +337,12 @@ fn print_report(
         t.megaflows_revalidated_away,
         t.megaflows_expired
     );
+    if let Some(o) = &report.offload {
+        println!(
+            "  xdp fast path: {} hits in the kernel, {} misses sent up; {} megaflows offloaded ({} in the kernel at the end, {} masks)",
+            o.hits, o.misses, t.megaflows_offloaded, o.megaflows, o.masks
+        );
+    }
     for (id, t, cpp) in &report.pmds {
         println!(
             "  pmd {id}: {} packets, emc hits {}, megaflow hits {}, upcalls {}, {cpp:.0} cycles/packet",
@@ -360,6 +398,13 @@ fn query(q: &Query) -> Result<ExitCode, String> {
                 println!("  emc hits:       {}", pct("emc_hits"));
                 println!("  megaflow hits:  {}", pct("megaflow_hits"));
                 println!("  upcalls:        {}", pct("upcalls"));
+                let offloaded = p["megaflows_offloaded"].as_u64().unwrap_or(0);
+                if offloaded > 0 {
+                    println!(
+                        "  offload hits:   {} (in the kernel, {offloaded} megaflows offloaded)",
+                        p["offload_hits"]
+                    );
+                }
                 println!(
                     "  megaflows:      {} in {} subtables, {:.2} subtables probed per lookup",
                     p["megaflows_added"].as_u64().unwrap_or(0)

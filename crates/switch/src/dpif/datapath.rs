@@ -8,13 +8,19 @@
 //! wrong: it then revalidates them (translates each one's first packet
 //! again; one whose actions changed, or that now needs more bits, goes).
 //! Packet counts reach the OpenFlow entries when stats are pushed.
+//!
+//! With a lower cache ([`Offload`]), each new megaflow is offered to it;
+//! the counts of the packets it forwards are pulled into the megaflows
+//! ([`Datapath::pull_offloaded`]) and go on from there as the datapath's
+//! own do.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::dpcls::Dpcls;
 use super::emc::Emc;
 use super::execute::{Output, execute};
+use super::offload::{Counts, Offload, Offloaded};
 use crate::flow::{Key, WORDS, extract, masked};
 use crate::odp::DpAction;
 use crate::ofproto::{Ofproto, Touch};
@@ -64,6 +70,27 @@ pub struct Megaflow {
     pub bytes: u64,
     /// Counts not yet credited to the OpenFlow entries.
     unpushed: (u64, u64),
+    /// In the lower cache too.
+    pub offloaded: Option<Offloaded>,
+}
+
+impl Megaflow {
+    /// The megaflow for packets like `first` under `mask`, made at `now`.
+    pub fn new(first: Key, mask: Key, actions: Vec<DpAction>, now: u64) -> Megaflow {
+        Megaflow {
+            mask,
+            key: masked(&first, &mask),
+            first,
+            actions,
+            touched: Vec::new(),
+            created_ns: now,
+            used_ns: now,
+            packets: 0,
+            bytes: 0,
+            unpushed: (0, 0),
+            offloaded: None,
+        }
+    }
 }
 
 /// What the datapath did, per tier (as `pmd-perf-show` shows it).
@@ -79,6 +106,10 @@ pub struct TierStats {
     pub megaflows_added: u64,
     pub megaflows_revalidated_away: u64,
     pub megaflows_expired: u64,
+    /// Megaflows the lower cache took.
+    pub megaflows_offloaded: u64,
+    /// Packets the lower cache forwarded (never seen by this datapath).
+    pub offload_hits: u64,
 }
 
 impl std::ops::AddAssign for TierStats {
@@ -91,6 +122,8 @@ impl std::ops::AddAssign for TierStats {
         self.megaflows_added += o.megaflows_added;
         self.megaflows_revalidated_away += o.megaflows_revalidated_away;
         self.megaflows_expired += o.megaflows_expired;
+        self.megaflows_offloaded += o.megaflows_offloaded;
+        self.offload_hits += o.offload_hits;
     }
 }
 
@@ -124,6 +157,10 @@ pub struct Datapath {
     /// Slots that may have counts not yet pushed (a push visits only
     /// these, not every megaflow).
     dirty: Vec<u32>,
+    offload: Option<Arc<dyn Offload>>,
+    /// Counts of removed megaflows that the lower cache forwarded last,
+    /// for the next push: (entries, packets, bytes, when).
+    orphans: Vec<(Vec<Touch>, u64, u64, u64)>,
 }
 
 impl Datapath {
@@ -139,7 +176,15 @@ impl Datapath {
             stats: TierStats::default(),
             scratch: Vec::new(),
             dirty: Vec::new(),
+            offload: None,
+            orphans: Vec::new(),
         }
+    }
+
+    /// Offers every megaflow installed from now on to `offload`.
+    pub fn with_offload(mut self, offload: Arc<dyn Offload>) -> Datapath {
+        self.offload = Some(offload);
+        self
     }
 
     /// Runs `frame`, arrived on `in_port` at `now` (ns), to `out`.
@@ -152,7 +197,7 @@ impl Datapath {
         out: &mut dyn Output,
     ) {
         if shared.version() != self.version {
-            self.revalidate(shared);
+            self.revalidate(shared, now);
         }
         self.stats.packets += 1;
         let (key, layout) = extract(frame, in_port);
@@ -170,22 +215,30 @@ impl Datapath {
                 self.install(key, t.mask, t.actions, t.touched, now)
             }
         };
+        self.count(slot, 1, frame.len() as u64, now);
         let mf = self.flows[slot as usize]
             .as_mut()
             .expect("a cached slot holds a megaflow");
-        mf.packets += 1;
-        mf.bytes += frame.len() as u64;
-        if mf.unpushed.0 == 0 {
-            self.dirty.push(slot);
-        }
-        mf.unpushed.0 += 1;
-        mf.unpushed.1 += frame.len() as u64;
-        mf.used_ns = mf.used_ns.max(now);
         let actions = std::mem::take(&mut mf.actions);
         self.run(frame, layout, in_port, &actions, out);
         if let Some(mf) = self.flows[slot as usize].as_mut() {
             mf.actions = actions;
         }
+    }
+
+    /// Counts `packets` of megaflow `slot`, used at `now`.
+    fn count(&mut self, slot: u32, packets: u64, bytes: u64, now: u64) {
+        let Some(mf) = self.flows[slot as usize].as_mut() else {
+            return;
+        };
+        mf.packets += packets;
+        mf.bytes += bytes;
+        if mf.unpushed.0 == 0 {
+            self.dirty.push(slot);
+        }
+        mf.unpushed.0 += packets;
+        mf.unpushed.1 += bytes;
+        mf.used_ns = mf.used_ns.max(now);
     }
 
     fn run(
@@ -245,20 +298,16 @@ impl Datapath {
                 (self.flows.len() - 1) as u32
             }
         };
-        let masked_key = masked(&key, &mask);
-        self.dpcls.insert(&mask, &masked_key, slot);
-        self.flows[slot as usize] = Some(Megaflow {
-            mask,
-            key: masked_key,
-            first: key,
-            actions,
-            touched,
-            created_ns: now,
-            used_ns: now,
-            packets: 0,
-            bytes: 0,
-            unpushed: (0, 0),
-        });
+        let mut mf = Megaflow::new(key, mask, actions, now);
+        mf.touched = touched;
+        self.dpcls.insert(&mask, &mf.key, slot);
+        if let Some(o) = &self.offload {
+            mf.offloaded = o
+                .install(&mf)
+                .map(|(handle, seen)| Offloaded { handle, seen });
+            self.stats.megaflows_offloaded += u64::from(mf.offloaded.is_some());
+        }
+        self.flows[slot as usize] = Some(mf);
         self.stats.megaflows_added += 1;
         if self.options.emc {
             let h = self.emc.hash(&key);
@@ -270,6 +319,15 @@ impl Datapath {
 
     fn remove(&mut self, slot: u32) -> Option<Megaflow> {
         let mf = self.flows[slot as usize].take()?;
+        if let (Some(o), Some(off)) = (&self.offload, mf.offloaded) {
+            // What the lower cache forwarded since the last pull.
+            let last = o.remove(off.handle, &mf).since(off.seen);
+            if last.packets > 0 {
+                self.stats.offload_hits += last.packets;
+                self.orphans
+                    .push((mf.touched.clone(), last.packets, last.bytes, mf.used_ns));
+            }
+        }
         self.dpcls.remove(&mf.mask, &mf.key, slot);
         self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
         self.free.push(slot);
@@ -284,10 +342,42 @@ impl Datapath {
 
     /// Whether some megaflow has counts not yet pushed.
     pub fn has_unpushed(&self) -> bool {
-        !self.dirty.is_empty()
+        !self.dirty.is_empty() || !self.orphans.is_empty()
+    }
+
+    /// Takes what the lower cache forwarded since the last pull into the
+    /// megaflows (used at `now` if it forwarded any); the packets pulled.
+    pub fn pull_offloaded(&mut self, now: u64) -> u64 {
+        let Some(o) = self.offload.clone() else {
+            return 0;
+        };
+        let mut pulled = 0;
+        for slot in 0..self.flows.len() as u32 {
+            let Some(off) = self.flows[slot as usize].as_ref().and_then(|m| m.offloaded) else {
+                continue;
+            };
+            let now_counts = o.counts(off.handle);
+            let new: Counts = now_counts.since(off.seen);
+            if new.packets == 0 {
+                continue;
+            }
+            if let Some(mf) = self.flows[slot as usize].as_mut() {
+                mf.offloaded = Some(Offloaded {
+                    seen: now_counts,
+                    ..off
+                });
+            }
+            self.count(slot, new.packets, new.bytes, now);
+            pulled += new.packets;
+        }
+        self.stats.offload_hits += pulled;
+        pulled
     }
 
     fn push_locked(&mut self, of: &mut Ofproto) {
+        for (touched, packets, bytes, used) in self.orphans.drain(..) {
+            of.credit(&touched, packets, bytes, used);
+        }
         // (A slot freed and reused since it was marked is harmless: its
         // megaflow's counts are either due or zero.)
         for slot in self.dirty.drain(..) {
@@ -300,8 +390,10 @@ impl Datapath {
         }
     }
 
-    /// Checks every megaflow against the OpenFlow tables as they are now.
-    pub fn revalidate(&mut self, shared: &Shared) {
+    /// Checks every megaflow against the OpenFlow tables as they are now
+    /// (`now`: the time of the packet that noticed the change).
+    pub fn revalidate(&mut self, shared: &Shared, now: u64) {
+        self.pull_offloaded(now);
         let mut gone = Vec::new();
         shared.with(|of| {
             self.push_locked(of);
@@ -321,11 +413,16 @@ impl Datapath {
             self.remove(slot);
             self.stats.megaflows_revalidated_away += 1;
         }
+        if !self.orphans.is_empty() {
+            self.push_stats(shared);
+        }
     }
 
     /// Removes megaflows unused for `idle_ns` at `now` (their counts
-    /// pushed first).
+    /// pushed). What the lower cache forwarded is pulled first: a megaflow
+    /// busy there is not idle.
     pub fn expire(&mut self, now: u64, idle_ns: u64, shared: &Shared) {
+        self.pull_offloaded(now);
         let due: Vec<u32> = self
             .flows
             .iter()
@@ -343,6 +440,9 @@ impl Datapath {
         for slot in due {
             self.remove(slot);
             self.stats.megaflows_expired += 1;
+        }
+        if !self.orphans.is_empty() {
+            self.push_stats(shared);
         }
     }
 

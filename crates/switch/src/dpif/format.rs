@@ -196,8 +196,14 @@ pub fn format_megaflow(m: &Megaflow, now: u64) -> String {
     } else {
         format!("{:.3}s", now.saturating_sub(m.used_ns) as f64 / 1e9)
     };
+    // As dpctl/dump-flows marks flows in a lower datapath.
+    let offloaded = if m.offloaded.is_some() {
+        "offloaded:yes, dp:xdp, "
+    } else {
+        ""
+    };
     format!(
-        "{}, packets:{}, bytes:{}, used:{used}, actions:{}",
+        "{}, packets:{}, bytes:{}, used:{used}, {offloaded}actions:{}",
         format_key(&m.key, &m.mask),
         m.packets,
         m.bytes,

@@ -7,9 +7,11 @@ mod dpcls;
 mod emc;
 mod execute;
 mod format;
+mod offload;
 
 pub use datapath::{CacheOptions, Datapath, Megaflow, Shared, TierStats};
 pub use dpcls::RANK_EVERY;
 pub use emc::EMC_ENTRIES;
 pub use execute::{Output, execute};
 pub use format::{format_actions, format_key, format_megaflow};
+pub use offload::{Counts, Offload, Offloaded};

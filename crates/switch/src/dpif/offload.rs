@@ -1,0 +1,48 @@
+//! A cache below the datapath's (the XDP fast path, `switch::offload`):
+//! megaflows the datapath installs are offered to it; those it takes, it
+//! forwards itself, and the packets it forwards never reach the datapath.
+//! Their counts are pulled back into the megaflows, so that statistics,
+//! idle expiry and the OpenFlow entries' counters see every packet.
+
+use super::datapath::Megaflow;
+
+/// Packets and bytes a lower cache forwarded for one megaflow, since it
+/// took it (cumulative).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Counts {
+    /// What came after `earlier`.
+    pub fn since(self, earlier: Counts) -> Counts {
+        Counts {
+            packets: self.packets.wrapping_sub(earlier.packets),
+            bytes: self.bytes.wrapping_sub(earlier.bytes),
+        }
+    }
+}
+
+/// A lower cache, shared by the datapaths of every packet thread.
+pub trait Offload: Send + Sync {
+    /// Takes `mf` if it can forward its packets exactly as the datapath
+    /// would: its handle, and its counts at that moment (the base later
+    /// counts are taken from). None leaves the megaflow to the datapath.
+    fn install(&self, mf: &Megaflow) -> Option<(u32, Counts)>;
+
+    /// The counts of `handle` now.
+    fn counts(&self, handle: u32) -> Counts;
+
+    /// Takes megaflow `mf` (installed as `handle`) out; its counts once
+    /// no packet can reach it any more.
+    fn remove(&self, handle: u32, mf: &Megaflow) -> Counts;
+}
+
+/// A megaflow in a lower cache: its handle and the counts already taken
+/// into the megaflow.
+#[derive(Copy, Clone, Debug)]
+pub struct Offloaded {
+    pub handle: u32,
+    pub seen: Counts,
+}
