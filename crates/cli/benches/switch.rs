@@ -5,7 +5,9 @@
 //! a sink (`sluice xsk rxdrop`). Both switches get the same OpenFlow
 //! table: one flow (`in_port=1 -> 2`), then N flows matching N source
 //! addresses exactly with traffic of N flows (1k, 100k: as many
-//! megaflows). Rate = frames the sink received / the sender's time; the
+//! megaflows). sluice runs twice: user space only, and with its XDP fast
+//! path (`--offload xdp`: the megaflows in the kernel, 64k of them at
+//! most). Rate = frames the sink received / the sender's time; the
 //! median of `SLUICE_SWITCH_RUNS` runs (default 1) of
 //! `SLUICE_SWITCH_FRAMES` frames (default 1,000,000).
 //!
@@ -145,15 +147,22 @@ fn stop_json(child: Child) -> Result<serde_json::Value, String> {
     })
 }
 
-/// `sluice switch` on s1, s2 with `flows`; its summary after `f` ran.
+/// `sluice switch` on s1, s2 with `flows` (and the XDP fast path with
+/// `offload`); its summary after `f` ran.
 fn with_sluice<T>(
     t: &Topology,
     flows: &Path,
+    offload: bool,
     f: impl FnOnce() -> T,
 ) -> Result<(T, serde_json::Value), String> {
     let ctl = t.dir.join("switch.ctl");
     let child = Command::new(SLUICE)
         .args(["--netns", &t.sw, "switch", "--port", "s1", "--port", "s2"])
+        .args(if offload {
+            &["--offload", "xdp"][..]
+        } else {
+            &[]
+        })
         .arg("--flows")
         .arg(flows)
         .arg("--ctl")
@@ -317,8 +326,8 @@ fn main() {
     let t = topology();
     println!("port-to-port forwarding, {frames} frames of 64 bytes a run, median of {runs}");
     println!(
-        "{:>8}  {:>14}  {:>14}  {:>7}  sluice tiers (emc / megaflow / upcall)",
-        "flows", "OVS 3.1 Mpps", "sluice Mpps", "ratio"
+        "{:>8}  {:>12}  {:>11}  {:>6}  {:>10}  {:>12}  sluice tiers (emc / megaflow / upcall; kernel hits)",
+        "flows", "OVS 3.1 Mpps", "sluice Mpps", "vs OVS", "+xdp Mpps", "xdp vs user"
     );
     for flows in [1u32, 1_000, 100_000] {
         let file = flows_file(&t.dir, flows);
@@ -329,17 +338,25 @@ fn main() {
             v.map(median)
         });
         let mut tiers = String::new();
-        let ours: Result<Vec<f64>, String> = (0..runs)
-            .map(|_| {
-                let (r, s) = with_sluice(&t, &file, || measure(&t, flows, frames))?;
-                tiers = format!(
-                    "{} / {} / {}",
-                    s["emc_hits"], s["megaflow_hits"], s["upcalls"]
-                );
-                r
-            })
-            .collect();
-        let ours = ours.map(median);
+        let mut sluice = |offload: bool| -> Result<f64, String> {
+            let v: Result<Vec<f64>, String> = (0..runs)
+                .map(|_| {
+                    let (r, s) = with_sluice(&t, &file, offload, || measure(&t, flows, frames))?;
+                    if offload {
+                        tiers.push_str(&format!("; {}", s["offload_hits"]));
+                    } else {
+                        tiers = format!(
+                            "{} / {} / {}",
+                            s["emc_hits"], s["megaflow_hits"], s["upcalls"]
+                        );
+                    }
+                    r
+                })
+                .collect();
+            v.map(median)
+        };
+        let ours = sluice(false);
+        let fast = sluice(true);
         let show = |r: &Result<f64, String>| match r {
             Ok(x) => format!("{x:.3}"),
             Err(e) => {
@@ -348,13 +365,16 @@ fn main() {
             }
         };
         let ovs_text = ovs.as_ref().map_or("skipped".to_string(), show);
-        let ratio = match (&ovs, &ours) {
-            (Some(Ok(o)), Ok(s)) if *o > 0.0 => format!("{:.2}x", s / o),
+        let ratio = |a: Option<&Result<f64, String>>, b: &Result<f64, String>| match (a, b) {
+            (Some(Ok(base)), Ok(x)) if *base > 0.0 => format!("{:.2}x", x / base),
             _ => "-".into(),
         };
         println!(
-            "{flows:>8}  {ovs_text:>14}  {:>14}  {ratio:>7}  {tiers}",
-            show(&ours)
+            "{flows:>8}  {ovs_text:>12}  {:>11}  {:>6}  {:>10}  {:>12}  {tiers}",
+            show(&ours),
+            ratio(ovs.as_ref(), &ours),
+            show(&fast),
+            ratio(Some(&ours), &fast),
         );
     }
 }
