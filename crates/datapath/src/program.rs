@@ -41,6 +41,9 @@ pub struct ProgramOptions {
     pub pmd: bool,
     /// Pin polling thread i to CPU i (modulo the CPU count).
     pub pin: bool,
+    /// Polling threads, the queues of every port dealt out over them
+    /// (with `pmd`; default: one per queue).
+    pub pmd_threads: Option<usize>,
     /// The caller's XDP program on the ports instead of the plain
     /// redirect program (a kernel fast path in front of the hook).
     pub own_program: Option<OwnProgram>,
@@ -221,7 +224,11 @@ pub fn run<H: PacketHook>(
     }
     let counters: Vec<Arc<PortCounters>> = ports.iter().map(|p| p.counters.clone()).collect();
     let queue_count: usize = ports.iter().map(|p| p.queues.len()).sum();
-    let threads = if opts.pmd { queue_count } else { 1 };
+    let threads = match (opts.pmd, opts.pmd_threads) {
+        (true, Some(n)) => n.clamp(1, queue_count.max(1)),
+        (true, None) => queue_count,
+        (false, _) => 1,
+    };
     // A hook per polling thread on the same maps; made before anything
     // runs, so an error (too few per-CPU slots) stops nothing half-way.
     let mut siblings = (1..threads)
@@ -245,12 +252,12 @@ pub fn run<H: PacketHook>(
         let all: Vec<(usize, usize)> = (0..shared.queues.len())
             .flat_map(|p| (0..shared.queues[p].len()).map(move |q| (p, q)))
             .collect();
-        // A polling thread per queue, or one thread for all of them.
-        let groups: Vec<Vec<(usize, usize)>> = if opts.pmd {
-            all.into_iter().map(|pq| vec![pq]).collect()
-        } else {
-            vec![all]
-        };
+        // The queues dealt out over the polling threads (one each by
+        // default), or one thread waiting for all of them.
+        let mut groups: Vec<Vec<(usize, usize)>> = vec![Vec::new(); threads];
+        for (i, pq) in all.into_iter().enumerate() {
+            groups[i % threads].push(pq);
+        }
         let (wait, pin) = (!opts.pmd, opts.pin);
         let hooks = std::iter::once(hook).chain(siblings.iter_mut());
         let workers: Vec<_> = groups

@@ -301,7 +301,19 @@ impl Core {
         frame: &[u8],
         tx: &mut dyn Transmit,
     ) {
-        let now = self.now();
+        self.receive_at(dp, ports, in_port, frame, tx, self.now());
+    }
+
+    /// [`Core::receive`] with the clock read already (once per batch).
+    pub fn receive_at(
+        &self,
+        dp: &mut Datapath,
+        ports: &PortTable,
+        in_port: u32,
+        frame: &[u8],
+        tx: &mut dyn Transmit,
+        now: u64,
+    ) {
         if let Some(c) = ports.get(in_port) {
             c.rx_packets.fetch_add(1, Ordering::Relaxed);
             c.rx_bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);

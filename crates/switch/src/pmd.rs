@@ -19,6 +19,13 @@ use std::sync::Arc;
 /// How often a thread looks for megaflows to expire.
 const EXPIRE_EVERY_NS: u64 = 1_000_000_000;
 
+/// How often a busy thread pushes its counts to the OpenFlow entries and
+/// publishes its statistics (an idle one does at once).
+const PUSH_EVERY_NS: u64 = 1_000_000;
+
+/// Idle polls between two looks at the clock of a spinning thread.
+const IDLE_POLLS_PER_CHECK: u32 = 64;
+
 /// A port as a packet thread knows it: its interface and OpenFlow number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PortRef {
@@ -35,6 +42,12 @@ pub struct Pmd<'c> {
     ports: Vec<PortRef>,
     table: PortTable,
     cycles: u64,
+    /// The TSC when the current batch's first packet came.
+    batch_tsc: Option<u64>,
+    /// The switch clock, read once per batch (and now and then when idle).
+    clock: u64,
+    last_push: u64,
+    idle_polls: u32,
     last_expire: u64,
     /// The last dump request answered.
     dumped: u64,
@@ -67,6 +80,10 @@ impl<'c> Pmd<'c> {
             ports,
             table: core.port_table(),
             cycles: 0,
+            batch_tsc: None,
+            clock: core.now(),
+            last_push: 0,
+            idle_polls: 0,
             last_expire: core.now(),
             dumped: 0,
             outputs: Vec::new(),
@@ -80,22 +97,51 @@ impl<'c> Pmd<'c> {
 
     /// Runs one frame received on `in_port` through the switch.
     pub fn receive(&mut self, in_port: u32, frame: &[u8], tx: &mut dyn Transmit) {
-        let start = tsc();
+        self.begin_batch();
         self.core
-            .receive(&mut self.dp, &self.table, in_port, frame, tx);
-        self.cycles += tsc().wrapping_sub(start);
+            .receive_at(&mut self.dp, &self.table, in_port, frame, tx, self.clock);
     }
 
-    /// After a batch (or an idle poll): counts pushed to the OpenFlow
+    /// The clock and the cycle count start with a batch's first packet
+    /// (reading them per packet would cost more than an EMC hit).
+    fn begin_batch(&mut self) {
+        if self.batch_tsc.is_none() {
+            self.batch_tsc = Some(tsc());
+            self.clock = self.core.now();
+        }
+    }
+
+    /// After a batch (or an idle wait): counts pushed to the OpenFlow
     /// entries, idle megaflows expired, statistics published, megaflows
     /// too when a dump was asked for.
     pub fn housekeeping(&mut self) {
+        self.keep_house(false);
+    }
+
+    /// With `spinning` (a polling thread's idle polls, back to back) an
+    /// idle poll looks at the clock only now and then.
+    fn keep_house(&mut self, spinning: bool) {
+        let worked = match self.batch_tsc.take() {
+            Some(start) => {
+                self.cycles += tsc().wrapping_sub(start);
+                true
+            }
+            None => {
+                self.idle_polls = self.idle_polls.wrapping_add(1);
+                if spinning && !self.idle_polls.is_multiple_of(IDLE_POLLS_PER_CHECK) {
+                    return;
+                }
+                self.clock = self.core.now();
+                false
+            }
+        };
+        let now = self.clock;
         let mut changed = false;
-        if self.dp.has_unpushed() {
+        if self.dp.has_unpushed() && (!worked || now >= self.last_push + PUSH_EVERY_NS) {
             self.dp.push_stats(&self.core.shared);
+            self.last_push = now;
             changed = true;
         }
-        let now = self.core.now();
         if now >= self.last_expire + EXPIRE_EVERY_NS {
             self.last_expire = now;
             self.dp
@@ -188,15 +234,20 @@ impl PacketHook for Pmd<'_> {
     fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
         self.used = 0;
         if let Some(in_port) = self.port_of(meta.ifindex) {
-            let start = tsc();
+            self.begin_batch();
             let mut copies = Copies {
                 ports: &self.ports,
                 outputs: &mut self.outputs,
                 used: &mut self.used,
             };
-            self.core
-                .receive(&mut self.dp, &self.table, in_port, packet, &mut copies);
-            self.cycles += tsc().wrapping_sub(start);
+            self.core.receive_at(
+                &mut self.dp,
+                &self.table,
+                in_port,
+                packet,
+                &mut copies,
+                self.clock,
+            );
         }
         Ok(Outcome {
             r0: 0,
@@ -224,6 +275,6 @@ impl PacketHook for Pmd<'_> {
     }
 
     fn after_batch(&mut self, _idle: bool) {
-        self.housekeeping();
+        self.keep_house(true);
     }
 }

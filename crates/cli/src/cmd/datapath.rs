@@ -54,6 +54,7 @@ pub fn options(c: &xsk::Common) -> ProgramOptions {
         duration: c.duration(),
         pmd: !c.no_pmd,
         pin: c.pin,
+        pmd_threads: c.pmd_threads,
         own_program: None,
     }
 }

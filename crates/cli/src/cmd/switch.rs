@@ -201,7 +201,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             names = ports.iter().map(|p| p.name.clone()).collect();
             let c = &a.common;
             let backend = if afxdp {
-                Backend::AfXdp(super::datapath::options(c))
+                Backend::AfXdp(datapath::program::ProgramOptions {
+                    pmd_threads: Some(c.pmd_threads.unwrap_or(1)),
+                    ..super::datapath::options(c)
+                })
             } else {
                 Backend::AfPacket
             };

@@ -73,6 +73,9 @@ pub struct Common {
     /// Pin polling thread i to CPU i (modulo the CPU count)
     #[arg(long)]
     pub pin: bool,
+    /// Polling threads, the ports' queues dealt out over them (`sluice datapath`, `sluice switch`) [default: one per queue; `sluice switch`: 1, as Open vSwitch's one PMD thread]
+    #[arg(long, value_name = "N", conflicts_with = "no_pmd")]
+    pub pmd_threads: Option<usize>,
     /// Free-frame pool design
     #[arg(long, default_value = "stack")]
     pub pool: PoolKind,
