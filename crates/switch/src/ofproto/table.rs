@@ -31,6 +31,11 @@ pub struct FlowEntry {
 }
 
 impl FlowEntry {
+    /// Whether the entry has an idle or a hard timeout.
+    pub fn times_out(&self) -> bool {
+        self.idle_timeout != 0 || self.hard_timeout != 0
+    }
+
     /// The table-miss entry: priority 0, every field wildcarded.
     pub fn is_table_miss(&self) -> bool {
         self.priority == 0 && self.matcher.fields.is_empty()
@@ -88,6 +93,10 @@ pub struct Table {
     rules: Tss<WORDS, FlowEntry>,
     /// (mask, value, priority) -> the entry, for strict requests and adds.
     exact: HashMap<(Key, Key, u16), RuleId>,
+    /// Entries with an idle or hard timeout: without any, expiry has
+    /// nothing to look at (a big table of permanent flows is not walked
+    /// once a second under the lock the packet threads wait on).
+    timed: usize,
     pub lookups: u64,
     pub matched: u64,
 }
@@ -156,9 +165,11 @@ impl Table {
             packets: 0,
             bytes: 0,
         };
+        self.timed += usize::from(entry.times_out());
         match self.exact.get(&exact) {
             Some(&id) => {
                 let old = self.rules.get_mut(id).expect("indexed entries exist");
+                self.timed -= usize::from(old.times_out());
                 if fm.flags & flow_flags::RESET_COUNTS == 0 {
                     entry.packets = old.packets;
                     entry.bytes = old.bytes;
@@ -216,6 +227,7 @@ impl Table {
 
     pub fn remove(&mut self, id: RuleId) -> Option<FlowEntry> {
         let e = self.rules.remove(id)?;
+        self.timed -= usize::from(e.times_out());
         self.exact
             .remove(&(e.key_match.0, e.key_match.1, e.priority));
         Some(e)
@@ -224,6 +236,9 @@ impl Table {
     /// Removes the entries whose idle or hard timeout passed at `now`.
     pub fn expire(&mut self, now: u64) -> Vec<(FlowEntry, RemovedReason)> {
         const NS: u64 = 1_000_000_000;
+        if self.timed == 0 {
+            return Vec::new();
+        }
         let due: Vec<(RuleId, RemovedReason)> = self
             .rules
             .iter()
@@ -239,5 +254,67 @@ impl Table {
         due.into_iter()
             .filter_map(|(id, why)| self.remove(id).map(|e| (e, why)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openflow::{FlowModCommand, Match, Oxm};
+
+    const SEC: u64 = 1_000_000_000;
+
+    fn flow(in_port: u32, idle: u16, hard: u16) -> FlowMod {
+        FlowMod {
+            cookie: u64::from(in_port),
+            cookie_mask: 0,
+            table_id: 0,
+            command: FlowModCommand::Add,
+            idle_timeout: idle,
+            hard_timeout: hard,
+            priority: 10,
+            buffer_id: openflow::NO_BUFFER,
+            out_port: openflow::port::ANY,
+            out_group: openflow::group::ANY,
+            flags: 0,
+            matcher: Match {
+                fields: vec![Oxm {
+                    field: openflow::Field::InPort,
+                    value: u128::from(in_port),
+                    mask: None,
+                }],
+            },
+            instructions: Vec::new(),
+        }
+    }
+
+    fn cookies(removed: Vec<(FlowEntry, RemovedReason)>) -> Vec<u64> {
+        let mut c: Vec<u64> = removed.iter().map(|(e, _)| e.cookie).collect();
+        c.sort();
+        c
+    }
+
+    #[test]
+    fn expiry_follows_the_entries_with_timeouts_through_replace_and_remove() {
+        let mut t = Table::default();
+        t.add(&flow(1, 0, 5), 0).unwrap();
+        t.add(&flow(2, 3, 0), 0).unwrap();
+        t.add(&flow(3, 0, 0), 0).unwrap();
+        // Entry 1 replaced by one without a timeout; 4 gets one.
+        t.add(&flow(1, 0, 0), 0).unwrap();
+        t.add(&flow(4, 0, 2), 0).unwrap();
+        assert_eq!(t.timed, 2);
+        assert_eq!(cookies(t.expire(2 * SEC)), [4]);
+        assert_eq!(t.timed, 1);
+        assert_eq!(cookies(t.expire(10 * SEC)), [2]);
+        assert_eq!(t.timed, 0);
+        assert!(t.expire(100 * SEC).is_empty());
+        assert_eq!(t.len(), 2, "the permanent entries stay");
+        // A timed entry back, then replaced by a timed one, then removed.
+        t.add(&flow(5, 1, 0), 100 * SEC).unwrap();
+        t.add(&flow(5, 0, 9), 100 * SEC).unwrap();
+        assert_eq!(t.timed, 1);
+        assert_eq!(cookies(t.expire(109 * SEC)), [5]);
+        assert_eq!(t.timed, 0);
     }
 }
