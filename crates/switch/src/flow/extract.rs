@@ -49,13 +49,14 @@ fn be32(b: &[u8], at: usize) -> Option<u32> {
 }
 
 fn mac(b: &[u8], at: usize) -> Option<u128> {
-    b.get(at..at + 6)
-        .map(|s| s.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x)))
+    let s: &[u8; 6] = b.get(at..at + 6)?.try_into().ok()?;
+    let [a, b, c, d, e, f] = *s;
+    Some(u128::from(u64::from_be_bytes([0, 0, a, b, c, d, e, f])))
 }
 
 fn be128(b: &[u8], at: usize) -> Option<u128> {
-    b.get(at..at + 16)
-        .map(|s| s.iter().fold(0u128, |a, &x| (a << 8) | u128::from(x)))
+    let s: &[u8; 16] = b.get(at..at + 16)?.try_into().ok()?;
+    Some(u128::from_be_bytes(*s))
 }
 
 /// The key of `frame` arriving on `in_port`, and where its layers are.

@@ -29,6 +29,7 @@ impl Slot {
         Slot { word, shift, bits }
     }
 
+    #[inline]
     fn low_mask(self) -> u128 {
         if self.bits == 128 {
             u128::MAX
@@ -38,6 +39,7 @@ impl Slot {
     }
 
     /// The field's value in `key`.
+    #[inline]
     pub fn get(self, key: &Key) -> u128 {
         if self.bits > 64 {
             (u128::from(key[self.word]) << 64) | u128::from(key[self.word + 1])
@@ -47,6 +49,7 @@ impl Slot {
     }
 
     /// Sets the field in `key` to `value` (bits past the field ignored).
+    #[inline]
     pub fn set(self, key: &mut Key, value: u128) {
         if self.bits > 64 {
             key[self.word] = (value >> 64) as u64;
@@ -58,6 +61,7 @@ impl Slot {
     }
 
     /// Adds `mask` (the field's bits that matter) to a key-wide mask.
+    #[inline]
     pub fn or_mask(self, key_mask: &mut Key, mask: u128) {
         let mask = mask & self.low_mask();
         if self.bits > 64 {
@@ -69,6 +73,7 @@ impl Slot {
     }
 
     /// The whole field in a key-wide mask.
+    #[inline]
     pub fn or_all(self, key_mask: &mut Key) {
         self.or_mask(key_mask, u128::MAX);
     }
