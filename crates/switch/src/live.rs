@@ -132,7 +132,8 @@ pub fn run(
                     own_program: offload.as_ref().map(XdpOffload::own_program),
                     ..opts.clone()
                 };
-                let mut pmd = Pmd::new(core, 0, refs.clone(), cache, lower.clone());
+                let mut pmd =
+                    Pmd::new(core, 0, refs.clone(), cache, lower.clone()).spinning(opts.pmd);
                 let finished = &finished;
                 vec![s.spawn(move || {
                     let r = program::run(&mut pmd, &opts, stop, |_, _| {});

@@ -47,6 +47,9 @@ pub struct Pmd<'c> {
     /// The switch clock, read once per batch (and now and then when idle).
     clock: u64,
     last_push: u64,
+    /// The thread polls back to back (else it waits in `poll()` between
+    /// batches, and every wake-up is worth a look at the clock).
+    spinning: bool,
     idle_polls: u32,
     last_expire: u64,
     /// The last dump request answered.
@@ -83,6 +86,7 @@ impl<'c> Pmd<'c> {
             batch_tsc: None,
             clock: core.now(),
             last_push: 0,
+            spinning: true,
             idle_polls: 0,
             last_expire: core.now(),
             dumped: 0,
@@ -93,6 +97,13 @@ impl<'c> Pmd<'c> {
         // Known from the start, also while no packet has come.
         pmd.publish(false);
         pmd
+    }
+
+    /// A thread that waits in `poll()` between batches instead of
+    /// polling back to back (`spinning` false).
+    pub fn spinning(mut self, spinning: bool) -> Self {
+        self.spinning = spinning;
+        self
     }
 
     /// Runs one frame received on `in_port` through the switch.
@@ -271,10 +282,11 @@ impl PacketHook for Pmd<'_> {
             self.ports.clone(),
             self.options,
             self.offload.clone(),
-        ))
+        )
+        .spinning(self.spinning))
     }
 
     fn after_batch(&mut self, _idle: bool) {
-        self.keep_house(true);
+        self.keep_house(self.spinning);
     }
 }

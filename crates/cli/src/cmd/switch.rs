@@ -37,7 +37,7 @@ pub struct Args {
     /// Without any cache: every packet goes through the OpenFlow tables
     #[arg(long)]
     no_cache: bool,
-    /// A fast path in front of the user-space switch: `xdp` mirrors the megaflows that drop or output to one port into an XDP program on the ports, which forwards their packets in the kernel (AF_XDP ports only; the receiving ends of veth ports need XDP or GRO on for redirected frames)
+    /// A fast path in front of the user-space switch: `xdp` mirrors the megaflows that drop or output to one port into an XDP program on the ports, which forwards their packets in the kernel (AF_XDP ports only; the receiving ends of veth ports need XDP or GRO on for redirected frames); the user-space thread then waits for misses in poll() unless --pmd-threads is given
     #[arg(long, value_name = "KIND", value_enum)]
     offload: Option<OffloadKind>,
     /// Print the OpenFlow flows at the end, as ovs-ofctl dump-flows
@@ -201,8 +201,13 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             names = ports.iter().map(|p| p.name.clone()).collect();
             let c = &a.common;
             let backend = if afxdp {
+                // With the fast path in the kernel user space sees only the
+                // misses: its thread waits for them in poll() unless
+                // polling threads are asked for.
+                let wait = a.offload.is_some() && c.pmd_threads.is_none();
                 Backend::AfXdp(datapath::program::ProgramOptions {
                     pmd_threads: Some(c.pmd_threads.unwrap_or(1)),
+                    pmd: !c.no_pmd && !wait,
                     ..super::datapath::options(c)
                 })
             } else {
