@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(long)]
     dev: String,
     /// Traffic as in `sluice run --gen`, e.g. udp,flows=64,size=64,count=10000000
-    /// (rate=PPS paces it; without rate, or with rate=max, it sends flat out)
+    /// (rate=PPS paces it: live frames in bursts of a twentieth of a second, as each kernel call costs
+    /// milliseconds; --method packet paces every millisecond. Without rate, or with rate=max, it sends flat out)
     spec: String,
     /// How to send
     #[arg(long, value_enum, default_value = "auto")]
