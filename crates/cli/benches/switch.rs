@@ -29,7 +29,7 @@ const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
 mod common;
 
-use common::sh;
+use common::{sh, wait_xdp};
 
 /// Namespaces gen, sw and sink, deleted however the run ends.
 struct Topology {
@@ -98,21 +98,6 @@ fn topology() -> Topology {
         &drop.display().to_string(),
     ]);
     t
-}
-
-/// Waits (10 s at most) until `dev` in `ns` has an XDP program, or none.
-fn wait_xdp(ns: &str, dev: &str, attached: bool) -> bool {
-    for _ in 0..200 {
-        let out = Command::new("ip")
-            .args(["-n", ns, "link", "show", dev])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).contains("xdp") == attached {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 /// The OpenFlow table of a case: `n` flows, one per source address.

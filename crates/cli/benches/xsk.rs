@@ -26,7 +26,7 @@ const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
 mod common;
 
-use common::{Namespaces, sh};
+use common::{Namespaces, sh, wait_xdp};
 
 fn setup() -> Namespaces {
     common::veth_pair("slb", "slb_tx", "slb_rx")
@@ -46,22 +46,6 @@ fn build_baseline(dir: &Path) -> Result<PathBuf, String> {
         return Err("building the libxdp baseline failed (libxdp-dev installed?)".into());
     }
     Ok(out)
-}
-
-/// Waits (up to 10 s) until the receiving end `dev` has an XDP program
-/// attached, or has none.
-fn wait_xdp(ns: &str, dev: &str, attached: bool) -> bool {
-    for _ in 0..200 {
-        let out = Command::new("ip")
-            .args(["-n", ns, "link", "show", dev])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).contains("xdp") == attached {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 /// Starts `receiver`, sends `frames` flat out, stops the receiver; frames

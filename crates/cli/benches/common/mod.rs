@@ -54,3 +54,19 @@ pub fn veth_pair(prefix: &str, tx: &str, rx: &str) -> Namespaces {
     }
     ns
 }
+
+/// Waits (10 s at most) until `dev` in `ns` has an XDP program attached,
+/// or has none.
+pub fn wait_xdp(ns: &str, dev: &str, attached: bool) -> bool {
+    for _ in 0..200 {
+        let out = Command::new("ip")
+            .args(["-n", ns, "link", "show", dev])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains("xdp") == attached {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
