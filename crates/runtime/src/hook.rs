@@ -267,6 +267,8 @@ pub struct Hook {
     /// Whether `mem` maps the maps `env` has now; cleared whenever `env` is
     /// lent out mutably (its maps could be replaced).
     mapped: bool,
+    /// What each region of `mem` is, by name (for [`Hook::accesses_by_place`]).
+    places: Vec<String>,
     /// The context the program gets (fixed by its kind).
     ctx_kind: CtxKind,
     /// Whether the program runs on a devmap entry (`egress_ifindex` set).
@@ -361,6 +363,7 @@ impl Hook {
             counting: false,
             mem: Memory::new(),
             mapped: false,
+            places: Vec::new(),
             ctx_kind,
             devmap,
             both: Stats::default(),
@@ -428,6 +431,18 @@ impl Hook {
     /// not, their `loads` and `stores` are zero.
     pub fn is_counting(&self) -> bool {
         self.counting
+    }
+
+    /// The loads and stores of the last counting run by place: `stack`,
+    /// `packet`, `context`, `map:NAME` per map, and `scratch` (keys
+    /// helpers hand to callbacks). Of the last program only, when a
+    /// redirect ran a second one.
+    pub fn accesses_by_place(&self) -> Vec<(&str, [u64; 2])> {
+        let counts = self.vm.last_region_accesses();
+        std::iter::once("stack")
+            .chain(self.places.iter().map(String::as_str))
+            .zip(counts.iter().copied())
+            .collect()
     }
 
     pub fn set_budget(&mut self, insns: u64) {
@@ -683,13 +698,18 @@ impl Hook {
             // SAFETY: see above.
             unsafe { mem.add_raw(RegionKind::Context, ctx, CTX_SIZE as u64, true) };
         }
-        for map in self.env.maps.iter() {
+        let mut places = vec!["packet".to_string(), "context".to_string()];
+        for (i, map) in self.env.maps.iter().enumerate() {
             if let Some((addr, len)) = map.value_region() {
                 // SAFETY: see above; `mapped` is cleared whenever `env` (so
                 // its maps) is lent out mutably, and the regions remapped.
                 unsafe { mem.add_raw(RegionKind::Map, addr, len as u64, map.program_writable()) };
+                let name = self.object.maps.get(i).map(|m| m.name());
+                places.push(format!("map:{}", name.unwrap_or("?")));
             }
         }
+        places.push("scratch".to_string());
+        self.places = places;
         // Keys for callbacks: read-only to the program; only helpers write
         // them, through `env`.
         let scratch = self.env.scratch.as_ptr().expose_provenance() as u64;
@@ -843,13 +863,7 @@ struct Exec {
 
 fn add(a: Stats, b: Stats) -> Stats {
     let mut s = a;
-    s.insns += b.insns;
-    s.helper_calls += b.helper_calls;
-    s.tail_calls += b.tail_calls;
-    for k in 0..s.loads.len() {
-        s.loads[k] += b.loads[k];
-        s.stores[k] += b.stores[k];
-    }
+    s.accumulate(&b);
     s
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct Machine {
     /// helper ended the run with.
     pub host: *mut (),
     pub error: Option<VmErrorKind>,
+    /// Loads and stores per place of a counting run (`Vm::last_region_accesses`).
+    pub regions: Vec<[u64; 2]>,
     frames: [Frame; MAX_FRAMES],
 }
 
@@ -125,9 +127,9 @@ impl Machine {
         mem: &Memory<'_>,
     ) -> Result<Option<u64>, VmErrorKind> {
         if self.count {
-            legacy_load::<true>(s, &self.r, mem, &mut self.stats)
+            legacy_load::<true>(s, &self.r, mem, &mut self.stats, &mut self.regions)
         } else {
-            legacy_load::<false>(s, &self.r, mem, &mut self.stats)
+            legacy_load::<false>(s, &self.r, mem, &mut self.stats, &mut [])
         }
     }
 
@@ -170,7 +172,7 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<u64, VmError> {
-        let mut m = self.start(mem, args);
+        let mut m = self.start::<COUNT>(mem, args);
         let r0 = self.resume::<COUNT, CHECK, false>(env, mem, &mut m);
         self.machine = Some(m);
         Ok(r0?.expect("a run without steps ends"))
@@ -179,7 +181,11 @@ impl<E> Vm<E> {
     /// The state a run starts in (and maps the VM's stack into `mem`);
     /// give it back to `self.machine` after the run.
     #[inline(always)]
-    pub(crate) fn start(&mut self, mem: &mut Memory<'_>, args: [u64; 5]) -> Box<Machine> {
+    pub(crate) fn start<const COUNT: bool>(
+        &mut self,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Box<Machine> {
         // Each frame starts zeroed, so a run never sees bytes an earlier run
         // (or an earlier callee) left behind: replays are deterministic even
         // for programs that read stack they did not write.
@@ -203,9 +209,14 @@ impl<E> Vm<E> {
                 count: false,
                 host: ptr::null_mut(),
                 error: None,
+                regions: Vec::new(),
                 frames: [Frame::default(); MAX_FRAMES],
             })
         });
+        if COUNT {
+            m.regions.clear();
+            m.regions.resize(mem.regions().len() + 1, [0; 2]);
+        }
         m.r = [0; 16];
         m.r[1..6].copy_from_slice(&args);
         m.r[10] = stack_top;
@@ -261,18 +272,34 @@ impl<E> Vm<E> {
         macro_rules! check {
             ($addr:expr, $size:expr, $access:expr) => {{
                 let (addr, size, access) = ($addr, $size, $access);
-                if CHECK || COUNT {
-                    match mem.find(addr, size, access) {
-                        Some(kind) => {
-                            if COUNT {
-                                match access {
-                                    Access::Read => stats.loads[kind as usize] += 1,
-                                    Access::Write => stats.stores[kind as usize] += 1,
-                                }
+                if COUNT {
+                    match mem.find_at(addr, size, access) {
+                        Some((kind, at)) => match access {
+                            Access::Read => {
+                                stats.loads[kind as usize] += 1;
+                                m.regions[at][0] += 1;
                             }
-                        }
+                            Access::Write => {
+                                stats.stores[kind as usize] += 1;
+                                m.regions[at][1] += 1;
+                            }
+                        },
                         None => fail!(VmErrorKind::Memory(mem.fault(addr, size, access))),
                     }
+                } else if CHECK && mem.find(addr, size, access).is_none() {
+                    fail!(VmErrorKind::Memory(mem.fault(addr, size, access)));
+                }
+            }};
+        }
+        macro_rules! branch {
+            ($target:expr, $cond:expr) => {{
+                let taken: bool = $cond;
+                if COUNT {
+                    stats.branches += 1;
+                    stats.taken += u64::from(taken);
+                }
+                if taken {
+                    pc = $target;
                 }
             }};
         }
@@ -404,50 +431,50 @@ impl<E> Vm<E> {
                 Op::Swap64 => r[d] = r[d].swap_bytes(),
 
                 Op::Ja => pc = target,
-                Op::Jeq64Imm => jump_if(&mut pc, target, r[d] == imm),
-                Op::Jeq64Reg => jump_if(&mut pc, target, r[d] == r[x]),
-                Op::Jgt64Imm => jump_if(&mut pc, target, r[d] > imm),
-                Op::Jgt64Reg => jump_if(&mut pc, target, r[d] > r[x]),
-                Op::Jge64Imm => jump_if(&mut pc, target, r[d] >= imm),
-                Op::Jge64Reg => jump_if(&mut pc, target, r[d] >= r[x]),
-                Op::Jset64Imm => jump_if(&mut pc, target, r[d] & imm != 0),
-                Op::Jset64Reg => jump_if(&mut pc, target, r[d] & r[x] != 0),
-                Op::Jne64Imm => jump_if(&mut pc, target, r[d] != imm),
-                Op::Jne64Reg => jump_if(&mut pc, target, r[d] != r[x]),
-                Op::Jsgt64Imm => jump_if(&mut pc, target, (r[d] as i64) > imm as i64),
-                Op::Jsgt64Reg => jump_if(&mut pc, target, (r[d] as i64) > r[x] as i64),
-                Op::Jsge64Imm => jump_if(&mut pc, target, (r[d] as i64) >= imm as i64),
-                Op::Jsge64Reg => jump_if(&mut pc, target, (r[d] as i64) >= r[x] as i64),
-                Op::Jlt64Imm => jump_if(&mut pc, target, r[d] < imm),
-                Op::Jlt64Reg => jump_if(&mut pc, target, r[d] < r[x]),
-                Op::Jle64Imm => jump_if(&mut pc, target, r[d] <= imm),
-                Op::Jle64Reg => jump_if(&mut pc, target, r[d] <= r[x]),
-                Op::Jslt64Imm => jump_if(&mut pc, target, (r[d] as i64) < imm as i64),
-                Op::Jslt64Reg => jump_if(&mut pc, target, (r[d] as i64) < r[x] as i64),
-                Op::Jsle64Imm => jump_if(&mut pc, target, (r[d] as i64) <= imm as i64),
-                Op::Jsle64Reg => jump_if(&mut pc, target, (r[d] as i64) <= r[x] as i64),
-                Op::Jeq32Imm => jump_if(&mut pc, target, r[d] as u32 == imm as u32),
-                Op::Jeq32Reg => jump_if(&mut pc, target, r[d] as u32 == r[x] as u32),
-                Op::Jgt32Imm => jump_if(&mut pc, target, r[d] as u32 > imm as u32),
-                Op::Jgt32Reg => jump_if(&mut pc, target, r[d] as u32 > r[x] as u32),
-                Op::Jge32Imm => jump_if(&mut pc, target, r[d] as u32 >= imm as u32),
-                Op::Jge32Reg => jump_if(&mut pc, target, r[d] as u32 >= r[x] as u32),
-                Op::Jset32Imm => jump_if(&mut pc, target, r[d] as u32 & imm as u32 != 0),
-                Op::Jset32Reg => jump_if(&mut pc, target, r[d] as u32 & r[x] as u32 != 0),
-                Op::Jne32Imm => jump_if(&mut pc, target, r[d] as u32 != imm as u32),
-                Op::Jne32Reg => jump_if(&mut pc, target, r[d] as u32 != r[x] as u32),
-                Op::Jsgt32Imm => jump_if(&mut pc, target, (r[d] as i32) > imm as i32),
-                Op::Jsgt32Reg => jump_if(&mut pc, target, (r[d] as i32) > r[x] as i32),
-                Op::Jsge32Imm => jump_if(&mut pc, target, (r[d] as i32) >= imm as i32),
-                Op::Jsge32Reg => jump_if(&mut pc, target, (r[d] as i32) >= r[x] as i32),
-                Op::Jlt32Imm => jump_if(&mut pc, target, (r[d] as u32) < imm as u32),
-                Op::Jlt32Reg => jump_if(&mut pc, target, (r[d] as u32) < r[x] as u32),
-                Op::Jle32Imm => jump_if(&mut pc, target, r[d] as u32 <= imm as u32),
-                Op::Jle32Reg => jump_if(&mut pc, target, r[d] as u32 <= r[x] as u32),
-                Op::Jslt32Imm => jump_if(&mut pc, target, (r[d] as i32) < imm as i32),
-                Op::Jslt32Reg => jump_if(&mut pc, target, (r[d] as i32) < r[x] as i32),
-                Op::Jsle32Imm => jump_if(&mut pc, target, (r[d] as i32) <= imm as i32),
-                Op::Jsle32Reg => jump_if(&mut pc, target, (r[d] as i32) <= r[x] as i32),
+                Op::Jeq64Imm => branch!(target, r[d] == imm),
+                Op::Jeq64Reg => branch!(target, r[d] == r[x]),
+                Op::Jgt64Imm => branch!(target, r[d] > imm),
+                Op::Jgt64Reg => branch!(target, r[d] > r[x]),
+                Op::Jge64Imm => branch!(target, r[d] >= imm),
+                Op::Jge64Reg => branch!(target, r[d] >= r[x]),
+                Op::Jset64Imm => branch!(target, r[d] & imm != 0),
+                Op::Jset64Reg => branch!(target, r[d] & r[x] != 0),
+                Op::Jne64Imm => branch!(target, r[d] != imm),
+                Op::Jne64Reg => branch!(target, r[d] != r[x]),
+                Op::Jsgt64Imm => branch!(target, (r[d] as i64) > imm as i64),
+                Op::Jsgt64Reg => branch!(target, (r[d] as i64) > r[x] as i64),
+                Op::Jsge64Imm => branch!(target, (r[d] as i64) >= imm as i64),
+                Op::Jsge64Reg => branch!(target, (r[d] as i64) >= r[x] as i64),
+                Op::Jlt64Imm => branch!(target, r[d] < imm),
+                Op::Jlt64Reg => branch!(target, r[d] < r[x]),
+                Op::Jle64Imm => branch!(target, r[d] <= imm),
+                Op::Jle64Reg => branch!(target, r[d] <= r[x]),
+                Op::Jslt64Imm => branch!(target, (r[d] as i64) < imm as i64),
+                Op::Jslt64Reg => branch!(target, (r[d] as i64) < r[x] as i64),
+                Op::Jsle64Imm => branch!(target, (r[d] as i64) <= imm as i64),
+                Op::Jsle64Reg => branch!(target, (r[d] as i64) <= r[x] as i64),
+                Op::Jeq32Imm => branch!(target, r[d] as u32 == imm as u32),
+                Op::Jeq32Reg => branch!(target, r[d] as u32 == r[x] as u32),
+                Op::Jgt32Imm => branch!(target, r[d] as u32 > imm as u32),
+                Op::Jgt32Reg => branch!(target, r[d] as u32 > r[x] as u32),
+                Op::Jge32Imm => branch!(target, r[d] as u32 >= imm as u32),
+                Op::Jge32Reg => branch!(target, r[d] as u32 >= r[x] as u32),
+                Op::Jset32Imm => branch!(target, r[d] as u32 & imm as u32 != 0),
+                Op::Jset32Reg => branch!(target, r[d] as u32 & r[x] as u32 != 0),
+                Op::Jne32Imm => branch!(target, r[d] as u32 != imm as u32),
+                Op::Jne32Reg => branch!(target, r[d] as u32 != r[x] as u32),
+                Op::Jsgt32Imm => branch!(target, (r[d] as i32) > imm as i32),
+                Op::Jsgt32Reg => branch!(target, (r[d] as i32) > r[x] as i32),
+                Op::Jsge32Imm => branch!(target, (r[d] as i32) >= imm as i32),
+                Op::Jsge32Reg => branch!(target, (r[d] as i32) >= r[x] as i32),
+                Op::Jlt32Imm => branch!(target, (r[d] as u32) < imm as u32),
+                Op::Jlt32Reg => branch!(target, (r[d] as u32) < r[x] as u32),
+                Op::Jle32Imm => branch!(target, r[d] as u32 <= imm as u32),
+                Op::Jle32Reg => branch!(target, r[d] as u32 <= r[x] as u32),
+                Op::Jslt32Imm => branch!(target, (r[d] as i32) < imm as i32),
+                Op::Jslt32Reg => branch!(target, (r[d] as i32) < r[x] as i32),
+                Op::Jsle32Imm => branch!(target, (r[d] as i32) <= imm as i32),
+                Op::Jsle32Reg => branch!(target, (r[d] as i32) <= r[x] as i32),
 
                 Op::CallHelper | Op::Callx => {
                     let id = if s.op == Op::Callx { r[d] } else { imm };
@@ -556,12 +583,14 @@ impl<E> Vm<E> {
                 Op::StxDW => store!(u64, addr_dst!(), r[x]),
 
                 Op::Atomic32 | Op::Atomic64 => {
-                    if let Err(kind) = atomic_op::<COUNT>(s, &mut r, mem, &mut stats) {
+                    if let Err(kind) =
+                        atomic_op::<COUNT>(s, &mut r, mem, &mut stats, &mut m.regions)
+                    {
                         fail!(kind);
                     }
                 }
                 Op::LdAbsB | Op::LdAbsH | Op::LdAbsW | Op::LdIndB | Op::LdIndH | Op::LdIndW => {
-                    match legacy_load::<COUNT>(s, &r, mem, &mut stats) {
+                    match legacy_load::<COUNT>(s, &r, mem, &mut stats, &mut m.regions) {
                         Ok(Some(v)) => r[0] = v,
                         Ok(None) => done!(0),
                         Err(kind) => fail!(kind),
@@ -695,13 +724,6 @@ fn pop_frame(
     mem.stack.len -= STACK_SIZE as u64;
     r[10] = mem.stack.start + STACK_SIZE as u64;
     f
-}
-
-#[inline(always)]
-fn jump_if(pc: &mut usize, target: usize, cond: bool) {
-    if cond {
-        *pc = target;
-    }
 }
 
 #[inline(always)]

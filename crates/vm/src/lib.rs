@@ -35,7 +35,7 @@ pub use helpers::{
     BasicEnv, Callback, Helper, HelperCtx, HelperError, HelperFn, HelperTable, Resume, SimEnv,
     register_basic,
 };
-pub use memory::{Access, MemFault, Memory, Region, RegionKind};
+pub use memory::{Access, HelperTally, MemFault, Memory, Region, RegionKind};
 pub use program::{CORE_POISON, LoadError, Program};
 pub use trusted::{ArrayLookup, DirectLookup, Lookup};
 
@@ -80,6 +80,13 @@ pub struct Stats {
     pub loads: [u64; RegionKind::COUNT],
     /// Stores per region kind; atomics count as a load and a store.
     pub stores: [u64; RegionKind::COUNT],
+    /// Conditional jumps executed, and how many of them jumped; counted by
+    /// [`Vm::run_counting`] only.
+    pub branches: u64,
+    pub taken: u64,
+    /// What helpers read and wrote in program memory (keys, values,
+    /// packet bytes); counted by [`Vm::run_counting`] only.
+    pub helper_mem: HelperTally,
 }
 
 impl Stats {
@@ -92,6 +99,24 @@ impl Stats {
     /// All memory accesses the program made.
     pub fn accesses(&self) -> u64 {
         self.loads.iter().sum::<u64>() + self.stores.iter().sum::<u64>()
+    }
+
+    /// Adds the cost of another run (a program the packet went on to).
+    pub fn accumulate(&mut self, other: &Stats) {
+        self.insns += other.insns;
+        self.helper_calls += other.helper_calls;
+        self.tail_calls += other.tail_calls;
+        for k in 0..RegionKind::COUNT {
+            self.loads[k] += other.loads[k];
+            self.stores[k] += other.stores[k];
+        }
+        self.branches += other.branches;
+        self.taken += other.taken;
+        let (h, o) = (&mut self.helper_mem, &other.helper_mem);
+        h.reads += o.reads;
+        h.read_bytes += o.read_bytes;
+        h.writes += o.writes;
+        h.write_bytes += o.write_bytes;
     }
 }
 
@@ -296,8 +321,24 @@ impl<E> Vm<E> {
             tail_calls: 0,
             loads: [0; RegionKind::COUNT],
             stores: [0; RegionKind::COUNT],
+            branches: 0,
+            taken: 0,
+            helper_mem: HelperTally {
+                reads: 0,
+                read_bytes: 0,
+                writes: 0,
+                write_bytes: 0,
+            },
         };
         self.machine.as_ref().map_or(&NONE, |m| &m.stats)
+    }
+
+    /// The loads and stores of the last counting run per place: `[0]` the
+    /// stack, `[i + 1]` the embedder's region `i` (in the order they were
+    /// added to the [`Memory`]), each `[loads, stores]`. Empty before the
+    /// first counting run.
+    pub fn last_region_accesses(&self) -> &[[u64; 2]] {
+        self.machine.as_ref().map_or(&[], |m| &m.regions)
     }
 
     fn run_mode<const COUNT: bool>(
@@ -306,22 +347,36 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<u64, VmError> {
+        if COUNT {
+            mem.reset_helper_tally();
+        }
+        let result = self.run_engine::<COUNT>(env, mem, args);
+        mem.stack.len = 0;
+        if COUNT && let Some(m) = self.machine.as_mut() {
+            m.stats.helper_mem = mem.helper_tally();
+        }
+        result
+    }
+
+    #[inline(always)]
+    fn run_engine<const COUNT: bool>(
+        &mut self,
+        env: &mut E,
+        mem: &mut Memory<'_>,
+        args: [u64; 5],
+    ) -> Result<u64, VmError> {
         #[cfg(target_arch = "x86_64")]
         if self.jit.is_some() {
-            let result = if self.trusted {
+            return if self.trusted {
                 self.execute_jit::<COUNT, false>(env, mem, args)
             } else {
                 self.execute_jit::<COUNT, true>(env, mem, args)
             };
-            mem.stack.len = 0;
-            return result;
         }
-        let result = if self.trusted {
+        if self.trusted {
             self.execute::<COUNT, false>(env, mem, args)
         } else {
             self.execute::<COUNT, true>(env, mem, args)
-        };
-        mem.stack.len = 0;
-        result
+        }
     }
 }

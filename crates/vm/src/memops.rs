@@ -67,11 +67,12 @@ pub(crate) fn atomic_op<const COUNT: bool>(
     r: &mut Regs,
     mem: &Memory<'_>,
     stats: &mut Stats,
+    regions: &mut [[u64; 2]],
 ) -> Result<(), VmErrorKind> {
     if s.op == Op::Atomic32 {
-        atomic_on::<AtomicU32, COUNT>(s, r, mem, stats)
+        atomic_on::<AtomicU32, COUNT>(s, r, mem, stats, regions)
     } else {
-        atomic_on::<AtomicU64, COUNT>(s, r, mem, stats)
+        atomic_on::<AtomicU64, COUNT>(s, r, mem, stats, regions)
     }
 }
 
@@ -80,6 +81,7 @@ fn atomic_on<A: Atom, const COUNT: bool>(
     r: &mut Regs,
     mem: &Memory<'_>,
     stats: &mut Stats,
+    regions: &mut [[u64; 2]],
 ) -> Result<(), VmErrorKind> {
     let (d, x) = ((s.dst & 15) as usize, (s.src & 15) as usize);
     let addr = r[d].wrapping_add(s.off as i64 as u64);
@@ -87,12 +89,14 @@ fn atomic_on<A: Atom, const COUNT: bool>(
     if !addr.is_multiple_of(size) {
         return Err(VmErrorKind::MisalignedAtomic { addr, size });
     }
-    let kind = mem
-        .check(addr, size, Access::Write)
-        .map_err(VmErrorKind::Memory)?;
+    let (kind, at) = mem
+        .find_at(addr, size, Access::Write)
+        .ok_or_else(|| VmErrorKind::Memory(mem.fault(addr, size, Access::Write)))?;
     if COUNT {
         stats.loads[kind as usize] += 1;
         stats.stores[kind as usize] += 1;
+        regions[at][0] += 1;
+        regions[at][1] += 1;
     }
     // SAFETY: aligned (checked above), and `check` proved the word is
     // mapped and writable.
@@ -118,6 +122,7 @@ pub(crate) fn legacy_load<const COUNT: bool>(
     r: &Regs,
     mem: &Memory<'_>,
     stats: &mut Stats,
+    regions: &mut [[u64; 2]],
 ) -> Result<Option<u64>, VmErrorKind> {
     let packet = mem.packet().ok_or(VmErrorKind::NoPacket)?;
     let indirect = matches!(s.op, Op::LdIndB | Op::LdIndH | Op::LdIndW);
@@ -137,9 +142,12 @@ pub(crate) fn legacy_load<const COUNT: bool>(
     }
     if COUNT {
         stats.loads[RegionKind::Packet as usize] += 1;
+        if let Some(i) = mem.index_of(RegionKind::Packet) {
+            regions[i + 1][0] += 1;
+        }
     }
     let bytes = mem
-        .read(packet.start + off as u64, size as usize)
+        .read_untallied(packet.start + off as u64, size as usize)
         .map_err(VmErrorKind::Memory)?;
     Ok(Some(
         bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)),

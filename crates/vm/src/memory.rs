@@ -5,6 +5,7 @@
 //! image can later run in a JIT with plain loads once the verifier has
 //! proved its accesses; until then every access is checked here.
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -121,7 +122,20 @@ impl fmt::Display for MemFault {
 pub struct Memory<'a> {
     regions: Vec<Region>,
     pub(crate) stack: Region,
+    /// What helpers read and wrote through this table since the last
+    /// [`Memory::reset_helper_tally`] (`read`, `write`, `helper_write`).
+    helper_tally: Cell<HelperTally>,
     _borrow: PhantomData<&'a mut [u8]>,
+}
+
+/// The accesses helpers made to program memory: one per call of the
+/// memory interface (a key read, a value copied), with its bytes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct HelperTally {
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
 }
 
 impl Default for Memory<'_> {
@@ -142,6 +156,7 @@ impl<'a> Memory<'a> {
                 extent: (0, 0),
                 helper_writable: true,
             },
+            helper_tally: Cell::new(HelperTally::default()),
             _borrow: PhantomData,
         }
     }
@@ -303,6 +318,53 @@ impl<'a> Memory<'a> {
         None
     }
 
+    /// Like [`Memory::find`], with where: 0 for the stack, `i + 1` for
+    /// region `i` (the index [`crate::Vm::last_region_accesses`] uses).
+    #[inline(always)]
+    pub(crate) fn find_at(
+        &self,
+        addr: u64,
+        size: u64,
+        access: Access,
+    ) -> Option<(RegionKind, usize)> {
+        if self.stack.contains(addr, size) {
+            return Some((RegionKind::Stack, 0));
+        }
+        for (i, r) in self.regions.iter().enumerate() {
+            if r.contains(addr, size) {
+                return (access == Access::Read || r.writable).then_some((r.kind, i + 1));
+            }
+        }
+        None
+    }
+
+    /// What helpers read and wrote since the last reset.
+    pub fn helper_tally(&self) -> HelperTally {
+        self.helper_tally.get()
+    }
+
+    pub fn reset_helper_tally(&self) {
+        self.helper_tally.set(HelperTally::default());
+    }
+
+    fn tally(&self, access: Access, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let mut t = self.helper_tally.get();
+        match access {
+            Access::Read => {
+                t.reads += 1;
+                t.read_bytes += len as u64;
+            }
+            Access::Write => {
+                t.writes += 1;
+                t.write_bytes += len as u64;
+            }
+        }
+        self.helper_tally.set(t);
+    }
+
     /// Like [`Memory::find`], with the reason on failure.
     pub(crate) fn check(
         &self,
@@ -350,6 +412,13 @@ impl<'a> Memory<'a> {
 
     /// Checked view of program memory for helpers (e.g. a key on the stack).
     pub fn read(&self, addr: u64, len: usize) -> Result<&[u8], MemFault> {
+        self.tally(Access::Read, len);
+        self.read_untallied(addr, len)
+    }
+
+    /// [`Memory::read`] for the VM's own use (legacy packet loads), which
+    /// the VM counts as the program's.
+    pub(crate) fn read_untallied(&self, addr: u64, len: usize) -> Result<&[u8], MemFault> {
         if len == 0 {
             return Ok(&[]);
         }
@@ -363,6 +432,7 @@ impl<'a> Memory<'a> {
 
     /// Checked mutable view of program memory for helpers.
     pub fn write(&mut self, addr: u64, len: usize) -> Result<&mut [u8], MemFault> {
+        self.tally(Access::Write, len);
         if len == 0 {
             return Ok(&mut []);
         }
@@ -373,6 +443,7 @@ impl<'a> Memory<'a> {
     /// Like [`Memory::write`], but also into regions only helpers may write
     /// (a context's fields).
     pub fn helper_write(&mut self, addr: u64, len: usize) -> Result<&mut [u8], MemFault> {
+        self.tally(Access::Write, len);
         if len == 0 {
             return Ok(&mut []);
         }

@@ -78,6 +78,7 @@ impl Hook {
             // on its first run.
             mem: vm::Memory::new(),
             mapped: false,
+            places: Vec::new(),
             ctx_kind: self.ctx_kind,
             devmap: self.devmap,
             both: vm::Stats::default(),

@@ -46,6 +46,8 @@ const DEPTH: i32 = offset_of!(Machine, depth) as i32;
 const DONE: i32 = offset_of!(Machine, done) as i32;
 const HELPER_CALLS: i32 =
     (offset_of!(Machine, stats) + offset_of!(crate::Stats, helper_calls)) as i32;
+const BRANCHES: i32 = (offset_of!(Machine, stats) + offset_of!(crate::Stats, branches)) as i32;
+const TAKEN: i32 = (offset_of!(Machine, stats) + offset_of!(crate::Stats, taken)) as i32;
 /// The kernel's helper id of `bpf_map_lookup_elem`.
 const MAP_LOOKUP_ELEM: i64 = 1;
 
@@ -557,20 +559,34 @@ fn emit(a: &mut Asm, s: &Slot, pc: usize, env: &Env, fault: DynamicLabel) -> boo
         op if is_jump(op) => {
             let t = labels[s.off as usize];
             let (cond, q, with_reg) = jump_of(op);
-            if cond == JumpKind::Set {
+            // Checked code also serves counting runs: it counts branches
+            // (the driver forgets them for other runs).
+            if checked {
+                a.add_mi(CTX, BRANCHES, 1);
+            }
+            let c = if cond == JumpKind::Set {
                 if with_reg {
                     a.test_rr(w(q), d, x());
                 } else {
                     a.test_ri(w(q), d, imm);
                 }
-                a.jcc(Cond::Ne, t);
+                Cond::Ne
             } else {
                 if with_reg {
                     a.cmp_rr(w(q), d, x());
                 } else {
                     a.cmp_ri(w(q), d, imm);
                 }
-                a.jcc(cond.cond(), t);
+                cond.cond()
+            };
+            if checked {
+                let stay = a.label();
+                a.jcc(c.not(), stay);
+                a.add_mi(CTX, TAKEN, 1);
+                a.jmp(t);
+                a.bind(stay);
+            } else {
+                a.jcc(c, t);
             }
         }
         other => unreachable!("{other:?} is not native"),

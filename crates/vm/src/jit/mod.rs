@@ -37,18 +37,26 @@ extern "sysv64" fn check_access(m: *mut Machine, addr: u64, spec: u64) -> u64 {
     } else {
         Access::Read
     };
-    match mem.find(addr, spec & 0xff, access) {
-        Some(kind) => {
-            if m.count {
-                let s = &mut m.stats;
-                match access {
-                    Access::Read => s.loads[kind as usize] += 1,
-                    Access::Write => s.stores[kind as usize] += 1,
-                }
-                // An atomic reads as it writes.
-                if spec & 0x200 != 0 {
+    if !m.count {
+        return u64::from(mem.find(addr, spec & 0xff, access).is_none());
+    }
+    match mem.find_at(addr, spec & 0xff, access) {
+        Some((kind, at)) => {
+            let (s, place) = (&mut m.stats, &mut m.regions[at]);
+            match access {
+                Access::Read => {
                     s.loads[kind as usize] += 1;
+                    place[0] += 1;
                 }
+                Access::Write => {
+                    s.stores[kind as usize] += 1;
+                    place[1] += 1;
+                }
+            }
+            // An atomic reads as it writes.
+            if spec & 0x200 != 0 {
+                s.loads[kind as usize] += 1;
+                place[0] += 1;
             }
             0
         }
@@ -292,7 +300,7 @@ impl<E> Vm<E> {
         }
         // Native code until it leaves, one interpreted instruction, and
         // again; the code is borrowed for the run, never moved.
-        let mut m = self.start(mem, args);
+        let mut m = self.start::<COUNT>(mem, args);
         m.count = COUNT;
         let jit = self.jit.as_ref().expect("the JIT is enabled");
         let result = match &jit.fast {
@@ -301,6 +309,11 @@ impl<E> Vm<E> {
             }
             _ => self.drive_from::<COUNT, true>(&jit.checked, env, mem, &mut m),
         };
+        if !COUNT {
+            // Checked code counts branches always; only counting runs report them.
+            m.stats.branches = 0;
+            m.stats.taken = 0;
+        }
         self.machine = Some(m);
         result
     }

@@ -68,6 +68,24 @@ pub enum Cond {
     LessEq,
 }
 
+impl Cond {
+    /// The condition that holds exactly when `self` does not.
+    pub fn not(self) -> Cond {
+        match self {
+            Cond::Eq => Cond::Ne,
+            Cond::Ne => Cond::Eq,
+            Cond::Above => Cond::BelowEq,
+            Cond::AboveEq => Cond::Below,
+            Cond::Below => Cond::AboveEq,
+            Cond::BelowEq => Cond::Above,
+            Cond::Greater => Cond::LessEq,
+            Cond::GreaterEq => Cond::Less,
+            Cond::Less => Cond::GreaterEq,
+            Cond::LessEq => Cond::Greater,
+        }
+    }
+}
+
 /// Memory operand sizes.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Size {
