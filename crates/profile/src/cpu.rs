@@ -1,0 +1,177 @@
+//! The processor a delay is predicted for: `t = t0 + i * cpi / f + m * tmem`.
+//!
+//! The paper's model is `i / f + m * tmem` (one instruction per cycle,
+//! each memory access waiting `tmem`); `cpi` and the fixed `t0` let a
+//! calibrated host fit too ([`crate::calibrate`]).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    pub name: String,
+    /// Clock in MHz.
+    pub f_mhz: f64,
+    /// Cycles per instruction.
+    pub cpi: f64,
+    /// Time per memory access, in ns.
+    pub tmem_ns: f64,
+    /// Fixed time per packet, in ns (the run's set-up on a host).
+    #[serde(default)]
+    pub t0_ns: f64,
+}
+
+/// The paper's processor: an IXP1200 microengine at 233 MHz, with memory
+/// from on-chip scratch (4 ns) to SDRAM (170 ns).
+const IXP1200: &str = "f=233MHz,tmem=4ns..170ns";
+
+impl Cpu {
+    /// The delay of a packet that executes `insns` instructions and makes
+    /// `accesses` memory accesses, in ns.
+    pub fn delay_ns(&self, insns: f64, accesses: f64) -> f64 {
+        self.t0_ns + insns * self.cpi * 1e3 / self.f_mhz + accesses * self.tmem_ns
+    }
+
+    /// Parses `ixp1200` or `f=233MHz[,cpi=1][,tmem=4ns[..170ns]][,t0=0ns]`:
+    /// one processor per memory latency (a range gives its two ends and
+    /// three latencies spaced evenly on a log scale between).
+    pub fn parse(spec: &str) -> Result<Vec<Cpu>, String> {
+        let (name, body) = match spec.trim() {
+            "ixp1200" => (Some("ixp1200"), IXP1200),
+            s => (None, s),
+        };
+        let (mut f, mut cpi, mut tmem, mut t0) = (None, 1.0, (0.0, 0.0), 0.0);
+        for field in body.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+            let (key, value) = field
+                .split_once('=')
+                .ok_or_else(|| format!("`{field}` in `{spec}`: expected KEY=VALUE"))?;
+            match key {
+                "f" => f = Some(frequency_mhz(value)?),
+                "cpi" => {
+                    cpi = value
+                        .parse()
+                        .ok()
+                        .filter(|c: &f64| *c > 0.0)
+                        .ok_or_else(|| format!("cpi `{value}`: expected a positive number"))?
+                }
+                "tmem" => {
+                    tmem = match value.split_once("..") {
+                        Some((a, b)) => (time_ns(a)?, time_ns(b)?),
+                        None => (time_ns(value)?, time_ns(value)?),
+                    };
+                    if tmem.1 < tmem.0 {
+                        return Err(format!("tmem `{value}`: the range runs backwards"));
+                    }
+                }
+                "t0" => t0 = time_ns(value)?,
+                _ => return Err(format!("`{key}` in `{spec}`: expected f, cpi, tmem or t0")),
+            }
+        }
+        let f = f.ok_or_else(|| format!("`{spec}`: no clock (f=233MHz)"))?;
+        let latencies: Vec<f64> = if tmem.0 == tmem.1 {
+            vec![tmem.0]
+        } else {
+            let (lo, hi) = (tmem.0.max(1e-3).ln(), tmem.1.ln());
+            (0..5)
+                .map(|i| (lo + (hi - lo) * f64::from(i) / 4.0).exp())
+                .map(|t| (t * 10.0).round() / 10.0)
+                .collect()
+        };
+        Ok(latencies
+            .into_iter()
+            .map(|t| Cpu {
+                name: format!(
+                    "{}tmem={}ns",
+                    name.map(|n| format!("{n},")).unwrap_or_else(|| format!(
+                        "f={}MHz,{}",
+                        f,
+                        if cpi == 1.0 {
+                            String::new()
+                        } else {
+                            format!("cpi={cpi},")
+                        }
+                    )),
+                    t
+                ),
+                f_mhz: f,
+                cpi,
+                tmem_ns: t,
+                t0_ns: t0,
+            })
+            .collect())
+    }
+}
+
+fn frequency_mhz(v: &str) -> Result<f64, String> {
+    let v = v.trim();
+    let lower = v.to_ascii_lowercase();
+    let (num, scale) = if let Some(n) = lower.strip_suffix("ghz") {
+        (n, 1e3)
+    } else if let Some(n) = lower.strip_suffix("mhz") {
+        (n, 1.0)
+    } else if let Some(n) = lower.strip_suffix("khz") {
+        (n, 1e-3)
+    } else {
+        return Err(format!("clock `{v}`: give a unit (233MHz, 2.6GHz)"));
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| *x > 0.0)
+        .map(|x| x * scale)
+        .ok_or_else(|| format!("clock `{v}`: expected a positive number"))
+}
+
+fn time_ns(v: &str) -> Result<f64, String> {
+    let v = v.trim();
+    let (num, scale) = if let Some(n) = v.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e6)
+    } else {
+        return Err(format!("time `{v}`: give a unit (4ns, 1.5us)"));
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| *x >= 0.0)
+        .map(|x| x * scale)
+        .ok_or_else(|| format!("time `{v}`: expected a number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_ranges() {
+        let ixp = Cpu::parse("ixp1200").unwrap();
+        assert_eq!(ixp.len(), 5);
+        assert_eq!((ixp[0].tmem_ns, ixp[4].tmem_ns), (4.0, 170.0));
+        assert_eq!(ixp[0].name, "ixp1200,tmem=4ns");
+        // 233 instructions at 233 MHz: 1 us; plus 10 accesses of 4 ns.
+        assert!((ixp[0].delay_ns(233.0, 10.0) - 1040.0).abs() < 1e-9);
+        let one = Cpu::parse("f=2.6GHz,cpi=0.5,tmem=1ns,t0=100ns").unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            (one[0].f_mhz, one[0].cpi, one[0].t0_ns),
+            (2600.0, 0.5, 100.0)
+        );
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        for (spec, want) in [
+            ("tmem=4ns", "no clock"),
+            ("f=233", "give a unit"),
+            ("f=233MHz,tmem=9ns..4ns", "backwards"),
+            ("f=233MHz,x=1", "expected f, cpi"),
+            ("f=233MHz,cpi=-1", "positive"),
+            ("f=233MHz,tmem", "KEY=VALUE"),
+        ] {
+            let e = Cpu::parse(spec).unwrap_err();
+            assert!(e.contains(want), "{spec}: {e}");
+        }
+    }
+}

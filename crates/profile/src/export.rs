@@ -1,0 +1,67 @@
+//! The fitted model as a small file a simulator reads: JSON (the four
+//! coefficients, their fits, and the delay per length for each processor)
+//! and a CSV table (one row per packet length).
+
+use serde_json::{Value, json};
+
+use crate::cpu::Cpu;
+use crate::model::CostModel;
+
+/// `{program, alpha, beta, gamma, delta, r2_insns, r2_accesses, linear,
+/// cpus: [...], lengths: [{len, packets, insns, accesses, insns_model,
+/// accesses_model, delay_ns: {cpu: ns}}]}`.
+pub fn model_json(m: &CostModel, cpus: &[Cpu]) -> Value {
+    let lengths: Vec<Value> = m
+        .rows
+        .iter()
+        .map(|r| {
+            let (i, a) = m.predict(f64::from(r.len));
+            let delays: serde_json::Map<String, Value> = cpus
+                .iter()
+                .map(|c| (c.name.clone(), json!(c.delay_ns(i, a))))
+                .collect();
+            json!({
+                "len": r.len,
+                "packets": r.packets,
+                "insns": r.insns_mean,
+                "accesses": r.accesses_mean,
+                "insns_model": i,
+                "accesses_model": a,
+                "delay_ns": delays,
+            })
+        })
+        .collect();
+    json!({
+        "program": m.program,
+        "alpha": m.alpha(),
+        "beta": m.beta(),
+        "gamma": m.gamma(),
+        "delta": m.delta(),
+        "r2_insns": m.insns.line.r2,
+        "r2_accesses": m.accesses.line.r2,
+        "linear": m.linear,
+        "cpus": cpus,
+        "lengths": lengths,
+    })
+}
+
+/// `len,packets,insns,accesses,insns_model,accesses_model,delay_ns[CPU]...`
+pub fn model_csv(m: &CostModel, cpus: &[Cpu]) -> String {
+    let mut out = String::from("len,packets,insns,accesses,insns_model,accesses_model");
+    for c in cpus {
+        out += &format!(",delay_ns[{}]", c.name.replace(',', ";"));
+    }
+    out.push('\n');
+    for r in &m.rows {
+        let (i, a) = m.predict(f64::from(r.len));
+        out += &format!(
+            "{},{},{:.3},{:.3},{:.3},{:.3}",
+            r.len, r.packets, r.insns_mean, r.accesses_mean, i, a
+        );
+        for c in cpus {
+            out += &format!(",{:.3}", c.delay_ns(i, a));
+        }
+        out.push('\n');
+    }
+    out
+}
