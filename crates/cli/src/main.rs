@@ -63,6 +63,8 @@ enum Command {
     Xsk(cmd::xsk::Args),
     /// Run an XDP program in user space on AF_XDP ports; the datapath carries out its verdicts (needs root)
     Datapath(cmd::datapath::Args),
+    /// Per-packet cost of a program (instructions, memory accesses), its linear model and the delay it predicts
+    Profile(cmd::profile::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf
@@ -109,6 +111,7 @@ fn main() -> ExitCode {
         Command::Xsk(a) => cmd::xsk::run(a),
         Command::Datapath(a) => cmd::datapath::run(a),
         Command::Exec(a) => cmd::exec::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),
         Command::ConformancePlugin(a) => cmd::conformance::run_plugin(a),

@@ -18,7 +18,7 @@ pub fn model_json(m: &CostModel, cpus: &[Cpu]) -> Value {
             let (i, a) = m.predict(f64::from(r.len));
             let delays: serde_json::Map<String, Value> = cpus
                 .iter()
-                .map(|c| (c.name.clone(), json!(c.delay_ns(i, a))))
+                .map(|c| (c.name.clone(), json!(c.delay_ns(f64::from(r.len), i, a))))
                 .collect();
             json!({
                 "len": r.len,
@@ -59,7 +59,7 @@ pub fn model_csv(m: &CostModel, cpus: &[Cpu]) -> String {
             r.len, r.packets, r.insns_mean, r.accesses_mean, i, a
         );
         for c in cpus {
-            out += &format!(",{:.3}", c.delay_ns(i, a));
+            out += &format!(",{:.3}", c.delay_ns(f64::from(r.len), i, a));
         }
         out.push('\n');
     }

@@ -7,7 +7,7 @@
 //! by place ([`profile`] -> [`Profile`]); fit `i(l) = alpha + beta * l`
 //! and `m(l) = gamma + delta * l` by least squares ([`CostModel`], with
 //! R^2, residuals and the packets far off the line); turn the model into a
-//! processing delay `t(l) = t0 + i(l) * cpi / f + m(l) * tmem` for a
+//! processing delay `t(l) = i(l) * cpi / f + m(l) * tmem` for a
 //! processor ([`Cpu`]: the paper's IXP1200, or this host calibrated
 //! against the JIT's measured time, [`calibrate`]).
 //!
@@ -17,7 +17,7 @@
 //! assert_eq!((line.intercept, line.slope), (36.0, 1.0));
 //! assert_eq!(line.r2, 1.0);
 //! let ixp = Cpu::parse("f=233MHz,tmem=4ns").unwrap();
-//! assert!((ixp[0].delay_ns(233.0, 0.0) - 1000.0).abs() < 1e-9);
+//! assert!((ixp[0].delay_ns(64.0, 233.0, 0.0) - 1000.0).abs() < 1e-9);
 //! ```
 
 mod calibrate;

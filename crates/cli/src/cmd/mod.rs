@@ -10,6 +10,7 @@ pub mod exec;
 pub mod filter;
 pub mod kernel;
 pub mod monitor;
+pub mod profile;
 pub mod run;
 pub mod switch;
 pub mod tc;
