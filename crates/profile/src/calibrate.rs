@@ -209,7 +209,8 @@ fn fit_origin2(points: &[(f64, f64, f64)]) -> Option<[f64; 2]> {
     Some([(b1 * a22 - b2 * a12) / det, (a11 * b2 - a12 * b1) / det])
 }
 
-fn meta(ts: u64) -> PacketMeta {
+/// What a profiled packet arrives with: interface 1, queue 0, its time.
+pub(crate) fn meta(ts: u64) -> PacketMeta {
     PacketMeta {
         ifindex: 1,
         rx_queue: 0,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use pipeline::{Source, SourceError, for_each_packet};
-use runtime::{Hook, PacketMeta};
+use runtime::Hook;
 use serde::Serialize;
 
 /// Which engine ran the program (counts are the same in both).
@@ -109,14 +109,7 @@ pub fn profile(
         if done.is_multiple_of(1024) {
             progress(done);
         }
-        let meta = PacketMeta {
-            ifindex: 1,
-            rx_queue: 0,
-            timestamp_ns: info.timestamp_ns,
-            egress_ifindex: 0,
-            dev_addr: [0; 6],
-            dev_broadcast: [0; 6],
-        };
+        let meta = crate::calibrate::meta(info.timestamp_ns);
         let cost = match hook.run(bytes, &meta) {
             Ok(out) => {
                 let s = out.stats;
