@@ -64,6 +64,16 @@ fn configure(name: &str, hook: &mut Hook) {
             put("routes_v4", &lpm4(8, [192, 0, 0, 0]), &nh);
             put("tx_ports", &1u32.to_le_bytes(), &1u32.to_le_bytes());
         }
+        "esp_3des" | "esp_aes" => {
+            // The SA: SPI, then the key at byte 16; the program expands it.
+            let i = hook.object().map_index("esp_sa").unwrap();
+            let mut sa = vec![0u8; hook.maps()[i].spec().value_size as usize];
+            sa[..4].copy_from_slice(&0x5eedu32.to_be_bytes());
+            let key = b"an ESP key for difftests";
+            let n = if name == "esp_aes" { 16 } else { 24 };
+            sa[16..16 + n].copy_from_slice(&key[..n]);
+            put("esp_sa", &0u32.to_le_bytes(), &sa);
+        }
         _ => {}
     }
 }

@@ -67,6 +67,8 @@ fn configure(h: &mut Hook, name: &str) {
                 )
                 .unwrap();
         }
+        "esp_3des" => esp::set_sa(h, 0x1234, b"twenty-four byte 3DES ky"),
+        "esp_aes" => esp::set_sa(h, 0x1234, b"sixteen byte key"),
         _ => {}
     }
 }

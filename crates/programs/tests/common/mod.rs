@@ -4,6 +4,8 @@
 
 use runtime::*;
 
+pub mod esp;
+
 pub fn hook(name: &str) -> Hook {
     hook_with(name, &LoadOptions::default())
 }
