@@ -82,7 +82,7 @@ impl RouteTable {
                 t.nexthop(Some(gw), Some(&format!("eth{}", i % 4)))
             })
             .collect();
-        let mut hop = |rng: &mut Rng| hops[rng.below(hops.len() as u64) as usize];
+        let hop = |rng: &mut Rng| hops[rng.below(hops.len() as u64) as usize];
         let mut n = spec.prefixes;
         if spec.default_route && n > 0 {
             let h = hop(&mut rng);
@@ -169,7 +169,7 @@ mod tests {
         };
         let t = RouteTable::synthetic(&spec);
         assert_eq!(t.len(), 20_000);
-        assert_eq!(t.get(Prefix::DEFAULT).is_some(), true);
+        assert!(t.get(Prefix::DEFAULT).is_some());
         let share =
             |l: u8| t.routes().iter().filter(|r| r.0.len() == l).count() as f64 / t.len() as f64;
         assert!((share(24) - 0.60).abs() < 0.01, "{}", share(24));
