@@ -70,12 +70,14 @@ fn counters_per_flow() {
     let icmp = packet::Builder::new("10.0.0.1", "10.0.0.2", packet::L4::Icmp).build();
     let cut = &frames[0][..14 + 20 + 3];
     let arp = [&[0xff; 12][..], &[0x08, 0x06], &[0; 28]].concat();
+    let mut insns = 0;
     for f in frames
         .iter()
         .map(Vec::as_slice)
         .chain([icmp.as_slice(), cut, &arp])
     {
         let out = h.run(f, &meta()).unwrap();
+        insns += out.stats.insns;
         assert_eq!(out.verdict, runtime::Verdict::Xdp(runtime::XdpAction::Pass));
         assert_eq!(out.packet, f);
     }
@@ -88,6 +90,11 @@ fn counters_per_flow() {
         })
         .collect();
     assert_eq!(got, want);
+    println!(
+        "classify: {} flows, {:.1} insns per packet",
+        got.len(),
+        insns as f64 / (frames.len() + 3) as f64
+    );
     let stats = map(&h, "classify_stats");
     assert_eq!(percpu_u64(stats, 0), 300);
     assert_eq!(percpu_u64(stats, 1), 3);

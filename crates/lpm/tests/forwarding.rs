@@ -107,3 +107,26 @@ fn an_empty_table_routes_nothing() {
         check(name, &t, &addrs, false);
     }
 }
+
+/// The layouts' sizes and the entries a walk reads on the 100k table
+/// (figures for docs/lpm.md).
+#[test]
+fn layout_sizes_and_reads() {
+    let t = table();
+    let addrs = test_addresses(&t, 200_000, 6);
+    let radix = lpm::ArrayMaps::from_entries(&radix_entries(&t).unwrap());
+    let lc = lpm::ArrayMaps::from_entries(&lctrie_entries(&t, &LcParams::default()).unwrap());
+    let mean = |f: &dyn Fn(u32) -> u32| {
+        addrs.iter().map(|&a| u64::from(f(a))).sum::<u64>() as f64 / addrs.len() as f64
+    };
+    let r = mean(&|a| lpm::radix_walk(&radix, a).1);
+    let l = mean(&|a| lpm::lctrie_walk(&lc, a).1);
+    println!(
+        "radix: {} nodes, {r:.2} nodes read per lookup; LC-trie: {} nodes, {} base, {} prefix entries, {l:.2} entries read per lookup",
+        radix.len(lpm::RADIX_NODES),
+        lc.len(lpm::LC_NODES),
+        lc.len(lpm::LC_BASE),
+        lc.len(lpm::LC_PRE),
+    );
+    assert!(l < r);
+}
