@@ -108,9 +108,11 @@ pub fn capture_frames() -> Vec<io::Frame> {
         .collect()
 }
 
-/// Next hops of [`fwd_routes`]: (ifindex, source MAC, destination MAC).
-pub const FWD_DEFAULT_HOP: (u32, [u8; 6], [u8; 6]) = (0, [2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]);
-pub const FWD_TEN_HOP: (u32, [u8; 6], [u8; 6]) = (7, [2, 0, 0, 0, 7, 1], [2, 0, 0, 0, 7, 2]);
+/// A next hop of [`fwd_routes`]: (ifindex, source MAC, destination MAC).
+pub type FwdHop = (u32, [u8; 6], [u8; 6]);
+
+pub const FWD_DEFAULT_HOP: FwdHop = (0, [2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]);
+pub const FWD_TEN_HOP: FwdHop = (7, [2, 0, 0, 0, 7, 1], [2, 0, 0, 0, 7, 2]);
 
 /// Two routes for fwd_radix and fwd_lctrie, their maps written by hand
 /// (crates/lpm makes them from tables; docs/lpm.md): 0.0.0.0/0 to next
@@ -124,7 +126,7 @@ pub fn fwd_routes(h: &Hook) {
             .user_update(&key.to_le_bytes(), &v, 0)
             .unwrap();
     };
-    let hop = |key: u32, (ifindex, smac, dmac): (u32, [u8; 6], [u8; 6])| {
+    let hop = |key: u32, (ifindex, smac, dmac): FwdHop| {
         let v = [&ifindex.to_le_bytes()[..], &smac, &dmac].concat();
         h.maps()[index("nexthops").unwrap()]
             .user_update(&key.to_le_bytes(), &v, 0)
@@ -151,7 +153,7 @@ pub fn fwd_routes(h: &Hook) {
 /// `None` to pass it unchanged, `Some(None)` to drop it (a bad IPv4
 /// header, RFC 1812 5.2.2), `Some(Some(hop))` to send it to that hop with
 /// the TTL one less: an independent model of the checks.
-pub fn fwd_expected(frame: &[u8]) -> Option<Option<(u32, [u8; 6], [u8; 6])>> {
+pub fn fwd_expected(frame: &[u8]) -> Option<Option<FwdHop>> {
     let mut off = 12;
     let mut proto = u16::from_be_bytes(frame.get(12..14)?.try_into().unwrap());
     for _ in 0..2 {
