@@ -74,6 +74,27 @@ fn configure(name: &str, hook: &mut Hook) {
             sa[16..16 + n].copy_from_slice(&key[..n]);
             put("esp_sa", &0u32.to_le_bytes(), &sa);
         }
+        "fwd_radix" | "fwd_lctrie" => {
+            // A synthetic table of 2000 routes (a default route among them):
+            // walks of several levels on both sides. The LC-trie's root
+            // branches 8 bits, not the paper's 16: fewer entries to compare.
+            let t = lpm::RouteTable::synthetic(&lpm::Synth {
+                prefixes: 2000,
+                ..lpm::Synth::default()
+            });
+            let entries = if name == "fwd_radix" {
+                lpm::radix_entries(&t)
+            } else {
+                let p = lpm::LcParams {
+                    root_branch: 8,
+                    ..lpm::LcParams::default()
+                };
+                lpm::lctrie_entries(&t, &p)
+            };
+            for (map, k, v) in entries.unwrap() {
+                put(&map, &k, &v);
+            }
+        }
         _ => {}
     }
 }

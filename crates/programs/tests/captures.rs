@@ -39,6 +39,7 @@ fn check_program(name: &str, check: Check) {
 fn check_program_with(name: &str, setup: fn(&Hook), check: Check) {
     let mut h = hook(name);
     setup(&h);
+    fwd_routes(&h);
     let mut verdicts = std::collections::BTreeMap::new();
     for (at, frame) in frames() {
         let input = &frame.data[..frame.data.len().min(runtime::MAX_FRAME)];
@@ -213,6 +214,66 @@ fn set_up(h: &Hook, name: &str) {
         "esp_aes" => common::esp::set_sa(h, ESP_SPI, &ESP_AES_KEY),
         _ => {}
     }
+    fwd_routes(h);
+}
+
+/// fwd_radix and fwd_lctrie with a default route and 10.0.0.0/8: as the
+/// model of the RFC 1812 checks says (common::fwd_expected).
+fn forwarding(i: &[u8], v: Verdict, o: &[u8]) -> Result<(), String> {
+    match (fwd_expected(i), v) {
+        (None, Verdict::Xdp(XdpAction::Pass)) | (Some(None), Verdict::Xdp(XdpAction::Drop)) => {
+            unchanged(i, o)
+        }
+        (Some(Some((ifindex, smac, dmac))), Verdict::Xdp(XdpAction::Tx | XdpAction::Redirect))
+            if (ifindex == 0) == (v == Verdict::Xdp(XdpAction::Tx)) =>
+        {
+            if o.len() != i.len() || o[..6] != dmac || o[6..12] != smac {
+                return Err("wrong MACs".into());
+            }
+            let ip = ip_offset(i);
+            let hlen = usize::from(o[ip] & 0xf) * 4;
+            if o[ip + 8] != i[ip + 8] - 1 || !ipv4_checksum_ok(&o[ip..ip + hlen]) {
+                return Err("TTL or checksum wrong".into());
+            }
+            let changed: Vec<usize> = (12..o.len()).filter(|&k| o[k] != i[k]).collect();
+            if changed
+                .iter()
+                .any(|&k| ![ip + 8, ip + 10, ip + 11].contains(&k))
+            {
+                return Err(format!("bytes changed at {changed:?}"));
+            }
+            Ok(())
+        }
+        (want, _) => Err(format!("expected {want:?}")),
+    }
+}
+
+/// Where the IPv4 header starts: after Ethernet and up to two VLAN tags.
+fn ip_offset(frame: &[u8]) -> usize {
+    let tagged = |off: usize| matches!(frame[off..off + 2], [0x81, 0x00] | [0x88, 0xa8]);
+    let mut off = 14;
+    while off < 22 && tagged(off - 2) {
+        off += 4;
+    }
+    off
+}
+
+#[test]
+fn fwd_radix() {
+    check_program("fwd_radix", forwarding);
+}
+
+#[test]
+fn fwd_lctrie() {
+    check_program("fwd_lctrie", forwarding);
+}
+
+#[test]
+fn classify() {
+    check_program("classify", |i, v, o| match v {
+        Verdict::Xdp(XdpAction::Pass) => unchanged(i, o),
+        _ => Err("not passed".into()),
+    });
 }
 
 /// What one run produced, owned.

@@ -38,6 +38,7 @@ fn packets() -> Vec<Vec<u8>> {
 /// Sets up maps so that each example does something interesting.
 fn configure(h: &mut Hook, name: &str) {
     let lpm = |len: u32, a: [u8; 4]| [len.to_le_bytes().as_slice(), &a].concat();
+    fwd_routes(h);
     match name {
         "xdp_ddos" => {
             map(h, "blocklist_v4")

@@ -109,3 +109,80 @@ pub fn capture_frames() -> Vec<io::Frame> {
         })
         .collect()
 }
+
+/// A next hop of [`fwd_routes`]: (ifindex, source MAC, destination MAC).
+pub type FwdHop = (u32, [u8; 6], [u8; 6]);
+
+pub const FWD_DEFAULT_HOP: FwdHop = (0, [2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]);
+pub const FWD_TEN_HOP: FwdHop = (7, [2, 0, 0, 0, 7, 1], [2, 0, 0, 0, 7, 2]);
+
+/// Two routes for fwd_radix and fwd_lctrie, their maps written by hand
+/// (crates/lpm makes them from tables; docs/lpm.md): 0.0.0.0/0 to next
+/// hop 1 (ifindex 0: XDP_TX) and 10.0.0.0/8 to next hop 2 (ifindex 7: a
+/// redirect). Other programs are left alone.
+pub fn fwd_routes(h: &Hook) {
+    let index = |name: &str| h.object().map_index(name);
+    let put = |name: &str, key: u32, words: &[u32]| {
+        let v: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        h.maps()[index(name).unwrap()]
+            .user_update(&key.to_le_bytes(), &v, 0)
+            .unwrap();
+    };
+    let hop = |key: u32, (ifindex, smac, dmac): FwdHop| {
+        let v = [&ifindex.to_le_bytes()[..], &smac, &dmac].concat();
+        h.maps()[index("nexthops").unwrap()]
+            .user_update(&key.to_le_bytes(), &v, 0)
+            .unwrap();
+    };
+    if index("radix_nodes").is_some() {
+        // The root: 0/0, next hop 1, child 0 -> node 1: 10/8, next hop 2.
+        put("radix_nodes", 0, &[0, 0, 0, 1, 1, 0]);
+        put("radix_nodes", 1, &[0x0a00_0000, 0xff00_0000, 8, 2, 0, 0]);
+    }
+    if index("lc_nodes").is_some() {
+        // One leaf (base 0: 10/8) whose prefix chain holds 0/0.
+        put("lc_nodes", 0, &[0]);
+        put("lc_base", 0, &[0x0a00_0000, 0xff00_0000, 2, 1]);
+        put("lc_pre", 1, &[0, 0, 1, 0]);
+    }
+    if index("nexthops").is_some() {
+        hop(1, FWD_DEFAULT_HOP);
+        hop(2, FWD_TEN_HOP);
+    }
+}
+
+/// What fwd_radix and fwd_lctrie do to a frame with [`fwd_routes`]:
+/// `None` to pass it unchanged, `Some(None)` to drop it (a bad IPv4
+/// header, RFC 1812 5.2.2), `Some(Some(hop))` to send it to that hop with
+/// the TTL one less: an independent model of the checks.
+pub fn fwd_expected(frame: &[u8]) -> Option<Option<FwdHop>> {
+    let mut off = 12;
+    let mut proto = u16::from_be_bytes(frame.get(12..14)?.try_into().unwrap());
+    for _ in 0..2 {
+        if proto != 0x8100 && proto != 0x88a8 {
+            break;
+        }
+        proto = u16::from_be_bytes(frame.get(off + 4..off + 6)?.try_into().unwrap());
+        off += 4;
+    }
+    if proto != 0x0800 {
+        return None;
+    }
+    let ip = &frame[off + 2..];
+    if ip.len() < 20 || ip[0] >> 4 != 4 || ip[0] & 0xf < 5 {
+        return Some(None);
+    }
+    let hlen = usize::from(ip[0] & 0xf) * 4;
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    if total < hlen || total > ip.len() || !ipv4_checksum_ok(&ip[..hlen]) {
+        return Some(None);
+    }
+    if ip[8] <= 1 {
+        return None;
+    }
+    Some(Some(if ip[16] == 10 {
+        FWD_TEN_HOP
+    } else {
+        FWD_DEFAULT_HOP
+    }))
+}

@@ -1,0 +1,299 @@
+//! Route tables from text: `ip -4 route` output and RIB dumps (`prefix
+//! nexthop` lines, or `bgpdump -m` lines).
+
+use std::net::Ipv4Addr;
+
+use crate::{Prefix, RouteTable};
+
+/// Bad input: which line (from 1), what it said, and why it was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}: {text:?}")]
+pub struct ParseError {
+    pub line: usize,
+    pub text: String,
+    pub reason: String,
+}
+
+fn error(line: usize, text: &str, reason: impl Into<String>) -> ParseError {
+    ParseError {
+        line,
+        text: text.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Route types of `ip route` that forward nothing: skipped.
+const NOT_FORWARDING: &[&str] = &[
+    "unreachable",
+    "blackhole",
+    "prohibit",
+    "throw",
+    "local",
+    "broadcast",
+    "anycast",
+    "multicast",
+    "nat",
+];
+
+/// Words of `ip route` output that stand alone (no value follows).
+const FLAGS: &[&str] = &[
+    "onlink",
+    "linkdown",
+    "dead",
+    "pervasive",
+    "offload",
+    "trap",
+    "rt_offload",
+    "rt_trap",
+    "rt_offload_failed",
+    "notify",
+];
+
+/// The gateway and device of a route of `ip route`.
+type Hop = (Option<Ipv4Addr>, Option<String>);
+
+impl RouteTable {
+    /// Parses `ip -4 route` output: `[unicast] PREFIX|default [via ADDR]
+    /// [dev NAME] [key value | flag]...`, and a multipath route's `nexthop
+    /// via ADDR dev NAME weight N` lines (its first next hop is taken).
+    /// Unreachable, blackhole, local and other non-unicast routes are
+    /// skipped; a prefix already seen keeps its first route.
+    pub fn parse_ip_route(text: &str) -> Result<RouteTable, ParseError> {
+        let mut t = RouteTable::new();
+        // A multipath route waits for its first `nexthop` line.
+        let mut pending: Option<(usize, Prefix)> = None;
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("nexthop ") {
+                let (gw, dev) = route_words(n, raw, rest.split_whitespace())?;
+                if let Some((_, prefix)) = pending.take() {
+                    add(&mut t, prefix, gw, dev.as_deref());
+                }
+                continue;
+            }
+            if let Some((at, prefix)) = pending.take() {
+                return Err(error(
+                    at,
+                    &prefix.to_string(),
+                    "a route without via or dev and no nexthop lines",
+                ));
+            }
+            let mut words = line.split_whitespace().peekable();
+            let first = *words.peek().unwrap();
+            if NOT_FORWARDING.contains(&first) {
+                continue;
+            }
+            if first == "unicast" {
+                words.next();
+            }
+            let Some(dest) = words.next() else {
+                return Err(error(n, raw, "no destination"));
+            };
+            let prefix = if dest == "default" {
+                Prefix::DEFAULT
+            } else {
+                dest.parse::<Prefix>().map_err(|e| error(n, raw, e))?
+            };
+            let (gw, dev) = route_words(n, raw, words)?;
+            if gw.is_none() && dev.is_none() {
+                pending = Some((n, prefix));
+                continue;
+            }
+            add(&mut t, prefix, gw, dev.as_deref());
+        }
+        if let Some((at, prefix)) = pending {
+            return Err(error(
+                at,
+                &prefix.to_string(),
+                "a route without via or dev and no nexthop lines",
+            ));
+        }
+        Ok(t)
+    }
+
+    /// Parses a RIB dump: per line either `PREFIX NEXTHOP` (whitespace
+    /// between; `#` comments) or a `bgpdump -m` line
+    /// `TABLE_DUMP2|time|B|peer|peer_as|PREFIX|as_path|origin|NEXTHOP|...`
+    /// (also `TABLE_DUMP`). IPv6 prefixes are skipped; a prefix seen
+    /// before keeps its first next hop. Next hops have no device
+    /// (ifindex 0: see [`crate::NextHop`]).
+    pub fn parse_rib(text: &str) -> Result<RouteTable, ParseError> {
+        let mut t = RouteTable::new();
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (prefix, hop) = if line.starts_with("TABLE_DUMP") {
+                let f: Vec<&str> = line.split('|').collect();
+                if f.len() < 9 {
+                    return Err(error(
+                        n,
+                        raw,
+                        format!("{} fields, a bgpdump -m line has at least 9", f.len()),
+                    ));
+                }
+                (f[5], f[8])
+            } else {
+                let mut w = line.split_whitespace();
+                match (w.next(), w.next(), w.next()) {
+                    (Some(p), Some(h), None) => (p, h),
+                    _ => return Err(error(n, raw, "expected PREFIX NEXTHOP")),
+                }
+            };
+            if prefix.contains(':') {
+                continue;
+            }
+            let prefix = prefix.parse::<Prefix>().map_err(|e| error(n, raw, e))?;
+            let gw: Ipv4Addr = hop
+                .parse()
+                .map_err(|_| error(n, raw, format!("next hop {hop:?} is not an IPv4 address")))?;
+            add(&mut t, prefix, Some(gw), None);
+        }
+        Ok(t)
+    }
+}
+
+/// Adds a route unless its prefix is there (its next hop too).
+fn add(t: &mut RouteTable, prefix: Prefix, gw: Option<Ipv4Addr>, dev: Option<&str>) {
+    if t.get(prefix).is_none() {
+        let id = t.nexthop(gw, dev);
+        t.insert(prefix, id);
+    }
+}
+
+/// The `via` and `dev` of a route's words after the destination.
+fn route_words<'a>(
+    n: usize,
+    raw: &str,
+    words: impl Iterator<Item = &'a str>,
+) -> Result<Hop, ParseError> {
+    let mut words = words;
+    let (mut gw, mut dev) = (None, None);
+    while let Some(w) = words.next() {
+        if FLAGS.contains(&w) {
+            continue;
+        }
+        let Some(v) = words.next() else {
+            return Err(error(n, raw, format!("{w:?} without a value")));
+        };
+        match w {
+            "via" => {
+                let v = if v == "inet" {
+                    words
+                        .next()
+                        .ok_or_else(|| error(n, raw, "via inet without an address"))?
+                } else if v == "inet6" {
+                    return Err(error(n, raw, "an IPv6 next hop"));
+                } else {
+                    v
+                };
+                gw = Some(
+                    v.parse::<Ipv4Addr>()
+                        .map_err(|_| error(n, raw, format!("via {v:?} is not an IPv4 address")))?,
+                );
+            }
+            "dev" => dev = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    Ok((gw, dev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IP_ROUTE: &str = "\
+default via 10.0.0.1 dev eth0 proto dhcp src 10.0.0.5 metric 100
+10.0.0.0/24 dev eth0 proto kernel scope link src 10.0.0.5 metric 100
+10.1.0.0/16 via 192.0.2.1 dev eth1 proto static
+10.2.0.0/24 dev eth1 proto kernel scope link src 10.2.0.1
+blackhole 10.9.0.0/16 proto static
+192.0.2.0/24 dev eth1 proto kernel scope link src 192.0.2.10 linkdown
+198.51.100.7 via 192.0.2.1 dev eth1 onlink
+203.0.113.0/24 proto static metric 20
+\tnexthop via 192.0.2.1 dev eth1 weight 1
+\tnexthop via 10.0.0.1 dev eth0 weight 1
+default via 10.0.0.2 dev eth0 metric 200
+";
+
+    #[test]
+    fn ip_route_output() {
+        let t = RouteTable::parse_ip_route(IP_ROUTE).unwrap();
+        let p = |s: &str| s.parse::<Prefix>().unwrap();
+        let hop = |s: &str| t.hop(t.get(p(s)).unwrap()).unwrap().clone();
+        assert_eq!(t.len(), 7);
+        let d = hop("0.0.0.0/0");
+        assert_eq!(d.gateway, Some(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!((d.dev.as_deref(), d.ifindex), (Some("eth0"), 1));
+        let c = hop("10.2.0.0/24");
+        assert_eq!(
+            (c.gateway, c.dev.as_deref(), c.ifindex),
+            (None, Some("eth1"), 2)
+        );
+        assert_eq!(
+            hop("10.1.0.0/16").gateway,
+            Some(Ipv4Addr::new(192, 0, 2, 1))
+        );
+        assert_eq!(hop("198.51.100.7/32").ifindex, 2);
+        assert_eq!(
+            hop("203.0.113.0/24").gateway,
+            Some(Ipv4Addr::new(192, 0, 2, 1))
+        );
+        assert!(t.get(p("10.9.0.0/16")).is_none());
+        // Shared next hops: default, 10.0.0.0/24, 10.1/16, 10.2/24.
+        assert_eq!(t.nexthops().len(), 4);
+    }
+
+    #[test]
+    fn bad_ip_route_lines_are_named() {
+        let e = RouteTable::parse_ip_route("default via 10.0.0.1 dev eth0\n10.1.0.1/16 dev eth1\n")
+            .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().contains("host bits"), "{e}");
+        let e = RouteTable::parse_ip_route("10.1.0.0/16 via fe80::1 dev eth1").unwrap_err();
+        assert!(e.reason.contains("not an IPv4 address"), "{e}");
+        let e = RouteTable::parse_ip_route("10.1.0.0/16 via").unwrap_err();
+        assert!(e.reason.contains("without a value"), "{e}");
+        let e = RouteTable::parse_ip_route("\n\n10.1.0.0/16 proto static\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        let e = RouteTable::parse_ip_route("10.1.0.0/40 dev x").unwrap_err();
+        assert!(e.reason.contains("prefix length"), "{e}");
+        let e = RouteTable::parse_ip_route("10.0.0.0/8 via inet6 fe80::1 dev x").unwrap_err();
+        assert!(e.reason.contains("IPv6"), "{e}");
+    }
+
+    #[test]
+    fn rib_dumps() {
+        let text = "\
+# prefix nexthop
+10.0.0.0/8 192.0.2.1
+10.1.0.0/16 192.0.2.2
+TABLE_DUMP2|1136073600|B|195.66.224.175|5459|3.0.0.0/8|5459 701 703 80|IGP|195.66.224.175|0|0|5459:2000|NAG||
+TABLE_DUMP2|1136073600|B|195.66.224.76|5413|3.0.0.0/8|5413 701 703 80|IGP|195.66.224.76|0|0||NAG||
+TABLE_DUMP2|1136073600|B|2001:7f8:4::1|5459|2001:db8::/32|5459|IGP|2001:7f8:4::1|0|0||NAG||
+";
+        let t = RouteTable::parse_rib(text).unwrap();
+        assert_eq!(t.len(), 3);
+        let h = t.hop(t.get("3.0.0.0/8".parse().unwrap()).unwrap()).unwrap();
+        assert_eq!(h.gateway, Some(Ipv4Addr::new(195, 66, 224, 175)));
+        assert_eq!(h.ifindex, 0);
+        for (bad, why) in [
+            ("10.0.0.0/8\n", "expected PREFIX NEXTHOP"),
+            ("10.0.0.0/8 1.2.3.4 x\n", "expected PREFIX NEXTHOP"),
+            ("10.0.0.0/8 nowhere\n", "not an IPv4 address"),
+            ("TABLE_DUMP2|1|B|x\n", "fields"),
+            ("ten/8 1.2.3.4\n", "not an IPv4 address"),
+        ] {
+            let e = RouteTable::parse_rib(&format!("1.0.0.0/8 1.1.1.1\n{bad}")).unwrap_err();
+            assert_eq!(e.line, 2, "{bad}");
+            assert!(e.reason.contains(why), "{bad}: {e}");
+        }
+    }
+}
