@@ -1,6 +1,7 @@
 //! The `sluice` command: a thin layer over the crates.
 
 mod cmd;
+mod contents;
 mod input;
 mod mapfmt;
 mod pin;

@@ -120,6 +120,99 @@ fn the_host_is_calibrated_against_the_jit() {
     for p in c["points"].as_array().unwrap() {
         assert!(p["measured_ns"].as_f64().unwrap() > 0.0);
     }
+    // Every other length is held out of the fit and predicted.
+    let held = c["points"].as_array().unwrap();
+    let held: Vec<bool> = held.iter().map(|p| p["held_out"] == true).collect();
+    assert_eq!(held, [false, true, false, true, false, true, false]);
+    assert!(c["held_out_mean_error_pct"].as_f64().is_some());
+}
+
+#[test]
+fn forwarding_profiles_over_a_route_table() {
+    let dir = std::env::temp_dir().join(format!("sluice-profile-routes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let routes = dir.join("routes.txt");
+    std::fs::write(
+        &routes,
+        "default via 192.0.2.1 dev eth0\n10.0.0.0/8 via 192.0.2.2 dev eth1\n10.1.0.0/16 dev eth2 scope link\n",
+    )
+    .unwrap();
+    let spread = "udp,flows=16,dst=0.0.0.0/0";
+    for (prog, table) in [
+        ("fwd_radix", "synthetic:5000"),
+        ("fwd_lctrie", "synthetic:5000,seed=7"),
+        ("fwd_radix", routes.to_str().unwrap()),
+    ] {
+        let v = json(&[
+            "profile",
+            &object_path(prog),
+            "--routes",
+            table,
+            "--gen",
+            spread,
+            "--sizes",
+            "64..1024:320",
+            "--per-size",
+            "16",
+            "--json",
+        ]);
+        // Every frame forwarded (a default route), at a cost independent
+        // of the length: the same 16 destinations at each size.
+        assert_eq!(v["model"]["linear"], true, "{prog} {table}");
+        assert_eq!(v["model"]["insns"]["means"]["r2"], 1.0);
+        assert!(v["alpha"].as_f64().unwrap() > 50.0);
+        assert!(v["beta"].as_f64().unwrap().abs() < 1e-9);
+    }
+    // More routes, deeper walks.
+    let small = json(&[
+        "profile",
+        &object_path("fwd_radix"),
+        "--routes",
+        routes.to_str().unwrap(),
+        "--gen",
+        spread,
+        "--json",
+    ]);
+    let big = json(&[
+        "profile",
+        &object_path("fwd_radix"),
+        "--routes",
+        "synthetic:50000",
+        "--gen",
+        spread,
+        "--json",
+    ]);
+    assert!(big["alpha"].as_f64().unwrap() > small["alpha"].as_f64().unwrap() + 100.0);
+    for (prog, table, want) in [
+        ("xdp_count", "synthetic:10", "has no route-table map"),
+        ("fwd_radix", "synthetic:x", "the number of prefixes first"),
+        ("fwd_lctrie", "/nonexistent/routes", "/nonexistent/routes"),
+    ] {
+        let out = sluice()
+            .args(["profile", &object_path(prog), "--routes", table])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{prog} {table}: {err}"
+        );
+    }
+    std::fs::write(&routes, "10.0.0.0/8 via\n").unwrap();
+    let out = sluice()
+        .args([
+            "run",
+            &object_path("fwd_radix"),
+            "--gen",
+            "udp,count=1",
+            "--routes",
+            routes.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("line 1"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

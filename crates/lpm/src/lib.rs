@@ -29,6 +29,7 @@
 //! assert_eq!(t.hop(Reference::new(&t).lookup(addr).unwrap()).unwrap().ifindex, 2);
 //! ```
 
+mod layout;
 mod lctrie;
 mod maps;
 mod parse;
@@ -39,6 +40,7 @@ mod rng;
 mod synth;
 mod table;
 
+pub use layout::Layout;
 pub use lctrie::{LC_MAX_CHAIN, LC_MAX_DEPTH, LcParams, lctrie_entries, lctrie_walk};
 pub use maps::{
     ArrayMaps, LC_BASE, LC_BASE_MAX, LC_NODES, LC_NODES_MAX, LC_PRE, LC_PRE_MAX, LayoutError,

@@ -115,6 +115,25 @@ impl RouteTable {
         Ok(t)
     }
 
+    /// Parses either format, told apart by the first line that is not a
+    /// comment: a `bgpdump -m` line or `PREFIX ADDRESS` is a RIB dump,
+    /// anything else `ip route` output.
+    pub fn parse_text(text: &str) -> Result<RouteTable, ParseError> {
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'));
+        let rib = first.is_some_and(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            l.starts_with("TABLE_DUMP") || (w.len() == 2 && w[1].parse::<Ipv4Addr>().is_ok())
+        });
+        if rib {
+            RouteTable::parse_rib(text)
+        } else {
+            RouteTable::parse_ip_route(text)
+        }
+    }
+
     /// Parses a RIB dump: per line either `PREFIX NEXTHOP` (whitespace
     /// between; `#` comments) or a `bgpdump -m` line
     /// `TABLE_DUMP2|time|B|peer|peer_as|PREFIX|as_path|origin|NEXTHOP|...`
@@ -295,5 +314,21 @@ TABLE_DUMP2|1136073600|B|2001:7f8:4::1|5459|2001:db8::/32|5459|IGP|2001:7f8:4::1
             assert_eq!(e.line, 2, "{bad}");
             assert!(e.reason.contains(why), "{bad}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod either_format {
+    use crate::RouteTable;
+
+    #[test]
+    fn told_apart_by_the_first_line() {
+        let ip = RouteTable::parse_text("# routes\ndefault via 10.0.0.1 dev eth0\n").unwrap();
+        assert_eq!(ip.hop(ip.routes()[0].1).unwrap().ifindex, 1);
+        let rib = RouteTable::parse_text("10.0.0.0/8 192.0.2.1\n").unwrap();
+        assert_eq!(rib.hop(rib.routes()[0].1).unwrap().ifindex, 0);
+        let dump = "TABLE_DUMP2|1|B|192.0.2.9|65000|10.1.0.0/16|65000 1|IGP|192.0.2.9|0|0||NAG||\n";
+        assert_eq!(RouteTable::parse_text(dump).unwrap().len(), 1);
+        assert!(RouteTable::parse_text("10.0.0.0/8 via\n").is_err());
     }
 }

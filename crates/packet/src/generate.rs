@@ -4,7 +4,9 @@
 //! Fields: a protocol (`udp`, `tcp`, `icmp`), `v6` for IPv6, `flows=N`
 //! (distinct 5-tuples, visited round-robin), `size=BYTES` (frame length),
 //! `count=N`, `rate=PPS` (spacing of timestamps, default 1,000,000),
-//! `src=PREFIX` and `dst=ADDR` (sources are drawn from the prefix),
+//! `src=PREFIX` and `dst=ADDR[/LEN]` (sources are drawn from the prefix
+//! in order; with a prefix, each flow's destination is spread over it by
+//! a bijective hash of the flow number, as route lookups want),
 //! `sport=N`, `dport=N`, `start=NS` (first timestamp). The same spec always
 //! gives the same packets.
 //!
@@ -29,6 +31,9 @@ pub struct GenSpec {
     pub rate: u64,
     pub src: (IpAddr, u8),
     pub dst: IpAddr,
+    /// The destination prefix's length: flows spread over it when shorter
+    /// than the address.
+    pub dst_len: u8,
     pub sport: u16,
     pub dport: u16,
     pub start_ns: u64,
@@ -59,6 +64,7 @@ impl GenSpec {
             rate: 1_000_000,
             src: ("10.0.0.0".parse().expect("literal"), 16),
             dst: "10.255.0.1".parse().expect("literal"),
+            dst_len: 32,
             sport: 1024,
             dport: 80,
             start_ns: 1_000_000_000,
@@ -123,7 +129,17 @@ impl GenSpec {
                         src_given = true;
                     }
                     "dst" => {
-                        g.dst = v.parse().map_err(|_| bad("not an address"))?;
+                        let (a, l) = v.split_once('/').unwrap_or((v, ""));
+                        g.dst = a.parse().map_err(|_| bad("not an address"))?;
+                        let max = if g.dst.is_ipv4() { 32 } else { 128 };
+                        g.dst_len = if l.is_empty() {
+                            max
+                        } else {
+                            l.parse().map_err(|_| bad("bad prefix length"))?
+                        };
+                        if g.dst_len > max {
+                            return Err(bad("prefix too long"));
+                        }
                         dst_given = true;
                     }
                     _ => return Err(bad("unknown field")),
@@ -136,6 +152,7 @@ impl GenSpec {
             }
             if !dst_given {
                 g.dst = "2001:db8:ffff::1".parse().expect("literal");
+                g.dst_len = 128;
             }
         }
         if g.src.0.is_ipv4() != g.dst.is_ipv4() || g.src.0.is_ipv6() != g.v6 {
@@ -192,11 +209,41 @@ impl GenSpec {
         }
     }
 
+    /// The destination of flow `flow`: the address, or with a prefix an
+    /// address in it picked by a bijective 32-bit mix of the flow number
+    /// (the low 32 host bits vary at most).
+    fn destination(&self, flow: u32) -> IpAddr {
+        let host = |max: u32| {
+            let bits = max - u32::from(self.dst_len);
+            let h = u128::from(mix32(flow));
+            if bits >= 32 { h } else { h & ((1 << bits) - 1) }
+        };
+        match self.dst {
+            IpAddr::V4(a) if self.dst_len < 32 => {
+                let keep = if self.dst_len == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - u32::from(self.dst_len))
+                };
+                IpAddr::V4(((u32::from(a) & keep) | host(32) as u32).into())
+            }
+            IpAddr::V6(a) if self.dst_len < 128 => {
+                let keep = if self.dst_len == 0 {
+                    0
+                } else {
+                    u128::MAX << (128 - u32::from(self.dst_len))
+                };
+                IpAddr::V6(((u128::from(a) & keep) | host(128)).into())
+            }
+            a => a,
+        }
+    }
+
     /// Frame of flow `flow`.
     pub fn frame(&self, flow: u32) -> Vec<u8> {
         let b = Builder::new(
             &self.source(flow).to_string(),
-            &self.dst.to_string(),
+            &self.destination(flow).to_string(),
             self.l4(flow),
         );
         let headers = b.build().len();
@@ -249,6 +296,16 @@ impl Iterator for Generator {
         let left = (self.spec.count - self.next) as usize;
         (left, Some(left))
     }
+}
+
+/// Murmur3's 32-bit finaliser: a bijection that scatters consecutive
+/// numbers over the whole word.
+fn mix32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x85eb_ca6b);
+    x ^= x >> 13;
+    x = x.wrapping_mul(0xc2b2_ae35);
+    x ^ (x >> 16)
 }
 
 /// The ones' complement sum of `b` as 16-bit big-endian words (an odd
@@ -357,6 +414,21 @@ mod tests {
         assert_ne!(pkts[0].1, pkts[3].1, "packets of a flow differ");
         assert_eq!(&pkts[1].1[26..30], &[10, 1, 0, 1], "second source address");
         assert_eq!(&pkts[0].1[36..38], &53u16.to_be_bytes());
+        // Destinations spread over a prefix, one per flow, all inside it.
+        let spread = GenSpec::parse("udp,flows=64,count=64,dst=10.128.0.0/9").unwrap();
+        let dsts: std::collections::HashSet<[u8; 4]> = spread
+            .packets()
+            .map(|(_, p)| p[30..34].try_into().unwrap())
+            .collect();
+        assert_eq!(dsts.len(), 64);
+        assert!(dsts.iter().all(|d| d[0] == 10 && d[1] >= 128), "{dsts:?}");
+        let anywhere = GenSpec::parse("udp,flows=16,count=16,dst=0.0.0.0/0").unwrap();
+        let firsts: std::collections::HashSet<u8> =
+            anywhere.packets().map(|(_, p)| p[30]).collect();
+        assert!(firsts.len() > 8, "spread over the whole space: {firsts:?}");
+        let v6 = GenSpec::parse("udp,v6,flows=2,count=2,dst=2001:db8::/32").unwrap();
+        let d: Vec<Vec<u8>> = v6.packets().map(|(_, p)| p[38..54].to_vec()).collect();
+        assert!(d[0] != d[1] && d[0][..4] == [0x20, 0x01, 0x0d, 0xb8]);
         let v6 = GenSpec::parse("tcp,v6,count=2").unwrap();
         assert_eq!(&v6.packets().next().unwrap().1[12..14], &[0x86, 0xdd]);
         for bad in [
@@ -366,6 +438,7 @@ mod tests {
             "udp,src=10.0.0.0/40",
             "udp,v6,src=10.0.0.0/8",
             "udp,dport=70000",
+            "udp,dst=10.0.0.0/33",
         ] {
             assert!(GenSpec::parse(bad).is_err(), "{bad}");
         }

@@ -10,6 +10,10 @@
 //! be told apart, and the time is put on instructions alone
 //! (`cycles_per_access` is then `None`).
 //!
+//! With four lengths or more, every other length (the 2nd, 4th, ...) is
+//! held out: the fit sees the others only, and the error on the held-out
+//! lengths says how well the model predicts packets it was not fitted on.
+//!
 //! Per packet: a few warm-up runs, one counting run (its instructions and
 //! accesses), then 5 rounds of repeated runs; the median round's time per
 //! run is the packet's measured time.
@@ -35,6 +39,8 @@ pub struct CalPoint {
     pub predicted_ns: f64,
     /// `(predicted - measured) / measured`, in percent.
     pub error_pct: f64,
+    /// Not used in the fit.
+    pub held_out: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -44,9 +50,13 @@ pub struct Calibration {
     pub cycles_per_insn: f64,
     pub cycles_per_access: Option<f64>,
     pub points: Vec<CalPoint>,
-    /// Mean and largest absolute error over the lengths, in percent.
+    /// Mean and largest absolute error over the lengths fitted on, in
+    /// percent.
     pub mean_error_pct: f64,
     pub max_error_pct: f64,
+    /// The same over the held-out lengths (none with fewer than four).
+    pub held_out_mean_error_pct: Option<f64>,
+    pub held_out_max_error_pct: Option<f64>,
     /// R^2 of the host's cost around the program, `t0 + tbyte * l`.
     pub harness_r2: f64,
     pub note: Option<String>,
@@ -92,13 +102,21 @@ pub fn calibrate(
         return Err("no packets to calibrate on".into());
     }
     let f_mhz = host_mhz().unwrap_or(1000.0);
+    let held_out = |len: u32| {
+        chosen.len() >= 4
+            && chosen
+                .keys()
+                .position(|&l| l == len)
+                .is_some_and(|i| i % 2 == 1)
+    };
+    let fitted: Vec<&Sample> = samples.iter().filter(|s| !held_out(s.len)).collect();
     let harness = fit_line(
-        &samples
+        &fitted
             .iter()
             .map(|s| (f64::from(s.len), s.around))
             .collect::<Vec<_>>(),
     );
-    let own: Vec<(f64, f64, f64)> = samples
+    let own: Vec<(f64, f64, f64)> = fitted
         .iter()
         .map(|s| (s.insns, s.accesses, s.total - harness.at(f64::from(s.len))))
         .collect();
@@ -142,14 +160,29 @@ pub fn calibrate(
             measured_ns: measured,
             predicted_ns: predicted,
             error_pct: 100.0 * (predicted - measured) / measured,
+            held_out: held_out(len),
         });
     }
-    let errors: Vec<f64> = points.iter().map(|p| p.error_pct.abs()).collect();
+    let errors = |out: bool| {
+        let e: Vec<f64> = (points.iter().filter(|p| p.held_out == out))
+            .map(|p| p.error_pct.abs())
+            .collect();
+        (!e.is_empty()).then(|| {
+            (
+                e.iter().sum::<f64>() / e.len() as f64,
+                e.iter().copied().fold(0.0, f64::max),
+            )
+        })
+    };
+    let (mean_error_pct, max_error_pct) = errors(false).unwrap_or_default();
+    let held = errors(true);
     Ok(Calibration {
         cycles_per_insn: cpu.cpi,
         cycles_per_access: per_access.map(|t| t * f_mhz / 1e3),
-        mean_error_pct: errors.iter().sum::<f64>() / errors.len() as f64,
-        max_error_pct: errors.iter().copied().fold(0.0, f64::max),
+        mean_error_pct,
+        max_error_pct,
+        held_out_mean_error_pct: held.map(|h| h.0),
+        held_out_max_error_pct: held.map(|h| h.1),
         harness_r2: harness.r2,
         cpu,
         points,

@@ -80,6 +80,23 @@ pub enum ProfileError {
 /// Failures kept with their message.
 const FIRST_FAILURES: usize = 5;
 
+/// Runs `hook` over up to `limit` packets of `source` without counting
+/// them: the per-flow state and caches a later [`profile`] of the same
+/// packets finds in place (its steady state). Returns the packets run.
+pub fn warm_up(
+    hook: &mut Hook,
+    source: &mut dyn Source,
+    limit: Option<u64>,
+) -> Result<u64, ProfileError> {
+    let mut done = 0;
+    for_each_packet(source, limit, |info, bytes| {
+        done += 1;
+        // A packet that fails here fails again, counted, in the profile.
+        let _ = hook.run(bytes, &crate::calibrate::meta(info.timestamp_ns));
+    })?;
+    Ok(done)
+}
+
 /// Runs `hook` over up to `limit` packets of `source`, counting; calls
 /// `progress` with the packets done every 1024 packets.
 pub fn profile(

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use crate::cpu::Cpu;
 use crate::model::CostModel;
 
-/// `{program, alpha, beta, gamma, delta, r2_insns, r2_accesses, linear,
+/// `{program, alpha, beta, gamma, delta, r2_insns, r2_accesses (per packet),
+/// r2_insns_means, r2_accesses_means (per length), linear,
 /// cpus: [...], lengths: [{len, packets, insns, accesses, insns_model,
 /// accesses_model, delay_ns: {cpu: ns}}]}`.
 pub fn model_json(m: &CostModel, cpus: &[Cpu]) -> Value {
@@ -39,6 +40,8 @@ pub fn model_json(m: &CostModel, cpus: &[Cpu]) -> Value {
         "delta": m.delta(),
         "r2_insns": m.insns.line.r2,
         "r2_accesses": m.accesses.line.r2,
+        "r2_insns_means": m.insns.means.r2,
+        "r2_accesses_means": m.accesses.means.r2,
         "linear": m.linear,
         "cpus": cpus,
         "lengths": lengths,

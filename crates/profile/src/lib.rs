@@ -28,7 +28,7 @@ mod fit;
 mod model;
 
 pub use calibrate::{Calibration, calibrate};
-pub use cost::{Engine, PacketCost, Profile, ProfileError, profile};
+pub use cost::{Engine, PacketCost, Profile, ProfileError, profile, warm_up};
 pub use cpu::Cpu;
 pub use export::{model_csv, model_json};
 pub use fit::{Line, fit_line, fit_plane};

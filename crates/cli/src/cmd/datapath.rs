@@ -31,9 +31,9 @@ pub struct Args {
     prog_name: Option<String>,
     #[command(flatten)]
     settings: ObjectSettings,
-    /// Add a map entry before the run: NAME KEY VALUE (as `sluice run`)
-    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
-    map_update: Vec<String>,
+    /// Map contents before the run
+    #[command(flatten)]
+    contents: crate::contents::MapContents,
     /// The engine running the program
     #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
     engine: run::Engine,
@@ -68,7 +68,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         object: Some(object.clone()),
         prog: a.prog_name.clone(),
         settings: a.settings.clone(),
-        map_update: a.map_update.clone(),
+        contents: a.contents.clone(),
         engine: a.engine,
         r#gen: vec!["udp".into()],
         // A per-CPU slot for each polling thread (one per queue of a port).

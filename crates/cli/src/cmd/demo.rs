@@ -34,7 +34,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let args = run::Args {
         object: Some("target/bpf/xdp_ddos.o".into()),
         r#gen: TRAFFIC.iter().map(|s| s.to_string()).collect(),
-        map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
+        contents: crate::contents::MapContents {
+            map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
         settings: crate::settings::ObjectSettings {
             set: vec!["rate_pps=1000".into(), "burst=100".into()],
             ..Default::default()

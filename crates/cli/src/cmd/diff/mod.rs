@@ -48,9 +48,9 @@ pub struct Args {
     /// Globals and map sizes, on both sides
     #[command(flatten)]
     pub settings: crate::settings::ObjectSettings,
-    /// Add a map entry on both sides before the run: NAME KEY VALUE
-    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
-    pub map_update: Vec<String>,
+    /// Map contents before the run (on both sides)
+    #[command(flatten)]
+    pub contents: crate::contents::MapContents,
     /// Stop after this many packets
     #[arg(long)]
     pub limit: Option<u64>,
@@ -96,7 +96,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         r#gen: a.r#gen.clone(),
         foreign: a.foreign,
         settings: a.settings.clone(),
-        map_update: a.map_update.clone(),
+        contents: a.contents.clone(),
         // Per-CPU maps hold one value per possible CPU, as the kernel's.
         cpus: kernel::possible_cpus() as u32,
         ifindex: Some(1),

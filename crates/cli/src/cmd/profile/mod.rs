@@ -65,9 +65,9 @@ pub struct Args {
     per_packet: Option<PathBuf>,
     #[command(flatten)]
     settings: ObjectSettings,
-    /// Update a map entry before the run: NAME KEY VALUE (see `sluice run --help`)
-    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
-    map_update: Vec<String>,
+    /// Map contents before the run
+    #[command(flatten)]
+    contents: crate::contents::MapContents,
     /// The engine that runs the program (the counts are the same)
     #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
     engine: run::Engine,
@@ -134,7 +134,7 @@ fn run_args(a: &Args, engine: run::Engine) -> Result<run::Args, String> {
         pcap: a.pcap.clone(),
         r#gen,
         settings: a.settings.clone(),
-        map_update: a.map_update.clone(),
+        contents: a.contents.clone(),
         cpus: 1,
         ifindex: Some(1),
         engine,
@@ -285,8 +285,8 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
     );
     let fit = |name: &str, f: &profile::Fitted, a: &str, b: &str| {
         println!(
-            "  {name:<16} {a} = {:>10.2}  {b} = {:>8.4} per byte   R^2 {:.4}  rms {:.2}  max error {:.1}",
-            f.line.intercept, f.line.slope, f.line.r2, f.line.rms, f.line.max_error
+            "  {name:<16} {a} = {:>10.2}  {b} = {:>8.4} per byte   R^2 {:.4} (means per length {:.4})  rms {:.2}  max error {:.1}",
+            f.line.intercept, f.line.slope, f.line.r2, f.means.r2, f.line.rms, f.line.max_error
         );
     };
     fit("instructions", &m.insns, "alpha", "beta");
@@ -294,7 +294,7 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
     println!(
         "  {}",
         if m.linear {
-            "linear in the packet length (R^2 >= 0.99)"
+            "linear in the packet length (the means per length: R^2 >= 0.99)"
         } else {
             "NOT linear in the packet length"
         }
@@ -330,7 +330,7 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
     if let Some(c) = cal {
         println!();
         println!(
-            "host calibration ({:.0} MHz): {:.3} cycles per instruction, {}; around the program {:.1} ns + {:.3} ns per byte (R^2 {:.3}); error against the JIT's time: mean {:.1}%, max {:.1}%",
+            "host calibration ({:.0} MHz): {:.3} cycles per instruction, {}; around the program {:.1} ns + {:.3} ns per byte (R^2 {:.3}); error against the JIT's time on the lengths fitted: mean {:.1}%, max {:.1}%{}",
             c.cpu.f_mhz,
             c.cycles_per_insn,
             match c.cycles_per_access {
@@ -341,7 +341,13 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
             c.cpu.tbyte_ns,
             c.harness_r2,
             c.mean_error_pct,
-            c.max_error_pct
+            c.max_error_pct,
+            match (c.held_out_mean_error_pct, c.held_out_max_error_pct) {
+                (Some(mean), Some(max)) => format!(
+                    "; on every other length, held out of the fit: mean {mean:.1}%, max {max:.1}%"
+                ),
+                _ => String::new(),
+            }
         );
         if let Some(n) = &c.note {
             println!("  note: {n}");

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use pipeline::{Capture, Foreign, Generated, Live, Port, PortCounts, Route, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
 
-use crate::mapfmt;
+use crate::contents::MapContents;
 use crate::settings::ObjectSettings;
 
 /// Replay packets through a program in the sluice VM (no root needed).
@@ -103,9 +103,8 @@ pub struct Args {
     pub send_drop: Option<String>,
     #[command(flatten)]
     pub settings: ObjectSettings,
-    /// Add a map entry before the run: NAME KEY VALUE (KEY/VALUE: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES)
-    #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
-    pub map_update: Vec<String>,
+    #[command(flatten)]
+    pub contents: MapContents,
     /// Forwarding table for bpf_fib_lookup: a file of `link`, `neigh` and route lines
     #[arg(long)]
     pub fib: Option<PathBuf>,
@@ -205,26 +204,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
     if let Some(dir) = &a.pin {
         crate::pin::load(&mut hook, dir)?;
     }
-    for u in a.map_update.chunks(3) {
-        let [name, key, value] = u else {
-            unreachable!("clap gives three values")
-        };
-        let i = hook
-            .object()
-            .map_index(name)
-            .ok_or_else(|| format!("--map-update {name}: no such map"))?;
-        let map = &hook.maps()[i];
-        let spec = map.spec().clone();
-        if let Some(why) = spec.map_type.absent_reason() {
-            return Err(format!("--map-update {name}: {why}"));
-        }
-        let k = mapfmt::parse(key, spec.key_size as usize, spec.map_type, true)
-            .map_err(|e| format!("--map-update {name}: key {e}"))?;
-        let v = mapfmt::parse(value, map.user_value_len(), spec.map_type, false)
-            .map_err(|e| format!("--map-update {name}: value {e}"))?;
-        map.user_update(&k, &v, maps::update::ANY)
-            .map_err(|e| format!("--map-update {name} {key} {value}: {e}"))?;
-    }
+    a.contents.fill(&hook)?;
     Ok(hook)
 }
 
