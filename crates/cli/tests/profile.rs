@@ -216,6 +216,34 @@ fn forwarding_profiles_over_a_route_table() {
 }
 
 #[test]
+fn warm_up_reaches_the_steady_state() {
+    let args = |warm: bool| {
+        let mut v = vec![
+            "profile".to_string(),
+            object_path("classify"),
+            "--sizes".into(),
+            "64..1024:320".into(),
+            "--gen".into(),
+            "udp,flows=8".into(),
+            "--per-size".into(),
+            "8".into(),
+            "--json".into(),
+        ];
+        if warm {
+            v.push("--warm-up".into());
+        }
+        v
+    };
+    let cold = json(&args(false).iter().map(String::as_str).collect::<Vec<_>>());
+    let warm = json(&args(true).iter().map(String::as_str).collect::<Vec<_>>());
+    // Cold, the first size inserts the flows; warm, every packet updates.
+    assert_eq!(cold["model"]["linear"], false);
+    assert_eq!(warm["model"]["linear"], true);
+    let rows = |v: &serde_json::Value| v["model"]["rows"][0]["insns_mean"].as_f64().unwrap();
+    assert!(rows(&cold) > rows(&warm));
+}
+
+#[test]
 fn bad_input_is_named() {
     let count = object_path("xdp_count");
     for (args, want) in [

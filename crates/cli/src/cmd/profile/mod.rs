@@ -39,6 +39,10 @@ pub struct Args {
     /// Packets taken from the source at most
     #[arg(long)]
     limit: Option<u64>,
+    /// Run the packets once, uncounted, before profiling them: per-flow
+    /// state (flow tables, token buckets) then exists, the steady state
+    #[arg(long)]
+    warm_up: bool,
     /// Processors to predict the delay for: `ixp1200` (the paper's, 233 MHz,
     /// memory 4 to 170 ns), `f=233MHz[,cpi=1][,tmem=4ns[..170ns]][,t0=0ns]`,
     /// `host` (this machine, calibrated now against the JIT's time) or a
@@ -164,6 +168,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let mut hook = run::prepare(&ra)?;
     crate::cmd::verify::before_run(&mut hook)?;
     let program = hook.program().name.clone();
+    if a.warm_up {
+        profile::warm_up(&mut hook, run::source(&ra)?.as_mut(), a.limit)
+            .map_err(|e| e.to_string())?;
+    }
     let mut source = run::source(&ra)?;
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
     let profiled = with_progress(total, a.json, |count| {
