@@ -20,6 +20,10 @@ pub struct MapContents {
     /// a BGP table's length mix)
     #[arg(long, value_name = "FILE|synthetic:N")]
     pub routes: Option<String>,
+    /// The security association of an ESP program (esp_3des: a 24-byte
+    /// key, esp_aes: 16 bytes): SPI:KEY, the SPI a number, the key in hex
+    #[arg(long, value_name = "SPI:KEY")]
+    pub sa: Option<String>,
 }
 
 impl MapContents {
@@ -27,6 +31,9 @@ impl MapContents {
     pub fn fill(&self, hook: &Hook) -> Result<(), String> {
         if let Some(spec) = &self.routes {
             load(hook, spec)?;
+        }
+        if let Some(spec) = &self.sa {
+            set_sa(hook, spec)?;
         }
         for u in self.map_update.chunks(3) {
             let [name, key, value] = u else {
@@ -109,6 +116,51 @@ fn load(hook: &Hook, spec: &str) -> Result<usize, String> {
             .map_err(|e| format!("--routes: map {name}: {e}"))?;
     }
     Ok(t.len())
+}
+
+/// Writes an ESP SA (`esp_sa` entry 0: the SPI big-endian at byte 0, the
+/// key at byte 16, as `struct sa_3des` and `struct sa_aes` declare; the
+/// program expands the key on its first packet).
+fn set_sa(hook: &Hook, spec: &str) -> Result<(), String> {
+    let bad = |what: &str| format!("--sa {spec}: {what} (SPI:KEY, the key in hex)");
+    let (spi, key) = spec.split_once(':').ok_or_else(|| bad("no `:`"))?;
+    let spi = crate::settings::parse_int(spi)
+        .ok()
+        .and_then(|s| u32::try_from(s).ok())
+        .filter(|&s| s != 0)
+        .ok_or_else(|| bad("the SPI is a number from 1 to 2^32-1"))?;
+    let key = (0..key.len())
+        .step_by(2)
+        .map(|i| {
+            key.get(i..i + 2)
+                .and_then(|b| u8::from_str_radix(b, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| bad("the key is not hex"))?;
+    let i = hook.object().map_index("esp_sa").ok_or_else(|| {
+        format!(
+            "--sa: program {} has no esp_sa map (esp_3des, esp_aes)",
+            hook.program().name
+        )
+    })?;
+    let map = &hook.maps()[i];
+    let mut value = vec![0u8; map.spec().value_size as usize];
+    // The key fills the bytes from 16 up to the first schedule word.
+    let want = if value.len() > 16 + 24 + 48 * 8 - 8 {
+        24
+    } else {
+        16
+    };
+    if key.len() != want {
+        return Err(bad(&format!(
+            "this program's key is {want} bytes, not {}",
+            key.len()
+        )));
+    }
+    value[..4].copy_from_slice(&spi.to_be_bytes());
+    value[16..16 + want].copy_from_slice(&key);
+    map.user_update(&0u32.to_le_bytes(), &value, maps::update::ANY)
+        .map_err(|e| format!("--sa: {e}"))
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@
 //! frame copied in, the context, the call) is timed with a program that
 //! does nothing (the `baseline` hook) on the same packets, and fitted as
 //! `t0 + tbyte * l`. The program's own time (its time less that) is fitted
-//! through the origin as `i * cpi / f + m * tmem` by least squares over
-//! the packets. When instructions and accesses move together they cannot
-//! be told apart, and the time is put on instructions alone
-//! (`cycles_per_access` is then `None`).
+//! through the origin as `i * cpi / f + m * tmem + h * thelper` (`h` the
+//! helper calls) by least squares over the packets, weighted so that the
+//! relative errors are minimised. Terms that move with
+//! another on these packets cannot be told apart: the fit then drops the
+//! helper term, then the access term, and puts their time on what is left
+//! (`cycles_per_access`/`ns_per_helper` are then `None`).
 //!
 //! With four lengths or more, every other length (the 2nd, 4th, ...) is
 //! held out: the fit sees the others only, and the error on the held-out
@@ -49,6 +51,7 @@ pub struct Calibration {
     pub cpu: Cpu,
     pub cycles_per_insn: f64,
     pub cycles_per_access: Option<f64>,
+    pub ns_per_helper: Option<f64>,
     pub points: Vec<CalPoint>,
     /// Mean and largest absolute error over the lengths fitted on, in
     /// percent.
@@ -93,6 +96,7 @@ pub fn calibrate(
                 len,
                 insns: s.insns as f64,
                 accesses: accesses as f64,
+                helpers: s.helper_calls as f64,
                 total,
                 around,
             });
@@ -116,25 +120,39 @@ pub fn calibrate(
             .map(|s| (f64::from(s.len), s.around))
             .collect::<Vec<_>>(),
     );
-    let own: Vec<(f64, f64, f64)> = fitted
-        .iter()
-        .map(|s| (s.insns, s.accesses, s.total - harness.at(f64::from(s.len))))
-        .collect();
-    let (per_insn, per_access, note) = match fit_origin2(&own) {
-        Some([pi, pa]) if pi > 0.0 && pa >= 0.0 => (pi, Some(pa), None),
-        _ => {
-            let (sxy, sxx) = own
-                .iter()
-                .fold((0.0, 0.0), |(a, b), p| (a + p.0 * p.2, b + p.0 * p.0));
-            (
-                if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 },
-                None,
-                Some(
-                    "instructions and memory accesses move together on these packets: the program's time is put on instructions alone"
-                        .to_string(),
-                ),
-            )
+    // The terms tried, most first: [insns, accesses, helper calls].
+    let mut fit = None;
+    for terms in [
+        [true, true, true],
+        [true, false, true],
+        [true, true, false],
+        [true, false, false],
+    ] {
+        let rows: Vec<(Vec<f64>, f64)> = fitted
+            .iter()
+            .map(|s| {
+                // Each row weighted by 1 / its measured time: the fit
+                // minimises relative errors, small packets count as much
+                // as large ones.
+                let w = 1.0 / s.total.max(1.0);
+                let x = [s.insns, s.accesses, s.helpers];
+                let x = (0..3).filter(|&k| terms[k]).map(|k| x[k] * w).collect();
+                (x, (s.total - harness.at(f64::from(s.len))) * w)
+            })
+            .collect();
+        if let Some(c) = fit_origin(&rows).filter(|c| c[0] > 0.0 && c.iter().all(|&v| v >= 0.0)) {
+            let mut it = c.into_iter();
+            let mut take = |on: bool| if on { it.next() } else { None };
+            fit = Some((take(true).unwrap_or(0.0), take(terms[1]), take(terms[2])));
+            break;
         }
+    }
+    let (per_insn, per_access, per_helper) = fit.unwrap_or((0.0, None, None));
+    let note = match (per_access, per_helper) {
+        (Some(_), Some(_)) => None,
+        (None, Some(_)) => Some("instructions and memory accesses move together on these packets: the accesses' time is put on instructions".to_string()),
+        (Some(_), None) => Some("helper calls are not told apart from instructions and accesses on these packets: their time is put on those".to_string()),
+        (None, None) => Some("instructions, memory accesses and helper calls move together on these packets: the program's time is put on instructions alone".to_string()),
     };
     let cpu = Cpu {
         name: "host".into(),
@@ -143,15 +161,20 @@ pub fn calibrate(
         tmem_ns: per_access.unwrap_or(0.0),
         t0_ns: harness.intercept,
         tbyte_ns: harness.slope,
+        thelper_ns: per_helper.unwrap_or(0.0),
     };
     let mut points = Vec::new();
     for &len in chosen.keys() {
         let of: Vec<&Sample> = samples.iter().filter(|s| s.len == len).collect();
         let n = of.len() as f64;
         let mean = |k: fn(&Sample) -> f64| of.iter().map(|s| k(s)).sum::<f64>() / n;
-        let (insns, accesses, measured) =
-            (mean(|s| s.insns), mean(|s| s.accesses), mean(|s| s.total));
-        let predicted = cpu.delay_ns(f64::from(len), insns, accesses);
+        let (insns, accesses, helpers, measured) = (
+            mean(|s| s.insns),
+            mean(|s| s.accesses),
+            mean(|s| s.helpers),
+            mean(|s| s.total),
+        );
+        let predicted = cpu.delay_ns(f64::from(len), insns, accesses, helpers);
         points.push(CalPoint {
             len,
             packets: of.len() as u64,
@@ -179,6 +202,7 @@ pub fn calibrate(
     Ok(Calibration {
         cycles_per_insn: cpu.cpi,
         cycles_per_access: per_access.map(|t| t * f_mhz / 1e3),
+        ns_per_helper: per_helper,
         mean_error_pct,
         max_error_pct,
         held_out_mean_error_pct: held.map(|h| h.0),
@@ -194,6 +218,7 @@ struct Sample {
     len: u32,
     insns: f64,
     accesses: f64,
+    helpers: f64,
     /// Measured time per run, ns: the program's, and the empty program's.
     total: f64,
     around: f64,
@@ -225,21 +250,46 @@ fn measure(
     Ok((stats, rounds[2]))
 }
 
-/// Least squares `y = b x1 + c x2` (no intercept) over `(x1, x2, y)`.
-fn fit_origin2(points: &[(f64, f64, f64)]) -> Option<[f64; 2]> {
-    let (mut a11, mut a12, mut a22, mut b1, mut b2) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for &(x1, x2, y) in points {
-        a11 += x1 * x1;
-        a12 += x1 * x2;
-        a22 += x2 * x2;
-        b1 += x1 * y;
-        b2 += x2 * y;
-    }
-    let det = a11 * a22 - a12 * a12;
-    if det.abs() <= 1e-9 * (a11 * a22).max(1.0) {
+/// Least squares `y = c . x` (no intercept) over `(x, y)` rows, by the
+/// normal equations; `None` when they are singular (a term moves with the
+/// others).
+fn fit_origin(rows: &[(Vec<f64>, f64)]) -> Option<Vec<f64>> {
+    let n = rows.first()?.0.len();
+    // Each term scaled to norm 1, so that a pivot near 0 means a term the
+    // others explain, whatever the terms' magnitudes.
+    let norm: Vec<f64> = (0..n)
+        .map(|i| rows.iter().map(|(x, _)| x[i] * x[i]).sum::<f64>().sqrt())
+        .collect();
+    if norm.contains(&0.0) {
         return None;
     }
-    Some([(b1 * a22 - b2 * a12) / det, (a11 * b2 - a12 * b1) / det])
+    // [A | b] with A = X^T X, b = X^T y.
+    let mut a = vec![vec![0.0; n + 1]; n];
+    for (x, y) in rows {
+        for i in 0..n {
+            for j in 0..n {
+                a[i][j] += x[i] / norm[i] * x[j] / norm[j];
+            }
+            a[i][n] += x[i] / norm[i] * y;
+        }
+    }
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()))?;
+        if a[pivot][col].abs() <= 1e-6 {
+            return None;
+        }
+        a.swap(col, pivot);
+        for r in 0..n {
+            if r != col {
+                let f = a[r][col] / a[col][col];
+                let pivot_row = a[col].clone();
+                for (v, p) in a[r].iter_mut().zip(pivot_row).skip(col) {
+                    *v -= f * p;
+                }
+            }
+        }
+    }
+    Some((0..n).map(|i| a[i][n] / a[i][i] / norm[i]).collect())
 }
 
 /// What a profiled packet arrives with: interface 1, queue 0, its time.
@@ -264,4 +314,29 @@ fn host_mhz() -> Option<f64> {
         .trim()
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_origin;
+
+    #[test]
+    fn fits_through_the_origin_or_says_a_term_is_redundant() {
+        let rows: Vec<(Vec<f64>, f64)> = (1..20)
+            .map(|k| {
+                let x = [1000.0 * f64::from(k), f64::from(k * k % 7), 5.0];
+                (x.to_vec(), 2.0 * x[0] + 3.0 * x[1] + 40.0 * x[2])
+            })
+            .collect();
+        let c = fit_origin(&rows).unwrap();
+        for (got, want) in c.iter().zip([2.0, 3.0, 40.0]) {
+            assert!((got - want).abs() < 1e-6 * want, "{c:?}");
+        }
+        // The second term twice the first: not told apart.
+        let twice: Vec<(Vec<f64>, f64)> = rows
+            .iter()
+            .map(|(x, y)| (vec![x[0], 2.0 * x[0]], *y))
+            .collect();
+        assert_eq!(fit_origin(&twice), None);
+    }
 }

@@ -19,7 +19,7 @@ pub fn model_json(m: &CostModel, cpus: &[Cpu]) -> Value {
             let (i, a) = m.predict(f64::from(r.len));
             let delays: serde_json::Map<String, Value> = cpus
                 .iter()
-                .map(|c| (c.name.clone(), json!(c.delay_ns(f64::from(r.len), i, a))))
+                .map(|c| (c.name.clone(), json!(m.delay_ns(c, f64::from(r.len)))))
                 .collect();
             json!({
                 "len": r.len,
@@ -38,6 +38,8 @@ pub fn model_json(m: &CostModel, cpus: &[Cpu]) -> Value {
         "beta": m.beta(),
         "gamma": m.gamma(),
         "delta": m.delta(),
+        "helpers": m.helpers.line.intercept,
+        "helpers_per_byte": m.helpers.line.slope,
         "r2_insns": m.insns.line.r2,
         "r2_accesses": m.accesses.line.r2,
         "r2_insns_means": m.insns.means.r2,
@@ -62,7 +64,7 @@ pub fn model_csv(m: &CostModel, cpus: &[Cpu]) -> String {
             r.len, r.packets, r.insns_mean, r.accesses_mean, i, a
         );
         for c in cpus {
-            out += &format!(",{:.3}", c.delay_ns(f64::from(r.len), i, a));
+            out += &format!(",{:.3}", m.delay_ns(c, f64::from(r.len)));
         }
         out.push('\n');
     }

@@ -17,7 +17,7 @@
 //! assert_eq!((line.intercept, line.slope), (36.0, 1.0));
 //! assert_eq!(line.r2, 1.0);
 //! let ixp = Cpu::parse("f=233MHz,tmem=4ns").unwrap();
-//! assert!((ixp[0].delay_ns(64.0, 233.0, 0.0) - 1000.0).abs() < 1e-9);
+//! assert!((ixp[0].delay_ns(64.0, 233.0, 0.0, 0.0) - 1000.0).abs() < 1e-9);
 //! ```
 
 mod calibrate;

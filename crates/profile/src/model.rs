@@ -80,6 +80,8 @@ pub struct CostModel {
     pub insns: Fitted,
     /// gamma and delta of memory accesses per byte.
     pub accesses: Fitted,
+    /// Helper calls per byte (for a host's helper-call term).
+    pub helpers: Fitted,
     pub linear: bool,
     /// What a reader should know about the fit, in words.
     pub notes: Vec<String>,
@@ -105,10 +107,17 @@ impl CostModel {
         (self.insns.line.at(len), self.accesses.line.at(len))
     }
 
+    /// The delay the model predicts on `cpu` at `len` bytes, in ns.
+    pub fn delay_ns(&self, cpu: &crate::Cpu, len: f64) -> f64 {
+        let (i, m) = self.predict(len);
+        cpu.delay_ns(len, i, m, self.helpers.line.at(len))
+    }
+
     /// Fits the model to a profile.
     pub fn fit(p: &Profile) -> CostModel {
         let insns = fitted(&p.packets, |c| c.insns);
         let accesses = fitted(&p.packets, |c| c.accesses());
+        let helpers = fitted(&p.packets, |c| c.helper_calls);
         let linear = insns.linear() && accesses.linear();
         let rows = rows(p);
         let notes = notes(&insns, &accesses, &rows, p);
@@ -119,6 +128,7 @@ impl CostModel {
             failed: p.failed,
             insns,
             accesses,
+            helpers,
             linear,
             notes,
             rows,

@@ -369,10 +369,9 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
         }
         println!("   (predicted delay, ns)");
         for r in &m.rows {
-            let (i, acc) = m.predict(f64::from(r.len));
             print!("{:>6}", r.len);
             for c in cpus {
-                print!(" {:>24.1}", c.delay_ns(f64::from(r.len), i, acc));
+                print!(" {:>24.1}", m.delay_ns(c, f64::from(r.len)));
             }
             println!();
         }

@@ -99,10 +99,7 @@ fn cost(path: &Path, m: &CostModel) -> R<()> {
 
 fn delay(path: &Path, m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) -> R<()> {
     let (x0, x1) = x_range(m);
-    let at = |c: &Cpu, x: f64| {
-        let (i, a) = m.predict(x);
-        c.delay_ns(x, i, a) / 1e3
-    };
+    let at = |c: &Cpu, x: f64| m.delay_ns(c, x) / 1e3;
     let mut top = cpus.iter().map(|c| at(c, x1)).fold(0.001, f64::max);
     if let Some(c) = cal {
         top = c
