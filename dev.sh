@@ -25,6 +25,7 @@ APT_PACKAGES=(
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
     nfdump tshark python3 python3-venv openvswitch-common iputils-ping ethtool
+    fonts-dejavu-core
 )
 RUST_TOOLCHAIN=1.95.0
 

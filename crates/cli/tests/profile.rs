@@ -94,6 +94,8 @@ fn exports_and_plots() {
     for f in ["cost.svg", "delay.svg", "insns-histogram.svg"] {
         let svg = std::fs::read_to_string(plots.join(f)).unwrap();
         assert!(svg.contains("<svg") && svg.contains("xdp_parse_tx"), "{f}");
+        let png = std::fs::read(plots.join(f).with_extension("png")).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n") && png.len() > 10_000, "{f}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -241,6 +243,61 @@ fn warm_up_reaches_the_steady_state() {
     assert_eq!(warm["model"]["linear"], true);
     let rows = |v: &serde_json::Value| v["model"]["rows"][0]["insns_mean"].as_f64().unwrap();
     assert!(rows(&cold) > rows(&warm));
+}
+
+#[test]
+fn esp_profiles_with_an_sa() {
+    let v = json(&[
+        "profile",
+        &object_path("esp_aes"),
+        "--sa",
+        "0x1000:000102030405060708090a0b0c0d0e0f",
+        "--sizes",
+        "64..1500:256",
+        "--per-size",
+        "2",
+        "--json",
+    ]);
+    // AES-CBC over the payload: tens of instructions per byte.
+    assert!(v["beta"].as_f64().unwrap() > 50.0, "{}", v["beta"]);
+    assert_eq!(v["model"]["linear"], true);
+    assert!(
+        v["model"]["rows"][0]["places"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["place"] == "map:esp_sa")
+    );
+    // Without an SA every frame passes at a constant cost.
+    let none = json(&[
+        "profile",
+        &object_path("esp_aes"),
+        "--sizes",
+        "64..1500:256",
+        "--json",
+    ]);
+    assert_eq!(none["beta"], 0.0);
+    for (prog, sa, want) in [
+        ("esp_aes", "1:00", "key is 16 bytes"),
+        (
+            "esp_3des",
+            "1:000102030405060708090a0b0c0d0e0f",
+            "key is 24 bytes",
+        ),
+        ("esp_aes", "0:000102030405060708090a0b0c0d0e0f", "the SPI"),
+        ("esp_aes", "7:zz", "not hex"),
+        ("xdp_count", "1:00", "no esp_sa map"),
+    ] {
+        let out = sluice()
+            .args(["profile", &object_path(prog), "--sa", sa])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{prog} {sa}: {err}"
+        );
+    }
 }
 
 #[test]

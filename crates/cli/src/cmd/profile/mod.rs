@@ -61,7 +61,7 @@ pub struct Args {
     /// Write the model's table (one row per packet length) as CSV to FILE
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
-    /// Write plots into DIR: cost against packet size, delay, instructions histogram (SVG)
+    /// Write plots into DIR: cost against packet size, delay, instructions histogram (SVG and PNG)
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     /// Write every packet's costs as CSV to FILE

@@ -1,19 +1,61 @@
-//! The profile's plots (SVG): cost against packet size (the paper's
-//! Figure 2), predicted delay per processor with the host's measured
-//! times, and a histogram of instructions per packet.
+//! The profile's plots, each as SVG and PNG: cost against packet size
+//! (the paper's Figure 2), predicted delay per processor with the host's
+//! measured times, and a histogram of instructions per packet.
+//!
+//! PNG text is drawn with DejaVu Sans (Debian's fonts-dejavu-core); the
+//! SVGs name the font and leave drawing it to the viewer.
 
 use std::path::Path;
 
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use profile::{Calibration, CostModel, Cpu, Profile};
 
 type R<T> = Result<T, String>;
+type Root<'a, DB> = DrawingArea<DB, Shift>;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Writes `cost.svg`, `delay.svg` and `insns-histogram.svg` into `dir`.
+const SIZE: (u32, u32) = (820, 500);
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Draws plot `$draw(&root)` into `$dir/$stem.svg` and `.png`.
+macro_rules! svg_and_png {
+    ($dir:expr, $stem:literal, $draw:expr) => {{
+        let svg = $dir.join(concat!($stem, ".svg"));
+        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        $draw(&root)?;
+        root.present()
+            .map_err(|e| format!("{}: {e}", svg.display()))?;
+        let png = $dir.join(concat!($stem, ".png"));
+        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        $draw(&root)?;
+        root.present()
+            .map_err(|e| format!("{}: {e}", png.display()))?;
+    }};
+}
+
+/// Registers the PNG font once.
+fn font() -> R<()> {
+    static FONT_BYTES: std::sync::OnceLock<Result<&'static [u8], String>> =
+        std::sync::OnceLock::new();
+    let bytes = FONT_BYTES.get_or_init(|| {
+        let b = std::fs::read(FONT).map_err(|e| {
+            format!("{FONT}: {e} (PNG plots need DejaVu Sans: apt-get install fonts-dejavu-core)")
+        })?;
+        let b: &'static [u8] = Box::leak(b.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, b)
+            .map_err(|_| format!("{FONT}: not a font plotters can read"))?;
+        Ok(b)
+    });
+    bytes.as_ref().map(|_| ()).map_err(Clone::clone)
+}
+
+/// Writes `cost`, `delay` and `insns-histogram`, each `.svg` and `.png`,
+/// into `dir`.
 pub fn all(
     dir: &Path,
     m: &CostModel,
@@ -22,11 +64,51 @@ pub fn all(
     cal: Option<&Calibration>,
 ) -> R<()> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    cost(&dir.join("cost.svg"), m)?;
+    font()?;
+    svg_and_png!(dir, "cost", |root| cost(root, m));
     if !cpus.is_empty() {
-        delay(&dir.join("delay.svg"), m, cpus, cal)?;
+        svg_and_png!(dir, "delay", |root| delay(root, m, cpus, cal));
     }
-    histogram(&dir.join("insns-histogram.svg"), m, p)
+    svg_and_png!(dir, "insns-histogram", |root| histogram(root, m, p));
+    Ok(())
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The chart every plot draws on: white, a caption, labelled axes.
+fn chart<'a, DB: DrawingBackend>(
+    root: &'a Root<'a, DB>,
+    caption: String,
+    x: (f64, f64),
+    y: (f64, f64),
+    (x_desc, y_desc): (&str, &str),
+) -> R<Chart<'a, DB>> {
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x.0..x.1, y.0..y.1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
+/// The legend, top left.
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>) -> R<()> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
 }
 
 fn x_range(m: &CostModel) -> (f64, f64) {
@@ -35,7 +117,7 @@ fn x_range(m: &CostModel) -> (f64, f64) {
     (0f64.max(lo - 32.0), hi + 32.0)
 }
 
-fn cost(path: &Path, m: &CostModel) -> R<()> {
+fn cost<DB: DrawingBackend>(root: &Root<'_, DB>, m: &CostModel) -> R<()> {
     let (x0, x1) = x_range(m);
     let top = m
         .rows
@@ -43,24 +125,13 @@ fn cost(path: &Path, m: &CostModel) -> R<()> {
         .map(|r| r.insns_max.max(r.accesses_max) as f64)
         .fold(1.0, f64::max)
         * 1.1;
-    let root = SVGBackend::new(path, (820, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{}: cost per packet against packet size", m.program),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x0..x1, 0f64..top)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("packet size (bytes)")
-        .y_desc("per packet")
-        .draw()
-        .map_err(err)?;
+    let mut chart = chart(
+        root,
+        format!("{}: cost per packet against packet size", m.program),
+        (x0, x1),
+        (0.0, top),
+        ("packet size (bytes)", "per packet"),
+    )?;
     let series = [
         ("instructions", &m.insns, BLUE, true),
         ("memory accesses", &m.accesses, RED, false),
@@ -87,17 +158,15 @@ fn cost(path: &Path, m: &CostModel) -> R<()> {
             .draw_series(LineSeries::new(line, color.stroke_width(1)))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+    legend(&mut chart)
 }
 
-fn delay(path: &Path, m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) -> R<()> {
+fn delay<DB: DrawingBackend>(
+    root: &Root<'_, DB>,
+    m: &CostModel,
+    cpus: &[Cpu],
+    cal: Option<&Calibration>,
+) -> R<()> {
     let (x0, x1) = x_range(m);
     let at = |c: &Cpu, x: f64| m.delay_ns(c, x) / 1e3;
     let mut top = cpus.iter().map(|c| at(c, x1)).fold(0.001, f64::max);
@@ -108,24 +177,13 @@ fn delay(path: &Path, m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) ->
             .map(|p| p.measured_ns / 1e3)
             .fold(top, f64::max);
     }
-    let root = SVGBackend::new(path, (820, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{}: predicted processing delay", m.program),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x0..x1, 0f64..top * 1.1)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("packet size (bytes)")
-        .y_desc("delay (us)")
-        .draw()
-        .map_err(err)?;
+    let mut chart = chart(
+        root,
+        format!("{}: predicted processing delay", m.program),
+        (x0, x1),
+        (0.0, top * 1.1),
+        ("packet size (bytes)", "delay (us)"),
+    )?;
     for (k, c) in cpus.iter().enumerate() {
         let color = Palette99::pick(k).to_rgba();
         let pts: Vec<(f64, f64)> = (0..=50)
@@ -150,17 +208,10 @@ fn delay(path: &Path, m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) ->
             .label("host: measured (JIT)")
             .legend(|(x, y)| Cross::new((x + 10, y), 4, BLACK.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+    legend(&mut chart)
 }
 
-fn histogram(path: &Path, m: &CostModel, p: &Profile) -> R<()> {
+fn histogram<DB: DrawingBackend>(root: &Root<'_, DB>, m: &CostModel, p: &Profile) -> R<()> {
     let lo = p.packets.iter().map(|c| c.insns).min().unwrap_or(0);
     let hi = p.packets.iter().map(|c| c.insns).max().unwrap_or(0);
     let bins = 40u64;
@@ -170,28 +221,17 @@ fn histogram(path: &Path, m: &CostModel, p: &Profile) -> R<()> {
         counts[((c.insns - lo) / width) as usize] += 1;
     }
     let top = counts.iter().copied().max().unwrap_or(1) as f64 * 1.1;
-    let root = SVGBackend::new(path, (820, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
     let (x0, x1) = (lo as f64, (lo + width * (bins + 1)) as f64);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "{}: instructions per packet ({} packets)",
-                m.program, m.packets
-            ),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x0..x1, 0f64..top)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("instructions")
-        .y_desc("packets")
-        .draw()
-        .map_err(err)?;
+    let mut chart = chart(
+        root,
+        format!(
+            "{}: instructions per packet ({} packets)",
+            m.program, m.packets
+        ),
+        (x0, x1),
+        (0.0, top),
+        ("instructions", "packets"),
+    )?;
     chart
         .draw_series(
             counts
@@ -204,5 +244,5 @@ fn histogram(path: &Path, m: &CostModel, p: &Profile) -> R<()> {
                 }),
         )
         .map_err(err)?;
-    root.present().map_err(err)
+    Ok(())
 }
