@@ -36,14 +36,25 @@ impl ProcessingDelay {
         }
     }
 
-    /// A short name: `none`, `500 ns`, `xdp_router on ixp1200,tmem=4ns`.
+    /// A short name: `none`, `constant 1.5 ms`, `xdp_router on ixp1200,tmem=4ns`.
     pub fn label(&self) -> String {
         match self {
             ProcessingDelay::None => "none".into(),
-            ProcessingDelay::Constant { ns } => format!("{ns} ns"),
+            ProcessingDelay::Constant { ns } => format!("constant {}", time(*ns)),
             ProcessingDelay::Model(m) => format!("{} on {}", m.program, m.cpu.name),
         }
     }
+}
+
+/// `ns` in the largest unit that leaves it at least 1: `500 ns`, `1.5 ms`.
+fn time(ns: u64) -> String {
+    let (x, unit) = match ns {
+        0..1_000 => return format!("{ns} ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "us"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    format!("{} {unit}", (x * 1e3).round() / 1e3)
 }
 
 /// `t(l) = cpu.delay_ns(l, alpha + beta * l, gamma + delta * l)`.
@@ -267,6 +278,11 @@ mod tests {
         let d = ProcessingDelay::Model(m);
         assert_eq!(d.label(), "p on a");
         assert_eq!(ProcessingDelay::Constant { ns: 7 }.ns(1500), 7);
+        let label = |ns| ProcessingDelay::Constant { ns }.label();
+        assert_eq!(label(999), "constant 999 ns");
+        assert_eq!(label(1_500_000), "constant 1.5 ms");
+        assert_eq!(label(1_234_567), "constant 1.235 ms");
+        assert_eq!(label(2_000_000_000), "constant 2 s");
         assert_eq!(ProcessingDelay::None.ns(1500), 0);
     }
 
