@@ -176,7 +176,9 @@ fn routers(a: &Args) -> Result<Vec<(String, Router)>, String> {
         }
         let router = match &ack {
             Some(am) => {
-                name = format!("{name} (ACKs: {})", am.program);
+                if *am != m {
+                    name = format!("{name} (ACKs: {})", am.program);
+                }
                 Router {
                     data: ProcessingDelay::Model(m),
                     ack: ProcessingDelay::Model(am.clone()),

@@ -20,7 +20,7 @@ pub fn rtt_over_time(path: &Path, c: &Comparison) -> Result<(), String> {
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..t1 * 1.02, 0f64..top * 1.1)
+        .build_cartesian_2d(0f64..t1 * 1.02, 0f64..top * 1.35)
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -48,7 +48,7 @@ pub fn rtt_over_time(path: &Path, c: &Comparison) -> Result<(), String> {
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
