@@ -211,7 +211,12 @@ struct Point {
     filter: (u64, bool),
 }
 
+// The CLI's font registration, shared by path (a bench is its own crate).
+#[path = "../src/plotfont.rs"]
+mod plotfont;
+
 fn plot(points: &[Point], path: &str) -> Result<(), String> {
+    plotfont::register()?;
     let root = SVGBackend::new(path, (720, 440)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let x_max = points.iter().map(|p| p.insns).max().unwrap_or(1) as f64;

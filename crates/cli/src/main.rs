@@ -5,6 +5,7 @@ mod contents;
 mod input;
 mod mapfmt;
 mod pin;
+mod plotfont;
 mod progress;
 mod report;
 mod settings;
@@ -66,6 +67,8 @@ enum Command {
     Datapath(cmd::datapath::Args),
     /// Per-packet cost of a program (instructions, memory accesses), its linear model and the delay it predicts
     Profile(cmd::profile::Args),
+    /// The paper's network in simulation: a flow's RTT and throughput with and without the router's processing delay
+    Sim(cmd::sim::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
     /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Command::Datapath(a) => cmd::datapath::run(a),
         Command::Exec(a) => cmd::exec::run(a),
         Command::Profile(a) => cmd::profile::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Conformance(a) => cmd::conformance::run_suite(a),
         Command::ConformancePlugin(a) => cmd::conformance::run_plugin(a),

@@ -11,6 +11,9 @@
 //! processor ([`Cpu`]: the paper's IXP1200, or this host calibrated
 //! against the JIT's measured time, [`calibrate`]).
 //!
+//! [`sim`] runs the delay through the paper's network (its Figures 3 and
+//! 5): a flow's round-trip time with and without the router's processing.
+//!
 //! ```
 //! use profile::{fit_line, Cpu};
 //! let line = fit_line(&[(64.0, 100.0), (128.0, 164.0), (256.0, 292.0)]);
@@ -26,6 +29,7 @@ mod cpu;
 mod export;
 mod fit;
 mod model;
+pub mod sim;
 
 pub use calibrate::{Calibration, calibrate};
 pub use cost::{Engine, PacketCost, Profile, ProfileError, profile, warm_up};

@@ -425,6 +425,7 @@ fn plot(series: &[Series], path: &str) -> Result<(), String> {
     if worst.is_empty() || hi <= 0.0 {
         return Err("nothing measured".into());
     }
+    crate::plotfont::register()?;
     let root = SVGBackend::new(path, (820, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)

@@ -2,8 +2,7 @@
 //! (the paper's Figure 2), predicted delay per processor with the host's
 //! measured times, and a histogram of instructions per packet.
 //!
-//! PNG text is drawn with DejaVu Sans (Debian's fonts-dejavu-core); the
-//! SVGs name the font and leave drawing it to the viewer.
+//! Text is laid out with DejaVu Sans (crate::plotfont).
 
 use std::path::Path;
 
@@ -20,7 +19,6 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 const SIZE: (u32, u32) = (820, 500);
-const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 /// Draws plot `$draw(&root)` into `$dir/$stem.svg` and `.png`.
 macro_rules! svg_and_png {
@@ -38,22 +36,6 @@ macro_rules! svg_and_png {
     }};
 }
 
-/// Registers the PNG font once.
-fn font() -> R<()> {
-    static FONT_BYTES: std::sync::OnceLock<Result<&'static [u8], String>> =
-        std::sync::OnceLock::new();
-    let bytes = FONT_BYTES.get_or_init(|| {
-        let b = std::fs::read(FONT).map_err(|e| {
-            format!("{FONT}: {e} (PNG plots need DejaVu Sans: apt-get install fonts-dejavu-core)")
-        })?;
-        let b: &'static [u8] = Box::leak(b.into_boxed_slice());
-        plotters::style::register_font("sans-serif", FontStyle::Normal, b)
-            .map_err(|_| format!("{FONT}: not a font plotters can read"))?;
-        Ok(b)
-    });
-    bytes.as_ref().map(|_| ()).map_err(Clone::clone)
-}
-
 /// Writes `cost`, `delay` and `insns-histogram`, each `.svg` and `.png`,
 /// into `dir`.
 pub fn all(
@@ -64,7 +46,7 @@ pub fn all(
     cal: Option<&Calibration>,
 ) -> R<()> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    font()?;
+    crate::plotfont::register()?;
     svg_and_png!(dir, "cost", |root| cost(root, m));
     if !cpus.is_empty() {
         svg_and_png!(dir, "delay", |root| delay(root, m, cpus, cal));
