@@ -129,14 +129,7 @@ fn set_sa(hook: &Hook, spec: &str) -> Result<(), String> {
         .and_then(|s| u32::try_from(s).ok())
         .filter(|&s| s != 0)
         .ok_or_else(|| bad("the SPI is a number from 1 to 2^32-1"))?;
-    let key = (0..key.len())
-        .step_by(2)
-        .map(|i| {
-            key.get(i..i + 2)
-                .and_then(|b| u8::from_str_radix(b, 16).ok())
-        })
-        .collect::<Option<Vec<u8>>>()
-        .ok_or_else(|| bad("the key is not hex"))?;
+    let key = mapfmt::hex_bytes(key).ok_or_else(|| bad("the key is not hex"))?;
     let i = hook.object().map_index("esp_sa").ok_or_else(|| {
         format!(
             "--sa: program {} has no esp_sa map (esp_3des, esp_aes)",

@@ -286,11 +286,7 @@ pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) ->
 pub fn parse(text: &str, size: usize, map_type: MapType, is_key: bool) -> Result<Vec<u8>, String> {
     let t = text.trim();
     if let Some(h) = t.strip_prefix("hex:") {
-        let bytes = (0..h.len())
-            .step_by(2)
-            .map(|i| h.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
-            .collect::<Option<Vec<u8>>>()
-            .ok_or_else(|| format!("`{t}` is not hex"))?;
+        let bytes = hex_bytes(h).ok_or_else(|| format!("`{t}` is not hex"))?;
         return fit(bytes, size, t);
     }
     if is_key && map_type == MapType::LpmTrie {
@@ -334,6 +330,14 @@ fn ip_bytes(ip: IpAddr) -> Vec<u8> {
         IpAddr::V4(a) => a.octets().to_vec(),
         IpAddr::V6(a) => a.octets().to_vec(),
     }
+}
+
+/// Bytes from hex digits, two per byte; `None` for anything else.
+pub fn hex_bytes(h: &str) -> Option<Vec<u8>> {
+    (0..h.len())
+        .step_by(2)
+        .map(|i| h.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .collect()
 }
 
 fn fit(bytes: Vec<u8>, size: usize, text: &str) -> Result<Vec<u8>, String> {
