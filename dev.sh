@@ -170,6 +170,7 @@ bench)
     cargo bench -p sluice --bench xsk
     cargo bench -p sluice --bench figure1
     cargo bench -p sluice --bench switch
+    cargo bench -p sluice --bench lpm
     ;;
 fuzz)
     setup

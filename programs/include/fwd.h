@@ -1,5 +1,6 @@
-/* IPv4 forwarding per RFC 1812, shared by fwd_radix.c and fwd_lctrie.c
- * (their route lookups differ; crates/lpm writes the maps, docs/lpm.md).
+/* IPv4 forwarding per RFC 1812, shared by fwd_radix.c, fwd_lctrie.c and
+ * fwd_lpm_trie.c (their route lookups differ; crates/lpm writes the maps,
+ * docs/lpm.md).
  *
  * Per packet: the checks of RFC 1812 section 5.2.2 (a frame long enough
  * for a minimal header, version 4, IHL >= 5, total length >= the header

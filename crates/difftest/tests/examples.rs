@@ -74,7 +74,7 @@ fn configure(name: &str, hook: &mut Hook) {
             sa[16..16 + n].copy_from_slice(&key[..n]);
             put("esp_sa", &0u32.to_le_bytes(), &sa);
         }
-        "fwd_radix" | "fwd_lctrie" => {
+        "fwd_radix" | "fwd_lctrie" | "fwd_lpm_trie" => {
             // A synthetic table of 2000 routes (a default route among them):
             // walks of several levels on both sides. The LC-trie's root
             // branches 8 bits, not the paper's 16: fewer entries to compare.
@@ -82,14 +82,16 @@ fn configure(name: &str, hook: &mut Hook) {
                 prefixes: 2000,
                 ..lpm::Synth::default()
             });
-            let entries = if name == "fwd_radix" {
-                lpm::radix_entries(&t)
-            } else {
-                let p = lpm::LcParams {
-                    root_branch: 8,
-                    ..lpm::LcParams::default()
-                };
-                lpm::lctrie_entries(&t, &p)
+            let entries = match name {
+                "fwd_radix" => lpm::radix_entries(&t),
+                "fwd_lctrie" => {
+                    let p = lpm::LcParams {
+                        root_branch: 8,
+                        ..lpm::LcParams::default()
+                    };
+                    lpm::lctrie_entries(&t, &p)
+                }
+                _ => lpm::lpm_trie_entries(&t),
             };
             for (map, k, v) in entries.unwrap() {
                 put(&map, &k, &v);

@@ -1,6 +1,7 @@
 //! IPv4 longest-prefix match for the forwarding programs
-//! (`programs/fwd_radix.c`, `programs/fwd_lctrie.c`): route tables, a
-//! reference lookup, and the contents of the programs' array maps.
+//! (`programs/fwd_radix.c`, `programs/fwd_lctrie.c`,
+//! `programs/fwd_lpm_trie.c`): route tables, a reference lookup, and the
+//! contents of the programs' maps.
 //!
 //! A [`RouteTable`] maps unique [`Prefix`]es to next hops ([`NextHop`]:
 //! egress ifindex, gateway, the MACs of the rewrite), parsed from `ip -4
@@ -13,8 +14,10 @@
 //! The layouts turn a table into map entries ([`MapEntries`]: map name,
 //! key, value), for our VM's maps and the kernel's alike:
 //! [`radix_entries`] a path-compressed binary trie, [`lctrie_entries`]
-//! Nilsson and Karlsson's LC-trie. [`radix_walk`] and [`lctrie_walk`]
-//! model the programs' walks over those entries ([`ArrayMaps`]).
+//! Nilsson and Karlsson's LC-trie, [`lpm_trie_entries`] the routes as they
+//! are for the kernel's `BPF_MAP_TYPE_LPM_TRIE` (the baseline, which does
+//! the matching itself). [`radix_walk`] and [`lctrie_walk`] model the
+//! programs' walks over the array layouts ([`ArrayMaps`]).
 //!
 //! ```
 //! use lpm::{ArrayMaps, LcParams, Reference, RouteTable, lctrie_entries, lctrie_walk};
@@ -39,6 +42,7 @@ mod reference;
 mod rng;
 mod synth;
 mod table;
+mod trie;
 
 pub use layout::Layout;
 pub use lctrie::{LC_MAX_CHAIN, LC_MAX_DEPTH, LcParams, lctrie_entries, lctrie_walk};
@@ -52,3 +56,4 @@ pub use radix::{RADIX_MAX_DEPTH, radix_entries, radix_walk};
 pub use reference::Reference;
 pub use synth::{LENGTH_MIX, Synth, test_addresses};
 pub use table::{NextHop, NextHopId, RouteTable};
+pub use trie::{LPM_ROUTES, LPM_ROUTES_MAX, lpm_trie_entries, lpm_trie_key};

@@ -1,6 +1,6 @@
 //! What the layouts produce: entries of the forwarding programs' array
 //! maps (names and sizes as in `programs/include/fwd.h`), the next-hop
-//! map shared by both programs, and a view of the entries by index for
+//! map shared by the forwarding programs, and a view of the entries by index for
 //! the Rust models of the programs' walks.
 
 use std::collections::HashMap;

@@ -1,22 +1,27 @@
 //! `Done when` of issue 20 for the forwarding programs: on a synthetic
-//! table of 100k prefixes with a BGP table's length mix, fwd_radix and
-//! fwd_lctrie (run in our VM) forward each of 1M addresses to the next hop
-//! the reference longest-prefix match gives, with the JIT; fewer in the
-//! interpreter, with the default route and without.
+//! table of 100k prefixes with a BGP table's length mix, fwd_radix,
+//! fwd_lctrie and fwd_lpm_trie (run in our VM) forward each of 1M
+//! addresses to the next hop the reference longest-prefix match gives,
+//! with the JIT; fewer in the interpreter, with the default route and
+//! without.
 
 mod common;
 
 use std::time::Instant;
 
 use common::*;
-use lpm::{LcParams, Reference, RouteTable, Synth, lctrie_entries, radix_entries, test_addresses};
+use lpm::{
+    LcParams, Reference, RouteTable, Synth, lctrie_entries, lpm_trie_entries, radix_entries,
+    test_addresses,
+};
 
-const PROGRAMS: [&str; 2] = ["fwd_radix", "fwd_lctrie"];
+const PROGRAMS: [&str; 3] = ["fwd_radix", "fwd_lctrie", "fwd_lpm_trie"];
 
 fn entries(name: &str, t: &RouteTable) -> lpm::MapEntries {
     match name {
         "fwd_radix" => radix_entries(t).unwrap(),
-        _ => lctrie_entries(t, &LcParams::default()).unwrap(),
+        "fwd_lctrie" => lctrie_entries(t, &LcParams::default()).unwrap(),
+        _ => lpm_trie_entries(t).unwrap(),
     }
 }
 

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use lpm::{LcParams, RouteTable, lctrie_entries, radix_entries};
+use lpm::{LcParams, RouteTable, lctrie_entries, lpm_trie_entries, radix_entries};
 use runtime::*;
 
 const ROUTES: &str = "\
@@ -14,6 +14,9 @@ default via 10.0.0.1 dev eth0 proto dhcp src 10.0.0.5 metric 100
 10.1.0.0/16 via 192.0.2.1 dev eth1 proto static
 10.2.0.0/24 dev eth1 proto kernel scope link src 10.2.0.1
 ";
+
+/// The forwarding programs [`hooks`] gives.
+const PROGRAMS: usize = 3;
 
 const FORWARDED: u32 = 0;
 const NO_ROUTE: u32 = 1;
@@ -30,6 +33,10 @@ fn hooks(t: &RouteTable) -> Vec<(&'static str, Hook)> {
                 "fwd_lctrie",
                 &lctrie_entries(t, &LcParams::default()).unwrap(),
             ),
+        ),
+        (
+            "fwd_lpm_trie",
+            loaded("fwd_lpm_trie", &lpm_trie_entries(t).unwrap()),
         ),
     ]
 }
@@ -85,7 +92,7 @@ fn dropped(t: &RouteTable, frame: &[u8], why: &str) {
     each(t, frame, |name, v, _, _| {
         assert_eq!(v, Verdict::Xdp(XdpAction::Drop), "{name}: {why}");
     });
-    assert_eq!(counter(t, frame), [BAD_HEADER; 2], "{why}");
+    assert_eq!(counter(t, frame), [BAD_HEADER; PROGRAMS], "{why}");
 }
 
 fn passed(t: &RouteTable, frame: &[u8], why: &str, count: u32) {
@@ -93,7 +100,7 @@ fn passed(t: &RouteTable, frame: &[u8], why: &str, count: u32) {
         assert_eq!(v, Verdict::Xdp(XdpAction::Pass), "{name}: {why}");
         assert_eq!(out, frame, "{name}: {why}: changed");
     });
-    assert_eq!(counter(t, frame), [count; 2], "{why}");
+    assert_eq!(counter(t, frame), [count; PROGRAMS], "{why}");
 }
 
 /// The frame forwarded to `hop`: only the MACs, TTL and checksum changed,
@@ -126,7 +133,7 @@ fn forwarded(t: &RouteTable, frame: &[u8], ip: usize, hop: u32) {
             assert_eq!(out[k], frame[k], "{name}: byte {k}");
         }
     });
-    assert_eq!(counter(t, frame), [FORWARDED; 2]);
+    assert_eq!(counter(t, frame), [FORWARDED; PROGRAMS]);
 }
 
 #[test]

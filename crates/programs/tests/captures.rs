@@ -217,8 +217,9 @@ fn set_up(h: &Hook, name: &str) {
     fwd_routes(h);
 }
 
-/// fwd_radix and fwd_lctrie with a default route and 10.0.0.0/8: as the
-/// model of the RFC 1812 checks says (common::fwd_expected).
+/// fwd_radix, fwd_lctrie and fwd_lpm_trie with a default route and
+/// 10.0.0.0/8: as the model of the RFC 1812 checks says
+/// (common::fwd_expected).
 fn forwarding(i: &[u8], v: Verdict, o: &[u8]) -> Result<(), String> {
     match (fwd_expected(i), v) {
         (None, Verdict::Xdp(XdpAction::Pass)) | (Some(None), Verdict::Xdp(XdpAction::Drop)) => {
@@ -266,6 +267,11 @@ fn fwd_radix() {
 #[test]
 fn fwd_lctrie() {
     check_program("fwd_lctrie", forwarding);
+}
+
+#[test]
+fn fwd_lpm_trie() {
+    check_program("fwd_lpm_trie", forwarding);
 }
 
 #[test]

@@ -116,10 +116,10 @@ pub type FwdHop = (u32, [u8; 6], [u8; 6]);
 pub const FWD_DEFAULT_HOP: FwdHop = (0, [2, 0, 0, 0, 1, 1], [2, 0, 0, 0, 1, 2]);
 pub const FWD_TEN_HOP: FwdHop = (7, [2, 0, 0, 0, 7, 1], [2, 0, 0, 0, 7, 2]);
 
-/// Two routes for fwd_radix and fwd_lctrie, their maps written by hand
-/// (crates/lpm makes them from tables; docs/lpm.md): 0.0.0.0/0 to next
-/// hop 1 (ifindex 0: XDP_TX) and 10.0.0.0/8 to next hop 2 (ifindex 7: a
-/// redirect). Other programs are left alone.
+/// Two routes for fwd_radix, fwd_lctrie and fwd_lpm_trie, their maps
+/// written by hand (crates/lpm makes them from tables; docs/lpm.md):
+/// 0.0.0.0/0 to next hop 1 (ifindex 0: XDP_TX) and 10.0.0.0/8 to next hop
+/// 2 (ifindex 7: a redirect). Other programs are left alone.
 pub fn fwd_routes(h: &Hook) {
     let index = |name: &str| h.object().map_index(name);
     let put = |name: &str, key: u32, words: &[u32]| {
@@ -145,13 +145,23 @@ pub fn fwd_routes(h: &Hook) {
         put("lc_base", 0, &[0x0a00_0000, 0xff00_0000, 2, 1]);
         put("lc_pre", 1, &[0, 0, 1, 0]);
     }
+    if let Some(i) = index("lpm_routes") {
+        // struct bpf_lpm_trie_key: prefix length, then the address in
+        // network order; the value the next hop.
+        for (len, addr, nexthop) in [(0u32, [0u8; 4], 1u32), (8, [10, 0, 0, 0], 2)] {
+            let key = [&len.to_le_bytes()[..], &addr].concat();
+            h.maps()[i]
+                .user_update(&key, &nexthop.to_le_bytes(), 0)
+                .unwrap();
+        }
+    }
     if index("nexthops").is_some() {
         hop(1, FWD_DEFAULT_HOP);
         hop(2, FWD_TEN_HOP);
     }
 }
 
-/// What fwd_radix and fwd_lctrie do to a frame with [`fwd_routes`]:
+/// What the forwarding programs do to a frame with [`fwd_routes`]:
 /// `None` to pass it unchanged, `Some(None)` to drop it (a bad IPv4
 /// header, RFC 1812 5.2.2), `Some(Some(hop))` to send it to that hop with
 /// the TTL one less: an independent model of the checks.
