@@ -14,7 +14,8 @@ pub struct MapContents {
     /// Add a map entry before the run: NAME KEY VALUE (KEY/VALUE: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES)
     #[arg(long = "map-update", num_args = 3, value_names = ["NAME", "KEY", "VALUE"])]
     pub map_update: Vec<String>,
-    /// Route table for a forwarding program's maps (fwd_radix, fwd_lctrie):
+    /// Route table for a forwarding program's maps (fwd_radix, fwd_lctrie,
+    /// fwd_lpm_trie):
     /// a file of `ip route` output or a RIB dump (`PREFIX NEXTHOP`, `bgpdump
     /// -m`), or synthetic:N[,seed=S][,hops=H][,no-default] (N prefixes with
     /// a BGP table's length mix)
@@ -99,7 +100,7 @@ fn load(hook: &Hook, spec: &str) -> Result<usize, String> {
     let object = hook.object();
     let layout = Layout::of_maps(object.maps.iter().map(|m| m.name())).ok_or_else(|| {
         format!(
-            "--routes: program {} has no route-table map (radix_nodes or lc_nodes, as fwd_radix and fwd_lctrie)",
+            "--routes: program {} has no route-table map (radix_nodes, lc_nodes or lpm_routes, as fwd_radix, fwd_lctrie and fwd_lpm_trie)",
             hook.program().name
         )
     })?;

@@ -143,6 +143,7 @@ fn forwarding_profiles_over_a_route_table() {
     for (prog, table) in [
         ("fwd_radix", "synthetic:5000"),
         ("fwd_lctrie", "synthetic:5000,seed=7"),
+        ("fwd_lpm_trie", "synthetic:5000,seed=3"),
         ("fwd_radix", routes.to_str().unwrap()),
     ] {
         let v = json(&[
