@@ -24,13 +24,8 @@ impl Map {
             }
             Store::Lpm { state, values } => {
                 let max = (self.spec.key_size - 4) * 8;
-                let want = lpm::prefixlen(key).min(max);
-                let key = &key[..ks];
                 let st = lock(state);
-                st.lens
-                    .up_to(want)
-                    .find_map(|l| st.table.peek(&lpm::normalize(key, l)))
-                    .map(|s| values.addr(s, 0))
+                lpm::longest_match(&st.table, &st.lens, &key[..ks], max).map(|s| values.addr(s, 0))
             }
             Store::RefArray {
                 present, values, ..

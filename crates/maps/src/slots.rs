@@ -8,8 +8,12 @@ use std::collections::HashMap;
 
 const NONE: u32 = u32::MAX;
 
+/// Keys come from packets: the index hashes them with a seed drawn per
+/// table (foldhash's random state), as the kernel seeds jhash per map.
+type Index = HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>;
+
 pub struct SlotTable {
-    index: HashMap<Box<[u8]>, u32>,
+    index: Index,
     keys: Vec<Option<Box<[u8]>>>,
     free: Vec<u32>,
     /// LRU list (most recent first), when the table evicts.
@@ -59,7 +63,7 @@ impl SlotTable {
     pub fn new(capacity: u32, lru: bool) -> SlotTable {
         let n = capacity as usize;
         SlotTable {
-            index: HashMap::new(),
+            index: Index::default(),
             keys: (0..n).map(|_| None).collect(),
             // Pop from the end: slot 0 is handed out first.
             free: (0..capacity).rev().collect(),

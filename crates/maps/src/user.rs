@@ -51,12 +51,9 @@ impl Map {
             }
             Store::Lpm { state, values } => {
                 self.check_key(key)?;
-                let want = lpm::prefixlen(key).min((self.spec.key_size - 4) * 8);
                 let st = lock(state);
-                let s = st
-                    .lens
-                    .up_to(want)
-                    .find_map(|l| st.table.peek(&lpm::normalize(&key[..ks], l)))
+                let max = (self.spec.key_size - 4) * 8;
+                let s = lpm::longest_match(&st.table, &st.lens, &key[..ks], max)
                     .ok_or(Errno::ENOENT)?;
                 Ok(values.get(s, 0))
             }
