@@ -4,7 +4,7 @@
 use isa::{AluOp, Endian, Operand, Width};
 
 use crate::Rule;
-use crate::bounds::{Bits, Op, Scalar};
+use crate::bounds::{Bits, Op, Scalar, ScalarN};
 use crate::check::{Res, Verifier, fail};
 use crate::kfmt::alu_string;
 use crate::state::{Kind, Reg, State};
@@ -413,11 +413,16 @@ fn extend(s: &Scalar, bytes: u32, width: Width) -> Reg {
     })
 }
 
-/// `d op s` on scalars of width `width`.
-pub fn scalar_alu(op: AluOp, d: &Scalar, s: &Scalar, width: Width) -> Scalar {
+/// `d op s` on scalars of width `width` (`W32`: the low half of `N` bits).
+pub fn scalar_alu<const N: u32>(
+    op: AluOp,
+    d: &ScalarN<N>,
+    s: &ScalarN<N>,
+    width: Width,
+) -> ScalarN<N> {
     let b = bits(width);
-    let n = b.n() as u64;
-    let shift = |s: &Scalar| s.as_const().filter(|&k| k < n).map(|k| k as u32);
+    let n = b.of(N) as u64;
+    let shift = |s: &ScalarN<N>| s.as_const().filter(|&k| k < n).map(|k| k as u32);
     let view = s.view(b);
     let r = match op {
         AluOp::Add => Some(d.alu(Op::Add, s, b)),
@@ -432,23 +437,23 @@ pub fn scalar_alu(op: AluOp, d: &Scalar, s: &Scalar, width: Width) -> Scalar {
         // Unsigned division and modulo by a positive constant.
         AluOp::Div if view.umin > 0 && view.umin == view.umax => {
             let dv = d.view(b);
-            Some(Scalar::urange(dv.umin / view.umin, dv.umax / view.umin))
+            Some(ScalarN::urange(dv.umin / view.umin, dv.umax / view.umin))
         }
         AluOp::Mod if view.umin > 0 && view.umin == view.umax => {
             let dv = d.view(b);
             if dv.umax < view.umin {
                 Some(if width == Width::W32 {
-                    d.truncate(4)
+                    d.truncate_bits(N / 2)
                 } else {
                     *d
                 })
             } else {
-                Some(Scalar::urange(0, view.umin - 1))
+                Some(ScalarN::urange(0, view.umin - 1))
             }
         }
         _ => None,
     };
-    let mut out = r.unwrap_or_else(Scalar::unknown);
+    let mut out = r.unwrap_or_else(ScalarN::unknown);
     if width == Width::W32 {
         out.zext32();
     }

@@ -2,15 +2,19 @@
 //! whole 64-bit value and of its low 32 bits, kept consistent with each
 //! other as the kernel's `reg_bounds_sync` does, and the transfer
 //! functions of every ALU operation over them.
+//!
+//! Written for any width `N` (see [`crate::width`]): the "32-bit" fields
+//! hold the low `N / 2` bits. The verifier's [`Scalar`] is 64 bits wide.
 
 use std::fmt;
 
-use crate::tnum::Tnum;
+use crate::tnum::TnumN;
+use crate::width::{ones, sext, smax, smin, zext};
 
-/// A scalar's possible values.
+/// A scalar's possible values, `N` bits wide.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Scalar {
-    pub var: Tnum,
+pub struct ScalarN<const N: u32> {
+    pub var: TnumN<N>,
     pub umin: u64,
     pub umax: u64,
     pub smin: i64,
@@ -20,6 +24,9 @@ pub struct Scalar {
     pub s32min: i32,
     pub s32max: i32,
 }
+
+/// The verifier's scalar, 64 bits wide.
+pub type Scalar = ScalarN<64>;
 
 /// The ranges of one width (32 or 64 bits): unsigned values as `u64`,
 /// signed as `i64`, both inside the width.
@@ -31,7 +38,7 @@ pub struct Range {
     pub smax: i64,
 }
 
-/// An operation's bit width.
+/// An operation's bit width: the whole value, or its low half.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Bits {
     B32,
@@ -39,42 +46,39 @@ pub enum Bits {
 }
 
 impl Bits {
+    /// Bits of a 64-bit register's operation.
     pub fn n(self) -> u32 {
+        self.of(64)
+    }
+    /// Bits of the operation on `n`-bit values.
+    pub const fn of(self, n: u32) -> u32 {
         match self {
-            Bits::B32 => 32,
-            Bits::B64 => 64,
+            Bits::B32 => n / 2,
+            Bits::B64 => n,
         }
     }
+}
+
+/// The limits of one operation width, `W` bits.
+#[derive(Copy, Clone)]
+struct Lim(u32);
+
+impl Lim {
     fn umax(self) -> u64 {
-        match self {
-            Bits::B32 => u32::MAX as u64,
-            Bits::B64 => u64::MAX,
-        }
-    }
-    fn smin(self) -> i64 {
-        match self {
-            Bits::B32 => i32::MIN as i64,
-            Bits::B64 => i64::MIN,
-        }
-    }
-    fn smax(self) -> i64 {
-        match self {
-            Bits::B32 => i32::MAX as i64,
-            Bits::B64 => i64::MAX,
-        }
+        ones(self.0)
     }
     fn unbounded(self) -> Range {
         Range {
             umin: 0,
-            umax: self.umax(),
-            smin: self.smin(),
-            smax: self.smax(),
+            umax: ones(self.0),
+            smin: smin(self.0),
+            smax: smax(self.0),
         }
     }
     /// Unsigned bounds from an exact `[lo, hi]` over the integers, if the
     /// interval does not wrap differently at its two ends.
     fn wrap_u(self, lo: i128, hi: i128) -> Option<(u64, u64)> {
-        let n = 1i128 << self.n();
+        let n = 1i128 << self.0;
         if hi - lo >= n {
             return None;
         }
@@ -82,42 +86,63 @@ impl Bits {
         (wl <= wh).then_some((wl as u64, wh as u64))
     }
     fn fits_s(self, lo: i128, hi: i128) -> Option<(i64, i64)> {
-        (lo >= self.smin() as i128 && hi <= self.smax() as i128).then_some((lo as i64, hi as i64))
+        (lo >= smin(self.0) as i128 && hi <= smax(self.0) as i128).then_some((lo as i64, hi as i64))
     }
 }
 
-impl Scalar {
-    pub fn unknown() -> Scalar {
-        Scalar {
-            var: Tnum::UNKNOWN,
+impl<const N: u32> ScalarN<N> {
+    /// Bits of the low half.
+    const H: u32 = N / 2;
+
+    /// `v` read signed at the full width.
+    fn s(v: u64) -> i64 {
+        sext(v, N)
+    }
+    /// `v` read unsigned at the full width.
+    fn u(v: i64) -> u64 {
+        zext(v, N)
+    }
+    /// The low half of `v`, unsigned.
+    fn lo_u(v: u64) -> u32 {
+        (v & ones(Self::H)) as u32
+    }
+    /// The low half of `v`, signed.
+    fn lo_s(v: u64) -> i32 {
+        sext(v, Self::H) as i32
+    }
+
+    pub fn unknown() -> Self {
+        Self {
+            var: TnumN::UNKNOWN,
             umin: 0,
-            umax: u64::MAX,
-            smin: i64::MIN,
-            smax: i64::MAX,
+            umax: ones(N),
+            smin: smin(N),
+            smax: smax(N),
             u32min: 0,
-            u32max: u32::MAX,
-            s32min: i32::MIN,
-            s32max: i32::MAX,
+            u32max: ones(Self::H) as u32,
+            s32min: smin(Self::H) as i32,
+            s32max: smax(Self::H) as i32,
         }
     }
 
-    pub fn konst(v: u64) -> Scalar {
-        Scalar {
-            var: Tnum::konst(v),
+    pub fn konst(v: u64) -> Self {
+        let v = v & ones(N);
+        Self {
+            var: TnumN::konst(v),
             umin: v,
             umax: v,
-            smin: v as i64,
-            smax: v as i64,
-            u32min: v as u32,
-            u32max: v as u32,
-            s32min: v as i32,
-            s32max: v as i32,
+            smin: Self::s(v),
+            smax: Self::s(v),
+            u32min: Self::lo_u(v),
+            u32max: Self::lo_u(v),
+            s32min: Self::lo_s(v),
+            s32max: Self::lo_s(v),
         }
     }
 
     /// Values in `lo..=hi` (unsigned).
-    pub fn urange(lo: u64, hi: u64) -> Scalar {
-        let mut s = Scalar::unknown();
+    pub fn urange(lo: u64, hi: u64) -> Self {
+        let mut s = Self::unknown();
         s.umin = lo;
         s.umax = hi;
         s.sync();
@@ -133,27 +158,27 @@ impl Scalar {
     }
 
     pub fn is_unknown(&self) -> bool {
-        *self == Scalar::unknown()
+        *self == Self::unknown()
     }
 
-    /// Whether the low 32 bits are a known constant.
+    /// Whether the low half is a known constant.
     pub fn subreg_const(&self) -> Option<u32> {
         self.var
             .subreg()
             .is_const()
-            .then_some(self.var.value as u32)
+            .then_some(Self::lo_u(self.var.value))
     }
 
     pub fn contains(&self, v: u64) -> bool {
         self.var.contains(v)
             && (self.umin..=self.umax).contains(&v)
-            && (self.smin..=self.smax).contains(&(v as i64))
-            && (self.u32min..=self.u32max).contains(&(v as u32))
-            && (self.s32min..=self.s32max).contains(&(v as i32))
+            && (self.smin..=self.smax).contains(&Self::s(v))
+            && (self.u32min..=self.u32max).contains(&Self::lo_u(v))
+            && (self.s32min..=self.s32max).contains(&Self::lo_s(v))
     }
 
     /// Whether every value of `o` is one of `self` (state pruning).
-    pub fn includes(&self, o: &Scalar) -> bool {
+    pub fn includes(&self, o: &Self) -> bool {
         self.umin <= o.umin
             && self.umax >= o.umax
             && self.smin <= o.smin
@@ -210,12 +235,12 @@ impl Scalar {
             if !self.consistent() {
                 return false;
             }
-            let r = Tnum::range(self.umin, self.umax);
+            let r = TnumN::range(self.umin, self.umax);
             if !self.var.overlaps(r) {
                 return false;
             }
             self.var = self.var.intersect(r);
-            let low = Tnum::range(self.u32min as u64, self.u32max as u64);
+            let low = TnumN::range(self.u32min as u64, self.u32max as u64);
             if !self.var.subreg().overlaps(low) {
                 return false;
             }
@@ -237,77 +262,83 @@ impl Scalar {
 
     fn tighten_from_tnum(&mut self) {
         let t = self.var;
-        let sign = 1u64 << 63;
+        let sign = 1u64 << (N - 1);
         self.umin = self.umin.max(t.min());
         self.umax = self.umax.min(t.max());
-        self.smin = self.smin.max((t.value | (t.mask & sign)) as i64);
-        self.smax = self.smax.min((t.value | (t.mask & !sign)) as i64);
+        self.smin = self.smin.max(Self::s(t.value | (t.mask & sign)));
+        self.smax = self.smax.min(Self::s(t.value | (t.mask & !sign)));
         let t = t.subreg();
-        let sign = 1u64 << 31;
+        let sign = 1u64 << (Self::H - 1);
         self.u32min = self.u32min.max(t.min() as u32);
         self.u32max = self.u32max.min(t.max() as u32);
-        self.s32min = self.s32min.max((t.value | (t.mask & sign)) as u32 as i32);
-        self.s32max = self.s32max.min((t.value | (t.mask & !sign)) as u32 as i32);
+        self.s32min = self.s32min.max(Self::lo_s(t.value | (t.mask & sign)));
+        self.s32max = self.s32max.min(Self::lo_s(t.value | (t.mask & !sign)));
     }
 
     fn deduce32(&mut self) {
-        // The 64-bit range pins the low half when the high half is fixed.
-        if self.umin >> 32 == self.umax >> 32 {
-            self.u32min = self.u32min.max(self.umin as u32);
-            self.u32max = self.u32max.min(self.umax as u32);
-            if (self.umin as i32) <= (self.umax as i32) {
-                self.s32min = self.s32min.max(self.umin as i32);
-                self.s32max = self.s32max.min(self.umax as i32);
+        let h = Self::H;
+        let (lo_u, lo_s) = (Self::lo_u, Self::lo_s);
+        // The full range pins the low half when the high half is fixed.
+        if self.umin >> h == self.umax >> h {
+            self.u32min = self.u32min.max(lo_u(self.umin));
+            self.u32max = self.u32max.min(lo_u(self.umax));
+            if lo_s(self.umin) <= lo_s(self.umax) {
+                self.s32min = self.s32min.max(lo_s(self.umin));
+                self.s32max = self.s32max.min(lo_s(self.umax));
             }
         }
-        if self.smin >> 32 == self.smax >> 32 {
-            if (self.smin as u32) <= (self.smax as u32) {
-                self.u32min = self.u32min.max(self.smin as u32);
-                self.u32max = self.u32max.min(self.smax as u32);
+        if self.smin >> h == self.smax >> h {
+            let (smin, smax) = (self.smin as u64, self.smax as u64);
+            if lo_u(smin) <= lo_u(smax) {
+                self.u32min = self.u32min.max(lo_u(smin));
+                self.u32max = self.u32max.min(lo_u(smax));
             }
-            if (self.smin as i32) <= (self.smax as i32) {
-                self.s32min = self.s32min.max(self.smin as i32);
-                self.s32max = self.s32max.min(self.smax as i32);
+            if lo_s(smin) <= lo_s(smax) {
+                self.s32min = self.s32min.max(lo_s(smin));
+                self.s32max = self.s32max.min(lo_s(smax));
             }
         }
         // Signed and unsigned agree where the range does not cross a sign.
-        if (self.u32min as i32) <= (self.u32max as i32) {
-            self.s32min = self.s32min.max(self.u32min as i32);
-            self.s32max = self.s32max.min(self.u32max as i32);
+        let (umin, umax) = (self.u32min as u64, self.u32max as u64);
+        if lo_s(umin) <= lo_s(umax) {
+            self.s32min = self.s32min.max(lo_s(umin));
+            self.s32max = self.s32max.min(lo_s(umax));
         }
-        if (self.s32min as u32) <= (self.s32max as u32) {
-            self.u32min = self.u32min.max(self.s32min as u32);
-            self.u32max = self.u32max.min(self.s32max as u32);
+        let (smin, smax) = (self.s32min as u64, self.s32max as u64);
+        if lo_u(smin) <= lo_u(smax) {
+            self.u32min = self.u32min.max(lo_u(smin));
+            self.u32max = self.u32max.min(lo_u(smax));
         }
     }
 
     fn deduce64(&mut self) {
-        if (self.umin as i64) <= (self.umax as i64) {
-            self.smin = self.smin.max(self.umin as i64);
-            self.smax = self.smax.min(self.umax as i64);
+        let (s, u) = (Self::s, Self::u);
+        if s(self.umin) <= s(self.umax) {
+            self.smin = self.smin.max(s(self.umin));
+            self.smax = self.smax.min(s(self.umax));
         }
-        if (self.smin as u64) <= (self.smax as u64) {
-            self.umin = self.umin.max(self.smin as u64);
-            self.umax = self.umax.min(self.smax as u64);
+        if u(self.smin) <= u(self.smax) {
+            self.umin = self.umin.max(u(self.smin));
+            self.umax = self.umax.min(u(self.smax));
         }
     }
 
-    /// The low half's bounds tighten the 64-bit ones: a value's high half
+    /// The low half's bounds tighten the full ones: a value's high half
     /// is at least the minimum's, and where equal its low half is at least
     /// the low minimum.
     fn deduce_mixed(&mut self) {
-        const HIGH: u64 = !0xffff_ffff;
-        let lo = (self.umin & HIGH) | self.u32min as u64;
-        let hi = (self.umax & HIGH) | self.u32max as u64;
+        let high = ones(N) & !ones(Self::H);
+        let lo = (self.umin & high) | self.u32min as u64;
+        let hi = (self.umax & high) | self.u32max as u64;
         self.umin = self.umin.max(lo);
         self.umax = self.umax.min(hi);
-        let lo = ((self.smin as u64 & HIGH) | self.u32min as u64) as i64;
-        let hi = ((self.smax as u64 & HIGH) | self.u32max as u64) as i64;
+        let lo = Self::s((Self::u(self.smin) & high) | self.u32min as u64);
+        let hi = Self::s((Self::u(self.smax) & high) | self.u32max as u64);
         self.smin = self.smin.max(lo);
         self.smax = self.smax.min(hi);
     }
 
-    /// After a 32-bit operation: the upper half is zero.
+    /// After an operation on the low half: the upper half is zero.
     pub fn zext32(&mut self) {
         self.var = self.var.subreg();
         self.umin = self.u32min as u64;
@@ -317,22 +348,57 @@ impl Scalar {
         self.sync();
     }
 
-    /// The value truncated to its low `bytes` bytes (zero-extended), as a
-    /// narrow load or store sees it.
-    pub fn truncate(&self, bytes: u32) -> Scalar {
-        if bytes >= 8 {
+    /// The value truncated to its low `bits` bits (zero-extended).
+    pub fn truncate_bits(&self, bits: u32) -> Self {
+        if bits >= N {
             return *self;
         }
-        let mut s = Scalar::unknown();
-        s.var = self.var.truncate(bytes);
-        let bits = bytes * 8;
+        let mut s = Self::unknown();
+        let keep = ones(bits);
+        s.var = TnumN {
+            value: self.var.value & keep,
+            mask: self.var.mask & keep,
+        };
         if self.umin >> bits == self.umax >> bits {
-            let keep = (1u64 << bits) - 1;
             s.umin = self.umin & keep;
             s.umax = self.umax & keep;
         }
         s.sync();
         s
+    }
+
+    /// `self op o` for an operation of width `bits`.
+    pub fn alu(&self, op: Op, o: &Self, bits: Bits) -> Self {
+        let mut out = Self::unknown();
+        match bits {
+            Bits::B64 => {
+                out.var = tnum_op(op, self.var, o.var, N);
+                out.set_view(Bits::B64, range_op(op, self, o, Bits::B64, out.var));
+                if op.low_bits_from_low_bits() {
+                    let low = out.var.subreg();
+                    out.set_view(Bits::B32, range_op(op, self, o, Bits::B32, low));
+                }
+                if !out.sync() {
+                    return Self::unknown();
+                }
+            }
+            Bits::B32 => {
+                let t = tnum_op(op, self.var.subreg(), o.var.subreg(), Self::H).subreg();
+                out.var = t;
+                out.set_view(Bits::B32, range_op(op, self, o, Bits::B32, t));
+                out.zext32();
+            }
+        }
+        out
+    }
+}
+
+/// Loads, stores and sign extensions of 64-bit registers, by bytes.
+impl Scalar {
+    /// The value truncated to its low `bytes` bytes (zero-extended), as a
+    /// narrow load or store sees it.
+    pub fn truncate(&self, bytes: u32) -> Scalar {
+        self.truncate_bits(bytes * 8)
     }
 
     /// The low `bytes` bytes sign-extended (`movsx`, sign-extending loads).
@@ -341,7 +407,7 @@ impl Scalar {
             return *self;
         }
         let bits = bytes * 8;
-        let (lo, hi) = (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
+        let (lo, hi) = (smin(bits), smax(bits));
         let mut s = Scalar::unknown();
         s.var = self.var.sign_extend(bytes);
         if self.smin >= lo && self.smax <= hi {
@@ -353,33 +419,6 @@ impl Scalar {
         }
         s.sync();
         s
-    }
-
-    /// `self op o` for an operation of width `bits`; `None` when the
-    /// result is unknown in the way the kernel gives up (division, shifts
-    /// by non-constants or too far).
-    pub fn alu(&self, op: Op, o: &Scalar, bits: Bits) -> Scalar {
-        let mut out = Scalar::unknown();
-        match bits {
-            Bits::B64 => {
-                out.var = tnum_op(op, self.var, o.var, 64);
-                out.set_view(Bits::B64, range_op(op, self, o, Bits::B64, out.var));
-                if op.low_bits_from_low_bits() {
-                    let low = out.var.subreg();
-                    out.set_view(Bits::B32, range_op(op, self, o, Bits::B32, low));
-                }
-                if !out.sync() {
-                    return Scalar::unknown();
-                }
-            }
-            Bits::B32 => {
-                let t = tnum_op(op, self.var.subreg(), o.var.subreg(), 32).subreg();
-                out.var = t;
-                out.set_view(Bits::B32, range_op(op, self, o, Bits::B32, t));
-                out.zext32();
-            }
-        }
-        out
     }
 }
 
@@ -399,14 +438,14 @@ pub enum Op {
 }
 
 impl Op {
-    /// Whether the low 32 bits of the result depend on the operands' low
-    /// 32 bits only.
+    /// Whether the low half of the result depends on the operands' low
+    /// halves only.
     fn low_bits_from_low_bits(self) -> bool {
         !matches!(self, Op::Rsh(_) | Op::Arsh(_))
     }
 }
 
-fn tnum_op(op: Op, a: Tnum, b: Tnum, bits: u32) -> Tnum {
+fn tnum_op<const N: u32>(op: Op, a: TnumN<N>, b: TnumN<N>, bits: u32) -> TnumN<N> {
     match op {
         Op::Add => a.add(b),
         Op::Sub => a.sub(b),
@@ -420,19 +459,26 @@ fn tnum_op(op: Op, a: Tnum, b: Tnum, bits: u32) -> Tnum {
     }
 }
 
-fn range_op(op: Op, a: &Scalar, b: &Scalar, bits: Bits, t: Tnum) -> Range {
+fn range_op<const N: u32>(
+    op: Op,
+    a: &ScalarN<N>,
+    b: &ScalarN<N>,
+    bits: Bits,
+    t: TnumN<N>,
+) -> Range {
     let (x, y) = (a.view(bits), b.view(bits));
-    let mut r = bits.unbounded();
+    let lim = Lim(bits.of(N));
+    let mut r = lim.unbounded();
     let both_nonneg = x.smin >= 0 && y.smin >= 0;
     match op {
         Op::Add => {
-            if let Some((l, h)) = bits.wrap_u(
+            if let Some((l, h)) = lim.wrap_u(
                 x.umin as i128 + y.umin as i128,
                 x.umax as i128 + y.umax as i128,
             ) {
                 (r.umin, r.umax) = (l, h);
             }
-            if let Some((l, h)) = bits.fits_s(
+            if let Some((l, h)) = lim.fits_s(
                 x.smin as i128 + y.smin as i128,
                 x.smax as i128 + y.smax as i128,
             ) {
@@ -440,13 +486,13 @@ fn range_op(op: Op, a: &Scalar, b: &Scalar, bits: Bits, t: Tnum) -> Range {
             }
         }
         Op::Sub => {
-            if let Some((l, h)) = bits.wrap_u(
+            if let Some((l, h)) = lim.wrap_u(
                 x.umin as i128 - y.umax as i128,
                 x.umax as i128 - y.umin as i128,
             ) {
                 (r.umin, r.umax) = (l, h);
             }
-            if let Some((l, h)) = bits.fits_s(
+            if let Some((l, h)) = lim.fits_s(
                 x.smin as i128 - y.smax as i128,
                 x.smax as i128 - y.smin as i128,
             ) {
@@ -455,7 +501,7 @@ fn range_op(op: Op, a: &Scalar, b: &Scalar, bits: Bits, t: Tnum) -> Range {
         }
         Op::Mul => {
             let hi = x.umax as u128 * y.umax as u128;
-            if hi <= bits.umax() as u128 {
+            if hi <= lim.umax() as u128 {
                 (r.umin, r.umax) = (x.umin * y.umin, hi as u64);
             }
             let p = [
@@ -465,7 +511,7 @@ fn range_op(op: Op, a: &Scalar, b: &Scalar, bits: Bits, t: Tnum) -> Range {
                 x.smax as i128 * y.smax as i128,
             ];
             let (lo, hi) = (*p.iter().min().unwrap(), *p.iter().max().unwrap());
-            if let Some((l, h)) = bits.fits_s(lo, hi) {
+            if let Some((l, h)) = lim.fits_s(lo, hi) {
                 (r.smin, r.smax) = (l, h);
             }
         }
@@ -488,7 +534,7 @@ fn range_op(op: Op, a: &Scalar, b: &Scalar, bits: Bits, t: Tnum) -> Range {
             }
         }
         Op::Lsh(k) => {
-            if x.umax <= bits.umax() >> k {
+            if x.umax <= lim.umax() >> k {
                 (r.umin, r.umax) = (x.umin << k, x.umax << k);
             }
         }
@@ -502,36 +548,37 @@ fn range_op(op: Op, a: &Scalar, b: &Scalar, bits: Bits, t: Tnum) -> Range {
     r
 }
 
-impl fmt::Display for Scalar {
+impl<const N: u32> fmt::Display for ScalarN<N> {
     /// Like the kernel's log: a constant as its value, else the bounds
     /// that say something.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(v) = self.as_const() {
-            return write!(f, "{}", v as i64);
+            return write!(f, "{}", Self::s(v));
         }
+        let all = Self::unknown();
         let mut parts = Vec::new();
-        if self.smin != i64::MIN {
+        if self.smin != all.smin {
             parts.push(format!("smin={}", self.smin));
         }
-        if self.smax != i64::MAX {
+        if self.smax != all.smax {
             parts.push(format!("smax={}", self.smax));
         }
         if self.umin != 0 {
             parts.push(format!("umin={}", self.umin));
         }
-        if self.umax != u64::MAX {
+        if self.umax != all.umax {
             parts.push(format!("umax={}", self.umax));
         }
-        if self.s32min != i32::MIN && self.s32min as i64 != self.smin {
+        if self.s32min != all.s32min && self.s32min as i64 != self.smin {
             parts.push(format!("smin32={}", self.s32min));
         }
-        if self.s32max != i32::MAX && self.s32max as i64 != self.smax {
+        if self.s32max != all.s32max && self.s32max as i64 != self.smax {
             parts.push(format!("smax32={}", self.s32max));
         }
         if self.u32min != 0 && self.u32min as u64 != self.umin {
             parts.push(format!("umin32={}", self.u32min));
         }
-        if self.u32max != u32::MAX && self.u32max as u64 != self.umax {
+        if self.u32max != all.u32max && self.u32max as u64 != self.umax {
             parts.push(format!("umax32={}", self.u32max));
         }
         if !self.var.is_unknown() {
@@ -544,6 +591,7 @@ impl fmt::Display for Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tnum::Tnum;
     use proptest::prelude::*;
 
     /// A scalar built from random constraints, and one of its values.

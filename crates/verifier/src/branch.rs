@@ -4,13 +4,14 @@
 
 use isa::{Cond, Operand, Width};
 
-use crate::bounds::{Bits, Op, Scalar};
+use crate::bounds::{Bits, Op, Scalar, ScalarN};
 use crate::check::{Flow, Res, Verifier};
 use crate::state::{Kind, Reg, State};
-use crate::tnum::Tnum;
+use crate::tnum::TnumN;
+use crate::width::{ones, smax, smin};
 
 /// The condition that holds on the other edge (`None` for `jset`).
-fn negate(c: Cond) -> Option<Cond> {
+pub(crate) fn negate(c: Cond) -> Option<Cond> {
     Some(match c {
         Cond::Eq => Cond::Ne,
         Cond::Ne => Cond::Eq,
@@ -42,21 +43,24 @@ fn swap(c: Cond) -> Cond {
 }
 
 /// A condition on one edge: `Cond`, or "no bit of the mask set".
-#[derive(Copy, Clone)]
-enum Edge {
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Edge {
     Holds(Cond),
     NotSet,
 }
 
 /// Narrows `a` and `b` to the values where `a edge b` holds; `None` when
 /// no values do.
-fn refine(a: &Scalar, b: &Scalar, edge: Edge, bits: Bits) -> Option<(Scalar, Scalar)> {
+pub(crate) fn refine<const N: u32>(
+    a: &ScalarN<N>,
+    b: &ScalarN<N>,
+    edge: Edge,
+    bits: Bits,
+) -> Option<(ScalarN<N>, ScalarN<N>)> {
     let (mut a, mut b) = (*a, *b);
     let (x, y) = (a.view(bits), b.view(bits));
-    let (umax, smin, smax) = match bits {
-        Bits::B64 => (u64::MAX, i64::MIN, i64::MAX),
-        Bits::B32 => (u32::MAX as u64, i32::MIN as i64, i32::MAX as i64),
-    };
+    let w = bits.of(N);
+    let (umax, smin, smax) = (ones(w), smin(w), smax(w));
     let mut xa = x;
     let mut yb = y;
     match edge {
@@ -140,11 +144,7 @@ fn refine(a: &Scalar, b: &Scalar, edge: Edge, bits: Bits) -> Option<(Scalar, Sca
             // Some bit of the mask is set: impossible when none can be.
             if let Some(m) = match bits {
                 Bits::B64 => b.var.is_const().then_some(b.var.value),
-                Bits::B32 => b
-                    .var
-                    .subreg()
-                    .is_const()
-                    .then_some(b.var.value & 0xffff_ffff),
+                Bits::B32 => b.var.subreg().is_const().then_some(b.var.subreg().value),
             } {
                 let t = match bits {
                     Bits::B64 => a.var,
@@ -154,7 +154,7 @@ fn refine(a: &Scalar, b: &Scalar, edge: Edge, bits: Bits) -> Option<(Scalar, Sca
                     return None;
                 }
                 if m.is_power_of_two() {
-                    a.var = Tnum {
+                    a.var = TnumN {
                         value: a.var.value | m,
                         mask: a.var.mask & !m,
                     };
@@ -164,16 +164,12 @@ fn refine(a: &Scalar, b: &Scalar, edge: Edge, bits: Bits) -> Option<(Scalar, Sca
         Edge::NotSet => {
             if let Some(m) = match bits {
                 Bits::B64 => b.var.is_const().then_some(b.var.value),
-                Bits::B32 => b
-                    .var
-                    .subreg()
-                    .is_const()
-                    .then_some(b.var.value & 0xffff_ffff),
+                Bits::B32 => b.var.subreg().is_const().then_some(b.var.subreg().value),
             } {
                 if a.var.value & m != 0 {
                     return None;
                 }
-                a.var = Tnum {
+                a.var = TnumN {
                     value: a.var.value & !m,
                     mask: a.var.mask & !m,
                 };
@@ -188,7 +184,7 @@ fn refine(a: &Scalar, b: &Scalar, edge: Edge, bits: Bits) -> Option<(Scalar, Sca
     (a.sync() && b.sync()).then_some((a, b))
 }
 
-fn set_view(s: &mut Scalar, bits: Bits, r: crate::bounds::Range) {
+fn set_view<const N: u32>(s: &mut ScalarN<N>, bits: Bits, r: crate::bounds::Range) {
     match bits {
         Bits::B64 => {
             s.umin = s.umin.max(r.umin);

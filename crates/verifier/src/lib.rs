@@ -23,6 +23,10 @@ pub mod protos;
 pub mod randprog;
 pub mod state;
 pub mod tnum;
+pub mod width;
+
+#[cfg(test)]
+mod exhaustive;
 
 use std::fmt;
 

@@ -3,7 +3,8 @@
 //! unknown when its `mask` bit is set (its `value` bit is then 0).
 //!
 //! The operations over-approximate: every concrete result of the operation
-//! on members of the inputs is a member of the output.
+//! on members of the inputs is a member of the output. They are written for
+//! any width `N` (see [`crate::width`]); the verifier's [`Tnum`] is 64 bits.
 
 // Named methods rather than operator traits: the operations are abstract
 // (sets of values), not arithmetic on one value.
@@ -11,34 +12,55 @@
 
 use std::fmt;
 
+use crate::width::{ones, sext};
+
+/// A tnum of `N`-bit values (bits above `N` always clear).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Tnum {
+pub struct TnumN<const N: u32> {
     pub value: u64,
     pub mask: u64,
 }
 
-impl Tnum {
-    pub const UNKNOWN: Tnum = Tnum {
+/// The verifier's tnum, over 64-bit values.
+pub type Tnum = TnumN<64>;
+
+impl<const N: u32> TnumN<N> {
+    const ONES: u64 = ones(N);
+    /// The low half's bits (a 64-bit value's low 32).
+    const HALF: u32 = N / 2;
+
+    pub const UNKNOWN: Self = Self {
         value: 0,
-        mask: u64::MAX,
+        mask: ones(N),
     };
 
-    pub const fn konst(value: u64) -> Tnum {
-        Tnum { value, mask: 0 }
+    pub const fn konst(value: u64) -> Self {
+        Self {
+            value: value & ones(N),
+            mask: 0,
+        }
+    }
+
+    /// Keeps the invariant: nothing above bit `N`, unknown bits' values 0.
+    fn masked(value: u64, mask: u64) -> Self {
+        Self {
+            value: value & !mask & Self::ONES,
+            mask: mask & Self::ONES,
+        }
     }
 
     /// The smallest tnum holding every value of `min..=max`.
-    pub fn range(min: u64, max: u64) -> Tnum {
+    pub fn range(min: u64, max: u64) -> Self {
         let differing = min ^ max;
         if differing == 0 {
-            return Tnum::konst(min);
+            return Self::konst(min);
         }
         let bits = 64 - differing.leading_zeros();
-        if bits > 63 {
-            return Tnum::UNKNOWN;
+        if bits >= N {
+            return Self::UNKNOWN;
         }
         let low = (1u64 << bits) - 1;
-        Tnum {
+        Self {
             value: min & !low,
             mask: low,
         }
@@ -49,7 +71,7 @@ impl Tnum {
     }
 
     pub fn is_unknown(self) -> bool {
-        self.mask == u64::MAX
+        self.mask == Self::ONES
     }
 
     /// Whether `v` is a member.
@@ -58,7 +80,7 @@ impl Tnum {
     }
 
     /// Whether every member of `other` is a member of `self`.
-    pub fn includes(self, other: Tnum) -> bool {
+    pub fn includes(self, other: Self) -> bool {
         other.mask & !self.mask == 0 && other.value & !self.mask == self.value
     }
 
@@ -70,86 +92,71 @@ impl Tnum {
         self.value | self.mask
     }
 
-    pub fn shl(self, k: u32) -> Tnum {
-        Tnum {
-            value: self.value.wrapping_shl(k),
-            mask: self.mask.wrapping_shl(k),
-        }
+    pub fn shl(self, k: u32) -> Self {
+        Self::masked(self.value.wrapping_shl(k), self.mask.wrapping_shl(k))
     }
 
-    pub fn shr(self, k: u32) -> Tnum {
-        Tnum {
+    pub fn shr(self, k: u32) -> Self {
+        Self {
             value: self.value.wrapping_shr(k),
             mask: self.mask.wrapping_shr(k),
         }
     }
 
-    /// Arithmetic right shift of a `bits`-wide (32 or 64) value.
-    pub fn ashr(self, k: u32, bits: u32) -> Tnum {
-        if bits == 32 {
-            Tnum {
-                value: ((self.value as i32) >> k) as u32 as u64,
-                mask: ((self.mask as i32) >> k) as u32 as u64,
-            }
-        } else {
-            Tnum {
-                value: ((self.value as i64) >> k) as u64,
-                mask: ((self.mask as i64) >> k) as u64,
-            }
+    /// Arithmetic right shift of a `bits`-wide value (`N` or `N / 2`).
+    pub fn ashr(self, k: u32, bits: u32) -> Self {
+        let m = ones(bits);
+        Self {
+            value: (sext(self.value, bits) >> k) as u64 & m,
+            mask: (sext(self.mask, bits) >> k) as u64 & m,
         }
     }
 
-    pub fn add(self, o: Tnum) -> Tnum {
+    pub fn add(self, o: Self) -> Self {
         let sm = self.mask.wrapping_add(o.mask);
         let sv = self.value.wrapping_add(o.value);
         let sigma = sm.wrapping_add(sv);
         let chi = sigma ^ sv;
         let mu = chi | self.mask | o.mask;
-        Tnum {
-            value: sv & !mu,
-            mask: mu,
-        }
+        Self::masked(sv, mu)
     }
 
-    pub fn sub(self, o: Tnum) -> Tnum {
+    pub fn sub(self, o: Self) -> Self {
         let dv = self.value.wrapping_sub(o.value);
         let alpha = dv.wrapping_add(self.mask);
         let beta = dv.wrapping_sub(o.mask);
         let chi = alpha ^ beta;
         let mu = chi | self.mask | o.mask;
-        Tnum {
-            value: dv & !mu,
-            mask: mu,
-        }
+        Self::masked(dv, mu)
     }
 
-    pub fn neg(self) -> Tnum {
-        Tnum::konst(0).sub(self)
+    pub fn neg(self) -> Self {
+        Self::konst(0).sub(self)
     }
 
-    pub fn and(self, o: Tnum) -> Tnum {
+    pub fn and(self, o: Self) -> Self {
         let alpha = self.value | self.mask;
         let beta = o.value | o.mask;
         let v = self.value & o.value;
-        Tnum {
+        Self {
             value: v,
             mask: alpha & beta & !v,
         }
     }
 
-    pub fn or(self, o: Tnum) -> Tnum {
+    pub fn or(self, o: Self) -> Self {
         let v = self.value | o.value;
         let mu = self.mask | o.mask;
-        Tnum {
+        Self {
             value: v,
             mask: mu & !v,
         }
     }
 
-    pub fn xor(self, o: Tnum) -> Tnum {
+    pub fn xor(self, o: Self) -> Self {
         let v = self.value ^ o.value;
         let mu = self.mask | o.mask;
-        Tnum {
+        Self {
             value: v & !mu,
             mask: mu,
         }
@@ -158,18 +165,18 @@ impl Tnum {
     /// Multiplication by long multiplication over the bits of `self`: a
     /// certain 1 adds `o`'s unknown bits, an unknown bit adds all of `o`'s
     /// possible bits as unknown.
-    pub fn mul(self, o: Tnum) -> Tnum {
+    pub fn mul(self, o: Self) -> Self {
         let exact = self.value.wrapping_mul(o.value);
-        let mut uncertain = Tnum::konst(0);
+        let mut uncertain = Self::konst(0);
         let (mut a, mut b) = (self, o);
         while a.value != 0 || a.mask != 0 {
             if a.value & 1 != 0 {
-                uncertain = uncertain.add(Tnum {
+                uncertain = uncertain.add(Self {
                     value: 0,
                     mask: b.mask,
                 });
             } else if a.mask & 1 != 0 {
-                uncertain = uncertain.add(Tnum {
+                uncertain = uncertain.add(Self {
                     value: 0,
                     mask: b.value | b.mask,
                 });
@@ -177,49 +184,62 @@ impl Tnum {
             a = a.shr(1);
             b = b.shl(1);
         }
-        Tnum::konst(exact).add(uncertain)
+        Self::konst(exact).add(uncertain)
     }
 
     /// Members of both (the caller knows they overlap).
-    pub fn intersect(self, o: Tnum) -> Tnum {
+    pub fn intersect(self, o: Self) -> Self {
         let v = self.value | o.value;
         let mu = self.mask & o.mask;
-        Tnum {
+        Self {
             value: v & !mu,
             mask: mu,
         }
     }
 
     /// Whether some value is a member of both.
-    pub fn overlaps(self, o: Tnum) -> bool {
+    pub fn overlaps(self, o: Self) -> bool {
         let known_both = !self.mask & !o.mask;
         (self.value ^ o.value) & known_both == 0
     }
 
-    /// The low `bytes` bytes, zero-extended.
-    pub fn truncate(self, bytes: u32) -> Tnum {
-        if bytes >= 8 {
-            return self;
-        }
-        let keep = (1u64 << (bytes * 8)) - 1;
-        Tnum {
+    /// The low half (the low 32 bits of a 64-bit value), zero-extended.
+    pub fn subreg(self) -> Self {
+        let keep = ones(Self::HALF);
+        Self {
             value: self.value & keep,
             mask: self.mask & keep,
         }
     }
 
-    /// The low 32 bits, zero-extended.
-    pub fn subreg(self) -> Tnum {
-        self.truncate(4)
-    }
-
-    /// `self` with its low 32 bits replaced by `low`'s.
-    pub fn with_subreg(self, low: Tnum) -> Tnum {
-        let high = Tnum {
-            value: self.value & !0xffff_ffff,
-            mask: self.mask & !0xffff_ffff,
+    /// `self` with its low half replaced by `low`'s.
+    pub fn with_subreg(self, low: Self) -> Self {
+        let high = !ones(Self::HALF);
+        let high = Self {
+            value: self.value & high,
+            mask: self.mask & high,
         };
         high.or(low.subreg())
+    }
+
+    /// Whether every member is a multiple of `align` (a power of two).
+    pub fn is_aligned(self, align: u64) -> bool {
+        align == 0 || (self.value | self.mask) & (align - 1) == 0
+    }
+}
+
+/// Byte-sized views, for loads, stores and byte swaps of 64-bit registers.
+impl Tnum {
+    /// The low `bytes` bytes, zero-extended.
+    pub fn truncate(self, bytes: u32) -> Tnum {
+        if bytes >= 8 {
+            return self;
+        }
+        let keep = ones(bytes * 8);
+        Tnum {
+            value: self.value & keep,
+            mask: self.mask & keep,
+        }
     }
 
     /// Sign extension of the low `bytes` bytes.
@@ -227,10 +247,9 @@ impl Tnum {
         if bytes >= 8 {
             return self;
         }
-        let shift = 64 - bytes * 8;
         Tnum {
-            value: (((self.value << shift) as i64) >> shift) as u64,
-            mask: (((self.mask << shift) as i64) >> shift) as u64,
+            value: sext(self.value, bytes * 8) as u64,
+            mask: sext(self.mask, bytes * 8) as u64,
         }
     }
 
@@ -243,18 +262,13 @@ impl Tnum {
             mask: t.mask.swap_bytes() >> shift,
         }
     }
-
-    /// Whether every member is a multiple of `align` (a power of two).
-    pub fn is_aligned(self, align: u64) -> bool {
-        align == 0 || (self.value | self.mask) & (align - 1) == 0
-    }
 }
 
-impl fmt::Display for Tnum {
+impl<const N: u32> fmt::Display for TnumN<N> {
     /// The kernel's spelling: `(0x0; 0xff)` for value and mask.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_const() {
-            return write!(f, "{}", self.value as i64);
+            return write!(f, "{}", sext(self.value, N));
         }
         write!(f, "({:#x}; {:#x})", self.value, self.mask)
     }
