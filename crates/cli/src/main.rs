@@ -9,6 +9,7 @@ mod plotfont;
 mod progress;
 mod report;
 mod settings;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -82,10 +83,34 @@ enum Command {
     ConformancePlugin(cmd::conformance::PluginArgs),
 }
 
+/// `println!` panics when stdout cannot be written (a full disk, `>
+/// /dev/full`); the commands that print through it then end with one line
+/// saying so and exit status 1, as for any error, not a panic's report.
+fn stdout_errors_are_errors() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        match msg.strip_prefix("failed printing to stdout: ") {
+            Some(cause) => {
+                let cause = cause.split(" (os error").next().unwrap_or(cause);
+                eprintln!("sluice: writing standard output: {cause}");
+                std::process::exit(1);
+            }
+            None => default(info),
+        }
+    }));
+}
+
 fn main() -> ExitCode {
     // Die quietly on a closed pipe (`sluice ... | head`), as C tools do.
     // SAFETY: setting a signal disposition before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    stdout_errors_are_errors();
     let cli = Cli::parse();
     if let Some(ns) = &cli.netns
         && let Err(e) = kernel::netdev::enter_netns(ns)

@@ -8,8 +8,26 @@ use vm::{RegionKind, Stats};
 /// Prints `value` as one JSON object on stdout.
 pub fn print_json<T: Serialize>(value: &T) -> Result<(), String> {
     let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    println!("{text}");
-    Ok(())
+    print_text(&(text + "\n"))
+}
+
+/// Writes `text` to stdout; a failure (a full disk, a closed pipe) is an
+/// error saying so, not a panic as `println!`'s.
+pub fn print_text(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing standard output: {}", io_cause(&e)))
+}
+
+/// The system's words for an I/O error, without Rust's `(os error N)`.
+pub fn io_cause(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
 }
 
 /// Loads and stores of one region kind.

@@ -1,100 +1,21 @@
-//! pcap and pcapng files in and out.
+//! pcap and pcapng captures read: files, FIFOs, standard input.
 
-use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use pcap_file::pcap::PcapHeader;
-use pcap_file::pcapng::PcapNgWriter;
-use pcap_file::pcapng::blocks::ENHANCED_PACKET_BLOCK;
-use pcap_file::pcapng::blocks::interface_description::{
-    InterfaceDescriptionBlock, InterfaceDescriptionOption,
-};
 use pcap_file::{DataLink, Endianness, TsResolution};
 
+use crate::error::{IoError, cause};
 use crate::frame::{Frame, FrameInfo, to_ethernet_into};
+use crate::input::{Input, display_name, is_stdin};
 use crate::pcapng::PcapNgRecords;
-
-/// A capture that cannot be read or written, with where.
-#[derive(Debug, thiserror::Error)]
-#[error("{}{}: {reason}", path.display(), packet.map(|p| format!(", packet {p}")).unwrap_or_default())]
-pub struct IoError {
-    pub path: PathBuf,
-    /// 1-based index of the packet at fault.
-    pub packet: Option<usize>,
-    pub reason: String,
-}
-
-/// Size of the read and write buffers: one `read(2)` or `write(2)` per
-/// MiB of capture.
-const BUF_SIZE: usize = 1 << 20;
 
 /// The largest classic pcap record (16-byte header and data) read. A
 /// larger one is taken as a corrupt header; this is the bound pcap-file's
 /// reader had (its 8 MB buffer), which this crate used before.
 const MAX_RECORD: usize = 8_000_000;
-
-/// A file (or bytes) read through a large buffer.
-pub(crate) struct Input {
-    file: Box<dyn Read + Send>,
-    pub(crate) buf: Vec<u8>,
-    /// Unread bytes are `buf[pos..end]`.
-    pub(crate) pos: usize,
-    pub(crate) end: usize,
-    /// File offset of `buf[pos]`.
-    pub(crate) offset: u64,
-}
-
-impl Input {
-    fn new(file: Box<dyn Read + Send>) -> Input {
-        Input {
-            file,
-            buf: vec![0; BUF_SIZE],
-            pos: 0,
-            end: 0,
-            offset: 0,
-        }
-    }
-
-    /// Unread bytes in the buffer.
-    #[inline]
-    pub(crate) fn have(&self) -> usize {
-        self.end - self.pos
-    }
-
-    /// Takes `n` buffered bytes as read.
-    #[inline]
-    pub(crate) fn consume(&mut self, n: usize) {
-        self.pos += n;
-        self.offset += n as u64;
-    }
-
-    /// Makes `buf[pos..end]` at least `need` bytes long if the file has
-    /// them; false at the end of the file.
-    #[cold]
-    pub(crate) fn fill(&mut self, need: usize) -> std::io::Result<bool> {
-        if self.pos + need > self.buf.len() {
-            self.buf.copy_within(self.pos..self.end, 0);
-            self.end -= self.pos;
-            self.pos = 0;
-        }
-        while self.end - self.pos < need {
-            if self.end == self.buf.len() {
-                // Grown as the bytes come, not as a (maybe corrupt)
-                // length asks.
-                let more = (self.buf.len() * 2).min(need.max(BUF_SIZE));
-                self.buf.resize(more, 0);
-            }
-            match self.file.read(&mut self.buf[self.end..]) {
-                Ok(0) => return Ok(false),
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(true)
-    }
-}
 
 /// Records of a classic pcap file, parsed from a large buffer.
 struct PcapRecords {
@@ -118,7 +39,7 @@ impl PcapRecords {
                 Ok(true) => {}
                 Ok(false) if input.have() == 0 => return None,
                 Ok(false) => return Some(Err(truncated("record header", input.have(), 16))),
-                Err(e) => return Some(Err(format!("read failed: {e}"))),
+                Err(e) => return read_failed(input, &e).map(Err),
             }
         }
         let h: &[u8; 16] = input.buf[input.pos..input.pos + 16].try_into().ok()?;
@@ -139,7 +60,7 @@ impl PcapRecords {
                     let have = input.have() - 16;
                     return Some(Err(truncated("record", have, incl_len as usize)));
                 }
-                Err(e) => return Some(Err(format!("read failed: {e}"))),
+                Err(e) => return read_failed(input, &e).map(Err),
             }
         }
         let start = input.pos + 16;
@@ -151,6 +72,13 @@ impl PcapRecords {
             timestamp_ns: u64::from(ts_sec) * 1_000_000_000 + u64::from(ts_frac) * self.frac_ns,
         }))
     }
+}
+
+/// What a record reader tells of a failed read; `None` when it failed
+/// because the stop flag was set (the source ends there, cleanly).
+#[cold]
+pub(crate) fn read_failed(input: &Input, e: &std::io::Error) -> Option<String> {
+    (!input.stopped).then(|| format!("read failed: {}", cause(e)))
 }
 
 #[cold]
@@ -213,25 +141,42 @@ fn datalink_number(d: DataLink) -> u32 {
 }
 
 impl PcapSource {
+    /// Opens a capture: a file, a FIFO, or standard input for `-` (as
+    /// `tcpdump -r -`). Streams (all but regular files) are read once, in
+    /// order, as the bytes come.
     pub fn open(path: &Path) -> Result<PcapSource, IoError> {
-        let file = File::open(path).map_err(|e| IoError {
-            path: path.to_path_buf(),
-            packet: None,
-            reason: e.to_string(),
-        })?;
-        PcapSource::from_reader(path, Box::new(file))
+        PcapSource::open_with(path, None)
+    }
+
+    /// Like [`open`](Self::open); once `stop` is set the source reads no
+    /// more and ends (cleanly, no error) after the records it holds: a
+    /// stream waiting for its writer ends within 50 ms. Set before the
+    /// header was read, the open fails.
+    pub fn open_with(
+        path: &Path,
+        stop: Option<&'static AtomicBool>,
+    ) -> Result<PcapSource, IoError> {
+        let name = display_name(path);
+        let opened =
+            crate::input::open(path).map_err(|e| IoError::op("opening", &name, cause(&e)))?;
+        let mut source = PcapSource::from_input(&name, Input::of(opened, stop))?;
+        source.path = path.to_path_buf();
+        Ok(source)
     }
 
     /// Reads a capture from `reader` (a file, bytes in memory); `path`
     /// names it in errors.
     pub fn from_reader(path: &Path, reader: Box<dyn Read + Send>) -> Result<PcapSource, IoError> {
-        let err = |reason: String| IoError {
-            path: path.to_path_buf(),
-            packet: None,
-            reason,
+        PcapSource::from_input(path, Input::new(reader))
+    }
+
+    fn from_input(path: &Path, mut input: Input) -> Result<PcapSource, IoError> {
+        let err = |reason: String| IoError::reading(path, reason);
+        let early = |input: &Input, e: std::io::Error| match input.stopped {
+            true => err("stopped before the capture's header was read".into()),
+            false => err(cause(&e)),
         };
-        let mut input = Input::new(reader);
-        if !input.fill(4).map_err(|e| err(e.to_string()))? {
+        if !input.fill(4).map_err(|e| early(&input, e))? {
             return Err(err("too short for a capture file".into()));
         }
         let reader = if input.buf[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
@@ -240,7 +185,8 @@ impl PcapSource {
             ))
         } else {
             let not_pcap = |e: String| err(format!("not a pcap or pcapng file: {e}"));
-            if !input.fill(24).map_err(|e| not_pcap(e.to_string()))? {
+            let filled = input.fill(24).map_err(|e| early(&input, e))?;
+            if !filled {
                 return Err(not_pcap("too short for a pcap header".into()));
             }
             let (_, header) =
@@ -265,8 +211,33 @@ impl PcapSource {
         })
     }
 
+    /// The path it was opened with (`-`: standard input).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn input(&self) -> &Input {
+        match &self.reader {
+            Reader::Pcap(r) => &r.input,
+            Reader::PcapNg(r) => r.input(),
+        }
+    }
+
+    /// Whether the capture is a stream (standard input, a FIFO, ...): read
+    /// once, it cannot be opened again from its start.
+    pub fn is_stream(&self) -> bool {
+        is_stdin(&self.path) || self.input().is_stream()
+    }
+
+    /// Whether reading ended on the stop flag ([`open_with`](Self::open_with)).
+    pub fn stopped(&self) -> bool {
+        self.input().stopped
+    }
+
+    /// Whether the next frame would wait for a stream's writer: none is
+    /// buffered and no bytes are ready. Never for a regular file.
+    pub fn would_wait(&self) -> bool {
+        self.input().would_wait()
     }
 
     /// The snapshot length a classic pcap file's header gives, or for
@@ -341,9 +312,10 @@ impl PcapSource {
             Err(reason) => {
                 *failed = true;
                 Some(Err(IoError {
-                    path: path.clone(),
+                    path: display_name(path),
                     packet: Some(*count + 1),
                     reason,
+                    op: None,
                 }))
             }
         }
@@ -367,220 +339,5 @@ impl Iterator for PcapSource {
     type Item = Result<Frame, IoError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_frame()
-    }
-}
-
-/// Output formats.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum SinkFormat {
-    /// Classic pcap, nanosecond timestamps, Ethernet.
-    Pcap,
-    /// pcapng, one Ethernet interface with nanosecond timestamps.
-    PcapNg,
-}
-
-/// The snapshot length of written captures, tcpdump's default: a record
-/// may not be longer (libpcap refuses longer records, pcap or pcapng), so
-/// a longer packet is an error, never cut.
-const SNAPLEN: u32 = 262_144;
-
-/// A capture file being written (Ethernet unless made with
-/// [`PcapSink::create_for`]), through a large buffer.
-pub struct PcapSink {
-    path: PathBuf,
-    out: BufWriter<File>,
-    format: SinkFormat,
-    count: usize,
-}
-
-impl PcapSink {
-    /// Creates `path`; `.pcapng` files get pcapng, others pcap.
-    pub fn create(path: &Path) -> Result<PcapSink, IoError> {
-        let format = if path.extension().is_some_and(|e| e == "pcapng") {
-            SinkFormat::PcapNg
-        } else {
-            SinkFormat::Pcap
-        };
-        PcapSink::create_as(path, format)
-    }
-
-    pub fn create_as(path: &Path, format: SinkFormat) -> Result<PcapSink, IoError> {
-        PcapSink::create_for(path, format, 1)
-    }
-
-    /// A capture of frames of link type `linktype` (LINKTYPE_* numbers),
-    /// written as they are (`create_as` writes Ethernet).
-    pub fn create_for(path: &Path, format: SinkFormat, linktype: u32) -> Result<PcapSink, IoError> {
-        let datalink = DataLink::from(linktype);
-        let err = |reason: String| IoError {
-            path: path.to_path_buf(),
-            packet: None,
-            reason,
-        };
-        let file = File::create(path).map_err(|e| err(e.to_string()))?;
-        let mut header = Vec::new();
-        match format {
-            SinkFormat::Pcap => {
-                let header_fields = PcapHeader {
-                    datalink,
-                    ts_resolution: TsResolution::NanoSecond,
-                    snaplen: SNAPLEN,
-                    endianness: Endianness::Big,
-                    ..PcapHeader::default()
-                };
-                header_fields
-                    .write_to(&mut header)
-                    .map_err(|e| err(e.to_string()))?;
-            }
-            SinkFormat::PcapNg => {
-                // Native byte order, as the packet blocks below.
-                let mut w = PcapNgWriter::with_endianness(&mut header, Endianness::native())
-                    .map_err(|e| err(e.to_string()))?;
-                let idb = InterfaceDescriptionBlock {
-                    linktype: datalink,
-                    snaplen: SNAPLEN,
-                    options: vec![InterfaceDescriptionOption::IfTsResol(9)],
-                };
-                w.write_pcapng_block(idb).map_err(|e| err(e.to_string()))?;
-            }
-        }
-        let mut out = BufWriter::with_capacity(BUF_SIZE, file);
-        out.write_all(&header)
-            .map_err(|e| err(format!("write failed: {e}")))?;
-        Ok(PcapSink {
-            path: path.to_path_buf(),
-            out,
-            format,
-            count: 0,
-        })
-    }
-
-    /// Writes a packet made of `data`.
-    pub fn write(&mut self, data: &[u8], timestamp_ns: u64) -> Result<(), IoError> {
-        self.write_parts(data, &[], timestamp_ns)
-    }
-
-    /// Writes one packet made of `head` then `tail` (e.g. a packet's
-    /// linear part and its fragments), without joining them first.
-    pub fn write_parts(
-        &mut self,
-        head: &[u8],
-        tail: &[u8],
-        timestamp_ns: u64,
-    ) -> Result<(), IoError> {
-        let len = head.len() + tail.len();
-        self.write_with(head, tail, len, timestamp_ns)
-    }
-
-    /// Writes a record of `data` captured from a packet of `orig_len`
-    /// bytes on the wire (a cut capture keeps its lengths).
-    pub fn write_record(
-        &mut self,
-        data: &[u8],
-        orig_len: u32,
-        timestamp_ns: u64,
-    ) -> Result<(), IoError> {
-        let orig = (orig_len as usize).max(data.len());
-        self.write_with(data, &[], orig, timestamp_ns)
-    }
-
-    fn write_with(
-        &mut self,
-        head: &[u8],
-        tail: &[u8],
-        orig: usize,
-        timestamp_ns: u64,
-    ) -> Result<(), IoError> {
-        let len = head.len() + tail.len();
-        let res = match self.format {
-            SinkFormat::Pcap => {
-                let secs = timestamp_ns / 1_000_000_000;
-                if len > SNAPLEN as usize {
-                    return Err(self.bad_packet(format!(
-                        "packet of {len} bytes, over the snapshot length ({SNAPLEN})"
-                    )));
-                }
-                let Ok(secs) = u32::try_from(secs) else {
-                    return Err(self.bad_packet(format!(
-                        "timestamp {secs} s is beyond what pcap can hold (2106)"
-                    )));
-                };
-                let mut h = [0u8; 16];
-                h[0..4].copy_from_slice(&secs.to_be_bytes());
-                h[4..8].copy_from_slice(&((timestamp_ns % 1_000_000_000) as u32).to_be_bytes());
-                h[8..12].copy_from_slice(&(len as u32).to_be_bytes());
-                h[12..16].copy_from_slice(&(orig as u32).to_be_bytes());
-                self.out
-                    .write_all(&h)
-                    .and_then(|()| self.out.write_all(head))
-                    .and_then(|()| self.out.write_all(tail))
-            }
-            SinkFormat::PcapNg => {
-                if len > SNAPLEN as usize {
-                    return Err(self.bad_packet(format!(
-                        "packet of {len} bytes, over the snapshot length ({SNAPLEN}) that libpcap reads"
-                    )));
-                }
-                // An enhanced packet block of interface 0, nanosecond
-                // timestamps, no options.
-                let pad = (4 - len % 4) % 4;
-                let Ok(block_len) = u32::try_from(32 + len + pad) else {
-                    return Err(self.bad_packet(format!("packet of {len} bytes")));
-                };
-                let mut h = [0u8; 28];
-                for (i, v) in [
-                    ENHANCED_PACKET_BLOCK,
-                    block_len,
-                    0,
-                    (timestamp_ns >> 32) as u32,
-                    timestamp_ns as u32,
-                    len as u32,
-                    orig as u32,
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    h[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-                }
-                self.out
-                    .write_all(&h)
-                    .and_then(|()| self.out.write_all(head))
-                    .and_then(|()| self.out.write_all(tail))
-                    .and_then(|()| self.out.write_all(&[0; 3][..pad]))
-                    .and_then(|()| self.out.write_all(&block_len.to_ne_bytes()))
-            }
-        };
-        res.map_err(|e| self.write_failed(e))?;
-        self.count += 1;
-        Ok(())
-    }
-
-    #[cold]
-    fn bad_packet(&self, reason: String) -> IoError {
-        IoError {
-            path: self.path.clone(),
-            packet: Some(self.count + 1),
-            reason,
-        }
-    }
-
-    /// A failed write: the buffered packets, not only the last, are lost.
-    #[cold]
-    fn write_failed(&self, e: std::io::Error) -> IoError {
-        IoError {
-            path: self.path.clone(),
-            packet: None,
-            reason: format!("write failed: {e}"),
-        }
-    }
-
-    /// Packets written.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    /// Flushes the file.
-    pub fn finish(mut self) -> Result<(), IoError> {
-        self.out.flush().map_err(|e| self.write_failed(e))
     }
 }

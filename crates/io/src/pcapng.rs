@@ -4,7 +4,8 @@
 //! rule for options and blocks a reader does not know, which libpcap
 //! follows).
 
-use crate::pcap::{Input, RawFrame};
+use crate::input::Input;
+use crate::pcap::{RawFrame, read_failed};
 
 /// Block types.
 const SECTION_HEADER: u32 = 0x0a0d_0d0a;
@@ -57,6 +58,10 @@ impl PcapNgRecords {
         }
     }
 
+    pub(crate) fn input(&self) -> &Input {
+        &self.input
+    }
+
     /// The snapshot length of the section's first interface, once read
     /// (0, no limit, is `None`).
     pub(crate) fn snaplen(&self) -> Option<u32> {
@@ -90,7 +95,7 @@ impl PcapNgRecords {
                         "truncated pcapng block header at offset {offset} ({have} of 12 bytes)"
                     )));
                 }
-                Err(e) => return Some(Err(format!("read failed: {e}"))),
+                Err(e) => return read_failed(&self.input, &e).map(Err),
             }
         }
         let b = &self.input.buf[self.input.pos..self.input.end];
@@ -132,7 +137,7 @@ impl PcapNgRecords {
                         format_args!("truncated ({have} of {len} bytes)"),
                     )));
                 }
-                Err(e) => return Some(Err(format!("read failed: {e}"))),
+                Err(e) => return read_failed(&self.input, &e).map(Err),
             }
         }
         Some(Ok((block_type, len, offset)))

@@ -439,14 +439,14 @@ fn write_errors_say_write_and_the_os_error() {
         let err = err.unwrap_or_else(|| sink.finish().unwrap_err());
         assert_eq!(
             err.to_string(),
-            "/dev/full: write failed: No space left on device (os error 28)"
+            "writing /dev/full: No space left on device (0 packets written before it)"
         );
     }
     let sink = PcapSink::create(full).unwrap();
     let err = sink.finish().unwrap_err().to_string();
     assert_eq!(
         err,
-        "/dev/full: write failed: No space left on device (os error 28)"
+        "writing /dev/full: No space left on device (0 packets written before it)"
     );
 }
 

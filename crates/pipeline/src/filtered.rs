@@ -91,6 +91,10 @@ impl Source for Filtered {
         }))
     }
 
+    fn ends_on_stop(&self) -> bool {
+        self.inner.ends_on_stop()
+    }
+
     fn note(&self) -> Option<String> {
         let (read, accepted) = (
             self.counts.read.load(Ordering::Relaxed),

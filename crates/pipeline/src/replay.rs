@@ -68,6 +68,13 @@ pub enum ReplayError {
     Worker { worker: usize, why: String },
 }
 
+/// Whether the replay stops reading now: the stop flag is set and the
+/// source does not end by itself on it (one that does is read to its end,
+/// which comes once it has given the packets it holds).
+fn stop_now(source: &dyn Source, opts: &Options) -> bool {
+    opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !source.ends_on_stop()
+}
+
 /// Takes the next batch, cut at the limit; the source's error comes back
 /// with the packets read before it.
 fn next_batch(
@@ -78,7 +85,7 @@ fn next_batch(
 ) -> Option<SourceError> {
     batch.clear();
     let limit = opts.limit;
-    if limit.is_some_and(|l| read >= l) || opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+    if limit.is_some_and(|l| read >= l) || stop_now(source, opts) {
         return None;
     }
     let err = source.fill(batch).err();
@@ -272,8 +279,7 @@ fn forked<H: PacketHook>(
                     let mut mine = |seq: u64, data: &[u8]| owner(shard, threads, seq, data) == w;
                     while source_error.is_none() {
                         let max = opts.limit.map_or(u64::MAX, |l| l.saturating_sub(read));
-                        let stop = opts.stop.is_some_and(|s| s.load(Ordering::Relaxed));
-                        if max == 0 || stop {
+                        if max == 0 || stop_now(src, opts) {
                             break;
                         }
                         batch.clear();

@@ -2,6 +2,7 @@
 //! looks inside a packet beyond its link layer.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use io::LinkKind;
 
@@ -27,6 +28,14 @@ pub trait Source: Send {
     /// gave (a live interface: frames the kernel dropped, frames cut).
     fn note(&self) -> Option<String> {
         None
+    }
+
+    /// Whether the source ends by itself once the replay's stop flag is
+    /// set (it was given the flag), after the packets it holds: the
+    /// replay then reads it to its end rather than stop at once, so no
+    /// packet the source took in is lost (a capture from a pipe).
+    fn ends_on_stop(&self) -> bool {
+        false
     }
 
     /// Frames read but not given, per LINKTYPE_* number: frames without
@@ -77,9 +86,11 @@ pub enum Foreign {
     Pass,
 }
 
-/// A pcap or pcapng file, read as a stream.
+/// A pcap or pcapng capture, read as a stream: a file, a FIFO, or
+/// standard input (`-`).
 pub struct Capture {
     reader: io::PcapSource,
+    stop: Option<&'static AtomicBool>,
     seq: u64,
     foreign: Foreign,
     /// Frames skipped per link type, in order of first appearance.
@@ -89,9 +100,22 @@ pub struct Capture {
 impl Capture {
     /// Opens a capture that skips frames without an Ethernet form.
     pub fn open(path: &Path) -> Result<Capture, SourceError> {
-        let reader = io::PcapSource::open(path).map_err(|e| SourceError(e.to_string()))?;
+        Capture::open_with(path, None)
+    }
+
+    /// Like [`open`](Capture::open), reading no more once `stop` is set
+    /// (the replay's stop flag): the capture then ends after the packets
+    /// it holds, and a pipe's reader waiting for its writer ends within
+    /// 50 ms ([`io::PcapSource::open_with`]).
+    pub fn open_with(
+        path: &Path,
+        stop: Option<&'static AtomicBool>,
+    ) -> Result<Capture, SourceError> {
+        let reader =
+            io::PcapSource::open_with(path, stop).map_err(|e| SourceError(e.to_string()))?;
         Ok(Capture {
             reader,
+            stop,
             seq: 0,
             foreign: Foreign::Skip,
             skipped: Vec::new(),
@@ -114,9 +138,17 @@ impl Capture {
 }
 
 impl Source for Capture {
+    /// A file opened again; a stream (a pipe, standard input) is read once.
     fn fork(&self) -> Option<Box<dyn Source>> {
-        let fork = Capture::open(self.reader.path()).ok()?;
+        if self.reader.is_stream() {
+            return None;
+        }
+        let fork = Capture::open_with(self.reader.path(), self.stop).ok()?;
         Some(Box::new(fork.foreign(self.foreign)))
+    }
+
+    fn ends_on_stop(&self) -> bool {
+        self.stop.is_some()
     }
 
     fn skipped(&self) -> Vec<(u32, u64)> {
@@ -138,6 +170,10 @@ impl Source for Capture {
         let mut read = 0u64;
         let skip = self.foreign == Foreign::Skip;
         while !batch.is_full() && read < max {
+            // A stream between bursts: what came so far goes now.
+            if read > 0 && self.reader.would_wait() {
+                break;
+            }
             let frame = match self.reader.next_raw() {
                 None => break,
                 Some(Ok(f)) => f,

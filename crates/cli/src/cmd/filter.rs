@@ -18,7 +18,7 @@ pub struct Args {
     /// The filter expression, as tcpdump takes it (the words are joined)
     #[arg(required = true, num_args = 1.., value_name = "EXPR")]
     expr: Vec<String>,
-    /// Capture to read (pcap or pcapng)
+    /// Capture to read (pcap or pcapng): a file, a FIFO, or - for standard input
     #[arg(short = 'r', long = "read", value_name = "FILE")]
     read: Option<PathBuf>,
     /// Write the matching packets here, with their link type (.pcapng for pcapng)

@@ -180,7 +180,7 @@ enum SwitchArg {
 struct RunArgs {
     /// The program: xPF assembly, or its bytes (struct sock_filter)
     file: PathBuf,
-    /// Capture to read (pcap or pcapng)
+    /// Capture to read (pcap or pcapng): a file, a FIFO, or - for standard input
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=100,count=10000 (repeat to mix streams)

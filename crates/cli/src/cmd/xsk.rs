@@ -2,7 +2,6 @@
 //! one interface (xdpsock's three), with live rates every second and a
 //! summary at the end (docs/datapath.md).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use datapath::{App, Options, Summary, Totals};
@@ -133,15 +132,7 @@ impl Common {
     }
 }
 
-/// Stops the run at SIGINT or SIGTERM (the teardown still happens).
-pub fn stop_on_signals() -> &'static AtomicBool {
-    // SAFETY: installing an async-signal-safe handler (one atomic store).
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-    &STOP
-}
+pub use crate::signals::stop_on_signals;
 
 /// Prints a line of live rates from the totals now and at the last tick.
 pub fn live_rates(last: &mut (Totals, Duration), t: &Totals, at: Duration) {
@@ -156,12 +147,6 @@ pub fn live_rates(last: &mut (Totals, Duration), t: &Totals, at: Duration) {
         t.cycles_per_packet()
     );
     *last = (*t, at);
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
 }
 
 pub fn run(a: Args) -> Result<std::process::ExitCode, String> {

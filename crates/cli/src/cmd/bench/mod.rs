@@ -29,8 +29,8 @@ pub struct Args {
     /// Program to run (a function name; needed when the object has several)
     #[arg(long)]
     prog: Option<String>,
-    /// Packets from a capture
-    #[arg(long, conflicts_with = "gen")]
+    /// Packets from a capture: a file, a FIFO, or - for standard input
+    #[arg(long, value_name = "FILE", conflicts_with = "gen")]
     pcap: Option<PathBuf>,
     /// Generated packets (see `sluice run --help`); repeatable
     #[arg(long = "gen", value_name = "SPEC")]

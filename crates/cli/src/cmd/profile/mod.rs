@@ -23,8 +23,8 @@ pub struct Args {
     /// Program to profile (a function name; needed when the object has several)
     #[arg(long)]
     prog: Option<String>,
-    /// Packets from a capture
-    #[arg(long, conflicts_with_all = ["gen", "sizes"])]
+    /// Packets from a capture: a file, a FIFO, or - for standard input
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["gen", "sizes"])]
     pcap: Option<PathBuf>,
     /// Generated packets (see `sluice run --help`); repeatable. With
     /// --sizes, the template each size is made from
@@ -164,6 +164,16 @@ fn cpus(a: &Args, calibration: Option<&Calibration>) -> Result<Vec<Cpu>, String>
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
+    let wants_host = a.cpu.iter().any(|c| c == "host") || a.save_host.is_some();
+    if let Some(p) = a.pcap.as_deref().filter(|p| io::is_stream(p))
+        && (a.warm_up || wants_host)
+    {
+        let why = if a.warm_up { "--warm-up" } else { "--cpu host" };
+        return Err(format!(
+            "{why} reads the capture twice: {} is a stream (a pipe or standard input), read once; give a file",
+            p.display()
+        ));
+    }
     let ra = run_args(&a, a.engine)?;
     let mut hook = run::prepare(&ra)?;
     crate::cmd::verify::before_run(&mut hook)?;
@@ -183,7 +193,6 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     run::skipped(source.as_ref());
     let model = CostModel::fit(&profiled);
 
-    let wants_host = a.cpu.iter().any(|c| c == "host") || a.save_host.is_some();
     let calibration = if wants_host {
         let ra = run_args(&a, run::Engine::Jit)?;
         let mut jit = run::prepare(&ra)?;

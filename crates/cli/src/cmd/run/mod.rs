@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use pipeline::{Capture, Foreign, Generated, Live, Port, PortCounts, Route, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
@@ -61,8 +62,9 @@ pub struct Args {
     /// Program to run (a function name; needed when the object has several)
     #[arg(long)]
     pub prog: Option<String>,
-    /// Capture to replay (pcap or pcapng)
-    #[arg(long)]
+    /// Capture to replay (pcap or pcapng): a file, a FIFO, or - for
+    /// standard input (`tcpdump -w - | sluice run OBJ --pcap -`)
+    #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=1000000 (repeat to mix streams)
     #[arg(long)]
@@ -225,16 +227,26 @@ impl Args {
     }
 }
 
-/// The packets `a` names: a capture, generated traffic or a live
-/// interface (which a signal stops, as it stops the replay).
+/// The packets `a` names: a capture (a file, a FIFO, or standard input
+/// for `-`), generated traffic or a live interface (which a signal stops,
+/// as it stops the replay).
 pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
+    source_with(a, None)
+}
+
+/// Like [`source`]; a capture reads no more once `stop` (the replay's
+/// stop flag) is set, and ends after the packets it holds.
+pub(crate) fn source_with(
+    a: &Args,
+    stop: Option<&'static AtomicBool>,
+) -> Result<Box<dyn Source>, String> {
     let source: Box<dyn Source> = if let Some(iface) = &a.iface {
-        let stop = crate::cmd::xsk::stop_on_signals();
+        let stop = crate::signals::stop_on_signals();
         Box::new(Live::open(iface, Some(stop)).map_err(|e| e.to_string())?)
     } else {
         match &a.pcap {
             Some(path) => Box::new(
-                Capture::open(path)
+                Capture::open_with(path, stop)
                     .map_err(|e| e.to_string())?
                     .foreign(a.foreign.into()),
             ),
@@ -320,6 +332,7 @@ fn sinks(a: &Args) -> Result<(Sinks, Vec<SentPort>), String> {
 fn describe_source(a: &Args) -> String {
     match (&a.iface, &a.pcap) {
         (Some(iface), _) => format!("interface {iface} (live)"),
+        (None, Some(path)) if io::is_stdin(path) => "capture from standard input".to_string(),
         (None, Some(path)) => format!("capture {}", path.display()),
         (None, None) => format!("generated {}", a.r#gen.join(" + ")),
     }
@@ -338,7 +351,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 
 /// Replays, saves pinned maps and prints the report.
 pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
-    let mut source = source(a)?;
+    // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
+    let stop = crate::signals::stop_on_signals();
+    let mut source = source_with(a, Some(stop))?;
     let (sinks, ports) = sinks(a)?;
     // The hook sees the interface read, unless told otherwise.
     let arrival = a
@@ -350,8 +365,7 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
         shard: a.shard,
         limit: a.limit,
         ifindex: a.ifindex.or(arrival).unwrap_or(1),
-        // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
-        stop: Some(crate::cmd::xsk::stop_on_signals()),
+        stop: Some(stop),
     };
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
     let summary = crate::progress::with_progress(total, a.json, |count| {

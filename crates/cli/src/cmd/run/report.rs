@@ -2,6 +2,7 @@
 //! maps after the replay, printed as text or JSON.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use runtime::{Hook, RedirectTarget};
 use serde::Serialize;
@@ -295,28 +296,36 @@ impl RunReport {
         if json {
             print_json(self)
         } else {
-            print_text(self);
-            Ok(())
+            crate::report::print_text(&text(self))
         }
     }
 }
 
-fn print_text(r: &RunReport) {
-    println!("{} ({}) of {}", r.program, r.section, r.object);
-    println!("source        {}", r.source);
+/// The text report, whole (printed in one write).
+fn text(r: &RunReport) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    macro_rules! say {
+        ($($t:tt)*) => {
+            let _ = writeln!(out, $($t)*);
+        };
+    }
+    say!("{} ({}) of {}", r.program, r.section, r.object);
+    say!("source        {}", r.source);
     if let Some(n) = &r.source_note {
-        println!("              {n}");
+        say!("              {n}");
     }
     if let Some(c) = &r.core {
-        println!(
+        say!(
             "CO-RE         {} relocations against {}",
-            c.relocations, c.target
+            c.relocations,
+            c.target
         );
         for p in &c.poisoned {
-            println!("  poisoned {p}");
+            say!("  poisoned {p}");
         }
     }
-    println!(
+    say!(
         "engine        {}, {}",
         r.engine,
         if r.checks == "verified" {
@@ -325,7 +334,7 @@ fn print_text(r: &RunReport) {
             "checks on every access"
         }
     );
-    println!(
+    say!(
         "packets       {} in {:.3} s ({:.0} packets/s) on {} thread{}",
         r.packets,
         r.seconds,
@@ -333,40 +342,46 @@ fn print_text(r: &RunReport) {
         r.threads,
         if r.threads == 1 { "" } else { "s" }
     );
+    if r.stopped {
+        say!("stopped       by a signal: every packet read ran, outputs complete");
+    }
     let total = r.packets.max(1) as f64;
     let v: Vec<String> = r
         .verdicts
         .iter()
         .map(|(k, n)| format!("{k} {n} ({:.1}%)", *n as f64 * 100.0 / total))
         .collect();
-    println!("verdicts      {}", v.join("  "));
+    say!("verdicts      {}", v.join("  "));
     if !r.redirects.is_empty() {
         let v: Vec<String> = r
             .redirects
             .iter()
             .map(|(k, n)| format!("{k}: {n}"))
             .collect();
-        println!("redirects     {}", v.join("  "));
+        say!("redirects     {}", v.join("  "));
     }
     if !r.clones.is_empty() {
         let v: Vec<String> = (r.clones.iter())
             .map(|(k, n)| format!("{k}: {n}"))
             .collect();
-        println!("clones        {}", v.join("  "));
+        say!("clones        {}", v.join("  "));
     }
     let p = &r.insns_per_packet;
-    println!(
+    say!(
         "insns/packet  mean {:.1}  p50 {}  p99 {}  max {}",
-        p.mean, p.p50, p.p99, p.max
+        p.mean,
+        p.p50,
+        p.p99,
+        p.max
     );
-    println!("helpers/pkt   {:.2}", r.helper_calls_per_packet);
+    say!("helpers/pkt   {:.2}", r.helper_calls_per_packet);
     if let Some(m) = &r.memory_per_packet {
         let v: Vec<String> = m
             .iter()
             .filter(|(_, [l, s])| l + s > 0.0)
             .map(|(k, [l, s])| format!("{k} {l:.1} loads {s:.1} stores"))
             .collect();
-        println!("memory/packet {}", v.join(", "));
+        say!("memory/packet {}", v.join(", "));
     }
     if !r.link_types.is_empty() {
         let v: Vec<String> = r
@@ -374,29 +389,29 @@ fn print_text(r: &RunReport) {
             .iter()
             .map(|(k, n)| format!("{k}: {n}"))
             .collect();
-        println!(
+        say!(
             "link types    {} (Converted: given an Ethernet header; Foreign(N): bytes as captured)",
             v.join("  ")
         );
     }
     if !r.skipped.is_empty() {
         let v: Vec<String> = r.skipped.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-        println!(
+        say!(
             "skipped       {} (frames without an Ethernet form; --foreign pass runs them)",
             v.join("  ")
         );
     }
     if r.errors > 0 {
-        println!("errors        {} packets stopped with an error:", r.errors);
+        say!("errors        {} packets stopped with an error:", r.errors);
         for e in &r.first_errors {
-            println!("  packet {}: {}", e.packet, e.message);
+            say!("  packet {}: {}", e.packet, e.message);
             if let Some(l) = &e.line {
-                println!("    at {l}");
+                say!("    at {l}");
             }
         }
     }
     if r.trace_lines > 0 {
-        println!(
+        say!(
             "trace_printk  {} lines{}",
             r.trace_lines,
             if r.trace_lines > r.trace.len() as u64 {
@@ -406,39 +421,48 @@ fn print_text(r: &RunReport) {
             }
         );
         for l in &r.trace {
-            println!("  {l}");
+            say!("  {l}");
         }
     }
     for p in &r.sent {
-        println!(
+        say!(
             "sent          {} out of {}: {} ({} dropped, device busy; {} refused, too long or short)",
-            p.route, p.interface, p.sent, p.dropped, p.refused
+            p.route,
+            p.interface,
+            p.sent,
+            p.dropped,
+            p.refused
         );
     }
     for (k, n) in &r.ringbuf {
-        println!("ringbuf       {k}: {n} records");
+        say!("ringbuf       {k}: {n} records");
     }
     for (k, n) in &r.perf_events {
-        println!("perf events   {k}: {n} records");
+        say!("perf events   {k}: {n} records");
     }
-    println!("maps");
+    say!("maps");
     for m in &r.maps {
-        println!(
+        say!(
             "  {} ({}, key {} B, value {} B, {} of {} entries)",
-            m.name, m.map_type, m.key_size, m.value_size, m.len, m.max_entries
+            m.name,
+            m.map_type,
+            m.key_size,
+            m.value_size,
+            m.len,
+            m.max_entries
         );
         for e in &m.entries {
             if e.summed {
-                println!(
+                say!(
                     "    {} => {}  (per CPU: {})",
                     e.key,
                     e.value,
                     e.cpus.join(" | ")
                 );
             } else if e.cpus.len() > 1 {
-                println!("    {} => {}", e.key, e.cpus.join(" | "));
+                say!("    {} => {}", e.key, e.cpus.join(" | "));
             } else {
-                println!("    {} => {}", e.key, e.value);
+                say!("    {} => {}", e.key, e.value);
             }
         }
         let mut notes = Vec::new();
@@ -451,7 +475,8 @@ fn print_text(r: &RunReport) {
             notes.push(format!("{} more entries (--map-entries)", m.more));
         }
         if !notes.is_empty() {
-            println!("    ({})", notes.join(", "));
+            say!("    ({})", notes.join(", "));
         }
     }
+    out
 }

@@ -105,14 +105,15 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     let dev = arrival(&config, a.tc_dev.as_deref())?;
     let hook = Hook::from(a.tc_hook);
     let mut runner = Runner::new(config, &dev, hook);
-    let mut source = super::source(a)?;
+    let stop = crate::signals::stop_on_signals();
+    let mut source = super::source_with(a, Some(stop))?;
     let (sinks, _ports) = super::sinks(a)?;
     let opts = pipeline::Options {
         // One table of counters and policers for every packet.
         threads: 1,
         limit: a.limit,
         ifindex: runner.ifindex(),
-        stop: Some(crate::cmd::xsk::stop_on_signals()),
+        stop: Some(stop),
         ..pipeline::Options::default()
     };
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));

@@ -1,0 +1,204 @@
+//! The bytes of a capture, read in order through a large buffer: a file,
+//! a FIFO, a pipe or standard input (`-`), never mapped, seeked or read
+//! whole first (a pipe from `tcpdump -w -` may never end).
+//!
+//! A stream (anything but a regular file) given a stop flag waits for its
+//! bytes in `poll`s of 50 ms, so that setting the flag (a signal handler,
+//! on whatever thread it ran) ends a wait on a writer that has nothing to
+//! say; any input given a stop flag reads no more once it is set, and the
+//! records already in the buffer are still delivered.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Size of the read buffer: one `read(2)` per MiB of a file.
+pub(crate) const BUF_SIZE: usize = 1 << 20;
+
+/// How long a stream's reader waits before it looks at its stop flag again.
+const POLL_MS: i32 = 50;
+
+/// The name of standard input on the command line.
+pub const STDIN: &str = "-";
+
+/// Whether `path` names standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// Whether `path` is read as a stream, once, in order: standard input, a
+/// FIFO, a character device or a socket (anything but a regular file, which
+/// can be opened again from its start).
+pub fn is_stream(path: &Path) -> bool {
+    is_stdin(path) || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// The name errors give `path`.
+pub(crate) fn display_name(path: &Path) -> PathBuf {
+    if is_stdin(path) {
+        PathBuf::from("standard input")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// An input opened for reading: the file and whether it is a stream.
+pub(crate) struct Opened {
+    pub(crate) file: File,
+    pub(crate) stream: bool,
+}
+
+/// Opens `path`, or standard input for `-`.
+pub(crate) fn open(path: &Path) -> std::io::Result<Opened> {
+    let file = if is_stdin(path) {
+        File::from(std::io::stdin().as_fd().try_clone_to_owned()?)
+    } else {
+        File::open(path)?
+    };
+    let stream = !file.metadata()?.is_file();
+    Ok(Opened { file, stream })
+}
+
+/// What [`Input::fill`] stops with once its stop flag is set.
+pub(crate) fn stopped_error() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped")
+}
+
+/// A reader (a file, bytes in memory) through a large buffer.
+pub(crate) struct Input {
+    file: Box<dyn Read + Send>,
+    /// A stream's descriptor (the file in `file`), polled while waiting.
+    stream: Option<RawFd>,
+    stop: Option<&'static AtomicBool>,
+    /// Whether reading ended on the stop flag.
+    pub(crate) stopped: bool,
+    pub(crate) buf: Vec<u8>,
+    /// Unread bytes are `buf[pos..end]`.
+    pub(crate) pos: usize,
+    pub(crate) end: usize,
+    /// Offset in the input of `buf[pos]`.
+    pub(crate) offset: u64,
+}
+
+impl Input {
+    pub(crate) fn new(file: Box<dyn Read + Send>) -> Input {
+        Input {
+            file,
+            stream: None,
+            stop: None,
+            stopped: false,
+            buf: vec![0; BUF_SIZE],
+            pos: 0,
+            end: 0,
+            offset: 0,
+        }
+    }
+
+    /// An opened file; a stream is polled while a stop flag is set.
+    pub(crate) fn of(opened: Opened, stop: Option<&'static AtomicBool>) -> Input {
+        let fd = opened.file.as_raw_fd();
+        let mut input = Input::new(Box::new(opened.file));
+        input.stream = opened.stream.then_some(fd);
+        input.stop = stop;
+        input
+    }
+
+    pub(crate) fn is_stream(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Unread bytes in the buffer.
+    #[inline]
+    pub(crate) fn have(&self) -> usize {
+        self.end - self.pos
+    }
+
+    /// Takes `n` buffered bytes as read.
+    #[inline]
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos += n;
+        self.offset += n as u64;
+    }
+
+    /// Whether the next record would wait for a stream's writer: nothing
+    /// is buffered and nothing is ready to read.
+    pub(crate) fn would_wait(&self) -> bool {
+        match self.stream {
+            Some(fd) => self.have() == 0 && !poll_in(fd, 0).unwrap_or(true),
+            None => false,
+        }
+    }
+
+    /// Makes `buf[pos..end]` at least `need` bytes long if the input has
+    /// them; false at its end. Once the stop flag is set it reads no more
+    /// and fails with [`stopped_error`] (and sets `stopped`).
+    #[cold]
+    pub(crate) fn fill(&mut self, need: usize) -> std::io::Result<bool> {
+        if self.pos + need > self.buf.len() {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        while self.end - self.pos < need {
+            if self.end == self.buf.len() {
+                // Grown as the bytes come, not as a (maybe corrupt)
+                // length asks.
+                let more = (self.buf.len() * 2).min(need.max(BUF_SIZE));
+                self.buf.resize(more, 0);
+            }
+            if !self.wait()? {
+                self.stopped = true;
+                return Err(stopped_error());
+            }
+            match self.file.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Waits until a read would not block, looking at the stop flag every
+    /// 50 ms; false once the flag is set.
+    fn wait(&self) -> std::io::Result<bool> {
+        let Some(stop) = self.stop else {
+            return Ok(true);
+        };
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            let Some(fd) = self.stream else {
+                return Ok(true);
+            };
+            if poll_in(fd, POLL_MS)? {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Whether `fd` has bytes (or its end) to read within `ms` milliseconds; a
+/// signal is taken as not yet.
+fn poll_in(fd: RawFd, ms: i32) -> std::io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the call's duration.
+    let r = unsafe { libc::poll(&mut p, 1, ms) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r > 0)
+}
