@@ -423,7 +423,6 @@ pub fn scalar_alu<const N: u32>(
     let b = bits(width);
     let n = b.of(N) as u64;
     let shift = |s: &ScalarN<N>| s.as_const().filter(|&k| k < n).map(|k| k as u32);
-    let view = s.view(b);
     let r = match op {
         AluOp::Add => Some(d.alu(Op::Add, s, b)),
         AluOp::Sub => Some(d.alu(Op::Sub, s, b)),
@@ -434,23 +433,8 @@ pub fn scalar_alu<const N: u32>(
         AluOp::Lsh => shift(s).map(|k| d.alu(Op::Lsh(k), s, b)),
         AluOp::Rsh => shift(s).map(|k| d.alu(Op::Rsh(k), s, b)),
         AluOp::Arsh => shift(s).map(|k| d.alu(Op::Arsh(k), s, b)),
-        // Unsigned division and modulo by a positive constant.
-        AluOp::Div if view.umin > 0 && view.umin == view.umax => {
-            let dv = d.view(b);
-            Some(ScalarN::urange(dv.umin / view.umin, dv.umax / view.umin))
-        }
-        AluOp::Mod if view.umin > 0 && view.umin == view.umax => {
-            let dv = d.view(b);
-            if dv.umax < view.umin {
-                Some(if width == Width::W32 {
-                    d.truncate_bits(N / 2)
-                } else {
-                    *d
-                })
-            } else {
-                Some(ScalarN::urange(0, view.umin - 1))
-            }
-        }
+        // Division and modulo leave an unknown number, as in the kernel
+        // (6.18 tracks no range through them, even of constants).
         _ => None,
     };
     let mut out = r.unwrap_or_else(ScalarN::unknown);

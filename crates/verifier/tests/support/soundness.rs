@@ -50,10 +50,15 @@ impl Setup {
         Setup { maps, infos, opts }
     }
 
-    /// Verifies `insns`; if accepted, runs them over packets drawn from
-    /// `seed`. `Err` describes a soundness failure; `Ok(accepted)` else.
-    pub fn check(&self, insns: Vec<isa::Insn>, seed: u64) -> Result<bool, String> {
-        let program = Program {
+    /// The maps generated programs use.
+    #[allow(dead_code)]
+    pub fn maps(&self) -> &[MapDef] {
+        &self.maps
+    }
+
+    /// An XDP program of `insns`, as generated programs are loaded.
+    pub fn program(insns: Vec<isa::Insn>) -> Program {
+        Program {
             name: "random".into(),
             section: "xdp".into(),
             kind: ProgramKind::Xdp {
@@ -68,11 +73,29 @@ impl Setup {
             core_poisoned: vec![],
             type_given: false,
             attach_type: None,
-        };
-        if verifier::verify(&program, &self.infos, &self.opts)
+        }
+    }
+
+    /// Whether sluice's verifier accepts `program`.
+    pub fn accepts(&self, program: &Program) -> bool {
+        self.rejection(program).is_none()
+    }
+
+    /// Why sluice's verifier rejects `program`, if it does.
+    pub fn rejection(&self, program: &Program) -> Option<String> {
+        let report = verifier::verify(program, &self.infos, &self.opts);
+        report
             .result
-            .is_err()
-        {
+            .err()
+            .map(|e| format!("{} ({})", e.kernel, e.reason))
+    }
+
+    #[allow(dead_code)]
+    /// Verifies `insns`; if accepted, runs them over packets drawn from
+    /// `seed`. `Err` describes a soundness failure; `Ok(accepted)` else.
+    pub fn check(&self, insns: Vec<isa::Insn>, seed: u64) -> Result<bool, String> {
+        let program = Setup::program(insns);
+        if !self.accepts(&program) {
             return Ok(false);
         }
         let object = Object {

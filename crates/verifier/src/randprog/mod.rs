@@ -1,11 +1,16 @@
 //! Random XDP programs for soundness testing: built from templates that
 //! packet programs are made of (bounds checks, packet, stack and map
 //! accesses, NULL checks, arithmetic, branches, helper calls, a bounded
-//! loop, callbacks of `bpf_loop` and `bpf_for_each_map_elem`), with offsets and sizes drawn near the edges of what is allowed,
-//! so that many programs are accepted and many only just.
+//! loop, callbacks of `bpf_loop` and `bpf_for_each_map_elem`; and, in
+//! `pointers`, variable offsets into the stack and map values, every form
+//! of a packet bounds check, spills and fills, bpf-to-bpf calls and helpers
+//! taking buffers), with offsets and sizes drawn near the edges of what is
+//! allowed, so that many programs are accepted and many only just.
 //!
 //! The soundness test runs every accepted program in the checked
 //! interpreter: no accepted program may trip a run-time check.
+
+mod pointers;
 
 use std::fmt::Write;
 
@@ -102,8 +107,24 @@ pub fn program(seed: u64) -> String {
     for b in 0..blocks {
         out(format!("b{b}:"));
         let skip = format!("b{}", (b + 2).min(blocks));
-        match r.below(18) {
+        match r.below(26) {
             16 | 17 => callback(r, b, &mut out, &mut funcs),
+            18 => pointers::stack_var_offset(r, &mut out),
+            19 | 20 => pointers::map_value_var_offset(r, &mut out, b),
+            21 => pointers::packet_check_forms(r, &mut out, b),
+            22 => pointers::spill_fill(r, &mut out),
+            23 => {
+                let mut f = |line: String| {
+                    funcs.push_str(&line);
+                    funcs.push('\n');
+                };
+                pointers::subprogram(r, &mut out, &mut f, b);
+                reinit(r, &mut out);
+            }
+            24 | 25 => {
+                pointers::helper_buffers(r, &mut out);
+                reinit(r, &mut out);
+            }
             // Arithmetic on numbers.
             0..=2 => {
                 let op = *r.pick(&[
@@ -242,7 +263,7 @@ pub fn program(seed: u64) -> String {
                 reinit(r, &mut out);
             }
             // A bounded loop, or moving the packet start.
-            _ => {
+            15 => {
                 if r.chance(50) {
                     let n = 1 + r.below(6);
                     out("mov %r5, 0".into());
@@ -261,6 +282,7 @@ pub fn program(seed: u64) -> String {
                     reinit(r, &mut out);
                 }
             }
+            _ => unreachable!(),
         }
     }
     let mut tail = String::new();
