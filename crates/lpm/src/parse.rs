@@ -70,6 +70,9 @@ impl RouteTable {
             }
             if let Some(rest) = line.strip_prefix("nexthop ") {
                 let (gw, dev) = route_words(n, raw, rest.split_whitespace())?;
+                if gw.is_none() && dev.is_none() {
+                    return Err(error(n, raw, "a nexthop line without via or dev"));
+                }
                 if let Some((_, prefix)) = pending.take() {
                     add(&mut t, prefix, gw, dev.as_deref());
                 }
