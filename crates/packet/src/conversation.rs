@@ -52,6 +52,9 @@ fn ms(v: &str) -> Option<u64> {
     (1.0..1e7).contains(&f).then_some((f * 1e6) as u64)
 }
 
+/// The most flows a `tcp-conv` spec may ask for.
+pub const MAX_FLOWS: u32 = 1 << 20;
+
 impl Conversation {
     /// The conversation of `spec`, if it is of kind `tcp-conv` (the other
     /// fields already read into `base`: addresses, ports, count, start).
@@ -96,6 +99,19 @@ impl Conversation {
                 }
                 _ => {}
             }
+        }
+        // Every flow's state is made up front.
+        if c.flows > MAX_FLOWS {
+            return Err(format!(
+                "--gen {spec}: tcp-conv keeps state per flow: at most {MAX_FLOWS} flows"
+            ));
+        }
+        // The last packet's time (no flow is further on than `count`
+        // round trips and delays) must be a u64 of nanoseconds.
+        let flows = u128::from(c.flows);
+        let step = u128::from(c.rtt_ns.1) + u128::from(c.think_ns) + 2 * flows;
+        if u128::from(c.start_ns) + flows + u128::from(c.count) * step > u128::from(u64::MAX) {
+            return Err(format!("--gen {spec}: start and count run past 2^64 ns"));
         }
         Ok(c)
     }
