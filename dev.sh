@@ -172,8 +172,9 @@ fuzz_seed() {
     rm -rf "$tmp"
 }
 
-# Runs every target for FUZZ_SECONDS (60) on one core; a crash ends a run,
-# the target starts again for the time left (at most 20 times). Each target's
+# Runs every target for FUZZ_SECONDS (60) on one core; a crash (or an input
+# that takes over 10 s) ends a run, the target starts again for the time left
+# (at most 20 times). Each target's
 # output goes to fuzz/logs/<target>.log, its crashes to fuzz/artifacts/<target>/.
 # Prints runs (libFuzzer's stat::number_of_executed_units, summed), seconds
 # ("Done N runs in S seconds", or the time a crashed run took) and crashes per
@@ -195,7 +196,7 @@ fuzz_all() {
             left=$((secs - took))
             start=$SECONDS
             rc=0
-            (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="$left" \
+            (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="$left" -timeout=10 \
                 -print_final_stats=1) >>"$log" 2>&1 || rc=$?
             runs=$((runs + $(last_run "$log" | sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' |
                 tail -n 1 | grep . || echo 0)))
