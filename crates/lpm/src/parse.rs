@@ -289,6 +289,12 @@ default via 10.0.0.2 dev eth0 metric 200
         assert!(e.reason.contains("prefix length"), "{e}");
         let e = RouteTable::parse_ip_route("10.0.0.0/8 via inet6 fe80::1 dev x").unwrap_err();
         assert!(e.reason.contains("IPv6"), "{e}");
+        // Found by the `routes` fuzz target: a multipath route's next hop
+        // that names neither a gateway nor a device.
+        let e = RouteTable::parse_ip_route("10.0.0.0/8 proto static\n\tnexthop weight 1\n")
+            .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.reason.contains("without via or dev"), "{e}");
     }
 
     #[test]
