@@ -321,4 +321,23 @@ mod tests {
         assert!(GenSpec::parse("tcp-conv,rtt=5..2").is_err());
         assert!(GenSpec::parse("tcp-conv,v6,flows=2,count=8").is_ok());
     }
+
+    /// Found by the `genspec` fuzz target: a flow count whose state does
+    /// not fit memory, and times past 2^64 ns, are refused.
+    #[test]
+    fn specs_that_cannot_be_generated_are_refused() {
+        let e = GenSpec::parse("flows=755758278,tcp-conv").unwrap_err();
+        assert!(e.contains("at most 1048576 flows"), "{e}");
+        assert!(GenSpec::parse("tcp-conv,flows=1048576").is_ok());
+        for spec in [
+            "tcp-conv,start=18446744073709551615",
+            "udp,start=18446744073709551615,count=2",
+            "udp,count=18446744073709551615,rate=1",
+        ] {
+            let e = GenSpec::parse(spec).unwrap_err();
+            assert!(e.contains("past 2^64 ns"), "{spec}: {e}");
+        }
+        let g = GenSpec::parse("udp,start=18446744073709551615,count=1").unwrap();
+        assert_eq!(g.packets().next().unwrap().0, u64::MAX);
+    }
 }
