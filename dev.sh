@@ -144,6 +144,83 @@ setup() {
     setup_osken
 }
 
+# Every fuzz target (fuzz/Cargo.toml), in order.
+FUZZ_TARGETS=(decode assemble interp elf verifier jit cbpf xpf captures openflow
+    packet genspec btf expr tc ofctl ipfix routes mapupdate)
+
+# Seeds fuzz/corpus/<target>/ (not in git): fuzz/seed.py takes the conformance
+# suite, the shared captures, the example objects and the tests' text inputs;
+# isa's asm2bin example turns the conformance programs into bytecode.
+fuzz_seed() {
+    local corpus=fuzz/corpus conf=${SLUICE_CONFORMANCE_DIR:-../shared/conformance/bpf_conformance/tests}
+    # The example objects (target/bpf/*.o) come with the programs crate.
+    [ -n "${FUZZ_OBJECTS:-}" ] || [ -d target/bpf ] || cargo build -q --locked -p programs
+    python3 fuzz/seed.py "$corpus" "$conf" "${SLUICE_PCAP_DIR:-../shared/pcaps/tcpdump}" \
+        "${FUZZ_OBJECTS:-target/bpf}"
+    local tmp
+    tmp=$(mktemp -d)
+    cargo run -q --locked -p isa --example asm2bin -- "$tmp" "$corpus"/assemble/*.s
+    local f
+    for f in "$tmp"/*; do
+        local n
+        n=$(basename "$f")
+        cp "$f" "$corpus/decode/$n"
+        { printf '\001'; cat "$f"; } >"$corpus/verifier/$n"
+        { printf '\010\010\010\010\010\010\010\010'; cat "$f"; } >"$corpus/interp/$n"
+        cp "$corpus/interp/$n" "$corpus/jit/$n"
+    done
+    rm -rf "$tmp"
+}
+
+# Runs every target for FUZZ_SECONDS (60) on one core; a crash (or an input
+# that takes over 10 s) ends a run, the target starts again for the time left
+# (at most 20 times). Each target's
+# output goes to fuzz/logs/<target>.log, its crashes to fuzz/artifacts/<target>/.
+# Prints runs (libFuzzer's stat::number_of_executed_units, summed), seconds
+# ("Done N runs in S seconds", or the time a crashed run took) and crashes per
+# target; fails when any target crashed.
+# The output of a log's last run (after its last `--- run N ---` line).
+last_run() { awk '/^--- run /{buf=""; next} {buf = buf $0 "\n"} END{printf "%s", buf}' "$1"; }
+
+fuzz_all() {
+    local secs=${FUZZ_SECONDS:-60} t log rc runs took crashes n start left failed=() rows=()
+    fuzz_seed
+    (cd fuzz && cargo +nightly fuzz build)
+    mkdir -p fuzz/logs
+    for t in "${FUZZ_TARGETS[@]}"; do
+        log=fuzz/logs/$t.log
+        : >"$log"
+        say "fuzzing $t for ${secs}s"
+        runs=0 took=0 crashes=0
+        for ((n = 0; n < 20 && took < secs; n++)); do
+            left=$((secs - took))
+            start=$SECONDS
+            rc=0
+            (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="$left" -timeout=10 \
+                -print_final_stats=1) >>"$log" 2>&1 || rc=$?
+            runs=$((runs + $(last_run "$log" | sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' |
+                tail -n 1 | grep . || echo 0)))
+            if [ "$rc" -eq 0 ]; then
+                took=$((took + $(last_run "$log" | sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' |
+                    tail -n 1 | grep . || echo "$((SECONDS - start))")))
+                break
+            fi
+            crashes=$((crashes + 1))
+            took=$((took + SECONDS - start))
+            # Stats of the next run are told apart by what came before.
+            echo "--- run $((n + 2)) ---" >>"$log"
+        done
+        [ "$crashes" -eq 0 ] || failed+=("$t")
+        rows+=("$(printf '%-10s %12s %8s %8s' "$t" "$runs" "$took" "$crashes")")
+    done
+    printf '%-10s %12s %8s %8s\n' target runs seconds crashes
+    printf '%s\n' "${rows[@]}"
+    if ((${#failed[@]})); then
+        say "crashes found by: ${failed[*]} (inputs under fuzz/artifacts/, logs under fuzz/logs/)"
+        return 1
+    fi
+}
+
 cmd=${1:-help}
 case "$cmd" in
 setup)
@@ -173,18 +250,11 @@ bench)
     cargo bench -p sluice --bench lpm
     ;;
 fuzz)
-    setup
+    # System packages (libpcap for `expr`) and Rust; no third-party programs.
+    setup_apt
+    setup_rust
     command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-    # Every target runs even after one finds a crash; the crashes are listed at the end.
-    failed=()
-    for t in decode assemble interp elf verifier jit cbpf xpf captures openflow; do
-        (cd fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-60}") ||
-            failed+=("$t")
-    done
-    if ((${#failed[@]})); then
-        say "crashes found by: ${failed[*]} (inputs under fuzz/artifacts/)"
-        exit 1
-    fi
+    fuzz_all
     ;;
 *)
     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'

@@ -1,12 +1,8 @@
 //! Any bytes: decoding never panics, and what decodes re-encodes to the same
 //! bytes and survives a trip through the text form.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(insns) = isa::decode(data) else { return };
-    assert_eq!(isa::encode(&insns), data);
-    let text = isa::listing(&insns, &isa::ListingOptions { labels: true, annotate: true });
-    let back = isa::assemble(&text).expect("a listing assembles");
-    assert_eq!(isa::encode(&back), data);
-});
+#[path = "../checks/decode.rs"]
+mod check;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

@@ -1,17 +1,8 @@
 //! Any bytes as an ELF object: reading its sections and loading it (maps,
 //! BTF, relocations, linking) never panic.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(object) = obj::Object::parse(data) {
-        for p in &object.programs {
-            let _ = isa::encode(&p.insns);
-        }
-    }
-    if let Ok(object) = obj::ElfObject::parse(data) {
-        for p in object.programs() {
-            let _ = isa::decode(&p.bytes);
-        }
-    }
-});
+#[path = "../checks/elf.rs"]
+mod check;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

@@ -5,30 +5,7 @@
 //! run-time check.
 #![no_main]
 
-#[path = "../../crates/verifier/tests/support/soundness.rs"]
-mod soundness;
+#[path = "../checks/verifier.rs"]
+mod check;
 
-use libfuzzer_sys::fuzz_target;
-use std::sync::OnceLock;
-
-fuzz_target!(|data: &[u8]| {
-    static SETUP: OnceLock<soundness::Setup> = OnceLock::new();
-    let setup = SETUP.get_or_init(soundness::Setup::new);
-    let Some((&mode, rest)) = data.split_first() else { return };
-    let mut seed = [0u8; 8];
-    for (i, b) in rest.iter().take(8).enumerate() {
-        seed[i] = *b;
-    }
-    let seed = u64::from_le_bytes(seed);
-    let insns = if mode % 2 == 0 {
-        isa::assemble(&verifier::randprog::program(seed)).expect("the generator writes valid assembly")
-    } else {
-        match isa::decode(rest) {
-            Ok(insns) if !insns.is_empty() => insns,
-            _ => return,
-        }
-    };
-    if let Err(e) = setup.check(insns, seed) {
-        panic!("{e}");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check::check(data));

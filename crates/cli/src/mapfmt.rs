@@ -87,7 +87,8 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
             {
                 return Some(name.clone());
             }
-            if *signed {
+            // A zero-sized integer (BTF from anywhere says so) is 0.
+            if *signed && n > 0 {
                 let shift = 64 - 8 * n.min(8) as u32;
                 (((v << shift) as i64) >> shift).to_string()
             } else {

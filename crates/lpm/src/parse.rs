@@ -70,6 +70,9 @@ impl RouteTable {
             }
             if let Some(rest) = line.strip_prefix("nexthop ") {
                 let (gw, dev) = route_words(n, raw, rest.split_whitespace())?;
+                if gw.is_none() && dev.is_none() {
+                    return Err(error(n, raw, "a nexthop line without via or dev"));
+                }
                 if let Some((_, prefix)) = pending.take() {
                     add(&mut t, prefix, gw, dev.as_deref());
                 }
@@ -286,6 +289,12 @@ default via 10.0.0.2 dev eth0 metric 200
         assert!(e.reason.contains("prefix length"), "{e}");
         let e = RouteTable::parse_ip_route("10.0.0.0/8 via inet6 fe80::1 dev x").unwrap_err();
         assert!(e.reason.contains("IPv6"), "{e}");
+        // Found by the `routes` fuzz target: a multipath route's next hop
+        // that names neither a gateway nor a device.
+        let e = RouteTable::parse_ip_route("10.0.0.0/8 proto static\n\tnexthop weight 1\n")
+            .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.reason.contains("without via or dev"), "{e}");
     }
 
     #[test]

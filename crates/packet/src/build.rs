@@ -7,8 +7,16 @@ use etherparse::PacketBuilder;
 /// The transport of a built packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum L4 {
-    Udp { sport: u16, dport: u16 },
-    Tcp { sport: u16, dport: u16, syn: bool },
+    Udp {
+        sport: u16,
+        dport: u16,
+    },
+    Tcp {
+        sport: u16,
+        dport: u16,
+        syn: bool,
+    },
+    /// An echo request: ICMP over IPv4, ICMPv6 over IPv6.
     Icmp,
 }
 
@@ -114,6 +122,10 @@ impl Builder {
                 let t = ip.tcp(sport, dport, 1000, 64240);
                 let t = if syn { t.syn() } else { t.ack(1) };
                 t.write(&mut out, &self.payload)
+            }
+            // An echo request of the IP version's ICMP (ICMPv6 over IPv6).
+            L4::Icmp if self.src.is_ipv6() => {
+                ip.icmpv6_echo_request(1, 1).write(&mut out, &self.payload)
             }
             L4::Icmp => ip.icmpv4_echo_request(1, 1).write(&mut out, &self.payload),
         }

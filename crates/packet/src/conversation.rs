@@ -52,6 +52,9 @@ fn ms(v: &str) -> Option<u64> {
     (1.0..1e7).contains(&f).then_some((f * 1e6) as u64)
 }
 
+/// The most flows a `tcp-conv` spec may ask for.
+pub const MAX_FLOWS: u32 = 1 << 20;
+
 impl Conversation {
     /// The conversation of `spec`, if it is of kind `tcp-conv` (the other
     /// fields already read into `base`: addresses, ports, count, start).
@@ -96,6 +99,19 @@ impl Conversation {
                 }
                 _ => {}
             }
+        }
+        // Every flow's state is made up front.
+        if c.flows > MAX_FLOWS {
+            return Err(format!(
+                "--gen {spec}: tcp-conv keeps state per flow: at most {MAX_FLOWS} flows"
+            ));
+        }
+        // The last packet's time (no flow is further on than `count`
+        // round trips and delays) must be a u64 of nanoseconds.
+        let flows = u128::from(c.flows);
+        let step = u128::from(c.rtt_ns.1) + u128::from(c.think_ns) + 2 * flows;
+        if u128::from(c.start_ns) + flows + u128::from(c.count) * step > u128::from(u64::MAX) {
+            return Err(format!("--gen {spec}: start and count run past 2^64 ns"));
         }
         Ok(c)
     }
@@ -304,5 +320,24 @@ mod tests {
         assert!(GenSpec::parse("tcp-conv,rtt=0.5").is_err());
         assert!(GenSpec::parse("tcp-conv,rtt=5..2").is_err());
         assert!(GenSpec::parse("tcp-conv,v6,flows=2,count=8").is_ok());
+    }
+
+    /// Found by the `genspec` fuzz target: a flow count whose state does
+    /// not fit memory, and times past 2^64 ns, are refused.
+    #[test]
+    fn specs_that_cannot_be_generated_are_refused() {
+        let e = GenSpec::parse("flows=755758278,tcp-conv").unwrap_err();
+        assert!(e.contains("at most 1048576 flows"), "{e}");
+        assert!(GenSpec::parse("tcp-conv,flows=1048576").is_ok());
+        for spec in [
+            "tcp-conv,start=18446744073709551615",
+            "udp,start=18446744073709551615,count=2",
+            "udp,count=18446744073709551615,rate=1",
+        ] {
+            let e = GenSpec::parse(spec).unwrap_err();
+            assert!(e.contains("past 2^64 ns"), "{spec}: {e}");
+        }
+        let g = GenSpec::parse("udp,start=18446744073709551615,count=1").unwrap();
+        assert_eq!(g.packets().next().unwrap().0, u64::MAX);
     }
 }

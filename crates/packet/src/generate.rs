@@ -173,6 +173,11 @@ impl GenSpec {
                 g.size
             ));
         }
+        // The last packet's time must be a u64 of nanoseconds.
+        let span = u128::from(g.count.saturating_sub(1)) * 1_000_000_000 / u128::from(g.rate);
+        if u128::from(g.start_ns) + span > u128::from(u64::MAX) {
+            return Err(format!("--gen {spec}: start and count run past 2^64 ns"));
+        }
         if g.size > 9000 {
             return Err(format!("--gen {spec}: size {} is above 9000", g.size));
         }
@@ -287,7 +292,9 @@ impl Iterator for Generator {
             None => self.spec.frame(flow),
         };
         vary(&mut frame, self.spec.proto, self.spec.v6, self.next as u32);
-        let ts = self.spec.start_ns + self.next * 1_000_000_000 / self.spec.rate;
+        // In range: GenSpec::parse checked the last packet's time.
+        let ts = self.spec.start_ns
+            + (u128::from(self.next) * 1_000_000_000 / u128::from(self.spec.rate)) as u64;
         self.next += 1;
         Some((ts, frame))
     }

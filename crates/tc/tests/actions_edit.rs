@@ -450,3 +450,18 @@ fn a_u32_filter_with_pedit_and_csum_changes_the_frame_through_config() {
         "{text}"
     );
 }
+
+/// Found by the `tc` fuzz target: `act` (any abbreviation of `action`)
+/// after u32 underflowed and after flower looped forever; tc takes it for
+/// an action kind and refuses it.
+#[test]
+fn an_abbreviated_action_keyword_is_refused() {
+    for kind in ["u32 match ip protocol 6 0xff", "flower ip_proto tcp"] {
+        let mut c = tc::Config::default();
+        let show = tc::ShowOptions::default();
+        c.run_batch("qdisc add dev v0 clsact", show).unwrap();
+        let line = format!("filter add dev v0 ingress prio 1 protocol ip {kind} act");
+        let e = c.run_batch(&line, show).unwrap_err();
+        assert!(e.contains("bad action type act"), "{kind}: {e}");
+    }
+}

@@ -551,6 +551,10 @@ fn parse_into(
             "action" => {
                 let (refs, used) = parse_actions(&args[w.at..], table)
                     .map_err(|e| format!("Illegal \"action\": {e}"))?;
+                if used == 0 {
+                    // An abbreviation ("act"): tc takes it for an action kind.
+                    return Err(format!("bad action type {word}"));
+                }
                 a.actions.extend(refs);
                 w.at += used;
                 continue;

@@ -159,6 +159,10 @@ fn parse_into(
         } else if matches(word, "action") || word == "actions" {
             let (refs, used) = parse_actions(&words[w.at - 1..], table)
                 .map_err(|e| format!("Illegal \"action\": {e}"))?;
+            if used == 0 {
+                // An abbreviation ("act"): tc takes it for an action kind.
+                return Err(format!("bad action type {word}"));
+            }
             spec.actions.extend(refs);
             w.at += used - 1;
             terminal = true;
