@@ -10,20 +10,36 @@
 //! sibling of the one given, `bpf_get_smp_processor_id()` = the thread's
 //! index), all on the same maps, as the kernel's CPUs share them. Verdicts
 //! take their `pipeline::Route`, as in every other front end.
+//!
+//! A port whose interface goes away during the run (deleted, or moved to
+//! another namespace: watch.rs) is reported once (`Event::PortGone`) and
+//! polled no more; frames for it are counted as lost, and the run goes on
+//! with the other ports, or stops cleanly when none is left.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pipeline::Route;
 use std::time::{Duration, Instant};
 
-use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig};
+use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig, XskError, XskStats};
 use kernel::attach::XdpMode;
 use runtime::{PacketHook, PacketMeta, RedirectTarget, TcAction, Verdict};
 
 use crate::queue::{Queue, tsc};
 use crate::redirect::{OwnProgram, XskRedirect};
-use crate::{App, DatapathError, Totals};
+use crate::watch::Watch;
+use crate::{App, DatapathError, PortGone, Totals};
+
+/// What [`run`] tells its caller while it runs.
+pub enum Event<'a> {
+    /// About once a second: the totals so far, the time since the start.
+    Tick(&'a Totals, Duration),
+    /// A port's interface went away: the run goes on with the others, or
+    /// stops when none is left.
+    PortGone(&'a PortGone),
+}
 
 /// How to run a program on ports.
 #[derive(Clone, Debug)]
@@ -126,6 +142,11 @@ pub struct PortSummary {
     pub lost: u64,
     /// Each of the port's queues, in the order given.
     pub queues: Vec<QueueSummary>,
+    /// Why the port went away during the run, if it did.
+    pub gone: Option<String>,
+    /// The kernel's counters of the port's sockets (`XDP_STATISTICS`),
+    /// summed: frames it could not put on an RX ring.
+    pub kernel: XskStats,
 }
 
 /// Totals of one queue of a port at the end.
@@ -143,6 +164,8 @@ pub struct QueueSummary {
 
 pub struct ProgramSummary {
     pub ports: Vec<PortSummary>,
+    /// Every port went away: the run stopped by itself.
+    pub all_gone: bool,
     pub seconds: f64,
     pub cycles: u64,
     pub frames: u64,
@@ -166,7 +189,7 @@ pub fn run<H: PacketHook>(
     hook: &mut H,
     opts: &ProgramOptions,
     stop: &AtomicBool,
-    mut tick: impl FnMut(&Totals, Duration),
+    report: impl FnMut(Event<'_>),
 ) -> Result<ProgramSummary, DatapathError> {
     if opts.ports.is_empty() || opts.queues.is_empty() || opts.batch == 0 {
         return Err(DatapathError::Setup(
@@ -235,17 +258,26 @@ pub fn run<H: PacketHook>(
         .map(|i| hook.sibling(i as u32))
         .collect::<Result<Vec<H>, _>>()
         .map_err(DatapathError::Setup)?;
+    let watches = (ports.iter())
+        .map(|p| {
+            let fds = p.queues.iter().map(|q| q.xsk.fd()).collect();
+            Watch::new(&p.dev, p.ifindex, fds)
+        })
+        .collect();
     let shared = Shared {
         queues: ports
             .iter_mut()
             .map(|p| p.queues.drain(..).map(Mutex::new).collect())
             .collect(),
         ifindexes: ports.iter().map(|p| p.ifindex).collect(),
+        watches,
         counters: counters.clone(),
         cycles: AtomicU64::new(0),
         finished: AtomicBool::new(false),
         epoch: Instant::now(),
     };
+    let report = RefCell::new(report);
+    let mut causes: Vec<Option<String>> = vec![None; ports.len()];
     let start = Instant::now();
     let result = std::thread::scope(|s| {
         let shared = &shared;
@@ -274,9 +306,9 @@ pub fn run<H: PacketHook>(
             })
             .collect();
         let finished = &shared.finished;
-        crate::supervise(workers, finished, start, opts.duration, stop, |at| {
-            tick(&totals(&counters, &shared.cycles), at)
-        })
+        let tick = |at| (report.borrow_mut())(Event::Tick(&totals(&counters, &shared.cycles), at));
+        let watch = || watch_ports(&shared.watches, &mut causes, &report);
+        crate::supervise(workers, finished, start, opts.duration, stop, tick, watch)
     });
     let seconds = start.elapsed().as_secs_f64();
     let cycles = shared.cycles.load(Ordering::Relaxed);
@@ -290,7 +322,9 @@ pub fn run<H: PacketHook>(
     let mut unaccounted = 0;
     let mut frames = 0;
     for p in &mut ports {
-        p.queues.iter_mut().for_each(Queue::drain);
+        // Frames a lost port held to send are lost.
+        let unsent: u64 = p.queues.iter_mut().map(Queue::drain).sum();
+        p.counters.lost.fetch_add(unsent, Ordering::Relaxed);
         unaccounted += crate::queue::unaccounted(&p.queues);
         frames += p
             .queues
@@ -298,11 +332,15 @@ pub fn run<H: PacketHook>(
             .map(|q| u64::from(q.xsk.config().frame_count))
             .sum::<u64>();
     }
+    // A socket its thread found unbound, after the supervisor's last look.
+    watch_ports(&shared.watches, &mut causes, &report);
     result?;
     Ok(ProgramSummary {
+        all_gone: causes.iter().all(Option::is_some),
         ports: ports
             .iter()
-            .map(|p| {
+            .zip(causes)
+            .map(|(p, gone)| {
                 let c = &p.counters;
                 let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
                 let sent: u64 = p
@@ -335,6 +373,8 @@ pub fn run<H: PacketHook>(
                             cycles: get(&q.counters.cycles),
                         })
                         .collect(),
+                    gone,
+                    kernel: kernel_stats(&p.queues),
                 }
             })
             .collect(),
@@ -343,6 +383,49 @@ pub fn run<H: PacketHook>(
         frames,
         frames_unaccounted: unaccounted,
     })
+}
+
+/// Looks at the ports not yet gone; reports each that went; true when
+/// none is left.
+fn watch_ports(
+    watches: &[Watch],
+    causes: &mut [Option<String>],
+    report: &RefCell<impl FnMut(Event<'_>)>,
+) -> bool {
+    for (i, w) in watches.iter().enumerate() {
+        if causes[i].is_some() {
+            continue;
+        }
+        if let Some(cause) = w.check() {
+            causes[i] = Some(cause.clone());
+            let gone = PortGone {
+                dev: w.dev.clone(),
+                ifindex: w.ifindex,
+                cause,
+                remaining: (watches.iter())
+                    .filter(|w| !w.is_gone())
+                    .map(|w| w.dev.clone())
+                    .collect(),
+            };
+            (report.borrow_mut())(Event::PortGone(&gone));
+        }
+    }
+    causes.iter().all(Option::is_some)
+}
+
+/// The kernel's counters of a port's sockets, summed (zero for a socket
+/// that cannot say).
+fn kernel_stats(queues: &[Queue]) -> XskStats {
+    let mut k = XskStats::default();
+    for s in queues.iter().filter_map(|q| q.xsk.stats().ok()) {
+        k.rx_dropped += s.rx_dropped;
+        k.rx_invalid_descs += s.rx_invalid_descs;
+        k.tx_invalid_descs += s.tx_invalid_descs;
+        k.rx_ring_full += s.rx_ring_full;
+        k.rx_fill_ring_empty_descs += s.rx_fill_ring_empty_descs;
+        k.tx_ring_empty_descs += s.tx_ring_empty_descs;
+    }
+    k
 }
 
 fn totals(counters: &[Arc<PortCounters>], cycles: &AtomicU64) -> Totals {
@@ -371,6 +454,8 @@ enum Action {
 struct Shared {
     queues: Vec<Vec<Mutex<Queue>>>,
     ifindexes: Vec<u32>,
+    /// Each port's interface, watched for going away.
+    watches: Vec<Watch>,
     counters: Vec<Arc<PortCounters>>,
     cycles: AtomicU64,
     finished: AtomicBool,
@@ -405,12 +490,21 @@ fn poll_loop(
         })
         .collect();
     while !sh.finished.load(Ordering::Relaxed) {
-        let mut work = 0;
-        for &(p, q) in queues {
+        let (mut work, mut live) = (0, 0);
+        for (i, &(p, q)) in queues.iter().enumerate() {
+            if sh.watches[p].is_gone() {
+                // poll() skips negative descriptors.
+                fds[i].fd = -1;
+                continue;
+            }
+            live += 1;
             work += poll_queue(sh, hook, p, q, &mut scratch)?;
         }
         hook.after_batch(work == 0);
-        if wait && work == 0 {
+        if live == 0 {
+            // Every port of this thread is gone: wait for the end.
+            std::thread::sleep(Duration::from_millis(20));
+        } else if wait && work == 0 {
             // SAFETY: `fds` is a live array of its length.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
         }
@@ -477,20 +571,31 @@ fn poll_queue(
                 }
             }
         }
-        me.finish_poll(start, n)?;
+        let done = match me.finish_poll(start, n) {
+            // The interface went away: the supervisor reports it.
+            Err(DatapathError::Xsk(XskError::Unbound { .. })) => {
+                sh.watches[p].mark_gone();
+                Ok(n)
+            }
+            r => r,
+        };
         if n > 0 {
             sh.cycles
                 .fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
         }
-        n
+        done
     };
     for (port, range) in s.pending.drain(..) {
+        if sh.watches[port].is_gone() {
+            t.lost += 1;
+            continue;
+        }
         let mut egress = sh.queues[port][0].lock().expect("queue lock");
         send_copy(&mut egress, &s.redirected[range], t);
     }
     s.redirected.clear();
     tally.add_to(&sh.counters[p]);
-    Ok(received)
+    received
 }
 
 /// Where copies of a packet to send out of other ports go: (port, range
