@@ -77,6 +77,7 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     wait_xdp_on(&c.0, &["sl_c"]);
     let ids = wait_xdp_on(&p.b, &[VB, "sl_b2"]);
     assert_eq!(xdp_sockets(&p.b), 2, "one socket per port");
+    let (rss_before, _) = memory_kib(datapath.id()).unwrap();
     // 3 s of traffic; sl_b2 (and with it its peer sl_c) goes after 1 s.
     let sender = spawn_sluice(
         &p.a,
@@ -105,6 +106,14 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(datapath.try_wait().unwrap().is_none(), "the datapath ended");
     assert_eq!(xdp_attached(&p.b), vec![(VB.to_string(), ids[0])]);
+    // The lost port's socket is closed at once, and its UMEM (4096 frames
+    // of 4 KiB, populated) unmapped.
+    assert_eq!(xdp_sockets(&p.b), 1, "the lost port's socket is closed");
+    let (rss_after, _) = memory_kib(datapath.id()).unwrap();
+    assert!(
+        rss_after + 12 * 1024 < rss_before,
+        "RSS {rss_before} KiB before the loss, {rss_after} KiB after"
+    );
     p.send("udp,count=2000,rate=20000", "live");
     std::thread::sleep(Duration::from_millis(300));
     interrupt(&datapath);

@@ -13,8 +13,11 @@
 //!
 //! A port whose interface goes away during the run (deleted, or moved to
 //! another namespace: watch.rs) is reported once (`Event::PortGone`) and
-//! polled no more; frames for it are counted as lost, and the run goes on
-//! with the other ports, or stops cleanly when none is left.
+//! polled no more, its sockets are closed (slot.rs); frames for it are
+//! counted as lost, and the run goes on with the other ports, or stops
+//! cleanly when none is left.
+
+mod slot;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,6 +29,7 @@ use std::time::{Duration, Instant};
 use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig, XskError, XskStats};
 use kernel::attach::XdpMode;
 use runtime::{PacketHook, PacketMeta, RedirectTarget, TcAction, Verdict};
+use slot::Slot;
 
 use crate::queue::{Queue, tsc};
 use crate::redirect::{OwnProgram, XskRedirect};
@@ -265,9 +269,13 @@ pub fn run<H: PacketHook>(
         })
         .collect();
     let shared = Shared {
-        queues: ports
-            .iter_mut()
-            .map(|p| p.queues.drain(..).map(Mutex::new).collect())
+        queues: (ports.iter_mut())
+            .map(|p| {
+                p.queues
+                    .drain(..)
+                    .map(|q| Mutex::new(Slot::Open(q)))
+                    .collect()
+            })
             .collect(),
         ifindexes: ports.iter().map(|p| p.ifindex).collect(),
         watches,
@@ -307,54 +315,52 @@ pub fn run<H: PacketHook>(
             .collect();
         let finished = &shared.finished;
         let tick = |at| (report.borrow_mut())(Event::Tick(&totals(&counters, &shared.cycles), at));
-        let watch = || watch_ports(&shared.watches, &mut causes, &report);
+        let watch = || watch_ports(shared, &mut causes, &report);
         crate::supervise(workers, finished, start, opts.duration, stop, tick, watch)
     });
     let seconds = start.elapsed().as_secs_f64();
     let cycles = shared.cycles.load(Ordering::Relaxed);
-    for (port, queues) in ports.iter_mut().zip(shared.queues) {
-        port.queues = queues
-            .into_iter()
-            .map(|q| q.into_inner().expect("queue lock"))
-            .collect();
-    }
-    drop(redirects);
-    let mut unaccounted = 0;
-    let mut frames = 0;
-    for p in &mut ports {
-        // Frames a lost port held to send are lost.
-        let unsent: u64 = p.queues.iter_mut().map(Queue::drain).sum();
-        p.counters.lost.fetch_add(unsent, Ordering::Relaxed);
-        unaccounted += crate::queue::unaccounted(&p.queues);
-        frames += p
-            .queues
-            .iter()
-            .map(|q| u64::from(q.xsk.config().frame_count))
-            .sum::<u64>();
-    }
     // A socket its thread found unbound, after the supervisor's last look.
-    watch_ports(&shared.watches, &mut causes, &report);
+    watch_ports(&shared, &mut causes, &report);
+    // No new frames once the programs are gone; then every queue drains
+    // and closes.
+    drop(redirects);
+    let slots: Vec<Vec<Slot>> = (shared.queues.into_iter())
+        .map(|qs| {
+            qs.into_iter()
+                .map(|q| q.into_inner().expect("queue lock"))
+                .collect()
+        })
+        .collect();
+    let mut closed = Vec::new();
+    for (p, mut slots) in ports.iter().zip(slots) {
+        // Frames a lost port held to send are lost.
+        let unsent: u64 = slots.iter_mut().map(Slot::close).sum();
+        p.counters.lost.fetch_add(unsent, Ordering::Relaxed);
+        closed.push(slots);
+    }
     result?;
     Ok(ProgramSummary {
         all_gone: causes.iter().all(Option::is_some),
+        frames: closed.iter().flat_map(|s| ends(s)).map(|c| c.frames).sum(),
+        frames_unaccounted: (closed.iter().flat_map(|s| ends(s)))
+            .map(|c| c.unaccounted)
+            .sum(),
         ports: ports
             .iter()
             .zip(causes)
-            .map(|(p, gone)| {
+            .zip(&closed)
+            .map(|((p, gone), slots)| {
                 let c = &p.counters;
                 let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-                let sent: u64 = p
-                    .queues
-                    .iter()
-                    .map(|q| q.counters.tx.load(Ordering::Relaxed))
-                    .sum();
+                let queues = ends(slots);
                 PortSummary {
                     dev: p.dev.clone(),
                     ifindex: p.ifindex,
-                    bind: p.queues.first().map(|q| q.xsk.mode()),
+                    bind: queues.first().map(|q| q.bind),
                     rx: get(&c.rx),
                     rx_bytes: get(&c.rx_bytes),
-                    tx: sent,
+                    tx: queues.iter().map(|q| q.summary.tx).sum(),
                     dropped: get(&c.dropped),
                     passed: get(&c.passed),
                     tx_verdicts: get(&c.tx_verdicts),
@@ -363,35 +369,30 @@ pub fn run<H: PacketHook>(
                     stolen: get(&c.stolen),
                     aborted: get(&c.aborted),
                     lost: get(&c.lost),
-                    queues: p
-                        .queues
-                        .iter()
-                        .map(|q| QueueSummary {
-                            queue: q.xsk.queue(),
-                            rx: get(&q.counters.rx),
-                            tx: get(&q.counters.tx),
-                            cycles: get(&q.counters.cycles),
-                        })
-                        .collect(),
+                    queues: queues.iter().map(|q| q.summary.clone()).collect(),
                     gone,
-                    kernel: kernel_stats(&p.queues),
+                    kernel: slot::kernel_stats(queues.into_iter()),
                 }
             })
             .collect(),
         seconds,
         cycles,
-        frames,
-        frames_unaccounted: unaccounted,
     })
+}
+
+/// The records of a port's closed queues.
+fn ends(slots: &[Slot]) -> Vec<&slot::Closed> {
+    slots.iter().filter_map(Slot::closed).collect()
 }
 
 /// Looks at the ports not yet gone; reports each that went; true when
 /// none is left.
 fn watch_ports(
-    watches: &[Watch],
+    sh: &Shared,
     causes: &mut [Option<String>],
     report: &RefCell<impl FnMut(Event<'_>)>,
 ) -> bool {
+    let watches = &sh.watches;
     for (i, w) in watches.iter().enumerate() {
         if causes[i].is_some() {
             continue;
@@ -408,24 +409,15 @@ fn watch_ports(
                     .collect(),
             };
             (report.borrow_mut())(Event::PortGone(&gone));
+            // Its sockets and UMEMs closed now, not at the end of the run
+            // (its watch is not looked at again).
+            for q in &sh.queues[i] {
+                let unsent = q.lock().expect("queue lock").close();
+                sh.counters[i].lost.fetch_add(unsent, Ordering::Relaxed);
+            }
         }
     }
     causes.iter().all(Option::is_some)
-}
-
-/// The kernel's counters of a port's sockets, summed (zero for a socket
-/// that cannot say).
-fn kernel_stats(queues: &[Queue]) -> XskStats {
-    let mut k = XskStats::default();
-    for s in queues.iter().filter_map(|q| q.xsk.stats().ok()) {
-        k.rx_dropped += s.rx_dropped;
-        k.rx_invalid_descs += s.rx_invalid_descs;
-        k.tx_invalid_descs += s.tx_invalid_descs;
-        k.rx_ring_full += s.rx_ring_full;
-        k.rx_fill_ring_empty_descs += s.rx_fill_ring_empty_descs;
-        k.tx_ring_empty_descs += s.tx_ring_empty_descs;
-    }
-    k
 }
 
 fn totals(counters: &[Arc<PortCounters>], cycles: &AtomicU64) -> Totals {
@@ -452,7 +444,7 @@ enum Action {
 /// thread; locked by others only to send a redirected frame out of it).
 /// Each thread has its own hook; the program's maps are shared.
 struct Shared {
-    queues: Vec<Vec<Mutex<Queue>>>,
+    queues: Vec<Vec<Mutex<Slot>>>,
     ifindexes: Vec<u32>,
     /// Each port's interface, watched for going away.
     watches: Vec<Watch>,
@@ -484,7 +476,10 @@ fn poll_loop(
     let mut fds: Vec<libc::pollfd> = queues
         .iter()
         .map(|&(p, q)| libc::pollfd {
-            fd: sh.queues[p][q].lock().expect("queue lock").xsk.fd(),
+            fd: match &*sh.queues[p][q].lock().expect("queue lock") {
+                Slot::Open(q) => q.xsk.fd(),
+                Slot::Closed(_) => -1,
+            },
             events: libc::POLLIN,
             revents: 0,
         })
@@ -526,7 +521,10 @@ fn poll_queue(
     let mut tally = Tally::default();
     let t = &mut tally;
     let received = {
-        let mut me = sh.queues[p][q].lock().expect("queue lock");
+        let mut slot = sh.queues[p][q].lock().expect("queue lock");
+        let Slot::Open(me) = &mut *slot else {
+            return Ok(0);
+        };
         me.reap_completions();
         let n = me.receive(&mut s.descs);
         if n > 0 {
@@ -560,7 +558,7 @@ fn poll_queue(
                 ) {
                     Action::Recycle => me.recycle(d.addr),
                     Action::Send { port } if port == p => {
-                        send_in_frame(&mut me, d.addr, &s.bytes, t);
+                        send_in_frame(me, d.addr, &s.bytes, t);
                     }
                     Action::Send { port } => {
                         me.recycle(d.addr);
@@ -590,8 +588,10 @@ fn poll_queue(
             t.lost += 1;
             continue;
         }
-        let mut egress = sh.queues[port][0].lock().expect("queue lock");
-        send_copy(&mut egress, &s.redirected[range], t);
+        match &mut *sh.queues[port][0].lock().expect("queue lock") {
+            Slot::Open(egress) => send_copy(egress, &s.redirected[range], t),
+            Slot::Closed(_) => t.lost += 1,
+        }
     }
     s.redirected.clear();
     tally.add_to(&sh.counters[p]);
