@@ -11,6 +11,7 @@ pub mod program;
 mod queue;
 pub mod redirect;
 mod source;
+mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,6 +25,8 @@ use queue::Queue;
 pub use queue::tsc;
 use redirect::XskRedirect;
 pub use source::XskSource;
+pub use watch::PortGone;
+use watch::Watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DatapathError {
@@ -33,6 +36,11 @@ pub enum DatapathError {
     Kernel(#[from] kernel::Error),
     #[error("{0}")]
     Setup(String),
+    /// The interface went away under the run (which stopped cleanly).
+    #[error("{0}")]
+    Gone(PortGone),
+    #[error("a datapath thread panicked")]
+    Panicked,
 }
 
 /// What the datapath does with received packets (xdpsock's benchmarks).
@@ -252,6 +260,13 @@ pub fn run(
         })
         .collect();
     let counters: Vec<Arc<Counters>> = queues.iter().map(|q| q.counters.clone()).collect();
+    let ifindex = queues.first().map_or(0, |q| q.xsk.ifindex());
+    let watch = Watch::new(
+        &opts.dev,
+        ifindex,
+        queues.iter().map(|q| q.xsk.fd()).collect(),
+    );
+    let mut gone = None;
     let start = Instant::now();
     let finished = AtomicBool::new(false);
     let worker_error = std::thread::scope(|s| -> Result<(), DatapathError> {
@@ -274,15 +289,48 @@ pub fn run(
             let qs = &mut queues;
             vec![s.spawn(move || pmd_loop(qs, finished, true))]
         };
-        supervise(workers, &finished, start, opts.duration, stop, |at| {
-            tick(&Totals::of(&counters), at)
-        })
+        let watching = || {
+            gone = watch.check().map(|cause| PortGone {
+                dev: opts.dev.clone(),
+                ifindex,
+                cause,
+                remaining: Vec::new(),
+            });
+            gone.is_some()
+        };
+        let ticks = |at| tick(&Totals::of(&counters), at);
+        supervise(
+            workers,
+            &finished,
+            start,
+            opts.duration,
+            stop,
+            ticks,
+            watching,
+        )
     });
     let seconds = start.elapsed().as_secs_f64();
     // No new frames once the program is gone; then drain.
     drop(redirect);
-    queues.iter_mut().for_each(Queue::drain);
+    queues.iter_mut().for_each(|q| {
+        q.drain();
+    });
     let frames_unaccounted = queue::unaccounted(&queues);
+    if let Some(g) = gone {
+        return Err(DatapathError::Gone(g));
+    }
+    // A socket found unbound by its thread before the supervisor saw the
+    // interface go.
+    if let Err(DatapathError::Xsk(XskError::Unbound { .. })) = &worker_error
+        && let Some(cause) = watch.check()
+    {
+        return Err(DatapathError::Gone(PortGone {
+            dev: opts.dev.clone(),
+            ifindex,
+            cause,
+            remaining: Vec::new(),
+        }));
+    }
     worker_error?;
     let mut kernel = XskStats::default();
     for q in &queues {
@@ -312,9 +360,10 @@ pub fn run(
     })
 }
 
-/// Watches the worker threads until `stop`, the duration, or a worker
-/// ending (an error); calls `tick` about once a second; then tells them
-/// to finish and gives the first error.
+/// Watches the worker threads until `stop`, the duration, a worker
+/// ending (an error) or `watch` saying there is nothing left to run on
+/// (it looks at the ports every 100 ms: watch.rs); calls `tick` about
+/// once a second; then tells them to finish and gives the first error.
 pub(crate) fn supervise(
     workers: Vec<std::thread::ScopedJoinHandle<'_, Result<(), DatapathError>>>,
     finished: &AtomicBool,
@@ -322,14 +371,22 @@ pub(crate) fn supervise(
     duration: Option<Duration>,
     stop: &AtomicBool,
     mut tick: impl FnMut(Duration),
+    mut watch: impl FnMut() -> bool,
 ) -> Result<(), DatapathError> {
     let mut next = start + Duration::from_secs(1);
+    let mut next_watch = start + Duration::from_millis(100);
     loop {
         std::thread::sleep(Duration::from_millis(20));
         let over = duration.is_some_and(|d| start.elapsed() >= d);
         let failed = workers.iter().any(|w| w.is_finished());
         if stop.load(Ordering::Relaxed) || over || failed {
             break;
+        }
+        if Instant::now() >= next_watch {
+            if watch() {
+                break;
+            }
+            next_watch = Instant::now() + Duration::from_millis(100);
         }
         if Instant::now() >= next {
             tick(start.elapsed());
@@ -339,7 +396,7 @@ pub(crate) fn supervise(
     finished.store(true, Ordering::Relaxed);
     let mut result = Ok(());
     for w in workers {
-        let r = w.join().expect("a datapath thread panicked");
+        let r = w.join().unwrap_or(Err(DatapathError::Panicked));
         if result.is_ok() {
             result = r;
         }

@@ -10,20 +10,40 @@
 //! sibling of the one given, `bpf_get_smp_processor_id()` = the thread's
 //! index), all on the same maps, as the kernel's CPUs share them. Verdicts
 //! take their `pipeline::Route`, as in every other front end.
+//!
+//! A port whose interface goes away during the run (deleted, or moved to
+//! another namespace: watch.rs) is reported once (`Event::PortGone`) and
+//! polled no more, its sockets are closed (slot.rs); frames for it are
+//! counted as lost, and the run goes on with the other ports, or stops
+//! cleanly when none is left.
 
+mod slot;
+
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pipeline::Route;
 use std::time::{Duration, Instant};
 
-use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig};
+use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig, XskError, XskStats};
 use kernel::attach::XdpMode;
 use runtime::{PacketHook, PacketMeta, RedirectTarget, TcAction, Verdict};
+use slot::Slot;
 
 use crate::queue::{Queue, tsc};
 use crate::redirect::{OwnProgram, XskRedirect};
-use crate::{App, DatapathError, Totals};
+use crate::watch::Watch;
+use crate::{App, DatapathError, PortGone, Totals};
+
+/// What [`run`] tells its caller while it runs.
+pub enum Event<'a> {
+    /// About once a second: the totals so far, the time since the start.
+    Tick(&'a Totals, Duration),
+    /// A port's interface went away: the run goes on with the others, or
+    /// stops when none is left.
+    PortGone(&'a PortGone),
+}
 
 /// How to run a program on ports.
 #[derive(Clone, Debug)]
@@ -126,6 +146,11 @@ pub struct PortSummary {
     pub lost: u64,
     /// Each of the port's queues, in the order given.
     pub queues: Vec<QueueSummary>,
+    /// Why the port went away during the run, if it did.
+    pub gone: Option<String>,
+    /// The kernel's counters of the port's sockets (`XDP_STATISTICS`),
+    /// summed: frames it could not put on an RX ring.
+    pub kernel: XskStats,
 }
 
 /// Totals of one queue of a port at the end.
@@ -143,6 +168,8 @@ pub struct QueueSummary {
 
 pub struct ProgramSummary {
     pub ports: Vec<PortSummary>,
+    /// Every port went away: the run stopped by itself.
+    pub all_gone: bool,
     pub seconds: f64,
     pub cycles: u64,
     pub frames: u64,
@@ -166,7 +193,7 @@ pub fn run<H: PacketHook>(
     hook: &mut H,
     opts: &ProgramOptions,
     stop: &AtomicBool,
-    mut tick: impl FnMut(&Totals, Duration),
+    report: impl FnMut(Event<'_>),
 ) -> Result<ProgramSummary, DatapathError> {
     if opts.ports.is_empty() || opts.queues.is_empty() || opts.batch == 0 {
         return Err(DatapathError::Setup(
@@ -235,17 +262,30 @@ pub fn run<H: PacketHook>(
         .map(|i| hook.sibling(i as u32))
         .collect::<Result<Vec<H>, _>>()
         .map_err(DatapathError::Setup)?;
+    let watches = (ports.iter())
+        .map(|p| {
+            let fds = p.queues.iter().map(|q| q.xsk.fd()).collect();
+            Watch::new(&p.dev, p.ifindex, fds)
+        })
+        .collect();
     let shared = Shared {
-        queues: ports
-            .iter_mut()
-            .map(|p| p.queues.drain(..).map(Mutex::new).collect())
+        queues: (ports.iter_mut())
+            .map(|p| {
+                p.queues
+                    .drain(..)
+                    .map(|q| Mutex::new(Slot::Open(q)))
+                    .collect()
+            })
             .collect(),
         ifindexes: ports.iter().map(|p| p.ifindex).collect(),
+        watches,
         counters: counters.clone(),
         cycles: AtomicU64::new(0),
         finished: AtomicBool::new(false),
         epoch: Instant::now(),
     };
+    let report = RefCell::new(report);
+    let mut causes: Vec<Option<String>> = vec![None; ports.len()];
     let start = Instant::now();
     let result = std::thread::scope(|s| {
         let shared = &shared;
@@ -274,49 +314,53 @@ pub fn run<H: PacketHook>(
             })
             .collect();
         let finished = &shared.finished;
-        crate::supervise(workers, finished, start, opts.duration, stop, |at| {
-            tick(&totals(&counters, &shared.cycles), at)
-        })
+        let tick = |at| (report.borrow_mut())(Event::Tick(&totals(&counters, &shared.cycles), at));
+        let watch = || watch_ports(shared, &mut causes, &report);
+        crate::supervise(workers, finished, start, opts.duration, stop, tick, watch)
     });
     let seconds = start.elapsed().as_secs_f64();
     let cycles = shared.cycles.load(Ordering::Relaxed);
-    for (port, queues) in ports.iter_mut().zip(shared.queues) {
-        port.queues = queues
-            .into_iter()
-            .map(|q| q.into_inner().expect("queue lock"))
-            .collect();
-    }
+    // A socket its thread found unbound, after the supervisor's last look.
+    watch_ports(&shared, &mut causes, &report);
+    // No new frames once the programs are gone; then every queue drains
+    // and closes.
     drop(redirects);
-    let mut unaccounted = 0;
-    let mut frames = 0;
-    for p in &mut ports {
-        p.queues.iter_mut().for_each(Queue::drain);
-        unaccounted += crate::queue::unaccounted(&p.queues);
-        frames += p
-            .queues
-            .iter()
-            .map(|q| u64::from(q.xsk.config().frame_count))
-            .sum::<u64>();
+    let slots: Vec<Vec<Slot>> = (shared.queues.into_iter())
+        .map(|qs| {
+            qs.into_iter()
+                .map(|q| q.into_inner().expect("queue lock"))
+                .collect()
+        })
+        .collect();
+    let mut closed = Vec::new();
+    for (p, mut slots) in ports.iter().zip(slots) {
+        // Frames a lost port held to send are lost.
+        let unsent: u64 = slots.iter_mut().map(Slot::close).sum();
+        p.counters.lost.fetch_add(unsent, Ordering::Relaxed);
+        closed.push(slots);
     }
     result?;
     Ok(ProgramSummary {
+        all_gone: causes.iter().all(Option::is_some),
+        frames: closed.iter().flat_map(|s| ends(s)).map(|c| c.frames).sum(),
+        frames_unaccounted: (closed.iter().flat_map(|s| ends(s)))
+            .map(|c| c.unaccounted)
+            .sum(),
         ports: ports
             .iter()
-            .map(|p| {
+            .zip(causes)
+            .zip(&closed)
+            .map(|((p, gone), slots)| {
                 let c = &p.counters;
                 let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-                let sent: u64 = p
-                    .queues
-                    .iter()
-                    .map(|q| q.counters.tx.load(Ordering::Relaxed))
-                    .sum();
+                let queues = ends(slots);
                 PortSummary {
                     dev: p.dev.clone(),
                     ifindex: p.ifindex,
-                    bind: p.queues.first().map(|q| q.xsk.mode()),
+                    bind: queues.first().map(|q| q.bind),
                     rx: get(&c.rx),
                     rx_bytes: get(&c.rx_bytes),
-                    tx: sent,
+                    tx: queues.iter().map(|q| q.summary.tx).sum(),
                     dropped: get(&c.dropped),
                     passed: get(&c.passed),
                     tx_verdicts: get(&c.tx_verdicts),
@@ -325,24 +369,55 @@ pub fn run<H: PacketHook>(
                     stolen: get(&c.stolen),
                     aborted: get(&c.aborted),
                     lost: get(&c.lost),
-                    queues: p
-                        .queues
-                        .iter()
-                        .map(|q| QueueSummary {
-                            queue: q.xsk.queue(),
-                            rx: get(&q.counters.rx),
-                            tx: get(&q.counters.tx),
-                            cycles: get(&q.counters.cycles),
-                        })
-                        .collect(),
+                    queues: queues.iter().map(|q| q.summary.clone()).collect(),
+                    gone,
+                    kernel: slot::kernel_stats(queues.into_iter()),
                 }
             })
             .collect(),
         seconds,
         cycles,
-        frames,
-        frames_unaccounted: unaccounted,
     })
+}
+
+/// The records of a port's closed queues.
+fn ends(slots: &[Slot]) -> Vec<&slot::Closed> {
+    slots.iter().filter_map(Slot::closed).collect()
+}
+
+/// Looks at the ports not yet gone; reports each that went; true when
+/// none is left.
+fn watch_ports(
+    sh: &Shared,
+    causes: &mut [Option<String>],
+    report: &RefCell<impl FnMut(Event<'_>)>,
+) -> bool {
+    let watches = &sh.watches;
+    for (i, w) in watches.iter().enumerate() {
+        if causes[i].is_some() {
+            continue;
+        }
+        if let Some(cause) = w.check() {
+            causes[i] = Some(cause.clone());
+            let gone = PortGone {
+                dev: w.dev.clone(),
+                ifindex: w.ifindex,
+                cause,
+                remaining: (watches.iter())
+                    .filter(|w| !w.is_gone())
+                    .map(|w| w.dev.clone())
+                    .collect(),
+            };
+            (report.borrow_mut())(Event::PortGone(&gone));
+            // Its sockets and UMEMs closed now, not at the end of the run
+            // (its watch is not looked at again).
+            for q in &sh.queues[i] {
+                let unsent = q.lock().expect("queue lock").close();
+                sh.counters[i].lost.fetch_add(unsent, Ordering::Relaxed);
+            }
+        }
+    }
+    causes.iter().all(Option::is_some)
 }
 
 fn totals(counters: &[Arc<PortCounters>], cycles: &AtomicU64) -> Totals {
@@ -369,8 +444,10 @@ enum Action {
 /// thread; locked by others only to send a redirected frame out of it).
 /// Each thread has its own hook; the program's maps are shared.
 struct Shared {
-    queues: Vec<Vec<Mutex<Queue>>>,
+    queues: Vec<Vec<Mutex<Slot>>>,
     ifindexes: Vec<u32>,
+    /// Each port's interface, watched for going away.
+    watches: Vec<Watch>,
     counters: Vec<Arc<PortCounters>>,
     cycles: AtomicU64,
     finished: AtomicBool,
@@ -399,18 +476,30 @@ fn poll_loop(
     let mut fds: Vec<libc::pollfd> = queues
         .iter()
         .map(|&(p, q)| libc::pollfd {
-            fd: sh.queues[p][q].lock().expect("queue lock").xsk.fd(),
+            fd: match &*sh.queues[p][q].lock().expect("queue lock") {
+                Slot::Open(q) => q.xsk.fd(),
+                Slot::Closed(_) => -1,
+            },
             events: libc::POLLIN,
             revents: 0,
         })
         .collect();
     while !sh.finished.load(Ordering::Relaxed) {
-        let mut work = 0;
-        for &(p, q) in queues {
+        let (mut work, mut live) = (0, 0);
+        for (i, &(p, q)) in queues.iter().enumerate() {
+            if sh.watches[p].is_gone() {
+                // poll() skips negative descriptors.
+                fds[i].fd = -1;
+                continue;
+            }
+            live += 1;
             work += poll_queue(sh, hook, p, q, &mut scratch)?;
         }
         hook.after_batch(work == 0);
-        if wait && work == 0 {
+        if live == 0 {
+            // Every port of this thread is gone: wait for the end.
+            std::thread::sleep(Duration::from_millis(20));
+        } else if wait && work == 0 {
             // SAFETY: `fds` is a live array of its length.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 100) };
         }
@@ -432,7 +521,10 @@ fn poll_queue(
     let mut tally = Tally::default();
     let t = &mut tally;
     let received = {
-        let mut me = sh.queues[p][q].lock().expect("queue lock");
+        let mut slot = sh.queues[p][q].lock().expect("queue lock");
+        let Slot::Open(me) = &mut *slot else {
+            return Ok(0);
+        };
         me.reap_completions();
         let n = me.receive(&mut s.descs);
         if n > 0 {
@@ -466,7 +558,7 @@ fn poll_queue(
                 ) {
                     Action::Recycle => me.recycle(d.addr),
                     Action::Send { port } if port == p => {
-                        send_in_frame(&mut me, d.addr, &s.bytes, t);
+                        send_in_frame(me, d.addr, &s.bytes, t);
                     }
                     Action::Send { port } => {
                         me.recycle(d.addr);
@@ -477,20 +569,33 @@ fn poll_queue(
                 }
             }
         }
-        me.finish_poll(start, n)?;
+        let done = match me.finish_poll(start, n) {
+            // The interface went away: the supervisor reports it.
+            Err(DatapathError::Xsk(XskError::Unbound { .. })) => {
+                sh.watches[p].mark_gone();
+                Ok(n)
+            }
+            r => r,
+        };
         if n > 0 {
             sh.cycles
                 .fetch_add(tsc().wrapping_sub(start), Ordering::Relaxed);
         }
-        n
+        done
     };
     for (port, range) in s.pending.drain(..) {
-        let mut egress = sh.queues[port][0].lock().expect("queue lock");
-        send_copy(&mut egress, &s.redirected[range], t);
+        if sh.watches[port].is_gone() {
+            t.lost += 1;
+            continue;
+        }
+        match &mut *sh.queues[port][0].lock().expect("queue lock") {
+            Slot::Open(egress) => send_copy(egress, &s.redirected[range], t),
+            Slot::Closed(_) => t.lost += 1,
+        }
     }
     s.redirected.clear();
     tally.add_to(&sh.counters[p]);
-    Ok(received)
+    received
 }
 
 /// Where copies of a packet to send out of other ports go: (port, range

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Mutex;
 
-use io::xsk::{FramePool, PoolKind, XdpDesc, Xsk};
+use io::xsk::{FramePool, PoolKind, XdpDesc, Xsk, XskError};
 
 use crate::meta::{FrameMeta, MetaKind, MetaStore};
 use crate::{App, Counters, DatapathError};
@@ -286,10 +286,17 @@ impl Queue {
 
     /// After the redirect program is gone: sends what is queued, takes
     /// back completions and received frames.
-    pub fn drain(&mut self) {
+    /// A socket whose interface went away sends nothing more: what its TX
+    /// ring holds is taken back at once; returns how many frames that was
+    /// (not sent).
+    pub fn drain(&mut self) -> u64 {
+        let mut unsent = 0;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         while self.xsk.tx.outstanding() > 0 && std::time::Instant::now() < deadline {
-            let _ = self.xsk.kick_tx();
+            if let Err(XskError::Unbound { .. }) = self.xsk.kick_tx() {
+                unsent = self.reclaim_unsent();
+                break;
+            }
             self.reap_completions();
         }
         self.reap_completions();
@@ -302,6 +309,17 @@ impl Queue {
                 self.pool.put(self.xsk.frame_of(d.addr));
             }
         }
+        unsent
+    }
+
+    /// The frames on the TX ring of an unbound socket, back to the pool.
+    fn reclaim_unsent(&mut self) -> u64 {
+        self.rx.clear();
+        let n = self.xsk.tx.reclaim_unread(&mut self.rx);
+        for d in &self.rx {
+            self.pool.put(self.xsk.frame_of(d.addr));
+        }
+        u64::from(n)
     }
 
     /// Frames waiting in the FILL ring.

@@ -136,7 +136,11 @@ pub fn run(
                     Pmd::new(core, 0, refs.clone(), cache, lower.clone()).spinning(opts.pmd);
                 let finished = &finished;
                 vec![s.spawn(move || {
-                    let r = program::run(&mut pmd, &opts, stop, |_, _| {});
+                    let r = program::run(&mut pmd, &opts, stop, |e| {
+                        if let program::Event::PortGone(g) = e {
+                            eprintln!("sluice switch: {g}");
+                        }
+                    });
                     finished.store(true, Ordering::Relaxed);
                     r.map(Some).map_err(|e| e.to_string())
                 })]

@@ -15,6 +15,13 @@ use crate::cmd::{run, xsk};
 use crate::settings::ObjectSettings;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+A port whose interface goes away during the run (ip link del, or moved to another network \
+namespace) is reported on stderr in one line naming it and the cause; the datapath goes on with \
+the other ports (frames for the lost port are counted as lost) and, when none is left, stops \
+cleanly. At the end the program is detached from every port still there and the sockets are \
+closed. Exit status: 0 when stopped by Ctrl-C, SIGTERM or --duration (also after losing some \
+ports: the summary's \"gone\" says which and why); 1 on an error, or when every port went away.")]
 pub struct Args {
     /// An interface of the datapath (repeatable)
     #[arg(long = "port", required = true)]
@@ -104,15 +111,32 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
             opts.mode.name()
         );
     }
-    let mut last = (Totals::default(), Duration::ZERO);
-    let summary = program::run(&mut hook, &opts, stop, |t, at| {
-        if !c.json {
-            xsk::live_rates(&mut last, t, at);
-        }
-    })
-    .map_err(|e| e.to_string())?;
+    let summary =
+        program::run(&mut hook, &opts, stop, reporter(c.json)).map_err(|e| e.to_string())?;
     print_summary(&hook.program().name, &summary, c.json, None);
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(exit_status(&summary))
+}
+
+/// Live rates every second (not with `--json`), and one line on stderr
+/// for each port whose interface goes away.
+fn reporter(json: bool) -> impl FnMut(program::Event<'_>) {
+    let mut last = (Totals::default(), Duration::ZERO);
+    move |e| match e {
+        program::Event::Tick(t, at) if !json => xsk::live_rates(&mut last, t, at),
+        program::Event::Tick(..) => {}
+        program::Event::PortGone(g) => eprintln!("sluice datapath: {g}"),
+    }
+}
+
+/// 0 when the run ended as asked (Ctrl-C, SIGTERM, `--duration`), also
+/// after losing some ports; 1 when it stopped by itself because every
+/// port's interface was gone.
+fn exit_status(s: &ProgramSummary) -> std::process::ExitCode {
+    if s.all_gone {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }
 
 /// `--tc FILE`: the configuration at the ports' ingress hooks, on one
@@ -142,13 +166,8 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
             opts.mode.name()
         );
     }
-    let mut last = (Totals::default(), Duration::ZERO);
-    let summary = program::run(&mut runner, &opts, stop, |t, at| {
-        if !c.json {
-            xsk::live_rates(&mut last, t, at);
-        }
-    })
-    .map_err(|e| e.to_string())?;
+    let summary =
+        program::run(&mut runner, &opts, stop, reporter(c.json)).map_err(|e| e.to_string())?;
     let mut config = runner.into_config();
     let mut filters = serde_json::Map::new();
     let mut text = String::new();
@@ -175,7 +194,7 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
         c.json,
         Some((serde_json::Value::Object(filters), text)),
     );
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(exit_status(&summary))
 }
 
 /// The summary; with a tc configuration, its filters and counters too
@@ -213,6 +232,14 @@ fn print_summary(
                         "aborted": p.aborted,
                     },
                     "lost": p.lost,
+                    "gone": p.gone,
+                    "kernel": {
+                        "rx_dropped": p.kernel.rx_dropped,
+                        "rx_ring_full": p.kernel.rx_ring_full,
+                        "rx_fill_ring_empty": p.kernel.rx_fill_ring_empty_descs,
+                        "rx_invalid_descs": p.kernel.rx_invalid_descs,
+                        "tx_invalid_descs": p.kernel.tx_invalid_descs,
+                    },
                     "queues": p.queues.iter().map(|q| serde_json::json!({
                         "queue": q.queue,
                         "rx_packets": q.rx,
@@ -264,6 +291,16 @@ fn print_summary(
             p.aborted,
             p.lost
         );
+        if let Some(cause) = &p.gone {
+            println!("    gone during the run: {cause}");
+        }
+        let k = &p.kernel;
+        if k.rx_dropped + k.rx_ring_full > 0 {
+            println!(
+                "    kernel: {} dropped (no free frame), {} with the RX ring full",
+                k.rx_dropped, k.rx_ring_full
+            );
+        }
         if p.queues.len() > 1 {
             for q in &p.queues {
                 println!("    queue {}: rx {} tx {}", q.queue, q.rx, q.tx);

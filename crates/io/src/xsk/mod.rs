@@ -34,6 +34,10 @@ pub enum XskError {
     ZeroCopyUnsupported { dev: String },
     #[error("{0}: permission denied (AF_XDP needs root, or CAP_NET_RAW and CAP_NET_ADMIN)")]
     Permission(String),
+    #[error(
+        "{dev} queue {queue}: the AF_XDP socket is no longer bound (the interface was deleted or left the namespace)"
+    )]
+    Unbound { dev: String, queue: u32 },
     #[error("{what}: {source}")]
     Os {
         what: String,
@@ -506,13 +510,20 @@ impl Xsk {
         };
         if rc < 0 {
             let e = std::io::Error::last_os_error();
+            // The kernel unbinds the socket when its interface goes away.
+            if e.raw_os_error() == Some(libc::ENXIO) {
+                return Err(XskError::Unbound {
+                    dev: self.dev.clone(),
+                    queue: self.queue,
+                });
+            }
             // The kernel is busy or out of completion room: try later.
             if !matches!(
                 e.raw_os_error(),
                 Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::ENETDOWN)
             ) {
                 return Err(XskError::Os {
-                    what: "kicking TX".into(),
+                    what: format!("{} queue {}: kicking TX", self.dev, self.queue),
                     source: e,
                 });
             }
@@ -535,6 +546,13 @@ impl Xsk {
         };
     }
 
+    /// The socket's pending error (`SO_ERROR`, which reading clears): the
+    /// kernel sets `ENETDOWN` when it unbinds the socket because its
+    /// interface is unregistered (deleted, or moved to another namespace).
+    pub fn take_error(&self) -> Option<std::io::Error> {
+        socket_error(self.fd())
+    }
+
     /// The kernel's counters for this socket.
     pub fn stats(&self) -> Result<XskStats, XskError> {
         let s: [u64; 6] = getsockopt(self.fd(), libc::XDP_STATISTICS, "reading XDP statistics")?;
@@ -547,6 +565,26 @@ impl Xsk {
             tx_ring_empty_descs: s[5],
         })
     }
+}
+
+/// The pending error of socket `fd` (`SO_ERROR`, cleared by reading it).
+pub fn socket_error(fd: RawFd) -> Option<std::io::Error> {
+    let mut err: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `err` is a live c_int of the size passed.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Some(std::io::Error::last_os_error());
+    }
+    (err != 0).then(|| std::io::Error::from_raw_os_error(err))
 }
 
 fn getsockopt_offsets(fd: RawFd) -> Result<libc::xdp_mmap_offsets, XskError> {

@@ -193,6 +193,24 @@ impl<T: Copy> Producer<T> {
         self.ring.load(self.ring.flags) & libc::XDP_RING_NEED_WAKEUP != 0
     }
 
+    /// Takes back into `out` the entries written and not taken by the
+    /// kernel, and moves the producer index back over them. Only for a
+    /// ring the kernel no longer reads (its socket unbound because the
+    /// interface went away): otherwise it could be reading them now.
+    pub fn reclaim_unread(&mut self, out: &mut Vec<T>) -> u32 {
+        let cons = self.ring.load(self.ring.consumer);
+        let n = self.cached_prod.wrapping_sub(cons).min(self.ring.size);
+        for i in 0..n {
+            // SAFETY: entries between the consumer and the producer index
+            // were written by us; the kernel reads this ring no more.
+            out.push(unsafe { self.ring.slot(cons.wrapping_add(i)).read() });
+        }
+        self.cached_prod = cons;
+        self.cached_end = cons.wrapping_add(self.ring.size);
+        self.ring.store(self.ring.producer, cons);
+        n
+    }
+
     pub fn size(&self) -> u32 {
         self.ring.size
     }

@@ -1,0 +1,220 @@
+//! `sluice datapath` when a port's interface is deleted under traffic
+//! (root; namespaces and veth pairs made and deleted by the test): one
+//! line naming the port, the other ports carry on (or, with none left,
+//! the datapath stops by itself), every received frame in one verdict,
+//! and at the end nothing of ours is left: no XDP program attached or
+//! loaded, no AF_XDP socket, nothing pinned. docs/datapath.md.
+
+mod common;
+mod datapath_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use datapath_support::*;
+
+/// A namespace of a test, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// The lines of `stderr` that tell of a port gone.
+fn gone_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(" is gone: "))
+        .collect()
+}
+
+#[test]
+fn deleting_a_port_under_traffic_leaves_the_others_running() {
+    if !kernel_available("veth test (AF_XDP datapath, a port deleted under traffic)") {
+        return;
+    }
+    // A (sl_tx) -- (sl_rx) B (sl_b2) -- (sl_c) C: B's datapath routes what
+    // A sends out of sl_b2 to C, where `sluice xsk rxdrop` receives it.
+    let p = Pair::new("d");
+    let c = Netns(format!("slt{}dc", std::process::id()));
+    sh(&["ip", "netns", "add", &c.0]);
+    sh(&[
+        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
+        "netns", &c.0,
+    ]);
+    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
+    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+    let link = sh(&["ip", "-n", &p.b, "-o", "link", "show", "sl_b2"]);
+    let out_if: u32 = link.split(':').next().unwrap().trim().parse().unwrap();
+    let nexthop = format!("hex:{out_if:02x}0000000200000000aa0200000000bb");
+    let pinned_before = bpffs_entries();
+    let receiver = spawn_sluice(&c.0, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);
+    let (router, out) = (object_path("xdp_router"), out_if.to_string());
+    let datapath = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
+            "--port",
+            "sl_b2",
+            "--prog",
+            &router,
+            "--map-update",
+            "tx_ports",
+            &out,
+            &out,
+            "--map-update",
+            "routes_v4",
+            "10.255.0.0/16",
+            &nexthop,
+            "--json",
+        ],
+    );
+    wait_xdp_on(&c.0, &["sl_c"]);
+    let ids = wait_xdp_on(&p.b, &[VB, "sl_b2"]);
+    assert_eq!(xdp_sockets(&p.b), 2, "one socket per port");
+    let (rss_before, _) = memory_kib(datapath.id()).unwrap();
+    // 3 s of traffic; sl_b2 (and with it its peer sl_c) goes after 1 s.
+    let sender = spawn_sluice(
+        &p.a,
+        &["gen", "--dev", VA, "udp,count=60000,rate=20000", "--json"],
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    sh(&["ip", "-n", &p.b, "link", "del", "sl_b2"]);
+    let (code, sent, err) = finish(sender, Duration::from_secs(30));
+    assert_eq!(code, Some(0), "the sender: {err}");
+    let sent: serde_json::Value = serde_json::from_str(&sent).unwrap();
+    assert_eq!(sent["packets"], 60000, "{sent}");
+
+    // C's receiver lost its only interface: it stopped by itself, saying
+    // why, with exit status 1.
+    let (code, _, err) = finish(receiver, Duration::from_secs(5));
+    assert_eq!(code, Some(1), "{err}");
+    let lines = gone_lines(&err);
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("port sl_c (ifindex ") && lines[0].contains("no port left"),
+        "{err}"
+    );
+
+    // B's datapath goes on with sl_rx: another burst, all received there.
+    let mut datapath = datapath;
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(datapath.try_wait().unwrap().is_none(), "the datapath ended");
+    assert_eq!(xdp_attached(&p.b), vec![(VB.to_string(), ids[0])]);
+    // The lost port's socket is closed at once, and its UMEM (4096 frames
+    // of 4 KiB, populated) unmapped.
+    assert_eq!(xdp_sockets(&p.b), 1, "the lost port's socket is closed");
+    let (rss_after, _) = memory_kib(datapath.id()).unwrap();
+    assert!(
+        rss_after + 12 * 1024 < rss_before,
+        "RSS {rss_before} KiB before the loss, {rss_after} KiB after"
+    );
+    p.send("udp,count=2000,rate=20000", "live");
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(&datapath);
+    let (code, out, err) = finish(datapath, Duration::from_secs(10));
+    assert_eq!(code, Some(0), "stopped as asked, one port left: {err}");
+    let lines = gone_lines(&err);
+    assert_eq!(lines.len(), 1, "one line for the lost port: {err}");
+    let line = lines[0];
+    assert!(
+        line.starts_with(&format!(
+            "sluice datapath: port sl_b2 (ifindex {out_if}) is gone: the interface was deleted"
+        )) && line.ends_with("carrying on with sl_rx"),
+        "{line}"
+    );
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ports = s["ports"].as_array().unwrap();
+    let (rx, b2) = (&ports[0], &ports[1]);
+    assert_eq!(rx["gone"], serde_json::Value::Null, "{s}");
+    assert!(b2["gone"].as_str().unwrap().contains("deleted"), "{s}");
+    // Every frame A sent was received (20 kpps is well within reach) and
+    // routed; those for the lost port are counted as lost, on the way in
+    // (after it went) or as sent frames it still held.
+    assert_eq!(rx["rx_packets"], 62000, "{s}");
+    assert_one_verdict_each(rx);
+    assert_one_verdict_each(b2);
+    assert_eq!(rx["verdicts"]["redirect"], 62000, "{s}");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert_eq!(
+        n(&b2["tx_packets"]) + n(&rx["lost"]) + n(&b2["lost"]),
+        62000,
+        "each redirected frame sent or lost: {s}"
+    );
+    assert!(n(&b2["tx_packets"]) >= 10000, "sent before the loss: {s}");
+    assert!(n(&rx["lost"]) >= 2000, "lost after the loss: {s}");
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
+
+    // Nothing of ours left: no XDP program on sl_rx (ip and bpftool), the
+    // programs unloaded, no socket, nothing pinned.
+    let link = sh(&["ip", "-n", &p.b, "link", "show", VB]);
+    assert!(!link.contains("xdp"), "{link}");
+    assert_eq!(xdp_attached(&p.b), vec![]);
+    for id in ids {
+        assert!(!prog_exists(id), "program {id} is still loaded");
+    }
+    assert_eq!(xdp_sockets(&p.b), 0);
+    assert_eq!(xdp_sockets(&c.0), 0);
+    let pinned = new_bpffs_entries(&pinned_before, &bpffs_entries());
+    assert!(pinned.is_empty(), "pinned: {pinned:?}");
+}
+
+#[test]
+fn losing_every_port_stops_the_datapath_cleanly() {
+    if !kernel_available("veth test (AF_XDP datapath, its only port deleted)") {
+        return;
+    }
+    let p = Pair::new("e");
+    let datapath = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
+            "--prog",
+            &object_path("xdp_drop"),
+            "--no-pmd",
+            "--json",
+        ],
+    );
+    let ids = wait_xdp_on(&p.b, &[VB]);
+    let sender = spawn_sluice(
+        &p.a,
+        &["gen", "--dev", VA, "udp,count=40000,rate=20000", "--json"],
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    sh(&["ip", "-n", &p.b, "link", "del", VB]);
+    let t0 = std::time::Instant::now();
+    let (code, out, err) = finish(datapath, Duration::from_secs(5));
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "it took {:?}",
+        t0.elapsed()
+    );
+    // The sender's interface went with the pair.
+    let _ = finish(sender, Duration::from_secs(10));
+    assert_eq!(code, Some(1), "stopped by itself: {err}");
+    let lines = gone_lines(&err);
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("sluice datapath: port sl_rx (ifindex ")
+            && lines[0].ends_with("no port left, stopping"),
+        "{err}"
+    );
+    // The summary is printed all the same.
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let port = &s["ports"][0];
+    assert!(port["gone"].as_str().unwrap().contains("deleted"), "{s}");
+    assert!(port["rx_packets"].as_u64().unwrap() > 1000, "{s}");
+    assert_one_verdict_each(port);
+    assert_eq!(port["verdicts"]["drop"], port["rx_packets"], "{s}");
+    for id in ids {
+        assert!(!prog_exists(id), "program {id} is still loaded");
+    }
+    assert_eq!(xdp_sockets(&p.b), 0);
+}
