@@ -15,20 +15,44 @@ mod pointers;
 use std::fmt::Write;
 
 /// A small deterministic generator (SplitMix64), seedable from a test case
-/// number or from fuzzer bytes.
-pub struct Rng(u64);
+/// number; or driven by fuzzer bytes, one byte per decision while they
+/// last, so that a mutated byte changes one decision of the program
+/// rather than all of them.
+pub struct Rng {
+    state: u64,
+    choices: Vec<u8>,
+    at: usize,
+}
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng {
+            state: seed,
+            choices: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// Decisions taken from `bytes`, then from a stream seeded by them.
+    pub fn from_bytes(bytes: &[u8]) -> Rng {
+        let seed = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        Rng {
+            state: seed,
+            choices: bytes.to_vec(),
+            at: 0,
+        }
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        if let Some(&b) = self.choices.get(self.at) {
+            self.at += 1;
+            // Spread the byte over the word, the same way every time.
+            return mix(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(b as u64 + 1));
+        }
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.state)
     }
 
     /// A number in `0..n`.
@@ -43,6 +67,13 @@ impl Rng {
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
+}
+
+/// SplitMix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The maps every generated program may use: an array (key 4, value 32,
@@ -86,7 +117,16 @@ fn imm(r: &mut Rng) -> i64 {
 /// Register roles: r6 the context, r7 `data`, r8 `data_end`, r9 a pointer
 /// temporary, r0-r5 scratch numbers.
 pub fn program(seed: u64) -> String {
-    let r = &mut Rng::new(seed);
+    generate(&mut Rng::new(seed))
+}
+
+/// A random program whose decisions are `choices`, one byte each (for a
+/// fuzzer, whose mutations then stay local), then a stream seeded by them.
+pub fn program_from(choices: &[u8]) -> String {
+    generate(&mut Rng::from_bytes(choices))
+}
+
+fn generate(r: &mut Rng) -> String {
     let mut s = String::new();
     let mut out = |line: String| {
         s.push_str(&line);
