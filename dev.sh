@@ -7,6 +7,9 @@
 #   ./dev.sh setup   only install the system packages and the Rust toolchain
 #   ./dev.sh bench   run the benchmarks
 #   ./dev.sh fuzz    run every fuzz target briefly (needs the nightly toolchain)
+#   ./dev.sh sanitize  the maps shared by worker threads under ThreadSanitizer,
+#                    then the maps crate and the VM's memory regions under Miri
+#                    (nightly; exits non-zero on a data race or undefined behaviour)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -256,8 +259,61 @@ fuzz)
     command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
     fuzz_all
     ;;
+sanitize)
+    setup_rust
+    # The nightly toolchain, with the standard library's sources (TSan
+    # rebuilds std instrumented) and Miri.
+    if rustup run nightly rustc --version >/dev/null 2>&1; then
+        rustup component add --toolchain nightly rust-src miri
+    else
+        rustup toolchain install nightly --profile minimal --component rust-src,miri
+    fi
+    host=x86_64-unknown-linux-gnu
+    mkdir -p target/tsan target/miri
+    failed=()
+
+    # ThreadSanitizer over the stress test of the maps shared by threads,
+    # in a target dir of its own (instrumented std and crates). The one
+    # race the kernel has too is suppressed by name (tools/tsan-suppressions.txt).
+    t0=$SECONDS
+    tsan_log=target/tsan/concurrent.log
+    tsan_rc=0
+    RUSTFLAGS="-Zsanitizer=thread" \
+        TSAN_OPTIONS="suppressions=$PWD/tools/tsan-suppressions.txt print_suppressions=1" \
+        cargo +nightly test -Zbuild-std --target "$host" --target-dir target/tsan \
+        -p maps --test concurrent 2>&1 | tee "$tsan_log" || tsan_rc=$?
+    tsan_secs=$((SECONDS - t0))
+    races=$(grep -c 'WARNING: ThreadSanitizer' "$tsan_log" || true)
+    suppressed=$(sed -n 's/^ThreadSanitizer: Matched \([0-9]*\) suppressions.*/\1/p' "$tsan_log" | tail -n 1)
+    [ "$tsan_rc" -eq 0 ] && [ "$races" -eq 0 ] || failed+=(tsan)
+
+    # Miri over the maps crate (every test file; the ones that measure the
+    # kernel's page accounting are ignored under Miri), the VM's memory
+    # regions and the interpreter's checked accesses (vm's other test files
+    # run the JIT's machine code, which Miri cannot). Programs hold
+    # addresses in registers: permissive provenance.
+    t0=$SECONDS
+    miri_log=target/miri/sanitize.log
+    miri_rc=0
+    {
+        MIRIFLAGS="-Zmiri-permissive-provenance" cargo +nightly miri test -p maps &&
+            MIRIFLAGS="-Zmiri-permissive-provenance" cargo +nightly miri test -p vm --lib --test semantics
+    } 2>&1 | tee "$miri_log" || miri_rc=$?
+    miri_secs=$((SECONDS - t0))
+    ub=$(grep -c '^error: Undefined Behavior' "$miri_log" || true)
+    miri_tests=$(awk '/^test result:/ { p += $4; i += $8 } END { print p + 0 " passed, " i + 0 " ignored" }' "$miri_log")
+    [ "$miri_rc" -eq 0 ] && [ "$ub" -eq 0 ] || failed+=(miri)
+
+    tsan_tests=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 passed, \2 failed/p' "$tsan_log")
+    say "ThreadSanitizer: ${tsan_tests:-no result}; $races data race reports, ${suppressed:-0} suppressed as the kernel's; ${tsan_secs}s (log: $tsan_log)"
+    say "Miri: $miri_tests; $ub undefined behaviour reports; ${miri_secs}s (log: $miri_log)"
+    if ((${#failed[@]})); then
+        say "sanitize failed: ${failed[*]}"
+        exit 1
+    fi
+    ;;
 *)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = help ] || exit 2
     ;;
 esac

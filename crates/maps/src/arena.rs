@@ -49,13 +49,17 @@ impl Arena {
                 len: 0,
             };
         }
+        // Miri models anonymous private mappings but not MAP_NORESERVE,
+        // which only changes swap accounting: without it there, the same
+        // code runs under Miri.
+        let noreserve = if cfg!(miri) { 0 } else { libc::MAP_NORESERVE };
         // SAFETY: a fresh anonymous mapping; no existing memory is named.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | noreserve,
                 -1,
                 0,
             )

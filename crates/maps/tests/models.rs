@@ -132,7 +132,13 @@ fn check_hash(t: MapType, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
+    // Under Miri (`./dev.sh sanitize`), a few cases and no regression file
+    // (Miri keeps programs off the file system).
+    #![proptest_config(if cfg!(miri) {
+        ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() }
+    } else {
+        ProptestConfig::with_cases(2_000)
+    })]
 
     #[test]
     fn hash_matches_the_model(ops in ops()) {

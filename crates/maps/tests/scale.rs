@@ -15,7 +15,11 @@ fn rss_kib() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+// These measure what the kernel accounts for the arena's pages (resident
+// memory, /proc/self/pagemap) in maps of hundreds of megabytes: Miri
+// models neither the files nor lazily backed pages, so they run natively only.
 #[test]
+#[cfg_attr(miri, ignore = "needs /proc and lazily backed pages")]
 fn a_huge_array_costs_what_it_holds() {
     const N: u32 = 50_000_000;
     let before = rss_kib();
@@ -40,6 +44,7 @@ fn a_huge_array_costs_what_it_holds() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "needs /proc and lazily backed pages")]
 fn per_cpu_arrays_skip_zero_entries_on_every_cpu() {
     let m = Map::new(MapSpec::new("pc", MapType::PercpuArray, 4, 4, 100_000), 4).unwrap();
     let mut v = vec![0u8; 32];
@@ -51,6 +56,7 @@ fn per_cpu_arrays_skip_zero_entries_on_every_cpu() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "needs /proc and lazily backed pages")]
 fn changes_are_told_by_key() {
     let a = Map::new(MapSpec::new("a", MapType::Array, 4, 8, 1 << 20), 1).unwrap();
     a.user_update(&k32(5), &[1; 8], 0).unwrap();

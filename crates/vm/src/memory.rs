@@ -466,3 +466,115 @@ impl<'a> Memory<'a> {
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
     }
 }
+
+// The region table's pointer handling, small enough for Miri
+// (`./dev.sh sanitize` runs `cargo miri test -p vm --lib`): every access
+// goes from an address back to a pointer through exposed provenance, as
+// programs' registers hold host addresses.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_read_and_write_buffers_through_their_addresses() {
+        let mut ctx = [0u8; 16];
+        let packet = [7u8; 8];
+        {
+            let mut mem = Memory::new();
+            let c = mem.add(RegionKind::Context, &mut ctx);
+            let p = mem.add_readonly(RegionKind::Packet, &packet);
+            mem.write(c + 4, 4).unwrap().copy_from_slice(&[1, 2, 3, 4]);
+            assert_eq!(mem.read(c + 3, 6).unwrap(), [0, 1, 2, 3, 4, 0]);
+            assert_eq!(mem.read(p, 8).unwrap(), [7; 8]);
+            assert_eq!(mem.packet().unwrap().start, p);
+            let t = mem.helper_tally();
+            assert_eq!(
+                (t.reads, t.read_bytes, t.writes, t.write_bytes),
+                (2, 14, 1, 4)
+            );
+        }
+        assert_eq!(ctx[4..8], [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn accesses_outside_or_across_regions_fault() {
+        // Two regions side by side in one buffer: an access across both
+        // lies in neither.
+        let mut buf = [0u8; 16];
+        let (a, b) = buf.split_at_mut(8);
+        let mut mem = Memory::new();
+        let pa = mem.add(RegionKind::Context, a);
+        let pb = mem.add_readonly(RegionKind::Map, b);
+        assert_eq!(pb, pa + 8);
+        assert!(mem.read(pa + 5, 4).is_err(), "across two regions");
+        assert!(mem.read(pb + 5, 4).is_err(), "runs off the end");
+        assert!(mem.read(pa.wrapping_sub(1), 1).is_err(), "before the start");
+        assert!(mem.read(u64::MAX, 2).is_err(), "wraps around");
+        let f = mem.write(pb, 1).unwrap_err();
+        assert!(
+            f.read_only && f.region.unwrap().kind == RegionKind::Map,
+            "{f}"
+        );
+        assert!(mem.helper_write(pb, 1).is_err());
+        assert_eq!(mem.read(pb + 7, 1).unwrap(), [0]);
+    }
+
+    #[test]
+    fn protected_regions_are_written_by_helpers_only() {
+        let mut ctx = [0u8; 8];
+        {
+            let mut mem = Memory::new();
+            let c = mem.add_protected(RegionKind::Context, &mut ctx);
+            assert!(mem.write(c, 4).unwrap_err().read_only);
+            mem.helper_write(c, 4).unwrap().fill(9);
+        }
+        assert_eq!(ctx, [9, 9, 9, 9, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn windows_move_inside_their_buffer() {
+        let mut buf = [0u8; 32];
+        let base = buf.as_ptr().expose_provenance() as u64;
+        let mut mem = Memory::new();
+        let i = mem.add_window(RegionKind::Packet, &mut buf, 8..16, true);
+        assert!(mem.read(base + 7, 1).is_err());
+        mem.write(base + 8, 8).unwrap().fill(1);
+        assert!(mem.read(base + 16, 1).is_err());
+        mem.set_window(i, base, 32);
+        mem.write(base + 24, 8).unwrap().fill(2);
+        assert_eq!(mem.read(base + 4, 8).unwrap(), [0, 0, 0, 0, 1, 1, 1, 1]);
+        let moved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            mem.set_window(i, base + 8, 32)
+        }));
+        assert!(moved.is_err(), "a window stays inside its buffer");
+    }
+
+    /// Memory mapped by address, as map values are (an arena the maps
+    /// crate owns): a program stores and loads through it, and the owner
+    /// sees the bytes.
+    #[test]
+    fn programs_use_raw_regions_by_address() {
+        let values: *mut [u64; 4] = Box::into_raw(Box::new([0u64; 4]));
+        let addr = values.expose_provenance() as u64;
+        let prog = isa::assemble(
+            "stdw [%r1+8], 5\nldxdw %r0, [%r1+8]\nadd %r0, 1\nstxdw [%r1+24], %r0\nexit",
+        )
+        .unwrap();
+        let mut helpers = crate::HelperTable::new();
+        crate::register_basic(&mut helpers);
+        let mut vm = crate::Vm::new(crate::Program::new(prog).unwrap(), &helpers).unwrap();
+        let mut mem = Memory::new();
+        // SAFETY: the box lives until after the run, and nothing else
+        // refers to it meanwhile.
+        unsafe { mem.add_raw(RegionKind::Map, addr, 32, true) };
+        let r = vm
+            .run(&mut crate::SimEnv::default(), &mut mem, [addr, 0, 0, 0, 0])
+            .unwrap();
+        assert_eq!(r.r0, 6);
+        assert!(mem.read(addr + 32, 1).is_err());
+        drop(mem);
+        // SAFETY: made by `Box::into_raw` above; the run is over.
+        let values = unsafe { Box::from_raw(values) };
+        assert_eq!(*values, [0, 5, 0, 6]);
+    }
+}
