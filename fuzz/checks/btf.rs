@@ -19,7 +19,7 @@ pub fn check(data: &[u8]) {
         return;
     };
     let value: Vec<u8> = (0..MAX_VALUE).map(|i| (i * 37 + 11) as u8).collect();
-    let ids: Vec<obj::TypeId> = btf.types().map(|(id, _)| id).take(512).collect();
+    let ids: Vec<obj::TypeId> = btf.types().map(|(id, _)| id).take(64).collect();
     for id in ids {
         let name = btf.display(id);
         assert_eq!(name, btf.display(id));
@@ -30,9 +30,10 @@ pub fn check(data: &[u8]) {
         let _ = mapfmt::format(Some(&btf), Some(id), &value[..n]);
         let _ = mapfmt::format(Some(&btf), Some(id), &value[..n / 2]);
         // A per-CPU map whose values are of this type: the dump sums the
-        // CPUs' copies field by field where BTF shows counters.
+        // CPUs' copies field by field where BTF shows counters (for the
+        // first types only: a map per type is slow).
         let spec = maps::MapSpec::new("m", maps::MapType::PercpuArray, 4, n.max(1) as u32, 1);
-        if let Ok(map) = maps::Map::new(spec, 2) {
+        if let Some(map) = (id <= 16).then(|| maps::Map::new(spec, 2).ok()).flatten() {
             let copies = vec![0x11; map.user_value_len()];
             if map.user_update(&0u32.to_le_bytes(), &copies, 0).is_ok() {
                 let def = obj::MapDef {
