@@ -175,22 +175,24 @@ fuzz_seed() {
     rm -rf "$tmp"
 }
 
-# Runs every target for FUZZ_SECONDS (60) on one core; a crash (or an input
-# that takes over 10 s) ends a run, the target starts again for the time left
-# (at most 20 times). Each target's
-# output goes to fuzz/logs/<target>.log, its crashes to fuzz/artifacts/<target>/.
-# Prints runs (libFuzzer's stat::number_of_executed_units, summed), seconds
-# ("Done N runs in S seconds", or the time a crashed run took) and crashes per
-# target; fails when any target crashed.
 # The output of a log's last run (after its last `--- run N ---` line).
 last_run() { awk '/^--- run /{buf=""; next} {buf = buf $0 "\n"} END{printf "%s", buf}' "$1"; }
 
+# Runs every target (or those FUZZ_ONLY names) for FUZZ_SECONDS (60) on one
+# core; a crash (or an input that takes over 10 s) ends a run, the target
+# starts again for the time left (at most 20 times). Each target's output goes
+# to fuzz/logs/<target>.log, its crashes to fuzz/artifacts/<target>/. Prints
+# runs (libFuzzer's stat::number_of_executed_units, summed), seconds ("Done N
+# runs in S seconds", or the time a crashed run took) and crashes per target;
+# fails when any target crashed.
 fuzz_all() {
     local secs=${FUZZ_SECONDS:-60} t log rc runs took crashes n start left failed=() rows=()
+    local targets
+    read -ra targets <<<"${FUZZ_ONLY:-${FUZZ_TARGETS[*]}}"
     fuzz_seed
     (cd fuzz && cargo +nightly fuzz build)
     mkdir -p fuzz/logs
-    for t in "${FUZZ_TARGETS[@]}"; do
+    for t in "${targets[@]}"; do
         log=fuzz/logs/$t.log
         : >"$log"
         say "fuzzing $t for ${secs}s"

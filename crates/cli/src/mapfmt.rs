@@ -1,6 +1,7 @@
 //! Map keys and values as text: formatted with the object's BTF when it
 //! describes them, parsed from the command line (`--map-update`).
 
+use std::cell::Cell;
 use std::net::IpAddr;
 
 use maps::{Map, MapType};
@@ -52,16 +53,29 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The most pieces (numbers, members, elements) one value is printed in:
+/// BTF from an object may nest zero-sized arrays and structs, which take no
+/// bytes however many they are.
+const MAX_PIECES: usize = 1 << 16;
+
 fn format_ty(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize) -> Option<String> {
-    format_named(btf, ty, bytes, depth, "")
+    format_named(btf, ty, bytes, depth, "", &Cell::new(MAX_PIECES))
 }
 
 /// Formats a value; `field` is the member name it sits in (address-like
 /// names print as addresses).
-fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) -> Option<String> {
-    if depth > 8 {
+fn format_named(
+    btf: &Btf,
+    ty: TypeId,
+    bytes: &[u8],
+    depth: usize,
+    field: &str,
+    left: &Cell<usize>,
+) -> Option<String> {
+    if depth > 8 || left.get() == 0 {
         return None;
     }
+    left.set(left.get() - 1);
     let id = btf.skip_mods_and_typedefs(ty).ok()?;
     let t = btf.get(id)?;
     let addr_like = field.contains("addr")
@@ -123,6 +137,7 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
                         bytes.get(i * esize..(i + 1) * esize)?,
                         depth + 1,
                         field,
+                        left,
                     )
                 })
                 .collect();
@@ -131,7 +146,7 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
         // A union shows its first member.
         BtfKind::Union { members, .. } => {
             let m = members.first()?;
-            format_named(btf, m.ty, bytes, depth + 1, &m.name)?
+            format_named(btf, m.ty, bytes, depth + 1, &m.name, left)?
         }
         BtfKind::Struct { members, .. } => {
             let mut parts = Vec::new();
@@ -141,7 +156,14 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
                 }
                 let off = (m.bit_offset / 8) as usize;
                 let size = btf.size_of(m.ty).ok()? as usize;
-                let v = format_named(btf, m.ty, bytes.get(off..off + size)?, depth + 1, &m.name)?;
+                let v = format_named(
+                    btf,
+                    m.ty,
+                    bytes.get(off..off + size)?,
+                    depth + 1,
+                    &m.name,
+                    left,
+                )?;
                 if m.name.is_empty() || m.name.starts_with("pad") {
                     if !m.name.starts_with("pad") {
                         parts.push(v);
@@ -161,7 +183,14 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
                     return None;
                 };
                 let (off, size) = (v.offset as usize, v.size as usize);
-                let val = format_named(btf, ty, bytes.get(off..off + size)?, depth + 1, &var.name)?;
+                let val = format_named(
+                    btf,
+                    ty,
+                    bytes.get(off..off + size)?,
+                    depth + 1,
+                    &var.name,
+                    left,
+                )?;
                 parts.push(format!("{}: {val}", var.name));
             }
             format!("{{{}}}", parts.join(", "))
@@ -177,7 +206,20 @@ fn format_named(btf: &Btf, ty: TypeId, bytes: &[u8], depth: usize, field: &str) 
 /// Where the integer fields of a value sit: `(offset, size)` of each, or
 /// `None` when the value holds anything else (then per-CPU copies are not
 /// summed).
-fn counter_fields(btf: &Btf, ty: TypeId, off: usize, out: &mut Vec<(usize, usize)>) -> Option<()> {
+fn counter_fields(
+    btf: &Btf,
+    ty: TypeId,
+    off: usize,
+    depth: usize,
+    left: &Cell<usize>,
+    out: &mut Vec<(usize, usize)>,
+) -> Option<()> {
+    // Bounded as formatting is: a struct may name itself, zero-sized
+    // members and elements take no bytes.
+    if depth > 8 || left.get() == 0 {
+        return None;
+    }
+    left.set(left.get() - 1);
     let t = btf.get(btf.skip_mods_and_typedefs(ty).ok()?)?;
     match &t.kind {
         BtfKind::Int { size, .. } if [1, 2, 4, 8].contains(size) => {
@@ -188,13 +230,15 @@ fn counter_fields(btf: &Btf, ty: TypeId, off: usize, out: &mut Vec<(usize, usize
                 if m.bitfield_size != 0 || m.bit_offset % 8 != 0 {
                     return None;
                 }
-                counter_fields(btf, m.ty, off + (m.bit_offset / 8) as usize, out)?;
+                let at = off.checked_add((m.bit_offset / 8) as usize)?;
+                counter_fields(btf, m.ty, at, depth + 1, left, out)?;
             }
         }
         BtfKind::Array { elem, nelems, .. } => {
             let esize = btf.size_of(*elem).ok()? as usize;
             for i in 0..*nelems as usize {
-                counter_fields(btf, *elem, off + i * esize, out)?;
+                let at = off.checked_add(i.checked_mul(esize)?)?;
+                counter_fields(btf, *elem, at, depth + 1, left, out)?;
             }
         }
         _ => return None,
@@ -206,16 +250,17 @@ fn counter_fields(btf: &Btf, ty: TypeId, off: usize, out: &mut Vec<(usize, usize
 /// counters do), when BTF shows it is made of integers.
 fn sum_cpus(btf: Option<&Btf>, ty: Option<TypeId>, copies: &[&[u8]]) -> Option<Vec<u8>> {
     let mut fields = Vec::new();
-    counter_fields(btf?, ty?, 0, &mut fields)?;
+    counter_fields(btf?, ty?, 0, 0, &Cell::new(MAX_PIECES), &mut fields)?;
     let mut sum = copies.first()?.to_vec();
     for copy in &copies[1..] {
         for &(off, size) in &fields {
+            // BTF may place a field past the map's value: then no sum.
             let read = |b: &[u8]| {
                 let mut w = [0u8; 8];
-                w[..size].copy_from_slice(&b[off..off + size]);
-                u64::from_le_bytes(w)
+                w[..size].copy_from_slice(b.get(off..off + size)?);
+                Some(u64::from_le_bytes(w))
             };
-            let v = read(&sum).wrapping_add(read(copy));
+            let v = read(&sum)?.wrapping_add(read(copy)?);
             sum.get_mut(off..off + size)?
                 .copy_from_slice(&v.to_le_bytes()[..size]);
         }
