@@ -218,3 +218,45 @@ fn losing_every_port_stops_the_datapath_cleanly() {
     }
     assert_eq!(xdp_sockets(&p.b), 0);
 }
+
+#[test]
+fn a_port_set_down_and_up_again_is_not_lost() {
+    if !kernel_available("veth test (AF_XDP datapath, a port set down and up)") {
+        return;
+    }
+    // Down is not gone: the sockets stay bound and the program attached,
+    // and frames flow again once the link is up.
+    let p = Pair::new("u");
+    let datapath = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
+            "--prog",
+            &object_path("xdp_parse_tx"),
+            "--json",
+        ],
+    );
+    let ids = wait_xdp_on(&p.b, &[VB]);
+    p.send("udp,count=3000,rate=20000", "live");
+    sh(&["ip", "-n", &p.b, "link", "set", VB, "down"]);
+    std::thread::sleep(Duration::from_millis(500));
+    sh(&["ip", "-n", &p.b, "link", "set", VB, "up"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(xdp_attached(&p.b), vec![(VB.to_string(), ids[0])]);
+    p.send("udp,count=3000,rate=20000", "live");
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(&datapath);
+    let (code, out, err) = finish(datapath, Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(gone_lines(&err).is_empty(), "{err}");
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let port = &s["ports"][0];
+    assert_eq!(port["gone"], serde_json::Value::Null, "{s}");
+    assert_eq!(port["rx_packets"], 6000, "{s}");
+    assert_eq!(port["verdicts"]["tx"], 6000, "{s}");
+    assert_eq!(port["tx_packets"], 6000, "{s}");
+    assert_one_verdict_each(port);
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
+}
