@@ -260,3 +260,54 @@ fn a_port_set_down_and_up_again_is_not_lost() {
     assert_one_verdict_each(port);
     assert_eq!(s["frames_unaccounted"], 0, "{s}");
 }
+
+#[test]
+fn a_monitor_on_the_datapath_stops_when_its_interface_goes() {
+    if !kernel_available("veth test (monitor on AF_XDP, its interface deleted)") {
+        return;
+    }
+    // `sluice monitor --datapath afxdp` waits in poll(), which says
+    // nothing of an unbound socket: it must look at the interface.
+    let p = Pair::new("n");
+    let monitor = spawn_sluice(
+        &p.b,
+        &[
+            "monitor",
+            "flows",
+            "--dev",
+            VB,
+            "--datapath",
+            "afxdp",
+            "--json",
+        ],
+    );
+    let ids = wait_xdp_on(&p.b, &[VB]);
+    p.send("udp,flows=10,count=1000,rate=20000", "live");
+    std::thread::sleep(Duration::from_millis(200));
+    sh(&["ip", "-n", &p.b, "link", "del", VB]);
+    let t0 = std::time::Instant::now();
+    let (_, out, err) = finish(monitor, Duration::from_secs(5));
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "it took {:?}",
+        t0.elapsed()
+    );
+    let lines = gone_lines(&err);
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("sl_rx (ifindex ") && lines[0].contains("the interface was deleted"),
+        "{err}"
+    );
+    // The flows seen before are reported, and why the input ended.
+    let last = out.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    let summary = &v["summary"];
+    assert_eq!(summary["packets"], 1000, "{out}");
+    assert_eq!(summary["flows"], 10, "{out}");
+    let why = summary["source_error"].as_str().unwrap_or_default();
+    assert!(why.contains("is gone"), "{out}");
+    for id in ids {
+        assert!(!prog_exists(id), "program {id} is still loaded");
+    }
+    assert_eq!(xdp_sockets(&p.b), 0);
+}
