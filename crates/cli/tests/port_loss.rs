@@ -218,3 +218,96 @@ fn losing_every_port_stops_the_datapath_cleanly() {
     }
     assert_eq!(xdp_sockets(&p.b), 0);
 }
+
+#[test]
+fn a_port_set_down_and_up_again_is_not_lost() {
+    if !kernel_available("veth test (AF_XDP datapath, a port set down and up)") {
+        return;
+    }
+    // Down is not gone: the sockets stay bound and the program attached,
+    // and frames flow again once the link is up.
+    let p = Pair::new("u");
+    let datapath = spawn_sluice(
+        &p.b,
+        &[
+            "datapath",
+            "--port",
+            VB,
+            "--prog",
+            &object_path("xdp_parse_tx"),
+            "--json",
+        ],
+    );
+    let ids = wait_xdp_on(&p.b, &[VB]);
+    p.send("udp,count=3000,rate=20000", "live");
+    sh(&["ip", "-n", &p.b, "link", "set", VB, "down"]);
+    std::thread::sleep(Duration::from_millis(500));
+    sh(&["ip", "-n", &p.b, "link", "set", VB, "up"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(xdp_attached(&p.b), vec![(VB.to_string(), ids[0])]);
+    p.send("udp,count=3000,rate=20000", "live");
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(&datapath);
+    let (code, out, err) = finish(datapath, Duration::from_secs(10));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(gone_lines(&err).is_empty(), "{err}");
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let port = &s["ports"][0];
+    assert_eq!(port["gone"], serde_json::Value::Null, "{s}");
+    assert_eq!(port["rx_packets"], 6000, "{s}");
+    assert_eq!(port["verdicts"]["tx"], 6000, "{s}");
+    assert_eq!(port["tx_packets"], 6000, "{s}");
+    assert_one_verdict_each(port);
+    assert_eq!(s["frames_unaccounted"], 0, "{s}");
+}
+
+#[test]
+fn a_monitor_on_the_datapath_stops_when_its_interface_goes() {
+    if !kernel_available("veth test (monitor on AF_XDP, its interface deleted)") {
+        return;
+    }
+    // `sluice monitor --datapath afxdp` waits in poll(), which says
+    // nothing of an unbound socket: it must look at the interface.
+    let p = Pair::new("n");
+    let monitor = spawn_sluice(
+        &p.b,
+        &[
+            "monitor",
+            "flows",
+            "--dev",
+            VB,
+            "--datapath",
+            "afxdp",
+            "--json",
+        ],
+    );
+    let ids = wait_xdp_on(&p.b, &[VB]);
+    p.send("udp,flows=10,count=1000,rate=20000", "live");
+    std::thread::sleep(Duration::from_millis(200));
+    sh(&["ip", "-n", &p.b, "link", "del", VB]);
+    let t0 = std::time::Instant::now();
+    let (_, out, err) = finish(monitor, Duration::from_secs(5));
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "it took {:?}",
+        t0.elapsed()
+    );
+    let lines = gone_lines(&err);
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("sl_rx (ifindex ") && lines[0].contains("the interface was deleted"),
+        "{err}"
+    );
+    // The flows seen before are reported, and why the input ended.
+    let last = out.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    let summary = &v["summary"];
+    assert_eq!(summary["packets"], 1000, "{out}");
+    assert_eq!(summary["flows"], 10, "{out}");
+    let why = summary["source_error"].as_str().unwrap_or_default();
+    assert!(why.contains("is gone"), "{out}");
+    for id in ids {
+        assert!(!prog_exists(id), "program {id} is still loaded");
+    }
+    assert_eq!(xdp_sockets(&p.b), 0);
+}

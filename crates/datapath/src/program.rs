@@ -184,8 +184,9 @@ struct Port {
 }
 
 /// Opens the ports, attaches the redirect program to each, runs `hook`
-/// on every received frame until `stop` or the duration, then detaches
-/// and drains. `tick` gets the totals about once a second. The hook is an
+/// on every received frame until `stop`, the duration, or every port gone,
+/// then detaches and drains. `report` gets the totals about once a second
+/// and each port whose interface goes away ([`Event`]). The hook is an
 /// XDP program's ([`runtime::Hook`]) or anything else that decides as a
 /// hook does (a tc configuration at the ports' ingress); copies it sends
 /// to another port's egress (mirred mirror) are sent there too.

@@ -21,6 +21,7 @@ use pipeline::{BATCH, Batch, Source, SourceError};
 
 use crate::DatapathError;
 use crate::redirect::XskRedirect;
+use crate::watch::Watch;
 
 /// How long one `poll` waits before the stop flag is looked at again.
 const POLL_MS: i32 = 50;
@@ -30,6 +31,8 @@ pub struct XskSource {
     // Dropped first: the program is detached before the sockets close.
     _redirect: XskRedirect,
     sockets: Vec<Xsk>,
+    /// The interface, looked at while no frame comes (watch.rs).
+    watch: Watch,
     stop: Option<&'static AtomicBool>,
     descs: Vec<XdpDesc>,
     /// The socket the next fill starts with (round robin, so a busy queue
@@ -72,9 +75,12 @@ impl XskSource {
         for s in &sockets {
             redirect.register(s.queue(), s.fd())?;
         }
+        let ifindex = sockets.first().map_or(0, Xsk::ifindex);
+        let watch = Watch::new(dev, ifindex, sockets.iter().map(Xsk::fd).collect());
         Ok(XskSource {
             _redirect: redirect,
             sockets,
+            watch,
             stop,
             descs: Vec::with_capacity(BATCH),
             next: 0,
@@ -147,6 +153,17 @@ impl XskSource {
             .collect();
         // SAFETY: `fds` is a live array of its length.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_MS) };
+        // Nothing came: the interface may be gone (its sockets unbound,
+        // which poll() does not report).
+        if rc == 0
+            && let Some(cause) = self.watch.check()
+        {
+            return Err(SourceError(format!(
+                "{} (ifindex {}) is gone: {cause}",
+                self.dev(),
+                self.watch.ifindex
+            )));
+        }
         if rc < 0 {
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EINTR) {

@@ -546,13 +546,6 @@ impl Xsk {
         };
     }
 
-    /// The socket's pending error (`SO_ERROR`, which reading clears): the
-    /// kernel sets `ENETDOWN` when it unbinds the socket because its
-    /// interface is unregistered (deleted, or moved to another namespace).
-    pub fn take_error(&self) -> Option<std::io::Error> {
-        socket_error(self.fd())
-    }
-
     /// The kernel's counters for this socket.
     pub fn stats(&self) -> Result<XskStats, XskError> {
         let s: [u64; 6] = getsockopt(self.fd(), libc::XDP_STATISTICS, "reading XDP statistics")?;
@@ -567,7 +560,10 @@ impl Xsk {
     }
 }
 
-/// The pending error of socket `fd` (`SO_ERROR`, cleared by reading it).
+/// The pending error of socket `fd` (`SO_ERROR`, cleared by reading it):
+/// the kernel sets `ENETDOWN` on an AF_XDP socket when it unbinds it
+/// because its interface is unregistered (deleted, or moved to another
+/// namespace).
 pub fn socket_error(fd: RawFd) -> Option<std::io::Error> {
     let mut err: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
