@@ -8,20 +8,10 @@
 mod common;
 mod datapath_support;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
 use datapath_support::*;
-
-/// A namespace of a test, deleted on drop.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
 
 /// The lines of `stderr` that tell of a port gone.
 fn gone_lines(stderr: &str) -> Vec<&str> {
@@ -39,16 +29,7 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     // A (sl_tx) -- (sl_rx) B (sl_b2) -- (sl_c) C: B's datapath routes what
     // A sends out of sl_b2 to C, where `sluice xsk rxdrop` receives it.
     let p = Pair::new("d");
-    let c = Netns(format!("slt{}dc", std::process::id()));
-    sh(&["ip", "netns", "add", &c.0]);
-    sh(&[
-        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
-        "netns", &c.0,
-    ]);
-    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
-    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
-    let link = sh(&["ip", "-n", &p.b, "-o", "link", "show", "sl_b2"]);
-    let out_if: u32 = link.split(':').next().unwrap().trim().parse().unwrap();
+    let (c, out_if) = p.third_host("d");
     let nexthop = format!("hex:{out_if:02x}0000000200000000aa0200000000bb");
     let pinned_before = bpffs_entries();
     let receiver = spawn_sluice(&c.0, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);

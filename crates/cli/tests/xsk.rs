@@ -165,15 +165,6 @@ fn af_xdp_misuse_is_explained() {
     assert!(e.contains("permission denied"), "{e}");
 }
 
-/// A namespace of a test, deleted on drop.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
 #[test]
 fn a_program_on_the_datapath_routes_between_two_ports() {
     if !kernel_available("veth test (AF_XDP datapath with a program)") {
@@ -182,16 +173,7 @@ fn a_program_on_the_datapath_routes_between_two_ports() {
     // A (sl_tx) -- (sl_rx) B (sl_b2) -- (sl_c) C: B's datapath runs the
     // router example on both of its ports, C counts what arrives.
     let p = Pair::new("r");
-    let c = Netns(format!("slt{}rc", std::process::id()));
-    sh(&["ip", "netns", "add", &c.0]);
-    sh(&[
-        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
-        "netns", &c.0,
-    ]);
-    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
-    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
-    let link = sh(&["ip", "-n", &p.b, "-o", "link", "show", "sl_b2"]);
-    let out_if: u32 = link.split(':').next().unwrap().trim().parse().unwrap();
+    let (c, out_if) = p.third_host("r");
     let nexthop = format!("hex:{:02x}0000000200000000aa0200000000bb", out_if);
     let receiver = spawn_xsk(
         &c.0,
@@ -358,14 +340,7 @@ fn a_tc_configuration_on_the_datapath_mirrors_and_redirects_between_ports() {
     // lines on its ports: UDP arriving at sl_rx is mirrored and then
     // redirected out of sl_b2, so C gets every frame twice.
     let p = Pair::new("c");
-    let c = Netns(format!("slt{}cc", std::process::id()));
-    sh(&["ip", "netns", "add", &c.0]);
-    sh(&[
-        "ip", "link", "add", "sl_b2", "netns", &p.b, "type", "veth", "peer", "name", "sl_c",
-        "netns", &c.0,
-    ]);
-    sh(&["ip", "-n", &p.b, "link", "set", "sl_b2", "up"]);
-    sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+    let (c, _) = p.third_host("c");
     let dir = std::env::temp_dir().join(format!("sluice-dp-tc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("tc.conf");

@@ -199,3 +199,30 @@ pub fn captures() -> Vec<std::path::PathBuf> {
     v.sort();
     v
 }
+
+/// A namespace of a test, deleted on drop.
+pub struct Netns(pub String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+impl Pair {
+    /// A third host C behind b: namespace C with `sl_c`, the peer of a new
+    /// veth `sl_b2` in b, both up. Returns C and `sl_b2`'s index in b.
+    pub fn third_host(&self, tag: &str) -> (Netns, u32) {
+        let c = Netns(format!("slt{}{tag}c", std::process::id()));
+        sh(&["ip", "netns", "add", &c.0]);
+        sh(&[
+            "ip", "link", "add", "sl_b2", "netns", &self.b, "type", "veth", "peer", "name", "sl_c",
+            "netns", &c.0,
+        ]);
+        sh(&["ip", "-n", &self.b, "link", "set", "sl_b2", "up"]);
+        sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+        let link = sh(&["ip", "-n", &self.b, "-o", "link", "show", "sl_b2"]);
+        let index = link.split(':').next().unwrap().trim().parse().unwrap();
+        (c, index)
+    }
+}
