@@ -7,6 +7,7 @@
 //! counted.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use io::{PcapSink, PcapSource, SinkFormat};
 
@@ -22,6 +23,9 @@ pub struct FilterOptions<'a> {
     pub write: Option<&'a Path>,
     /// Stop after this many matches (`tcpdump -c`).
     pub count: Option<u64>,
+    /// Set (by a signal handler) to stop reading: the packets read so far
+    /// are decided, the output finished, the summary says it stopped.
+    pub stop: Option<&'static AtomicBool>,
 }
 
 /// How a filtered capture went.
@@ -41,6 +45,8 @@ pub struct FilterSummary {
     /// Why reading stopped early, if it did: every record before it was
     /// filtered (a cut or corrupt capture, as tcpdump reports it).
     pub capture_error: Option<String>,
+    /// Whether [`FilterOptions::stop`] ended it before the capture's end.
+    pub stopped: bool,
 }
 
 impl FilterSummary {
@@ -95,7 +101,9 @@ pub fn filter_capture(
     engine: &mut dyn Engine,
     opts: &FilterOptions,
 ) -> Result<FilterSummary, FilterError> {
-    let mut source = PcapSource::open(input)?;
+    // Given the stop flag, the source ends cleanly after the packets it
+    // holds once the flag is set (a pipe kept open too).
+    let mut source = PcapSource::open_with(input, opts.stop)?;
     let mut programs: Vec<Program> = Vec::new();
     // The last link type's program (a capture rarely has more than one).
     let mut cur = usize::MAX;
@@ -113,7 +121,10 @@ pub fn filter_capture(
     let engine_name = engine.name();
     while opts.count.is_none_or(|c| summary.matched < c) {
         let frame = match source.next_raw() {
-            None => break,
+            None => {
+                summary.stopped = source.stopped();
+                break;
+            }
             Some(Ok(f)) => f,
             Some(Err(e)) => {
                 summary.capture_error = Some(e.to_string());

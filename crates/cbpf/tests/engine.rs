@@ -53,6 +53,7 @@ fn write(engine: &mut dyn Engine, out: &Path) -> cbpf::FilterSummary {
     let opts = FilterOptions {
         write: Some(out),
         count: None,
+        stop: None,
     };
     filter_capture(&capture(), "udp or len > 100", engine, &opts).unwrap()
 }

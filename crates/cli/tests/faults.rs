@@ -437,6 +437,49 @@ fn sigint_on_a_pipe_kept_open_counts_every_packet_read() {
     assert!(text.contains("stopped       by a signal"), "{text}");
 }
 
+/// `sluice filter -r -` on a pipe kept open: SIGINT ends it without
+/// waiting for the writer, every packet written counted, the matches a
+/// valid capture holding as many packets as the report says.
+#[test]
+fn sigint_stops_filter_on_a_pipe_with_its_output_whole() {
+    let dir = scratch("sigfilter");
+    let input = dir.join("in.pcap");
+    mixed_capture(&input, 5000);
+    let matches = dir.join("udp.pcap");
+    let mut child = sluice()
+        .args(["filter", "-r", "-", "-w"])
+        .arg(&matches)
+        .args(["--json", "udp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&std::fs::read(&input).unwrap()).unwrap();
+    stdin.flush().unwrap();
+    wait_until("sluice to empty the pipe", Duration::from_secs(20), || {
+        pipe_bytes(&stdin) == 0
+    });
+    signal(&child, libc::SIGINT);
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "it waited for the writer"
+    );
+    drop(stdin);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v = json(&out);
+    assert_eq!(v["stopped"], true, "{v}");
+    assert_eq!(v["read"], 5000, "{v}");
+    let matched = v["matched"].as_u64().unwrap();
+    assert!(matched > 0, "{v}");
+    assert_eq!(our_count(&matches), matched);
+    assert_eq!(tcpdump_count(&matches), matched);
+}
+
 /// SIGTERM in the middle of a large file, on two threads (each worker
 /// reading its own copy): the outputs hold exactly the packets counted.
 #[test]

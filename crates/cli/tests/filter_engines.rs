@@ -38,6 +38,7 @@ fn same_as_interp(engine: &mut dyn cbpf::Engine) {
                 let opts = cbpf::FilterOptions {
                     write: Some(out),
                     count: None,
+                    stop: None,
                 };
                 cbpf::filter_capture(capture, expr, engine, &opts)
             };

@@ -72,6 +72,9 @@ struct Report {
     interpreter_reasons: BTreeMap<&'static str, u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     capture_error: Option<String>,
+    /// Stopped by SIGINT or SIGTERM before the capture's end.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stopped: bool,
 }
 
 fn linktype(name: &str) -> Result<u32, String> {
@@ -140,6 +143,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let opts = cbpf::FilterOptions {
         write: a.write.as_deref(),
         count: a.count,
+        // Ctrl-C or SIGTERM: stop reading, finish the output, report.
+        stop: Some(crate::signals::stop_on_signals()),
     };
     let mut engine: Box<dyn cbpf::Engine> = match a.engine {
         EngineArg::Interp => Box::new(cbpf::Interp),
@@ -159,6 +164,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         written: a.write.as_ref().map(|p| p.display().to_string()),
         programs: s.programs.iter().map(|(l, p)| (*l, p.len())).collect(),
         capture_error: s.capture_error.clone(),
+        stopped: s.stopped,
     };
     if a.json {
         print_json(&report)?;
@@ -180,6 +186,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         );
         for (why, n) in &report.interpreter_reasons {
             println!("{n} packets decided by the interpreter: {why}");
+        }
+        if report.stopped {
+            println!("stopped by a signal");
         }
     }
     Ok(ExitCode::SUCCESS)
