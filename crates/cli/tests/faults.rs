@@ -368,6 +368,34 @@ fn a_capture_with_a_header_and_no_packets_is_empty() {
     );
 }
 
+/// Runs `cmd` with `input` written into its standard input, a pipe kept
+/// open: once sluice has taken every byte, sends `sig`; sluice must end
+/// without waiting for the writer. Returns its output.
+fn signal_on_open_pipe(cmd: &mut Command, input: &Path, sig: libc::c_int) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&std::fs::read(input).unwrap()).unwrap();
+    stdin.flush().unwrap();
+    wait_until("sluice to empty the pipe", Duration::from_secs(20), || {
+        pipe_bytes(&stdin) == 0
+    });
+    signal(&child, sig);
+    // The pipe stays open (`stdin` lives) until sluice is done.
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "it waited for the writer"
+    );
+    drop(stdin);
+    out
+}
+
 /// A pipe kept open: every packet written to it before SIGINT (taken in by
 /// sluice, the pipe empty) is counted and in the outputs; the replay ends
 /// without waiting for the writer, and says it was stopped.
@@ -378,27 +406,8 @@ fn sigint_on_a_pipe_kept_open_counts_every_packet_read() {
         let input = dir.join(name);
         mixed_capture(&input, 5000);
         let (pass, drop) = (dir.join("pass.pcap"), dir.join("drop.pcapng"));
-        let mut child = ddos("-", &pass, &drop, &["--threads", threads])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(&std::fs::read(&input).unwrap()).unwrap();
-        stdin.flush().unwrap();
-        wait_until("sluice to empty the pipe", Duration::from_secs(20), || {
-            pipe_bytes(&stdin) == 0
-        });
-        signal(&child, libc::SIGINT);
-        // The pipe stays open (`stdin` lives) until sluice is done.
-        let t0 = Instant::now();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "it waited for the writer"
-        );
-        std::mem::drop(stdin);
+        let mut cmd = ddos("-", &pass, &drop, &["--threads", threads]);
+        let out = signal_on_open_pipe(&mut cmd, &input, libc::SIGINT);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{name}: {err}");
         assert!(
@@ -412,25 +421,9 @@ fn sigint_on_a_pipe_kept_open_counts_every_packet_read() {
     }
 
     // The text report too says it was stopped.
-    let mut child = sluice()
-        .arg("run")
-        .arg(bpf("xdp_pass"))
-        .args(["--pcap", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(&std::fs::read(dir.join("in.pcap")).unwrap())
-        .unwrap();
-    wait_until("sluice to empty the pipe", Duration::from_secs(20), || {
-        pipe_bytes(&stdin) == 0
-    });
-    signal(&child, libc::SIGTERM);
-    let out = child.wait_with_output().unwrap();
-    drop(stdin);
+    let mut cmd = sluice();
+    cmd.arg("run").arg(bpf("xdp_pass")).args(["--pcap", "-"]);
+    let out = signal_on_open_pipe(&mut cmd, &dir.join("in.pcap"), libc::SIGTERM);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("packets       5000 in"), "{text}");
@@ -446,29 +439,11 @@ fn sigint_stops_filter_on_a_pipe_with_its_output_whole() {
     let input = dir.join("in.pcap");
     mixed_capture(&input, 5000);
     let matches = dir.join("udp.pcap");
-    let mut child = sluice()
-        .args(["filter", "-r", "-", "-w"])
+    let mut cmd = sluice();
+    cmd.args(["filter", "-r", "-", "-w"])
         .arg(&matches)
-        .args(["--json", "udp"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&std::fs::read(&input).unwrap()).unwrap();
-    stdin.flush().unwrap();
-    wait_until("sluice to empty the pipe", Duration::from_secs(20), || {
-        pipe_bytes(&stdin) == 0
-    });
-    signal(&child, libc::SIGINT);
-    let t0 = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        t0.elapsed() < Duration::from_secs(10),
-        "it waited for the writer"
-    );
-    drop(stdin);
+        .args(["--json", "udp"]);
+    let out = signal_on_open_pipe(&mut cmd, &input, libc::SIGINT);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v = json(&out);
