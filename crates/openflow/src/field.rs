@@ -123,12 +123,25 @@ impl Field {
         }
     }
 
-    /// Whether the specification lets a match give a mask for the field.
+    /// Whether a match may give a mask for the field: the specification's
+    /// list, plus the transport ports and the neighbour-discovery fields,
+    /// which Open vSwitch masks too (`ovs-ofctl` writes `tp_dst=0x50/0xfff0`
+    /// and the switch takes it on the wire), so that what the parser reads
+    /// the codec carries.
     pub fn maskable(self) -> bool {
         use Field::*;
         matches!(
             self,
             Metadata
+                | TcpSrc
+                | TcpDst
+                | UdpSrc
+                | UdpDst
+                | SctpSrc
+                | SctpDst
+                | Ipv6NdTarget
+                | Ipv6NdSll
+                | Ipv6NdTll
                 | EthDst
                 | EthSrc
                 | VlanVid

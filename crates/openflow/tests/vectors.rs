@@ -225,7 +225,9 @@ fn oxm_tlvs_on_the_wire() {
         (2, 13)
     );
     assert_eq!(Field::Ipv6Exthdr.code(), 39);
-    assert!(!Field::InPort.maskable() && Field::Metadata.maskable() && !Field::TcpDst.maskable());
+    assert!(!Field::InPort.maskable() && Field::Metadata.maskable() && !Field::IpProto.maskable());
+    // Open vSwitch masks ports beyond the specification, and so do we.
+    assert!(Field::TcpDst.maskable() && Field::Ipv6NdTarget.maskable());
 }
 
 #[test]

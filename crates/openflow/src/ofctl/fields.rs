@@ -22,31 +22,19 @@ pub(crate) enum Kind {
 }
 
 /// A field's width in bits (the specification's), its kind, and whether
-/// `ovs-ofctl` lets a mask be written (more fields than OpenFlow's table).
+/// a mask may be written (`Field::maskable`, which the codec checks too).
 pub(crate) fn shape(f: Field) -> (u32, Kind, bool) {
     use Field::*;
     use Kind::*;
-    let (kind, maskable) = match f {
-        InPort | InPhyPort => (Port, false),
-        Metadata | TunnelId => (Int, true),
-        EthDst | EthSrc | ArpSha | ArpTha | Ipv6NdSll | Ipv6NdTll => (Mac, true),
-        EthType => (Int, false),
-        VlanVid => (Int, true),
-        VlanPcp | MplsTc => (Int, false),
-        IpDscp => (Int, false),
-        IpEcn => (Int, false),
-        IpProto | Icmpv4Type | Icmpv4Code | Icmpv6Type | Icmpv6Code => (Int, false),
-        Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa => (Ipv4, true),
-        TcpSrc | TcpDst | UdpSrc | UdpDst | SctpSrc | SctpDst => (Int, true),
-        ArpOp => (Int, false),
-        Ipv6Src | Ipv6Dst | Ipv6NdTarget => (Ipv6, true),
-        Ipv6Flabel => (Int, true),
-        MplsLabel => (Int, false),
-        MplsBos => (Int, false),
-        PbbIsid => (Int, true),
-        Ipv6Exthdr => (Int, true),
-        Field::TcpFlags => (Kind::TcpFlags, true),
+    let kind = match f {
+        InPort | InPhyPort => Port,
+        EthDst | EthSrc | ArpSha | ArpTha | Ipv6NdSll | Ipv6NdTll => Mac,
+        Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa => Ipv4,
+        Ipv6Src | Ipv6Dst | Ipv6NdTarget => Ipv6,
+        Field::TcpFlags => Kind::TcpFlags,
+        _ => Int,
     };
+    let maskable = f.maskable();
     (f.width_bits(), kind, maskable)
 }
 
