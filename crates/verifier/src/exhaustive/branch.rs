@@ -9,8 +9,9 @@ use crate::bounds::Bits;
 use crate::branch::{Edge, negate, refine};
 use crate::width::sext;
 
-fn holds(c: Cond, x: u64, y: u64, bits: Bits) -> bool {
-    let w = bits.of(4);
+/// Whether `x c y` holds for `n`-bit values compared at `bits`.
+fn holds(c: Cond, x: u64, y: u64, n: u32, bits: Bits) -> bool {
+    let w = bits.of(n);
     let m = (1u64 << w) - 1;
     let (x, y) = (x & m, y & m);
     let (sx, sy) = (sext(x, w), sext(y, w));
@@ -29,11 +30,11 @@ fn holds(c: Cond, x: u64, y: u64, bits: Bits) -> bool {
     }
 }
 
-/// Whether the concrete pair `(x, y)` takes `edge`.
-fn takes(edge: Edge, x: u64, y: u64, bits: Bits) -> bool {
+/// Whether the concrete `n`-bit pair `(x, y)` takes `edge`.
+pub(super) fn takes(edge: Edge, x: u64, y: u64, n: u32, bits: Bits) -> bool {
     match edge {
-        Edge::Holds(c) => holds(c, x, y, bits),
-        Edge::NotSet => !holds(Cond::Set, x, y, bits),
+        Edge::Holds(c) => holds(c, x, y, n, bits),
+        Edge::NotSet => !holds(Cond::Set, x, y, n, bits),
     }
 }
 
@@ -48,7 +49,7 @@ fn check(edge: Edge, bits: Bits) {
     let mut by_x = [0u16; 16];
     for x in 0..16 {
         for y in 0..16 {
-            if takes(edge, x, y, bits) {
+            if takes(edge, x, y, 4, bits) {
                 by_y[y as usize] |= 1 << x;
                 by_x[x as usize] |= 1 << y;
             }
@@ -130,7 +131,10 @@ fn every_edge_is_the_negation_of_another() {
         for x in 0..16 {
             for y in 0..16 {
                 let other = negate(c).map_or(Edge::NotSet, Edge::Holds);
-                assert_ne!(holds(c, x, y, Bits::B64), takes(other, x, y, Bits::B64));
+                assert_ne!(
+                    holds(c, x, y, 4, Bits::B64),
+                    takes(other, x, y, 4, Bits::B64)
+                );
             }
         }
     }

@@ -3,8 +3,9 @@
 //! Rule: for every abstract input (or pair of inputs) and every concrete
 //! value inside it, the concrete result of the operation lies inside the
 //! abstract result. The operators are the verifier's own code, generic over
-//! the width ([`crate::width`]); run at 8 bits (tnums) and 4 bits (whole
-//! scalars, whose halves are then 2 bits) every case can be enumerated, as
+//! the width ([`crate::width`]); run at 8 bits (tnums; whole scalars against
+//! every constant, in `constants`) and 4 bits (every pair of whole scalars,
+//! whose halves are then 2 bits) every case can be enumerated, as
 //! the kernel's range analysis was checked by Agni (CAV 2023) and the tnum
 //! multiplication proved (CGO 2022). Bugs of these operators are
 //! width-independent in practice (carries, sign crossings, the halves'
@@ -15,6 +16,7 @@
 //! pair's concrete results cost a few ORs rather than a loop per pair.
 
 mod branch;
+mod constants;
 mod scalar;
 mod tnum;
 

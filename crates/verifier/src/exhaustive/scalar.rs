@@ -9,13 +9,14 @@ use super::{members, scalars};
 use crate::alu::scalar_alu;
 use crate::width::{ones, sext};
 
-/// What the interpreter computes: 4-bit (or 2-bit) wrapping arithmetic,
-/// division by zero giving 0 and modulo by zero keeping the dividend,
-/// shift amounts taken modulo the width.
-fn concrete(op: AluOp, x: u64, y: u64, width: Width) -> u64 {
+/// What the interpreter computes on `n`-bit values: wrapping arithmetic
+/// at `n` bits (`W64`) or at the low `n / 2` (`W32`, zero-extended),
+/// division by zero giving 0 and modulo by zero keeping the dividend, shift
+/// amounts taken modulo the width.
+pub(super) fn concrete(op: AluOp, x: u64, y: u64, n: u32, width: Width) -> u64 {
     let w = match width {
-        Width::W64 => 4,
-        Width::W32 => 2,
+        Width::W64 => n,
+        Width::W32 => n / 2,
     };
     let m = ones(w);
     let (x, y) = (x & m, y & m);
@@ -39,7 +40,7 @@ fn concrete(op: AluOp, x: u64, y: u64, width: Width) -> u64 {
     r & m
 }
 
-const OPS: [AluOp; 13] = [
+pub(super) const OPS: [AluOp; 13] = [
     AluOp::Add,
     AluOp::Sub,
     AluOp::Mul,
@@ -63,7 +64,7 @@ fn check(op: AluOp, width: Width) {
         let mut row = [0u16; 16];
         for (y, r) in row.iter_mut().enumerate() {
             for x in (0..16).filter(|x| ma & 1 << x != 0) {
-                *r |= 1 << concrete(op, x, y as u64, width);
+                *r |= 1 << concrete(op, x, y as u64, 4, width);
             }
         }
         for (b, &mb) in inputs.iter().zip(&sets) {
