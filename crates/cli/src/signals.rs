@@ -17,6 +17,11 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+/// Whether a SIGINT or SIGTERM came since [`stop_on_signals`].
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
 /// Installs the handlers (once is enough; again is harmless) and returns
 /// the flag the first SIGINT or SIGTERM sets. System calls a signal
 /// interrupts are restarted (`SA_RESTART`): code waiting on a descriptor

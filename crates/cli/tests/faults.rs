@@ -681,3 +681,50 @@ fn a_full_file_system_leaves_a_valid_partial_capture() {
         assert_eq!(tcpdump_count(&copy), n, "{err}");
     }
 }
+
+/// `sluice xpf run` and `sluice monitor flows` read `--pcap -` from a pipe
+/// kept open: SIGINT ends them without waiting for the writer, every packet
+/// written counted, and the report says they were stopped.
+#[test]
+fn sigint_stops_xpf_and_monitor_on_a_pipe_with_every_packet_counted() {
+    let dir = scratch("sigmonitor");
+    let input = dir.join("in.pcap");
+    mixed_capture(&input, 5000);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+
+    let mut cmd = sluice();
+    cmd.args(["xpf", "run", "--json", "--pcap", "-"])
+        .arg(root.join("programs/xpf/flows.s"));
+    let out = signal_on_open_pipe(&mut cmd, &input, libc::SIGINT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["stopped"], true, "{v}");
+    assert_eq!(v["packets"], 5000, "{v}");
+
+    let ipfix = dir.join("flows.ipfix");
+    let mut cmd = sluice();
+    cmd.args(["monitor", "flows", "--json", "--pcap", "-", "--ipfix-file"])
+        .arg(&ipfix);
+    let out = signal_on_open_pipe(&mut cmd, &input, libc::SIGTERM);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    let summary = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .expect("a summary line");
+    assert_eq!(summary["stopped"], true, "{summary}");
+    assert_eq!(summary["packets"], 5000, "{summary}");
+    // The export file is whole: every flow the summary counts is in it.
+    assert_eq!(summary["exported"], summary["flows"], "{summary}");
+    let messages = ipfix::Decoder::new()
+        .decode_stream(&std::fs::read(&ipfix).unwrap())
+        .expect("a whole IPFIX file");
+    let flows: usize = messages.iter().map(|m| m.flows.len()).sum();
+    assert_eq!(Some(flows as u64), summary["flows"].as_u64(), "{summary}");
+}

@@ -399,6 +399,8 @@ struct Report {
     blocks: Vec<Block>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     retired: Vec<Retired>,
+    /// Stopped by SIGINT or SIGTERM (the packets read before it all ran).
+    stopped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
 }
@@ -431,7 +433,12 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     let mut runner = XpfRunner::new(&prog, a.instance.options(), engine, form)
         .map_err(|e| format!("{}: {e}", a.file.display()))?;
     let mut source: Box<dyn Source> = match &a.pcap {
-        Some(p) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+        // Ctrl-C or SIGTERM: the capture ends after what was read; the
+        // memory blocks are reported as they are then.
+        Some(p) => Box::new(
+            Capture::open_with(p, Some(crate::signals::stop_on_signals()))
+                .map_err(|e| e.to_string())?,
+        ),
         None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
     };
     let how = switch_mode(a.switch_mode);
@@ -472,6 +479,7 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
                 words: listed(&r.words, a.all_words),
             })
             .collect(),
+        stopped: a.pcap.is_some() && crate::signals::stop_requested(),
         source_error: summary.source_error,
     };
     if a.json {
@@ -522,6 +530,9 @@ fn print_text(r: &Report) {
             r.words_per_block
         );
         print_words(&b.words);
+    }
+    if r.stopped {
+        eprintln!("sluice: stopped by a signal after {} packets", r.packets);
     }
     if let Some(e) = &r.source_error {
         eprintln!("sluice: the input stopped early: {e}");

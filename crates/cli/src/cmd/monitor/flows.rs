@@ -111,6 +111,8 @@ struct Summary {
     export_errors: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     first_export_error: Option<String>,
+    /// Stopped by SIGINT or SIGTERM (the packets read before it all ran).
+    stopped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
 }
@@ -243,6 +245,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         sum.ended(&run.by_reason);
         sum.evicted = run.evicted;
         sum.source_error = run.source_error;
+        sum.stopped = a.input.stopped();
     }
     for ex in exporters {
         if let Exporter::File(f) = ex

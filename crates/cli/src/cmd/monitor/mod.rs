@@ -134,7 +134,12 @@ impl Input {
             return Err("--duration and --datapath go with --dev".into());
         }
         let source: Box<dyn Source> = match (&self.pcap, &self.dev) {
-            (Some(p), _) => Box::new(Capture::open(p).map_err(|e| e.to_string())?),
+            // Ctrl-C or SIGTERM: the capture ends after what was read, the
+            // application finishes its tables and exports, and reports.
+            (Some(p), _) => Box::new(
+                Capture::open_with(p, Some(crate::signals::stop_on_signals()))
+                    .map_err(|e| e.to_string())?,
+            ),
             (None, Some(dev)) => self.live_source(dev)?,
             (None, None) => Box::new(Generated::parse(&self.r#gen).map_err(|e| e.0)?),
         };
@@ -146,8 +151,19 @@ impl Input {
 }
 
 impl Input {
+    /// Whether a capture was cut short by SIGINT or SIGTERM (a live
+    /// source ends that way by design: not counted as stopped).
+    pub fn stopped(&self) -> bool {
+        self.pcap.is_some() && crate::signals::stop_requested()
+    }
+
     /// Tells on stderr what a live source saw (frames, kernel drops).
     pub fn tell(&self, source: &dyn Source) {
+        if self.stopped() {
+            eprintln!(
+                "sluice: stopped by a signal: every packet read was accounted, outputs are complete"
+            );
+        }
         if self.dev.is_some()
             && let Some(note) = source.note()
         {

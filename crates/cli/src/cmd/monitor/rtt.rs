@@ -112,6 +112,8 @@ struct Summary {
     ts_table_full: u64,
     flow_table_full: u64,
     lost: u64,
+    /// Stopped by SIGINT or SIGTERM (the packets read before it all ran).
+    stopped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
 }
@@ -238,6 +240,7 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         ts_table_full: run.counters.ts_full,
         flow_table_full: run.counters.flows_full,
         lost: run.counters.lost,
+        stopped: a.input.stopped(),
         source_error: run.source_error.clone(),
     };
     if a.json {

@@ -92,6 +92,8 @@ struct Summary {
     flow_records: u64,
     table_full: u64,
     lost: u64,
+    /// Stopped by SIGINT or SIGTERM (the packets read before it all ran).
+    stopped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
 }
@@ -196,6 +198,7 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
         a.input.tell(source.as_ref());
         sum.packets = run.packets;
         sum.source_error = run.source_error;
+        sum.stopped = a.input.stopped();
         counts = run.counts;
     }
     sum.hashed = counts.hashed;
