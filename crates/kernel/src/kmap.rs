@@ -137,11 +137,22 @@ impl MapInfo {
     }
 
     pub fn lookup(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.lookup_flags(key, 0)
+    }
+
+    /// `lookup` with the command's flags (`BPF_F_LOCK`: copied under the
+    /// value's spin lock).
+    pub fn lookup_flags(&self, key: &[u8], flags: u64) -> Result<Option<Vec<u8>>> {
         self.check_key(key)?;
         let mut value = vec![0u8; self.user_value_len()];
         // SAFETY: key has key_size bytes, value user_value_len bytes.
         let ret = unsafe {
-            libbpf_sys::bpf_map_lookup_elem(self.fd, key.as_ptr().cast(), value.as_mut_ptr().cast())
+            libbpf_sys::bpf_map_lookup_elem_flags(
+                self.fd,
+                key.as_ptr().cast(),
+                value.as_mut_ptr().cast(),
+                flags,
+            )
         };
         if ret < 0 {
             if -ret == libc::ENOENT {

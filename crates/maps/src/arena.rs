@@ -202,6 +202,17 @@ impl Arena {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.add(off), bytes.len()) }
     }
 
+    /// The 4 bytes at `off` as an atomic word (a `bpf_spin_lock`, which
+    /// programs take with atomics on the same memory).
+    pub fn atomic_u32(&self, off: usize) -> &std::sync::atomic::AtomicU32 {
+        assert!(off + 4 <= self.len(), "arena access out of bounds");
+        assert!(off.is_multiple_of(4), "an atomic word is 4-byte aligned");
+        // SAFETY: in bounds and aligned (asserted; the base is page
+        // aligned) of an allocation that lives as long as `self`; every
+        // concurrent access to the word is atomic (the lock helpers).
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(self.base.add(off).cast()) }
+    }
+
     pub fn zero(&self, off: usize, len: usize) {
         assert!(off + len <= self.len(), "arena write out of bounds");
         // SAFETY: as for `write`.

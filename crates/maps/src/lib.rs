@@ -233,6 +233,16 @@ impl Map {
                 }
             }
         }
+        if let Some(at) = spec.spin_lock {
+            need(
+                "a bpf_spin_lock goes in array and hash values only",
+                matches!(spec.map_type, Array | Hash | LruHash),
+            )?;
+            need(
+                "the bpf_spin_lock must be 4 aligned bytes inside the value",
+                at % 4 == 0 && u64::from(at) + 4 <= u64::from(v),
+            )?;
+        }
         // Values of every slot and CPU, plus about 32 bytes of bookkeeping per slot.
         let bytes = u64::from(n) * ((u64::from(v).div_ceil(8) * 8) * copies as u64 + 32);
         need(

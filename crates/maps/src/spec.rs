@@ -175,6 +175,11 @@ pub struct MapSpec {
     pub value_size: u32,
     pub max_entries: u32,
     pub flags: u32,
+    /// Where the value's `struct bpf_spin_lock` is (bytes from its start),
+    /// which the kernel learns from the value's BTF: user-space updates
+    /// leave that word alone, lookups give it as 0, and `BPF_F_LOCK` takes
+    /// the lock around the copy. Only arrays and (LRU) hashes have one.
+    pub spin_lock: Option<u32>,
 }
 
 impl MapSpec {
@@ -192,11 +197,18 @@ impl MapSpec {
             value_size,
             max_entries,
             flags: 0,
+            spin_lock: None,
         }
     }
 
     pub fn with_flags(mut self, flags: u32) -> MapSpec {
         self.flags = flags;
+        self
+    }
+
+    /// The value holds a `struct bpf_spin_lock` at byte `offset`.
+    pub fn with_spin_lock(mut self, offset: u32) -> MapSpec {
+        self.spin_lock = Some(offset);
         self
     }
 }

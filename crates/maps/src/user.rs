@@ -3,10 +3,15 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::values::Values;
 use crate::{Errno, Map, MapType, Store, lock, lpm, u32_key, update};
 
-fn check_update_flags(flags: u64) -> Result<(), Errno> {
-    if flags & !update::F_LOCK > update::EXIST {
+/// The flags of an update: one of `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST`,
+/// and `BPF_F_LOCK` only where the value has a spin lock.
+fn check_update_flags(flags: u64, spin_lock: Option<u32>) -> Result<(), Errno> {
+    if flags & !update::F_LOCK > update::EXIST
+        || (flags & update::F_LOCK != 0 && spin_lock.is_none())
+    {
         return Err(Errno::EINVAL);
     }
     Ok(())
@@ -25,6 +30,18 @@ impl Map {
     /// `BPF_MAP_LOOKUP_ELEM`: a copy of the value (every CPU's copy, each
     /// rounded up to 8 bytes, for per-CPU maps; the head for queues).
     pub fn user_lookup(&self, key: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.user_lookup_flags(key, 0)
+    }
+
+    /// `BPF_MAP_LOOKUP_ELEM` with its flags: `BPF_F_LOCK` copies the value
+    /// holding its spin lock (a map whose value has none refuses it). The
+    /// lock's word reads as 0, as from the kernel.
+    pub fn user_lookup_flags(&self, key: &[u8], flags: u64) -> Result<Vec<u8>, Errno> {
+        if flags & !update::F_LOCK != 0
+            || (flags & update::F_LOCK != 0 && self.spec.spin_lock.is_none())
+        {
+            return Err(Errno::EINVAL);
+        }
         let ks = self.spec.key_size as usize;
         match &self.store {
             Store::Array(values) => {
@@ -36,7 +53,7 @@ impl Map {
                 Ok(if values.copies > 1 {
                     values.get_all(i)
                 } else {
-                    values.get(i, 0)
+                    self.read_value(values, i, flags)
                 })
             }
             Store::Hash { table, values } => {
@@ -46,7 +63,7 @@ impl Map {
                 Ok(if values.copies > 1 {
                     values.get_all(s)
                 } else {
-                    values.get(s, 0)
+                    self.read_value(values, s, flags)
                 })
             }
             Store::Lpm { state, values } => {
@@ -95,6 +112,33 @@ impl Map {
         self.update(key, value, flags, None)
     }
 
+    /// A slot's value for user space: under its spin lock with
+    /// `BPF_F_LOCK`, the lock's word as 0.
+    fn read_value(&self, values: &Values, slot: u32, flags: u64) -> Vec<u8> {
+        let Some(at) = self.spec.spin_lock.map(|o| o as usize) else {
+            return values.get(slot, 0);
+        };
+        let mut v = {
+            let _held = (flags & update::F_LOCK != 0).then(|| values.spin(slot, at));
+            values.get(slot, 0)
+        };
+        v[at..at + 4].fill(0);
+        v
+    }
+
+    /// Writes a slot's value (not per-CPU): around its spin lock's word,
+    /// holding the lock with `BPF_F_LOCK`; a new element's lock starts free.
+    fn write_value(&self, values: &Values, slot: u32, value: &[u8], flags: u64, fresh: bool) {
+        let Some(at) = self.spec.spin_lock.map(|o| o as usize) else {
+            return values.set(slot, 0, value);
+        };
+        if fresh {
+            values.unlock(slot, at);
+        }
+        let _held = (flags & update::F_LOCK != 0).then(|| values.spin(slot, at));
+        values.set_around(slot, value, at);
+    }
+
     /// Bytes a user-space value of this map has.
     pub fn user_value_len(&self) -> usize {
         match &self.store {
@@ -124,7 +168,7 @@ impl Map {
         let map_type = self.spec.map_type;
         match &self.store {
             Store::Array(values) => {
-                check_update_flags(flags)?;
+                check_update_flags(flags, self.spec.spin_lock)?;
                 let i = u32_key(key);
                 if i >= self.spec.max_entries {
                     return Err(Errno::E2BIG);
@@ -133,14 +177,14 @@ impl Map {
                     return Err(Errno::EEXIST);
                 }
                 match cpu {
-                    Some(c) => values.set(i, c, value),
+                    Some(c) if values.copies > 1 => values.set(i, c, value),
                     None if values.copies > 1 => values.set_all(i, value),
-                    None => values.set(i, 0, value),
+                    _ => self.write_value(values, i, value, flags, false),
                 }
                 Ok(())
             }
             Store::Hash { table, values } => {
-                check_update_flags(flags)?;
+                check_update_flags(flags, self.spec.spin_lock)?;
                 let k = &key[..ks];
                 let mut table = lock(table);
                 // Check the flags before touching the LRU order: a refused
@@ -163,9 +207,9 @@ impl Map {
                 // The value is written under the lock, so that a delete
                 // on another thread cannot clear the slot half-way.
                 match cpu {
-                    Some(c) => values.set_from_prog(slot, c, value, fresh),
+                    Some(c) if values.copies > 1 => values.set_from_prog(slot, c, value, fresh),
                     None if values.copies > 1 => values.set_all(slot, value),
-                    None => values.set(slot, 0, value),
+                    _ => self.write_value(values, slot, value, flags, fresh),
                 }
                 Ok(())
             }
@@ -233,7 +277,7 @@ impl Map {
                 Ok(())
             }
             Store::RefHash { table, values } => {
-                check_update_flags(flags)?;
+                check_update_flags(flags, self.spec.spin_lock)?;
                 let k = &key[..4];
                 let mut table = lock(table);
                 let existing = table.peek(k);

@@ -4,7 +4,18 @@
 //! a cache line, as the kernel's per-CPU areas are: workers on different
 //! CPUs updating their own copies never share a cache line.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use crate::arena::Arena;
+
+/// A value's spin lock, held; released when dropped.
+pub struct SpinGuard<'a>(&'a AtomicU32);
+
+impl Drop for SpinGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
 
 pub struct Values {
     pub arena: Arena,
@@ -126,6 +137,38 @@ impl Values {
             self.clear(slot);
         }
         self.set(slot, cpu, value);
+    }
+
+    /// Writes a slot's only copy from `value`, but for the 4 bytes at
+    /// `lock` (the spin lock's word, which updates leave alone).
+    pub fn set_around(&self, slot: u32, value: &[u8], lock: usize) {
+        let off = self.off(slot, 0);
+        self.arena.write(off, &value[..lock]);
+        self.arena
+            .write(off + lock + 4, &value[lock + 4..self.value_size]);
+    }
+
+    /// Takes the spin lock at byte `lock` of a slot's value, as
+    /// `bpf_spin_lock` does (the same word, the same atomics), until the
+    /// guard goes.
+    pub fn spin(&self, slot: u32, lock: usize) -> SpinGuard<'_> {
+        let word = self.arena.atomic_u32(self.off(slot, 0) + lock);
+        while word
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            while word.load(Ordering::Relaxed) != 0 {
+                std::hint::spin_loop();
+            }
+        }
+        SpinGuard(word)
+    }
+
+    /// Frees the spin lock at byte `lock` of a slot's value.
+    pub fn unlock(&self, slot: u32, lock: usize) {
+        self.arena
+            .atomic_u32(self.off(slot, 0) + lock)
+            .store(0, Ordering::Release);
     }
 
     /// The little-endian u32 at the start of a slot's value (reference maps).

@@ -44,11 +44,12 @@ impl Model {
     }
 
     fn update(&mut self, k: u32, v: u64, flags: u64) -> Result<(), Errno> {
-        if flags & !update::F_LOCK > update::EXIST {
+        // The values have no spin lock: `BPF_F_LOCK` is refused too.
+        if flags > update::EXIST {
             return Err(Errno::EINVAL);
         }
         let exists = self.values.contains_key(&k);
-        match flags & !update::F_LOCK {
+        match flags {
             update::NOEXIST if exists => return Err(Errno::EEXIST),
             update::EXIST if !exists => return Err(Errno::ENOENT),
             _ => {}

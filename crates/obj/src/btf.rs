@@ -473,6 +473,21 @@ impl Btf {
         })
     }
 
+    /// Where the `struct bpf_spin_lock` member of a map value of type `id`
+    /// is, in bytes (the kernel looks among the value struct's members).
+    pub fn spin_lock_offset(&self, id: TypeId) -> Option<u32> {
+        let id = self.skip_mods_and_typedefs(id).ok()?;
+        let Kind::Struct { members, .. } = &self.get(id)?.kind else {
+            return None;
+        };
+        members.iter().find_map(|m| {
+            let t = self.skip_mods_and_typedefs(m.ty).ok()?;
+            let t = self.get(t)?;
+            (t.name == "bpf_spin_lock" && matches!(t.kind, Kind::Struct { .. }))
+                .then_some(m.bit_offset / 8)
+        })
+    }
+
     /// The first type named `name` of the kind `kind_name`.
     pub fn find(&self, name: &str, kind_name: &str) -> Option<TypeId> {
         self.types()

@@ -198,6 +198,13 @@ pub fn parse_btf_map(
         max_entries,
     );
     spec.flags = map_flags;
+    // The kernel finds a value's lock through its BTF, in these maps only.
+    if matches!(
+        spec.map_type,
+        MapType::Array | MapType::Hash | MapType::LruHash
+    ) {
+        spec.spin_lock = value_type.and_then(|t| btf.spin_lock_offset(t));
+    }
     normalize(&mut spec);
     Ok(BtfMapDef {
         def: MapDef {
@@ -248,6 +255,8 @@ pub fn parse_legacy_map(name: &str, def: &[u8]) -> Result<MapDef, String> {
         value_size: field(2).ok_or("definition has no value_size")?,
         max_entries: field(3).ok_or("definition has no max_entries")?,
         flags: field(4).unwrap_or(0),
+        // Legacy definitions carry no BTF to find a lock in.
+        spin_lock: None,
     };
     let mut spec = spec;
     normalize(&mut spec);
