@@ -6,7 +6,7 @@ use isa::{Cond, Operand, Width};
 
 use crate::bounds::{Bits, Op, Scalar, ScalarN};
 use crate::check::{Flow, Res, Verifier};
-use crate::state::{Kind, Reg, State};
+use crate::state::{Kind, MapId, Reg, State};
 use crate::tnum::TnumN;
 use crate::width::{ones, smax, smin};
 
@@ -250,6 +250,7 @@ impl Verifier<'_> {
             State {
                 frames: vec![],
                 refs: vec![],
+                lock: None,
                 callback_calls: 0,
             },
         ));
@@ -274,11 +275,12 @@ impl Verifier<'_> {
                     (&mut fall, &mut taken)
                 };
                 if p.kind.maybe_null() {
+                    let locked = |m: MapId| self.maps[m].spin_lock.is_some();
                     if let Some(st) = null_edge.as_mut() {
-                        mark_null(st, &p, preg, true);
+                        mark_null(st, &p, preg, true, &locked);
                     }
                     if let Some(st) = ptr_edge.as_mut() {
-                        mark_null(st, &p, preg, false);
+                        mark_null(st, &p, preg, false, &locked);
                     }
                 } else if !matches!(p.kind, Kind::Scalar) {
                     // A pointer that cannot be NULL never equals 0.
@@ -445,7 +447,9 @@ fn set_scalar(st: &mut State, r: u8, before: &Reg, value: Scalar) {
 
 /// After `p == NULL`: on the NULL edge every copy of `p` is the number 0
 /// (and a reference it held is gone); on the other, a valid pointer.
-fn mark_null(st: &mut State, p: &Reg, preg: u8, is_null: bool) {
+/// Values of maps with a spin lock (`locked`) keep their id, which names
+/// the lock.
+fn mark_null(st: &mut State, p: &Reg, preg: u8, is_null: bool, locked: &dyn Fn(MapId) -> bool) {
     let id = p.id;
     if id == 0 {
         let r = st.reg_mut(preg);
@@ -465,8 +469,10 @@ fn mark_null(st: &mut State, p: &Reg, preg: u8, is_null: bool) {
                 // Checked map values need their id no more; without it,
                 // states from different lookups can prune each other (as
                 // in the kernel). References keep theirs.
-                if matches!(r.kind, Kind::MapValue(_) | Kind::MapPtr(_)) {
-                    r.id = 0;
+                match r.kind {
+                    Kind::MapValue(m) if locked(m) => {}
+                    Kind::MapValue(_) | Kind::MapPtr(_) => r.id = 0,
+                    _ => {}
                 }
             }
         }

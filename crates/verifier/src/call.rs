@@ -621,6 +621,7 @@ impl Verifier<'_> {
                 if !matches!(reg.kind, Kind::MapValue(_)) {
                     return Err(type_error(r, reg.kind, "map_value"));
                 }
+                self.spin_lock_arg(st, r, &reg, id)?;
             }
         }
         Ok(())
@@ -709,7 +710,8 @@ impl Verifier<'_> {
                         ),
                     ));
                 }
-                region_check(r, reg, 0, size32, info.value_size, "map value")
+                region_check(r, reg, 0, size32, info.value_size, "map value")?;
+                crate::spin::untouched(info, reg, 0, size32)
             }
             Kind::Mem {
                 size: mem,

@@ -296,6 +296,7 @@ impl<'a> Verifier<'a> {
         State {
             frames: vec![frame],
             refs: Vec::new(),
+            lock: None,
             callback_calls: 0,
         }
     }
@@ -592,6 +593,7 @@ impl<'a> Verifier<'a> {
                         ),
                     ));
                 }
+                crate::spin::call_allowed(st, id as u32)?;
                 self.call_helper(pc, st, id)?;
                 if let Some((start, other)) = self.callback.take() {
                     // Go on as if the helper has called the callback for
@@ -716,7 +718,11 @@ impl<'a> Verifier<'a> {
         // Like the kernel, only the program's own exit reads r0 here
         // (`check_return_code`); a function hands back whatever r0 holds,
         // written or not (`prepare_func_exit`), and its caller may only
-        // read it if it was; a callback's r0 must be a number.
+        // read it if it was; a callback's r0 must be a number. A lock
+        // still held is the first thing the program's exit checks.
+        if st.frames.len() == 1 {
+            crate::spin::not_held(st, "BPF_EXIT instruction in main prog")?;
+        }
         let r0 = if st.frames.len() > 1 {
             *st.reg(0)
         } else {

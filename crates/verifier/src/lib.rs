@@ -21,6 +21,7 @@ mod mem;
 mod precise;
 pub mod protos;
 pub mod randprog;
+mod spin;
 pub mod state;
 pub mod tnum;
 pub mod width;
@@ -76,6 +77,8 @@ pub enum Rule {
     StackDepth,
     /// The return value is not what the program type allows.
     ReturnValue,
+    /// A `bpf_spin_lock` taken, released or touched as the kernel forbids.
+    SpinLock,
     /// Something the kernel may allow but sluice's verifier does not model.
     Unsupported,
 }
@@ -101,6 +104,7 @@ impl Rule {
             Rule::Complexity => "complexity",
             Rule::StackDepth => "stack-depth",
             Rule::ReturnValue => "return-value",
+            Rule::SpinLock => "spin-lock",
             Rule::Unsupported => "unsupported",
         }
     }
@@ -166,6 +170,8 @@ pub struct MapInfo {
     pub frozen: Option<Vec<u8>>,
     /// The template of a map of maps' inner maps (index into the table).
     pub inner: Option<usize>,
+    /// Where the value's `struct bpf_spin_lock` is (from its BTF).
+    pub spin_lock: Option<u32>,
 }
 
 /// `BPF_F_RDONLY_PROG`.
@@ -198,6 +204,7 @@ impl MapInfo {
                 readonly,
                 frozen,
                 inner: None,
+                spin_lock: def.spec.spin_lock,
             });
             if let Some(t) = &def.inner {
                 inner.push((i, t.clone()));
@@ -214,6 +221,7 @@ impl MapInfo {
                 readonly: t.spec.flags & F_RDONLY_PROG != 0,
                 frozen: None,
                 inner: None,
+                spin_lock: t.spec.spin_lock,
             });
         }
         out

@@ -208,6 +208,7 @@ impl Verifier<'_> {
                 "legacy packet loads read 1, 2 or 4 bytes",
             ));
         }
+        crate::spin::not_held(st, "BPF_LD_[ABS|IND]")?;
         let r6 = self.read(st, 6)?;
         if r6.kind != Kind::Ctx {
             return Err(fail(
@@ -296,6 +297,7 @@ impl Verifier<'_> {
                     ));
                 }
                 region_check(regno, base, off, size, info.value_size, "map value")?;
+                crate::spin::untouched(info, base, off, size)?;
                 let at = off + base.off as i64;
                 if !write
                     && let (Some(data), Some(0)) = (&info.frozen, base.s.as_const())

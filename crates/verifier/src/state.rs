@@ -354,11 +354,20 @@ pub struct Held {
     pub insn: usize,
 }
 
+/// The `bpf_spin_lock` a path holds: the map value's map and the id of
+/// the lookup that gave the pointer (unlock must name the same).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Lock {
+    pub map: MapId,
+    pub id: u32,
+}
+
 /// The state of one path.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct State {
     pub frames: Vec<Frame>,
     pub refs: Vec<Held>,
+    pub lock: Option<Lock>,
     /// Callback calls entered on the path so far: two states that differ
     /// here are different calls, not a loop (the kernel's
     /// `callback_unroll_depth`).
@@ -473,6 +482,11 @@ pub fn covers(old: &State, new: &State, live: &dyn Fn(usize, usize) -> bool, exa
             return false;
         }
     }
+    match (old.lock, new.lock) {
+        (None, None) => {}
+        (Some(a), Some(b)) if a.map == b.map && ids.check(a.id, b.id) => {}
+        _ => return false,
+    }
     for (fi, (fo, fnew)) in old.frames.iter().zip(&new.frames).enumerate() {
         if fo.callsite != fnew.callsite || fo.func != fnew.func || fo.callback != fnew.callback {
             return false;
@@ -568,6 +582,7 @@ mod tests {
         let mut old = State {
             frames: vec![Frame::new(0, 0, 0)],
             refs: vec![],
+            lock: None,
             callback_calls: 0,
         };
         let mut new = old.clone();
