@@ -16,9 +16,9 @@
 
 use std::collections::HashSet;
 
-use isa::{AluOp, Cond, Width};
+use isa::{AluOp, Width};
 
-use super::branch::takes;
+use super::branch::{EQUALITY, SIGNED, UNSIGNED, takes};
 use super::scalar::{OPS, concrete};
 use super::tnums;
 use crate::alu::scalar_alu;
@@ -181,24 +181,34 @@ fn inputs(mut step: impl FnMut(Step)) {
     }
 }
 
-/// Checks `op` at `width` on every input with every constant.
-fn alu(op: AluOp, width: Width, members: &Members) {
-    // results[c]: the results of the members so far with `c`.
-    let mut results = [Set::default(); 256];
-    let konst: Vec<S8> = (0..256).map(S8::konst).collect();
+/// Calls `check` with every input and, per constant `c`, the set of what
+/// its members give with `c` (`of(x, c)`: a value, or none).
+fn with_constants(of: impl Fn(u64, u64) -> Option<u64>, mut check: impl FnMut(&S8, &[Set; 256])) {
+    let mut sets = [Set::default(); 256];
     inputs(|s| {
         if s.reset {
-            results = [Set::default(); 256];
+            sets = [Set::default(); 256];
         }
         for &x in s.members {
-            for (c, r) in results.iter_mut().enumerate() {
-                r.insert(concrete(op, x, c as u64, 8, width));
+            for (c, set) in sets.iter_mut().enumerate() {
+                if let Some(v) = of(x, c as u64) {
+                    set.insert(v);
+                }
             }
         }
-        let Some(a) = s.scalar else { return };
-        for (c, k) in konst.iter().enumerate() {
-            let got = scalar_alu(op, &a, k, width);
-            let lost = results[c].minus(members.of(&got));
+        if let Some(a) = &s.scalar {
+            check(a, &sets);
+        }
+    });
+}
+
+/// Checks `op` at `width` on every input with every constant.
+fn alu(op: AluOp, width: Width, members: &Members) {
+    let of = |x, c| Some(concrete(op, x, c, 8, width));
+    with_constants(of, |a, results| {
+        for (c, want) in results.iter().enumerate() {
+            let got = scalar_alu(op, a, &S8::konst(c as u64), width);
+            let lost = want.minus(members.of(&got));
             assert!(
                 lost.is_empty(),
                 "{op:?} {width:?}: {a} op {c} = {got} loses the results {lost:x?}"
@@ -211,31 +221,15 @@ fn alu(op: AluOp, width: Width, members: &Members) {
 /// exists when a member takes it and keeps every member that does (and the
 /// constant).
 fn edge(edge: Edge, bits: Bits, members: &Members) {
-    // taken[c]: the members so far that take the edge with `c`.
-    let mut taken = [Set::default(); 256];
-    let konst: Vec<S8> = (0..256).map(S8::konst).collect();
-    inputs(|s| {
-        if s.reset {
-            taken = [Set::default(); 256];
-        }
-        for &x in s.members {
-            for (c, t) in taken.iter_mut().enumerate() {
-                if takes(edge, x, c as u64, 8, bits) {
-                    t.insert(x);
-                }
-            }
-        }
-        let Some(a) = s.scalar else { return };
-        for (c, k) in konst.iter().enumerate() {
-            if taken[c].is_empty() {
-                continue;
-            }
-            let Some((na, nb)) = refine(&a, k, edge, bits) else {
+    let of = |x, c| takes(edge, x, c, 8, bits).then_some(x);
+    with_constants(of, |a, taken| {
+        for (c, want) in taken.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+            let Some((na, nb)) = refine(a, &S8::konst(c as u64), edge, bits) else {
                 panic!(
                     "{edge:?} {bits:?}: {a} has members on this edge with {c}, which the verifier drops"
                 );
             };
-            let lost = taken[c].minus(members.of(&na));
+            let lost = want.minus(members.of(&na));
             assert!(
                 lost.is_empty() && members.of(&nb).contains(c as u64),
                 "{edge:?} {bits:?}: {a}, {c} become {na}, {nb}, losing {lost:x?}"
@@ -289,33 +283,15 @@ fn edges(edges: &[Edge]) {
 
 #[test]
 fn equality_and_bit_tests_are_sound_against_every_constant() {
-    use Cond::*;
-    edges(&[
-        Edge::Holds(Eq),
-        Edge::Holds(Ne),
-        Edge::Holds(Set),
-        Edge::NotSet,
-    ]);
+    edges(&EQUALITY);
 }
 
 #[test]
 fn unsigned_comparisons_are_sound_against_every_constant() {
-    use Cond::*;
-    edges(&[
-        Edge::Holds(Gt),
-        Edge::Holds(Ge),
-        Edge::Holds(Lt),
-        Edge::Holds(Le),
-    ]);
+    edges(&UNSIGNED);
 }
 
 #[test]
 fn signed_comparisons_are_sound_against_every_constant() {
-    use Cond::*;
-    edges(&[
-        Edge::Holds(Sgt),
-        Edge::Holds(Sge),
-        Edge::Holds(Slt),
-        Edge::Holds(Sle),
-    ]);
+    edges(&SIGNED);
 }
