@@ -153,16 +153,17 @@ fn the_datapath_at_full_rate_keeps_its_memory_flat_and_counts_every_frame() {
     let verdicts = &port["verdicts"];
     assert!(n(&verdicts["pass"]) > 0 && n(&verdicts["drop"]) > 0, "{s}");
     assert_eq!(port["lost"], 0, "{s}");
-    // UMEM frames neither free nor in the FILL ring at the end: not a
-    // packet count (those balance above), and once 1 of 4096 under a
-    // loaded debug build (docs/reliability.md, not yet explained): shown,
-    // not asserted, until it is.
-    if s["frames_unaccounted"] != 0 {
-        eprintln!(
-            "note: {} UMEM frames unaccounted at the end",
-            s["frames_unaccounted"]
-        );
-    }
+    // UMEM frames neither free nor in the FILL ring at the end. In copy
+    // mode the kernel takes a frame from the FILL ring before it knows the
+    // RX ring has room; when it has none, the frame goes to the kernel's
+    // own free list (`xsk_buff_free`), which it takes from first the next
+    // time: after RX-ring-full drops, one frame per socket may be there.
+    let unaccounted = n(&s["frames_unaccounted"]);
+    let sockets = port["queues"].as_array().map_or(1, |q| q.len() as u64);
+    assert!(
+        unaccounted == 0 || (ring_full > 0 && unaccounted <= sockets),
+        "{unaccounted} frames unaccounted ({ring_full} RX ring full, {sockets} sockets): {s}"
+    );
     assert!(received > 0, "{summary}");
 
     // Memory flat after the warm-up: no growth of the resident set, no

@@ -289,17 +289,33 @@ impl Queue {
     /// A socket whose interface went away sends nothing more: what its TX
     /// ring holds is taken back at once; returns how many frames that was
     /// (not sent).
+    ///
+    /// A frame the kernel took off the TX ring comes back on the
+    /// completion ring only once it is sent and freed, which in copy mode
+    /// may be later (a veth peer frees it when it has taken the packet):
+    /// wait until every frame put on the TX ring is back (a second at
+    /// most; a descriptor the kernel found invalid never comes back).
     pub fn drain(&mut self) -> u64 {
         let mut unsent = 0;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        while self.xsk.tx.outstanding() > 0 && std::time::Instant::now() < deadline {
-            if let Err(XskError::Unbound { .. }) = self.xsk.kick_tx() {
+        loop {
+            if self.xsk.tx.outstanding() > 0
+                && let Err(XskError::Unbound { .. }) = self.xsk.kick_tx()
+            {
                 unsent = self.reclaim_unsent();
+                self.reap_completions();
                 break;
             }
             self.reap_completions();
+            if self.tx_in_flight() == 0 || std::time::Instant::now() >= deadline {
+                break;
+            }
+            std::thread::yield_now();
         }
-        self.reap_completions();
+        // A packet the redirect program took just before it was detached
+        // may still be on its way into the RX ring (the driver publishes
+        // at the end of its poll): let that poll end first.
+        std::thread::sleep(std::time::Duration::from_millis(10));
         loop {
             self.rx.clear();
             if self.xsk.rx.consume(self.batch, &mut self.rx) == 0 {
@@ -310,6 +326,14 @@ impl Queue {
             }
         }
         unsent
+    }
+
+    /// Frames put on the TX ring whose completion has not been taken.
+    fn tx_in_flight(&self) -> u32 {
+        self.xsk
+            .tx
+            .produced()
+            .wrapping_sub(self.xsk.comp.consumed())
     }
 
     /// The frames on the TX ring of an unbound socket, back to the pool.

@@ -182,6 +182,11 @@ impl<T: Copy> Producer<T> {
         n
     }
 
+    /// Entries written so far (a wrapping count).
+    pub fn produced(&self) -> u32 {
+        self.cached_prod
+    }
+
     /// Entries written and not yet taken by the kernel.
     pub fn outstanding(&self) -> u32 {
         self.cached_prod
@@ -256,6 +261,11 @@ impl<T: Copy> Consumer<T> {
             self.ring.store(self.ring.consumer, self.cached_cons);
         }
         n
+    }
+
+    /// Entries taken so far (a wrapping count).
+    pub fn consumed(&self) -> u32 {
+        self.cached_cons
     }
 
     pub fn needs_wakeup(&self) -> bool {
