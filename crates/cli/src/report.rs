@@ -1,6 +1,8 @@
 //! Shared output helpers: JSON printing and cost summaries.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use vm::{RegionKind, Stats};
@@ -11,14 +13,42 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<(), String> {
     print_text(&(text + "\n"))
 }
 
-/// Writes `text` to stdout; a failure (a full disk, a closed pipe) is an
-/// error saying so, not a panic as `println!`'s.
+/// Set when a capture goes to standard output (`-w -`): reports then go
+/// to standard error, as tcpdump's counts do.
+static REPORT_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Sends reports to standard error if one of `outputs` is `-` (standard
+/// output); more than one `-` is an error (their packets would mix).
+pub fn outputs_on_stdout<'a>(
+    outputs: impl IntoIterator<Item = Option<&'a Path>>,
+) -> Result<(), String> {
+    let n = outputs
+        .into_iter()
+        .flatten()
+        .filter(|p| io::is_stdout(p))
+        .count();
+    if n > 1 {
+        return Err("only one output can be standard output (-)".into());
+    }
+    if n == 1 {
+        REPORT_TO_STDERR.store(true, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Writes `text` to stdout (or stderr, see [`outputs_on_stdout`]); a
+/// failure (a full disk, a closed pipe) is an error saying so, not a
+/// panic as `println!`'s.
 pub fn print_text(text: &str) -> Result<(), String> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
+    let (mut out, what): (Box<dyn Write>, _) = if REPORT_TO_STDERR.load(Ordering::Relaxed) {
+        (Box::new(std::io::stderr().lock()), "standard error")
+    } else {
+        (Box::new(std::io::stdout().lock()), "standard output")
+    };
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing standard output: {}", io_cause(&e)))
+        .map_err(|e| format!("writing {what}: {}", io_cause(&e)))
 }
 
 /// The system's words for an I/O error, without Rust's `(os error N)`.

@@ -728,3 +728,60 @@ fn sigint_stops_xpf_and_monitor_on_a_pipe_with_every_packet_counted() {
     let flows: usize = messages.iter().map(|m| m.flows.len()).sum();
     assert_eq!(Some(flows as u64), summary["flows"].as_u64(), "{summary}");
 }
+
+/// `-w -` and `--out-pass -`: the capture on standard output (the report on
+/// standard error), read whole by tcpdump; two outputs on it are refused.
+#[test]
+fn captures_written_to_standard_output_are_whole() {
+    let dir = scratch("wstdout");
+    let input = dir.join("in.pcap");
+    mixed_capture(&input, 3000);
+
+    let out = sluice()
+        .args(["filter", "-r"])
+        .arg(&input)
+        .args(["-w", "-", "--json", "udp"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    let piped = dir.join("udp.pcap");
+    std::fs::write(&piped, &out.stdout).unwrap();
+    let matched = report["matched"].as_u64().unwrap();
+    assert_eq!(matched, 3000, "{report}");
+    assert_eq!(tcpdump_count(&piped), matched);
+
+    let out = sluice()
+        .arg("run")
+        .arg(bpf("xdp_pass"))
+        .arg("--pcap")
+        .arg(&input)
+        .args(["--out-pass", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("packets       3000 in"), "{err}");
+    std::fs::write(&piped, &out.stdout).unwrap();
+    assert_eq!(our_count(&piped), 3000);
+    assert_eq!(tcpdump_count(&piped), 3000);
+
+    let out = sluice()
+        .arg("run")
+        .arg(bpf("xdp_pass"))
+        .arg("--pcap")
+        .arg(&input)
+        .args(["--out-pass", "-", "--out-drop", "-"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("only one output"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}

@@ -18,4 +18,4 @@ pub use frame::{
 };
 pub use input::{STDIN, is_stdin, is_stream};
 pub use pcap::{PcapSource, RawFrame};
-pub use sink::{PcapSink, SinkFormat};
+pub use sink::{PcapSink, SinkFormat, is_stdout};

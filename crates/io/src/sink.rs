@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use pcap_file::pcap::PcapHeader;
@@ -19,6 +20,11 @@ use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::error::{IoError, cause};
 use crate::input::BUF_SIZE;
+
+/// Whether `path` names standard output (`-`).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
 
 /// Output formats.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -71,11 +77,20 @@ impl PcapSink {
     }
 
     /// A capture of frames of link type `linktype` (LINKTYPE_* numbers),
-    /// written as they are (`create_as` writes Ethernet).
+    /// written as they are (`create_as` writes Ethernet). `-` is standard
+    /// output, as `tcpdump -w -` has it.
     pub fn create_for(path: &Path, format: SinkFormat, linktype: u32) -> Result<PcapSink, IoError> {
         let datalink = DataLink::from(linktype);
         let err = |reason: String| IoError::op("creating", path, reason);
-        let file = File::create(path).map_err(|e| err(cause(&e)))?;
+        let file = if is_stdout(path) {
+            std::io::stdout()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(File::from)
+        } else {
+            File::create(path)
+        }
+        .map_err(|e| err(cause(&e)))?;
         let mut header = Vec::with_capacity(BUF_SIZE);
         match format {
             SinkFormat::Pcap => {

@@ -21,7 +21,7 @@ pub struct Args {
     /// Capture to read (pcap or pcapng): a file, a FIFO, or - for standard input
     #[arg(short = 'r', long = "read", value_name = "FILE")]
     read: Option<PathBuf>,
-    /// Write the matching packets here, with their link type (.pcapng for pcapng)
+    /// Write the matching packets here, with their link type (.pcapng for pcapng; - for standard output, the report then going to standard error)
     #[arg(short = 'w', long = "write", value_name = "FILE", requires = "read")]
     write: Option<PathBuf>,
     /// Stop after this many matching packets
@@ -140,6 +140,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let Some(input) = &a.read else {
         return Err("give a capture to read (-r FILE), or -d/-dd/-ddd to print the program".into());
     };
+    crate::report::outputs_on_stdout([a.write.as_deref()])?;
     let opts = cbpf::FilterOptions {
         write: a.write.as_deref(),
         count: a.count,
@@ -172,8 +173,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         if let Some(e) = &report.capture_error {
             eprintln!("sluice: {e}");
         }
-        println!(
-            "{} packets read, {} matched `{}` ({} engine){}",
+        let mut text = format!(
+            "{} packets read, {} matched `{}` ({} engine){}\n",
             report.read,
             report.matched,
             report.expression,
@@ -185,11 +186,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 .unwrap_or_default()
         );
         for (why, n) in &report.interpreter_reasons {
-            println!("{n} packets decided by the interpreter: {why}");
+            text += &format!("{n} packets decided by the interpreter: {why}\n");
         }
         if report.stopped {
-            println!("stopped by a signal");
+            text += "stopped by a signal\n";
         }
+        crate::report::print_text(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }

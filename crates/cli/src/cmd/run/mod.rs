@@ -79,7 +79,7 @@ pub struct Args {
     /// out of it are not read
     #[arg(long, value_name = "IF")]
     pub iface: Option<String>,
-    /// Write passed packets here (pcap; .pcapng for pcapng)
+    /// Write passed packets here (pcap; .pcapng for pcapng; - for standard output, the report then going to standard error)
     #[arg(long)]
     pub out_pass: Option<PathBuf>,
     /// Write packets sent back out (XDP_TX) here
@@ -295,6 +295,9 @@ pub(crate) struct SentPort {
 /// The per-verdict outputs `a` asks for: files, and interfaces a route is
 /// sent out of (a route with both goes to both).
 fn sinks(a: &Args) -> Result<(Sinks, Vec<SentPort>), String> {
+    crate::report::outputs_on_stdout(
+        [&a.out_pass, &a.out_tx, &a.out_redirect, &a.out_drop].map(|p| p.as_deref()),
+    )?;
     let mut sinks = Sinks::new();
     for (path, route) in [
         (&a.out_pass, Route::Pass),

@@ -176,7 +176,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     if a.json {
         print_json(&report)?;
     } else {
-        print_text(&report, &text);
+        crate::report::print_text(&text_report(&report, &text))?;
     }
     if let Some(e) = &summary.source_error {
         return Err(format!(
@@ -187,26 +187,33 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_text(r: &TcReport, filters: &str) {
-    println!(
+/// The text report (printed in one write, to standard error when a
+/// capture goes to standard output).
+fn text_report(r: &TcReport, filters: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "tc configuration {}: packets arrive at {} {}",
         r.config, r.dev, r.hook
     );
-    println!("source        {}", r.source);
-    println!(
+    let _ = writeln!(out, "source        {}", r.source);
+    let _ = writeln!(
+        out,
         "packets       {} in {:.3} s ({:.0} packets/s)",
         r.packets, r.seconds, r.packets_per_second
     );
     let v: Vec<String> = r.verdicts.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    println!("verdicts      {}", v.join("  "));
+    let _ = writeln!(out, "verdicts      {}", v.join("  "));
     for s in &r.sent {
-        println!(
+        let _ = writeln!(
+            out,
             "sent          {} {}: {} delivered, {} dropped or taken on",
             s.dev, s.hook, s.delivered, s.consumed
         );
     }
     if r.too_deep > 0 {
-        println!("too deep      {} (mirred nesting limit 4)", r.too_deep);
+        let _ = writeln!(out, "too deep      {} (mirred nesting limit 4)", r.too_deep);
     }
-    print!("{filters}");
+    out + filters
 }
