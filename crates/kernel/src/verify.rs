@@ -365,10 +365,11 @@ fn encode_types(btf: &Btf, roots: &[TypeId]) -> Option<(Vec<u8>, HashMap<TypeId,
             BtfKind::FuncProto { ret, params } => std::iter::once(*ret)
                 .chain(params.iter().map(|p| p.1))
                 .collect(),
-            BtfKind::Func { .. }
-            | BtfKind::Var { .. }
-            | BtfKind::Datasec { .. }
-            | BtfKind::DeclTag { .. } => return None,
+            // A global data map's value is its section (a lock in
+            // `.data.A` is found through it).
+            BtfKind::Var { ty, .. } => vec![*ty],
+            BtfKind::Datasec { vars, .. } => vars.iter().map(|v| v.ty).collect(),
+            BtfKind::Func { .. } | BtfKind::DeclTag { .. } => return None,
         })
     };
     let mut ids: HashMap<TypeId, u32> = HashMap::new();
@@ -466,6 +467,13 @@ fn encode_types(btf: &Btf, roots: &[TypeId]) -> Option<(Vec<u8>, HashMap<TypeId,
                 w.extend([n, info(13, params.len(), false), id(*ret)]);
                 for (pn, pt) in params {
                     w.extend([name(pn), id(*pt)]);
+                }
+            }
+            BtfKind::Var { ty, linkage } => w.extend([n, info(14, 0, false), id(*ty), *linkage]),
+            BtfKind::Datasec { size, vars } => {
+                w.extend([n, info(15, vars.len(), false), *size]);
+                for v in vars {
+                    w.extend([id(v.ty), v.offset, v.size]);
                 }
             }
             BtfKind::Float { size } => w.extend([n, info(16, 0, false), *size]),

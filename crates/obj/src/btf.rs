@@ -473,19 +473,31 @@ impl Btf {
         })
     }
 
-    /// Where the `struct bpf_spin_lock` member of a map value of type `id`
-    /// is, in bytes (the kernel looks among the value struct's members).
+    /// Where the `struct bpf_spin_lock` of a map value of type `id` is, in
+    /// bytes: a member of the value's struct, or a variable of a global
+    /// data section (`.data.A`), as the kernel looks for it.
     pub fn spin_lock_offset(&self, id: TypeId) -> Option<u32> {
         let id = self.skip_mods_and_typedefs(id).ok()?;
-        let Kind::Struct { members, .. } = &self.get(id)?.kind else {
-            return None;
+        let is_lock = |ty: TypeId| {
+            self.skip_mods_and_typedefs(ty)
+                .ok()
+                .and_then(|t| self.get(t))
+                .is_some_and(|t| t.name == "bpf_spin_lock" && matches!(t.kind, Kind::Struct { .. }))
         };
-        members.iter().find_map(|m| {
-            let t = self.skip_mods_and_typedefs(m.ty).ok()?;
-            let t = self.get(t)?;
-            (t.name == "bpf_spin_lock" && matches!(t.kind, Kind::Struct { .. }))
-                .then_some(m.bit_offset / 8)
-        })
+        match &self.get(id)?.kind {
+            Kind::Struct { members, .. } => members
+                .iter()
+                .find(|m| is_lock(m.ty))
+                .map(|m| m.bit_offset / 8),
+            Kind::Datasec { vars, .. } => vars
+                .iter()
+                .find(|v| match self.get(v.ty).map(|t| &t.kind) {
+                    Some(Kind::Var { ty, .. }) => is_lock(*ty),
+                    _ => false,
+                })
+                .map(|v| v.offset),
+            _ => None,
+        }
     }
 
     /// The first type named `name` of the kind `kind_name`.

@@ -418,7 +418,13 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
     for (idx, name, contents) in data_secs {
         let value_type = btf.as_ref().and_then(|b| b.find(&name, "datasec"));
         data_map_of.insert(idx, maps.len());
-        maps.push(mapdef::data_map(&name, contents, value_type));
+        let mut def = mapdef::data_map(&name, contents, value_type);
+        // A global lock (`.data.A`), found as the kernel finds it.
+        def.spec.spin_lock = btf
+            .as_ref()
+            .zip(value_type)
+            .and_then(|(b, t)| b.spin_lock_offset(t));
+        maps.push(def);
     }
 
     // Functions of every executable section.
