@@ -7,7 +7,7 @@
 #   ./dev.sh setup   only install the system packages and the Rust toolchain
 #   ./dev.sh bench   run the benchmarks
 #   ./dev.sh fuzz    run every fuzz target briefly (needs the nightly toolchain)
-#   ./dev.sh sanitize  the maps shared by worker threads under ThreadSanitizer,
+#   ./dev.sh sanitize  the maps and hooks shared by worker threads under ThreadSanitizer,
 #                    then the maps crate and the VM's memory regions under Miri
 #                    (nightly; exits non-zero on a data race or undefined behaviour)
 set -euo pipefail
@@ -296,15 +296,20 @@ sanitize)
     failed=()
 
     # ThreadSanitizer over the stress test of the maps shared by threads,
-    # in a target dir of its own (instrumented std and crates). The one
-    # race the kernel has too is suppressed by name (tools/tsan-suppressions.txt).
+    # then over whole hooks on several threads (runtime's siblings test:
+    # helpers and the interpreter instrumented, the JIT's code not), in a
+    # target dir of its own (instrumented std and crates). The one race the
+    # kernel has too is suppressed by name (tools/tsan-suppressions.txt).
     t0=$SECONDS
     tsan_log=target/tsan/concurrent.log
     tsan_rc=0
-    RUSTFLAGS="-Zsanitizer=thread" \
-        TSAN_OPTIONS="suppressions=$PWD/tools/tsan-suppressions.txt print_suppressions=1" \
-        cargo +nightly test -Zbuild-std --target "$host" --target-dir target/tsan \
-        -p maps --test concurrent 2>&1 | tee "$tsan_log" || tsan_rc=$?
+    tsan() {
+        RUSTFLAGS="-Zsanitizer=thread" \
+            TSAN_OPTIONS="suppressions=$PWD/tools/tsan-suppressions.txt print_suppressions=1" \
+            cargo +nightly test -Zbuild-std --target "$host" --target-dir target/tsan "$@"
+    }
+    { tsan -p maps --test concurrent && tsan -p runtime --test siblings; } 2>&1 |
+        tee "$tsan_log" || tsan_rc=$?
     tsan_secs=$((SECONDS - t0))
     races=$(grep -c 'WARNING: ThreadSanitizer' "$tsan_log" || true)
     suppressed=$(sed -n 's/^ThreadSanitizer: Matched \([0-9]*\) suppressions.*/\1/p' "$tsan_log" | tail -n 1)
@@ -327,7 +332,7 @@ sanitize)
     miri_tests=$(awk '/^test result:/ { p += $4; i += $8 } END { print p + 0 " passed, " i + 0 " ignored" }' "$miri_log")
     [ "$miri_rc" -eq 0 ] && [ "$ub" -eq 0 ] || failed+=(miri)
 
-    tsan_tests=$(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 passed, \2 failed/p' "$tsan_log")
+    tsan_tests=$(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0 " passed, " f + 0 " failed" }' "$tsan_log")
     say "ThreadSanitizer: ${tsan_tests:-no result}; $races data race reports, ${suppressed:-0} suppressed as the kernel's; ${tsan_secs}s (log: $tsan_log)"
     say "Miri: $miri_tests; $ub undefined behaviour reports; ${miri_secs}s (log: $miri_log)"
     if ((${#failed[@]})); then
