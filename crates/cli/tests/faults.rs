@@ -59,19 +59,25 @@ fn root_available(what: &str) -> bool {
     root
 }
 
-/// Writes a capture of generated traffic to `path` (pcapng by extension).
-fn generate(path: &Path, spec: &str) {
-    let out = sluice()
-        .arg("run")
-        .arg(bpf("xdp_pass"))
-        .args(["--gen", spec, "--threads", "1", "--out-pass"])
-        .arg(path)
-        .output()
-        .unwrap();
+/// Runs `cmd`, which must succeed; its output.
+fn succeeds(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Writes a capture of generated traffic to `path` (pcapng by extension).
+fn generate(path: &Path, spec: &str) {
+    succeeds(
+        sluice()
+            .arg("run")
+            .arg(bpf("xdp_pass"))
+            .args(["--gen", spec, "--threads", "1", "--out-pass"])
+            .arg(path),
     );
 }
 
@@ -737,16 +743,11 @@ fn captures_written_to_standard_output_are_whole() {
     let input = dir.join("in.pcap");
     mixed_capture(&input, 3000);
 
-    let out = sluice()
-        .args(["filter", "-r"])
-        .arg(&input)
-        .args(["-w", "-", "--json", "udp"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeds(
+        sluice()
+            .args(["filter", "-r"])
+            .arg(&input)
+            .args(["-w", "-", "--json", "udp"]),
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
     let piped = dir.join("udp.pcap");
@@ -755,16 +756,15 @@ fn captures_written_to_standard_output_are_whole() {
     assert_eq!(matched, 3000, "{report}");
     assert_eq!(tcpdump_count(&piped), matched);
 
-    let out = sluice()
-        .arg("run")
-        .arg(bpf("xdp_pass"))
-        .arg("--pcap")
-        .arg(&input)
-        .args(["--out-pass", "-"])
-        .output()
-        .unwrap();
+    let out = succeeds(
+        sluice()
+            .arg("run")
+            .arg(bpf("xdp_pass"))
+            .arg("--pcap")
+            .arg(&input)
+            .args(["--out-pass", "-"]),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
     assert!(err.contains("packets       3000 in"), "{err}");
     std::fs::write(&piped, &out.stdout).unwrap();
     assert_eq!(our_count(&piped), 3000);
