@@ -785,3 +785,45 @@ fn captures_written_to_standard_output_are_whole() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Generated traffic too: `monitor flows --gen` and `xpf run --gen` stop
+/// cleanly at SIGINT, with a summary of the packets made before it.
+#[test]
+fn sigint_stops_generated_traffic_in_monitor_and_xpf() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let spec = "udp,flows=64,count=2000000000";
+    let mut monitor = sluice();
+    monitor.args(["monitor", "flows", "--json", "--gen", spec]);
+    let mut xpf = sluice();
+    xpf.args(["xpf", "run", "--json", "--gen", spec])
+        .arg(root.join("programs/xpf/flows.s"));
+    for (name, cmd) in [("monitor", &mut monitor), ("xpf", &mut xpf)] {
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        signal(&child, libc::SIGINT);
+        let t0 = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(10), "{name} went on");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        // xpf prints one JSON object; monitor a line per flow, then its
+        // summary.
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .ok()
+            .or_else(|| {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .find_map(|v| v.get("summary").cloned())
+            })
+            .expect("a JSON report");
+        let summary = v.get("summary").unwrap_or(&v);
+        assert_eq!(summary["stopped"], true, "{name}: {summary}");
+        let packets = summary["packets"].as_u64().unwrap();
+        assert!(packets > 0 && packets < 2_000_000_000, "{name}: {summary}");
+    }
+}

@@ -2,7 +2,7 @@
 //! looks inside a packet beyond its link layer.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use io::LinkKind;
 
@@ -223,6 +223,7 @@ pub struct Generated {
     packets: Box<dyn Iterator<Item = (u64, Vec<u8>)> + Send>,
     total: u64,
     seq: u64,
+    stop: Option<&'static AtomicBool>,
 }
 
 impl Generated {
@@ -242,13 +243,29 @@ impl Generated {
             packets: Box::new(packet::merge(specs)),
             total: specs.iter().map(|s| s.count).sum(),
             seq: 0,
+            stop: None,
         }
+    }
+
+    /// Makes no more packets once `stop` is set (the replay's stop flag),
+    /// as a capture opened with one reads no more.
+    pub fn stop_on(mut self, stop: &'static AtomicBool) -> Generated {
+        self.stop = Some(stop);
+        self
     }
 }
 
 impl Source for Generated {
     fn fork(&self) -> Option<Box<dyn Source>> {
-        Some(Box::new(Generated::new(&self.specs)))
+        let fork = Generated::new(&self.specs);
+        Some(Box::new(match self.stop {
+            Some(stop) => fork.stop_on(stop),
+            None => fork,
+        }))
+    }
+
+    fn ends_on_stop(&self) -> bool {
+        self.stop.is_some()
     }
 
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
@@ -261,6 +278,9 @@ impl Source for Generated {
         max: u64,
         keep: &mut dyn FnMut(u64, &[u8]) -> bool,
     ) -> (u64, Result<(), SourceError>) {
+        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return (0, Ok(()));
+        }
         let (packets, seq) = (&mut self.packets, &mut self.seq);
         fill_ethernet(batch, max, keep, seq, || packets.next())
     }

@@ -433,13 +433,17 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     let mut runner = XpfRunner::new(&prog, a.instance.options(), engine, form)
         .map_err(|e| format!("{}: {e}", a.file.display()))?;
     let mut source: Box<dyn Source> = match &a.pcap {
-        // Ctrl-C or SIGTERM: the capture ends after what was read; the
-        // memory blocks are reported as they are then.
+        // Ctrl-C or SIGTERM: the capture (or the generated traffic) ends
+        // after what was read; the memory blocks are reported as they are.
         Some(p) => Box::new(
             Capture::open_with(p, Some(crate::signals::stop_on_signals()))
                 .map_err(|e| e.to_string())?,
         ),
-        None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
+        None => Box::new(
+            Generated::parse(&a.r#gen)
+                .map_err(|e| e.0)?
+                .stop_on(crate::signals::stop_on_signals()),
+        ),
     };
     let how = switch_mode(a.switch_mode);
     let opts = XpfRunOptions {
@@ -479,7 +483,7 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
                 words: listed(&r.words, a.all_words),
             })
             .collect(),
-        stopped: a.pcap.is_some() && crate::signals::stop_requested(),
+        stopped: crate::signals::stop_requested(),
         source_error: summary.source_error,
     };
     if a.json {

@@ -134,14 +134,19 @@ impl Input {
             return Err("--duration and --datapath go with --dev".into());
         }
         let source: Box<dyn Source> = match (&self.pcap, &self.dev) {
-            // Ctrl-C or SIGTERM: the capture ends after what was read, the
-            // application finishes its tables and exports, and reports.
+            // Ctrl-C or SIGTERM: the capture (or, below, the generated
+            // traffic) ends after what was read, the application finishes
+            // its tables and exports, and reports.
             (Some(p), _) => Box::new(
                 Capture::open_with(p, Some(crate::signals::stop_on_signals()))
                     .map_err(|e| e.to_string())?,
             ),
             (None, Some(dev)) => self.live_source(dev)?,
-            (None, None) => Box::new(Generated::parse(&self.r#gen).map_err(|e| e.0)?),
+            (None, None) => Box::new(
+                Generated::parse(&self.r#gen)
+                    .map_err(|e| e.0)?
+                    .stop_on(crate::signals::stop_on_signals()),
+            ),
         };
         let total = source
             .expected()
@@ -151,10 +156,11 @@ impl Input {
 }
 
 impl Input {
-    /// Whether a capture was cut short by SIGINT or SIGTERM (a live
-    /// source ends that way by design: not counted as stopped).
+    /// Whether a capture or generated traffic was cut short by SIGINT or
+    /// SIGTERM (a live source ends that way by design: not counted as
+    /// stopped).
     pub fn stopped(&self) -> bool {
-        self.pcap.is_some() && crate::signals::stop_requested()
+        self.dev.is_none() && crate::signals::stop_requested()
     }
 
     /// Tells on stderr what a live source saw (frames, kernel drops).
