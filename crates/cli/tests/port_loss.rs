@@ -30,31 +30,9 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     // A sends out of sl_b2 to C, where `sluice xsk rxdrop` receives it.
     let p = Pair::new("d");
     let (c, out_if) = p.third_host("d");
-    let nexthop = format!("hex:{out_if:02x}0000000200000000aa0200000000bb");
     let pinned_before = bpffs_entries();
     let receiver = spawn_sluice(&c.0, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);
-    let (router, out) = (object_path("xdp_router"), out_if.to_string());
-    let datapath = spawn_sluice(
-        &p.b,
-        &[
-            "datapath",
-            "--port",
-            VB,
-            "--port",
-            "sl_b2",
-            "--prog",
-            &router,
-            "--map-update",
-            "tx_ports",
-            &out,
-            &out,
-            "--map-update",
-            "routes_v4",
-            "10.255.0.0/16",
-            &nexthop,
-            "--json",
-        ],
-    );
+    let datapath = p.spawn_router(out_if, &["--json"]);
     wait_xdp_on(&c.0, &["sl_c"]);
     let ids = wait_xdp_on(&p.b, &[VB, "sl_b2"]);
     assert_eq!(xdp_sockets(&p.b), 2, "one socket per port");

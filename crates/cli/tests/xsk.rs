@@ -174,35 +174,11 @@ fn a_program_on_the_datapath_routes_between_two_ports() {
     // router example on both of its ports, C counts what arrives.
     let p = Pair::new("r");
     let (c, out_if) = p.third_host("r");
-    let nexthop = format!("hex:{:02x}0000000200000000aa0200000000bb", out_if);
     let receiver = spawn_xsk(
         &c.0,
         &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
     );
-    let (router_obj, out) = (object_path("xdp_router"), out_if.to_string());
-    let router = spawn_sluice(
-        &p.b,
-        &[
-            "datapath",
-            "--port",
-            VB,
-            "--port",
-            "sl_b2",
-            "--prog",
-            &router_obj,
-            "--map-update",
-            "tx_ports",
-            &out,
-            &out,
-            "--map-update",
-            "routes_v4",
-            "10.255.0.0/16",
-            &nexthop,
-            "--duration",
-            "6",
-            "--json",
-        ],
-    );
+    let router = p.spawn_router(out_if, &["--duration", "6", "--json"]);
     wait_attached(&c.0);
     wait_attached(&p.b);
     p.send("udp,count=2000,rate=20000", "live");

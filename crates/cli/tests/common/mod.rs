@@ -225,4 +225,31 @@ impl Pair {
         let index = link.split(':').next().unwrap().trim().parse().unwrap();
         (c, index)
     }
+
+    /// `sluice datapath` in b running the router example on `sl_rx` and
+    /// `sl_b2` (index `out_if`, from [`third_host`](Pair::third_host)):
+    /// 10.255.0.0/16 goes out of `sl_b2` to C; `extra` arguments follow.
+    pub fn spawn_router(&self, out_if: u32, extra: &[&str]) -> std::process::Child {
+        let nexthop = format!("hex:{out_if:02x}0000000200000000aa0200000000bb");
+        let (router, out) = (object_path("xdp_router"), out_if.to_string());
+        let mut args = vec![
+            "datapath",
+            "--port",
+            VB,
+            "--port",
+            "sl_b2",
+            "--prog",
+            &router,
+            "--map-update",
+            "tx_ports",
+            &out,
+            &out,
+            "--map-update",
+            "routes_v4",
+            "10.255.0.0/16",
+            &nexthop,
+        ];
+        args.extend(extra);
+        spawn_sluice(&self.b, &args)
+    }
 }
