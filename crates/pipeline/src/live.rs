@@ -229,9 +229,23 @@ pub struct LiveStats {
     pub dropped: u64,
 }
 
+/// Which frames of an interface a [`Live`] source reads: tcpdump's `-Q`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Direction {
+    /// Frames arriving (what an XDP or tc ingress program sees).
+    #[default]
+    In,
+    /// Frames the host sends out of the interface.
+    Out,
+    /// Both, as tcpdump captures by default. On a loopback interface every
+    /// frame is seen once, as it arrives (libpcap drops the outgoing copy).
+    InOut,
+}
+
 /// Frames arriving on one interface, read live from an AF_PACKET socket
 /// (`ETH_P_ALL`, `PACKET_IGNORE_OUTGOING`: what this or any socket sends
-/// out of the interface is not seen), with the kernel's receive timestamps
+/// out of the interface is not seen, unless another [`Direction`] is
+/// asked for), with the kernel's receive timestamps
 /// (`SO_TIMESTAMPNS`, wall clock). VLAN tags the kernel took off the frame
 /// are put back, as they arrived.
 ///
@@ -246,6 +260,9 @@ pub struct Live {
     /// [`BATCH`] slots of [`SLOT`] bytes.
     buf: Vec<u8>,
     control: Vec<u64>,
+    /// Each frame's link-layer address: its packet type tells direction.
+    names: Vec<libc::sockaddr_ll>,
+    direction: Direction,
     seq: u64,
     received: u64,
     truncated: u64,
@@ -257,7 +274,7 @@ impl Live {
     /// is a number, the interface with that index).
     pub fn open(name: &str, stop: Option<&'static AtomicBool>) -> Result<Live, SourceError> {
         let iface = Interface::lookup(name).map_err(SourceError)?;
-        Live::on(iface, stop, None)
+        Live::on(iface, stop, None, Direction::In)
     }
 
     /// Reads interface `name` through a classic BPF filter the kernel runs
@@ -271,9 +288,23 @@ impl Live {
         stop: Option<&'static AtomicBool>,
         filter: &[cbpf::Insn],
     ) -> Result<Live, SourceError> {
-        cbpf::check(filter).map_err(|e| SourceError(format!("the filter: {e}")))?;
+        Live::capture(name, stop, Some(filter), Direction::In)
+    }
+
+    /// Reads the frames of interface `name` going `direction`, through a
+    /// classic BPF filter the kernel runs if one is given: as tcpdump
+    /// captures (`-Q`).
+    pub fn capture(
+        name: &str,
+        stop: Option<&'static AtomicBool>,
+        filter: Option<&[cbpf::Insn]>,
+        direction: Direction,
+    ) -> Result<Live, SourceError> {
+        if let Some(f) = filter {
+            cbpf::check(f).map_err(|e| SourceError(format!("the filter: {e}")))?;
+        }
         let iface = Interface::lookup(name).map_err(SourceError)?;
-        Live::on(iface, stop, Some(filter))
+        Live::on(iface, stop, filter, direction)
     }
 
     /// Reads the interface whose index is `ifindex`.
@@ -282,13 +313,14 @@ impl Live {
         stop: Option<&'static AtomicBool>,
     ) -> Result<Live, SourceError> {
         let iface = Interface::by_index(ifindex).map_err(SourceError)?;
-        Live::on(iface, stop, None)
+        Live::on(iface, stop, None, Direction::In)
     }
 
     fn on(
         iface: Interface,
         stop: Option<&'static AtomicBool>,
         filter: Option<&[cbpf::Insn]>,
+        direction: Direction,
     ) -> Result<Live, SourceError> {
         let fd = packet_socket(&iface, libc::ETH_P_ALL as u16, |fd| {
             if let Some(prog) = filter {
@@ -297,12 +329,14 @@ impl Live {
             let opt = |level, name, value, what: &str| {
                 set_int(fd, level, name, value).map_err(|e| os_error(what, e))
             };
-            opt(
-                libc::SOL_PACKET,
-                libc::PACKET_IGNORE_OUTGOING,
-                1,
-                "setting PACKET_IGNORE_OUTGOING (Linux 4.20 or later)",
-            )?;
+            if direction == Direction::In {
+                opt(
+                    libc::SOL_PACKET,
+                    libc::PACKET_IGNORE_OUTGOING,
+                    1,
+                    "setting PACKET_IGNORE_OUTGOING (Linux 4.20 or later)",
+                )?;
+            }
             opt(
                 libc::SOL_SOCKET,
                 libc::SO_TIMESTAMPNS,
@@ -329,6 +363,9 @@ impl Live {
             stop,
             buf: vec![0; BATCH * SLOT],
             control: vec![0; BATCH * CONTROL_WORDS],
+            // SAFETY: sockaddr_ll is plain data; all zeroes is a valid value.
+            names: vec![unsafe { std::mem::zeroed() }; BATCH],
+            direction,
             seq: 0,
             received: 0,
             truncated: 0,
@@ -400,7 +437,7 @@ impl Live {
     }
 
     /// Reads the frames waiting, up to the room left in `batch`, without
-    /// blocking: how many.
+    /// blocking: how many went the way asked for (and are in the batch).
     fn receive(&mut self, batch: &mut Batch) -> Result<usize, SourceError> {
         let room = BATCH - batch.len().min(BATCH);
         if room == 0 {
@@ -418,9 +455,12 @@ impl Live {
         let mut msgs: Vec<libc::mmsghdr> = iov
             .iter_mut()
             .zip(self.control.chunks_exact_mut(CONTROL_WORDS))
-            .map(|(v, control)| {
+            .zip(self.names.iter_mut())
+            .map(|((v, control), name)| {
                 // SAFETY: mmsghdr is plain data; all zeroes is a valid value.
                 let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_name = (name as *mut libc::sockaddr_ll).cast();
+                m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
                 m.msg_hdr.msg_iov = v;
                 m.msg_hdr.msg_iovlen = 1;
                 m.msg_hdr.msg_control = control.as_mut_ptr().cast();
@@ -429,8 +469,8 @@ impl Live {
             })
             .collect();
         // SAFETY: every header points at one live iovec over its own slot of
-        // `buf` and at its own control buffer of the length given, all of
-        // which outlive the call.
+        // `buf`, at its own control buffer and at its own address, each of
+        // the length given, all of which outlive the call.
         let n = unsafe {
             libc::recvmmsg(
                 self.fd.as_raw_fd(),
@@ -448,7 +488,12 @@ impl Live {
             };
         }
         let n = n as usize;
+        let mut kept = 0;
         for (i, m) in msgs.iter().take(n).enumerate() {
+            if !self.wanted(&self.names[i]) {
+                continue;
+            }
+            kept += 1;
             let (ts, vlan) = control_of(&m.msg_hdr);
             let len = (m.msg_len as usize).min(SLOT);
             let frame = &self.buf[i * SLOT..i * SLOT + len];
@@ -475,7 +520,24 @@ impl Live {
                 },
             );
         }
-        Ok(n)
+        Ok(kept)
+    }
+}
+
+impl Live {
+    /// Whether a frame with this address goes the way asked for (libpcap's
+    /// rules: an outgoing frame on a loopback device is never kept, its
+    /// incoming copy is).
+    fn wanted(&self, from: &libc::sockaddr_ll) -> bool {
+        let outgoing = from.sll_pkttype == libc::PACKET_OUTGOING;
+        if outgoing && from.sll_hatype == libc::ARPHRD_LOOPBACK {
+            return false;
+        }
+        match self.direction {
+            Direction::In => !outgoing,
+            Direction::Out => outgoing,
+            Direction::InOut => true,
+        }
     }
 }
 

@@ -7,7 +7,6 @@
 //! runs its own share, with nothing passed between threads; otherwise one
 //! dispatcher reads and hands each worker its packets in batches.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -16,6 +15,7 @@ use runtime::PacketHook;
 
 use crate::batch::Batch;
 use crate::counters::Counters;
+use crate::ordered::{DoneOnDrop, Ordered};
 use crate::shard::{Shard, flow_hash};
 use crate::sink::{SinkError, Sinks};
 use crate::source::{Source, SourceError};
@@ -124,12 +124,17 @@ pub fn replay<H: PacketHook>(
             .chain(siblings.iter_mut())
             .map(|h| Worker::new(h, &sinks, opts.ifindex))
             .collect();
-        let sinks = Mutex::new(sinks);
-        let ends = match (1..threads).map(|_| source.fork()).collect() {
-            Some(forks) => forked(workers, source, forks, &sinks, opts, progress),
-            None => sharded(workers, source, &sinks, opts, progress),
+        let writes = !sinks.is_empty();
+        let forks: Option<Vec<_>> = (1..threads).map(|_| source.fork()).collect();
+        // Forked workers may wait for each other; a sharded one must not
+        // (the dispatcher could be waiting for it).
+        let ordered = Ordered::new(sinks, threads, forks.is_some());
+        let out = writes.then_some(&ordered);
+        let ends = match forks {
+            Some(forks) => forked(workers, source, forks, out, opts, progress),
+            None => sharded(workers, source, out, opts, progress),
         };
-        merge(ends, sinks)
+        merge(ends, ordered)
     };
     result?;
     Ok(Summary {
@@ -197,19 +202,14 @@ fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
 /// How a worker ended: its counts, how its source ended, its error.
 type WorkerEnd = (Counters, Option<SourceError>, Result<(), ReplayError>);
 
-/// Writes what a worker kept to the shared sinks.
-fn flush_shared<H: PacketHook>(
+/// Hands a worker's outputs to the merge, with its mark.
+fn deposit<H: PacketHook>(
     worker: &mut Worker<H>,
-    sinks: &Mutex<Sinks>,
+    ordered: &Ordered,
     w: usize,
+    mark: u64,
 ) -> Result<(), ReplayError> {
-    match sinks.lock() {
-        Ok(mut sinks) => worker.flush(&mut sinks).map_err(Into::into),
-        Err(_) => Err(ReplayError::Worker {
-            worker: w,
-            why: "another worker panicked".into(),
-        }),
-    }
+    worker.deposit(ordered, w, mark).map_err(Into::into)
 }
 
 /// Waits for every worker.
@@ -229,7 +229,7 @@ fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<W
 
 /// The workers' counts added up, the first error, worker 0's account of
 /// how the source ended; the sinks finished.
-fn merge(ends: Vec<WorkerEnd>, sinks: Mutex<Sinks>) -> Outcome {
+fn merge(ends: Vec<WorkerEnd>, ordered: Ordered) -> Outcome {
     let mut total = Counters::default();
     let mut result = Ok(());
     let mut source_error = None;
@@ -242,7 +242,10 @@ fn merge(ends: Vec<WorkerEnd>, sinks: Mutex<Sinks>) -> Outcome {
             result = r;
         }
     }
-    let sinks = sinks.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (sinks, written) = ordered.into_sinks();
+    if result.is_ok() {
+        result = written.map_err(Into::into);
+    }
     let finished = sinks.finish().map_err(ReplayError::from);
     (total, source_error, result.and(finished))
 }
@@ -253,7 +256,7 @@ fn forked<H: PacketHook>(
     workers: Vec<Worker<H>>,
     source: &mut dyn Source,
     forks: Vec<Box<dyn Source>>,
-    sinks: &Mutex<Sinks>,
+    ordered: Option<&Ordered>,
     opts: &Options,
     progress: Option<&AtomicU64>,
 ) -> Vec<WorkerEnd> {
@@ -269,6 +272,7 @@ fn forked<H: PacketHook>(
                 let first = if w == 0 { source.take() } else { None };
                 let shard = opts.shard;
                 s.spawn(move || -> WorkerEnd {
+                    let _done = DoneOnDrop { ordered, worker: w };
                     let src: &mut dyn Source = match (first, own.as_deref_mut()) {
                         (Some(s), _) => s,
                         (None, Some(s)) => s,
@@ -290,10 +294,15 @@ fn forked<H: PacketHook>(
                         }
                         read += n;
                         worker.run(&batch);
-                        if worker.has_output()
-                            && let Err(e) = flush_shared(&mut worker, sinks, w)
+                        // Every packet of this worker's up to its batch's
+                        // last is run: its mark is past that one.
+                        if let Some(o) = ordered
+                            && !batch.is_empty()
                         {
-                            return (worker.into_counters(), source_error, Err(e));
+                            let mark = batch.info(batch.len() - 1).seq + 1;
+                            if let Err(e) = deposit(&mut worker, o, w, mark) {
+                                return (worker.into_counters(), source_error, Err(e));
+                            }
                         }
                         if let (0, Some(p)) = (w, progress) {
                             p.store(read, Ordering::Relaxed);
@@ -315,7 +324,7 @@ const QUEUED: usize = 8;
 fn sharded<H: PacketHook>(
     workers: Vec<Worker<H>>,
     source: &mut dyn Source,
-    sinks: &Mutex<Sinks>,
+    ordered: Option<&Ordered>,
     opts: &Options,
     progress: Option<&AtomicU64>,
 ) -> Vec<WorkerEnd> {
@@ -327,14 +336,17 @@ fn sharded<H: PacketHook>(
         let mut queues = Vec::new();
         let mut spawned = Vec::new();
         for (w, mut worker) in workers.into_iter().enumerate() {
-            let (tx, rx) = mpsc::sync_channel::<Batch>(QUEUED);
+            // A batch with the worker's mark: every packet of this worker
+            // below it is in this batch or an earlier one.
+            let (tx, rx) = mpsc::sync_channel::<(Batch, u64)>(QUEUED);
             queues.push(tx);
             let recycle_tx = recycle_tx.clone();
             spawned.push(s.spawn(move || -> WorkerEnd {
-                for mut batch in rx {
+                let _done = DoneOnDrop { ordered, worker: w };
+                for (mut batch, mark) in rx {
                     worker.run(&batch);
-                    if worker.has_output()
-                        && let Err(e) = flush_shared(&mut worker, sinks, w)
+                    if let Some(o) = ordered
+                        && let Err(e) = deposit(&mut worker, o, w, mark)
                     {
                         return (worker.into_counters(), None, Err(e));
                     }
@@ -355,27 +367,31 @@ fn sharded<H: PacketHook>(
             read += input.len() as u64;
             // A short batch: the source has nothing more for now (a live
             // interface between bursts), so every worker gets what is
-            // waiting for it rather than hold it until more come.
+            // waiting for it rather than hold it until more come. The
+            // merge of outputs may ask for every worker's mark too.
             let short = !input.is_full();
+            let marks = ordered.is_some_and(|o| o.take_mark_request());
             for (info, data) in input.iter() {
                 let w = owner(opts.shard, threads, info.seq, data);
                 pending[w].push(info.seq, info.timestamp_ns, info.link, data);
                 if pending[w].is_full() {
                     let fresh = recycle.try_recv().unwrap_or_else(|_| Batch::new());
                     let full = std::mem::replace(&mut pending[w], fresh);
-                    if queues[w].send(full).is_err() {
+                    if queues[w].send((full, info.seq + 1)).is_err() {
                         // The worker stopped (a sink failed): its error tells.
                         break 'read;
                     }
                 }
             }
-            if short {
+            if short || marks {
+                // Sent empty too when outputs are merged: the mark moves.
+                let mark = input.info(input.len() - 1).seq + 1;
                 for (q, waiting) in queues.iter().zip(pending.iter_mut()) {
-                    if waiting.is_empty() {
+                    if waiting.is_empty() && ordered.is_none() {
                         continue;
                     }
                     let fresh = recycle.try_recv().unwrap_or_else(|_| Batch::new());
-                    if q.send(std::mem::replace(waiting, fresh)).is_err() {
+                    if q.send((std::mem::replace(waiting, fresh), mark)).is_err() {
                         break 'read;
                     }
                 }
@@ -386,7 +402,7 @@ fn sharded<H: PacketHook>(
         }
         for (q, rest) in queues.iter().zip(pending) {
             if !rest.is_empty() {
-                let _ = q.send(rest);
+                let _ = q.send((rest, u64::MAX));
             }
         }
         drop(queues);

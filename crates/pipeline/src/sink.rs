@@ -189,32 +189,69 @@ impl Sinks {
 }
 
 /// Packets routed by one worker during one batch, written to the shared
-/// sinks in one go (one lock per batch, each flow's order kept).
+/// sinks in one go (one lock per batch), or held in source order until
+/// every worker has passed them ([`Ordered`](crate::ordered::Ordered)).
 #[derive(Default)]
 pub(crate) struct Outputs {
     bytes: Vec<u8>,
-    items: Vec<(Route, usize, usize, u64)>,
+    /// (route, source sequence number, start, length, timestamp)
+    items: Vec<(Route, u64, usize, usize, u64)>,
+    /// Items before this one are written.
+    written: usize,
 }
 
 impl Outputs {
-    pub(crate) fn push(&mut self, route: Route, packet: &[u8], frags: &[u8], timestamp_ns: u64) {
+    pub(crate) fn push(
+        &mut self,
+        route: Route,
+        seq: u64,
+        packet: &[u8],
+        frags: &[u8],
+        timestamp_ns: u64,
+    ) {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(packet);
         self.bytes.extend_from_slice(frags);
         self.items
-            .push((route, start, self.bytes.len() - start, timestamp_ns));
+            .push((route, seq, start, self.bytes.len() - start, timestamp_ns));
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.items.len() == self.written
     }
 
-    pub(crate) fn flush(&mut self, sinks: &mut Sinks) -> Result<(), SinkError> {
-        for &(route, start, len, ts) in &self.items {
-            sinks.write(route, &self.bytes[start..start + len], &[], ts)?;
-        }
+    /// Bytes held (what the merge of several workers bounds).
+    pub(crate) fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The sequence number of the next packet to write.
+    pub(crate) fn next_seq(&self) -> Option<u64> {
+        self.items.get(self.written).map(|i| i.1)
+    }
+
+    /// Writes the next packet.
+    pub(crate) fn write_next(&mut self, sinks: &mut Sinks) -> Result<(), SinkError> {
+        let (route, _, start, len, ts) = self.items[self.written];
+        self.written += 1;
+        sinks.write(route, &self.bytes[start..start + len], &[], ts)
+    }
+
+    pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.items.clear();
+        self.written = 0;
+    }
+
+    /// Writes everything, in order, and flushes the sinks.
+    pub(crate) fn flush(&mut self, sinks: &mut Sinks) -> Result<(), SinkError> {
+        while self.next_seq().is_some() {
+            if let Err(e) = self.write_next(sinks) {
+                self.clear();
+                return Err(e);
+            }
+        }
+        self.clear();
         sinks.flush()
     }
 }

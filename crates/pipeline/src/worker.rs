@@ -63,14 +63,15 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                         // Copies leave as redirected packets do.
                         if self.wants[Route::Redirect as usize] {
                             let ts = info.timestamp_ns;
-                            self.outputs.push(Route::Redirect, &clone.packet, &[], ts);
+                            self.outputs
+                                .push(Route::Redirect, info.seq, &clone.packet, &[], ts);
                         }
                     }
                     if let Some(route) = Route::of(o.verdict)
                         && self.wants[route as usize]
                     {
                         self.outputs
-                            .push(route, o.packet, o.frags, info.timestamp_ns);
+                            .push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
                     }
                 }
                 Err(e) => c.error(info.seq, e),
@@ -86,6 +87,17 @@ impl<'h, H: PacketHook> Worker<'h, H> {
     /// Writes the packets kept so far to `sinks`.
     pub fn flush(&mut self, sinks: &mut Sinks) -> Result<(), SinkError> {
         self.outputs.flush(sinks)
+    }
+
+    /// Hands what the last batches routed to the merge of every worker's
+    /// outputs, with the worker's mark (nothing more below it).
+    pub(crate) fn deposit(
+        &mut self,
+        ordered: &crate::ordered::Ordered,
+        w: usize,
+        mark: u64,
+    ) -> Result<(), SinkError> {
+        ordered.deposit(w, &mut self.outputs, mark)
     }
 
     pub fn counters(&self) -> &Counters {

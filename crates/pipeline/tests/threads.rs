@@ -200,6 +200,79 @@ fn outputs_keep_each_flows_order() {
     assert_eq!(one, many, "each flow's packets, in order");
 }
 
+/// What `name` sends on through `sinks`'s routes, replayed on `threads`.
+fn routed(
+    name: &str,
+    routes: &[pipeline::Route],
+    source: &mut dyn Source,
+    threads: usize,
+) -> Vec<(u64, Vec<u8>)> {
+    let mut h = hook(name);
+    let collect = pipeline::Collect::default();
+    let got = collect.packets.clone();
+    let mut sinks = Sinks::new();
+    sinks.add(routes, Box::new(collect));
+    let opts = Options {
+        threads,
+        ..Options::default()
+    };
+    pipeline::replay(&mut h, source, sinks, &opts, None).unwrap();
+    std::mem::take(&mut *got.lock().unwrap())
+}
+
+#[test]
+fn outputs_come_out_in_the_order_one_thread_writes_them() {
+    use pipeline::Route;
+    let one = routed("xdp_parse_tx", &[Route::Tx], traffic().as_mut(), 1);
+    assert!(one.len() > 10_000, "{} packets", one.len());
+    assert!(
+        one.windows(2).all(|w| w[0].0 <= w[1].0),
+        "one thread: time order"
+    );
+    let forked = routed("xdp_parse_tx", &[Route::Tx], traffic().as_mut(), WORKERS);
+    assert!(forked == one, "forked workers: the one-thread order");
+    let mut all = Vec::new();
+    pipeline::for_each_packet(traffic().as_mut(), None, |info, data| {
+        all.push((info.timestamp_ns, data.to_vec()));
+    })
+    .unwrap();
+    let read_once = || ReadOnce(Packets::new(all.clone()));
+    let dispatched = routed("xdp_parse_tx", &[Route::Tx], &mut read_once(), WORKERS);
+    assert!(dispatched == one, "a dispatcher: the one-thread order");
+
+    // One flow: every packet goes to one worker while the others hold
+    // nothing; more bytes than a worker may hold before the dispatcher is
+    // asked to move every worker's mark on.
+    let big: Vec<(u64, Vec<u8>)> = (0..40_000u64)
+        .map(|i| {
+            let mut p = all[0].1.clone();
+            p.resize(200, i as u8);
+            (i * 1000, p)
+        })
+        .collect();
+    let one = routed(
+        "xdp_pass",
+        &[Route::Pass],
+        &mut Packets::new(big.clone()),
+        1,
+    );
+    assert_eq!(one, big);
+    let forked = routed(
+        "xdp_pass",
+        &[Route::Pass],
+        &mut Packets::new(big.clone()),
+        WORKERS,
+    );
+    assert!(forked == big, "one flow, forked");
+    let dispatched = routed(
+        "xdp_pass",
+        &[Route::Pass],
+        &mut ReadOnce(Packets::new(big.clone())),
+        WORKERS,
+    );
+    assert!(dispatched == big, "one flow, dispatched");
+}
+
 #[test]
 fn a_limit_counts_the_packets_read_whatever_the_workers() {
     let limited = |threads: usize, source: &mut dyn Source| {

@@ -1,4 +1,4 @@
-//! `sluice capture`: frames arriving on an interface, through a tcpdump
+//! `sluice capture`: frames crossing an interface (both ways, or one: `-Q`), through a tcpdump
 //! expression the kernel runs (classic BPF on the AF_PACKET socket, as
 //! libpcap captures), written to a pcap or pcapng file; the kernel's drop
 //! count at the end; a clean stop on Ctrl-C, SIGTERM, `-c` or
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use pipeline::{Live, PcapWriter, Sink};
+use pipeline::{Direction, Live, PcapWriter, Sink};
 
 use crate::report::print_json;
 
@@ -33,6 +33,10 @@ pub struct Args {
     /// Stop after this many seconds
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Which frames: `in` (arriving), `out` (sent by this host) or `inout` (both, tcpdump's default)
+    #[arg(short = 'Q', long = "direction", value_name = "DIR", default_value = "inout",
+          value_parser = ["in", "out", "inout"])]
+    direction: String,
     /// Print JSON at the end
     #[arg(long)]
     json: bool,
@@ -68,15 +72,20 @@ impl Sink for Nowhere {
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let expr = (!a.expr.is_empty()).then(|| a.expr.join(" "));
     let stop = crate::cmd::xsk::stop_on_signals();
-    let mut live = match &expr {
-        Some(e) => {
-            let prog = cbpf::compile_expr(e, cbpf::ETHERNET, cbpf::DEFAULT_SNAPLEN)
-                .map_err(|err| format!("{e}: {err}"))?;
-            Live::open_filtered(&a.iface, Some(stop), &prog)
-        }
-        None => Live::open(&a.iface, Some(stop)),
-    }
-    .map_err(|e| e.to_string())?;
+    let direction = match a.direction.as_str() {
+        "in" => Direction::In,
+        "out" => Direction::Out,
+        _ => Direction::InOut,
+    };
+    let prog = match &expr {
+        Some(e) => Some(
+            cbpf::compile_expr(e, cbpf::ETHERNET, cbpf::DEFAULT_SNAPLEN)
+                .map_err(|err| format!("{e}: {err}"))?,
+        ),
+        None => None,
+    };
+    let mut live = Live::capture(&a.iface, Some(stop), prog.as_deref(), direction)
+        .map_err(|e| e.to_string())?;
     if let Some(s) = a.duration {
         let d = Duration::try_from_secs_f64(s).map_err(|e| format!("--duration {s}: {e}"))?;
         std::thread::spawn(move || {
