@@ -31,13 +31,13 @@ pub struct MapDump {
 pub struct EntryDump {
     pub key: String,
     /// Per-CPU maps: the sum over CPUs when the value is made of integer
-    /// counters (BTF tells), else CPU 0's value.
+    /// counters (BTF tells; `summed`), else CPU 0's value.
     pub value: String,
     /// Per-CPU maps: each CPU's value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<String>,
-    /// Whether `value` is the sum of `cpus`.
-    #[serde(skip)]
+    /// Per-CPU maps: whether `value` is the sum of `cpus`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub summed: bool,
 }
 
@@ -165,8 +165,11 @@ fn format_named(
                     left,
                 )?;
                 if m.name.is_empty() || m.name.starts_with("pad") {
-                    if !m.name.starts_with("pad") {
-                        parts.push(v);
+                    // An anonymous union shows as its first member, named.
+                    match union_first_name(btf, m.ty) {
+                        Some(name) if m.name.is_empty() => parts.push(format!("{name}: {v}")),
+                        _ if !m.name.starts_with("pad") => parts.push(v),
+                        _ => {}
                     }
                 } else {
                     parts.push(format!("{}: {v}", m.name));
@@ -201,6 +204,18 @@ fn format_named(
         ),
         _ => return None,
     })
+}
+
+/// The name of a union's first member (the one a union is shown as).
+fn union_first_name(btf: &Btf, ty: TypeId) -> Option<String> {
+    let t = btf.get(btf.skip_mods_and_typedefs(ty).ok()?)?;
+    match &t.kind {
+        BtfKind::Union { members, .. } => members
+            .first()
+            .map(|m| m.name.clone())
+            .filter(|n| !n.is_empty()),
+        _ => None,
+    }
 }
 
 /// Where the integer fields of a value sit: `(offset, size)` of each, or
@@ -240,6 +255,21 @@ fn counter_fields(
                 let at = off.checked_add(i.checked_mul(esize)?)?;
                 counter_fields(btf, *elem, at, depth + 1, left, out)?;
             }
+        }
+        // Names for one counter (xdp-tools' `union { packets; rx_packets; }`):
+        // summed when every member lays out the same integers.
+        BtfKind::Union { members, .. } => {
+            let mut first: Option<Vec<(usize, usize)>> = None;
+            for m in members {
+                let mut fields = Vec::new();
+                counter_fields(btf, m.ty, off, depth + 1, left, &mut fields)?;
+                match &first {
+                    Some(f) if *f != fields => return None,
+                    Some(_) => {}
+                    None => first = Some(fields),
+                }
+            }
+            out.extend(first?);
         }
         _ => return None,
     }
