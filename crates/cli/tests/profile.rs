@@ -324,3 +324,161 @@ fn bad_input_is_named() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// `sluice profile ARGS`: its status, stdout and stderr.
+fn profile(args: &[&str]) -> (bool, serde_json::Value, String) {
+    let out = sluice().arg("profile").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), v, err)
+}
+
+fn notes(v: &serde_json::Value) -> Vec<String> {
+    v["model"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_processor_file_with_a_zero_clock_is_refused_before_the_work() {
+    let dir = std::env::temp_dir().join(format!("sluice-profile-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let host = dir.join("host.json");
+    std::fs::write(
+        &host,
+        r#"{"name": "host", "f_mhz": 0, "cpi": 1, "tmem_ns": 1}"#,
+    )
+    .unwrap();
+    // It used to be taken, and --plot then never ended: the child is
+    // killed if it runs a minute.
+    let mut child = sluice()
+        .arg("profile")
+        .arg(object_path("xdp_count"))
+        .args(["--cpu", host.to_str().unwrap(), "--plot"])
+        .arg(dir.join("plots"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("sluice profile --cpu with f_mhz 0 ran a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("`f_mhz` is 0: expected a positive number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn esp_without_an_sa_and_verdicts_that_change_with_length_are_told() {
+    let aes = object_path("esp_aes");
+    // No SA: every packet passes untouched; the user is told.
+    let (ok, v, err) = profile(&[&aes, "--sizes", "64..1024:480", "--json"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("no security association"), "{err}");
+    assert!(
+        notes(&v)
+            .iter()
+            .any(|n| n.contains("no security association"))
+    );
+    // With one, datagrams over 1500 bytes pass untouched: two paths.
+    let (ok, v, err) = profile(&[
+        &aes,
+        "--sa",
+        "7:000102030405060708090a0b0c0d0e0f",
+        "--sizes",
+        "64..3000:512",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("no security association"), "{err}");
+    let notes = notes(&v);
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "the verdict changes with the length (TX for 64..1088 bytes, PASS for 1600..3000 bytes)"
+        )),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn frames_cut_by_the_snapshot_length_are_told() {
+    let dir = std::env::temp_dir().join(format!("sluice-profile-snap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (whole, cut) = (dir.join("whole.pcap"), dir.join("cut.pcap"));
+    let out = sluice()
+        .arg("run")
+        .arg(object_path("xdp_pass"))
+        .args(["--gen", "udp,flows=4,size=600,count=20", "--out-pass"])
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // The same records cut to 96 bytes, as `tcpdump -s 96` writes them.
+    let bytes = std::fs::read(&whole).unwrap();
+    // The writer's byte order, from the magic number's first byte.
+    let big = bytes[0] == 0xa1;
+    let word = |b: &[u8]| {
+        let w: [u8; 4] = b.try_into().unwrap();
+        if big {
+            u32::from_be_bytes(w)
+        } else {
+            u32::from_le_bytes(w)
+        }
+    };
+    let put = |n: u32| {
+        if big {
+            n.to_be_bytes()
+        } else {
+            n.to_le_bytes()
+        }
+    };
+    let mut snapped = bytes[..24].to_vec();
+    snapped[16..20].copy_from_slice(&put(96));
+    let mut at = 24;
+    while at < bytes.len() {
+        let incl = word(&bytes[at + 8..at + 12]) as usize;
+        snapped.extend_from_slice(&bytes[at..at + 8]);
+        snapped.extend_from_slice(&put(96));
+        snapped.extend_from_slice(&put(incl as u32));
+        snapped.extend_from_slice(&bytes[at + 16..at + 16 + 96]);
+        at += 16 + incl;
+    }
+    std::fs::write(&cut, snapped).unwrap();
+    let (ok, v, err) = profile(&[
+        &object_path("fwd_radix"),
+        "--routes",
+        "synthetic:100",
+        "--pcap",
+        cut.to_str().unwrap(),
+        "--json",
+    ]);
+    let (whole_ok, _, whole_err) = profile(&[
+        &object_path("fwd_radix"),
+        "--routes",
+        "synthetic:100",
+        "--pcap",
+        whole.to_str().unwrap(),
+        "--json",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ok && whole_ok, "{err}{whole_err}");
+    assert!(
+        err.contains("20 of the capture's frames were cut by its snapshot length"),
+        "{err}"
+    );
+    assert!(notes(&v).iter().any(|n| n.contains("snapshot length")));
+    assert!(!whole_err.contains("snapshot length"), "{whole_err}");
+}

@@ -95,6 +95,14 @@ impl Source for Filtered {
         self.inner.ends_on_stop()
     }
 
+    fn skipped(&self) -> Vec<(u32, u64)> {
+        self.inner.skipped()
+    }
+
+    fn snapped(&self) -> u64 {
+        self.inner.snapped()
+    }
+
     fn note(&self) -> Option<String> {
         let (read, accepted) = (
             self.counts.read.load(Ordering::Relaxed),

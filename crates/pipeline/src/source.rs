@@ -44,6 +44,12 @@ pub trait Source: Send {
         Vec::new()
     }
 
+    /// Frames given shorter than they were on the wire (a capture's
+    /// snapshot length cut them): how many so far.
+    fn snapped(&self) -> u64 {
+        0
+    }
+
     /// Another source over the same packets, from the first, for a worker
     /// that reads them all and keeps its share (a file is opened again,
     /// traffic generated again); `None` where packets can be read once
@@ -95,6 +101,8 @@ pub struct Capture {
     foreign: Foreign,
     /// Frames skipped per link type, in order of first appearance.
     skipped: Vec<(u32, u64)>,
+    /// Frames read shorter than on the wire.
+    snapped: u64,
 }
 
 impl Capture {
@@ -119,6 +127,7 @@ impl Capture {
             seq: 0,
             foreign: Foreign::Skip,
             skipped: Vec::new(),
+            snapped: 0,
         })
     }
 
@@ -155,6 +164,10 @@ impl Source for Capture {
         self.skipped.clone()
     }
 
+    fn snapped(&self) -> u64 {
+        self.snapped
+    }
+
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
         self.fill_where(batch, u64::MAX, &mut |_, _| true).1
     }
@@ -180,6 +193,7 @@ impl Source for Capture {
                 Some(Err(e)) => return (read, Err(SourceError(e.to_string()))),
             };
             self.seq += 1;
+            self.snapped += u64::from(frame.data.len() < frame.orig_len as usize);
             let (seq, ts) = (self.seq, frame.timestamp_ns);
             if frame.is_ethernet() {
                 read += 1;

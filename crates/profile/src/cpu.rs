@@ -48,6 +48,32 @@ impl Cpu {
             + helpers * self.thelper_ns
     }
 
+    /// Whether the processor can predict a delay: a positive clock and
+    /// cycles per instruction, times that are not negative, all finite (a
+    /// processor file is edited by hand). The error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        let fields = [
+            ("f_mhz", self.f_mhz, true),
+            ("cpi", self.cpi, true),
+            ("tmem_ns", self.tmem_ns, false),
+            ("t0_ns", self.t0_ns, false),
+            ("tbyte_ns", self.tbyte_ns, false),
+            ("thelper_ns", self.thelper_ns, false),
+        ];
+        for (name, v, positive) in fields {
+            let ok = v.is_finite() && if positive { v > 0.0 } else { v >= 0.0 };
+            if !ok {
+                let want = if positive {
+                    "a positive number"
+                } else {
+                    "a number of at least 0"
+                };
+                return Err(format!("`{name}` is {v}: expected {want}"));
+            }
+        }
+        Ok(())
+    }
+
     /// Parses `ixp1200` or `f=233MHz[,cpi=1][,tmem=4ns[..170ns]][,t0=0ns]`:
     /// one processor per memory latency (a range gives its two ends and
     /// three latencies spaced evenly on a log scale between).
@@ -191,6 +217,21 @@ mod tests {
         ] {
             let e = Cpu::parse(spec).unwrap_err();
             assert!(e.contains(want), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_processor_that_cannot_predict_is_refused() {
+        let good = Cpu::parse("f=233MHz,tmem=4ns").unwrap().remove(0);
+        assert!(good.check().is_ok());
+        for (edit, want) in [
+            (Cpu { f_mhz: 0.0, ..good.clone() }, "`f_mhz` is 0"),
+            (Cpu { cpi: f64::NAN, ..good.clone() }, "`cpi` is NaN"),
+            (Cpu { tmem_ns: -1.0, ..good.clone() }, "`tmem_ns` is -1"),
+            (Cpu { thelper_ns: f64::INFINITY, ..good.clone() }, "`thelper_ns` is inf"),
+        ] {
+            let e = edit.check().unwrap_err();
+            assert!(e.contains(want), "{e}");
         }
     }
 }

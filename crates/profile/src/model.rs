@@ -294,6 +294,9 @@ fn notes(insns: &Fitted, accesses: &Fitted, rows: &[LengthRow], p: &Profile) -> 
             r.len, r.insns_min, r.insns_max
         ));
     }
+    if let Some(n) = verdict_paths(p) {
+        notes.push(n);
+    }
     if p.failed > 0 {
         notes.push(format!(
             "{} packets failed to run and are not in the fit",
@@ -301,4 +304,43 @@ fn notes(insns: &Fitted, accesses: &Fitted, rows: &[LengthRow], p: &Profile) -> 
         ));
     }
     notes
+}
+
+/// When every length gets one verdict but the verdict changes with the
+/// length (an ESP program that encrypts datagrams up to 1500 bytes and
+/// passes larger ones untouched), the line runs through two paths of the
+/// program: say which lengths took which.
+fn verdict_paths(p: &Profile) -> Option<String> {
+    let mut by_len: std::collections::BTreeMap<u32, &str> = Default::default();
+    for c in &p.packets {
+        match by_len.insert(c.len, c.verdict) {
+            Some(v) if v != c.verdict => return None,
+            _ => {}
+        }
+    }
+    // Runs of lengths with one verdict, in length order.
+    let mut runs: Vec<(&str, u32, u32)> = Vec::new();
+    for (&len, &v) in &by_len {
+        match runs.last_mut() {
+            Some((rv, _, to)) if *rv == v => *to = len,
+            _ => runs.push((v, len, len)),
+        }
+    }
+    if runs.len() < 2 {
+        return None;
+    }
+    let parts: Vec<String> = runs
+        .iter()
+        .map(|(v, from, to)| {
+            if from == to {
+                format!("{v} at {from} bytes")
+            } else {
+                format!("{v} for {from}..{to} bytes")
+            }
+        })
+        .collect();
+    Some(format!(
+        "the verdict changes with the length ({}): the line fits more than one path through the program; profile each range apart (--sizes) for a model of each",
+        parts.join(", ")
+    ))
 }

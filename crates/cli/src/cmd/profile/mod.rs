@@ -151,16 +151,26 @@ fn cpus(a: &Args, calibration: Option<&Calibration>) -> Result<Vec<Cpu>, String>
     for spec in &a.cpu {
         if spec == "host" {
             out.push(calibration.expect("calibrated first").cpu.clone());
-        } else if std::path::Path::new(spec).is_file() {
-            let text = std::fs::read_to_string(spec).map_err(|e| format!("{spec}: {e}"))?;
-            let cpu: Cpu = serde_json::from_str(&text)
-                .map_err(|e| format!("--cpu {spec}: not a processor file ({e})"))?;
-            out.push(cpu);
         } else {
-            out.extend(Cpu::parse(spec).map_err(|e| format!("--cpu {e}"))?);
+            out.extend(cpus_of(spec)?);
         }
     }
     Ok(out)
+}
+
+/// The processors of one `--cpu` other than `host`: a file written by
+/// `--save-host` (checked: a hand-edited file may hold a zero clock), or a
+/// description.
+fn cpus_of(spec: &str) -> Result<Vec<Cpu>, String> {
+    if std::path::Path::new(spec).is_file() {
+        let text = std::fs::read_to_string(spec).map_err(|e| format!("{spec}: {e}"))?;
+        let cpu: Cpu = serde_json::from_str(&text)
+            .map_err(|e| format!("--cpu {spec}: not a processor file ({e})"))?;
+        cpu.check().map_err(|e| format!("--cpu {spec}: {e}"))?;
+        Ok(vec![cpu])
+    } else {
+        Cpu::parse(spec).map_err(|e| format!("--cpu {e}"))
+    }
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -174,10 +184,26 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             p.display()
         ));
     }
+    // Processors given by hand are checked before the long work.
+    for spec in a.cpu.iter().filter(|c| *c != "host") {
+        cpus_of(spec)?;
+    }
     let ra = run_args(&a, a.engine)?;
     let mut hook = run::prepare(&ra)?;
     crate::cmd::verify::before_run(&mut hook)?;
     let program = hook.program().name.clone();
+    let mut warnings = Vec::new();
+    // An ESP program's SA (esp_sa entry 0) starts with its SPI: 0, no SA.
+    let no_sa = hook.object().map_index("esp_sa").is_some_and(|i| {
+        hook.maps()[i]
+            .user_lookup(&0u32.to_le_bytes())
+            .is_ok_and(|v| v.get(..4).is_some_and(|spi| spi == [0; 4]))
+    });
+    if no_sa {
+        warnings.push(format!(
+            "{program} has no security association (no --sa SPI:KEY): it passes every packet unencrypted, and the profile is of that path"
+        ));
+    }
     if a.warm_up {
         profile::warm_up(&mut hook, run::source(&ra)?.as_mut(), a.limit)
             .map_err(|e| e.to_string())?;
@@ -191,7 +217,17 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     })
     .map_err(|e| e.to_string())?;
     run::skipped(source.as_ref());
-    let model = CostModel::fit(&profiled);
+    let snapped = source.snapped();
+    if snapped > 0 {
+        warnings.push(format!(
+            "{snapped} of the capture's frames were cut by its snapshot length: they are profiled at their captured length, and a program that checks lengths against the headers (the RFC 1812 router) takes them for broken packets"
+        ));
+    }
+    for w in &warnings {
+        eprintln!("sluice: warning: {w}");
+    }
+    let mut model = CostModel::fit(&profiled);
+    model.notes.extend(warnings);
 
     let calibration = if wants_host {
         let ra = run_args(&a, run::Engine::Jit)?;
