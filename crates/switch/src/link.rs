@@ -74,7 +74,10 @@ pub struct LinkFeatures {
 /// `dev`'s description as port `port_no` named `name`: its address, config
 /// (`PORT_DOWN` when not up), state (`LINK_DOWN` without carrier, `LIVE`
 /// when up with carrier, as OVS marks a port fit for fast failover) and
-/// features. What cannot be read is left out (no features), never an error.
+/// features. What cannot be read is left out (no features, config and
+/// state 0), never an error. Everything is asked of the kernel through a
+/// socket, not sysfs: a switch started in another namespace (`--netns`)
+/// still sees the sysfs of the one it came from.
 pub fn describe(dev: &str, port_no: u32, name: &str) -> Port {
     let mut p = Port {
         port_no,
@@ -82,7 +85,7 @@ pub fn describe(dev: &str, port_no: u32, name: &str) -> Port {
         name: name.into(),
         ..Port::default()
     };
-    (p.config, p.state) = config_and_state(dev);
+    (p.config, p.state) = config_and_state(dev).unwrap_or_default();
     let f = read_features(dev).unwrap_or_default();
     p.curr = f.curr;
     p.advertised = f.advertised;
@@ -92,53 +95,84 @@ pub fn describe(dev: &str, port_no: u32, name: &str) -> Port {
     p
 }
 
-/// (config, state) bits of `dev` now.
-pub fn config_and_state(dev: &str) -> (u32, u32) {
-    let read = |what: &str| std::fs::read_to_string(format!("/sys/class/net/{dev}/{what}"));
-    let up = read("flags")
-        .ok()
-        .and_then(|f| u32::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok())
-        .is_some_and(|f| f & libc::IFF_UP as u32 != 0);
-    // `carrier` cannot be read while the interface is down.
-    let carrier = read("carrier").is_ok_and(|c| c.trim() == "1");
+/// (config, state) bits of `dev` now, from its flags as OVS reads them
+/// (`IFF_UP`; `IFF_RUNNING` for the carrier); None when unreadable.
+pub fn config_and_state(dev: &str) -> Option<(u32, u32)> {
+    // SAFETY: SIOCGIFFLAGS only writes `ifr_flags` of the ifreq it is given.
+    let ifr = unsafe { ifreq_ioctl(dev, libc::SIOCGIFFLAGS, |_| {})? };
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    let flags = unsafe { ifr.ifr_ifru.ifru_flags } as i32;
+    let up = flags & libc::IFF_UP != 0;
+    let carrier = flags & libc::IFF_RUNNING != 0;
     let config = if up { 0 } else { port_bits::CONFIG_PORT_DOWN };
     let state = match (up, carrier) {
         (_, false) => port_bits::STATE_LINK_DOWN,
         (true, true) => port_bits::STATE_LIVE,
         (false, true) => 0,
     };
-    (config, state)
+    Some((config, state))
+}
+
+/// `dev`'s MAC address (`SIOCGIFHWADDR`).
+pub fn hw_addr(dev: &str) -> Option<[u8; 6]> {
+    // SAFETY: SIOCGIFHWADDR only writes `ifr_hwaddr` of the ifreq.
+    let ifr = unsafe { ifreq_ioctl(dev, libc::SIOCGIFHWADDR, |_| {})? };
+    // SAFETY: SIOCGIFHWADDR filled the hwaddr member of the union.
+    let data = unsafe { ifr.ifr_ifru.ifru_hwaddr.sa_data };
+    let mut mac = [0u8; 6];
+    for (m, d) in mac.iter_mut().zip(data) {
+        *m = d as u8;
+    }
+    Some(mac)
+}
+
+/// An ifreq naming `dev`, prepared by `prepare`, through `ioctl(request)`
+/// on a datagram socket of this namespace; None on any failure.
+///
+/// # Safety
+/// `request` must be an interface ioctl that reads and writes no more
+/// than the ifreq and what `prepare` points it at, which must outlive the
+/// call.
+unsafe fn ifreq_ioctl(
+    dev: &str,
+    request: libc::c_ulong,
+    prepare: impl FnOnce(&mut libc::ifreq),
+) -> Option<libc::ifreq> {
+    let name = CString::new(dev).ok()?;
+    if name.as_bytes().len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    // SAFETY: an all-zero ifreq is valid; the name fits (checked above)
+    // and stays NUL-terminated; the caller vouches for `request`; the
+    // socket is closed on every path.
+    unsafe {
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (d, s) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {
+            *d = *s as libc::c_char;
+        }
+        prepare(&mut ifr);
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return None;
+        }
+        let r = libc::ioctl(fd, request as _, &mut ifr);
+        libc::close(fd);
+        (r == 0).then_some(ifr)
+    }
 }
 
 /// `dev`'s features by `ETHTOOL_GSET`, mapped as OVS maps them; None when
 /// the device does not answer.
 pub fn read_features(dev: &str) -> Option<LinkFeatures> {
-    let name = CString::new(dev).ok()?;
-    if name.as_bytes().len() >= libc::IFNAMSIZ {
-        return None;
-    }
     let mut cmd = EthtoolCmd {
         cmd: ETHTOOL_GSET,
         ..EthtoolCmd::default()
     };
-    // SAFETY: an ifreq zeroed, then its name (shorter than IFNAMSIZ, checked
-    // above) and a pointer to `cmd`, which outlives the call; the socket is
-    // closed on every path.
-    let ok = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return None;
-        }
-        let mut ifr: libc::ifreq = std::mem::zeroed();
-        for (d, s) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {
-            *d = *s as libc::c_char;
-        }
-        ifr.ifr_ifru.ifru_data = (&mut cmd as *mut EthtoolCmd).cast();
-        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut ifr);
-        libc::close(fd);
-        r == 0
-    };
-    ok.then(|| features_of(&cmd))
+    let at = (&mut cmd as *mut EthtoolCmd).cast();
+    // SAFETY: ETHTOOL_GSET writes one ethtool_cmd at `ifr_data`, which
+    // points at `cmd`, alive past the call.
+    unsafe { ifreq_ioctl(dev, SIOCETHTOOL, |ifr| ifr.ifr_ifru.ifru_data = at)? };
+    Some(features_of(&cmd))
 }
 
 /// OVS's netdev_linux_read_features: the link modes, port type, autoneg
@@ -214,17 +248,6 @@ pub fn kbps(features: u32) -> u32 {
         .iter()
         .find(|(f, _)| features & f != 0)
         .map_or(0, |(_, k)| (*k).min(u64::from(u32::MAX)) as u32)
-}
-
-/// `dev`'s MAC address from sysfs.
-pub fn hw_addr(dev: &str) -> Option<[u8; 6]> {
-    let text = std::fs::read_to_string(format!("/sys/class/net/{dev}/address")).ok()?;
-    let mut mac = [0u8; 6];
-    let mut parts = text.trim().split(':');
-    for b in &mut mac {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    Some(mac)
 }
 
 #[cfg(test)]

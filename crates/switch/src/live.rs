@@ -221,8 +221,9 @@ fn control_loop(
             let removed = core.shared.with(|of| of.expire(core.now()));
             core.flows_removed(&removed);
             for p in s.ports {
-                let (_, state) = crate::link::config_and_state(&p.dev);
-                core.set_link(p.port_no, state & port_bits::STATE_LINK_DOWN == 0);
+                if let Some((_, state)) = crate::link::config_and_state(&p.dev) {
+                    core.set_link(p.port_no, state & port_bits::STATE_LINK_DOWN == 0);
+                }
             }
         }
         if !busy {

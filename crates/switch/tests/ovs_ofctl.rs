@@ -481,6 +481,8 @@ fn ovs_ofctl_shows_veth_link_state_and_speed() {
     let r = start_with(Wire::default(), &ports);
     let desc = ok(&r, "dump-ports-desc", &[]);
     let block = port_block(&desc, "1(up)");
+    let mac = std::fs::read_to_string(format!("/sys/class/net/{}/address", up.dev)).unwrap();
+    assert_eq!(block[0], format!(" 1(up): addr:{}", mac.trim()), "{desc}");
     assert_eq!(
         block[1..],
         [
@@ -496,7 +498,9 @@ fn ovs_ofctl_shows_veth_link_state_and_speed() {
     // The link comes up: the port is live again.
     ip(&["-n", &down.ns, "link", "set", &peer, "up"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while switch::link::config_and_state(&down.dev).1 != openflow::port_bits::STATE_LIVE {
+    while switch::link::config_and_state(&down.dev).map(|c| c.1)
+        != Some(openflow::port_bits::STATE_LIVE)
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "no carrier on {}",
