@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use openflow::{FlowRemoved, Match, Message, Oxm, PacketIn, Port, PortStats, PortStatus};
+use openflow::{
+    FlowRemoved, Match, Message, Oxm, PacketIn, Port, PortStats, PortStatus, port_bits,
+};
 
 use crate::dpif::{Datapath, Output, Shared, TierStats};
 use crate::odp::ToController;
@@ -17,8 +19,19 @@ use crate::ofproto::{Ofproto, Removed};
 /// Packets held for the controller (`buffer_id`s), oldest replaced first.
 pub const N_BUFFERS: u32 = 256;
 
+/// The name of the LOCAL port, as Open vSwitch names it after its bridge.
+pub const BRIDGE_NAME: &str = "br0";
+
 /// Messages waiting for the controllers before the oldest are dropped.
 const MAX_EVENTS: usize = 4096;
+
+/// An age in ns as OpenFlow's (`duration_sec`, `duration_nsec`) the way
+/// Open vSwitch fills them: its clock counts milliseconds, so the
+/// nanoseconds are whole milliseconds and `ovs-ofctl` prints `1.234s`.
+pub fn ovs_duration(age_ns: u64) -> (u32, u32) {
+    let ms = age_ns / 1_000_000;
+    ((ms / 1000) as u32, (ms % 1000) as u32 * 1_000_000)
+}
 
 /// A port's counters, kept by whoever sends or receives on it.
 #[derive(Debug, Default)]
@@ -33,6 +46,7 @@ pub struct PortCounters {
 impl PortCounters {
     pub fn stats(&self, port_no: u32, age_ns: u64) -> PortStats {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (duration_sec, duration_nsec) = ovs_duration(age_ns);
         PortStats {
             port_no,
             rx_packets: g(&self.rx_packets),
@@ -40,8 +54,8 @@ impl PortCounters {
             rx_bytes: g(&self.rx_bytes),
             tx_bytes: g(&self.tx_bytes),
             tx_dropped: g(&self.tx_dropped),
-            duration_sec: (age_ns / 1_000_000_000) as u32,
-            duration_nsec: (age_ns % 1_000_000_000) as u32,
+            duration_sec,
+            duration_nsec,
             ..PortStats::default()
         }
     }
@@ -94,11 +108,16 @@ pub struct Core {
 }
 
 impl Core {
+    /// A switch with no ports but LOCAL ([`local_port`]).
     pub fn new(datapath_id: u64) -> Core {
+        let local = local_port(datapath_id);
+        let mut of = Ofproto::new();
+        of.set_port(local.clone());
+        let ports = BTreeMap::from([(local.port_no, (local, Arc::default(), 0))]);
         Core {
-            shared: Shared::new(Ofproto::new()),
+            shared: Shared::new(of),
             datapath_id,
-            ports: Mutex::new(BTreeMap::new()),
+            ports: Mutex::new(ports),
             buffers: Mutex::new(Buffers::default()),
             events: Mutex::new(VecDeque::new()),
             pmds: Mutex::new(Vec::new()),
@@ -186,6 +205,34 @@ impl Core {
         Ok(())
     }
 
+    /// Sets a port's link state from its interface: `LINK_DOWN` without
+    /// carrier, `LIVE` with carrier unless the port is configured down. A
+    /// change is announced to the controllers (PORT_STATUS modify), as
+    /// Open vSwitch announces a link going down or up.
+    pub fn set_link(&self, port_no: u32, carrier: bool) {
+        let mut ports = lock(&self.ports);
+        let Some(p) = ports.get_mut(&port_no) else {
+            return;
+        };
+        let state = match carrier {
+            false => port_bits::STATE_LINK_DOWN,
+            true if p.0.config & port_bits::CONFIG_PORT_DOWN != 0 => 0,
+            true => port_bits::STATE_LIVE,
+        };
+        let kept = p.0.state & !(port_bits::STATE_LINK_DOWN | port_bits::STATE_LIVE);
+        if p.0.state == kept | state {
+            return;
+        }
+        p.0.state = kept | state;
+        let desc = p.0.clone();
+        drop(ports);
+        self.shared.with(|of| of.set_port(desc.clone()));
+        self.event(Message::PortStatus(PortStatus {
+            reason: openflow::port_reason::MODIFY,
+            desc,
+        }));
+    }
+
     /// Keeps what packet thread `stats.id` published; its megaflows stay
     /// those of its last dump unless `stats` answers a newer one.
     pub fn publish_pmd(&self, mut stats: PmdStats) {
@@ -238,14 +285,15 @@ impl Core {
     pub fn flows_removed(&self, removed: &[Removed]) {
         let now = self.now();
         for r in removed.iter().filter(|r| r.wants_message()) {
-            let age = now.saturating_sub(r.entry.installed_ns);
+            let (duration_sec, duration_nsec) =
+                ovs_duration(now.saturating_sub(r.entry.installed_ns));
             self.event(Message::FlowRemoved(FlowRemoved {
                 cookie: r.entry.cookie,
                 priority: r.entry.priority,
                 reason: r.reason,
                 table_id: r.table_id,
-                duration_sec: (age / 1_000_000_000) as u32,
-                duration_nsec: (age % 1_000_000_000) as u32,
+                duration_sec,
+                duration_nsec,
                 idle_timeout: r.entry.idle_timeout,
                 hard_timeout: r.entry.hard_timeout,
                 packet_count: r.entry.packets,
@@ -327,6 +375,22 @@ impl Core {
     }
 }
 
+/// OpenFlow's LOCAL port, as Open vSwitch has it for its bridge's own
+/// interface: named after the bridge, the datapath id's 48 low bits as its
+/// address (OVS derives the id from that address), up and live, no link
+/// features. Sluice has no such interface: what is output to LOCAL is
+/// counted as sent and goes nowhere, and nothing arrives from it.
+pub fn local_port(datapath_id: u64) -> Port {
+    let b = datapath_id.to_be_bytes();
+    Port {
+        port_no: openflow::port::LOCAL,
+        hw_addr: [b[2], b[3], b[4], b[5], b[6], b[7]],
+        name: BRIDGE_NAME.into(),
+        state: openflow::port_bits::STATE_LIVE,
+        ..Port::default()
+    }
+}
+
 /// The counters of the switch's ports (a snapshot of the port map).
 #[derive(Clone, Debug, Default)]
 pub struct PortTable(Vec<(u32, Arc<PortCounters>)>);
@@ -346,7 +410,8 @@ pub struct CoreOutput<'a> {
 
 impl Output for CoreOutput<'_> {
     fn send(&mut self, port: u32, frame: &[u8]) {
-        let sent = self.tx.transmit(port, frame);
+        // LOCAL has no interface behind it: sent, counted, gone.
+        let sent = port == openflow::port::LOCAL || self.tx.transmit(port, frame);
         if let Some(c) = self.ports.get(port) {
             if sent {
                 c.tx_packets.fetch_add(1, Ordering::Relaxed);

@@ -7,6 +7,7 @@ pub mod core;
 pub mod dpif;
 mod error;
 pub mod flow;
+pub mod link;
 pub mod live;
 pub mod odp;
 pub mod offload;

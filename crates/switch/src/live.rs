@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use datapath::program::{self, ProgramOptions, ProgramSummary};
-use openflow::Port;
+use openflow::port_bits;
 use pipeline::{Batch, Interface, Live, Sink};
 
 use crate::channel::Channel;
@@ -84,12 +84,7 @@ pub fn run(
     let mut refs = Vec::new();
     for p in ports {
         let iface = Interface::by_name(&p.dev)?;
-        core.add_port(Port {
-            port_no: p.port_no,
-            hw_addr: hw_addr(&p.dev).unwrap_or([0x02, 0, 0, 0, 0, p.port_no as u8]),
-            name: p.name.clone(),
-            ..Port::default()
-        });
+        core.add_port(crate::link::describe(&p.dev, p.port_no, &p.name));
         refs.push(PortRef {
             ifindex: iface.index,
             port_no: p.port_no,
@@ -147,6 +142,7 @@ pub fn run(
             }
         };
         let services = Services {
+            ports,
             channel: channel.as_deref_mut(),
             control,
             tx: &mut control_tx,
@@ -184,6 +180,8 @@ pub fn run(
 
 /// What the control thread serves.
 struct Services<'a> {
+    /// Their links' state read every second.
+    ports: &'a [LivePort],
     channel: Option<&'a mut Channel>,
     control: Option<&'a mut ControlSocket>,
     /// Sends the controllers' packet-outs.
@@ -222,6 +220,11 @@ fn control_loop(
             }
             let removed = core.shared.with(|of| of.expire(core.now()));
             core.flows_removed(&removed);
+            for p in s.ports {
+                if let Some((_, state)) = crate::link::config_and_state(&p.dev) {
+                    core.set_link(p.port_no, state & port_bits::STATE_LINK_DOWN == 0);
+                }
+            }
         }
         if !busy {
             std::thread::sleep(Duration::from_millis(1));
@@ -293,15 +296,4 @@ impl Transmit for Senders {
         self.pending = true;
         p.write(frame, &[], 0).is_ok()
     }
-}
-
-/// The interface's MAC address (from sysfs).
-fn hw_addr(dev: &str) -> Option<[u8; 6]> {
-    let text = std::fs::read_to_string(format!("/sys/class/net/{dev}/address")).ok()?;
-    let mut mac = [0u8; 6];
-    let mut parts = text.trim().split(':');
-    for b in &mut mac {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    Some(mac)
 }

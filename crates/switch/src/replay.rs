@@ -105,6 +105,8 @@ pub fn replay(
             port_no: p.port_no,
             hw_addr: [0x02, 0, 0, 0, 0, p.port_no as u8],
             name: p.name.clone(),
+            // Up, with no link features: a capture has no speed.
+            state: openflow::port_bits::STATE_LIVE,
             ..Port::default()
         });
         let sink = match &p.output {

@@ -2,7 +2,9 @@
 //! over TCP on loopback: show, add-flow, dump-flows, mod-flows, del-flows,
 //! dump-tables, dump-ports, dump-ports-desc, packet-out and a refused
 //! flow; every answer must parse in the tool and say what the switch did
-//! to packets sent through its datapath meanwhile.
+//! to packets sent through its datapath meanwhile. The printed port
+//! descriptions, durations, group reference counts and the LOCAL port must
+//! read as `ovs-ofctl` prints them for Open vSwitch.
 
 #[path = "../../openflow/tests/common/mod.rs"]
 mod common;
@@ -54,16 +56,22 @@ impl Drop for Running {
 }
 
 fn start(wire: Wire) -> Running {
+    let ports = [(1u32, "p1"), (2, "p2")].map(|(n, name)| Port {
+        port_no: n,
+        hw_addr: [2, 0, 0, 0, 0, n as u8],
+        name: name.into(),
+        curr_speed: 10_000_000,
+        max_speed: 10_000_000,
+        ..Port::default()
+    });
+    start_with(wire, &ports)
+}
+
+/// A switch with `ports` (and LOCAL) served on a loopback port.
+fn start_with(wire: Wire, ports: &[Port]) -> Running {
     let core = Arc::new(Core::new(0x5a));
-    for (n, name) in [(1u32, "p1"), (2, "p2")] {
-        core.add_port(Port {
-            port_no: n,
-            hw_addr: [2, 0, 0, 0, 0, n as u8],
-            name: name.into(),
-            curr_speed: 10_000_000,
-            max_speed: 10_000_000,
-            ..Port::default()
-        });
+    for p in ports {
+        core.add_port(p.clone());
     }
     let mut ch = Channel::open(&["ptcp:0".parse::<Endpoint>().unwrap()]).unwrap();
     let target = format!("tcp:{}", ch.local_addrs()[0]);
@@ -256,4 +264,255 @@ fn ovs_ofctl_masked_ports_reach_the_switch() {
     }
     let out: Vec<_> = wire.take().iter().map(|w| w.1.clone()).collect();
     assert_eq!(out, vec![tcp(0x1234), tcp(0x1fff)]);
+}
+
+/// The lines `ovs-ofctl` prints for the port headed `head` (`1(p1)`,
+/// `LOCAL(br0)`): its address line and the indented ones below it.
+fn port_block(text: &str, head: &str) -> Vec<String> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!(" {head}: ")));
+    let mut block: Vec<String> = lines.next().into_iter().map(str::to_string).collect();
+    block.extend(
+        lines
+            .take_while(|l| l.starts_with("     "))
+            .map(|l| l.trim().to_string()),
+    );
+    block
+}
+
+/// Every `duration=` value in `text`.
+fn durations(text: &str) -> Vec<String> {
+    text.split("duration=")
+        .skip(1)
+        .map(|rest| {
+            rest.split([',', ' ', '\n'])
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Open vSwitch keeps time in milliseconds: its flow, port and group
+/// durations have whole milliseconds, which `ovs-ofctl` prints with three
+/// decimals (or none).
+#[test]
+fn ovs_ofctl_durations_have_milliseconds() {
+    if !common::have_ovs_ofctl("the ovs-ofctl duration test") {
+        return;
+    }
+    let r = start(Wire::default());
+    ok(&r, "add-group", &["group_id=1,type=all,bucket=output:2"]);
+    ok(&r, "add-flow", &["priority=5,actions=output:2"]);
+    std::thread::sleep(Duration::from_millis(30));
+    let mut seen = Vec::new();
+    for cmd in ["dump-flows", "dump-ports", "dump-group-stats"] {
+        let out = ok(&r, cmd, &[]);
+        let d = durations(&out);
+        assert!(!d.is_empty(), "{cmd}: {out}");
+        seen.extend(d);
+    }
+    for d in &seen {
+        let digits = d.strip_suffix('s').expect("ends in s");
+        let ok = match digits.split_once('.') {
+            None => digits.parse::<u32>().is_ok(),
+            Some((s, ms)) => s.parse::<u32>().is_ok() && ms.len() == 3,
+        };
+        assert!(ok, "duration={d} is not whole milliseconds: {seen:?}");
+    }
+}
+
+/// A group's `ref_count` is the number of flow entries that use it, as
+/// Open vSwitch counts it.
+#[test]
+fn ovs_ofctl_group_ref_count_counts_flows() {
+    if !common::have_ovs_ofctl("the ovs-ofctl group ref_count test") {
+        return;
+    }
+    let r = start(Wire::default());
+    ok(&r, "add-group", &["group_id=1,type=all,bucket=output:2"]);
+    ok(
+        &r,
+        "add-group",
+        &["group_id=2,type=indirect,bucket=output:1"],
+    );
+    ok(&r, "add-flow", &["priority=10,tcp,actions=group:1"]);
+    ok(&r, "add-flow", &["priority=9,udp,actions=group:1,group:1"]);
+    ok(
+        &r,
+        "add-flow",
+        &["table=1,priority=1,actions=write_actions(group:1)"],
+    );
+    let refs = |r: &Running| -> Vec<String> {
+        ok(r, "dump-group-stats", &[])
+            .lines()
+            .filter_map(|l| {
+                let id = l.trim().strip_prefix("group_id=")?.split(',').next()?;
+                let n = l.split("ref_count=").nth(1)?.split(',').next()?;
+                Some(format!("{id}:{n}"))
+            })
+            .collect()
+    };
+    assert_eq!(refs(&r), vec!["1:3", "2:0"]);
+    ok(&r, "del-flows", &["udp"]);
+    assert_eq!(refs(&r), vec!["1:2", "2:0"]);
+}
+
+/// The LOCAL port, as Open vSwitch has it for its bridge: described,
+/// counted, and a flow may output to it (what it sends goes nowhere here).
+#[test]
+fn ovs_ofctl_shows_the_local_port() {
+    if !common::have_ovs_ofctl("the ovs-ofctl LOCAL port test") {
+        return;
+    }
+    let wire = Wire::default();
+    let r = start(wire.clone());
+    let show = ok(&r, "show", &[]);
+    assert_eq!(
+        port_block(&show, "LOCAL(br0)"),
+        vec![
+            " LOCAL(br0): addr:00:00:00:00:00:5a",
+            "config:     0",
+            "state:      LIVE",
+            "speed: 0 Mbps now, 0 Mbps max",
+        ],
+        "{show}"
+    );
+    ok(&r, "add-flow", &["priority=10,tcp,actions=LOCAL"]);
+    let f = flows(&r);
+    assert!(
+        f.iter()
+            .any(|l| l.ends_with("priority=10,tcp actions=LOCAL")),
+        "{f:?}"
+    );
+    let mut dp = Datapath::new(CacheOptions::default());
+    let mut tx = wire.clone();
+    for p in [80, 81] {
+        r.core
+            .receive(&mut dp, &r.core.port_table(), 1, &tcp(p), &mut tx);
+    }
+    assert!(wire.take().is_empty(), "LOCAL sends nowhere");
+    let n = tcp(80).len();
+    let ports = ok(&r, "dump-ports", &["LOCAL"]);
+    assert!(
+        ports.contains(&format!(
+            "port LOCAL: rx pkts=0, bytes=0, drop=0, errs=0, frame=0, over=0, crc=0\n           tx pkts=2, bytes={}, drop=0,",
+            2 * n
+        )),
+        "{ports}"
+    );
+    // The controller may send to it, and from it.
+    let hex: String = tcp(443).iter().map(|b| format!("{b:02x}")).collect();
+    ok(
+        &r,
+        "packet-out",
+        &[&format!(
+            "in_port=LOCAL packet={hex} actions=output:2,LOCAL"
+        )],
+    );
+    ok(
+        &r,
+        "packet-out",
+        &[&format!("in_port=controller packet={hex} actions=LOCAL")],
+    );
+    // From LOCAL, output:LOCAL is the in port's: not sent.
+    assert_eq!(wire.take(), vec![(2, tcp(443))]);
+    let ports = ok(&r, "dump-ports", &["LOCAL"]);
+    assert!(ports.contains("tx pkts=3"), "{ports}");
+}
+
+/// Runs `ip ARGS`, which must succeed.
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(out.status.success(), "ip {args:?}: {out:?}");
+}
+
+/// A veth end in this namespace (its peer in a namespace of its own),
+/// deleted with its namespace on drop.
+struct Veth {
+    ns: String,
+    dev: String,
+}
+
+impl Veth {
+    fn new(tag: &str) -> Veth {
+        let id = std::process::id() % 100_000;
+        let (ns, dev, peer) = (
+            format!("sl-ofctl-{tag}-{id}"),
+            format!("so{tag}{id}"),
+            format!("sp{tag}{id}"),
+        );
+        ip(&["netns", "add", &ns]);
+        let v = Veth { ns, dev };
+        ip(&[
+            "link", "add", &v.dev, "type", "veth", "peer", "name", &peer, "netns", &v.ns,
+        ]);
+        ip(&["link", "set", &v.dev, "up"]);
+        ip(&["-n", &v.ns, "link", "set", &peer, "up"]);
+        v
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.dev]).status();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+    }
+}
+
+/// Ports on veths read as Open vSwitch reads them (ethtool): live, 10G
+/// copper, `speed: 10000 Mbps now, 0 Mbps max`; a veth whose peer is down
+/// has no carrier: `LINK_DOWN`, not live.
+#[test]
+fn ovs_ofctl_shows_veth_link_state_and_speed() {
+    if !common::have_ovs_ofctl("the ovs-ofctl veth port test")
+        || !common::root_or_skip("the ovs-ofctl veth port test")
+    {
+        return;
+    }
+    let (up, down) = (Veth::new("u"), Veth::new("d"));
+    let peer = down.dev.replacen("so", "sp", 1);
+    ip(&["-n", &down.ns, "link", "set", &peer, "down"]);
+    let ports = [
+        switch::link::describe(&up.dev, 1, "up"),
+        switch::link::describe(&down.dev, 2, "down"),
+    ];
+    let r = start_with(Wire::default(), &ports);
+    let desc = ok(&r, "dump-ports-desc", &[]);
+    let block = port_block(&desc, "1(up)");
+    let mac = std::fs::read_to_string(format!("/sys/class/net/{}/address", up.dev)).unwrap();
+    assert_eq!(block[0], format!(" 1(up): addr:{}", mac.trim()), "{desc}");
+    assert_eq!(
+        block[1..],
+        [
+            "config:     0",
+            "state:      LIVE",
+            "current:    10GB-FD COPPER",
+            "speed: 10000 Mbps now, 0 Mbps max",
+        ],
+        "{desc}"
+    );
+    let block = port_block(&desc, "2(down)");
+    assert_eq!(block[2], "state:      LINK_DOWN", "{desc}");
+    // The link comes up: the port is live again.
+    ip(&["-n", &down.ns, "link", "set", &peer, "up"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while switch::link::config_and_state(&down.dev).map(|c| c.1)
+        != Some(openflow::port_bits::STATE_LIVE)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no carrier on {}",
+            down.dev
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r.core.set_link(2, true);
+    let desc = ok(&r, "dump-ports-desc", &[]);
+    assert_eq!(
+        port_block(&desc, "2(down)")[2],
+        "state:      LIVE",
+        "{desc}"
+    );
 }

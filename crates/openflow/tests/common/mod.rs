@@ -43,6 +43,27 @@ pub fn tools_for_test(what: &str, bins: &[&str], packages: &[&str]) -> bool {
     false
 }
 
+/// Whether the test runs as root; skips loudly when not, and fails
+/// instead under `SLUICE_REQUIRE_KERNEL=1`.
+pub fn root_or_skip(what: &str) -> bool {
+    // The effective uid: the second field of `Uid:` in /proc/self/status.
+    let euid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Uid:"))?.to_string();
+            line.split_whitespace().nth(2)?.parse::<u32>().ok()
+        });
+    if euid == Some(0) {
+        return true;
+    }
+    eprintln!("SKIPPED {what}: needs root");
+    assert!(
+        std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+        "SLUICE_REQUIRE_KERNEL=1 but {what} needs root"
+    );
+    false
+}
+
 /// `ovs-ofctl` is there (or the test is skipped).
 pub fn have_ovs_ofctl(what: &str) -> bool {
     tools_for_test(what, &["ovs-ofctl"], &["openvswitch-common"])

@@ -346,6 +346,7 @@ fn packet_out(core: &Core, tx: &mut dyn Transmit, po: PacketOut) -> Result<(), O
     let in_port = po.in_port;
     if in_port != openflow::port::CONTROLLER
         && in_port != openflow::port::ANY
+        && in_port != openflow::port::LOCAL
         && (in_port == 0 || in_port >= openflow::port::MAX)
     {
         return Err(DecodeError::new(

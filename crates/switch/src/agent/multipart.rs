@@ -8,7 +8,7 @@ use openflow::{
 };
 
 use crate::OfError;
-use crate::core::Core;
+use crate::core::{Core, ovs_duration};
 use crate::flow::key_match;
 use crate::ofproto::{N_TABLES, Ofproto, Selector};
 
@@ -69,18 +69,20 @@ pub fn reply(core: &Core, req: MultipartRequest) -> Result<Vec<Message>, OfError
         MultipartRequest::Group { group_id } => {
             let now = core.now();
             let groups = core.shared.with(|of| {
+                let refs = of.group_refs();
                 of.groups
                     .iter()
                     .filter(|(id, _)| group_id == openflow::group::ALL || **id == group_id)
                     .map(|(id, g)| {
-                        let age = now.saturating_sub(g.installed_ns);
+                        let (duration_sec, duration_nsec) =
+                            ovs_duration(now.saturating_sub(g.installed_ns));
                         GroupStats {
                             group_id: *id,
-                            ref_count: 0,
+                            ref_count: refs.get(id).copied().unwrap_or(0),
                             packet_count: g.packets,
                             byte_count: g.bytes,
-                            duration_sec: (age / 1_000_000_000) as u32,
-                            duration_nsec: (age % 1_000_000_000) as u32,
+                            duration_sec,
+                            duration_nsec,
                             buckets: g.bucket_counts.clone(),
                         }
                     })
@@ -157,11 +159,11 @@ pub(crate) fn flow_stats(
     let mut out = Vec::new();
     for t in of.table_ids(r.table_id) {
         for e in of.tables[usize::from(t)].select(&sel) {
-            let age = now.saturating_sub(e.installed_ns);
+            let (duration_sec, duration_nsec) = ovs_duration(now.saturating_sub(e.installed_ns));
             out.push(FlowStats {
                 table_id: t,
-                duration_sec: (age / 1_000_000_000) as u32,
-                duration_nsec: (age % 1_000_000_000) as u32,
+                duration_sec,
+                duration_nsec,
                 priority: e.priority,
                 idle_timeout: e.idle_timeout,
                 hard_timeout: e.hard_timeout,

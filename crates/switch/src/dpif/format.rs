@@ -171,6 +171,7 @@ pub fn format_actions(actions: &[DpAction]) -> String {
             s.push(',');
         }
         let _ = match a {
+            DpAction::Output(openflow::port::LOCAL) => write!(s, "LOCAL"),
             DpAction::Output(p) => write!(s, "{p}"),
             DpAction::Controller(c) => write!(
                 s,

@@ -308,6 +308,21 @@ impl Ofproto {
         }
     }
 
+    /// Per group, the flow entries whose actions use it (an entry counted
+    /// once per group), as Open vSwitch counts a group's `ref_count`.
+    pub fn group_refs(&self) -> BTreeMap<u32, u32> {
+        let mut refs = BTreeMap::new();
+        for (_, e) in self.tables.iter().flat_map(|t| t.entries()) {
+            let mut used: Vec<u32> = e.groups().collect();
+            used.sort_unstable();
+            used.dedup();
+            for id in used {
+                *refs.entry(id).or_insert(0) += 1;
+            }
+        }
+        refs
+    }
+
     /// Adds or replaces a port; translations that flood change.
     pub fn set_port(&mut self, desc: Port) {
         self.version += 1;

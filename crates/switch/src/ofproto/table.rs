@@ -48,8 +48,15 @@ impl FlowEntry {
     }
 
     fn uses_group(&self, group: u32) -> bool {
-        self.actions()
-            .any(|a| matches!(a, Action::Group(g) if *g == group))
+        self.groups().any(|g| g == group)
+    }
+
+    /// The groups its actions use.
+    pub(crate) fn groups(&self) -> impl Iterator<Item = u32> + '_ {
+        self.actions().filter_map(|a| match a {
+            Action::Group(g) => Some(*g),
+            _ => None,
+        })
     }
 
     fn actions(&self) -> impl Iterator<Item = &Action> {

@@ -74,7 +74,7 @@ fn action(of: &Ofproto, a: &Action, packet_out: bool) -> Result<(), OfError> {
             let ok = match *p {
                 0 => false,
                 n if n < port::MAX => true,
-                port::IN_PORT | port::ALL | port::FLOOD | port::CONTROLLER => true,
+                port::IN_PORT | port::ALL | port::FLOOD | port::CONTROLLER | port::LOCAL => true,
                 port::TABLE => packet_out,
                 _ => false,
             };

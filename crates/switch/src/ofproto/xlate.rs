@@ -286,6 +286,9 @@ impl Xlate<'_> {
             port::TABLE if packet_out && depth < MAX_DEPTH => self.pipeline(b, 0, depth + 1),
             // Out of the port it came in by only through IN_PORT.
             n if n == self.in_port => {}
+            port::LOCAL if self.of.ports.get(&p).is_some_and(|i| !i.no_forward()) => {
+                b.actions.push(DpAction::Output(p));
+            }
             n if n < port::MAX && self.of.ports.get(&n).is_none_or(|i| !i.no_forward()) => {
                 b.actions.push(DpAction::Output(n));
             }
