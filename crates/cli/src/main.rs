@@ -38,7 +38,7 @@ enum Command {
     Filter(cmd::filter::Args),
     /// In-filter monitoring: flow accounting with IPFIX export
     Monitor(cmd::monitor::Args),
-    /// tc command lines (clsact, u32, gact/mirred) against a sluice configuration file
+    /// tc command lines (clsact; u32, flower, matchall, bpf; gact, mirred, police, skbedit, pedit, vlan, csum) against a sluice configuration file
     Tc(cmd::tc::Args),
     /// An OpenFlow 1.3 switch with Open vSwitch's caches, over capture ports (no root needed)
     Switch(cmd::switch::Args),

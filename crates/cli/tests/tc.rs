@@ -27,6 +27,7 @@ fn lines_are_kept_and_shown_as_tc_shows_them() {
     let _ = std::fs::remove_file(&conf);
     for line in [
         "qdisc add dev v0 clsact",
+        "qdisc add dev v1 clsact",
         "filter add dev v0 ingress prio 5 protocol ip u32 match ip src 10.0.0.1/32 match ip dport 80 0xffff flowid 1:1 action mirred egress mirror dev v1",
         "filter add dev v0 ingress prio 5 protocol ip u32 match u8 0x11 0xff at 9 classid 1:2",
     ] {
@@ -55,7 +56,7 @@ fn lines_are_kept_and_shown_as_tc_shows_them() {
          \x20 match 00110000/00ff0000 at 8\n"
     );
     let before = std::fs::read_to_string(&conf).unwrap();
-    assert_eq!(before.lines().count(), 3);
+    assert_eq!(before.lines().count(), 4);
     // A bad line: named, exit 1, the file unchanged.
     let out = tc(
         &conf,
@@ -87,7 +88,8 @@ fn lines_are_kept_and_shown_as_tc_shows_them() {
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "qdisc clsact ffff: dev v0 parent ffff:fff1 \n"
+        "qdisc clsact ffff: dev v0 parent ffff:fff1 \n\
+         qdisc clsact ffff: dev v1 parent ffff:fff1 \n"
     );
     let out = tc(&conf, &["filter", "show", "dev", "v0", "ingress"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
@@ -101,6 +103,65 @@ fn lines_are_kept_and_shown_as_tc_shows_them() {
 }
 
 /// Frames in a capture.
+/// Issue 40: tc's `-batch`, devices that must exist, `-s` saying where
+/// counters come from, and the help (every classifier and action; `tc
+/// compile --help` on stdout, exit 0).
+#[test]
+fn batch_devices_counters_and_help_as_tc() {
+    let dir = std::env::temp_dir().join(format!("sluice-tc40-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("tc.conf");
+    let batch = dir.join("batch");
+    std::fs::write(
+        &batch,
+        "qdisc add dev v0 clsact\n\
+         filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1\n",
+    )
+    .unwrap();
+    let ok = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(&tc(&conf, &["-batch", batch.to_str().unwrap()]));
+    assert_eq!(std::fs::read_to_string(&conf).unwrap().lines().count(), 2);
+    // mirred to a device neither the configuration nor this namespace has.
+    let out = tc(
+        &conf,
+        &"filter add dev v0 ingress prio 2 protocol ip u32 match u32 0 0 action mirred egress redirect dev nonexist"
+            .split(' ')
+            .collect::<Vec<_>>(),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Cannot find device \"nonexist\""));
+    // An interface of this namespace is one (lo), as for tc.
+    ok(&tc(
+        &conf,
+        &"filter add dev v0 ingress prio 3 protocol ip u32 match u32 0 0 indev lo action mirred egress mirror dev lo"
+            .split(' ')
+            .collect::<Vec<_>>(),
+    ));
+    let out = tc(&conf, &["-s", "filter", "show", "dev", "v0", "ingress"]);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sluice run --tc"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Sent 0 bytes 0 pkt"));
+    let help = tc(&conf, &["--help"]);
+    ok(&help);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for word in [
+        "u32", "flower", "matchall", "bpf", "gact", "mirred", "police", "skbedit", "pedit", "vlan",
+        "csum",
+    ] {
+        assert!(help.contains(word), "--help lacks {word}:\n{help}");
+    }
+    let out = tc(&conf, &["compile", "--help"]);
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: sluice tc compile"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn frames(path: &std::path::Path) -> Vec<Vec<u8>> {
     io::PcapSource::open(path)
         .unwrap()

@@ -96,11 +96,9 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
     if !kernel::privileged() {
         return Err("comparing with the kernel's tc needs root (network namespaces, tc)".into());
     }
-    let mut probe = Config::default();
-    probe.devices.index(dev);
-    probe.run_batch(lines, ShowOptions::default())?;
-    // Every device a line names (mirred's targets among them).
-    let mut names: Vec<String> = probe.devices.iter().map(|(n, _)| n.to_string()).collect();
+    // Every device a line names (mirred's targets among them): the
+    // namespace will have each, so sluice's check knows them all first.
+    let mut names = vec![dev.to_string()];
     for l in lines.lines() {
         let w = tc::words(l.split('#').next().unwrap_or(""));
         for pair in w.windows(2) {
@@ -109,6 +107,11 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
             }
         }
     }
+    let mut probe = Config::default();
+    for n in &names {
+        probe.devices.index(n);
+    }
+    probe.run_batch(lines, ShowOptions::default())?;
     if let Some(long) = names.iter().find(|n| n.len() > 13) {
         return Err(format!(
             "device name {long} is too long for a veth pair here (13 characters at most)"

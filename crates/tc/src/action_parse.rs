@@ -15,6 +15,9 @@ pub fn parse_actions(
     words: &[&str],
     table: &mut Actions,
 ) -> Result<(Vec<ActionRef>, usize), String> {
+    if let Some(e) = crate::control::bad_goto(words) {
+        return Err(e);
+    }
     let mut refs = Vec::new();
     let mut at = 0;
     while matches!(words.get(at), Some(&"action" | &"actions")) {

@@ -60,6 +60,21 @@ pub trait Classifier: Send + std::fmt::Debug {
         actions: &mut Actions,
     ) -> Result<(), String>;
 
+    /// `tc filter change|replace`: changes the rule `handle` names (as
+    /// the kernel's `change` of an existing handle); `None` when the
+    /// command should add the rule instead (no such rule and `create`,
+    /// which replace allows and change does not; or a kind that changes
+    /// no rule in place).
+    fn change(
+        &mut self,
+        _handle: Option<&str>,
+        _args: &[&str],
+        _actions: &mut Actions,
+        _create: bool,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+
     /// Removes the rule `handle` (and releases its actions' references);
     /// `Ok(true)` when no rule is left.
     fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, String>;

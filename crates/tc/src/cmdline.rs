@@ -26,7 +26,7 @@ pub struct ShowOptions {
 pub fn parse_protocol(s: &str) -> Result<u16, String> {
     Ok(match s.to_ascii_lowercase().as_str() {
         "all" => ETH_P_ALL,
-        "ip" => 0x0800,
+        "ip" | "ipv4" => 0x0800,
         "ipv6" => 0x86dd,
         "arp" => 0x0806,
         "rarp" => 0x8035,
@@ -95,6 +95,20 @@ impl Config {
     /// Runs a batch (a `-batch` file's text): every command in order; the
     /// first failing one stops the batch, named by its line number.
     pub fn run_batch(&mut self, text: &str, show: ShowOptions) -> Result<String, String> {
+        // A device with a clsact qdisc anywhere in the batch exists from
+        // its first line on (a rule may name it before its qdisc line),
+        // as every device exists before `tc -batch` starts; in the order
+        // of those lines, so indexes are as the lines alone give them.
+        for line in text.lines() {
+            if let ["qdisc", "add", "dev", d, "clsact"] =
+                words(line.split('#').next().unwrap_or(""))
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()[..]
+            {
+                self.devices.index(d);
+            }
+        }
         let mut out = String::new();
         let mut pending = String::new();
         let mut first_line = 0;
@@ -118,6 +132,10 @@ impl Config {
             out += &self
                 .run(&w, show)
                 .map_err(|e| format!("line {first_line}: {e}"))?;
+        }
+        if !pending.is_empty() {
+            // A `\` on the last line continues into nothing: tc stops there.
+            return Err(format!("line {first_line}: Missing continuation line"));
         }
         Ok(out)
     }
@@ -204,18 +222,50 @@ impl Config {
             .kind
             .as_deref()
             .ok_or("Error: Filter kind and protocol must be specified.")?;
-        let devices = self.devices.clone();
+        let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
+        if let Some(e) = self.devices.missing_mirred_target(&args) {
+            return Err(e);
+        }
+        // An `indev` of this namespace's own gets an index, kept if the
+        // rule is.
+        let mut devices = self.devices.clone();
+        if let Some(d) = args
+            .windows(2)
+            .find_map(|w| (w[0] == "indev").then_some(w[1]))
+            .filter(|d| devices.exists(d))
+        {
+            devices.index(d);
+        }
+        let result = self.filter_add_with(s, verb, kind, hook, dev, &devices);
+        if result.is_ok() {
+            self.devices = devices;
+        }
+        result
+    }
+
+    fn filter_add_with(
+        &mut self,
+        s: &FilterSpec,
+        verb: &str,
+        kind: &str,
+        hook: Hook,
+        dev: &str,
+        devices: &crate::devices::Devices,
+    ) -> Result<(), String> {
         let u32_common = self.clsact(dev).map(|q| q.u32.clone());
         let (block, actions) = self.block_mut(dev, hook)?;
         let protocol = s.protocol.unwrap_or(ETH_P_ALL);
         let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
         let prio = match s.prio {
             Some(p) => p,
-            // The kernel's tcf_auto_prio: below the chain's first filter.
+            // The kernel's tcf_auto_prio after tcf_chain_tp_find from
+            // 0x8000: one below the first filter at 0x8000 or above, else
+            // 0xc000 (49152) whatever lower priorities there are.
             None => block
                 .chain(s.chain)
-                .first()
-                .map_or(0xc000, |f| f.prio.saturating_sub(1)),
+                .iter()
+                .find(|f| f.prio >= 0x8000)
+                .map_or(0xc000, |f| f.prio - 1),
         };
         if let Some(f) = block.filter_mut(s.chain, prio) {
             if f.protocol != protocol {
@@ -224,7 +274,14 @@ impl Config {
             if f.classifier.kind() != kind {
                 return Err("Error: Specified filter kind does not match existing one.".into());
             }
-            f.classifier.set_devices(&devices);
+            f.classifier.set_devices(devices);
+            if verb != "add"
+                && let Some(r) =
+                    f.classifier
+                        .change(s.handle.as_deref(), &args, actions, verb == "replace")
+            {
+                return r;
+            }
             return f.classifier.add(s.handle.as_deref(), &args, actions);
         }
         if verb == "change" {
@@ -234,7 +291,7 @@ impl Config {
             ("u32", Some(common)) => Box::new(crate::u32::U32::in_common(common)),
             _ => new_classifier_for(kind, protocol)?,
         };
-        classifier.set_devices(&devices);
+        classifier.set_devices(devices);
         classifier.add(s.handle.as_deref(), &args, actions)?;
         block.add(
             s.chain,
@@ -340,6 +397,9 @@ impl Config {
                     words.push("action");
                 }
                 words.extend_from_slice(rest);
+                if let Some(e) = self.devices.missing_mirred_target(&words) {
+                    return Err(e);
+                }
                 let (refs, used) = parse_actions(&words, &mut self.actions)?;
                 if used < words.len() {
                     self.actions.release(&refs);
@@ -449,14 +509,19 @@ impl FilterSpec {
                     s.chain = c.parse().map_err(|_| {
                         format!("Error: argument \"{c}\" is wrong: invalid chain index value")
                     })?;
+                    if crate::control::chain_index(c).is_none() {
+                        return Err("Error: Specified chain index exceeds upper limit.".into());
+                    }
                     s.chain_given = true;
                     i += 2;
                 }
                 "pref" | "priority" | "prio" => {
                     let p = value(i, "pref")?;
-                    s.prio = Some(p.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
+                    let prio: u16 = p.parse().map_err(|_| {
                         format!("Error: argument \"{p}\" is wrong: invalid priority value")
-                    })?);
+                    })?;
+                    // 0 is "none given": the kernel picks one (tcf_auto_prio).
+                    s.prio = (prio != 0).then_some(prio);
                     i += 2;
                 }
                 "protocol" | "proto" => {
@@ -551,5 +616,36 @@ mod tests {
             .unwrap_err();
         assert!(e.starts_with("line 3: ") && e.contains("\"bogus\""), "{e}");
         assert_eq!(words("a 'b c' \"\" d"), ["a", "b c", "", "d"]);
+        // A `\` on the last line: tc's "Missing continuation line", not
+        // a line dropped in silence.
+        let e = Config::default()
+            .run_batch(
+                "qdisc add dev v clsact\nqdisc del dev v \\\n",
+                ShowOptions::default(),
+            )
+            .unwrap_err();
+        assert_eq!(e, "line 2: Missing continuation line");
+    }
+
+    #[test]
+    fn u32_takes_police_inline_as_its_action() {
+        let mut c = Config::default();
+        run(&mut c, "qdisc add dev v clsact").unwrap();
+        run(
+            &mut c,
+            "filter add dev v ingress prio 1 protocol ip u32 match u32 0 0 police rate 1mbit burst 10k drop flowid 1:1",
+        )
+        .unwrap();
+        let out = run(&mut c, "filter show dev v ingress").unwrap();
+        assert!(
+            out.contains("*flowid 1:1") && out.contains("police 0x1 rate 1Mbit"),
+            "{out}"
+        );
+        let e = run(
+            &mut c,
+            "filter add dev v ingress prio 2 protocol ip u32 match u32 0 0 police rate",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("Illegal \"police\""), "{e}");
     }
 }

@@ -102,10 +102,27 @@ impl Control {
 pub fn parse_control(words: &[&str]) -> Option<(Control, usize)> {
     match words {
         ["jump", n, ..] => Some((Control::Jump(n.parse().ok()?), 2)),
-        ["goto", "chain", n, ..] => Some((Control::GotoChain(n.parse().ok()?), 3)),
+        ["goto", "chain", n, ..] => Some((Control::GotoChain(chain_index(n)?), 3)),
         [w, ..] => Control::keyword(w).map(|c| (c, 1)),
         [] => None,
     }
+}
+
+/// A chain index as tc reads one (decimal, at most 0x0fffffff: the low 28
+/// bits of `TC_ACT_GOTO_CHAIN`, and the kernel's limit for `chain N`).
+pub(crate) fn chain_index(s: &str) -> Option<u32> {
+    s.parse().ok().filter(|&n| n <= EXT_VALUE as u32)
+}
+
+/// tc's refusal of a `goto chain N` among `words` whose N is no chain
+/// index (`goto chain 4294967295`), if there is one.
+pub(crate) fn bad_goto(words: &[&str]) -> Option<String> {
+    words.windows(3).find_map(|w| match w {
+        ["goto", "chain", n] if chain_index(n).is_none() => Some(format!(
+            "Illegal \"chain index\" \"{n}\" (0 to {EXT_VALUE})"
+        )),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -132,6 +149,10 @@ mod tests {
         assert_eq!(parse_control(&["jump", "2"]), Some((Control::Jump(2), 2)));
         assert_eq!(parse_control(&["shot"]), Some((Control::SHOT, 1)));
         assert_eq!(parse_control(&["jump", "x"]), None);
+        assert_eq!(parse_control(&["goto", "chain", "4294967295"]), None);
+        assert_eq!(chain_index("268435455"), Some(0x0fff_ffff));
+        assert!(bad_goto(&["action", "goto", "chain", "268435456"]).is_some());
+        assert!(bad_goto(&["action", "goto", "chain", "268435455"]).is_none());
         assert_eq!(Control::SHOT.name(), "drop");
     }
 }

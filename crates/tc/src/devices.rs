@@ -46,6 +46,36 @@ impl Devices {
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
         self.by_name.iter().map(|(n, i)| (n.as_str(), *i))
     }
+
+    /// Whether a rule may name `name`, as tc needs the device to exist:
+    /// the configuration has it (a clsact qdisc, or an index it was
+    /// given), or it is an interface of the network namespace sluice runs
+    /// in (as tc looks it up there).
+    pub(crate) fn exists(&self, name: &str) -> bool {
+        self.by_name.contains_key(name) || host_has(name)
+    }
+
+    /// tc's refusal of the first device `words` name for mirred (`mirred
+    /// ... dev DEV`) that does not [exist](Devices::exists).
+    pub(crate) fn missing_mirred_target(&self, words: &[&str]) -> Option<String> {
+        words.windows(5).find_map(|w| match w {
+            ["mirred", _, _, "dev", d] if !self.exists(d) => Some(format!(
+                "Cannot find device \"{d}\" (sluice knows the devices with a clsact \
+                 qdisc in the configuration and the interfaces of this namespace)"
+            )),
+            _ => None,
+        })
+    }
+}
+
+/// Whether this network namespace has an interface `name`.
+fn host_has(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && !name.contains(['/', '\0'])
+        && name != "."
+        && name != ".."
+        && std::path::Path::new("/sys/class/net").join(name).exists()
 }
 
 #[cfg(test)]
@@ -62,5 +92,21 @@ mod tests {
             (None, "eth0".into(), "if9".into())
         );
         assert_eq!(d.index("v0"), 4);
+    }
+
+    #[test]
+    fn a_device_exists_in_the_configuration_or_the_namespace() {
+        let mut d = Devices::default();
+        d.index("v0");
+        assert!(d.exists("v0") && d.exists("lo"));
+        assert!(!d.exists("nonexist") && !d.exists("..") && !d.exists(""));
+        let e = d
+            .missing_mirred_target(&["action", "mirred", "egress", "redirect", "dev", "nonexist"])
+            .unwrap();
+        assert!(e.starts_with("Cannot find device \"nonexist\""), "{e}");
+        assert_eq!(
+            d.missing_mirred_target(&["mirred", "egress", "mirror", "dev", "v0"]),
+            None
+        );
     }
 }

@@ -225,6 +225,7 @@ mod tests {
         let show = ShowOptions::default();
         c.run_batch(
             "qdisc add dev v0 clsact\n\
+             qdisc add dev v1 clsact\n\
              filter add dev v0 ingress prio 3 matchall classid 1:7 action mirred egress mirror dev v1",
             show,
         )

@@ -76,7 +76,11 @@ fn bpf_agrees_with_the_kernel() {
             .to_string(),
         format!("filter add dev vb ingress prio 3 bpf obj {obj} sec tc da"),
     ];
+    // The namespace's devices, as tc finds them there (mirred's vc).
     let mut config = Config::default();
+    for d in ["va", "vb", "vc", "vd"] {
+        config.devices.set(d, ns.ifindex(d));
+    }
     for l in &lines {
         let w: Vec<&str> = l.split_whitespace().collect();
         let mut argv = vec!["tc"];

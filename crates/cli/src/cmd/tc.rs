@@ -1,7 +1,8 @@
 //! `sluice tc`: `tc` command lines, verbatim, against a configuration
 //! file (the commands that succeeded, one a line, replayed before each
 //! run): `sluice tc [-s] [-j] [--config F] filter add dev v0 ingress ...`,
-//! `-b FILE` for a batch. The subsystem is the `tc` crate (docs/tc.md).
+//! `-b FILE` (or tc's `-batch FILE`) for a batch. The subsystem is the
+//! `tc` crate (docs/tc.md).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,8 +10,21 @@ use std::process::ExitCode;
 
 use tc::{Config, ShowOptions};
 
-/// tc command lines (qdisc clsact, filter u32, actions gact/mirred) against a sluice configuration file (docs/tc.md)
+/// tc command lines (qdisc clsact; filter u32, flower, matchall, bpf; actions gact, mirred, police, skbedit, pedit, vlan, csum) against a sluice configuration file (docs/tc.md)
 #[derive(clap::Args)]
+#[command(after_help = "\
+Qdisc:       clsact (its ingress and egress hooks)
+Classifiers: u32, flower, matchall, bpf (cls_bpf, da or not)
+Actions:     gact (pass, drop, ok, continue, pipe, reclassify, jump N, goto chain N, random),
+             mirred (egress|ingress redirect|mirror dev DEV), police, skbedit, pedit, vlan, csum
+Devices:     a device a rule names (mirred dev, indev) must exist: a clsact qdisc in the
+             configuration, or an interface of this network namespace
+Counters:    -s shows the configuration's own counters, and a configuration file keeps lines,
+             not packets: `sluice run --tc FILE` shows them after a run, `sluice diff --tc` beside
+             the kernel's
+Examples:    sluice tc qdisc add dev v0 clsact
+             sluice tc filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1
+             sluice tc -batch rules.tc")]
 pub struct Args {
     /// The configuration: the tc commands that succeeded, one a line (created when missing)
     #[arg(long, value_name = "FILE", default_value = "sluice-tc.conf")]
@@ -21,7 +35,7 @@ pub struct Args {
     /// JSON, as tc -j
     #[arg(short = 'j', long = "json")]
     json: bool,
-    /// Run the commands of FILE, one a line, as tc -batch (the first failing one stops it and nothing is kept)
+    /// Run the commands of FILE (- for stdin), one a line, as tc -batch, which is taken too (the first failing one stops it and nothing is kept)
     #[arg(short = 'b', long = "batch", value_name = "FILE")]
     batch: Option<PathBuf>,
     /// Push the configuration's lines for device DEV (its qdisc, filters and the shared actions) into the kernel with the real tc, all or nothing (the kernel has u32, bpf and mirred)
@@ -74,8 +88,20 @@ pub fn load_with_devices(
 fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
     let text =
         std::fs::read_to_string(&a.config).map_err(|e| format!("{}: {e}", a.config.display()))?;
-    // Checked by sluice first: a bad line is named before the kernel sees any.
-    load(&a.config)?;
+    // Checked by sluice first: a bad line is named before the kernel sees
+    // any. The devices are the kernel's to find (in --netns): every one
+    // the lines name is taken as there.
+    let mut check = Config::default();
+    for l in text.lines() {
+        for pair in tc::words(l.split('#').next().unwrap_or("")).windows(2) {
+            if pair[0] == "dev" {
+                check.devices.index(&pair[1]);
+            }
+        }
+    }
+    check
+        .run_batch(&text, ShowOptions::default())
+        .map_err(|e| format!("{}: {e}", a.config.display()))?;
     let n = difftest::tc::push(&text, dev, a.netns.as_deref(), a.replace)
         .map_err(|e| format!("{}: {e}", a.config.display()))?;
     let at = a
@@ -93,7 +119,40 @@ fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run(a: Args) -> Result<ExitCode, String> {
+/// tc's own spelling of the batch option, `-batch FILE` (any prefix of
+/// it from `-b`, as tc takes options), which clap leaves in the command.
+fn tc_batch_option(a: &mut Args) {
+    if let [opt, file] = a.command.as_slice()
+        && opt.len() >= 2
+        && "-batch".starts_with(opt.as_str())
+        && a.batch.is_none()
+    {
+        a.batch = Some(PathBuf::from(file));
+        a.command.clear();
+    }
+}
+
+/// A batch file's text (`-`: standard input, as tc reads it).
+fn read_batch(f: &std::path::Path) -> Result<String, String> {
+    if f.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| format!("stdin: {e}"))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))
+}
+
+/// Whether the command shows (and so, with -s, prints counters).
+fn shows(command: &[String]) -> bool {
+    matches!(
+        command.get(1).map(String::as_str),
+        Some("show" | "list" | "ls" | "get")
+    )
+}
+
+pub fn run(mut a: Args) -> Result<ExitCode, String> {
+    tc_batch_option(&mut a);
     if let Some(dev) = &a.kernel {
         return push(&a, dev);
     }
@@ -116,7 +175,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
     let (text, kept) = match (&a.batch, a.command.is_empty()) {
         (Some(f), true) => {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let text = read_batch(f)?;
             let out = config
                 .run_batch(&text, show)
                 .map_err(|e| format!("{}: {e}", f.display()))?;
@@ -164,5 +223,15 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             .map_err(|e| format!("{}: {e}", a.config.display()))?;
     }
     print!("{text}");
+    if a.stats && (a.batch.is_some() || shows(&a.command)) {
+        // tc's counters are the kernel's; these are a file's, which no
+        // packet has passed.
+        eprintln!(
+            "sluice tc: these counters are the configuration's, which keeps lines, not packets \
+             (so they are zero): `sluice run --tc {0} --pcap F` shows every hook's counters after \
+             a run, `sluice diff --tc {0} --pcap F` beside the kernel's",
+            a.config.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -37,10 +37,17 @@ struct Args {
 
 /// Runs `sluice tc compile WORDS...`; `config` is sluice tc's `--config`.
 pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, String> {
-    let a = Args::try_parse_from(
+    let a = match Args::try_parse_from(
         std::iter::once("sluice tc compile".to_string()).chain(words.iter().cloned()),
-    )
-    .map_err(|e| e.to_string())?;
+    ) {
+        Ok(a) => a,
+        // --help is an answer, not an error: on stdout, exit 0.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            print!("{e}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let path = a.config.as_deref().unwrap_or(config);
     let tc = super::tc::load(path)?;
     let hook = match a.hook.as_str() {

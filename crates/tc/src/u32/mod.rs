@@ -14,6 +14,7 @@
 //! (`ht`, `link`) a table of another; here each [`U32`] owns its tables,
 //! and such a rule is refused as naming a table the filter lacks.
 
+mod change;
 mod handle;
 mod parse;
 mod sel;
@@ -108,12 +109,39 @@ impl Default for U32 {
 /// `gen_new_htid`: the next free id from the cursor, 1 to 0x7fe,
 /// wrapping once; (id, table handle).
 fn new_htid(t: &TableIds) -> Option<(u32, u32)> {
+    // Every id taken: say so at once, not after 2,046 searches (each
+    // priority past the 2,046th would cost them: square time for a large
+    // file). Ids outside 1..0x7ff (tables of handles given without the
+    // top bit) are few.
+    let outside = t.ids.range(..1).count() + t.ids.range(0x7ff..).count();
+    if t.ids.len() - outside >= 0x7fe {
+        return None;
+    }
     let free = |id: &u32| !t.ids.contains(id);
     let next = t.next_id.max(1);
     let id = (next..0x7ff)
         .find(free)
         .or_else(|| (1..next.min(0x7ff)).find(free))?;
     Some((id, (id | 0x800) << 20))
+}
+
+/// The lowest node id from `from` (below 0x1000) no rule of `bucket` (sorted
+/// by node id) has, as the kernel's `idr_alloc_u32` finds it: a binary
+/// search for the first place where the ids from `from` stop running on
+/// without a gap (so entering n rules costs n log n, not n squared).
+fn lowest_free_node(bucket: &[Knode], from: u32) -> Option<u32> {
+    let run = &bucket[bucket.partition_point(|k| handle::node(k.handle) < from)..];
+    let (mut lo, mut hi) = (0, run.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if handle::node(run[mid].handle) == from + mid as u32 {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let id = from + lo as u32;
+    (id < 0x1000).then_some(id)
 }
 
 impl Drop for U32 {
@@ -296,7 +324,12 @@ impl U32 {
             );
         }
         let bucket = &table.buckets[handle::bucket(htid) as usize];
-        let used = |n: u32| bucket.iter().any(|k| handle::node(k.handle) == n);
+        // A bucket is kept sorted by node id: a lookup is a binary search.
+        let used = |n: u32| {
+            bucket
+                .binary_search_by_key(&n, |k| handle::node(k.handle))
+                .is_ok()
+        };
         let node = if h != 0 {
             if handle::htid(h) != 0 && handle::htid(h ^ htid) != 0 {
                 return Err("Error: cls_u32: Handle specified hash table address mismatch.".into());
@@ -315,9 +348,8 @@ impl U32 {
         };
         let node = match node {
             Some(n) => n,
-            None => (0x800..0x1000)
-                .chain(1..0x800)
-                .find(|&n| !used(n))
+            None => lowest_free_node(bucket, 0x800)
+                .or_else(|| lowest_free_node(bucket, 1))
                 .ok_or("Error: cls_u32: Hash table node ID pool exhausted.")?,
         };
         let handle = (htid & 0xffff_f000) | node;
@@ -404,6 +436,16 @@ impl Classifier for U32 {
         let spec = parse::parse(handle, args, actions)?;
         let refs = spec.actions.clone();
         self.apply(spec).inspect_err(|_| actions.release(&refs))
+    }
+
+    fn change(
+        &mut self,
+        handle: Option<&str>,
+        args: &[&str],
+        actions: &mut Actions,
+        create: bool,
+    ) -> Option<Result<(), String>> {
+        self.change_rule(handle, args, actions, create)
     }
 
     fn delete(&mut self, h: &str, actions: &mut Actions) -> Result<bool, String> {

@@ -167,7 +167,15 @@ fn parse_into(
             w.at += used - 1;
             terminal = true;
         } else if matches(word, "police") {
-            return Err("Illegal \"police\": sluice has no police action yet".into());
+            // tc's TCA_U32_POLICE: the policer is the rule's action, as
+            // `action police ...` makes it (the kernel shows it so).
+            let mut as_action = vec!["action", "police"];
+            as_action.extend_from_slice(&words[w.at..]);
+            let (refs, used) =
+                parse_actions(&as_action, table).map_err(|e| format!("Illegal \"police\": {e}"))?;
+            spec.actions.extend(refs);
+            w.at += used - 2;
+            terminal = true;
         } else if word == "skip_hw" {
             spec.flags |= SKIP_HW;
         } else if word == "skip_sw" {
