@@ -173,6 +173,52 @@ fn the_kernel_refuses_protochain_and_capture_says_why() {
 }
 
 #[test]
+fn a_cut_capture_exits_1_and_c_0_is_refused_as_tcpdump() {
+    let dir = std::env::temp_dir().join(format!("sluice-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let whole = captures()
+        .into_iter()
+        .find(|c| c.ends_with("IGMP_V1.pcap"))
+        .unwrap();
+    // Cut inside the fourth record.
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &std::fs::read(&whole).unwrap()[..300]).unwrap();
+    let c = cut.to_str().unwrap();
+    let out = dir.join("out.pcap");
+    let o = out.to_str().unwrap();
+    let t = Command::new("tcpdump")
+        .args(["-r", c, "-w", o, "ip"])
+        .output()
+        .unwrap();
+    let want = packets(&out).len();
+    let s = Command::new(SLUICE)
+        .args(["filter", "-r", c, "-w", o, "ip"])
+        .output()
+        .unwrap();
+    assert_eq!(s.status.code(), t.status.code(), "exit status");
+    assert_eq!(s.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&s.stderr).contains("truncated"));
+    assert_eq!(packets(&out).len(), want, "the packets before the cut");
+    assert!(want == 3, "{want}");
+    for tool in ["tcpdump", SLUICE] {
+        let mut cmd = Command::new(tool);
+        if tool == SLUICE {
+            cmd.arg("filter");
+        }
+        let r = cmd
+            .args(["-c", "0", "-r", whole.to_str().unwrap(), "ip"])
+            .output()
+            .unwrap();
+        assert!(!r.status.success(), "{tool} -c 0");
+        assert!(
+            String::from_utf8_lossy(&r.stderr).contains("count 0"),
+            "{tool}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn programs_print_as_tcpdump_prints_them() {
     for expr in [
         "udp port 53",
