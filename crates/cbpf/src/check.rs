@@ -110,6 +110,17 @@ pub fn check(prog: &[Insn]) -> Result<(), CheckError> {
             }
         } else if c == class::JMP | op::JA {
             // Jumps are unsigned, so forward; the target must be inside.
+            let back = pc as i64 + 1 + i64::from(k as i32);
+            if (k as i32) < 0 && back >= 0 {
+                // What libpcap's `bpf_filter` runs (`ip6 protochain`).
+                return Err(at(
+                    pc,
+                    format!(
+                        "`ja` jumps backward (to insn {back}): the kernel runs no backward jump \
+                         (libpcap's interpreter does, for `protochain`)"
+                    ),
+                ));
+            }
             if u64::from(k) >= (n - pc - 1) as u64 {
                 return Err(at(
                     pc,

@@ -6,6 +6,13 @@
 //! offsets reach Linux's ancillary fields (`SKF_AD_OFF`) and the
 //! network- and link-layer-relative windows (`SKF_NET_OFF`, `SKF_LL_OFF`).
 //!
+//! Two things the kernel's checker refuses run as libpcap's `bpf_filter`
+//! runs them, since tcpdump's programs have them: a negative offset that
+//! names no ancillary field (libpcap's `ldb [-2]` on some link types) is
+//! outside the packet (0), and a `ja` whose `k` is negative as a signed
+//! 32-bit number jumps backward (libpcap's `ip6 protochain` loop; a loop
+//! still running after [`LOOP_LIMIT`] instructions is an error).
+//!
 //! A program is decoded once into a [`Filter`] (operations with their
 //! operands and absolute jump targets, so a run decodes nothing) and then
 //! run over any number of packets.
@@ -140,6 +147,11 @@ enum Op {
     Bad(&'static str),
 }
 
+/// Instructions a classic run that jumps backward may execute before it
+/// is stopped as looping forever: libpcap's `protochain` loop over a
+/// 256 KiB packet (at least 8 bytes an iteration) runs under 600,000.
+pub const LOOP_LIMIT: u64 = 1 << 24;
+
 /// A classic program decoded for running.
 #[derive(Clone, Debug)]
 pub struct Filter {
@@ -177,9 +189,9 @@ fn decode_xpf(pc: usize, p: &Insn, len: usize, bank: Bank) -> Op {
 
 fn decode(pc: usize, p: &Insn, len: usize) -> Op {
     let (c, k) = (p.code, p.k);
-    let target = |off: u64| -> Option<u32> {
-        let t = pc as u64 + 1 + off;
-        (t < len as u64).then_some(t as u32)
+    let target = |off: i64| -> Option<u32> {
+        let t = pc as i64 + 1 + off;
+        (0..len as i64).contains(&t).then_some(t as u32)
     };
     let slot = |k: u32| (k < MEMWORDS).then_some(k as u8);
     let bad_slot = Op::Bad("scratch word out of range");
@@ -204,7 +216,7 @@ fn decode(pc: usize, p: &Insn, len: usize) -> Op {
                         _ => return Op::Bad("unknown load size"),
                     };
                     match (a, ind, n) {
-                        (true, false, _) if k >= ancillary::AD_OFF => {
+                        (true, false, _) if k >= ancillary::AD_OFF && reads_field(k) => {
                             Op::Ancillary(k - ancillary::AD_OFF)
                         }
                         (true, false, 1) => Op::LdB(k),
@@ -247,9 +259,15 @@ fn decode(pc: usize, p: &Insn, len: usize) -> Op {
         },
         class::JMP => {
             if c & 0xf0 == op::JA {
-                return target(u64::from(k)).map_or(Op::Bad("jump out of range"), Op::Ja);
+                // libpcap's `bpf_filter` sign-extends `k` (`protochain`
+                // jumps backward); a forward target is the kernel's too.
+                return match target(i64::from(k as i32)) {
+                    Some(t) if t as usize <= pc => Op::JaBack(t),
+                    Some(t) => Op::Ja(t),
+                    None => Op::Bad("jump out of range"),
+                };
             }
-            let (Some(t), Some(f)) = (target(u64::from(p.jt)), target(u64::from(p.jf))) else {
+            let (Some(t), Some(f)) = (target(i64::from(p.jt)), target(i64::from(p.jf))) else {
                 return Op::Bad("jump out of range");
             };
             match (c & 0xf0, x) {
@@ -277,12 +295,22 @@ fn decode(pc: usize, p: &Insn, len: usize) -> Op {
     }
 }
 
+/// Whether an absolute load at `k` (at or past `SKF_AD_OFF`) reads a field:
+/// one of Linux's ancillary fields or xPF's clock. Any other such `k` is a
+/// negative offset outside the packet.
+fn reads_field(k: u32) -> bool {
+    crate::check::known_ancillary(k) || k == xpf::TIME_SEC || k == xpf::TIME_NSEC
+}
+
 /// Bytes `[off, off + n)` of the packet as a big-endian number, with the
-/// kernel's negative windows; `None` outside.
+/// kernel's negative windows; `None` outside (a negative offset in neither
+/// window, as libpcap and the kernel's `ld_abs` both read it).
 #[inline]
 fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
     let start = if off >= 0 {
         off
+    } else if off >= i64::from(ancillary::AD_OFF as i32) {
+        return None;
     } else if off >= i64::from(ancillary::NET_OFF as i32) {
         i64::from(meta.network_offset) + off - i64::from(ancillary::NET_OFF as i32)
     } else if off >= i64::from(ancillary::LL_OFF as i32) {
@@ -516,6 +544,15 @@ impl Filter {
                         pc = t as usize;
                     }
                 }
+                Op::JaBack(t) => {
+                    if insns > LOOP_LIMIT {
+                        return Err(bad(
+                            pc - 1,
+                            &format!("still looping after {LOOP_LIMIT} instructions"),
+                        ));
+                    }
+                    pc = t as usize;
+                }
                 Op::Nop if XPF => {}
                 Op::LdP(_)
                 | Op::LdxP(_)
@@ -525,7 +562,6 @@ impl Filter {
                 | Op::LdxNdx(..)
                 | Op::StNdx(..)
                 | Op::StxNdx(..)
-                | Op::JaBack(_)
                 | Op::Nop => return Err(bad(pc - 1, "an xPF instruction in a classic filter")),
                 Op::Bad(why) => {
                     return Err(RunError {

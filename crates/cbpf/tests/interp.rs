@@ -95,3 +95,68 @@ fn unchecked_programs_fail_without_panicking() {
         assert!(run(&prog, &[0; 20], &m).is_err(), "{prog:?}");
     }
 }
+
+/// An Ethernet frame carrying IPv6 whose next headers are `chain`, each
+/// extension header 8 bytes, then 20 bytes of payload.
+fn ipv6_frame(chain: &[u8]) -> Vec<u8> {
+    let mut f = vec![0u8; 12];
+    f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0]);
+    let payload = 8 * (chain.len() - 1) + 20;
+    f.extend_from_slice(&(payload as u16).to_be_bytes());
+    f.extend_from_slice(&[chain[0], 64]);
+    f.extend_from_slice(&[0u8; 32]);
+    for next in &chain[1..] {
+        f.extend_from_slice(&[*next, 0, 0, 0, 0, 0, 0, 0]);
+    }
+    f.extend_from_slice(&[0u8; 20]);
+    f
+}
+
+#[test]
+fn libpcaps_protochain_loop_runs_backward_as_bpf_filter_does() {
+    // libpcap's `ip6 protochain 6` jumps back (`ja` with a negative k):
+    // the kernel refuses it, libpcap's interpreter (and so tcpdump) runs it.
+    let prog = cbpf::compile_expr("ip6 protochain 6", cbpf::ETHERNET, 65535).unwrap();
+    let err = cbpf::check(&prog).unwrap_err().to_string();
+    assert!(err.contains("jumps backward"), "{err}");
+    let m = Meta::default();
+    let f = cbpf::Filter::new(&prog);
+    let verdict = |chain: &[u8]| f.run(&ipv6_frame(chain), &m).unwrap().ret;
+    assert_eq!(verdict(&[6]), 65535, "TCP right after IPv6");
+    // Hop-by-hop, destination options, routing, then TCP: three loops.
+    assert_eq!(verdict(&[0, 60, 43, 6]), 65535);
+    assert_eq!(verdict(&[0, 60, 43, 17]), 0, "UDP at the end");
+    // A chain that runs off the packet ends with 0.
+    let mut cut = ipv6_frame(&[0, 60, 6]);
+    cut.truncate(60);
+    assert_eq!(f.run(&cut, &m).unwrap().ret, 0);
+}
+
+#[test]
+fn a_backward_loop_that_never_ends_is_stopped() {
+    use cbpf::Insn;
+    // ja -1: itself, forever.
+    let prog = [Insn::stmt(0x05, u32::MAX), Insn::stmt(0x06, 0)];
+    let err = run(&prog, &[0; 20], &Meta::default()).unwrap_err();
+    assert!(err.why.contains("still looping"), "{err}");
+}
+
+#[test]
+fn a_negative_offset_naming_no_field_is_outside_the_packet() {
+    // libpcap's `ip[0]` on JUNIPER_ES (link type 132) reads `ldb [-2]`:
+    // libpcap's `bpf_filter` finds it past the packet and rejects; it is no
+    // ancillary field (which would read 0 and keep the packet here).
+    let prog = cbpf::compile_expr("ip[0] & 0xf != 5", 132, 6).unwrap();
+    assert!(prog.iter().any(|i| i.k == (-2i32) as u32));
+    let juniper = *b"MGC000";
+    assert_eq!(run(&prog, &juniper, &Meta::default()).unwrap().ret, 0);
+    let m = Meta::default();
+    let run_text = |text: &str| run(&assemble(text).unwrap(), &[7; 8], &m).unwrap().ret;
+    assert_eq!(run_text("ldb [-2]\nret #9"), 0);
+    assert_eq!(
+        run_text("ld [-4096]\nret #9"),
+        9,
+        "SKF_AD_OFF + 0: the protocol"
+    );
+    assert_eq!(run_text("ldx #-2\nldb [x + 0]\nret #9"), 0, "indirect too");
+}

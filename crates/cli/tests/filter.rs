@@ -101,6 +101,123 @@ fn filters_every_capture_as_tcpdump_does() {
     assert!(compared > 1900 && matched > 3000);
 }
 
+/// The bytes of each packet kept.
+type Kept = Vec<Vec<u8>>;
+
+/// The packets tcpdump and sluice keep of `capture` for `expr`, as
+/// `(tcpdump's, sluice's)`; `None` where tcpdump refuses the run.
+fn kept_by_both(capture: &str, expr: &str, dir: &Path) -> Option<(Kept, Kept)> {
+    let (ours, theirs) = (dir.join("ours.pcap"), dir.join("theirs.pcap"));
+    let _ = std::fs::remove_file(&theirs);
+    let t = Command::new("tcpdump")
+        .args(["-r", capture, "-w", theirs.to_str().unwrap(), expr])
+        .output()
+        .unwrap();
+    if !t.status.success() || !theirs.exists() {
+        return None;
+    }
+    let s = Command::new(SLUICE)
+        .args(["filter", "-r", capture, "-w", ours.to_str().unwrap(), expr])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert!(s.status.success(), "{capture} `{expr}`: {err}");
+    let bytes = |p: &Path| packets(p).into_iter().map(|p| p.1).collect();
+    Some((bytes(&theirs), bytes(&ours)))
+}
+
+#[test]
+fn protochain_and_loads_before_the_packet_as_tcpdump() {
+    // `ip6 protochain 6` jumps backward (libpcap runs it, the kernel
+    // does not); `ip[0]` on Juniper link types reads `[-2]`, before the
+    // packet, which libpcap rejects.
+    let dir = std::env::temp_dir().join(format!("sluice-protochain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut runs, mut kept) = (0, 0);
+    for capture in captures() {
+        let c = capture.to_str().unwrap();
+        let name = capture.file_name().unwrap().to_str().unwrap();
+        let exprs: &[&str] = if name.contains("juniper") {
+            &["ip[0] & 0xf != 5"]
+        } else if name.contains("ipv6") || name.contains("ip6") {
+            &["ip6 protochain 6", "ip6 protochain 17 or ip6 protochain 58"]
+        } else {
+            continue;
+        };
+        for expr in exprs {
+            let Some((want, got)) = kept_by_both(c, expr, &dir) else {
+                continue;
+            };
+            assert_eq!(got.len(), want.len(), "{c} `{expr}`: packets kept");
+            assert!(got == want, "{c} `{expr}`: the packets written differ");
+            runs += 1;
+            kept += want.len();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{runs} runs alike, {kept} packets kept");
+    assert!(runs > 30 && kept > 10, "{runs} runs, {kept} kept");
+}
+
+#[test]
+fn the_kernel_refuses_protochain_and_capture_says_why() {
+    // A live capture hands the program to the kernel (SO_ATTACH_FILTER),
+    // which runs no backward jump: refused before any socket is opened.
+    let out = Command::new(SLUICE)
+        .args(["capture", "-i", "lo", "-c", "1", "ip6 protochain 6"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("jumps backward"), "{err}");
+}
+
+#[test]
+fn a_cut_capture_exits_1_and_c_0_is_refused_as_tcpdump() {
+    let dir = std::env::temp_dir().join(format!("sluice-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let whole = captures()
+        .into_iter()
+        .find(|c| c.ends_with("IGMP_V1.pcap"))
+        .unwrap();
+    // Cut inside the fourth record.
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &std::fs::read(&whole).unwrap()[..300]).unwrap();
+    let c = cut.to_str().unwrap();
+    let out = dir.join("out.pcap");
+    let o = out.to_str().unwrap();
+    let t = Command::new("tcpdump")
+        .args(["-r", c, "-w", o, "ip"])
+        .output()
+        .unwrap();
+    let want = packets(&out).len();
+    let s = Command::new(SLUICE)
+        .args(["filter", "-r", c, "-w", o, "ip"])
+        .output()
+        .unwrap();
+    assert_eq!(s.status.code(), t.status.code(), "exit status");
+    assert_eq!(s.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&s.stderr).contains("truncated"));
+    assert_eq!(packets(&out).len(), want, "the packets before the cut");
+    assert!(want == 3, "{want}");
+    for tool in ["tcpdump", SLUICE] {
+        let mut cmd = Command::new(tool);
+        if tool == SLUICE {
+            cmd.arg("filter");
+        }
+        let r = cmd
+            .args(["-c", "0", "-r", whole.to_str().unwrap(), "ip"])
+            .output()
+            .unwrap();
+        assert!(!r.status.success(), "{tool} -c 0");
+        assert!(
+            String::from_utf8_lossy(&r.stderr).contains("count 0"),
+            "{tool}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn programs_print_as_tcpdump_prints_them() {
     for expr in [

@@ -24,7 +24,7 @@ pub struct Args {
     /// Write the matching packets here, with their link type (.pcapng for pcapng; - for standard output, the report then going to standard error)
     #[arg(short = 'w', long = "write", value_name = "FILE", requires = "read")]
     write: Option<PathBuf>,
-    /// Stop after this many matching packets
+    /// Stop after this many matching packets (1 or more)
     #[arg(short = 'c', long = "count", value_name = "N")]
     count: Option<u64>,
     /// Print the program instead: -d as mnemonics, -dd as C, -ddd as decimal (as tcpdump; with -r, for the capture's link type and snapshot length)
@@ -140,6 +140,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let Some(input) = &a.read else {
         return Err("give a capture to read (-r FILE), or -d/-dd/-ddd to print the program".into());
     };
+    if a.count == Some(0) {
+        // As tcpdump: `-c 0` would stop before the first packet.
+        return Err("invalid packet count 0 (-c takes 1 or more)".into());
+    }
     crate::report::outputs_on_stdout([a.write.as_deref()])?;
     let opts = cbpf::FilterOptions {
         write: a.write.as_deref(),
@@ -193,5 +197,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         }
         crate::report::print_text(&text)?;
     }
-    Ok(ExitCode::SUCCESS)
+    // As tcpdump: the packets before a cut or corrupt record are filtered
+    // and written, and the exit status is 1.
+    Ok(if report.capture_error.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
