@@ -482,3 +482,35 @@ fn frames_cut_by_the_snapshot_length_are_told() {
     assert!(notes(&v).iter().any(|n| n.contains("snapshot length")));
     assert!(!whole_err.contains("snapshot length"), "{whole_err}");
 }
+
+#[test]
+fn a_filter_keeps_other_packets_out_of_the_fit() {
+    let count = object_path("xdp_count");
+    let traffic = [
+        "--gen",
+        "udp,size=64,count=10",
+        "--gen",
+        "udp,size=1000,count=10",
+        "--gen",
+        "icmp,size=500,count=1",
+    ];
+    let mut all = vec![count.as_str()];
+    all.extend(traffic);
+    all.push("--json");
+    let (ok, v, err) = profile(&all);
+    assert!(ok, "{err}");
+    assert_eq!(v["model"]["packets"], 21);
+    all.extend(["--filter", "udp"]);
+    let (ok, v, err) = profile(&all);
+    assert!(ok, "{err}");
+    assert_eq!(v["model"]["packets"], 20, "the ICMP packet left out");
+    let lens: Vec<u64> = v["model"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["len"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lens, [64, 1000]);
+    let (ok, _, err) = profile(&[&count, "--filter", "udp port", "--json"]);
+    assert!(!ok && err.contains("--filter udp port"), "{err}");
+}

@@ -57,15 +57,26 @@ impl RouteTable {
     /// [dev NAME] [key value | flag]...`, and a multipath route's `nexthop
     /// via ADDR dev NAME weight N` lines (its first next hop is taken).
     /// Unreachable, blackhole, local and other non-unicast routes are
-    /// skipped; a prefix already seen keeps its first route.
+    /// skipped, as are IPv6 routes (`ip route show table all` lists both
+    /// families; the forwarding programs are IPv4's); a prefix already
+    /// seen keeps its first route.
     pub fn parse_ip_route(text: &str) -> Result<RouteTable, ParseError> {
         let mut t = RouteTable::new();
         // A multipath route waits for its first `nexthop` line.
         let mut pending: Option<(usize, Prefix)> = None;
+        // The `nexthop` lines of a skipped IPv6 route are skipped too.
+        let mut in_v6 = false;
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if in_v6 && line.starts_with("nexthop ") {
+                continue;
+            }
+            in_v6 = is_ipv6_route(line);
+            if in_v6 {
                 continue;
             }
             if let Some(rest) = line.strip_prefix("nexthop ") {
@@ -181,6 +192,22 @@ impl RouteTable {
     }
 }
 
+/// Whether a line of `ip route` output is an IPv6 route: its destination
+/// is an IPv6 prefix, or it is a default route through an IPv6 gateway
+/// (`default via fe80::1 dev eth0`; an IPv4 route through an IPv6 gateway
+/// reads `via inet6 fe80::1`, and is refused where it is parsed).
+fn is_ipv6_route(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let dest = words
+        .iter()
+        .find(|w| !NOT_FORWARDING.contains(w) && **w != "unicast" && **w != "nexthop");
+    dest.is_some_and(|d| d.contains(':'))
+        || (dest == Some(&"default")
+            && words
+                .windows(2)
+                .any(|w| w[0] == "via" && w[1].contains(':')))
+}
+
 /// Adds a route unless its prefix is there (its next hop too).
 fn add(t: &mut RouteTable, prefix: Prefix, gw: Option<Ipv4Addr>, dev: Option<&str>) {
     if t.get(prefix).is_none() {
@@ -244,6 +271,29 @@ blackhole 10.9.0.0/16 proto static
 \tnexthop via 10.0.0.1 dev eth0 weight 1
 default via 10.0.0.2 dev eth0 metric 200
 ";
+
+    /// `ip route show table all` on a host with both families (this
+    /// machine's, with a multipath IPv6 route added).
+    const TABLE_ALL: &str = "default via 192.0.2.1 dev eth0
+192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2
+local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1
+broadcast 192.0.2.255 dev eth0 table local proto kernel scope link src 192.0.2.2
+fd00::/64 dev eth0 proto kernel metric 256 pref medium
+2001:db8::/32 metric 1024 pref medium
+\tnexthop via fd00::1 dev eth0 weight 1
+\tnexthop via fd00::3 dev eth0 weight 1
+default via fd00::1 dev eth0 metric 1024 pref medium
+local ::1 dev lo table local proto kernel metric 0 pref medium
+multicast ff00::/8 dev eth0 table local proto kernel metric 256 pref medium
+";
+
+    #[test]
+    fn ipv6_routes_of_table_all_are_skipped() {
+        let t = RouteTable::parse_text(TABLE_ALL).unwrap();
+        assert_eq!(t.len(), 2, "the two IPv4 routes");
+        let d = t.hop(t.get(Prefix::DEFAULT).unwrap()).unwrap();
+        assert_eq!(d.gateway, Some(Ipv4Addr::new(192, 0, 2, 1)));
+    }
 
     #[test]
     fn ip_route_output() {

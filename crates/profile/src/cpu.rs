@@ -225,10 +225,34 @@ mod tests {
         let good = Cpu::parse("f=233MHz,tmem=4ns").unwrap().remove(0);
         assert!(good.check().is_ok());
         for (edit, want) in [
-            (Cpu { f_mhz: 0.0, ..good.clone() }, "`f_mhz` is 0"),
-            (Cpu { cpi: f64::NAN, ..good.clone() }, "`cpi` is NaN"),
-            (Cpu { tmem_ns: -1.0, ..good.clone() }, "`tmem_ns` is -1"),
-            (Cpu { thelper_ns: f64::INFINITY, ..good.clone() }, "`thelper_ns` is inf"),
+            (
+                Cpu {
+                    f_mhz: 0.0,
+                    ..good.clone()
+                },
+                "`f_mhz` is 0",
+            ),
+            (
+                Cpu {
+                    cpi: f64::NAN,
+                    ..good.clone()
+                },
+                "`cpi` is NaN",
+            ),
+            (
+                Cpu {
+                    tmem_ns: -1.0,
+                    ..good.clone()
+                },
+                "`tmem_ns` is -1",
+            ),
+            (
+                Cpu {
+                    thelper_ns: f64::INFINITY,
+                    ..good.clone()
+                },
+                "`thelper_ns` is inf",
+            ),
         ] {
             let e = edit.check().unwrap_err();
             assert!(e.contains(want), "{e}");

@@ -36,7 +36,10 @@ pub struct Args {
     /// Packets per size with --sizes
     #[arg(long, default_value_t = 10)]
     per_size: u64,
-    /// Packets taken from the source at most
+    /// Profile only the packets this tcpdump expression accepts (e.g. `udp`: an ARP frame in the capture then stays out of the fit)
+    #[arg(long, value_name = "EXPR")]
+    filter: Option<String>,
+    /// Packets taken from the source at most (with --filter: packets that pass it)
     #[arg(long)]
     limit: Option<u64>,
     /// Run the packets once, uncounted, before profiling them: per-flow
@@ -139,6 +142,7 @@ fn run_args(a: &Args, engine: run::Engine) -> Result<run::Args, String> {
         r#gen,
         settings: a.settings.clone(),
         contents: a.contents.clone(),
+        filter: a.filter.clone(),
         cpus: 1,
         ifindex: Some(1),
         engine,
