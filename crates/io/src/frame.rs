@@ -1,5 +1,7 @@
 //! A frame as a source delivers it: Ethernet where the capture allows.
 
+use crate::ip_links::{self, Payload};
+use crate::juniper::{self, Inner};
 use crate::wifi::Dot11;
 
 /// How a captured frame became the bytes a program sees.
@@ -7,15 +9,18 @@ use crate::wifi::Dot11;
 pub enum LinkKind {
     /// Captured on Ethernet.
     Ethernet,
-    /// Raw IP, loopback or Linux-cooked capture: an Ethernet header was
-    /// made up (EtherType from the capture, fixed MAC addresses); or an
+    /// Raw IP, loopback or Linux-cooked capture, or IP (IPv4, IPv6, MPLS)
+    /// over PPP, Cisco HDLC, IPNET, ARCNET or behind a Juniper header: an
+    /// Ethernet header was made up (EtherType from the capture, fixed MAC
+    /// addresses); an Ethernet frame behind a Juniper header; or an
     /// 802.11 data frame carrying LLC/SNAP, made the Ethernet frame an
     /// access point would bridge (addresses from the 802.11 header).
     Converted,
-    /// A frame without an Ethernet form: a link type with none (PPP,
-    /// ...), or one that has none of its link type (802.11 management,
-    /// control or encrypted frames, Linux-cooked netlink): the bytes as
-    /// captured, with the capture's LINKTYPE_* number.
+    /// A frame without an Ethernet form: a link type with none (CAN,
+    /// USB, ...), or one that has none of its link type (802.11
+    /// management, control or encrypted frames, Linux-cooked netlink,
+    /// PPP LCP, Cisco SLARP, IS-IS over HDLC, ARCNET ARP, Juniper ATM
+    /// PICs): the bytes as captured, with the capture's LINKTYPE_* number.
     Foreign(u32),
 }
 
@@ -141,9 +146,43 @@ pub fn to_ethernet_into(linktype: u32, data: &[u8], out: &mut Vec<u8>) -> LinkKi
                 LinkKind::Foreign(linktype)
             }
         }
+        9 => carried(linktype, ip_links::ppp(data), data, out),
+        50 => carried(linktype, ip_links::ppp_hdlc(data), data, out),
+        104 => carried(linktype, ip_links::chdlc(data), data, out),
+        226 => carried(linktype, ip_links::ipnet(data), data, out),
+        7 => carried(linktype, ip_links::arcnet_bsd(data), data, out),
+        129 => carried(linktype, ip_links::arcnet_linux(data), data, out),
+        _ if juniper::is_juniper(linktype) => match juniper::decode(linktype, data) {
+            Some(Inner::Ethernet(frame)) => {
+                out.extend_from_slice(frame);
+                LinkKind::Converted
+            }
+            Some(Inner::Ether(payload)) => carried(linktype, Some(payload), data, out),
+            None => carried(linktype, None, data, out),
+        },
         other => {
             out.extend_from_slice(data);
             LinkKind::Foreign(other)
+        }
+    }
+}
+
+/// A payload some link type carried, behind a made-up Ethernet header; or
+/// without one, the frame as captured.
+fn carried(
+    linktype: u32,
+    payload: Option<Payload<'_>>,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> LinkKind {
+    match payload {
+        Some((ethertype, payload)) => {
+            push_ethernet(ethertype, payload, out);
+            LinkKind::Converted
+        }
+        None => {
+            out.extend_from_slice(data);
+            LinkKind::Foreign(linktype)
         }
     }
 }
@@ -162,6 +201,7 @@ pub fn linktype_name(linktype: u32) -> Option<&'static str> {
         0 => "NULL",
         1 => "ETHERNET",
         6 => "IEEE802_5",
+        7 => "ARCNET_BSD",
         8 => "SLIP",
         9 => "PPP",
         10 => "FDDI",
@@ -176,6 +216,28 @@ pub fn linktype_name(linktype: u32) -> Option<&'static str> {
         117 => "PFLOG",
         119 => "IEEE802_11_PRISM",
         127 => "IEEE802_11_RADIOTAP",
+        129 => "ARCNET_LINUX",
+        130 => "JUNIPER_MLPPP",
+        131 => "JUNIPER_MLFR",
+        132 => "JUNIPER_ES",
+        133 => "JUNIPER_GGSN",
+        134 => "JUNIPER_MFR",
+        135 => "JUNIPER_ATM2",
+        136 => "JUNIPER_SERVICES",
+        137 => "JUNIPER_ATM1",
+        164 => "JUNIPER_MONITOR",
+        167 => "JUNIPER_PPPOE",
+        168 => "JUNIPER_PPPOE_ATM",
+        178 => "JUNIPER_ETHER",
+        179 => "JUNIPER_PPP",
+        180 => "JUNIPER_FRELAY",
+        181 => "JUNIPER_CHDLC",
+        183 => "JUNIPER_VP",
+        194 => "JUNIPER_ISM",
+        200 => "JUNIPER_ST",
+        217 => "JUNIPER_VS",
+        218 => "JUNIPER_SRX_E2E",
+        219 => "JUNIPER_FIBRECHANNEL",
         163 => "IEEE802_11_AVS",
         187 => "BLUETOOTH_HCI_H4",
         189 => "USB_LINUX",
@@ -183,9 +245,11 @@ pub fn linktype_name(linktype: u32) -> Option<&'static str> {
         195 => "IEEE802_15_4_WITHFCS",
         220 => "USB_LINUX_MMAPPED",
         227 => "CAN_SOCKETCAN",
+        226 => "IPNET",
         228 => "IPV4",
         229 => "IPV6",
         239 => "NFLOG",
+        238 => "JUNIPER_ATM_CEMIC",
         253 => "NETLINK",
         276 => "LINUX_SLL2",
         _ => return None,

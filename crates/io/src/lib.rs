@@ -4,6 +4,8 @@
 mod error;
 mod frame;
 mod input;
+mod ip_links;
+mod juniper;
 mod pcap;
 mod pcapng;
 mod sink;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pipeline::{Source, for_each_packet};
+use pipeline::{Batch, PacketInfo, Source, SourceError};
 
 use pipeline::XpfEngine;
 
@@ -125,7 +125,23 @@ pub fn account_flows(
         each(ended);
         ended.clear();
     };
-    let read = for_each_packet(source, opts.limit, |info, data| {
+    // What ended goes out at the end of each batch the source gives too
+    // (`None`): a stream that pauses (a pipe between bursts) ends a batch,
+    // and a scrape then sees every flow ended so far, not a batch still
+    // filling.
+    let read = each_batch(source, opts.limit, &mut |packet| {
+        let Some((info, data)) = packet else {
+            if !ended.is_empty() {
+                hand_out(&mut ended, &mut s);
+            }
+            if let Some(m) = &opts.metrics
+                && failure.is_none()
+                && let Err(why) = acc.gauge(m)
+            {
+                failure = Some(why);
+            }
+            return;
+        };
         if failure.is_some() {
             return;
         }
@@ -190,4 +206,38 @@ pub fn account_flows(
         acc.gauge(m)?;
     }
     Ok(s)
+}
+
+/// A packet as a source gives it.
+type Packet<'a> = (&'a PacketInfo, &'a [u8]);
+
+/// `pipeline::for_each_packet` that also tells `each` (with `None`) when
+/// a batch the source gave is done: packets up to `limit`; how many were
+/// read, or why the source stopped.
+fn each_batch(
+    source: &mut dyn Source,
+    limit: Option<u64>,
+    each: &mut dyn FnMut(Option<Packet<'_>>),
+) -> Result<u64, SourceError> {
+    let mut batch = Batch::new();
+    let mut seen = 0u64;
+    loop {
+        batch.clear();
+        if limit.is_some_and(|l| seen >= l) {
+            return Ok(seen);
+        }
+        let err = source.fill(&mut batch);
+        for (info, data) in batch.iter() {
+            if limit.is_some_and(|l| seen >= l) {
+                break;
+            }
+            seen += 1;
+            each(Some((info, data)));
+        }
+        each(None);
+        err?;
+        if batch.is_empty() {
+            return Ok(seen);
+        }
+    }
 }

@@ -163,8 +163,11 @@ impl Input {
         self.dev.is_none() && crate::signals::stop_requested()
     }
 
-    /// Tells on stderr what a live source saw (frames, kernel drops).
+    /// Tells on stderr what a live source saw (frames, kernel drops),
+    /// and the frames a capture skipped for want of an Ethernet form
+    /// (with the warning `sluice run` gives).
     pub fn tell(&self, source: &dyn Source) {
+        crate::cmd::run::warn_skipped(source, "");
         if self.stopped() {
             eprintln!(
                 "sluice: stopped by a signal: every packet read was accounted, outputs are complete"

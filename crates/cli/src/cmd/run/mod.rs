@@ -267,6 +267,16 @@ pub(crate) fn source_with(
 /// The frames `source` skipped, per link type (`NAME (N)`), told on
 /// stderr as a warning; what reports print.
 pub(crate) fn skipped(source: &dyn Source) -> BTreeMap<String, u64> {
+    warn_skipped(
+        source,
+        " (--foreign pass gives them to the program as captured)",
+    )
+}
+
+/// The frames `source` skipped, per link type, told on stderr as the
+/// warning every front end gives, `hint` after it (what the command can
+/// do with them, or nothing).
+pub(crate) fn warn_skipped(source: &dyn Source, hint: &str) -> BTreeMap<String, u64> {
     let skipped = source.skipped();
     if !skipped.is_empty() {
         let total: u64 = skipped.iter().map(|(_, n)| n).sum();
@@ -275,7 +285,7 @@ pub(crate) fn skipped(source: &dyn Source) -> BTreeMap<String, u64> {
             .map(|(l, n)| format!("{n} {}", io::describe_linktype(*l)))
             .collect();
         eprintln!(
-            "sluice: warning: skipped {total} frames without an Ethernet form: {} (--foreign pass gives them to the program as captured)",
+            "sluice: warning: skipped {total} frames without an Ethernet form: {}{hint}",
             each.join(", ")
         );
     }
