@@ -275,3 +275,64 @@ fn live_handshakes(tag: &str, args: &[&str], attached: &str) {
     assert_eq!(summary["lost"], 0);
     assert!(!common::sh(&["ip", "-n", &p.b, "link", "show", common::VB]).contains("xdp"));
 }
+
+#[test]
+fn a_capture_out_of_time_order_is_told() {
+    let dir = std::env::temp_dir().join(format!("sluice-rtt-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sorted, reversed) = (dir.join("sorted.pcap"), dir.join("reversed.pcap"));
+    common::sluice(&[
+        "run",
+        &common::object_path("xdp_pass"),
+        "--gen",
+        CONV,
+        "--out-pass",
+        sorted.to_str().unwrap(),
+    ]);
+    let frames: Vec<_> = io::PcapSource::open(&sorted)
+        .unwrap()
+        .map(|f| f.unwrap())
+        .collect();
+    let mut out = io::PcapSink::create(&reversed).unwrap();
+    for f in frames.iter().rev() {
+        out.write(&f.data, f.timestamp_ns).unwrap();
+    }
+    out.finish().unwrap();
+    let rtt = |path: &std::path::Path| {
+        Command::new(SLUICE)
+            .args(["monitor", "rtt", "--json", "--pcap"])
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let (good, bad) = (rtt(&sorted), rtt(&reversed));
+    assert!(good.status.success() && bad.status.success());
+    let warned = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stderr).contains("the input is not in time order")
+    };
+    assert!(!warned(&good), "{}", String::from_utf8_lossy(&good.stderr));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    let n = frames.len() - 1;
+    assert!(
+        err.contains(&format!(
+            "{n} packets come earlier than a packet before them (the first: packet 2)"
+        )),
+        "{err}"
+    );
+    let last = String::from_utf8_lossy(&bad.stdout)
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .unwrap();
+    assert_eq!(last["summary"]["out_of_order"], n as u64);
+    // Flow accounting says so too.
+    let flows = Command::new(SLUICE)
+        .args(["monitor", "flows", "--json", "--pcap"])
+        .arg(&reversed)
+        .output()
+        .unwrap();
+    assert!(flows.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&flows.stderr);
+    assert!(err.contains("the input is not in time order"), "{err}");
+}

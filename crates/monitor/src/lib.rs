@@ -33,6 +33,7 @@ mod ebpf;
 mod key;
 mod live;
 mod metrics;
+mod order;
 mod rtt;
 mod rtt_ebpf;
 mod rtt_live;
@@ -52,6 +53,7 @@ pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::{Metrics, MetricsServer};
+pub use order::TimeOrder;
 pub use rtt::{
     BUCKETS, MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, Segment, bucket,
     reverse, segment,

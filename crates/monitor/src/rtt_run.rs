@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pipeline::{Source, XpfEngine, for_each_packet};
 
 use crate::key::FlowKey;
+use crate::order::TimeOrder;
 use crate::rtt::{
     MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, SweepClock, segment,
 };
@@ -52,6 +53,10 @@ pub struct RttSummary {
     pub counters: RttCounters,
     /// Why the source stopped early, if it did.
     pub source_error: Option<String>,
+    /// Packets earlier than a packet before them (a capture out of time
+    /// order: the meter takes packets in capture order, so a reply read
+    /// before its request gives no sample or a wrong one).
+    pub order: TimeOrder,
 }
 
 enum Engine {
@@ -94,6 +99,7 @@ pub fn measure_rtt(
         s.packets += 1;
         progress.store(s.packets, Ordering::Relaxed);
         let now = info.timestamp_ns;
+        s.order.see(info.seq, now);
         let seg = segment(data);
         s.tcp += u64::from(seg.is_some());
         let sweep = clock.due(now);

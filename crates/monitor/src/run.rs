@@ -96,6 +96,9 @@ pub struct FlowSummary {
     pub lost: u64,
     /// Why the source stopped early, if it did.
     pub source_error: Option<String>,
+    /// Packets earlier than a packet before them (flows then time out as
+    /// they are read, not as they were on the wire).
+    pub order: crate::TimeOrder,
 }
 
 /// Ended flows are handed out in batches of this many.
@@ -146,6 +149,7 @@ pub fn account_flows(
             return;
         }
         s.packets += 1;
+        s.order.see(info.seq, info.timestamp_ns);
         progress.store(s.packets, Ordering::Relaxed);
         match &mut acc {
             Accountant::Table(t) => {

@@ -115,6 +115,10 @@ struct Summary {
     stopped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
+    /// Packets earlier than a packet before them (a capture out of time
+    /// order).
+    #[serde(skip_serializing_if = "super::is_zero")]
+    out_of_order: u64,
 }
 
 impl Summary {
@@ -246,6 +250,11 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         sum.evicted = run.evicted;
         sum.source_error = run.source_error;
         sum.stopped = a.input.stopped();
+        sum.out_of_order = run.order.backwards;
+        super::warn_out_of_order(
+            &run.order,
+            "flows time out as their packets are read, not as they crossed the wire",
+        );
     }
     for ex in exporters {
         if let Exporter::File(f) = ex

@@ -214,3 +214,18 @@ pub(super) fn seconds(s: f64, what: &str) -> Result<u64, String> {
     }
     Ok((s * 1e9) as u64)
 }
+
+/// Tells on stderr that the input was not in time order, and what that
+/// does to `what` the command measures.
+pub(crate) fn warn_out_of_order(order: &monitor::TimeOrder, consequence: &str) {
+    if let Some(first) = order.first_backwards {
+        eprintln!(
+            "sluice: warning: the input is not in time order: {} packets come earlier than a packet before them (the first: packet {first}); {consequence} (sort the capture by time first: `reordercap IN OUT`)",
+            order.backwards
+        );
+    }
+}
+
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

@@ -116,6 +116,10 @@ struct Summary {
     stopped: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     source_error: Option<String>,
+    /// Packets earlier than a packet before them (a capture out of time
+    /// order).
+    #[serde(skip_serializing_if = "super::is_zero")]
+    out_of_order: u64,
 }
 
 pub fn run(a: RttArgs) -> Result<ExitCode, String> {
@@ -242,7 +246,12 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         lost: run.counters.lost,
         stopped: a.input.stopped(),
         source_error: run.source_error.clone(),
+        out_of_order: run.order.backwards,
     };
+    super::warn_out_of_order(
+        &run.order,
+        "RTTs are measured in the order read, so a reply read before its request gives a wrong sample or none",
+    );
     if a.json {
         for ((k, m), st) in &run.flows {
             let line = FlowLine {
