@@ -15,16 +15,32 @@ use common::{SLUICE, captures};
 use ipfix::nfdump::{Nfcapd, Seen, free_udp_port, read_files};
 use serde_json::Value;
 
+/// A flow line's source address (its IPFIX element: v4 or v6).
+fn src(v: &Value) -> &Value {
+    v.get("sourceIPv4Address")
+        .unwrap_or_else(|| &v["sourceIPv6Address"])
+}
+
 /// A flow line of `sluice monitor flows --json` as nfdump keeps it.
 fn seen(v: &Value) -> Seen {
     let n = |k: &str| v[k].as_u64().unwrap();
-    let protocol = n("protocol") as u8;
+    let protocol = n("protocolIdentifier") as u8;
+    let dst = v
+        .get("destinationIPv4Address")
+        .unwrap_or_else(|| &v["destinationIPv6Address"]);
     let (src, dst): (IpAddr, IpAddr) = (
-        v["src"].as_str().unwrap().parse().unwrap(),
-        v["dst"].as_str().unwrap().parse().unwrap(),
+        src(v).as_str().unwrap().parse().unwrap(),
+        dst.as_str().unwrap().parse().unwrap(),
     );
     let icmp = (protocol == 1 && src.is_ipv4()) || (protocol == 58 && src.is_ipv6());
-    let dport = n("dst_port") as u16;
+    let dport = if icmp {
+        v.get("icmpTypeCodeIPv4")
+            .unwrap_or_else(|| &v["icmpTypeCodeIPv6"])
+            .as_u64()
+            .unwrap() as u16
+    } else {
+        n("destinationTransportPort") as u16
+    };
     Seen {
         src,
         dst,
@@ -33,16 +49,16 @@ fn seen(v: &Value) -> Seen {
             (dport >> 8, dport & 0xff)
         } else if protocol == 132 {
             // nfdump 1.7 keeps SCTP's source port only.
-            (n("src_port") as u16, 0)
+            (n("sourceTransportPort") as u16, 0)
         } else {
-            (n("src_port") as u16, dport)
+            (n("sourceTransportPort") as u16, dport)
         },
-        packets: n("packets"),
-        bytes: n("bytes"),
-        first_ms: n("first_ns") / 1_000_000,
-        last_ms: n("last_ns") / 1_000_000,
-        tcp_flags: n("tcp_flags") as u8,
-        end_reason: n("end_reason") as u8,
+        packets: n("packetDeltaCount"),
+        bytes: n("octetDeltaCount"),
+        first_ms: n("flowStartMilliseconds"),
+        last_ms: n("flowEndMilliseconds"),
+        tcp_flags: n("tcpControlBits") as u8,
+        end_reason: n("flowEndReason") as u8,
     }
 }
 
@@ -129,7 +145,7 @@ fn the_xpf_engine_prints_the_flows_the_table_prints() {
             .lines()
             .map(|l| {
                 let mut v: Value = serde_json::from_str(l).unwrap();
-                for k in ["first_ns", "last_ns"] {
+                for k in ["flowStartNanoseconds", "flowEndNanoseconds"] {
                     if let Some(t) = v[k].as_u64() {
                         v[k] = (t / 1000).into();
                     }
@@ -252,10 +268,10 @@ fn live_flows_on_a_veth_count_what_gen_sent_and_leave_nothing_attached() {
             assert_eq!(v["summary"]["evicted"], 0);
             continue;
         }
-        assert_eq!(v["protocol"], 17, "{v}");
-        keys.insert((v["src"].to_string(), v["src_port"].to_string()));
-        packets += v["packets"].as_u64().unwrap();
-        bytes += v["bytes"].as_u64().unwrap();
+        assert_eq!(v["protocolIdentifier"], 17, "{v}");
+        keys.insert((src(&v).to_string(), v["sourceTransportPort"].to_string()));
+        packets += v["packetDeltaCount"].as_u64().unwrap();
+        bytes += v["octetDeltaCount"].as_u64().unwrap();
     }
     assert_eq!((keys.len(), packets), (4, 200), "{keys:?}");
     // 100-byte frames: 86 bytes of IP each.
@@ -328,10 +344,10 @@ fn live_user_space_flows(tag: &str, args: &[&str], attached: &str) -> Vec<Value>
 fn udp_flows(lines: &[Value]) -> (usize, u64, u64) {
     let mut keys = std::collections::BTreeSet::new();
     let (mut packets, mut bytes) = (0, 0);
-    for v in lines.iter().filter(|v| v["protocol"] == 17) {
-        keys.insert((v["src"].to_string(), v["src_port"].to_string()));
-        packets += v["packets"].as_u64().unwrap();
-        bytes += v["bytes"].as_u64().unwrap();
+    for v in lines.iter().filter(|v| v["protocolIdentifier"] == 17) {
+        keys.insert((src(v).to_string(), v["sourceTransportPort"].to_string()));
+        packets += v["packetDeltaCount"].as_u64().unwrap();
+        bytes += v["octetDeltaCount"].as_u64().unwrap();
     }
     (keys.len(), packets, bytes)
 }

@@ -81,19 +81,46 @@ impl Exporter {
     }
 }
 
+/// An ended flow as a JSON line, each field named as the IPFIX information
+/// element (IANA's registry, RFC 7012) that carries it in the export.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct FlowLine {
-    src: String,
-    dst: String,
-    protocol: u8,
-    src_port: u16,
-    dst_port: u16,
-    packets: u64,
-    bytes: u64,
-    first_ns: u64,
-    last_ns: u64,
-    tcp_flags: u8,
-    end_reason: u8,
+    #[serde(rename = "sourceIPv4Address", skip_serializing_if = "Option::is_none")]
+    source_ipv4_address: Option<String>,
+    #[serde(
+        rename = "destinationIPv4Address",
+        skip_serializing_if = "Option::is_none"
+    )]
+    destination_ipv4_address: Option<String>,
+    #[serde(rename = "sourceIPv6Address", skip_serializing_if = "Option::is_none")]
+    source_ipv6_address: Option<String>,
+    #[serde(
+        rename = "destinationIPv6Address",
+        skip_serializing_if = "Option::is_none"
+    )]
+    destination_ipv6_address: Option<String>,
+    protocol_identifier: u8,
+    /// Ports of every flow but ICMP's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_transport_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destination_transport_port: Option<u16>,
+    /// ICMP: type * 256 + code.
+    #[serde(rename = "icmpTypeCodeIPv4", skip_serializing_if = "Option::is_none")]
+    icmp_type_code_ipv4: Option<u16>,
+    #[serde(rename = "icmpTypeCodeIPv6", skip_serializing_if = "Option::is_none")]
+    icmp_type_code_ipv6: Option<u16>,
+    packet_delta_count: u64,
+    octet_delta_count: u64,
+    flow_start_milliseconds: u64,
+    flow_end_milliseconds: u64,
+    /// The times to the nanosecond, as counts since the epoch (the IPFIX
+    /// element is NTP-encoded on the wire).
+    flow_start_nanoseconds: u64,
+    flow_end_nanoseconds: u64,
+    tcp_control_bits: u8,
+    flow_end_reason: u8,
 }
 
 #[derive(Serialize, Default)]
@@ -279,18 +306,30 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
 
 fn line(e: &Ended) -> FlowLine {
     let f = &e.flow;
+    let (v4, v6) = match (f.key.src, f.key.dst) {
+        (std::net::IpAddr::V4(_), std::net::IpAddr::V4(_)) => (true, false),
+        _ => (false, true),
+    };
+    let icmp = (v4 && f.key.protocol == 1) || (v6 && f.key.protocol == 58);
+    let addr = |yes: bool, a: std::net::IpAddr| yes.then(|| a.to_string());
     FlowLine {
-        src: f.key.src.to_string(),
-        dst: f.key.dst.to_string(),
-        protocol: f.key.protocol,
-        src_port: f.key.src_port,
-        dst_port: f.key.dst_port,
-        packets: f.packets,
-        bytes: f.bytes,
-        first_ns: f.first_ns,
-        last_ns: f.last_ns,
-        tcp_flags: f.tcp_flags,
-        end_reason: e.reason.code(),
+        source_ipv4_address: addr(v4, f.key.src),
+        destination_ipv4_address: addr(v4, f.key.dst),
+        source_ipv6_address: addr(v6, f.key.src),
+        destination_ipv6_address: addr(v6, f.key.dst),
+        protocol_identifier: f.key.protocol,
+        source_transport_port: (!icmp).then_some(f.key.src_port),
+        destination_transport_port: (!icmp).then_some(f.key.dst_port),
+        icmp_type_code_ipv4: (icmp && v4).then_some(f.key.dst_port),
+        icmp_type_code_ipv6: (icmp && v6).then_some(f.key.dst_port),
+        packet_delta_count: f.packets,
+        octet_delta_count: f.bytes,
+        flow_start_milliseconds: f.first_ns / 1_000_000,
+        flow_end_milliseconds: f.last_ns / 1_000_000,
+        flow_start_nanoseconds: f.first_ns,
+        flow_end_nanoseconds: f.last_ns,
+        tcp_control_bits: f.tcp_flags,
+        flow_end_reason: e.reason.code(),
     }
 }
 
