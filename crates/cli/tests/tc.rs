@@ -314,3 +314,123 @@ fn kernel_push_and_diff_agree_with_the_real_tc() {
     assert!(vc.is_empty(), "only vb's lines: {vc}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// mirred to a device that is down sends nothing: the kernel counts an
+/// overlimit and a redirect drops the packet (`tcf_mirred_act`), a mirror
+/// lets it go on. The same lines in the kernel (namespace b of a veth
+/// pair, a down veth beside) and in `sluice run --tc` give the same
+/// action counters. Needs root.
+#[test]
+fn mirred_to_a_device_that_is_down_counts_overlimits_as_the_kernel() {
+    if !common::kernel_available("mirred to a down device (veth pair)") {
+        return;
+    }
+    let p = common::Pair::new("tcdown");
+    common::sh(&[
+        "ip", "-n", &p.b, "link", "add", "sl_down", "type", "veth", "peer", "name", "sl_downp",
+    ]);
+    let lines = [
+        format!("qdisc add dev {} clsact", common::VB),
+        format!(
+            "filter add dev {} ingress prio 1 protocol ip u32 match ip protocol 17 0xff action mirred egress mirror dev sl_down",
+            common::VB
+        ),
+        format!(
+            "filter add dev {} ingress prio 2 protocol ip u32 match u32 0 0 action mirred egress redirect dev sl_down",
+            common::VB
+        ),
+    ];
+    for l in &lines {
+        let mut args = vec!["netns", "exec", &p.b, "tc"];
+        args.extend(l.split_whitespace());
+        common::sh(&["ip"].into_iter().chain(args).collect::<Vec<_>>());
+    }
+    for spec in ["udp,count=5", "tcp,count=3"] {
+        common::sluice(&[
+            "--netns",
+            &p.a,
+            "gen",
+            "--dev",
+            common::VA,
+            spec,
+            "--method",
+            "packet",
+        ]);
+    }
+    // The kernel's action counters: [mirror, redirect].
+    let shown = common::sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &p.b,
+        "tc",
+        "-s",
+        "-j",
+        "filter",
+        "show",
+        "dev",
+        common::VB,
+        "ingress",
+    ]);
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let kernel: Vec<(u64, u64, u64)> = shown
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["options"]["actions"][0]["stats"].as_object().cloned())
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().unwrap();
+            (n("packets"), n("drops"), n("overlimits"))
+        })
+        .collect();
+    assert_eq!(kernel.len(), 2, "{shown:#}");
+
+    let dir = std::env::temp_dir().join(format!("sluice-tc-down-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("tc.conf");
+    std::fs::write(&conf, lines.join("\n") + "\n").unwrap();
+    let out = Command::new(SLUICE)
+        .args(["--netns", &p.b, "run", "--tc"])
+        .arg(&conf)
+        .args([
+            "--tc-dev",
+            common::VB,
+            "--gen",
+            "udp,count=5",
+            "--gen",
+            "tcp,count=3",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let filters = r["filters"][format!("{} ingress", common::VB)]
+        .as_array()
+        .unwrap();
+    let ours: Vec<(u64, u64, u64)> = filters
+        .iter()
+        .filter_map(|f| f["options"]["actions"][0]["stats"].as_object().cloned())
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().unwrap();
+            (n("packets"), n("drops"), n("overlimits"))
+        })
+        .collect();
+    assert_eq!(
+        ours, kernel,
+        "sluice's (packets, drops, overlimits) against the kernel's"
+    );
+    // Nothing reached the down device; the redirected packets were
+    // dropped, the mirrored ones went on.
+    assert_eq!(r["sent"].as_array().map(Vec::len), Some(0), "{r}");
+    assert_eq!(
+        (&r["verdicts"]["SHOT"], &r["verdicts"]["PIPE"]),
+        (&3.into(), &5.into()),
+        "{r}"
+    );
+}

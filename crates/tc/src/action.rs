@@ -116,8 +116,15 @@ impl Action {
         }
     }
 
-    /// Runs on `skb`; a packet mirred sends goes to `out`.
-    fn act(&mut self, skb: &mut Skb, bytes: u64, out: &mut Vec<Emitted>) -> Control {
+    /// Runs on `skb`; a packet mirred sends goes to `out` (unless its
+    /// device is in `down`).
+    fn act(
+        &mut self,
+        skb: &mut Skb,
+        bytes: u64,
+        out: &mut Vec<Emitted>,
+        down: &std::collections::BTreeSet<String>,
+    ) -> Control {
         self.stats.packets += 1;
         self.stats.bytes += bytes;
         let result = match &mut self.kind {
@@ -145,6 +152,14 @@ impl Action {
             Kind::Pedit(p) => return p.act(skb, self.control, &mut self.stats),
             Kind::Vlan(v) => return v.act(skb, self.control, &mut self.stats),
             Kind::Csum(c) => return c.act(skb, self.control, &mut self.stats),
+            Kind::Mirred(m) if down.contains(&m.dev) => {
+                self.stats.overlimits += 1;
+                return if m.mirror {
+                    self.control
+                } else {
+                    Control::SHOT
+                };
+            }
             Kind::Mirred(m) => {
                 out.push(Emitted {
                     dev: m.dev.clone(),
@@ -191,9 +206,27 @@ pub struct Actions {
     /// Hashed: every matched rule looks its actions up here (a search
     /// tree's string compares grew with the table); listed sorted.
     table: HashMap<ActionRef, Action>,
+    /// Devices whose link is down when the configuration runs: mirred
+    /// sends them nothing ([`Actions::find_links_down`]).
+    down: std::collections::BTreeSet<String>,
 }
 
 impl Actions {
+    /// Looks up the link of every mirred target that is an interface of
+    /// this namespace: one that is down (not up, or no carrier) gets
+    /// nothing, as in the kernel (`tcf_mirred_act`: the action counts an
+    /// overlimit; a redirect drops the packet, a mirror lets it go on).
+    pub fn find_links_down(&mut self) {
+        self.down = self
+            .table
+            .values()
+            .filter_map(|a| match &a.kind {
+                Kind::Mirred(m) if crate::devices::link_down(&m.dev) => Some(m.dev.clone()),
+                _ => None,
+            })
+            .collect();
+    }
+
     /// Adds `action` (index 0: the kind's next free index) and returns its
     /// reference; an index in use is refused.
     pub fn add(&mut self, mut action: Action) -> Result<ActionRef, String> {
@@ -301,14 +334,14 @@ impl Actions {
                 let Some(a) = self.table.get_mut(r) else {
                     return Control::SHOT;
                 };
-                ret = a.act(skb, bytes, out);
+                ret = a.act(skb, bytes, out, &self.down);
                 let mut repeats_left = 32;
                 while ret == Control::Act(TcAction::Repeat) {
                     repeats_left -= 1;
                     if repeats_left == 0 {
                         return Control::OK;
                     }
-                    ret = a.act(skb, bytes, out);
+                    ret = a.act(skb, bytes, out, &self.down);
                 }
                 if let Control::Jump(n) = ret {
                     jumps_left -= 1;

@@ -68,14 +68,42 @@ impl Devices {
     }
 }
 
-/// Whether this network namespace has an interface `name`.
+/// Whether this network namespace has an interface `name` (looked up in
+/// the namespace the thread is in, as tc does: `--netns` moves it, which
+/// `/sys/class/net` would not see).
 fn host_has(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() < 16
-        && !name.contains(['/', '\0'])
-        && name != "."
-        && name != ".."
-        && std::path::Path::new("/sys/class/net").join(name).exists()
+    host_flags(name).is_some()
+}
+
+/// Whether `name` is an interface of this namespace whose link is down
+/// (not up, or no carrier): the kernel's mirred sends it nothing
+/// (`tcf_mirred_act`: "device is down", an overlimit; a redirect drops).
+pub(crate) fn link_down(name: &str) -> bool {
+    host_flags(name).is_some_and(|f| f & libc::IFF_UP == 0 || f & libc::IFF_RUNNING == 0)
+}
+
+/// The flags of interface `name` (`SIOCGIFFLAGS`), if it exists here.
+fn host_flags(name: &str) -> Option<i32> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return None;
+    }
+    // SAFETY: an all-zero ifreq is valid; the name fits with its NUL (checked
+    // above); SIOCGIFFLAGS writes only the flags of the ifreq it is given;
+    // the socket is closed on every path.
+    unsafe {
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (d, s) in ifr.ifr_name.iter_mut().zip(bytes) {
+            *d = *s as libc::c_char;
+        }
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return None;
+        }
+        let r = libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut ifr);
+        libc::close(fd);
+        (r == 0).then(|| i32::from(ifr.ifr_ifru.ifru_flags))
+    }
 }
 
 #[cfg(test)]

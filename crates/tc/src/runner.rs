@@ -56,6 +56,7 @@ impl Runner {
     /// Packets arrive at `dev`'s `hook`; `dev` needs no qdisc (without
     /// one every packet goes on unmatched).
     pub fn new(mut config: Config, dev: &str, hook: Hook) -> Runner {
+        config.actions.find_links_down();
         // (No device for a runner whose packets arrive by port.)
         let ifindex = if dev.is_empty() {
             0
