@@ -315,6 +315,21 @@ fn kernel_push_and_diff_agree_with_the_real_tc() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// (packets, drops, overlimits) of each rule's first action in `tc -s -j
+/// filter show` output (sluice's `filters` in JSON have the same form).
+fn first_action_stats(filters: &serde_json::Value) -> Vec<(u64, u64, u64)> {
+    filters
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["options"]["actions"][0]["stats"].as_object().cloned())
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().unwrap();
+            (n("packets"), n("drops"), n("overlimits"))
+        })
+        .collect()
+}
+
 /// mirred to a device that is down sends nothing: the kernel counts an
 /// overlimit and a redirect drops the packet (`tcf_mirred_act`), a mirror
 /// lets it go on. The same lines in the kernel (namespace b of a veth
@@ -373,16 +388,7 @@ fn mirred_to_a_device_that_is_down_counts_overlimits_as_the_kernel() {
         "ingress",
     ]);
     let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
-    let kernel: Vec<(u64, u64, u64)> = shown
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|f| f["options"]["actions"][0]["stats"].as_object().cloned())
-        .map(|s| {
-            let n = |k: &str| s[k].as_u64().unwrap();
-            (n("packets"), n("drops"), n("overlimits"))
-        })
-        .collect();
+    let kernel = first_action_stats(&shown);
     assert_eq!(kernel.len(), 2, "{shown:#}");
 
     let dir = std::env::temp_dir().join(format!("sluice-tc-down-{}", std::process::id()));
@@ -410,17 +416,7 @@ fn mirred_to_a_device_that_is_down_counts_overlimits_as_the_kernel() {
         String::from_utf8_lossy(&out.stderr)
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let filters = r["filters"][format!("{} ingress", common::VB)]
-        .as_array()
-        .unwrap();
-    let ours: Vec<(u64, u64, u64)> = filters
-        .iter()
-        .filter_map(|f| f["options"]["actions"][0]["stats"].as_object().cloned())
-        .map(|s| {
-            let n = |k: &str| s[k].as_u64().unwrap();
-            (n("packets"), n("drops"), n("overlimits"))
-        })
-        .collect();
+    let ours = first_action_stats(&r["filters"][format!("{} ingress", common::VB)]);
     assert_eq!(
         ours, kernel,
         "sluice's (packets, drops, overlimits) against the kernel's"

@@ -11,6 +11,15 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A processor field that cannot predict a delay ([`Cpu::check`]).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("`{field}` is {value}: expected {want}")]
+pub struct BadCpu {
+    pub field: &'static str,
+    pub value: f64,
+    pub want: &'static str,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cpu {
     pub name: String,
@@ -51,7 +60,7 @@ impl Cpu {
     /// Whether the processor can predict a delay: a positive clock and
     /// cycles per instruction, times that are not negative, all finite (a
     /// processor file is edited by hand). The error names the field.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadCpu> {
         let fields = [
             ("f_mhz", self.f_mhz, true),
             ("cpi", self.cpi, true),
@@ -68,7 +77,11 @@ impl Cpu {
                 } else {
                     "a number of at least 0"
                 };
-                return Err(format!("`{name}` is {v}: expected {want}"));
+                return Err(BadCpu {
+                    field: name,
+                    value: v,
+                    want,
+                });
             }
         }
         Ok(())
@@ -254,7 +267,7 @@ mod tests {
                 "`thelper_ns` is inf",
             ),
         ] {
-            let e = edit.check().unwrap_err();
+            let e = edit.check().unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
     }

@@ -33,7 +33,7 @@ pub mod sim;
 
 pub use calibrate::{Calibration, calibrate};
 pub use cost::{Engine, PacketCost, Profile, ProfileError, profile, warm_up};
-pub use cpu::Cpu;
+pub use cpu::{BadCpu, Cpu};
 pub use export::{model_csv, model_json};
 pub use fit::{Line, fit_line, fit_plane};
 pub use model::{CostModel, Fitted, LengthRow, Outlier};
