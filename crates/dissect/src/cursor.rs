@@ -12,6 +12,9 @@ pub(crate) type R<T> = Result<T, Truncated>;
 pub(crate) struct Out {
     pub(crate) text: String,
     pub(crate) proto: &'static str,
+    /// A read ran off the captured bytes mid-print (tcpdump's longjmp):
+    /// the dumps then cover the whole frame, link header included.
+    pub(crate) ran_off: bool,
 }
 
 impl Out {
@@ -19,6 +22,7 @@ impl Out {
         Out {
             text: String::with_capacity(capacity + 120),
             proto: "",
+            ran_off: false,
         }
     }
 
@@ -26,17 +30,20 @@ impl Out {
         self.text.push_str(s);
     }
 
-    /// Appends tcpdump's truncation mark for the current protocol.
+    /// Appends tcpdump's truncation mark for the current protocol, where
+    /// a printer checks the length itself before reading.
     pub(crate) fn truncated(&mut self) {
         self.text.push_str(" [|");
         self.text.push_str(self.proto);
         self.text.push(']');
     }
 
-    /// Runs a printer and turns a truncation into the mark.
+    /// Runs a printer; a read past the captured bytes ends the packet's
+    /// line with the mark, as tcpdump's bounds-checked reads do.
     pub(crate) fn guard(&mut self, f: impl FnOnce(&mut Out) -> R<()>) {
         if f(self).is_err() {
             self.truncated();
+            self.ran_off = true;
         }
     }
 }

@@ -131,28 +131,34 @@ pub(crate) fn icmp6(
             }
         }
         p.push("ICMP6, ");
-        match ty {
-            128 | 129 => {
-                let what = if ty == 128 { "request" } else { "reply" };
-                p.push(&format!(
-                    "echo {what}, id {}, seq {}",
-                    u16_at(b, 4)?,
-                    u16_at(b, 6)?
-                ));
-            }
-            133 => p.push("router solicitation"),
-            134 => p.push("router advertisement"),
-            135 => p.push(&format!(
-                "neighbor solicitation, who has {}",
-                addr::ipv6(bytes_at(b, 8, 16)?)
-            )),
-            136 => p.push(&format!(
-                "neighbor advertisement, tgt is {}",
-                addr::ipv6(bytes_at(b, 8, 16)?)
-            )),
-            _ => p.push(&format!("unknown icmp6 type ({ty})")),
+        let nd = matches!(ty, 133..=137);
+        p.push(&icmp6_name(ty));
+        if o.verbose > 0 && nd {
+            p.push(&format!(", length {length}"));
         }
-        p.push(&format!(", length {length}"));
+        match ty {
+            128 | 129 => p.push(&format!(", id {}, seq {}", u16_at(b, 4)?, u16_at(b, 6)?)),
+            135 => p.push(&format!(", who has {}", addr::ipv6(bytes_at(b, 8, 16)?))),
+            136 => p.push(&format!(", tgt is {}", addr::ipv6(bytes_at(b, 8, 16)?))),
+            _ => {}
+        }
+        // With -v tcpdump prints the length early, and only for ND.
+        if o.verbose == 0 {
+            p.push(&format!(", length {length}"));
+        }
         Ok(())
     });
+}
+
+fn icmp6_name(ty: u8) -> String {
+    match ty {
+        128 => "echo request".into(),
+        129 => "echo reply".into(),
+        133 => "router solicitation".into(),
+        134 => "router advertisement".into(),
+        135 => "neighbor solicitation".into(),
+        136 => "neighbor advertisement".into(),
+        137 => "redirect".into(),
+        _ => format!("unknown icmp6 type ({ty})"),
+    }
 }

@@ -87,6 +87,10 @@ pub(crate) fn ipv4(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Opt
     if !o.link && word {
         p.push("IP ");
     }
+    if b.len() < 20 {
+        p.truncated();
+        return;
+    }
     p.guard(|p| {
         let vhl = u8_at(b, 0)?;
         let hlen = usize::from(vhl & 0xf) * 4;
@@ -211,6 +215,10 @@ pub(crate) fn ipv6(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Opt
     p.proto = "ip6";
     if !o.link {
         p.push("IP6 ");
+    }
+    if b.len() < 40 {
+        p.truncated();
+        return;
     }
     p.guard(|p| {
         let v = u8_at(b, 0)? >> 4;

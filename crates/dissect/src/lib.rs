@@ -124,7 +124,8 @@ impl Printer {
             p.text.push_str(&format!("[|linktype {linktype}]"));
             0
         };
-        hex::dump(&mut p.text, opts.hex, frame.get(hdrlen..).unwrap_or(&[]));
+        let from = if p.ran_off { 0 } else { hdrlen };
+        hex::dump(&mut p.text, opts.hex, frame.get(from..).unwrap_or(&[]));
         p.text
     }
 }

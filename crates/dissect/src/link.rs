@@ -52,19 +52,15 @@ pub(crate) fn ether(p: &mut Out, pr: &mut Printer, f: &[u8], wire_len: u32, o: &
     let mut rest_len = wire_len.saturating_sub(14);
     while ty == ETHERTYPE_VLAN || ty == 0x88a8 || ty == 0x9100 {
         p.proto = "vlan";
-        let tag = match u16_at(f, off) {
-            Ok(t) => t,
-            Err(_) => {
-                p.truncated();
-                return f.len();
-            }
-        };
-        let Ok(inner) = u16_at(f, off + 2) else {
+        let (Ok(tag), Ok(inner)) = (u16_at(f, off), u16_at(f, off + 2)) else {
             p.truncated();
+            p.ran_off = true;
             return f.len();
         };
-        let dei = if tag & 0x1000 != 0 { ", DEI" } else { "" };
-        p.push(&format!("vlan {}, p {}{dei}, ", tag & 0xfff, tag >> 13));
+        if o.link {
+            let dei = if tag & 0x1000 != 0 { ", DEI" } else { "" };
+            p.push(&format!("vlan {}, p {}{dei}, ", tag & 0xfff, tag >> 13));
+        }
         off += 4;
         rest_len = rest_len.saturating_sub(4);
         ty = inner;
@@ -72,7 +68,9 @@ pub(crate) fn ether(p: &mut Out, pr: &mut Printer, f: &[u8], wire_len: u32, o: &
             p.push(&format!("LLC, length {rest_len}: "));
             return off;
         }
-        p.push(&format!("ethertype {} (0x{ty:04x}), ", ethertype_name(ty)));
+        if o.link {
+            p.push(&format!("ethertype {} (0x{ty:04x}), ", ethertype_name(ty)));
+        }
     }
     let payload = &f[off..];
     match ty {

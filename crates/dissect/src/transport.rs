@@ -2,7 +2,7 @@
 //! per-conversation bases), window, options, lengths and the `-v`
 //! checksums. Payloads are not decoded.
 
-use crate::cursor::{Out, R, bytes_at, u8_at, u16_at, u32_at};
+use crate::cursor::{Out, R, u8_at, u16_at, u32_at};
 use crate::ip::{IpAddrs, fold, should_be, sum16};
 use crate::{Options, Printer, SeqBase};
 
@@ -53,6 +53,10 @@ pub(crate) fn tcp(
         return;
     };
     p.push(&format!("{src}.{sport} > {dst}.{dport}: "));
+    if b.len() < 20 {
+        p.truncated();
+        return;
+    }
     p.guard(|p| tcp_body(p, pr, b, length, ips, (sport, dport), o, fragmented));
 }
 
@@ -67,7 +71,6 @@ fn tcp_body(
     o: &Options,
     fragmented: bool,
 ) -> R<()> {
-    bytes_at(b, 0, 20)?;
     let hlen = u32::from(u8_at(b, 12)? >> 4) * 4;
     if hlen < 20 {
         p.push(&format!(
@@ -156,7 +159,10 @@ fn tcp_body(
         p.push(&format!(", urg {urp}"));
     }
     if hlen > 20 {
-        options(p, &b[20..], hlen as usize - 20, rev, thseq, thack)?;
+        let opts = b.get(20..).unwrap_or(&[]);
+        if !options(p, opts, hlen as usize - 20, rev, thseq, thack)? {
+            return Ok(());
+        }
     }
     p.push(&format!(", length {data_len}"));
     Ok(())
@@ -187,16 +193,55 @@ fn option_name(opt: u8) -> String {
     }
 }
 
-/// `, options [...]`; a malformed option ends the list with `[bad opt]`.
-fn options(p: &mut Out, b: &[u8], mut hlen: usize, rev: bool, thseq: u32, thack: u32) -> R<()> {
+/// Why the options list ended early (tcpdump's `bad` and `trunc`
+/// labels): the line ends there, without `, length`.
+enum OptEnd {
+    /// An option longer than the header: `[bad opt]`.
+    Bad,
+    /// An option's data not captured: ` [|tcp]`.
+    Trunc,
+}
+
+/// `, options [...]`; false when the list ended early and so does the
+/// line. Reads of an option's kind and length end the packet as any
+/// read does (`Err`).
+fn options(p: &mut Out, b: &[u8], hlen: usize, rev: bool, thseq: u32, thack: u32) -> R<bool> {
     p.push(", options [");
+    let mut started = false;
+    match option_list(p, b, hlen, (rev, thseq, thack), &mut started)? {
+        Ok(()) => {
+            p.push("]");
+            Ok(true)
+        }
+        Err(OptEnd::Bad) => {
+            p.push("[bad opt]");
+            if started {
+                p.push("]");
+            }
+            Ok(false)
+        }
+        Err(OptEnd::Trunc) => {
+            p.truncated();
+            if started {
+                p.push(">");
+            }
+            Ok(false)
+        }
+    }
+}
+
+fn option_list(
+    p: &mut Out,
+    b: &[u8],
+    mut hlen: usize,
+    (rev, thseq, thack): (bool, u32, u32),
+    started: &mut bool,
+) -> R<Result<(), OptEnd>> {
     let mut cp = 0;
-    let mut first = true;
     while hlen > 0 {
-        if !first {
+        if *started {
             p.push(",");
         }
-        first = false;
         let opt = u8_at(b, cp)?;
         cp += 1;
         let len = if opt <= 1 {
@@ -205,37 +250,55 @@ fn options(p: &mut Out, b: &[u8], mut hlen: usize, rev: bool, thseq: u32, thack:
             let l = usize::from(u8_at(b, cp)?);
             cp += 1;
             if l < 2 || l > hlen {
-                p.push("[bad opt]]");
-                return Ok(());
+                return Ok(Err(OptEnd::Bad));
             }
             hlen -= 1;
             l
         };
         hlen -= 1;
         p.push(&option_name(opt));
+        // tcpdump's LENCHECK: `need` bytes of data within the header and
+        // captured.
+        let check = |need: usize| -> Result<(), OptEnd> {
+            if need > hlen {
+                Err(OptEnd::Bad)
+            } else if cp + need > b.len() {
+                Err(OptEnd::Trunc)
+            } else {
+                Ok(())
+            }
+        };
         let datalen = match opt {
-            0 | 1 => 0,
+            0 | 1 | 4 => 0,
             2 => {
-                check(hlen, 2, p)?;
+                if let Err(e) = check(2) {
+                    return Ok(Err(e));
+                }
                 p.push(&format!(" {}", u16_at(b, cp)?));
                 2
             }
             3 => {
-                check(hlen, 1, p)?;
+                if let Err(e) = check(1) {
+                    return Ok(Err(e));
+                }
                 p.push(&format!(" {}", u8_at(b, cp)?));
                 1
             }
-            4 => 0,
             5 => {
                 let d = len - 2;
                 if d % 8 != 0 {
                     p.push(" invalid sack");
                 } else {
                     p.push(&format!(" {} ", d / 8));
+                    let base = if rev { thseq } else { thack };
                     for i in (0..d).step_by(8) {
-                        check(hlen, i + 8, p)?;
-                        let base = if rev { thseq } else { thack };
+                        if let Err(e) = check(i + 4) {
+                            return Ok(Err(e));
+                        }
                         let s = u32_at(b, cp + i)?.wrapping_sub(base);
+                        if let Err(e) = check(i + 8) {
+                            return Ok(Err(e));
+                        }
                         let e = u32_at(b, cp + i + 4)?.wrapping_sub(base);
                         p.push(&format!("{{{s}:{e}}}"));
                     }
@@ -243,12 +306,16 @@ fn options(p: &mut Out, b: &[u8], mut hlen: usize, rev: bool, thseq: u32, thack:
                 d
             }
             6 | 7 | 11 | 12 | 13 => {
-                check(hlen, 4, p)?;
+                if let Err(e) = check(4) {
+                    return Ok(Err(e));
+                }
                 p.push(&format!(" {}", u32_at(b, cp)?));
                 4
             }
             8 => {
-                check(hlen, 8, p)?;
+                if let Err(e) = check(8) {
+                    return Ok(Err(e));
+                }
                 p.push(&format!(
                     " val {} ecr {}",
                     u32_at(b, cp)?,
@@ -258,10 +325,11 @@ fn options(p: &mut Out, b: &[u8], mut hlen: usize, rev: bool, thseq: u32, thack:
             }
             254 => {
                 let d = len - 2;
-                check(hlen, d, p)?;
+                if let Err(e) = check(d) {
+                    return Ok(Err(e));
+                }
                 if d < 2 {
-                    p.push("[bad opt]]");
-                    return Ok(());
+                    return Ok(Err(OptEnd::Bad));
                 }
                 p.push(&format!("-{:04x}", u16_at(b, cp)?));
                 d
@@ -272,7 +340,9 @@ fn options(p: &mut Out, b: &[u8], mut hlen: usize, rev: bool, thseq: u32, thack:
                     p.push(" 0x");
                 }
                 for i in 0..d {
-                    check(hlen, i + 1, p)?;
+                    if let Err(e) = check(i + 1) {
+                        return Ok(Err(e));
+                    }
                     p.push(&format!("{:02x}", u8_at(b, cp + i)?));
                 }
                 d
@@ -284,20 +354,12 @@ fn options(p: &mut Out, b: &[u8], mut hlen: usize, rev: bool, thseq: u32, thack:
         if expected != len {
             p.push(&format!("[len {len}]"));
         }
+        *started = true;
         if opt == 0 {
             break;
         }
     }
-    p.push("]");
-    Ok(())
-}
-
-/// tcpdump's LENCHECK: an option claiming more than the header holds.
-fn check(hlen: usize, need: usize, _p: &mut Out) -> R<()> {
-    if need > hlen {
-        return Err(crate::cursor::Truncated);
-    }
-    Ok(())
+    Ok(Ok(()))
 }
 
 pub(crate) fn udp(

@@ -8,9 +8,11 @@
 //! (every port under 1024 and the list in `APP_PORTS`); no TCP option that
 //! tcpdump decodes at length (MPTCP, TCP-AO, MD5, fast open).
 
-use dissect::{Hex, Options, Printer, TimeFormat};
+mod common;
+
+use common::{flag_sets, tcpdump};
+use dissect::Printer;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Ports over 1023 where tcpdump 4.99 hands the payload to a decoder.
 const APP_PORTS: &[u16] = &[
@@ -144,58 +146,6 @@ fn in_scope(f: &[u8], verbose: bool) -> bool {
     }
 }
 
-/// Whether `line` begins with the timestamp `flags` ask for (`-t`: none,
-/// so any line not indented as a continuation).
-fn starts_record(line: &str, flags: &[&str]) -> bool {
-    let b = line.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
-    let hms = |o: usize| {
-        digits(o..o + 2)
-            && b.get(o + 2) == Some(&b':')
-            && digits(o + 3..o + 5)
-            && b.get(o + 5) == Some(&b':')
-            && digits(o + 6..o + 8)
-            && b.get(o + 8) == Some(&b'.')
-            && digits(o + 9..o + 15)
-    };
-    if flags.contains(&"-t") {
-        !(line.starts_with('\t') || line.starts_with("    "))
-    } else if flags.contains(&"-tt") {
-        let dot = line.find('.').unwrap_or(0);
-        dot > 0 && digits(0..dot) && digits(dot + 1..dot + 7)
-    } else if flags.contains(&"-ttt") {
-        matches!(b.first(), Some(b' ' | b'-')) && hms(1)
-    } else {
-        hms(0)
-    }
-}
-
-/// tcpdump's output for a capture, one record (its line and the lines
-/// that continue it) per packet.
-fn tcpdump(file: &Path, flags: &[&str]) -> Vec<String> {
-    let out = Command::new("tcpdump")
-        .env("TZ", "UTC")
-        .arg("-n")
-        .args(flags)
-        .arg("-r")
-        .arg(file)
-        .output()
-        .expect("tcpdump runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut records: Vec<String> = Vec::new();
-    for line in text.lines() {
-        match records.last_mut() {
-            Some(last) if !starts_record(line, flags) => {
-                last.push('\n');
-                last.push_str(line);
-            }
-            _ => records.push(line.to_string()),
-        }
-    }
-    records
-}
-
 /// What the comparisons covered and where they differed.
 #[derive(Default)]
 struct Tally {
@@ -206,57 +156,11 @@ struct Tally {
     failures: Vec<String>,
 }
 
-/// Every flag set the tests run, with the options that mirror it.
-fn flag_sets() -> Vec<(&'static [&'static str], Options)> {
-    let o = Options::default();
-    vec![
-        (&[], o),
-        (&["-e"], Options { link: true, ..o }),
-        (
-            &["-t"],
-            Options {
-                time: TimeFormat::None,
-                ..o
-            },
-        ),
-        (
-            &["-tt"],
-            Options {
-                time: TimeFormat::Epoch,
-                ..o
-            },
-        ),
-        (
-            &["-ttt"],
-            Options {
-                time: TimeFormat::Delta,
-                ..o
-            },
-        ),
-        (&["-v"], Options { verbose: 1, ..o }),
-        (&["-x"], Options { hex: Hex::X, ..o }),
-        (
-            &["-X"],
-            Options {
-                hex: Hex::XAscii,
-                ..o
-            },
-        ),
-        (
-            &["-A"],
-            Options {
-                hex: Hex::Ascii,
-                ..o
-            },
-        ),
-    ]
-}
-
 /// Prints every packet of `path` (the printer keeps state across all of
 /// them, as tcpdump does) and compares those in scope with tcpdump's;
 /// `strict`: tcpdump must print a record for every packet (it stops early
 /// on some damaged captures).
-fn compare(path: &Path, flags: &[&str], o: Options, strict: bool, t: &mut Tally) {
+fn compare(path: &Path, flags: &[&str], o: dissect::Options, strict: bool, t: &mut Tally) {
     let name = path
         .file_name()
         .unwrap_or_default()
