@@ -2,8 +2,8 @@
 //! truncation notes, and the hand-over to TCP, UDP, ICMP and ICMPv6;
 //! the Internet checksum used by the `-v` checks.
 
-use crate::cursor::{Out, bytes_at, u8_at, u16_at};
-use crate::{Options, Printer, addr, icmp, transport};
+use crate::cursor::{Out, Truncated, bytes_at, u8_at, u16_at};
+use crate::{Options, Printer, addr, icmp, ipopt, transport};
 
 /// The two addresses of an IP packet, for printers above it.
 pub(crate) struct IpAddrs<'a> {
@@ -117,6 +117,7 @@ pub(crate) fn ipv4(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Opt
         let proto = u8_at(b, 9)?;
         let src = bytes_at(b, 12, 4)?;
         let dst = bytes_at(b, 16, 4)?;
+        let mut cut = false;
         if o.verbose > 0 {
             p.push(&format!("(tos 0x{tos:x}"));
             match tos & 3 {
@@ -149,7 +150,15 @@ pub(crate) fn ipv4(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Opt
                 proto_name(proto)
             ));
             if hlen > 20 {
-                p.push(", options (...)");
+                p.push(", options (");
+                let mut text = String::new();
+                let captured = &b[20..hlen.min(b.len())];
+                cut = ipopt::print(&mut text, captured, hlen - 20).is_err();
+                p.push(&text);
+                if cut {
+                    p.push(" [truncated-option]");
+                }
+                p.push(")");
             }
             if let Ok(h) = bytes_at(b, 0, hlen) {
                 let sum = fold(sum16(h));
@@ -162,6 +171,16 @@ pub(crate) fn ipv4(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Opt
                 }
             }
             p.push(")\n    ");
+            if cut {
+                let ips = IpAddrs {
+                    src,
+                    dst,
+                    v6: false,
+                };
+                p.push(&format!("{} > {}: ", ips.src_str(), ips.dst_str()));
+                p.truncated();
+                return Ok(());
+            }
         }
         // Bytes past the IP length are link padding, not payload.
         let end = (len as usize).min(b.len());
@@ -180,6 +199,16 @@ pub(crate) fn ipv4(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Opt
                 ips.dst_str()
             ));
             return Ok(());
+        }
+        if b.len() < hlen {
+            if proto != 6 && proto != 17 {
+                p.push(&format!("{} > {}: ", ips.src_str(), ips.dst_str()));
+            }
+            p.push(&format!(
+                " [remaining caplen({}) < header length({hlen})]",
+                b.len()
+            ));
+            return Err(Truncated);
         }
         next(p, pr, proto, payload, plen, &ips, o, fragmented);
         Ok(())

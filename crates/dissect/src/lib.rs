@@ -1,8 +1,8 @@
 //! tcpdump-style packet lines: one line per packet in the form
 //! `TZ=UTC tcpdump -n` (4.99) prints, for Ethernet (LINKTYPE 1) frames
 //! carrying 802.1Q, ARP, IPv4, IPv6, TCP, UDP, ICMP and ICMPv6, with the
-//! flags `-e`, `-t`/`-tt`/`-ttt`, `-v` (IPv4/IPv6 header, TCP/UDP/ICMP
-//! checksums) and `-x`/`-X`/`-A`.
+//! flags `-e`, `-t`/`-tt`/`-ttt`, `-v` (the IPv4/IPv6
+//! header with its options, TCP/UDP/ICMP checksums) and `-x`/`-X`/`-A`.
 //!
 //! Not decoded (the line stops where tcpdump would hand over to a decoder
 //! we do not have): application protocols on TCP/UDP ports (DNS, NTP,
@@ -20,6 +20,7 @@ mod cursor;
 mod hex;
 mod icmp;
 mod ip;
+mod ipopt;
 mod link;
 mod time;
 mod transport;

@@ -51,14 +51,27 @@ fn vlan(tci: u16, ty: u16, payload: &[u8]) -> Vec<u8> {
 
 /// An IPv4 header (`frag`: flags and offset word) and payload.
 fn ipv4(proto: u8, src: [u8; 4], dst: [u8; 4], tos: u8, frag: u16, payload: &[u8]) -> Vec<u8> {
-    let len = (20 + payload.len()) as u16;
-    let mut h = vec![0x45, tos];
+    ipv4_opts(proto, src, dst, (tos, frag), &[], payload)
+}
+
+/// An IPv4 header with options (a multiple of 4 bytes).
+fn ipv4_opts(
+    proto: u8,
+    src: [u8; 4],
+    dst: [u8; 4],
+    (tos, frag): (u8, u16),
+    opts: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let len = (20 + opts.len() + payload.len()) as u16;
+    let mut h = vec![0x45 + (opts.len() / 4) as u8, tos];
     h.extend_from_slice(&len.to_be_bytes());
     h.extend_from_slice(&[0x12, 0x34]);
     h.extend_from_slice(&frag.to_be_bytes());
     h.extend_from_slice(&[64, proto, 0, 0]);
     h.extend_from_slice(&src);
     h.extend_from_slice(&dst);
+    h.extend_from_slice(opts);
     let c = fold(sum(&h));
     h[10..12].copy_from_slice(&c.to_be_bytes());
     h.extend_from_slice(payload);
@@ -350,6 +363,24 @@ fn packets() -> Vec<(Vec<u8>, Option<usize>)> {
     p.push((t4(seg(4, 0, 0x02, &[2, 9, 5, 180], b"")), None));
     p.push((t4(seg(5, 0, 0x02, &[1, 1, 8, 10, 0, 0], b"")), None));
     p.push((t4(seg(6, 0, 0x02, &[99, 4, 0xab, 0xcd], b"")), None));
+    // IPv4 options: router alert, NOP/EOL, a recorded route, a
+    // timestamp, one longer than the header, one cut by the capture.
+    let u = udp(&A4, &B4, 40001, 40002, b"o");
+    let rr = [7, 11, 8, 10, 0, 0, 9, 0, 0, 0, 0, 1];
+    let ts = [68, 12, 9, 1, 10, 0, 0, 1, 0, 0, 0, 5];
+    for opts in [
+        &[148, 4, 0, 0][..],
+        &[1, 1, 1, 0],
+        &rr,
+        &ts,
+        &[148, 8, 0, 0],
+    ] {
+        p.push((eth(0x0800, &ipv4_opts(17, A4, B4, (0, 0), opts, &u)), None));
+    }
+    p.push((
+        eth(0x0800, &ipv4_opts(17, A4, B4, (0, 0), &rr, &u)),
+        Some(14 + 20 + 6),
+    ));
     p
 }
 
