@@ -101,6 +101,27 @@ pub fn filter_capture(
     engine: &mut dyn Engine,
     opts: &FilterOptions,
 ) -> Result<FilterSummary, FilterError> {
+    filter_capture_each(input, expr, engine, opts, &mut |_| {})
+}
+
+/// A record the filter accepted, as read (cut at the snapshot length).
+pub struct Matched<'a> {
+    pub data: &'a [u8],
+    /// Its length on the wire.
+    pub orig_len: u32,
+    pub linktype: u32,
+    pub timestamp_ns: u64,
+}
+
+/// [`filter_capture`], handing each accepted record to `each` in order
+/// (a printer, as tcpdump prints what it does not write).
+pub fn filter_capture_each(
+    input: &Path,
+    expr: &str,
+    engine: &mut dyn Engine,
+    opts: &FilterOptions,
+    each: &mut dyn FnMut(&Matched),
+) -> Result<FilterSummary, FilterError> {
     // Given the stop flag, the source ends cleanly after the packets it
     // holds once the flag is set (a pipe kept open too).
     let mut source = PcapSource::open_with(input, opts.stop)?;
@@ -192,6 +213,12 @@ pub fn filter_capture(
             continue;
         }
         summary.matched += 1;
+        each(&Matched {
+            data,
+            orig_len: frame.orig_len,
+            linktype,
+            timestamp_ns: frame.timestamp_ns,
+        });
         if let Some(path) = opts.write {
             if sink.is_none() {
                 let format = if path.extension().is_some_and(|e| e == "pcapng") {

@@ -33,7 +33,9 @@ mod to_ebpf;
 pub mod xpf;
 
 pub use asm::{AsmError, assemble};
-pub use capture::{FilterError, FilterOptions, FilterSummary, filter_capture};
+pub use capture::{
+    FilterError, FilterOptions, FilterSummary, Matched, filter_capture, filter_capture_each,
+};
 pub use check::{CheckError, check, known_opcode};
 pub use engine::{Decider, Decision, Engine, Interp, reads_len};
 pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr};

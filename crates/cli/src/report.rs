@@ -36,6 +36,12 @@ pub fn outputs_on_stdout<'a>(
     Ok(())
 }
 
+/// Sends reports to standard error: standard output carries something
+/// else (`sluice filter`'s packet lines).
+pub fn reports_to_stderr() {
+    REPORT_TO_STDERR.store(true, Ordering::Relaxed);
+}
+
 /// Writes `text` to stdout (or stderr, see [`outputs_on_stdout`]); a
 /// failure (a full disk, a closed pipe) is an error saying so, not a
 /// panic as `println!`'s.

@@ -1,8 +1,9 @@
 //! `sluice filter`: tcpdump's filter language over a capture, as `tcpdump
 //! -r IN [-w OUT] [-c N] EXPR` runs it (classic BPF compiled by libpcap,
 //! run by the engine `--engine` picks: sluice's classic interpreter, or
-//! the eBPF translation in sluice's JIT or in the kernel); `-d`, `-dd`,
-//! `-ddd` print the program as tcpdump does.
+//! the eBPF translation in sluice's JIT or in the kernel); without `-w`, a
+//! line per matching packet as `tcpdump -n` prints it (crate `dissect`);
+//! `-d`, `-dd`, `-ddd` print the program as tcpdump does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,6 +40,27 @@ pub struct Args {
     /// What runs the filter
     #[arg(long, value_enum, default_value_t = EngineArg::Interp)]
     engine: EngineArg,
+    /// Addresses and ports as numbers (always: sluice looks no name up; taken for tcpdump's habit)
+    #[arg(short = 'n')]
+    numeric: bool,
+    /// Print each packet's link-level header (tcpdump -e)
+    #[arg(short = 'e')]
+    link: bool,
+    /// Timestamps: -t none, -tt seconds since the epoch, -ttt time since the previous packet
+    #[arg(short = 't', action = clap::ArgAction::Count)]
+    time: u8,
+    /// More of each packet: the IP header's fields, checksums (tcpdump -v)
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Each packet in hex after its line, without the link header (tcpdump -x)
+    #[arg(short = 'x', conflicts_with_all = ["hex_ascii", "ascii"])]
+    hex: bool,
+    /// Each packet in hex and ASCII (tcpdump -X)
+    #[arg(short = 'X', conflicts_with = "ascii")]
+    hex_ascii: bool,
+    /// Each packet in ASCII (tcpdump -A)
+    #[arg(short = 'A')]
+    ascii: bool,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -75,6 +97,38 @@ struct Report {
     /// Stopped by SIGINT or SIGTERM before the capture's end.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stopped: bool,
+}
+
+/// The printer's options from tcpdump's flags.
+fn print_options(a: &Args) -> Result<dissect::Options, String> {
+    let time = match a.time {
+        0 => dissect::TimeFormat::Default,
+        1 => dissect::TimeFormat::None,
+        2 => dissect::TimeFormat::Epoch,
+        3 => dissect::TimeFormat::Delta,
+        n => {
+            return Err(format!(
+                "-{}: sluice prints -t, -tt and -ttt",
+                "t".repeat(n.into())
+            ));
+        }
+    };
+    let hex = if a.hex {
+        dissect::Hex::X
+    } else if a.hex_ascii {
+        dissect::Hex::XAscii
+    } else if a.ascii {
+        dissect::Hex::Ascii
+    } else {
+        dissect::Hex::None
+    };
+    Ok(dissect::Options {
+        numeric: true,
+        link: a.link,
+        time,
+        verbose: a.verbose,
+        hex,
+    })
 }
 
 fn linktype(name: &str) -> Result<u32, String> {
@@ -156,8 +210,37 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         EngineArg::Jit => Box::new(pipeline::classic::Jit),
         EngineArg::Kernel => Box::new(pipeline::classic::Kernel::new()?),
     };
-    let s =
-        cbpf::filter_capture(input, &expr, engine.as_mut(), &opts).map_err(|e| e.to_string())?;
+    // Without -w (or JSON), a line per matching packet on standard output,
+    // as tcpdump prints them; the counts then go to standard error.
+    let lines = a.write.is_none() && !a.json;
+    if lines {
+        crate::report::reports_to_stderr();
+    }
+    let mut printer = dissect::Printer::new(print_options(&a)?);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut write_error = None;
+    let mut print = |m: &cbpf::Matched| {
+        use std::io::Write;
+        if lines && write_error.is_none() {
+            let line = printer.line(m.data, m.orig_len, m.linktype, m.timestamp_ns);
+            if let Err(e) = writeln!(out, "{line}") {
+                write_error = Some(e);
+            }
+        }
+    };
+    let s = cbpf::filter_capture_each(input, &expr, engine.as_mut(), &opts, &mut print)
+        .map_err(|e| e.to_string());
+    {
+        use std::io::Write;
+        let flushed = out.flush();
+        if let Some(e) = write_error.or(flushed.err()) {
+            return Err(format!(
+                "writing standard output: {}",
+                crate::report::io_cause(&e)
+            ));
+        }
+    }
+    let s = s?;
     let report = Report {
         input: input.display().to_string(),
         expression: expr,
