@@ -73,13 +73,13 @@ fn json_lines_give_every_sample_the_flows_and_a_summary() {
 
 #[test]
 fn the_xpf_engine_prints_what_the_table_prints() {
-    // IPv4 and IPv6 conversations, the table, JSON lines and pping's lines.
+    // IPv4 and IPv6 conversations, the table and JSON lines (--pping runs
+    // pping's own rules, not the engines': refused with them, below).
     let v6 = "tcp-conv,v6,flows=4,rtt=1..3,count=200,think=50";
     for args in [
         vec!["--gen", CONV],
         vec!["--gen", CONV, "--json"],
         vec!["--gen", CONV, "--gen", v6, "--json"],
-        vec!["--gen", v6, "--pping"],
     ] {
         let run = |engine: &[&str]| {
             let out = Command::new(SLUICE)
@@ -109,6 +109,15 @@ fn the_xpf_engine_prints_what_the_table_prints() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("a TSval table of 65536"), "{err}");
     assert!(err.contains("1 to 4096"), "{err}");
+    let out = Command::new(SLUICE)
+        .args([
+            "monitor", "rtt", "--gen", CONV, "--pping", "--engine", "xpf",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pping's own rules"), "{err}");
 }
 
 #[test]
@@ -121,25 +130,42 @@ fn pping_lines_are_time_rtt_min_flow() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 57, "{text}");
-    // The first: the server of flow 0 echoes the SYN's TSval 2 ms after it
-    // (the generator starts at 1 s past the epoch).
+    // pping records no TSval of a flow before it has seen the reverse
+    // flow: the 3 SYNs' TSvals are not, so the SYN/ACKs give no sample
+    // (sluice's meter takes 57).
+    assert_eq!(lines.len(), 54, "{text}");
+    // The first: the client of flow 0 echoes the SYN/ACK's TSval after
+    // its think time (the generator starts at 1 s past the epoch). pping
+    // prints the packet's second (`%T`), and its delay as it computes it
+    // in doubles: 100 us comes out as 99.99999... us, so "%.1lf".
     assert_eq!(
         lines[0],
-        "00:00:01.002000 2.00ms 2.00ms 10.255.0.1:80+10.0.0.1:1024"
+        "00:00:01 100.0us 100.0us 10.0.0.1:1024+10.255.0.1:80"
+    );
+    assert_eq!(
+        lines[1],
+        "00:00:01 2.00ms 2.00ms 10.255.0.1:80+10.0.0.1:1024"
     );
     for l in &lines {
         let f: Vec<&str> = l.split_whitespace().collect();
         assert_eq!(f.len(), 4, "{l}");
-        assert!(f[0].len() == 15 && f[0].as_bytes()[8] == b'.', "{l}");
+        assert!(f[0].len() == 8 && f[0].as_bytes()[5] == b':', "{l}");
         assert!(f[1].ends_with("ms") || f[1].ends_with("us"), "{l}");
         assert!(f[3].contains('+'), "{l}");
     }
     assert!(
         // pping prints three digits after a space (" %.0f").
-        text.contains(" 100us  100us 10.0.0.1:1024+10.255.0.1:80\n"),
+        text.contains(" 100us 100.0us 10.0.0.1:1024+10.255.0.1:80\n"),
         "{text}"
     );
+    // Live in the kernel, pping's rules cannot run: refused by name.
+    let out = Command::new(SLUICE)
+        .args(["monitor", "rtt", "--pping", "--dev", "lo"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--datapath afpacket or afxdp"), "{err}");
 }
 
 #[test]

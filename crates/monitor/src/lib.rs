@@ -37,6 +37,7 @@ mod order;
 mod rtt;
 mod rtt_ebpf;
 mod rtt_live;
+mod rtt_pping;
 mod rtt_run;
 mod rtt_xpf;
 mod run;
@@ -60,6 +61,7 @@ pub use rtt::{
 };
 pub use rtt_ebpf::EbpfRtt;
 pub use rtt_live::live_rtt;
+pub use rtt_pping::{Pping, PpingRun, PpingSample, pping_delay, pping_samples};
 pub use rtt_run::{RttEngine, RttOptions, RttSummary, measure_rtt};
 pub use rtt_xpf::{XPF_MAX_SYNS, XPF_MAX_TSVALS, XpfRtt};
 pub use run::{FlowEngine, FlowRunOptions, FlowSummary, account_flows};

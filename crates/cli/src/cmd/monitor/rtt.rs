@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use monitor::{
-    BUCKETS, FlowKey, MeterOptions, Method, RttEngine, RttOptions, RttSample, RttStats, RttSummary,
-    XPF_MAX_SYNS, XPF_MAX_TSVALS,
+    BUCKETS, MeterOptions, RttEngine, RttOptions, RttSample, RttStats, RttSummary, XPF_MAX_SYNS,
+    XPF_MAX_TSVALS,
 };
 use pipeline::XpfEngine;
 use serde::Serialize;
@@ -48,7 +48,7 @@ pub struct RttArgs {
     /// A JSON line per sample, one per flow and method, then one with the summary
     #[arg(long, conflicts_with = "pping")]
     json: bool,
-    /// pping's lines: for each timestamp sample, TIME RTT minRTT FLOW (local time; the flow that echoed)
+    /// pping's lines by pping's own rules: HH:MM:SS RTT minRTT FLOW (local time; the flow that echoed; not with --engine ebpf|xpf or --datapath kernel)
     #[arg(long)]
     pping: bool,
 }
@@ -169,8 +169,9 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
         None => None,
     };
-    // pping's minimum so far, per flow.
-    let mut min_so_far: std::collections::HashMap<FlowKey, u64> = Default::default();
+    if a.pping {
+        return run_pping(&a, &metrics);
+    }
     let mut handle = |samples: &[RttSample]| {
         for s in samples {
             metrics.rtt(s.rtt_ns);
@@ -185,19 +186,6 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
                     time_ns: s.time_ns,
                 };
                 println!("{}", serde_json::to_string(&line).expect("plain data"));
-            } else if a.pping && s.method == Method::Timestamp {
-                let min = min_so_far.entry(s.key).or_insert(u64::MAX);
-                *min = (*min).min(s.rtt_ns);
-                println!(
-                    "{} {} {} {}:{}+{}:{}",
-                    clock_time(s.time_ns),
-                    pping_delay(s.rtt_ns),
-                    pping_delay(*min),
-                    s.key.src,
-                    s.key.src_port,
-                    s.key.dst,
-                    s.key.dst_port
-                );
             }
         }
     };
@@ -220,7 +208,7 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
         )?
     } else {
         let (mut source, total) = a.input.source()?;
-        let run = crate::progress::with_progress(total, a.json || a.pping, |count| {
+        let run = crate::progress::with_progress(total, a.json, |count| {
             monitor::measure_rtt(source.as_mut(), &opts, count, &mut handle)
         })?;
         a.input.tell(source.as_ref());
@@ -274,11 +262,6 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
             "{}",
             serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
         );
-    } else if a.pping {
-        eprintln!(
-            "{} flows, {} packets, {} timestamp samples",
-            sum.flows, sum.packets, sum.timestamp_samples
-        );
     } else {
         print_table(&run, a.top, &sum);
     }
@@ -295,40 +278,89 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// pping's delay format: µs under 1 ms, ms under 1 s, else s; two
-/// decimals under 10, one under 100, none above (then after a space).
-fn pping_delay(ns: u64) -> String {
-    let s = ns as f64 * 1e-9;
-    let (v, unit) = if s < 1e-3 {
-        (s * 1e6, "us")
-    } else if s < 1.0 {
-        (s * 1e3, "ms")
-    } else {
-        (s, "s")
-    };
-    if v < 10.0 {
-        format!("{v:.2}{unit}")
-    } else if v < 100.0 {
-        format!("{v:.1}{unit}")
-    } else {
-        format!(" {v:.0}{unit}")
+/// `--pping`: pping's own rules (`monitor::Pping`) over the packets, read
+/// in user space, and its lines.
+fn run_pping(a: &RttArgs, metrics: &monitor::Metrics) -> Result<ExitCode, String> {
+    if !matches!(a.engine, EngineArg::Table) {
+        return Err(
+            "--pping runs pping's own rules in user space; --engine ebpf and xpf measure \
+                    by sluice's (see them with --json)"
+                .into(),
+        );
+    }
+    if a.input.in_kernel() {
+        return Err(
+            "--pping reads the packets in user space: with --dev give --datapath afpacket \
+                    or afxdp"
+                .into(),
+        );
+    }
+    seconds(a.max_age, "max-age")?;
+    let (mut source, total) = a.input.source()?;
+    let run = crate::progress::with_progress(total, true, |count| {
+        monitor::pping_samples(source.as_mut(), a.max_age, a.input.count, count, |s| {
+            if s.rtt >= 0.0 {
+                metrics.rtt((s.rtt * 1e9) as u64);
+            }
+            println!("{}", pping_line(s));
+        })
+    });
+    a.input.tell(source.as_ref());
+    super::warn_out_of_order(
+        &run.order,
+        "pping takes the packets in capture order, so a reply read before its request gives a wrong sample or none",
+    );
+    // pping's summary goes to stderr too.
+    eprintln!(
+        "{} flows, {} packets, {} samples",
+        run.flows, run.packets, run.samples
+    );
+    if let Some(e) = &run.source_error {
+        eprintln!("sluice: the input stopped early: {e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// pping's line: `HH:MM:SS RTT minRTT SRC:PORT+DST:PORT` (its `%T` of the
+/// packet's second in local time, its `fmtTimeDiff` delays).
+fn pping_line(s: &monitor::PpingSample) -> String {
+    format!(
+        "{} {} {} {}:{}+{}:{}",
+        clock_time(s.secs),
+        monitor::pping_delay(s.rtt),
+        monitor::pping_delay(s.min),
+        inet_ntop(&s.key.src),
+        s.key.src_port,
+        inet_ntop(&s.key.dst),
+        s.key.dst_port
+    )
+}
+
+/// An address as glibc's `inet_ntop` (libtins's `to_string`) writes it:
+/// as Rust does, except that an IPv4-compatible IPv6 address (`::a.b.c.d`)
+/// keeps its dotted quad.
+fn inet_ntop(a: &std::net::IpAddr) -> String {
+    match a {
+        std::net::IpAddr::V6(v6) => {
+            let w = v6.segments();
+            if w[..6].iter().all(|&x| x == 0) && w[6] != 0 {
+                let o = v6.octets();
+                return format!("::{}.{}.{}.{}", o[12], o[13], o[14], o[15]);
+            }
+            v6.to_string()
+        }
+        v4 => v4.to_string(),
     }
 }
 
-/// `HH:MM:SS.uuuuuu` in local time.
-fn clock_time(ns: u64) -> String {
-    let secs = (ns / 1_000_000_000) as libc::time_t;
+/// `HH:MM:SS` in local time (pping's `strftime("%T", localtime(...))`).
+fn clock_time(secs: i64) -> String {
+    let secs = secs as libc::time_t;
     // SAFETY: a zeroed tm is a valid out-parameter; localtime_r writes it.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointers to a time_t and a tm.
     unsafe { libc::localtime_r(&secs, &mut tm) };
-    format!(
-        "{:02}:{:02}:{:02}.{:06}",
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        (ns % 1_000_000_000) / 1000
-    )
+    format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
 
 fn ms(ns: u64) -> String {
@@ -412,11 +444,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn delays_print_as_pping_prints_them() {
-        assert_eq!(pping_delay(12_345), "12.3us");
-        assert_eq!(pping_delay(2_500_000), "2.50ms");
-        assert_eq!(pping_delay(123_400_000), " 123ms");
-        assert_eq!(pping_delay(1_500_000_000), "1.50s");
+    fn addresses_print_as_inet_ntop_and_buckets_name_their_range() {
+        for (a, want) in [
+            ("::1", "::1"),
+            ("::1.2.3.4", "::1.2.3.4"),
+            ("::ffff:1.2.3.4", "::ffff:1.2.3.4"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("10.0.0.1", "10.0.0.1"),
+        ] {
+            assert_eq!(inet_ntop(&a.parse().unwrap()), want);
+        }
         assert_eq!(bucket_range(0), "<1us");
         assert_eq!(bucket_range(12), "2.048ms-4.096ms");
     }
