@@ -86,7 +86,11 @@ fn foreign_frames_are_skipped_and_counted_by_default() {
 fn skipped_frames_do_not_count_against_a_limit_and_end_nothing_early() {
     // PPP's control protocols (LCP, 0xc021) have no Ethernet form (IP over
     // PPP has): a capture of them gives nothing.
-    let path = pcap("ppp.pcap", 9, &vec![vec![0xff, 0x03, 0xc0, 0x21, 0x01]; 100]);
+    let path = pcap(
+        "ppp.pcap",
+        9,
+        &vec![vec![0xff, 0x03, 0xc0, 0x21, 0x01]; 100],
+    );
     let mut c = Capture::open(&path).unwrap();
     let mut b = Batch::new();
     let (n, end) = c.fill_where(&mut b, 10, &mut |_, _| true);
