@@ -1,5 +1,7 @@
 //! The `sluice` command: a thin layer over the crates.
 
+#[macro_use]
+mod terminal;
 mod cmd;
 mod contents;
 mod input;
@@ -98,7 +100,7 @@ fn stdout_errors_are_errors() {
         match msg.strip_prefix("failed printing to stdout: ") {
             Some(cause) => {
                 let cause = cause.split(" (os error").next().unwrap_or(cause);
-                eprintln!("sluice: writing standard output: {cause}");
+                say!("sluice: writing standard output: {cause}");
                 std::process::exit(1);
             }
             None => default(info),
@@ -115,7 +117,7 @@ fn main() -> ExitCode {
     if let Some(ns) = &cli.netns
         && let Err(e) = kernel::netdev::enter_netns(ns)
     {
-        eprintln!("sluice: {e}");
+        say!("sluice: {e}");
         return ExitCode::FAILURE;
     }
     let result = match cli.command {
@@ -149,7 +151,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sluice: {e}");
+            say!("sluice: {e}");
             ExitCode::FAILURE
         }
     }

@@ -52,7 +52,7 @@ pub fn print_text(text: &str) -> Result<(), String> {
     } else {
         (Box::new(std::io::stdout().lock()), "standard output")
     };
-    out.write_all(text.as_bytes())
+    out.write_all(crate::terminal::escape(text).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| format!("writing {what}: {}", io_cause(&e)))
 }

@@ -18,7 +18,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let out = a.output.unwrap_or_else(|| a.file.with_extension("bin"));
     let bytes = isa::encode(&insns);
     std::fs::write(&out, &bytes).map_err(|e| format!("{}: {e}", out.display()))?;
-    eprintln!(
+    say!(
         "{}: {} instructions, {} bytes",
         out.display(),
         insns.len(),

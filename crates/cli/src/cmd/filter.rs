@@ -181,7 +181,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             None => (linktype(&a.linktype)?, a.snaplen),
         };
         let prog = cbpf::compile_expr(&expr, lt, snaplen).map_err(|e| format!("{expr}: {e}"))?;
-        print!(
+        out_part!(
             "{}",
             match a.dump {
                 1 => cbpf::image(&prog),
@@ -223,7 +223,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         use std::io::Write;
         if lines && write_error.is_none() {
             let line = printer.line(m.data, m.orig_len, m.linktype, m.timestamp_ns);
-            if let Err(e) = writeln!(out, "{line}") {
+            if let Err(e) = writeln!(out, "{}", crate::terminal::escape(&line)) {
                 write_error = Some(e);
             }
         }
@@ -258,7 +258,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         print_json(&report)?;
     } else {
         if let Some(e) = &report.capture_error {
-            eprintln!("sluice: {e}");
+            say!("sluice: {e}");
         }
         let mut text = format!(
             "{} packets read, {} matched `{}` ({} engine){}\n",

@@ -216,7 +216,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             let stop = xsk::stop_on_signals();
             if !c.json {
                 let devs: Vec<&str> = ports.iter().map(|p| p.dev.as_str()).collect();
-                eprintln!(
+                say!(
                     "sluice switch: {} ({}); Ctrl-C stops",
                     devs.join(", "),
                     if afxdp {
@@ -319,17 +319,17 @@ fn print_report(
             "flows": flows.iter().map(openflow::format_flow_stats).collect::<Vec<_>>(),
             "datapath_flows": report.megaflows,
         });
-        println!("{j:#}");
+        out!("{j:#}");
         return Ok(ExitCode::SUCCESS);
     }
     let pct = |n: u64| 100.0 * n as f64 / report.packets.max(1) as f64;
-    println!(
+    out!(
         "switch: {} ports, {} packets in {:.3} s",
         names.len(),
         report.packets,
         report.seconds
     );
-    println!(
+    out!(
         "  emc hits {} ({:.1}%), megaflow hits {} ({:.1}%), upcalls {} ({:.1}%)",
         t.emc_hits,
         pct(t.emc_hits),
@@ -338,7 +338,7 @@ fn print_report(
         t.upcalls,
         pct(t.upcalls)
     );
-    println!(
+    out!(
         "  megaflows {} in {} subtables, {} revalidated away, {} expired",
         report.megaflows.len(),
         report.subtables,
@@ -346,31 +346,43 @@ fn print_report(
         t.megaflows_expired
     );
     if let Some(o) = &report.offload {
-        println!(
+        out!(
             "  xdp fast path: {} hits in the kernel, {} misses sent up; {} megaflows offloaded ({} in the kernel at the end, {} masks)",
-            o.hits, o.misses, t.megaflows_offloaded, o.megaflows, o.masks
+            o.hits,
+            o.misses,
+            t.megaflows_offloaded,
+            o.megaflows,
+            o.masks
         );
     }
     for (id, t, cpp) in &report.pmds {
-        println!(
+        out!(
             "  pmd {id}: {} packets, emc hits {}, megaflow hits {}, upcalls {}, {cpp:.0} cycles/packet",
-            t.packets, t.emc_hits, t.megaflow_hits, t.upcalls
+            t.packets,
+            t.emc_hits,
+            t.megaflow_hits,
+            t.upcalls
         );
     }
     for (s, name) in port_stats.iter().zip(names) {
-        println!(
+        out!(
             "  port {} ({name}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
-            s.port_no, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.tx_dropped
+            s.port_no,
+            s.rx_packets,
+            s.rx_bytes,
+            s.tx_packets,
+            s.tx_bytes,
+            s.tx_dropped
         );
     }
     if a.dump_flows {
         for f in &flows {
-            println!(" {}", openflow::format_flow_stats(f));
+            out!(" {}", openflow::format_flow_stats(f));
         }
     }
     if a.dump_datapath {
         for m in &report.megaflows {
-            println!("{m}");
+            out!("{m}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -388,7 +400,7 @@ fn query(q: &Query) -> Result<ExitCode, String> {
         .unwrap_or_else(switch::control::default_path);
     let v = switch::control::request(&path, command)?;
     if args.json {
-        println!("{v:#}");
+        out!("{v:#}");
         return Ok(ExitCode::SUCCESS);
     }
     let empty = Vec::new();
@@ -401,19 +413,19 @@ fn query(q: &Query) -> Result<ExitCode, String> {
                     let x = p[k].as_u64().unwrap_or(0);
                     format!("{x} ({:.1}%)", 100.0 * x as f64 / n.max(1) as f64)
                 };
-                println!("pmd thread {}:", p["pmd"]);
-                println!("  packets:        {n}");
-                println!("  emc hits:       {}", pct("emc_hits"));
-                println!("  megaflow hits:  {}", pct("megaflow_hits"));
-                println!("  upcalls:        {}", pct("upcalls"));
+                out!("pmd thread {}:", p["pmd"]);
+                out!("  packets:        {n}");
+                out!("  emc hits:       {}", pct("emc_hits"));
+                out!("  megaflow hits:  {}", pct("megaflow_hits"));
+                out!("  upcalls:        {}", pct("upcalls"));
                 let offloaded = p["megaflows_offloaded"].as_u64().unwrap_or(0);
                 if offloaded > 0 {
-                    println!(
+                    out!(
                         "  offload hits:   {} (in the kernel, {offloaded} megaflows offloaded)",
                         p["offload_hits"]
                     );
                 }
-                println!(
+                out!(
                     "  megaflows:      {} in {} subtables, {:.2} subtables probed per lookup",
                     p["megaflows_added"].as_u64().unwrap_or(0)
                         - p["megaflows_revalidated_away"].as_u64().unwrap_or(0)
@@ -422,13 +434,13 @@ fn query(q: &Query) -> Result<ExitCode, String> {
                     p["subtable_probes"].as_u64().unwrap_or(0) as f64
                         / (n - p["emc_hits"].as_u64().unwrap_or(0)).max(1) as f64
                 );
-                println!(
+                out!(
                     "  cycles/packet:  {:.1}",
                     p["cycles_per_packet"].as_f64().unwrap_or(0.0)
                 );
             }
             for p in list("ports") {
-                println!(
+                out!(
                     "port {} ({}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
                     p["port"],
                     p["name"].as_str().unwrap_or(""),
@@ -442,10 +454,10 @@ fn query(q: &Query) -> Result<ExitCode, String> {
         }
         Query::DumpFlows(_) => {
             for f in list("flows") {
-                println!("{}", f["flow"].as_str().unwrap_or(""));
+                out!("{}", f["flow"].as_str().unwrap_or(""));
             }
             if let Some(late) = v["late_pmds"].as_array().filter(|l| !l.is_empty()) {
-                eprintln!(
+                say!(
                     "sluice switch: packet threads {late:?} did not answer in time: their flows are from an earlier dump"
                 );
             }

@@ -108,7 +108,7 @@ fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
         .netns
         .as_ref()
         .map_or(String::new(), |ns| format!(" (namespace {ns})"));
-    println!(
+    out!(
         "{}: {n} lines pushed to {dev}{at} with tc; see them with `tc{} -s filter show dev {dev} ingress`, compare with `sluice diff --tc {} --pcap FILE`",
         a.config.display(),
         a.netns
@@ -222,11 +222,11 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
         f.write_all(lines.as_bytes())
             .map_err(|e| format!("{}: {e}", a.config.display()))?;
     }
-    print!("{text}");
+    out_part!("{text}");
     if a.stats && (a.batch.is_some() || shows(&a.command)) {
         // tc's counters are the kernel's; these are a file's, which no
         // packet has passed.
-        eprintln!(
+        say!(
             "sluice tc: these counters are the configuration's, which keeps lines, not packets \
              (so they are zero): `sluice run --tc {0} --pcap F` shows every hook's counters after \
              a run, `sluice diff --tc {0} --pcap F` beside the kernel's",

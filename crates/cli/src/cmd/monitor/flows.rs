@@ -185,7 +185,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     let failed = |sum: &mut Summary, e: String| {
         sum.export_errors += 1;
         if sum.first_export_error.is_none() {
-            eprintln!("sluice: IPFIX export: {e} (accounting goes on)");
+            say!("sluice: IPFIX export: {e} (accounting goes on)");
             sum.first_export_error = Some(e);
         }
     };
@@ -239,7 +239,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         }
         if a.json {
             for e in ended {
-                println!("{}", serde_json::to_string(&line(e)).expect("plain data"));
+                out!("{}", serde_json::to_string(&line(e)).expect("plain data"));
             }
         } else {
             listed.extend_from_slice(ended);
@@ -291,7 +291,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         }
     }
     if a.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
         );
@@ -299,7 +299,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         print_table(&mut listed, a.top, &sum);
     }
     if let Some(e) = &sum.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
+        say!("sluice: the input stopped early: {e}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -334,7 +334,7 @@ fn line(e: &Ended) -> FlowLine {
 }
 
 fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {
-    println!(
+    out!(
         "{} packets, {} with IP in {} flows ({} idle, {} active timeout, {} FIN/RST, {} at the end, {} evicted); {} exported in {} IPFIX messages{}",
         s.packets,
         s.accounted,
@@ -356,13 +356,19 @@ fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {
     if flows.is_empty() {
         return;
     }
-    println!(
+    out!(
         "{:>39} {:>6}  {:>39} {:>6} {:>5} {:>9} {:>12}",
-        "source", "port", "destination", "port", "proto", "packets", "bytes"
+        "source",
+        "port",
+        "destination",
+        "port",
+        "proto",
+        "packets",
+        "bytes"
     );
     for e in flows.iter().take(top) {
         let k = &e.flow.key;
-        println!(
+        out!(
             "{:>39} {:>6}  {:>39} {:>6} {:>5} {:>9} {:>12}",
             k.src.to_string(),
             k.src_port,

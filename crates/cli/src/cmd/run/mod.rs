@@ -196,7 +196,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
     if a.engine == Engine::Jit
         && let Err(e) = hook.enable_jit()
     {
-        eprintln!("sluice: note: {e}");
+        say!("sluice: note: {e}");
     }
     if let Some(fib) = &a.fib {
         let text = std::fs::read_to_string(fib).map_err(|e| format!("{}: {e}", fib.display()))?;
@@ -284,7 +284,7 @@ pub(crate) fn warn_skipped(source: &dyn Source, hint: &str) -> BTreeMap<String, 
             .iter()
             .map(|(l, n)| format!("{n} {}", io::describe_linktype(*l)))
             .collect();
-        eprintln!(
+        say!(
             "sluice: warning: skipped {total} frames without an Ethernet form: {}{hint}",
             each.join(", ")
         );
@@ -397,7 +397,7 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
     let report = report::RunReport::new(a, hook, &summary, &read);
     report.print(a.json)?;
     if summary.stopped {
-        eprintln!(
+        say!(
             "sluice: stopped by a signal after {} packets; outputs are complete",
             summary.counters.packets
         );
