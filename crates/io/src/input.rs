@@ -202,3 +202,10 @@ fn poll_in(fd: RawFd, ms: i32) -> std::io::Result<bool> {
     }
     Ok(r > 0)
 }
+
+/// What a record reader tells of a failed read; `None` when it failed
+/// because the stop flag was set (the source ends there, cleanly).
+#[cold]
+pub(crate) fn read_failed(input: &Input, e: &std::io::Error) -> Option<String> {
+    (!input.stopped).then(|| format!("read failed: {}", crate::error::cause(e)))
+}
