@@ -288,12 +288,14 @@ summarize_tests() {
 }
 
 # The test binaries that send packets through the kernel (veth pairs in
-# namespaces of their own: XDP, AF_XDP, AF_PACKET, tc) and count them.
+# namespaces of their own: XDP, AF_XDP, AF_PACKET, tc) and count them
+# (cargo takes each --test from whichever package has it: `live` is in
+# both).
 KERNEL_SUITES=(
-    "-p sluice --test port_loss --test xsk --test veth --test xdp_kill --test soak
-        --test switch_live --test capture --test live --test monitor --test monitor_sample
-        --test monitor_rtt --test tc --test xpf"
-    "-p pipeline --test live"
+    -p sluice -p pipeline
+    --test port_loss --test xsk --test veth --test xdp_kill --test soak --test switch_live
+    --test capture --test live --test monitor --test monitor_sample --test monitor_rtt
+    --test tc --test xpf
 )
 
 cmd=${1:-help}
@@ -322,8 +324,7 @@ stress-test)
     # the load; kernel tests must run (SLUICE_REQUIRE_KERNEL=1: root).
     setup
     command -v stress-ng >/dev/null 2>&1 || { say "stress-ng is not installed"; exit 1; }
-    suites=()
-    for s in "${KERNEL_SUITES[@]}"; do read -ra words <<<"$s"; suites+=("${words[@]}"); done
+    suites=("${KERNEL_SUITES[@]}")
     cargo test --locked --no-run "${suites[@]}"
     cpus=${STRESS_CPUS:-$(nproc)}
     stress-ng --cpu "$cpus" --timeout "${STRESS_SECONDS:-1800}" --quiet &
@@ -332,8 +333,12 @@ stress-test)
     say "stress-ng --cpu $cpus running (PID $stress_pid)"
     sleep 2
     stress_ok=0
+    # --show-output: the drops the tests counted (their notes) go to the log.
     SLUICE_REQUIRE_KERNEL=1 SOAK_SECONDS=${SOAK_SECONDS:-10} \
-        run_tests target/test-logs/stress-test.log --locked "${suites[@]}" || stress_ok=$?
+        run_tests target/test-logs/stress-test.log --locked "${suites[@]}" -- --show-output ||
+        stress_ok=$?
+    notes=$(grep -c 'dropped by the kernel' target/test-logs/stress-test.log || true)
+    say "tests that saw the kernel drop frames (and counted them): $notes"
     kill "$stress_pid" 2>/dev/null || true
     wait "$stress_pid" 2>/dev/null || true
     trap - EXIT

@@ -439,7 +439,9 @@ fn generated_through_the_switch(t: &Hosts, tag: &str, offload: bool) -> (Value, 
     let dropped_in = xmit_refused(&t.h1, "e0") + queue_sum(&t.sw, "s1", "rx_queue_", "_drops");
     let dropped_out = dev_stat(&t.sw, "s2", "tx_dropped");
     if dropped_in + dropped_out > 0 {
-        eprintln!("{tag}: the kernel dropped {dropped_in} frames into s1, {dropped_out} out of s2");
+        eprintln!(
+            "{tag}: frames dropped by the kernel: {dropped_in} into s1, {dropped_out} out of s2"
+        );
     }
     // What came in on port 1 is what the flow counted and what left by 2.
     let ports = s["ports"].as_array().unwrap();

@@ -109,7 +109,7 @@ fn native_xdp_counts_live_frames_as_the_vm_predicts() {
             Some(&vec![20000, 2_000_000])
         );
     } else {
-        eprintln!("{refused} of 23000 live frames refused by B's full XDP ring");
+        eprintln!("{refused} of 23000 live frames dropped by the kernel (B's XDP ring full)");
         let packets = |m: &BTreeMap<Vec<u8>, Vec<u64>>| m.values().map(|v| v[0]).sum::<u64>();
         assert_eq!(
             packets(&kernel) + refused,
