@@ -3,7 +3,10 @@
 # (idempotent; quick when everything is already there).
 #
 #   ./dev.sh demo    run the main job end to end on the embedded default
-#   ./dev.sh test    run the whole test suite (what CI runs)
+#   ./dev.sh test    run the whole test suite (what CI runs): every test
+#                    binary, even after a failure, then one summary of what failed
+#   ./dev.sh stress-test  the kernel-facing suites with stress-ng loading
+#                    every core (tests must hold on a busy machine)
 #   ./dev.sh setup   only install the system packages and the Rust toolchain
 #   ./dev.sh bench   run the benchmarks
 #   ./dev.sh fuzz    run every fuzz target briefly (needs the nightly toolchain)
@@ -21,14 +24,15 @@ cd "$(dirname "$0")"
 # python3 for the live RTT test's TCP peers and the xPF RTT program's generator.
 # openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with;
 # python3-venv for os-ken, the controller it is tested with; iputils-ping and
-# ethtool for the hosts of the switch's namespace tests.
+# ethtool for the hosts of the switch's namespace tests; stress-ng to load
+# the cores under `./dev.sh stress-test`.
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
     nfdump tshark python3 python3-venv openvswitch-common iputils-ping ethtool
-    fonts-dejavu-core
+    fonts-dejavu-core stress-ng
 )
 RUST_TOOLCHAIN=1.95.0
 
@@ -247,6 +251,53 @@ fuzz_all() {
     fi
 }
 
+# `cargo test ARGS...` over every test binary (`--no-fail-fast`), its
+# output also in log file $1; then one summary: how many tests passed and
+# failed, and which tests of which binaries failed (or which binaries
+# failed without a test result: a crash, a build error). Returns non-zero
+# when anything failed.
+run_tests() {
+    local log=$1 rc=0 t0=$SECONDS
+    shift
+    mkdir -p "$(dirname "$log")"
+    cargo test --no-fail-fast "$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+    summarize_tests "$log" "$((SECONDS - t0))" && [ "$rc" -eq 0 ]
+}
+
+# The summary of a `cargo test` log (see run_tests); non-zero on failures.
+summarize_tests() {
+    local log=$1 secs=$2
+    awk -v secs="$secs" '
+        /^ *Running / { bin = $0; sub(/^ *Running /, "", bin); sub(/ \(.*$/, "", bin) }
+        /^ *Doc-tests / { bin = $0; sub(/^ *Doc-tests /, "doc-tests of ", bin) }
+        /^test .* \.\.\. FAILED$/ { t = $0; sub(/^test /, "", t); sub(/ \.\.\. FAILED$/, "", t)
+            failed[++nf] = bin ": " t }
+        /^test result: / { passed += $4; fails += $6; ignored += $8; binaries++ }
+        /^error: test failed, to rerun pass / { b = $0; sub(/^error: test failed, to rerun pass /, "", b)
+            bad[++nb] = b }
+        END {
+            printf "[dev.sh] tests: %d passed, %d failed, %d ignored in %d binaries (%d s)\n", \
+                passed, fails, ignored, binaries, secs > "/dev/stderr"
+            for (i = 1; i <= nf; i++) printf "[dev.sh]   FAILED %s\n", failed[i] > "/dev/stderr"
+            if (nb) {
+                printf "[dev.sh] failing test binaries (rerun one with cargo test ARGS):\n" > "/dev/stderr"
+                for (i = 1; i <= nb; i++) printf "[dev.sh]   %s\n", bad[i] > "/dev/stderr"
+            }
+            exit (fails > 0 || nb > 0 || binaries == 0)
+        }' "$log"
+}
+
+# The test binaries that send packets through the kernel (veth pairs in
+# namespaces of their own: XDP, AF_XDP, AF_PACKET, tc) and count them
+# (cargo takes each --test from whichever package has it: `live` is in
+# both).
+KERNEL_SUITES=(
+    -p sluice -p pipeline
+    --test port_loss --test xsk --test veth --test xdp_kill --test soak --test switch_live
+    --test capture --test live --test monitor --test monitor_sample --test monitor_rtt
+    --test tc --test xpf
+)
+
 cmd=${1:-help}
 case "$cmd" in
 setup)
@@ -261,9 +312,38 @@ test)
     setup
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets --locked -- -D warnings
-    cargo test --workspace --locked
+    tests_ok=0
+    run_tests target/test-logs/test.log --workspace --locked || tests_ok=$?
     # The suite's summary line, visible in CI logs (the test above asserts it).
     cargo run -q --locked -p sluice -- conformance "${SLUICE_CONFORMANCE_DIR:-../shared/conformance/bpf_conformance/tests}" | tail -n 1
+    [ "$tests_ok" -eq 0 ] || { say "the suite failed (log: target/test-logs/test.log)"; exit 1; }
+    ;;
+stress-test)
+    # The kernel-facing suites with stress-ng keeping every core busy
+    # (STRESS_CPUS workers, default: one per core), built first without
+    # the load; kernel tests must run (SLUICE_REQUIRE_KERNEL=1: root).
+    setup
+    command -v stress-ng >/dev/null 2>&1 || { say "stress-ng is not installed"; exit 1; }
+    suites=("${KERNEL_SUITES[@]}")
+    cargo test --locked --no-run "${suites[@]}"
+    cpus=${STRESS_CPUS:-$(nproc)}
+    stress-ng --cpu "$cpus" --timeout "${STRESS_SECONDS:-1800}" --quiet &
+    stress_pid=$!
+    trap 'kill "$stress_pid" 2>/dev/null || true' EXIT
+    say "stress-ng --cpu $cpus running (PID $stress_pid)"
+    sleep 2
+    stress_ok=0
+    # --show-output: the drops the tests counted (their notes) go to the log.
+    SLUICE_REQUIRE_KERNEL=1 SOAK_SECONDS=${SOAK_SECONDS:-10} \
+        run_tests target/test-logs/stress-test.log --locked "${suites[@]}" -- --show-output ||
+        stress_ok=$?
+    notes=$(grep -c 'dropped by the kernel' target/test-logs/stress-test.log || true)
+    say "tests that saw the kernel drop frames (and counted them): $notes"
+    kill "$stress_pid" 2>/dev/null || true
+    wait "$stress_pid" 2>/dev/null || true
+    trap - EXIT
+    [ "$stress_ok" -eq 0 ] || { say "the kernel-facing suites failed under load (log: target/test-logs/stress-test.log)"; exit 1; }
+    say "the kernel-facing suites passed with $cpus stress-ng CPU workers"
     ;;
 bench)
     setup
@@ -341,7 +421,7 @@ sanitize)
     fi
     ;;
 *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = help ] || exit 2
     ;;
 esac

@@ -250,15 +250,10 @@ fn live_handshakes(tag: &str, args: &[&str], attached: &str) {
         )
         .spawn()
         .unwrap();
-    let mut all = vec![
-        "monitor",
-        "rtt",
-        "--dev",
-        common::VB,
-        "--json",
-        "--duration",
-        "3",
-    ];
+    // No --duration: on a busy machine the three clients (a Python each)
+    // may take longer than any fixed run; the monitor is stopped with
+    // SIGINT once they are done.
+    let mut all = vec!["monitor", "rtt", "--dev", common::VB, "--json"];
     all.extend_from_slice(args);
     let child = common::spawn_sluice(&p.b, &all);
     // (AF_PACKET: nothing to see; the wait gives the socket time to open.)
@@ -274,6 +269,10 @@ fn live_handshakes(tag: &str, args: &[&str], attached: &str) {
             "import socket; c = socket.create_connection(('10.77.0.2', 7777), timeout=2); c.send(b'hi'); c.close()",
         ]);
     }
+    // A moment for the last frames to be read, then SIGINT, by PID.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling our own child by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     let mut server = server;
     let _ = server.wait();

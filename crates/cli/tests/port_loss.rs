@@ -92,21 +92,35 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     let (rx, b2) = (&ports[0], &ports[1]);
     assert_eq!(rx["gone"], serde_json::Value::Null, "{s}");
     assert!(b2["gone"].as_str().unwrap().contains("deleted"), "{s}");
-    // Every frame A sent was received (20 kpps is well within reach) and
+    // Every frame A sent was received, or dropped by the kernel on the
+    // way (on a busy machine the veth's XDP ring or the socket's RX ring
+    // fills while a reader waits for a CPU: counted, never silent), and
     // routed; those for the lost port are counted as lost, on the way in
     // (after it went) or as sent frames it still held.
-    assert_eq!(rx["rx_packets"], 62000, "{s}");
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let received = n(&rx["rx_packets"]);
+    let drops = [
+        ("veth xdp_xmit_errors", xmit_refused(&p.a, VA)),
+        (
+            "socket rx_dropped + rx_ring_full",
+            socket_drops(&rx["kernel"]),
+        ),
+    ];
+    assert_accounted("A to sl_rx", 62000, received, &drops, &s.to_string());
+    let dropped: u64 = drops.iter().map(|(_, d)| d).sum();
     assert_one_verdict_each(rx);
     assert_one_verdict_each(b2);
-    assert_eq!(rx["verdicts"]["redirect"], 62000, "{s}");
-    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert_eq!(n(&rx["verdicts"]["redirect"]), received, "{s}");
     assert_eq!(
         n(&b2["tx_packets"]) + n(&rx["lost"]) + n(&b2["lost"]),
-        62000,
+        received,
         "each redirected frame sent or lost: {s}"
     );
-    assert!(n(&b2["tx_packets"]) >= 10000, "sent before the loss: {s}");
-    assert!(n(&rx["lost"]) >= 2000, "lost after the loss: {s}");
+    assert!(n(&b2["tx_packets"]) >= 1000, "sent before the loss: {s}");
+    assert!(
+        n(&rx["lost"]) + dropped >= 2000,
+        "lost after the loss (or dropped by the kernel): {s}"
+    );
     assert_eq!(s["frames_unaccounted"], 0, "{s}");
 
     // Nothing of ours left: no XDP program on sl_rx (ip and bpftool), the
@@ -213,9 +227,17 @@ fn a_port_set_down_and_up_again_is_not_lost() {
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();
     let port = &s["ports"][0];
     assert_eq!(port["gone"], serde_json::Value::Null, "{s}");
-    assert_eq!(port["rx_packets"], 6000, "{s}");
-    assert_eq!(port["verdicts"]["tx"], 6000, "{s}");
-    assert_eq!(port["tx_packets"], 6000, "{s}");
+    let received = port["rx_packets"].as_u64().unwrap();
+    let drops = [
+        ("veth xdp_xmit_errors", xmit_refused(&p.a, VA)),
+        (
+            "socket rx_dropped + rx_ring_full",
+            socket_drops(&port["kernel"]),
+        ),
+    ];
+    assert_accounted("A to sl_rx", 6000, received, &drops, &s.to_string());
+    assert_eq!(port["verdicts"]["tx"], received, "{s}");
+    assert_eq!(port["tx_packets"], received, "{s}");
     assert_one_verdict_each(port);
     assert_eq!(s["frames_unaccounted"], 0, "{s}");
 }
@@ -242,7 +264,11 @@ fn a_monitor_on_the_datapath_stops_when_its_interface_goes() {
     );
     let ids = wait_xdp_on(&p.b, &[VB]);
     p.send("udp,flows=10,count=1000,rate=20000", "live");
-    std::thread::sleep(Duration::from_millis(200));
+    // Time for the monitor to read what arrived (a busy machine may keep
+    // it waiting for a CPU); what the veth refused is read before the
+    // pair goes.
+    std::thread::sleep(Duration::from_millis(1000));
+    let refused = xmit_refused(&p.a, VA);
     sh(&["ip", "-n", &p.b, "link", "del", VB]);
     let t0 = std::time::Instant::now();
     let (_, out, err) = finish(monitor, Duration::from_secs(5));
@@ -261,8 +287,26 @@ fn a_monitor_on_the_datapath_stops_when_its_interface_goes() {
     let last = out.lines().last().unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(last).unwrap();
     let summary = &v["summary"];
-    assert_eq!(summary["packets"], 1000, "{out}");
-    assert_eq!(summary["flows"], 10, "{out}");
+    // The source's note on stderr: "... received, N dropped by the kernel".
+    let socket_dropped: u64 = err
+        .split(" dropped by the kernel")
+        .next()
+        .and_then(|h| h.rsplit(", ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no kernel drops in the note: {err}"));
+    let drops = [
+        ("veth xdp_xmit_errors", refused),
+        ("socket rx_dropped + rx_ring_full", socket_dropped),
+    ];
+    let packets = summary["packets"].as_u64().unwrap();
+    assert_accounted("A to the monitor", 1000, packets, &drops, &out);
+    // Ten flows of 100 frames each: a flow is seen unless all of its
+    // frames were dropped.
+    let flows = summary["flows"].as_u64().unwrap();
+    assert!(flows <= 10 && flows * 100 >= packets, "{out}");
+    if drops.iter().all(|(_, d)| *d == 0) {
+        assert_eq!(flows, 10, "{out}");
+    }
     let why = summary["source_error"].as_str().unwrap_or_default();
     assert!(why.contains("is gone"), "{out}");
     for id in ids {

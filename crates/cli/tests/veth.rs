@@ -10,8 +10,10 @@ use std::process::Command;
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
 mod common;
+mod datapath_support;
 
 use common::*;
+use datapath_support::xmit_refused;
 
 /// Per-key totals of a pinned map (per-CPU values summed), as u64 fields.
 fn kernel_counts(path: &str) -> BTreeMap<Vec<u8>, Vec<u64>> {
@@ -96,11 +98,34 @@ fn native_xdp_counts_live_frames_as_the_vm_predicts() {
     }
     let kernel = kernel_counts(&format!("{pin}/proto_stats"));
     let vm = vm_counts("xdp_count", &[], &specs, "proto_stats");
-    assert_eq!(kernel, vm);
-    assert_eq!(
-        kernel.get(17u32.to_le_bytes().as_slice()),
-        Some(&vec![20000, 2_000_000])
-    );
+    // Live frames B's XDP ring had no room for (a busy machine: B's NAPI
+    // waits for a CPU) never reach the program: with any, each count is
+    // at most the VM's, and the packets add up with the refused ones.
+    let refused = xmit_refused(&p.a, VA);
+    if refused == 0 {
+        assert_eq!(kernel, vm);
+        assert_eq!(
+            kernel.get(17u32.to_le_bytes().as_slice()),
+            Some(&vec![20000, 2_000_000])
+        );
+    } else {
+        eprintln!("{refused} of 23000 live frames dropped by the kernel (B's XDP ring full)");
+        let packets = |m: &BTreeMap<Vec<u8>, Vec<u64>>| m.values().map(|v| v[0]).sum::<u64>();
+        assert_eq!(
+            packets(&kernel) + refused,
+            packets(&vm),
+            "kernel {kernel:?}, VM {vm:?}, {refused} refused"
+        );
+        for (k, v) in &kernel {
+            let want = vm
+                .get(k)
+                .unwrap_or_else(|| panic!("key {k:?} not in the VM's"));
+            assert!(
+                v.iter().zip(want).all(|(a, b)| a <= b),
+                "{k:?}: kernel {v:?} over the VM's {want:?}"
+            );
+        }
+    }
 
     sluice(&["--netns", &p.b, "detach", "--dev", VB, "--pin", &pin]);
     assert!(

@@ -2,12 +2,15 @@
 //! kernel backend and attached to the port; each socket's descriptor goes
 //! into its XSKMAP at the socket's queue. Or a program of the caller's
 //! ([`OwnProgram`], one for all ports) that sends what is for user space
-//! to its XSKMAP at the port's base plus the queue. Detached again on
-//! drop, if it is still the program attached there.
+//! to its XSKMAP at the port's base plus the queue. Attached through a
+//! bpf link of this process (`kernel::xdp_link`): detached on drop, and by
+//! the kernel when the process ends, even by SIGKILL; a stale program of
+//! an earlier sluice that was killed is taken over (and said so on stderr).
 
 use std::os::fd::RawFd;
 
-use kernel::attach::{self, XdpMode};
+use kernel::attach::XdpMode;
+use kernel::xdp_link::{self, XdpLink};
 use kernel::{KernelObject, MapInfo};
 
 use crate::DatapathError;
@@ -23,8 +26,8 @@ pub struct OwnProgram {
 }
 
 pub struct XskRedirect {
-    dev: String,
-    prog_id: u32,
+    /// The attachment; closing it detaches the program.
+    _link: XdpLink,
     map: MapInfo,
     /// Added to the queue for the XSKMAP index.
     base: u32,
@@ -43,11 +46,8 @@ impl XskRedirect {
             .into_iter()
             .find(|m| m.name == "xsks")
             .ok_or_else(|| DatapathError::Setup("the xsk program has no xsks map".into()))?;
-        attach::xdp_attach(dev, prog.fd, mode)?;
-        let prog_id = attach::prog_by_fd(prog.fd)?.id;
         Ok(XskRedirect {
-            dev: dev.into(),
-            prog_id,
+            _link: attach_owned(dev, prog.fd, mode)?,
             map,
             base: 0,
             _object: Some(object),
@@ -61,10 +61,8 @@ impl XskRedirect {
         own: &OwnProgram,
         position: u32,
     ) -> Result<XskRedirect, DatapathError> {
-        attach::xdp_attach(dev, own.prog_fd, mode)?;
         Ok(XskRedirect {
-            dev: dev.into(),
-            prog_id: attach::prog_by_fd(own.prog_fd)?.id,
+            _link: attach_owned(dev, own.prog_fd, mode)?,
             map: own.xsks.clone(),
             base: position * own.stride,
             _object: None,
@@ -80,16 +78,16 @@ impl XskRedirect {
     }
 }
 
-impl Drop for XskRedirect {
-    fn drop(&mut self) {
-        let Ok(ifindex) = kernel::netdev::ifindex(&self.dev) else {
-            return;
-        };
-        let ours = attach::xdp_query(ifindex)
-            .map(|a| a.iter().any(|a| a.prog_id == self.prog_id))
-            .unwrap_or(false);
-        if ours {
-            let _ = attach::xdp_detach(&self.dev);
-        }
+/// Attaches through a bpf link; tells of a stale program taken over.
+fn attach_owned(dev: &str, prog_fd: RawFd, mode: XdpMode) -> Result<XdpLink, DatapathError> {
+    let link = xdp_link::xdp_attach_owned(dev, prog_fd, mode)?;
+    if let Some(t) = &link.took_over {
+        eprintln!(
+            "sluice: replaced the stale XDP program id {} ({}, {} mode) on {dev}, left by a sluice that ended without detaching it",
+            t.prog_id,
+            t.name,
+            t.mode.name()
+        );
     }
+    Ok(link)
 }

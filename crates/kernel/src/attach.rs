@@ -23,7 +23,7 @@ impl XdpMode {
             XdpMode::Skb => "skb",
         }
     }
-    fn flag(self) -> u32 {
+    pub(crate) fn flag(self) -> u32 {
         match self {
             XdpMode::Native => libbpf_sys::XDP_FLAGS_DRV_MODE,
             XdpMode::Skb => libbpf_sys::XDP_FLAGS_SKB_MODE,
@@ -66,9 +66,10 @@ pub fn xdp_attach(dev: &str, prog_fd: RawFd, mode: XdpMode) -> Result<()> {
         return Err(Error::new(
             ErrorKind::Busy,
             format!(
-                "{dev} already has XDP program id {} attached in {} mode: detach it first (sluice detach --dev {dev})",
+                "{dev} already has XDP program id {} attached in {} mode: {}",
                 a.prog_id,
-                a.mode.name()
+                a.mode.name(),
+                how_to_detach(dev, ifindex, a.prog_id)
             ),
         ));
     }
@@ -124,12 +125,36 @@ pub fn xdp_query(ifindex: u32) -> Result<Vec<XdpAttachment>> {
     Ok(out)
 }
 
+/// What to do about program `prog_id` on `dev`: detach it, or, when a
+/// bpf link of a running process holds it (a datapath or switch), end
+/// that process.
+fn how_to_detach(dev: &str, ifindex: u32, prog_id: u32) -> String {
+    match crate::xdp_link::link_on(ifindex, prog_id) {
+        Ok(Some(l)) => format!(
+            "it is held by bpf link id {} of a running process (a sluice datapath or switch?) and goes when that process ends",
+            l.link_id
+        ),
+        _ => format!("detach it first (sluice detach --dev {dev})"),
+    }
+}
+
 /// Detaches whatever XDP program `dev` has; returns what was detached.
+/// A program held by a bpf link of a running process cannot be detached
+/// this way: the error says so.
 pub fn xdp_detach(dev: &str) -> Result<Vec<XdpAttachment>> {
     crate::log::install();
     let ifindex = netdev::ifindex(dev)?;
     let attached = xdp_query(ifindex)?;
     for a in &attached {
+        if let Ok(Some(l)) = crate::xdp_link::link_on(ifindex, a.prog_id) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "XDP program id {} on {dev} is held by bpf link id {} of a running process (a sluice datapath or switch?): it goes when that process ends",
+                    a.prog_id, l.link_id
+                ),
+            ));
+        }
         // SAFETY: a null opts pointer is allowed.
         let ret =
             unsafe { libbpf_sys::bpf_xdp_detach(ifindex as i32, a.mode.flag(), std::ptr::null()) };

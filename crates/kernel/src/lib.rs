@@ -18,6 +18,7 @@ pub mod ringbuf;
 pub mod testrun;
 pub mod traffic;
 pub mod verify;
+pub mod xdp_link;
 
 pub use error::{Error, ErrorKind, Result, available_for_test, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};

@@ -20,7 +20,9 @@ A port whose interface goes away during the run (ip link del, or moved to anothe
 namespace) is reported on stderr in one line naming it and the cause; the datapath goes on with \
 the other ports (frames for the lost port are counted as lost) and, when none is left, stops \
 cleanly. At the end the program is detached from every port still there and the sockets are \
-closed. Exit status: 0 when stopped by Ctrl-C, SIGTERM or --duration (also after losing some \
+closed. The programs are attached through bpf links of the process, so the kernel detaches them \
+when it dies, even by SIGKILL; a program of sluice's own left attached by an earlier sluice (held \
+by nothing) is replaced, any other program on a port is refused. Exit status: 0 when stopped by Ctrl-C, SIGTERM or --duration (also after losing some \
 ports: the summary's \"gone\" says which and why); 1 on an error, or when every port went away.")]
 pub struct Args {
     /// An interface of the datapath (repeatable)

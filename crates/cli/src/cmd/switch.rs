@@ -22,7 +22,7 @@ use super::xsk;
 pub struct Args {
     #[command(subcommand)]
     query: Option<Query>,
-    /// A port, numbered from 1 in order: [NAME=]IF or [NAME=]afxdp:IF (AF_XDP), [NAME=]afpacket:IF, or [NAME=]pcap:IN[:OUT] (replays IN as the frames arriving on it, writes the frames sent out of it to OUT)
+    /// A port, numbered from 1 in order: [NAME=]IF or [NAME=]afxdp:IF (AF_XDP), [NAME=]afpacket:IF, or [NAME=]pcap:IN[:OUT] (replays IN as the frames arriving on it, writes the frames sent out of it to OUT). AF_XDP ports get their XDP program through a bpf link of this process: the kernel detaches it when the switch ends, even by SIGKILL
     #[arg(long = "port", value_name = "SPEC", required = true)]
     ports: Vec<String>,
     /// Flows to start with, in `ovs-ofctl add-flows` syntax (one a line)

@@ -177,3 +177,70 @@ pub fn assert_one_verdict_each(port: &serde_json::Value) {
         "rx is not the sum of the verdicts: {port}"
     );
 }
+
+/// The sum over a veth end's queues of its `ethtool -S` counter
+/// `{prefix}N{suffix}` (`tx_queue_`, `_xdp_xmit_errors`).
+pub fn queue_sum(ns: &str, dev: &str, prefix: &str, suffix: &str) -> u64 {
+    veth_stats(ns, dev)
+        .iter()
+        .filter(|(k, _)| {
+            k.strip_prefix(prefix)
+                .and_then(|r| r.strip_suffix(suffix))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// Frames sent into veth end `dev` as XDP frames (`sluice gen --method
+/// live` redirects them there) that its peer refused because the peer's
+/// XDP ring was full: the kernel's `tx_queue_N_xdp_xmit_errors`.
+pub fn xmit_refused(ns: &str, dev: &str) -> u64 {
+    queue_sum(ns, dev, "tx_queue_", "_xdp_xmit_errors")
+}
+
+/// Counter `name` of `/sys/class/net/DEV/statistics` in `ns`
+/// (`tx_dropped`: frames a veth end could not hand to its peer).
+pub fn dev_stat(ns: &str, dev: &str, name: &str) -> u64 {
+    let out = in_ns(
+        ns,
+        &["cat", &format!("/sys/class/net/{dev}/statistics/{name}")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{name} of {dev} in {ns}: {out:?}"))
+}
+
+/// Frames an AF_XDP socket's kernel side dropped (sluice's JSON `kernel`
+/// object, XDP_STATISTICS): no free frame in the FILL ring (`rx_dropped`)
+/// or the RX ring full (`rx_ring_full`).
+pub fn socket_drops(kernel: &serde_json::Value) -> u64 {
+    let n = |k: &str| {
+        kernel[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no kernel counter {k}: {kernel}"))
+    };
+    n("rx_dropped") + n("rx_ring_full")
+}
+
+/// Every frame sent is received or in one of the kernel's drop counters
+/// (a busy machine drops some: a ring fills while its reader waits for a
+/// CPU): `sent == received + sum of drops`, each drop counter named in
+/// the message, with `detail` (the summaries).
+pub fn assert_accounted(what: &str, sent: u64, received: u64, drops: &[(&str, u64)], detail: &str) {
+    let dropped: u64 = drops.iter().map(|(_, n)| n).sum();
+    let named: Vec<String> = drops.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    assert_eq!(
+        sent,
+        received + dropped,
+        "{what}: sent {sent}, received {received}, kernel drops: {}; {detail}",
+        named.join(", ")
+    );
+    if dropped > 0 {
+        eprintln!(
+            "{what}: {dropped} of {sent} frames dropped by the kernel ({})",
+            named.join(", ")
+        );
+    }
+}
