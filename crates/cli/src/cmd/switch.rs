@@ -4,10 +4,10 @@
 //! frames through Open vSwitch's cache hierarchy, then what it did. The
 //! subsystem is the `switch` crate (docs/switch.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use switch::channel::{Channel, Endpoint};
+use switch::channel::{Channel, ChannelOptions, Endpoint, TlsFiles};
 use switch::control::ControlSocket;
 use switch::core::Core;
 use switch::dpif::{CacheOptions, TierStats};
@@ -28,9 +28,18 @@ pub struct Args {
     /// Flows to start with, in `ovs-ofctl add-flows` syntax (one a line)
     #[arg(long, value_name = "FILE")]
     flows: Option<PathBuf>,
-    /// Listen for OpenFlow clients (ptcp:PORT[:IP], loopback by default) or connect to a controller (tcp:IP[:PORT])
+    /// Listen for OpenFlow clients or connect to a controller, as Open vSwitch names them: punix:PATH (a socket file, mode 0600: only its owner and root may connect), pssl:PORT[:IP] (TLS; a client must show a certificate signed by --ca-cert), ptcp:PORT[:IP] (plain TCP, loopback unless IP is given: EVERY local user can then reprogram the switch), unix:PATH, ssl:IP[:PORT], tcp:IP[:PORT] [default for live ports: punix: beside the control socket, its name ending in .mgmt (/run/sluice/switch.mgmt as root); capture runs have none unless given, and with --duration S serve it S seconds after the captures]
     #[arg(long = "of", value_name = "ENDPOINT")]
     of: Vec<Endpoint>,
+    /// The switch's private key (PEM), for pssl: and ssl: (as ovs-vswitchd's --private-key)
+    #[arg(long, value_name = "FILE")]
+    private_key: Option<PathBuf>,
+    /// The switch's certificate (PEM), signed by a CA its peers trust, for pssl: and ssl:
+    #[arg(long, value_name = "FILE")]
+    certificate: Option<PathBuf>,
+    /// The CA certificate (PEM) that must have signed every peer's certificate, for pssl: and ssl:
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// Without the exact-match cache (megaflows only)
     #[arg(long)]
     no_emc: bool,
@@ -173,11 +182,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 .map_err(|e| format!("{}: {}: {e}", path.display(), openflow::format_flow(fm)))?;
         }
     }
-    let mut channel = if a.of.is_empty() {
-        None
-    } else {
-        Some(Channel::open(&a.of).map_err(|e| format!("OpenFlow channel: {e}"))?)
-    };
+    let ctl = a.ctl.clone().unwrap_or_else(switch::control::default_path);
+    let mut channel = open_channel(&a, &ports, &ctl)?;
     let options = CacheOptions {
         emc: !a.no_emc && !a.no_cache,
         megaflows: !a.no_cache,
@@ -187,6 +193,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Ports::Pcap(ports) => {
             names = ports.iter().map(|p| p.name.clone()).collect();
             let r = replay(&core, &ports, channel.as_mut(), options)?;
+            if let (Some(ch), Some(d)) = (channel.as_mut(), a.common.duration()) {
+                serve_after_replay(&core, ch, d);
+            }
             Report {
                 packets: r.packets,
                 seconds: r.seconds,
@@ -233,8 +242,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                         "AF_PACKET".to_string()
                     }
                 );
+                if let Some(ch) = &channel {
+                    for e in ch.listening() {
+                        eprintln!("sluice switch: OpenFlow clients on {e}");
+                    }
+                }
             }
-            let ctl = a.ctl.clone().unwrap_or_else(switch::control::default_path);
             let mut control = ControlSocket::bind(&ctl)?;
             let live = LiveOptions {
                 backend,
@@ -276,6 +289,65 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         }
     };
     print_report(&core, &report, &names, &a)
+}
+
+/// The OpenFlow channel of the run: `--of`, else for live ports a
+/// `punix:` socket beside the control socket (only root, or the user who
+/// runs the switch, may connect), else none.
+fn open_channel(a: &Args, ports: &Ports, ctl: &Path) -> Result<Option<Channel>, String> {
+    let endpoints = if !a.of.is_empty() {
+        a.of.clone()
+    } else if matches!(ports, Ports::Live { .. }) {
+        vec![Endpoint::ListenUnix(ctl.with_extension("mgmt"))]
+    } else {
+        return Ok(None);
+    };
+    let tls = match (&a.private_key, &a.certificate, &a.ca_cert) {
+        (Some(k), Some(c), Some(ca)) => Some(TlsFiles {
+            private_key: k.clone(),
+            certificate: c.clone(),
+            ca_cert: ca.clone(),
+        }),
+        (None, None, None) => None,
+        _ => return Err("TLS needs all of --private-key, --certificate and --ca-cert".into()),
+    };
+    let options = ChannelOptions {
+        tls,
+        log: true,
+        ..ChannelOptions::default()
+    };
+    Channel::open_with(&endpoints, &options)
+        .map(Some)
+        .map_err(|e| format!("OpenFlow channel: {e}"))
+}
+
+/// After a replay with `--duration`: the channel is served until that
+/// much time has passed or a signal comes, so that clients can look at
+/// (and change) the switch the captures went through.
+fn serve_after_replay(core: &Core, ch: &mut Channel, d: std::time::Duration) {
+    let stop = xsk::stop_on_signals();
+    let start = std::time::Instant::now();
+    for e in ch.listening() {
+        eprintln!(
+            "sluice switch: captures done; OpenFlow clients on {e} for {:.0} s (Ctrl-C stops)",
+            d.as_secs_f64()
+        );
+    }
+    let mut tx = Nowhere;
+    while start.elapsed() < d && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if !ch.poll(core, &mut tx) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// Packet-outs once the capture ports are closed: no port takes them.
+struct Nowhere;
+
+impl switch::core::Transmit for Nowhere {
+    fn transmit(&mut self, _port: u32, _frame: &[u8]) -> bool {
+        false
+    }
 }
 
 fn print_report(
