@@ -49,7 +49,7 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
         Err(e) => return Err(e.to_string()),
     };
     let path = a.config.as_deref().unwrap_or(config);
-    let tc = super::tc::load(path)?;
+    let tc = super::tc::load_config(path)?;
     let hook = match a.hook.as_str() {
         "ingress" => tc::Hook::Ingress,
         "egress" => tc::Hook::Egress,

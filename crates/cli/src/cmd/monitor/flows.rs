@@ -46,7 +46,7 @@ pub struct FlowArgs {
     /// Flows listed on the terminal (the most bytes first)
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
     /// A JSON line per ended flow, then one with the summary

@@ -39,7 +39,7 @@ pub struct SampleArgs {
     /// Samples listed on the terminal
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
     /// A JSON line per record (flow records before the first sample of their label), then one with the summary
