@@ -162,7 +162,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     let core = Core::new(0x51);
     if let Some(path) = &a.flows {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::files::text(path)?;
         let mods =
             openflow::parse_flows_file(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let now = core.now();

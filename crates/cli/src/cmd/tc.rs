@@ -73,7 +73,7 @@ pub fn load_with_devices(
     path: &std::path::Path,
     devices: &[(String, u32)],
 ) -> Result<Config, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::files::text(path)?;
     let mut config = Config::default();
     for (name, index) in devices {
         config.devices.set(name, *index);
@@ -86,8 +86,7 @@ pub fn load_with_devices(
 
 /// `--kernel DEV`: the configuration's lines for DEV into the kernel.
 fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
-    let text =
-        std::fs::read_to_string(&a.config).map_err(|e| format!("{}: {e}", a.config.display()))?;
+    let text = crate::files::text(&a.config)?;
     // Checked by sluice first: a bad line is named before the kernel sees
     // any. The devices are the kernel's to find (in --netns): every one
     // the lines name is taken as there.
@@ -134,13 +133,8 @@ fn tc_batch_option(a: &mut Args) {
 
 /// A batch file's text (`-`: standard input, as tc reads it).
 fn read_batch(f: &std::path::Path) -> Result<String, String> {
-    if f.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| format!("stdin: {e}"))?;
-        return Ok(text);
-    }
-    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))
+    // `-` is standard input, as for tc.
+    crate::files::text(f)
 }
 
 /// Whether the command shows (and so, with -s, prints counters).
@@ -163,11 +157,7 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
         stats: a.stats,
         json: a.json,
     };
-    let saved = match std::fs::read_to_string(&a.config) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("{}: {e}", a.config.display())),
-    };
+    let saved = crate::files::text_or_missing(&a.config)?.unwrap_or_default();
     let mut config = if saved.is_empty() {
         Config::default()
     } else {

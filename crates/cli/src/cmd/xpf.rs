@@ -339,7 +339,7 @@ fn mem(a: MemArgs) -> Result<ExitCode, String> {
 
 /// The program in `path`: assembly text, or `struct sock_filter` bytes.
 fn read_program(path: &Path) -> Result<Vec<cbpf::Insn>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::files::object(path)?;
     let name = path.display();
     match std::str::from_utf8(&bytes) {
         Ok(text) if !text.contains('\0') => xpf::assemble(text).map_err(|e| format!("{name}: {e}")),

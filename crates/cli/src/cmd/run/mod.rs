@@ -159,7 +159,7 @@ pub struct Args {
 /// Loads the object with the options and map updates of `a`.
 pub fn prepare(a: &Args) -> Result<Hook, String> {
     let path = a.object_path()?;
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let data = crate::files::object(path)?;
     prepare_bytes(a, &data)
 }
 
@@ -169,7 +169,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
     let custom = match &a.btf {
         Some(path) if path.as_os_str() == "bundled" => None,
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = crate::files::object(path)?;
             let origin = path.display().to_string();
             Some(obj::CoreTarget::from_bytes(&bytes, &origin).map_err(|e| format!("--btf {e}"))?)
         }
@@ -199,7 +199,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
         eprintln!("sluice: note: {e}");
     }
     if let Some(fib) = &a.fib {
-        let text = std::fs::read_to_string(fib).map_err(|e| format!("{}: {e}", fib.display()))?;
+        let text = crate::files::text(fib)?;
         hook.env_mut().fib =
             runtime::fib::Fib::parse(&text).map_err(|e| format!("{}: {e}", fib.display()))?;
     }
