@@ -492,7 +492,11 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     } else {
         print_text(&report);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        report.source_error.as_deref(),
+        report.packets,
+        false,
+    ))
 }
 
 fn print_words(words: &[(u32, u32)]) {
@@ -538,8 +542,5 @@ fn print_text(r: &Report) {
     }
     if r.stopped {
         eprintln!("sluice: stopped by a signal after {} packets", r.packets);
-    }
-    if let Some(e) = &r.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
     }
 }

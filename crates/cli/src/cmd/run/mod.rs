@@ -402,15 +402,11 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
             summary.counters.packets
         );
     }
-    if let Some(e) = &summary.source_error {
-        let what = if a.iface.is_some() {
-            "reading the interface stopped"
-        } else {
-            "the capture ended early"
-        };
-        return Err(format!(
-            "{what} after {} packets: {e}",
-            summary.counters.packets
+    if summary.source_error.is_some() {
+        return Ok(crate::report::input_ended(
+            summary.source_error.as_ref().map(|e| e.0.as_str()),
+            summary.counters.packets,
+            a.iface.is_some(),
         ));
     }
     Ok(if report.errors == 0 {
