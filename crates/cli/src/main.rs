@@ -4,6 +4,7 @@
 mod terminal;
 mod cmd;
 mod contents;
+mod files;
 mod input;
 mod mapfmt;
 mod pin;
@@ -19,7 +20,14 @@ use clap::{Parser, Subcommand};
 
 /// sluice: write an eBPF packet program once; verify, replay, profile and run it.
 #[derive(Parser)]
-#[command(name = "sluice", version, about, propagate_version = true)]
+#[command(
+    name = "sluice",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Environment:\n  SLUICE_MAX_FILE_SIZE=BYTES  the largest file read whole (objects, flows, routes, tc \
+                  configurations: 256 MiB by default; 64K, 512M, 1G); devices such as /dev/zero are refused"
+)]
 struct Cli {
     /// Run in this network namespace (a name from `ip netns`, or a path), like `ip -n`
     #[arg(long, global = true, value_name = "NAME")]

@@ -9,6 +9,7 @@ mod juniper;
 mod pcap;
 mod pcapng;
 mod sink;
+mod whole;
 mod wifi;
 #[cfg(target_os = "linux")]
 pub mod xsk;
@@ -21,3 +22,7 @@ pub use frame::{
 pub use input::{STDIN, is_stdin, is_stream};
 pub use pcap::PcapSource;
 pub use sink::{PcapSink, SinkFormat, is_stdout};
+pub use whole::{
+    LIMIT_VAR, Limit, WholeFileError, WholeFileReason, effective_limit, read as read_whole,
+    read_text as read_whole_text,
+};

@@ -119,8 +119,8 @@ impl PcapSource {
         stop: Option<&'static AtomicBool>,
     ) -> Result<PcapSource, IoError> {
         let name = display_name(path);
-        let opened =
-            crate::input::open(path).map_err(|e| IoError::op("opening", &name, cause(&e)))?;
+        let opened = crate::input::open_stream_aware(path, stop)
+            .map_err(|e| IoError::op("opening", &name, cause(&e)))?;
         let mut source = PcapSource::from_input(&name, Input::of(opened, stop))?;
         source.path = path.to_path_buf();
         Ok(source)
@@ -135,7 +135,7 @@ impl PcapSource {
     fn from_input(path: &Path, mut input: Input) -> Result<PcapSource, IoError> {
         let err = |reason: String| IoError::reading(path, reason);
         let early = |input: &Input, e: std::io::Error| match input.stopped {
-            true => err("stopped before the capture's header was read".into()),
+            true => err("stopped by a signal before the capture's header was read".into()),
             false => err(cause(&e)),
         };
         if !input.fill(4).map_err(|e| early(&input, e))? {

@@ -33,6 +33,15 @@ pub enum ConfFileError {
     #[error("{0}: not a regular file")]
     NotRegular(PathBuf),
     #[error(
+        "{path}: {size} bytes, over the {limit}-byte limit of a text file (SLUICE_MAX_FILE_SIZE \
+         sets another)"
+    )]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
+    #[error(
         "{path}: owned by uid {owner}, neither you (uid {me}) nor root: its lines could be \
          anyone's; check them, then `chown {me} {path}` (or give another file with --config)"
     )]
@@ -150,8 +159,20 @@ pub fn read_config(path: &Path) -> Result<String, ConfFileError> {
     };
     let meta = file.metadata().map_err(io(path, "reading its status"))?;
     trusted(path, &meta)?;
+    // Bounded as every text file sluice reads whole (`io::Limit::TEXT`).
+    let limit = io::effective_limit(io::Limit::TEXT)
+        .unwrap_or(io::Limit::TEXT)
+        .bytes;
+    if meta.len() > limit {
+        return Err(ConfFileError::TooLarge {
+            path: path.to_path_buf(),
+            size: meta.len(),
+            limit,
+        });
+    }
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut file, &mut text).map_err(io(path, "reading"))?;
+    std::io::Read::read_to_string(&mut std::io::Read::take(&mut file, limit), &mut text)
+        .map_err(io(path, "reading"))?;
     Ok(text)
 }
 

@@ -257,9 +257,6 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if a.json {
         print_json(&report)?;
     } else {
-        if let Some(e) = &report.capture_error {
-            say!("sluice: {e}");
-        }
         let mut text = format!(
             "{} packets read, {} matched `{}` ({} engine){}\n",
             report.read,
@@ -282,9 +279,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     // As tcpdump: the packets before a cut or corrupt record are filtered
     // and written, and the exit status is 1.
-    Ok(if report.capture_error.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::report::input_ended(
+        report.capture_error.as_deref(),
+        report.read,
+        false,
+    ))
 }

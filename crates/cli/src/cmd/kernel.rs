@@ -35,7 +35,7 @@ fn object_name(path: &Path) -> String {
 /// Loads `path` into the kernel with the same global data and map sizes
 /// sluice's own loader computes (`--set`, `--map-size`).
 fn load_object(path: &Path, settings: &ObjectSettings) -> Result<KernelObject, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::files::object(path)?;
     load_object_bytes(&bytes, path, settings)
 }
 

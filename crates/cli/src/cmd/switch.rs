@@ -171,7 +171,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     let core = Core::new(0x51);
     if let Some(path) = &a.flows {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::files::text(path)?;
         let mods =
             openflow::parse_flows_file(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let now = core.now();
@@ -244,7 +244,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 );
                 if let Some(ch) = &channel {
                     for e in ch.listening() {
-                        eprintln!("sluice switch: OpenFlow clients on {e}");
+                        say!("sluice switch: OpenFlow clients on {e}");
                     }
                 }
             }
@@ -328,7 +328,7 @@ fn serve_after_replay(core: &Core, ch: &mut Channel, d: std::time::Duration) {
     let stop = xsk::stop_on_signals();
     let start = std::time::Instant::now();
     for e in ch.listening() {
-        eprintln!(
+        say!(
             "sluice switch: captures done; OpenFlow clients on {e} for {:.0} s (Ctrl-C stops)",
             d.as_secs_f64()
         );

@@ -92,7 +92,7 @@ pub fn load_with_devices(
     path: &std::path::Path,
     devices: &[(String, u32)],
 ) -> Result<Config, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::files::text(path)?;
     let mut config = Config::default();
     for (name, index) in devices {
         config.devices.set(name, *index);
@@ -152,13 +152,8 @@ fn tc_batch_option(a: &mut Args) {
 
 /// A batch file's text (`-`: standard input, as tc reads it).
 fn read_batch(f: &std::path::Path) -> Result<String, String> {
-    if f.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| format!("stdin: {e}"))?;
-        return Ok(text);
-    }
-    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))
+    // `-` is standard input, as for tc.
+    crate::files::text(f)
 }
 
 /// Whether the command shows (and so, with -s, prints counters).
@@ -178,7 +173,7 @@ fn config_path(a: &Args) -> Result<(PathBuf, bool), String> {
     }
     let path = tc::default_config_path().map_err(|e| e.to_string())?;
     if std::fs::symlink_metadata("sluice-tc.conf").is_ok() {
-        eprintln!(
+        say!(
             "sluice tc: note: ./sluice-tc.conf is no longer read by default (a file in the \
              current directory could be anyone's); the configuration is {}; give \
              --config sluice-tc.conf to use that file",

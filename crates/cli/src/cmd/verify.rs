@@ -84,7 +84,7 @@ struct Report {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let name = a.object.display().to_string();
-    let data = std::fs::read(&a.object).map_err(|e| format!("{name}: {e}"))?;
+    let data = crate::files::object(&a.object)?;
     let mut object = obj::Object::parse(&data).map_err(|e| format!("{name}: {e}"))?;
     let mut opts = LoadOptions::default();
     a.settings.apply(&mut object, &mut opts)?;

@@ -339,7 +339,7 @@ fn mem(a: MemArgs) -> Result<ExitCode, String> {
 
 /// The program in `path`: assembly text, or `struct sock_filter` bytes.
 fn read_program(path: &Path) -> Result<Vec<cbpf::Insn>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::files::object(path)?;
     let name = path.display();
     match std::str::from_utf8(&bytes) {
         Ok(text) if !text.contains('\0') => xpf::assemble(text).map_err(|e| format!("{name}: {e}")),
@@ -492,7 +492,11 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     } else {
         print_text(&report);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        report.source_error.as_deref(),
+        report.packets,
+        false,
+    ))
 }
 
 fn print_words(words: &[(u32, u32)]) {
@@ -543,8 +547,5 @@ fn print_text(r: &Report) {
     }
     if r.stopped {
         say!("sluice: stopped by a signal after {} packets", r.packets);
-    }
-    if let Some(e) = &r.source_error {
-        say!("sluice: the input stopped early: {e}");
     }
 }

@@ -189,7 +189,7 @@ fn kernel_engines(a: &Args, ra: &run::Args, packets: &[Vec<u8>]) -> Vec<Engine> 
     }
     let measure = || -> Result<Vec<Engine>, String> {
         let h = run::prepare(ra)?;
-        let bytes = std::fs::read(a.object()).map_err(|e| e.to_string())?;
+        let bytes = crate::files::object(a.object())?;
         let mut opts = difftest::load_options(h.object(), h.maps());
         let pins = PathBuf::from(format!("/sys/fs/bpf/sluice-bench-{}", std::process::id()));
         opts.pin_root = Some(pins.clone());

@@ -88,7 +88,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .object
         .clone()
         .ok_or("give an object file, or --tc FILE")?;
-    let bytes = std::fs::read(&object).map_err(|e| format!("{}: {e}", object.display()))?;
+    let bytes = crate::files::object(&object)?;
     let run_args = run::Args {
         object: Some(object.clone()),
         prog: a.prog.clone(),

@@ -23,7 +23,7 @@ struct Report<'a> {
 }
 
 pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
-    let lines = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lines = crate::files::text(file)?;
     let config = crate::cmd::tc::load(file)?;
     let dev = run::tc::arrival(&config, a.tc_dev.as_deref())?;
     let hook = tc::Hook::from(a.tc_hook);

@@ -283,11 +283,15 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             "flows time out as their packets are read, not as they crossed the wire",
         );
     }
+    // A file that could not be written whole (a full disk) ends at its last
+    // whole message; the summary is printed, then what was lost, and the
+    // exit status is 1.
+    let mut file_error = None;
     for ex in exporters {
         if let Exporter::File(f) = ex
             && let Err(e) = f.finish()
         {
-            return Err(e.to_string());
+            file_error = Some(e.to_string());
         }
     }
     if a.json {
@@ -298,10 +302,18 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     } else {
         print_table(&mut listed, a.top, &sum);
     }
-    if let Some(e) = &sum.source_error {
-        say!("sluice: the input stopped early: {e}");
+    let ended = crate::report::input_ended(
+        sum.source_error.as_deref(),
+        sum.packets,
+        a.input.dev.is_some(),
+    );
+    match file_error {
+        Some(e) => {
+            say!("sluice: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        None => Ok(ended),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn line(e: &Ended) -> FlowLine {

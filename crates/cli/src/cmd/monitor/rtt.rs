@@ -275,10 +275,11 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
             sum.lost
         );
     }
-    if let Some(e) = &sum.source_error {
-        say!("sluice: the input stopped early: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        sum.source_error.as_deref(),
+        sum.packets,
+        a.input.dev.is_some(),
+    ))
 }
 
 /// `--pping`: pping's own rules (`monitor::Pping`) over the packets, read
@@ -320,10 +321,11 @@ fn run_pping(a: &RttArgs, metrics: &monitor::Metrics) -> Result<ExitCode, String
         run.packets,
         run.samples
     );
-    if let Some(e) = &run.source_error {
-        say!("sluice: the input stopped early: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        run.source_error.as_deref(),
+        run.packets,
+        a.input.dev.is_some(),
+    ))
 }
 
 /// pping's line: `HH:MM:SS RTT minRTT SRC:PORT+DST:PORT` (its `%T` of the

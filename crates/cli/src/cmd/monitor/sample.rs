@@ -225,10 +225,11 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
     if sum.lost > 0 {
         say!("sluice: {} records lost on the way to user space", sum.lost);
     }
-    if let Some(e) = &sum.source_error {
-        say!("sluice: the input stopped early: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        sum.source_error.as_deref(),
+        sum.packets,
+        a.input.dev.is_some(),
+    ))
 }
 
 fn print_table(records: &[SampleRecord], top: usize, s: &Summary) {

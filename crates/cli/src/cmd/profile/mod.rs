@@ -167,7 +167,7 @@ fn cpus(a: &Args, calibration: Option<&Calibration>) -> Result<Vec<Cpu>, String>
 /// description.
 fn cpus_of(spec: &str) -> Result<Vec<Cpu>, String> {
     if std::path::Path::new(spec).is_file() {
-        let text = std::fs::read_to_string(spec).map_err(|e| format!("{spec}: {e}"))?;
+        let text = crate::files::text(std::path::Path::new(spec))?;
         let cpu: Cpu = serde_json::from_str(&text)
             .map_err(|e| format!("--cpu {spec}: not a processor file ({e})"))?;
         cpu.check().map_err(|e| format!("--cpu {spec}: {e}"))?;
