@@ -21,6 +21,10 @@ const SCRAPE_LIMIT: Duration = Duration::from_secs(3);
 const IDLE: usize = 1_000;
 const HUGE: usize = 64 << 20;
 
+/// The tests that open many connections run one at a time: the RSS
+/// measured is the whole process's.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `curl -i` of `path` (more curl arguments in `extra`): the status
 /// code, the whole answer and how long it took.
 fn curl(addr: SocketAddr, path: &str, extra: &[&str]) -> (u16, String, Duration) {
@@ -120,6 +124,7 @@ fn huge_request(addr: SocketAddr) -> (usize, String) {
 
 #[test]
 fn scrapes_answer_beside_slow_idle_and_huge_clients() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let m = Arc::new(Metrics::default());
     m.packets.store(200, Ordering::Relaxed);
     let server = MetricsServer::start("127.0.0.1:0", m).unwrap();
@@ -160,8 +165,10 @@ fn scrapes_answer_beside_slow_idle_and_huge_clients() {
     // What the server holds for 1,000 connections and the huge line: a
     // few MB (each connection a small task and buffer); taking the line
     // in would alone be 64 MB.
+    // (And the whole process under 48 MB, whatever ran before.)
     let grown = rss1.saturating_sub(rss0);
     assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    assert!(rss1 < 48 * 1024, "RSS {rss1} KiB");
 
     // The slow client is let go once its head is late (5 s), and the
     // idle ones are too: a scrape still answers after.
@@ -213,4 +220,44 @@ fn other_paths_and_methods_are_refused() {
     let big = format!("X-Big: {}", "b".repeat(64 * 1024));
     let (code, text, _) = curl(addr, "/metrics", &["-H", &big]);
     assert_eq!(code, 431, "{text}");
+}
+
+/// Past 1,024 connections held at once, one more is closed as soon as it
+/// is accepted (not left to wait, not served by a growing pool); once the
+/// held ones go, a scrape answers at once.
+#[test]
+fn connections_past_the_cap_are_closed_at_once() {
+    const CAP: usize = 1_024;
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let m = Arc::new(Metrics::default());
+    m.packets.store(200, Ordering::Relaxed);
+    let server = MetricsServer::start("127.0.0.1:0", m).unwrap();
+    let addr = server.addr();
+    let held: Vec<TcpStream> = (0..CAP)
+        .map(|i| TcpStream::connect(addr).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .collect();
+    // Let the server take them all before the one past the cap.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut extra = TcpStream::connect(addr).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let t0 = Instant::now();
+    let got = extra.read(&mut [0u8; 64]);
+    assert!(
+        matches!(got, Ok(0))
+            || got
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the connection past the cap: {got:?} after {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "closed after {:?}",
+        t0.elapsed()
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    scrape(addr, "after the held connections closed");
 }

@@ -23,7 +23,7 @@ Devices:     a device a rule names (mirred dev, indev) must exist: a clsact qdis
 Counters:    -s shows the configuration's own counters, and a configuration file keeps lines,
              not packets: `sluice run --tc FILE` shows them after a run, `sluice diff --tc` beside
              the kernel's
-Configuration: by default /var/lib/sluice/tc.conf for root, $XDG_STATE_HOME/sluice/tc.conf
+Config file: by default /var/lib/sluice/tc.conf for root, $XDG_STATE_HOME/sluice/tc.conf
              (or ~/.local/state/sluice/tc.conf) for others; a file is read only if it is a
              regular file (not a symbolic link) owned by you or root that nobody else may
              write, and replaced whole (a new file renamed over it), never half-written
