@@ -70,7 +70,7 @@ pub struct Args {
 enum EngineArg {
     /// sluice's classic interpreter
     Interp,
-    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT
+    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT (programs of at most 4096 classic instructions, the kernel's limit)
     Jit,
     /// The eBPF translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN); the packets the kernel cannot run as classic BPF would (under 14 bytes, refused by the test run, or cut shorter than their wire length for a filter that reads len) are decided by the interpreter and counted
     Kernel,
@@ -228,8 +228,15 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             }
         }
     };
-    let s = cbpf::filter_capture_each(input, &expr, engine.as_mut(), &opts, &mut print)
-        .map_err(|e| e.to_string());
+    let s =
+        cbpf::filter_capture_each(input, &expr, engine.as_mut(), &opts, &mut print).map_err(|e| {
+            match e {
+                // The interpreter runs any program libpcap compiles (as
+                // libpcap's bpf_filter: no length limit, backward jumps).
+                cbpf::FilterError::Engine { .. } => format!("{e} (`--engine interp` runs it)"),
+                e => e.to_string(),
+            }
+        });
     {
         use std::io::Write;
         let flushed = out.flush();
