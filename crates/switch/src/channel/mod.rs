@@ -18,7 +18,7 @@ mod endpoint;
 mod error;
 mod stream;
 mod tls;
-mod unix;
+pub(crate) mod unix;
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream};
