@@ -2,7 +2,8 @@
 //! by `--duration`) under a hostile peer: a client that floods 64-KB
 //! ECHO_REQUESTs and never reads its replies must not make the switch
 //! grow (its RSS is read from /proc) and is dropped, logged, while the
-//! switch goes on serving others.
+//! switch goes on serving others. And `--of pssl:` with certificates from
+//! Open vSwitch's own `ovs-pki`, `ovs-ofctl` the client.
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -168,4 +169,140 @@ fn a_client_that_never_reads_is_dropped_and_the_switch_stays_small() {
         "{err}"
     );
     assert!(!sock.exists(), "the socket file is removed at the end");
+}
+
+/// Whether `bin` runs; says so loudly when not (and fails under
+/// `SLUICE_REQUIRE_KERNEL=1`, as the tool-dependent tests do).
+fn have(bin: &str, what: &str) -> bool {
+    if Command::new(bin).arg("--version").output().is_ok() {
+        return true;
+    }
+    eprintln!("SKIPPED {what}: {bin} not installed (apt-get install openvswitch-common)");
+    assert!(std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"));
+    false
+}
+
+/// `sluice switch --of pssl:0` with Open vSwitch's own PKI (`ovs-pki`:
+/// a switch CA and a controller CA, each signing its side's
+/// certificate, as `ovs-vswitchd` is set up): `ovs-ofctl` with the
+/// controller's certificate programs it, with the switch's own (signed by
+/// the other CA) it is refused.
+#[test]
+fn ovs_ofctl_with_ovs_pki_certificates_over_pssl() {
+    if !have("ovs-pki", "the pssl test with ovs-pki") || !have("ovs-ofctl", "the pssl test") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("sluice-swch-pki-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pki = |args: &[&str]| {
+        let out = Command::new("ovs-pki")
+            .arg(format!("--dir={}", dir.join("pki").display()))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ovs-pki {args:?}: {out:?}");
+    };
+    pki(&["init"]);
+    pki(&["req+sign", "sc", "switch"]);
+    pki(&["req+sign", "ctl", "controller"]);
+    let p = |name: &str| dir.join(name).display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["switch", "--duration", "60", "--port"])
+        .arg(format!("pcap::{}", p("out.pcap")))
+        .args(["--of", "pssl:0"])
+        .args(["--private-key", &p("sc-privkey.pem")])
+        .args(["--certificate", &p("sc-cert.pem")])
+        .args(["--ca-cert", &p("pki/controllerca/cacert.pem")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sw = Switch {
+        child,
+        dir: dir.clone(),
+    };
+    // The port chosen, from the switch's banner.
+    let mut err = std::io::BufReader::new(sw.child.stderr.take().unwrap());
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let port = loop {
+        line.clear();
+        assert!(Instant::now() < deadline, "no banner");
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        if let Some(rest) = line.split("OpenFlow clients on pssl:").nth(1) {
+            break rest.split(':').next().unwrap().to_string();
+        }
+        assert!(!line.is_empty(), "the switch ended before listening");
+    };
+    let target = format!("ssl:127.0.0.1:{port}");
+    let ofctl = |key: &str, cert: &str, args: &[&str]| {
+        Command::new("ovs-ofctl")
+            .args(["-O", "OpenFlow13", "--timeout=20"])
+            .arg(format!("--private-key={}", p(key)))
+            .arg(format!("--certificate={}", p(cert)))
+            .arg(format!("--ca-cert={}", p("pki/switchca/cacert.pem")))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = ofctl(
+        "ctl-privkey.pem",
+        "ctl-cert.pem",
+        &["add-flow", &target, "priority=3,actions=drop"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let out = ofctl("ctl-privkey.pem", "ctl-cert.pem", &["dump-flows", &target]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("priority=3 actions=drop"), "{out:?}");
+    let out = ofctl(
+        "sc-privkey.pem",
+        "sc-cert.pem",
+        &["add-flow", &target, "priority=4,actions=drop"],
+    );
+    assert!(
+        !out.status.success(),
+        "a certificate of the wrong CA got in: {out:?}"
+    );
+    // SAFETY: a signal to the child this test started, by its pid.
+    unsafe { libc::kill(sw.child.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(sw.child.wait().unwrap().success(), "{rest}");
+    assert!(rest.contains("TLS: invalid peer certificate"), "{rest}");
+}
+
+#[test]
+fn tls_endpoints_need_all_three_files() {
+    // (Refused before the replay: the output capture is never made.)
+    let never = std::env::temp_dir().join(format!("sluice-swch-never-{}.pcap", std::process::id()));
+    let port = format!("pcap::{}", never.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["switch", "--port", &port, "--of", "pssl:0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("pssl:0:127.0.0.1 needs --private-key, --certificate and --ca-cert"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "switch",
+            "--port",
+            "pcap::/dev/null",
+            "--of",
+            "pssl:0",
+            "--ca-cert",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TLS needs all of --private-key, --certificate and --ca-cert"),
+        "{err}"
+    );
 }

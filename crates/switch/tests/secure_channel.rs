@@ -342,6 +342,19 @@ fn read_msg(s: &mut impl Read) -> Vec<u8> {
     m
 }
 
+/// What `f` gives within 20 s (a test never hangs on a switch that does
+/// not call).
+fn within_20s<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "no {what} in 20 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The switch dials out: `ssl:` to a TLS controller that demands a
 /// certificate from the CA (a rustls server in the test), and `unix:`;
 /// either way its first words are OpenFlow 1.3's HELLO.
@@ -366,7 +379,9 @@ fn ssl_and_unix_reach_a_controller() {
         Some(switch_files),
     );
 
-    let (mut u, _) = unix.accept().unwrap();
+    unix.set_nonblocking(true).unwrap();
+    let mut u = within_20s("the switch's unix: connection", || unix.accept().ok()).0;
+    u.set_nonblocking(false).unwrap();
     u.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     assert_eq!(read_msg(&mut u)[..2], [4, 0], "HELLO over unix:");
 
@@ -392,8 +407,9 @@ fn ssl_and_unix_reach_a_controller() {
         .with_single_cert(certs, key)
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    listener.set_nonblocking(false).unwrap();
-    let (tcp, _) = listener.accept().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let tcp = within_20s("the switch's ssl: connection", || listener.accept().ok()).0;
+    tcp.set_nonblocking(false).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let conn = rustls::ServerConnection::new(Arc::new(config)).unwrap();
     let mut tls = rustls::StreamOwned::new(conn, tcp);

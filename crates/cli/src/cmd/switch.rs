@@ -55,7 +55,7 @@ pub struct Args {
     /// Print the datapath's megaflows at the end, as ovs-appctl dpctl/dump-flows
     #[arg(long)]
     dump_datapath: bool,
-    /// The control socket of a live switch, for `sluice switch stats|dump-flows` [default: /run/sluice/switch.ctl as root]
+    /// The control socket of a live switch (mode 0600), for `sluice switch stats|dump-flows` [default: /run/sluice/switch.ctl as root, else $XDG_RUNTIME_DIR/sluice/switch.ctl]
     #[arg(long, value_name = "PATH")]
     ctl: Option<PathBuf>,
     /// AF_XDP and run options (AF_XDP ports use the queue, mode and ring options)
@@ -80,7 +80,7 @@ enum Query {
 
 #[derive(clap::Args)]
 struct QueryArgs {
-    /// The switch's control socket [default: /run/sluice/switch.ctl as root]
+    /// The switch's control socket [default: /run/sluice/switch.ctl as root, else $XDG_RUNTIME_DIR/sluice/switch.ctl]
     #[arg(long, value_name = "PATH")]
     ctl: Option<PathBuf>,
     /// JSON output
@@ -295,10 +295,14 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 /// `punix:` socket beside the control socket (only root, or the user who
 /// runs the switch, may connect), else none.
 fn open_channel(a: &Args, ports: &Ports, ctl: &Path) -> Result<Option<Channel>, String> {
-    let endpoints = if !a.of.is_empty() {
-        a.of.clone()
+    let (endpoints, hint) = if !a.of.is_empty() {
+        (a.of.clone(), "")
     } else if matches!(ports, Ports::Live { .. }) {
-        vec![Endpoint::ListenUnix(ctl.with_extension("mgmt"))]
+        let mgmt = Endpoint::ListenUnix(ctl.with_extension("mgmt"));
+        (
+            vec![mgmt],
+            " (give --of, or --ctl PATH to move both sockets)",
+        )
     } else {
         return Ok(None);
     };
@@ -318,7 +322,7 @@ fn open_channel(a: &Args, ports: &Ports, ctl: &Path) -> Result<Option<Channel>, 
     };
     Channel::open_with(&endpoints, &options)
         .map(Some)
-        .map_err(|e| format!("OpenFlow channel: {e}"))
+        .map_err(|e| format!("OpenFlow channel: {e}{hint}"))
 }
 
 /// After a replay with `--duration`: the channel is served until that

@@ -18,7 +18,7 @@ mod endpoint;
 mod error;
 mod stream;
 mod tls;
-mod unix;
+pub(crate) mod unix;
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -312,9 +312,9 @@ impl Channel {
             let since = *c.behind_since.get_or_insert(now);
             if now.duration_since(since) >= limits.slow_reader {
                 return Some(format!(
-                    "excessive sending backlog: {} bytes unsent for {} s, {} asynchronous messages dropped; disconnecting",
+                    "excessive sending backlog: {} bytes unsent for {:.1} s, {} asynchronous messages dropped; disconnecting",
                     c.output.len(),
-                    now.duration_since(since).as_secs(),
+                    now.duration_since(since).as_secs_f64(),
                     c.async_dropped
                 ));
             }
