@@ -117,7 +117,15 @@ fn the_host_is_calibrated_against_the_jit() {
     ]);
     let c = &v["calibration"];
     assert_eq!(c["cpu"]["name"], "host");
-    assert!(c["cycles_per_insn"].as_f64().unwrap() > 0.0);
+    // On a busy machine two packets a length may leave the program's few
+    // nanoseconds in the timing's noise: the report must then say so, not
+    // give 0 cycles per instruction as a measurement.
+    let cpi = c["cycles_per_insn"].as_f64().unwrap();
+    let note = c["note"].as_str().unwrap_or("");
+    assert!(
+        cpi > 0.0 || (cpi == 0.0 && note.starts_with("cycles per instruction not measured")),
+        "cycles per instruction {cpi}, note {note:?}"
+    );
     assert_eq!(c["points"].as_array().unwrap().len(), 7);
     for p in c["points"].as_array().unwrap() {
         assert!(p["measured_ns"].as_f64().unwrap() > 0.0);

@@ -45,6 +45,10 @@ pub struct CalPoint {
     pub held_out: bool,
 }
 
+/// How a calibration's note begins when the program's own time could not
+/// be told from the harness's.
+pub const NOT_MEASURED: &str = "cycles per instruction not measured";
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Calibration {
     /// The host as a processor (`host`), for [`Cpu::delay_ns`].
@@ -147,8 +151,17 @@ pub fn calibrate(
             break;
         }
     }
+    let measured = fit.is_some();
     let (per_insn, per_access, per_helper) = fit.unwrap_or((0.0, None, None));
     let note = match (per_access, per_helper) {
+        // No fit left a positive time per instruction: what the program
+        // adds to the harness is lost in the timing's noise (a busy
+        // machine, a program of a few instructions, too few packets).
+        _ if !measured => Some(format!(
+            "{NOT_MEASURED}: what the program adds to the harness's time is lost in the \
+             timing's noise (a busy machine, or too few packets: more with \
+             --calibrate-packets); taken as 0"
+        )),
         (Some(_), Some(_)) => None,
         (None, Some(_)) => Some("instructions and memory accesses move together on these packets: the accesses' time is put on instructions".to_string()),
         (Some(_), None) => Some("helper calls are not told apart from instructions and accesses on these packets: their time is put on those".to_string()),

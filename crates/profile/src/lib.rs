@@ -31,7 +31,7 @@ mod fit;
 mod model;
 pub mod sim;
 
-pub use calibrate::{Calibration, calibrate};
+pub use calibrate::{Calibration, NOT_MEASURED, calibrate};
 pub use cost::{Engine, PacketCost, Profile, ProfileError, profile, warm_up};
 pub use cpu::{BadCpu, Cpu};
 pub use export::{model_csv, model_json};
