@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use io::{PcapSink, PcapSource, SinkFormat};
 
 use crate::engine::{Decider, Decision, Engine};
-use crate::expr::{DEFAULT_SNAPLEN, compile_expr};
+use crate::expr::{DEFAULT_SNAPLEN, compile_expr_until};
 use crate::insn::Insn;
 use crate::interp::{Filter, Meta};
 
@@ -61,7 +61,7 @@ impl FilterSummary {
 pub enum FilterError {
     #[error("{0}")]
     Io(#[from] io::IoError),
-    #[error("{expr}: {why}")]
+    #[error("{}: {why}", shortened(expr))]
     Expr { expr: String, why: String },
     #[error("{path}: packet {packet} has link type {linktype}, the output {first}; write pcapng")]
     MixedLinkTypes {
@@ -70,13 +70,18 @@ pub enum FilterError {
         linktype: u32,
         first: u32,
     },
-    #[error("`{expr}` for link type {linktype}: the {engine} engine cannot run it: {why}")]
+    #[error(
+        "`{}` for link type {linktype}: the {engine} engine cannot run it: {why}",
+        shortened(expr)
+    )]
     Engine {
         expr: String,
         linktype: u32,
         engine: &'static str,
         why: String,
     },
+    #[error("stopped by a signal while libpcap compiled the expression ({chars} characters)")]
+    CompileStopped { chars: usize },
     #[error("{path}: packet {packet}: the {engine} engine failed: {why}")]
     Run {
         path: String,
@@ -84,6 +89,21 @@ pub enum FilterError {
         engine: &'static str,
         why: String,
     },
+}
+
+/// An expression as errors quote it: whole up to 200 characters, else its
+/// start and its length (a chain of a thousand `host` terms is not
+/// repeated in full).
+fn shortened(expr: &str) -> String {
+    const MAX: usize = 200;
+    if expr.len() <= MAX {
+        return expr.to_string();
+    }
+    let mut end = MAX - 40;
+    while !expr.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} ... ({} characters)", &expr[..end], expr.len())
 }
 
 /// One link type's program, as the engine and the interpreter run it.
@@ -159,12 +179,14 @@ pub fn filter_capture_each(
             cur = match programs.iter().position(|p| p.linktype == linktype) {
                 Some(i) => i,
                 None => {
-                    let prog = compile_expr(expr, linktype, DEFAULT_SNAPLEN).map_err(|e| {
-                        FilterError::Expr {
+                    // A signal ends the wait for libpcap's compiler (minutes
+                    // on a long expression).
+                    let prog = compile_expr_until(expr, linktype, DEFAULT_SNAPLEN, opts.stop)
+                        .map_err(|e| FilterError::Expr {
                             expr: expr.to_string(),
                             why: e.0,
-                        }
-                    })?;
+                        })?
+                        .ok_or(FilterError::CompileStopped { chars: expr.len() })?;
                     let decide =
                         engine
                             .decider(linktype, &prog)

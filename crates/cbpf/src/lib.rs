@@ -38,7 +38,7 @@ pub use capture::{
 };
 pub use check::{CheckError, check, known_opcode};
 pub use engine::{Decider, Decision, Engine, Interp, reads_len};
-pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr};
+pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr, compile_expr_until};
 pub use image::{image, image_c, image_decimal, image_line};
 pub use insn::{
     DecodeError, Insn, MAXINSNS, MEMWORDS, ancillary, class, decode, encode, misc, mode, op,

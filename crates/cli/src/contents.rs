@@ -64,7 +64,8 @@ impl MapContents {
 /// a synthetic table with a BGP table's prefix-length mix.
 fn table(spec: &str) -> Result<RouteTable, String> {
     let Some(rest) = spec.strip_prefix("synthetic:") else {
-        let text = std::fs::read_to_string(spec).map_err(|e| format!("--routes {spec}: {e}"))?;
+        let text =
+            crate::files::text(std::path::Path::new(spec)).map_err(|e| format!("--routes {e}"))?;
         return RouteTable::parse_text(&text).map_err(|e| format!("--routes {spec}: {e}"));
     };
     let bad = |what: &str| {

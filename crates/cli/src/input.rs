@@ -33,7 +33,7 @@ pub fn kind_of(path: &Path, data: &[u8]) -> FileKind {
 }
 
 pub fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+    crate::files::object(path)
 }
 
 /// All programs in a file: one for assembly and bytecode, one per

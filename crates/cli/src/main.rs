@@ -1,7 +1,10 @@
 //! The `sluice` command: a thin layer over the crates.
 
+#[macro_use]
+mod terminal;
 mod cmd;
 mod contents;
+mod files;
 mod input;
 mod mapfmt;
 mod pin;
@@ -17,7 +20,14 @@ use clap::{Parser, Subcommand};
 
 /// sluice: write an eBPF packet program once; verify, replay, profile and run it.
 #[derive(Parser)]
-#[command(name = "sluice", version, about, propagate_version = true)]
+#[command(
+    name = "sluice",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "Environment:\n  SLUICE_MAX_FILE_SIZE=BYTES  the largest file read whole (objects, flows, routes, tc \
+                  configurations: 256 MiB by default; 64K, 512M, 1G); devices such as /dev/zero are refused"
+)]
 struct Cli {
     /// Run in this network namespace (a name from `ip netns`, or a path), like `ip -n`
     #[arg(long, global = true, value_name = "NAME")]
@@ -98,7 +108,7 @@ fn stdout_errors_are_errors() {
         match msg.strip_prefix("failed printing to stdout: ") {
             Some(cause) => {
                 let cause = cause.split(" (os error").next().unwrap_or(cause);
-                eprintln!("sluice: writing standard output: {cause}");
+                say!("sluice: writing standard output: {cause}");
                 std::process::exit(1);
             }
             None => default(info),
@@ -115,7 +125,7 @@ fn main() -> ExitCode {
     if let Some(ns) = &cli.netns
         && let Err(e) = kernel::netdev::enter_netns(ns)
     {
-        eprintln!("sluice: {e}");
+        say!("sluice: {e}");
         return ExitCode::FAILURE;
     }
     let result = match cli.command {
@@ -149,7 +159,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sluice: {e}");
+            say!("sluice: {e}");
             ExitCode::FAILURE
         }
     }

@@ -52,7 +52,7 @@ pub fn print_text(text: &str) -> Result<(), String> {
     } else {
         (Box::new(std::io::stdout().lock()), "standard output")
     };
-    out.write_all(text.as_bytes())
+    out.write_all(crate::terminal::escape(text).as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| format!("writing {what}: {}", io_cause(&e)))
 }
@@ -114,4 +114,23 @@ pub fn accesses_line(s: &Stats) -> String {
     } else {
         parts.join("; ")
     }
+}
+
+/// The one rule for an input that ended on an error (a capture cut
+/// mid-record or otherwise damaged, an interface that went away), for
+/// every command that reads packets, as `sluice run` and tcpdump have it:
+/// what was read has been processed and output, one line on standard
+/// error says after how many packets and why reading stopped, and the exit
+/// status is 1. `None`: the input ended cleanly (exit status 0).
+pub fn input_ended(error: Option<&str>, packets: u64, live: bool) -> std::process::ExitCode {
+    let Some(e) = error else {
+        return std::process::ExitCode::SUCCESS;
+    };
+    let what = if live {
+        "reading the interface stopped"
+    } else {
+        "the capture ended early"
+    };
+    say!("sluice: {what} after {packets} packets: {e}");
+    std::process::ExitCode::FAILURE
 }

@@ -17,6 +17,13 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+/// The flag [`stop_on_signals`] sets, without installing the handlers:
+/// readers look at it, and it stays clear while the signals keep their
+/// default action (the process ends at once).
+pub fn flag() -> &'static AtomicBool {
+    &STOP
+}
+
 /// Whether a SIGINT or SIGTERM came since [`stop_on_signals`].
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)

@@ -201,6 +201,57 @@ fn flows_file(tag: &str) -> PathBuf {
     path
 }
 
+/// With no `--of`, a live switch takes OpenFlow clients on a socket file
+/// beside its control socket, mode 0600: `ovs-ofctl` as root gets in
+/// (the patch panel's two flows), uid 65534 does not.
+fn default_management_socket_is_roots_only(mgmt: &std::path::Path) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = std::fs::symlink_metadata(mgmt).expect("the default OpenFlow socket");
+    assert!(m.file_type().is_socket(), "{mgmt:?}");
+    assert_eq!((m.mode() & 0o777, m.uid()), (0o600, 0), "{mgmt:?}");
+    let have = |b: &str| Command::new(b).arg("--version").output().is_ok();
+    if !have("ovs-ofctl") || !have("setpriv") {
+        eprintln!("SKIPPED the default OpenFlow socket's clients: ovs-ofctl or setpriv missing");
+        assert!(std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"));
+        return;
+    }
+    let target = format!("unix:{}", mgmt.display());
+    let ofctl = |prefix: &[&str], cmd: &str, arg: Option<&str>| {
+        let mut c = Command::new(if prefix.is_empty() {
+            "ovs-ofctl"
+        } else {
+            prefix[0]
+        });
+        if !prefix.is_empty() {
+            c.args(&prefix[1..]).arg("ovs-ofctl");
+        }
+        c.args(["-O", "OpenFlow13", "--timeout=20", cmd, &target]);
+        c.args(arg);
+        c.output().unwrap()
+    };
+    let out = ofctl(&[], "dump-flows", None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text.matches("actions=output:").count(), 2, "{text}");
+    let nobody = [
+        "setpriv",
+        "--reuid",
+        "65534",
+        "--regid",
+        "65534",
+        "--clear-groups",
+    ];
+    let out = ofctl(&nobody, "add-flow", Some("priority=65535,actions=drop"));
+    assert!(
+        !out.status.success(),
+        "uid 65534 programmed the switch: {out:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+        "{out:?}"
+    );
+}
+
 fn forwards_between_hosts(kind: &str, tag: &str) {
     let t = Hosts::new(tag);
     let flows = flows_file(tag);
@@ -243,8 +294,11 @@ fn forwards_between_hosts(kind: &str, tag: &str) {
         "{lines:?}"
     );
     assert_eq!(dump["late_pmds"].as_array().unwrap().len(), 0, "{dump:#}");
+    let mgmt = t.ctl.with_extension("mgmt");
+    default_management_socket_is_roots_only(&mgmt);
     let s = stop(child);
     assert!(!t.ctl.exists(), "the control socket is removed at the end");
+    assert!(!mgmt.exists(), "the OpenFlow socket is removed at the end");
     let _ = std::fs::remove_file(&flows);
     // An ARP exchange and three echoes each way at least.
     let ports = s["ports"].as_array().unwrap();

@@ -1,8 +1,8 @@
 //! ICMP (echo, unreachable, time exceeded) and ICMPv6 (echo, router and
 //! neighbour solicitation and advertisement), with the `-v` checksum.
 
+use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, R, bytes_at, u8_at, u16_at};
-use crate::ip::{IpAddrs, fold, should_be, sum16};
 use crate::{Options, Printer, addr, ip};
 
 pub(crate) fn icmp(

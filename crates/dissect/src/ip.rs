@@ -1,40 +1,9 @@
 //! IPv4 and IPv6: the `IP`/`IP6` word, the `-v` header in parentheses,
-//! truncation notes, and the hand-over to TCP, UDP, ICMP and ICMPv6;
-//! the Internet checksum used by the `-v` checks.
+//! truncation notes, and the hand-over to TCP, UDP, ICMP and ICMPv6.
 
+use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, Truncated, bytes_at, u8_at, u16_at};
-use crate::{Options, Printer, addr, icmp, ipopt, transport};
-
-/// The two addresses of an IP packet, for printers above it.
-pub(crate) struct IpAddrs<'a> {
-    pub(crate) src: &'a [u8],
-    pub(crate) dst: &'a [u8],
-    pub(crate) v6: bool,
-}
-
-impl IpAddrs<'_> {
-    pub(crate) fn src_str(&self) -> String {
-        if self.v6 {
-            addr::ipv6(self.src)
-        } else {
-            addr::ipv4(self.src)
-        }
-    }
-    pub(crate) fn dst_str(&self) -> String {
-        if self.v6 {
-            addr::ipv6(self.dst)
-        } else {
-            addr::ipv4(self.dst)
-        }
-    }
-    /// The ones' complement sum of the pseudo-header for `proto`.
-    pub(crate) fn pseudo_sum(&self, proto: u8, len: u32) -> u32 {
-        let mut sum = sum16(self.src) + sum16(self.dst) + u32::from(proto);
-        sum += len >> 16;
-        sum += len & 0xffff;
-        sum
-    }
-}
+use crate::{Options, Printer, icmp, ipopt, transport};
 
 pub(crate) fn proto_name(p: u8) -> &'static str {
     match p {
@@ -54,31 +23,6 @@ pub(crate) fn proto_name(p: u8) -> &'static str {
         132 => "SCTP",
         _ => "unknown",
     }
-}
-
-/// Sum of big-endian 16-bit words (odd tail padded with zero).
-pub(crate) fn sum16(b: &[u8]) -> u32 {
-    b.chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum()
-}
-
-/// Folds a sum to 16 bits and complements it: zero when a checksum over
-/// data that includes its checksum field is correct.
-pub(crate) fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// The checksum value that would have made the sum correct (tcpdump's
-/// `in_cksum_shouldbe`).
-pub(crate) fn should_be(field: u16, sum: u16) -> u16 {
-    let mut s = u32::from(!field) + u32::from(!sum);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    !(s as u16)
 }
 
 /// Prints an IPv4 packet; `length` is the bytes the link layer says follow.

@@ -16,6 +16,7 @@
 //! `[|linktype N]` and are left to a later step.
 
 mod addr;
+mod checksum;
 mod cursor;
 mod hex;
 mod icmp;

@@ -2,8 +2,8 @@
 //! per-conversation bases), window, options, lengths and the `-v`
 //! checksums. Payloads are not decoded.
 
+use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, R, u8_at, u16_at, u32_at};
-use crate::ip::{IpAddrs, fold, should_be, sum16};
 use crate::{Options, Printer, SeqBase};
 
 const FIN: u8 = 0x01;

@@ -263,3 +263,34 @@ pub fn describe_linktype(linktype: u32) -> String {
         None => format!("LINKTYPE {linktype}"),
     }
 }
+
+/// A record as captured, where it lies in the reader's buffer: not yet
+/// converted to Ethernet ([`RawFrame::to_ethernet_into`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RawFrame<'a> {
+    pub data: &'a [u8],
+    /// The LINKTYPE_* number of the record's interface.
+    pub linktype: u32,
+    /// Length on the wire (may exceed the captured bytes).
+    pub orig_len: u32,
+    pub timestamp_ns: u64,
+}
+
+impl RawFrame<'_> {
+    /// Appends the bytes, as Ethernet where the link type allows (see
+    /// [`to_ethernet_into`]), to `out`; what they are.
+    #[inline]
+    pub fn to_ethernet_into(&self, out: &mut Vec<u8>) -> crate::LinkKind {
+        if self.linktype == 1 {
+            out.extend_from_slice(self.data);
+            crate::LinkKind::Ethernet
+        } else {
+            to_ethernet_into(self.linktype, self.data, out)
+        }
+    }
+
+    /// Whether the bytes are Ethernet as captured (no conversion).
+    pub fn is_ethernet(&self) -> bool {
+        self.linktype == 1
+    }
+}

@@ -50,15 +50,58 @@ pub(crate) struct Opened {
     pub(crate) stream: bool,
 }
 
-/// Opens `path`, or standard input for `-`.
-pub(crate) fn open(path: &Path) -> std::io::Result<Opened> {
+/// Opens `path`, or standard input for `-`. Given a stop flag, a FIFO is
+/// opened without waiting for a writer (`O_NONBLOCK`, cleared at once):
+/// opening one blocks until a writer comes, and the signal handlers that
+/// set the flag restart the call (`SA_RESTART`), so a signal would not end
+/// that wait; its reader polls for the writer instead ([`wait_readable`]).
+pub(crate) fn open_stream_aware(
+    path: &Path,
+    stop: Option<&'static AtomicBool>,
+) -> std::io::Result<Opened> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = if is_stdin(path) {
         File::from(std::io::stdin().as_fd().try_clone_to_owned()?)
+    } else if stop.is_some() && std::fs::metadata(path)?.file_type().is_fifo() {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?;
+        set_blocking(&file)?;
+        file
     } else {
         File::open(path)?
     };
     let stream = !file.metadata()?.is_file();
     Ok(Opened { file, stream })
+}
+
+/// Clears `O_NONBLOCK`: reads wait for the bytes again.
+fn set_blocking(file: &File) -> std::io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor `file` owns, with integer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0
+        // SAFETY: as above.
+        || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Waits until a stream has bytes (or its end) to read, looking at `stop`
+/// every 50 ms; false once it is set. A FIFO no writer has opened yet
+/// waits here: Linux reports neither bytes nor an end on it until one has.
+pub(crate) fn wait_readable(file: &File, stop: &AtomicBool) -> std::io::Result<bool> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        if poll_in(file.as_raw_fd(), POLL_MS)? {
+            return Ok(true);
+        }
+    }
 }
 
 /// What [`Input::fill`] stops with once its stop flag is set.
@@ -201,4 +244,11 @@ fn poll_in(fd: RawFd, ms: i32) -> std::io::Result<bool> {
         };
     }
     Ok(r > 0)
+}
+
+/// What a record reader tells of a failed read; `None` when it failed
+/// because the stop flag was set (the source ends there, cleanly).
+#[cold]
+pub(crate) fn read_failed(input: &Input, e: &std::io::Error) -> Option<String> {
+    (!input.stopped).then(|| format!("read failed: {}", crate::error::cause(e)))
 }

@@ -9,15 +9,20 @@ mod juniper;
 mod pcap;
 mod pcapng;
 mod sink;
+mod whole;
 mod wifi;
 #[cfg(target_os = "linux")]
 pub mod xsk;
 
 pub use error::IoError;
 pub use frame::{
-    Frame, FrameInfo, LinkKind, describe_linktype, linktype_name, to_ethernet,
+    Frame, FrameInfo, LinkKind, RawFrame, describe_linktype, linktype_name, to_ethernet,
     to_ethernet as to_ethernet_for_tests, to_ethernet_into,
 };
 pub use input::{STDIN, is_stdin, is_stream};
-pub use pcap::{PcapSource, RawFrame};
+pub use pcap::PcapSource;
 pub use sink::{PcapSink, SinkFormat, is_stdout};
+pub use whole::{
+    LIMIT_VAR, Limit, WholeFileError, WholeFileReason, effective_limit, read as read_whole,
+    read_text as read_whole_text,
+};

@@ -8,8 +8,8 @@ use pcap_file::pcap::PcapHeader;
 use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::error::{IoError, cause};
-use crate::frame::{Frame, FrameInfo, to_ethernet_into};
-use crate::input::{Input, display_name, is_stdin};
+use crate::frame::{Frame, FrameInfo, RawFrame};
+use crate::input::{Input, display_name, is_stdin, read_failed};
 use crate::pcapng::PcapNgRecords;
 
 /// The largest classic pcap record (16-byte header and data) read. A
@@ -74,13 +74,6 @@ impl PcapRecords {
     }
 }
 
-/// What a record reader tells of a failed read; `None` when it failed
-/// because the stop flag was set (the source ends there, cleanly).
-#[cold]
-pub(crate) fn read_failed(input: &Input, e: &std::io::Error) -> Option<String> {
-    (!input.stopped).then(|| format!("read failed: {}", cause(e)))
-}
-
 #[cold]
 fn truncated(what: &str, have: usize, want: usize) -> String {
     format!("truncated {what} ({have} of {want} bytes)")
@@ -89,37 +82,6 @@ fn truncated(what: &str, have: usize, want: usize) -> String {
 #[cold]
 fn too_long(incl_len: u32) -> String {
     format!("record of {incl_len} bytes, over the {MAX_RECORD}-byte limit (corrupt header?)")
-}
-
-/// A record as captured, where it lies in the reader's buffer: not yet
-/// converted to Ethernet ([`RawFrame::to_ethernet_into`]).
-#[derive(Clone, Copy, Debug)]
-pub struct RawFrame<'a> {
-    pub data: &'a [u8],
-    /// The LINKTYPE_* number of the record's interface.
-    pub linktype: u32,
-    /// Length on the wire (may exceed the captured bytes).
-    pub orig_len: u32,
-    pub timestamp_ns: u64,
-}
-
-impl RawFrame<'_> {
-    /// Appends the bytes, as Ethernet where the link type allows (see
-    /// [`to_ethernet_into`]), to `out`; what they are.
-    #[inline]
-    pub fn to_ethernet_into(&self, out: &mut Vec<u8>) -> crate::LinkKind {
-        if self.linktype == 1 {
-            out.extend_from_slice(self.data);
-            crate::LinkKind::Ethernet
-        } else {
-            to_ethernet_into(self.linktype, self.data, out)
-        }
-    }
-
-    /// Whether the bytes are Ethernet as captured (no conversion).
-    pub fn is_ethernet(&self) -> bool {
-        self.linktype == 1
-    }
 }
 
 enum Reader {
@@ -157,8 +119,8 @@ impl PcapSource {
         stop: Option<&'static AtomicBool>,
     ) -> Result<PcapSource, IoError> {
         let name = display_name(path);
-        let opened =
-            crate::input::open(path).map_err(|e| IoError::op("opening", &name, cause(&e)))?;
+        let opened = crate::input::open_stream_aware(path, stop)
+            .map_err(|e| IoError::op("opening", &name, cause(&e)))?;
         let mut source = PcapSource::from_input(&name, Input::of(opened, stop))?;
         source.path = path.to_path_buf();
         Ok(source)
@@ -173,7 +135,7 @@ impl PcapSource {
     fn from_input(path: &Path, mut input: Input) -> Result<PcapSource, IoError> {
         let err = |reason: String| IoError::reading(path, reason);
         let early = |input: &Input, e: std::io::Error| match input.stopped {
-            true => err("stopped before the capture's header was read".into()),
+            true => err("stopped by a signal before the capture's header was read".into()),
             false => err(cause(&e)),
         };
         if !input.fill(4).map_err(|e| early(&input, e))? {

@@ -4,8 +4,9 @@
 //! rule for options and blocks a reader does not know, which libpcap
 //! follows).
 
+use crate::frame::RawFrame;
 use crate::input::Input;
-use crate::pcap::{RawFrame, read_failed};
+use crate::input::read_failed;
 
 /// Block types.
 const SECTION_HEADER: u32 = 0x0a0d_0d0a;

@@ -22,6 +22,20 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// Writing the export file failed (a full disk): the file was cut
+    /// back to its last whole message and nothing more was written.
+    #[error(
+        "IPFIX file {}: {op}: {source}: {written} flows written in whole messages, {lost} lost (the file ends at its last whole message)",
+        path.display()
+    )]
+    FileCut {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: io::Error,
+        written: u64,
+        lost: u64,
+    },
     /// A record that cannot be exported (nothing of the batch was sent).
     #[error("flow record {index} cannot be exported: {reason}")]
     InvalidFlow { index: usize, reason: &'static str },

@@ -1,11 +1,10 @@
-//! The transports: UDP to a collector, a TCP stream to a collector, and a
-//! file of messages back to back (RFC 5655). Each owns an [`Encoder`]; a
-//! collector that cannot be reached is an [`Error`] naming it.
+//! The network transports: UDP to a collector and a TCP stream to a
+//! collector (the file of messages is `file.rs`). Each owns an
+//! [`Encoder`]; a collector that cannot be reached is an [`Error`] naming
+//! it.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::encode::{Encoder, MAX_MESSAGE, Refresh};
@@ -153,55 +152,6 @@ impl TcpExporter {
             .flush()
             .map_err(|e| collector_error(&self.collector, "send", e))?;
         Ok(sent)
-    }
-}
-
-/// Writes an IPFIX file (RFC 5655): messages back to back, templates once.
-#[derive(Debug)]
-pub struct FileExporter {
-    out: BufWriter<File>,
-    path: PathBuf,
-    encoder: Encoder,
-}
-
-impl FileExporter {
-    /// Creates (or truncates) `path`.
-    pub fn create(path: &Path, domain: u32) -> Result<FileExporter, Error> {
-        let file = File::create(path).map_err(|source| Error::File {
-            path: path.to_path_buf(),
-            op: "create",
-            source,
-        })?;
-        Ok(FileExporter {
-            out: BufWriter::new(file),
-            path: path.to_path_buf(),
-            encoder: Encoder::new(domain, MAX_MESSAGE, Refresh::Once)?,
-        })
-    }
-
-    /// Appends `flows` stamped `now`.
-    pub fn export_at(&mut self, flows: &[Flow], now: SystemTime) -> Result<Sent, Error> {
-        let messages = self.encoder.encode(flows, now)?;
-        write_all(&mut self.out, &messages, flows.len()).map_err(|source| Error::File {
-            path: self.path.clone(),
-            op: "write",
-            source,
-        })
-    }
-
-    /// Appends `flows` stamped with the current time.
-    pub fn export(&mut self, flows: &[Flow]) -> Result<Sent, Error> {
-        self.export_at(flows, SystemTime::now())
-    }
-
-    /// Flushes and closes the file.
-    pub fn finish(mut self) -> Result<(), Error> {
-        let err = |op| {
-            let path = self.path.clone();
-            move |source| Error::File { path, op, source }
-        };
-        self.out.flush().map_err(err("write"))?;
-        self.out.get_ref().sync_all().map_err(err("sync"))
     }
 }
 

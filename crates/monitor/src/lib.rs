@@ -33,6 +33,7 @@ mod ebpf;
 mod key;
 mod live;
 mod metrics;
+mod metrics_http;
 mod order;
 mod rtt;
 mod rtt_ebpf;
@@ -53,7 +54,8 @@ mod xpf_words;
 pub use ebpf::EbpfFlows;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
-pub use metrics::{Metrics, MetricsServer};
+pub use metrics::Metrics;
+pub use metrics_http::{MetricsError, MetricsServer};
 pub use order::TimeOrder;
 pub use rtt::{
     BUCKETS, MeterOptions, Method, RttCounters, RttMeter, RttSample, RttStats, Segment, bucket,

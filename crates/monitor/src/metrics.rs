@@ -1,13 +1,10 @@
-//! Prometheus metrics: counters kept in atomics as the work goes, served
-//! over HTTP in the text exposition format (`GET /metrics`) by a thread of
-//! their own, for as long as the server lives.
+//! Prometheus metrics: counters kept in atomics as the work goes, and
+//! their text exposition format ([`Metrics::render`]), which
+//! `metrics_http` serves at `GET /metrics`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The counters of flow accounting, as flows end.
 #[derive(Debug, Default)]
@@ -176,86 +173,5 @@ impl Metrics {
         }
         self.render_rtt(&mut s);
         s
-    }
-}
-
-/// An HTTP server of `/metrics`; it stops when dropped.
-pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-/// `ADDR:PORT`, or a bare port on loopback.
-fn address(spec: &str) -> Result<SocketAddr, String> {
-    let spec = if spec.parse::<u16>().is_ok() {
-        format!("127.0.0.1:{spec}")
-    } else {
-        spec.to_string()
-    };
-    spec.to_socket_addrs()
-        .map_err(|e| format!("--metrics {spec}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("--metrics {spec}: no address"))
-}
-
-fn answer(mut stream: TcpStream, metrics: &Metrics) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut line = String::new();
-    if BufReader::new(&stream).read_line(&mut line).is_err() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("");
-    let (status, body) = if path == "/metrics" || path == "/" {
-        ("200 OK", metrics.render())
-    } else {
-        ("404 Not Found", "not found: GET /metrics\n".to_string())
-    };
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-}
-
-impl MetricsServer {
-    /// Serves `metrics` on `spec` (`ADDR:PORT`, or a port on loopback).
-    pub fn start(spec: &str, metrics: Arc<Metrics>) -> Result<MetricsServer, String> {
-        let addr = address(spec)?;
-        let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let halt = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !halt.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let _ = stream.set_nonblocking(false);
-                        answer(stream, &metrics);
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
-            }
-        });
-        Ok(MetricsServer {
-            addr,
-            stop,
-            thread: Some(thread),
-        })
-    }
-
-    /// Where it listens.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pipeline::{Batch, PacketInfo, Source, SourceError};
+use pipeline::{Source, Step};
 
 use pipeline::XpfEngine;
 
@@ -132,8 +132,8 @@ pub fn account_flows(
     // (`None`): a stream that pauses (a pipe between bursts) ends a batch,
     // and a scrape then sees every flow ended so far, not a batch still
     // filling.
-    let read = each_batch(source, opts.limit, &mut |packet| {
-        let Some((info, data)) = packet else {
+    let read = pipeline::for_each_step(source, opts.limit, |step| {
+        let Step::Packet(info, data) = step else {
             if !ended.is_empty() {
                 hand_out(&mut ended, &mut s);
             }
@@ -210,38 +210,4 @@ pub fn account_flows(
         acc.gauge(m)?;
     }
     Ok(s)
-}
-
-/// A packet as a source gives it.
-type Packet<'a> = (&'a PacketInfo, &'a [u8]);
-
-/// `pipeline::for_each_packet` that also tells `each` (with `None`) when
-/// a batch the source gave is done: packets up to `limit`; how many were
-/// read, or why the source stopped.
-fn each_batch(
-    source: &mut dyn Source,
-    limit: Option<u64>,
-    each: &mut dyn FnMut(Option<Packet<'_>>),
-) -> Result<u64, SourceError> {
-    let mut batch = Batch::new();
-    let mut seen = 0u64;
-    loop {
-        batch.clear();
-        if limit.is_some_and(|l| seen >= l) {
-            return Ok(seen);
-        }
-        let err = source.fill(&mut batch);
-        for (info, data) in batch.iter() {
-            if limit.is_some_and(|l| seen >= l) {
-                break;
-            }
-            seen += 1;
-            each(Some((info, data)));
-        }
-        each(None);
-        err?;
-        if batch.is_empty() {
-            return Ok(seen);
-        }
-    }
 }

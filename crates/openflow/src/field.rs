@@ -11,54 +11,6 @@ pub const OXM_CLASS_EXPERIMENTER: u16 = 0xffff;
 pub const ONF_EXPERIMENTER: u32 = 0x4f4e_4600;
 
 impl Field {
-    /// Every field, in `oxm_field` order (TCP flags last).
-    pub const ALL: [Field; 41] = {
-        use Field::*;
-        [
-            InPort,
-            InPhyPort,
-            Metadata,
-            EthDst,
-            EthSrc,
-            EthType,
-            VlanVid,
-            VlanPcp,
-            IpDscp,
-            IpEcn,
-            IpProto,
-            Ipv4Src,
-            Ipv4Dst,
-            TcpSrc,
-            TcpDst,
-            UdpSrc,
-            UdpDst,
-            SctpSrc,
-            SctpDst,
-            Icmpv4Type,
-            Icmpv4Code,
-            ArpOp,
-            ArpSpa,
-            ArpTpa,
-            ArpSha,
-            ArpTha,
-            Ipv6Src,
-            Ipv6Dst,
-            Ipv6Flabel,
-            Icmpv6Type,
-            Icmpv6Code,
-            Ipv6NdTarget,
-            Ipv6NdSll,
-            Ipv6NdTll,
-            MplsLabel,
-            MplsTc,
-            MplsBos,
-            PbbIsid,
-            TunnelId,
-            Ipv6Exthdr,
-            TcpFlags,
-        ]
-    };
-
     /// The `oxm_field` number (42 for TCP flags, under the ONF's
     /// experimenter class).
     pub fn code(self) -> u8 {

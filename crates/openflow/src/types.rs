@@ -32,11 +32,26 @@ pub const CML_NO_BUFFER: u16 = 0xffff;
 /// `OFPTT_ALL`: every table (flow-mod delete, flow stats).
 pub const TABLE_ALL: u8 = 0xff;
 
-/// An OXM match field of class `OFPXMC_OPENFLOW_BASIC` (its `oxm_field`
-/// number), and TCP flags (ONF's experimenter field, as OVS sends it for
-/// OpenFlow 1.3).
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
-pub enum Field {
+/// Declares [`Field`] and [`Field::ALL`] from one list, so the two cannot
+/// drift apart.
+macro_rules! fields {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// An OXM match field of class `OFPXMC_OPENFLOW_BASIC` (its `oxm_field`
+        /// number), and TCP flags (ONF's experimenter field, as OVS sends it for
+        /// OpenFlow 1.3).
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        pub enum Field {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Field {
+            /// Every field, in `oxm_field` order (TCP flags last).
+            pub const ALL: &'static [Field] = &[$(Field::$name,)*];
+        }
+    };
+}
+
+fields! {
     InPort,
     InPhyPort,
     Metadata,

@@ -211,7 +211,7 @@ fn oxm_tlvs_on_the_wire() {
         enc(Oxm::masked(Field::TcpFlags, 0x002, 0x012)),
         unhex("ff ff 55 08 4f 4e 46 00 00 02 00 12")
     );
-    for f in Field::ALL {
+    for &f in Field::ALL {
         assert_eq!(Field::from_code(f.class(), f.code()), Some(f));
         assert!(f.width_bits() as usize <= 8 * f.bytes());
     }

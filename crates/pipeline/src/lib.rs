@@ -36,7 +36,9 @@ pub use record::{Recorded, record};
 pub use replay::{Options, ReplayError, Summary, replay};
 pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
-pub use source::{Capture, Foreign, Generated, Packets, Source, SourceError, for_each_packet};
+pub use source::{
+    Capture, Foreign, Generated, Packets, Source, SourceError, Step, for_each_packet, for_each_step,
+};
 pub use worker::Worker;
 pub use xpf::{KernelMaps, Retired, XpfEngine, XpfRunOptions, XpfRunner, XpfSummary, run_xpf};
 pub use xpf_pinned::{PinnedMemory, xpf_attach, xpf_detach, xpf_open};

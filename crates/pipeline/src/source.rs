@@ -384,6 +384,28 @@ pub fn for_each_packet(
     limit: Option<u64>,
     mut each: impl FnMut(&crate::PacketInfo, &[u8]),
 ) -> Result<u64, SourceError> {
+    for_each_step(source, limit, |step| {
+        if let Step::Packet(info, data) = step {
+            each(info, data)
+        }
+    })
+}
+
+/// One step of [`for_each_step`]: a packet, or the end of a batch the
+/// source gave (a stream that pauses, such as a pipe between bursts, ends
+/// a batch: a reader that publishes as it goes does it there).
+pub enum Step<'a> {
+    Packet(&'a crate::PacketInfo, &'a [u8]),
+    BatchEnd,
+}
+
+/// [`for_each_packet`] that also tells `each` when each batch is done;
+/// how many packets were read, or why the source stopped.
+pub fn for_each_step(
+    source: &mut dyn Source,
+    limit: Option<u64>,
+    mut each: impl FnMut(Step<'_>),
+) -> Result<u64, SourceError> {
     let mut batch = Batch::new();
     let mut seen = 0u64;
     loop {
@@ -397,8 +419,9 @@ pub fn for_each_packet(
                 break;
             }
             seen += 1;
-            each(info, data);
+            each(Step::Packet(info, data));
         }
+        each(Step::BatchEnd);
         err?;
         if batch.is_empty() {
             return Ok(seen);

@@ -98,7 +98,7 @@ pub struct Env {
     /// (`None` for programs that cannot run).
     pub vm_program_of: Vec<Option<usize>>,
     /// Tunnel metadata the program set (`bpf_skb_set_tunnel_key`).
-    pub tunnel: Option<crate::helpers::TunnelInfo>,
+    pub tunnel: Option<crate::TunnelInfo>,
     /// XDP multi-buffer: the frame's bytes beyond its linear part, in
     /// fragments of [`crate::FRAG_SIZE`] bytes (what `bpf_xdp_load_bytes`,
     /// `_store_bytes`, `_get_buff_len` and `_adjust_tail` reach).

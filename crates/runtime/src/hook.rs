@@ -213,7 +213,7 @@ pub struct SkbFields {
     pub cb: [u32; 5],
     pub tstamp: u64,
     /// Tunnel metadata set for an encapsulating device.
-    pub tunnel: Option<crate::helpers::TunnelInfo>,
+    pub tunnel: Option<crate::TunnelInfo>,
 }
 
 /// One run's result.

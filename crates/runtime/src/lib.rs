@@ -10,6 +10,7 @@ mod hook;
 mod image;
 mod lowmem;
 mod packet_hook;
+mod tunnel_info;
 pub use lowmem::LowBuf;
 
 /// What [`Env::unreproducible`] names an LRU eviction (the kernel's LRU
@@ -24,3 +25,4 @@ pub use hook::{
 };
 pub use image::{Image, ImageError, LoadOptions};
 pub use packet_hook::PacketHook;
+pub use tunnel_info::TunnelInfo;

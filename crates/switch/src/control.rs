@@ -10,12 +10,14 @@
 //! - `dump-of-flows`: the OpenFlow flows (as `ovs-ofctl dump-flows`).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::channel::ChannelError;
+use crate::channel::unix::SocketFile;
 use crate::core::Core;
 
 /// How long a `dump-flows` waits for the packet threads' answers.
@@ -25,66 +27,63 @@ const DUMP_WAIT: Duration = Duration::from_millis(500);
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where a switch listens unless told: /run/sluice for root, else the
-/// temporary directory with the user's id.
+/// user's runtime directory (`$XDG_RUNTIME_DIR/sluice`), else the
+/// temporary directory with the user's id. The switch's OpenFlow socket
+/// goes beside it (`.mgmt`).
 pub fn default_path() -> PathBuf {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     if uid == 0 {
-        PathBuf::from("/run/sluice/switch.ctl")
-    } else {
-        std::env::temp_dir().join(format!("sluice-switch-{uid}.ctl"))
+        return PathBuf::from("/run/sluice/switch.ctl");
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() && dir.is_dir() => dir.join("sluice/switch.ctl"),
+        _ => std::env::temp_dir().join(format!("sluice-switch-{uid}.ctl")),
     }
 }
 
+/// The listening control socket: a socket file made mode 0600 (only the
+/// user running the switch, and root, may ask it), a stale one replaced
+/// only if it is a socket, removed at the end (as `punix:` sockets are).
 pub struct ControlSocket {
-    listener: UnixListener,
-    path: PathBuf,
+    socket: SocketFile,
 }
 
 impl ControlSocket {
     /// Listens at `path`; a socket file left by a switch that is gone is
-    /// replaced, one that a running switch answers on is an error.
+    /// replaced, one that a running switch answers on is an error, and so
+    /// is anything else there (a file, a symbolic link).
     pub fn bind(path: &Path) -> Result<ControlSocket, String> {
-        let what = |e: std::io::Error| format!("control socket {}: {e}", path.display());
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(what)?;
-        }
-        if path.exists() {
-            if UnixStream::connect(path).is_ok() {
-                return Err(format!(
-                    "control socket {}: another switch is running there (give --ctl PATH)",
-                    path.display()
-                ));
+        match SocketFile::bind(path) {
+            Ok(socket) => Ok(ControlSocket { socket }),
+            Err(ChannelError::InUse(_)) => Err(format!(
+                "control socket {}: another switch is running there (give --ctl PATH)",
+                path.display()
+            )),
+            Err(ChannelError::Io { source, .. }) => {
+                Err(format!("control socket {}: {source}", path.display()))
             }
-            std::fs::remove_file(path).map_err(what)?;
+            Err(ChannelError::NotASocket(_)) => Err(format!(
+                "control socket {}: exists and is not a socket (not replaced)",
+                path.display()
+            )),
+            Err(e) => Err(format!("control socket: {e}")),
         }
-        let listener = UnixListener::bind(path).map_err(what)?;
-        listener.set_nonblocking(true).map_err(what)?;
-        Ok(ControlSocket {
-            listener,
-            path: path.to_path_buf(),
-        })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.socket.path
     }
 
     /// Answers the clients waiting; whether there were any.
     pub fn poll(&mut self, core: &Core) -> bool {
         let mut any = false;
-        while let Ok((stream, _)) = self.listener.accept() {
+        while let Ok((stream, _)) = self.socket.listener.accept() {
             any = true;
             // A client that goes away early loses its answer, nothing else.
             let _ = serve(stream, core);
         }
         any
-    }
-}
-
-impl Drop for ControlSocket {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 

@@ -31,6 +31,7 @@ mod block;
 mod bpf;
 mod classifier;
 mod cmdline;
+mod conf_file;
 mod config;
 mod control;
 mod devices;
@@ -51,6 +52,10 @@ pub use block::{Block, ETH_P_ALL, Filter, Outcome};
 pub use bpf::Bpf;
 pub use classifier::{Classifier, Cx, Match};
 pub use cmdline::{ShowOptions, parse_protocol, protocol_name, words};
+pub use conf_file::{
+    CONFIG_NAME, ConfFileError, ConfLock, ROOT_STATE_DIR, create_state_dir, default_config_path,
+    lock_config, read_config, write_config,
+};
 pub use config::{Clsact, Config, Hook};
 pub use control::{Control, parse_control};
 pub use devices::Devices;

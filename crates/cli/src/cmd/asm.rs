@@ -12,13 +12,12 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
-    let text =
-        std::fs::read_to_string(&a.file).map_err(|e| format!("{}: {e}", a.file.display()))?;
+    let text = crate::files::text(&a.file)?;
     let insns = isa::assemble(&text).map_err(|e| format!("{}: {e}", a.file.display()))?;
     let out = a.output.unwrap_or_else(|| a.file.with_extension("bin"));
     let bytes = isa::encode(&insns);
     std::fs::write(&out, &bytes).map_err(|e| format!("{}: {e}", out.display()))?;
-    eprintln!(
+    say!(
         "{}: {} instructions, {} bytes",
         out.display(),
         insns.len(),

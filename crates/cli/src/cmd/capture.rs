@@ -100,7 +100,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let print = a.write.is_none() && !a.json;
     let done = pipeline::record(&mut live, sink.as_mut(), a.count, |ts, data| {
         if print {
-            println!(
+            out!(
                 "{}.{:09} {} bytes",
                 ts / 1_000_000_000,
                 ts % 1_000_000_000,
@@ -130,7 +130,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if a.json {
         print_json(&report)?;
     } else {
-        eprintln!(
+        say!(
             "{} frames captured on {}{}, {} dropped by the kernel",
             report.captured,
             report.interface,
@@ -142,7 +142,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             report.kernel_drops
         );
         if let Some(e) = &report.error {
-            eprintln!("sluice: {e}");
+            say!("sluice: {e}");
         }
     }
     Ok(if report.error.is_some() {

@@ -45,11 +45,11 @@ pub fn run_suite(a: SuiteArgs) -> Result<ExitCode, String> {
     } else {
         for t in &report.tests {
             match &t.reason {
-                None => println!("PASS {}", t.name),
-                Some(why) => println!("FAIL {}: {why}", t.name),
+                None => out!("PASS {}", t.name),
+                Some(why) => out!("FAIL {}: {why}", t.name),
             }
         }
-        println!("{} passed, {} failed", report.passed, report.failed);
+        out!("{} passed, {} failed", report.passed, report.failed);
     }
     Ok(if report.failed == 0 {
         ExitCode::SUCCESS
@@ -82,7 +82,7 @@ pub fn run_plugin(a: PluginArgs) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{e}");
+            say!("{e}");
             Ok(ExitCode::FAILURE)
         }
     }

@@ -101,7 +101,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     };
     let stop = xsk::stop_on_signals();
     if !c.json {
-        eprintln!(
+        say!(
             "sluice datapath: {} on {} ({}, {} XDP); Ctrl-C stops",
             hook.program().name,
             a.ports.join(", "),
@@ -126,7 +126,7 @@ fn reporter(json: bool) -> impl FnMut(program::Event<'_>) {
     move |e| match e {
         program::Event::Tick(t, at) if !json => xsk::live_rates(&mut last, t, at),
         program::Event::Tick(..) => {}
-        program::Event::PortGone(g) => eprintln!("sluice datapath: {g}"),
+        program::Event::PortGone(g) => say!("sluice datapath: {g}"),
     }
 }
 
@@ -161,7 +161,7 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
     let mut runner = tc::Runner::at_ports(config, tc::Hook::Ingress);
     let stop = xsk::stop_on_signals();
     if !c.json {
-        eprintln!(
+        say!(
             "sluice datapath: tc configuration {} on {} ({} XDP, one thread); Ctrl-C stops",
             file.display(),
             a.ports.join(", "),
@@ -265,10 +265,10 @@ fn print_summary(
         if let Some((f, _)) = filters {
             v["filters"] = f;
         }
-        println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+        out!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
         return;
     }
-    println!(
+    out!(
         "{prog}: {:.2} s, rx {rx} ({:.3} Mpps), tx {tx} ({:.3} Mpps), dropped {dropped}, {:.1} cycles/packet, {} of {} frames unaccounted",
         s.seconds,
         per_s(rx) / 1e6,
@@ -278,7 +278,7 @@ fn print_summary(
         s.frames
     );
     for p in &s.ports {
-        println!(
+        out!(
             "  {} (ifindex {}): rx {} tx {} | drop {} pass {} tx {} redirect {} mirror {} stolen {} aborted {} lost {}",
             p.dev,
             p.ifindex,
@@ -294,22 +294,23 @@ fn print_summary(
             p.lost
         );
         if let Some(cause) = &p.gone {
-            println!("    gone during the run: {cause}");
+            out!("    gone during the run: {cause}");
         }
         let k = &p.kernel;
         if k.rx_dropped + k.rx_ring_full > 0 {
-            println!(
+            out!(
                 "    kernel: {} dropped (no free frame), {} with the RX ring full",
-                k.rx_dropped, k.rx_ring_full
+                k.rx_dropped,
+                k.rx_ring_full
             );
         }
         if p.queues.len() > 1 {
             for q in &p.queues {
-                println!("    queue {}: rx {} tx {}", q.queue, q.rx, q.tx);
+                out!("    queue {}: rx {} tx {}", q.queue, q.rx, q.tx);
             }
         }
     }
     if let Some((_, text)) = filters {
-        print!("{text}");
+        out_part!("{text}");
     }
 }

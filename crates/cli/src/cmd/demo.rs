@@ -49,19 +49,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         ..run::Args::default()
     };
     if !a.json {
-        println!(
+        out!(
             "sluice demo: the DDoS filter (programs/xdp_ddos.c) in the sluice VM, over 100,000 generated packets:"
         );
-        println!(
+        out!(
             "  60,000 from 200 clients in 10.1.0.0/16 (500 packets/s each), 20,000 from the blocked 10.66.0.0/16,"
         );
-        println!(
+        out!(
             "  15,000 from one source at 25,000 packets/s (the limit is 1,000), 5,000 UDP to the protected port 53."
         );
-        println!(
+        out!(
             "drop_stats counts by reason: 0 passed, 1 blocked, 2 protected port, 3 over the rate, 4 not IP."
         );
-        println!("The same with the command line:");
+        out!("The same with the command line:");
         let mut cmd = String::from("  sluice run target/bpf/xdp_ddos.o");
         for g in TRAFFIC {
             cmd.push_str(&format!(" \\\n      --gen {g}"));
@@ -70,7 +70,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             cmd.push_str(&format!(" \\\n      --map-update {m} {k} {v}"));
         }
         cmd.push_str(" --set rate_pps=1000 --set burst=100");
-        println!("{cmd}\n");
+        out!("{cmd}\n");
     }
     let mut hook = run::prepare_bytes(&args, object)?;
     // Like `sluice run`: verified first, then replayed without checks.

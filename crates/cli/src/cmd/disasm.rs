@@ -73,14 +73,14 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     for (i, p) in programs.iter().enumerate() {
         if let Some(name) = &p.section {
             if i > 0 {
-                println!();
+                out!();
             }
-            println!("# section {name}: {} instructions", p.insns.len());
+            out!("# section {name}: {} instructions", p.insns.len());
             for (f, at) in &p.functions {
-                println!("#   function {f} at {at}");
+                out!("#   function {f} at {at}");
             }
         }
-        print!("{}", isa::listing(&p.insns, &opts));
+        out_part!("{}", isa::listing(&p.insns, &opts));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -70,10 +70,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             cost: CostReport::new(&out.stats),
         })?;
     } else {
-        println!("r0 = {:#x} ({})", out.r0, out.r0 as i64);
-        println!("instructions: {}", out.stats.insns);
-        println!("helper calls: {}", out.stats.helper_calls);
-        println!("memory: {}", accesses_line(&out.stats));
+        out!("r0 = {:#x} ({})", out.r0, out.r0 as i64);
+        out!("instructions: {}", out.stats.insns);
+        out!("helper calls: {}", out.stats.helper_calls);
+        out!("memory: {}", accesses_line(&out.stats));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -70,7 +70,7 @@ pub struct Args {
 enum EngineArg {
     /// sluice's classic interpreter
     Interp,
-    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT
+    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT (programs of at most 4096 classic instructions, the kernel's limit)
     Jit,
     /// The eBPF translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN); the packets the kernel cannot run as classic BPF would (under 14 bytes, refused by the test run, or cut shorter than their wire length for a filter that reads len) are decided by the interpreter and counted
     Kernel,
@@ -181,7 +181,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             None => (linktype(&a.linktype)?, a.snaplen),
         };
         let prog = cbpf::compile_expr(&expr, lt, snaplen).map_err(|e| format!("{expr}: {e}"))?;
-        print!(
+        out_part!(
             "{}",
             match a.dump {
                 1 => cbpf::image(&prog),
@@ -223,13 +223,20 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         use std::io::Write;
         if lines && write_error.is_none() {
             let line = printer.line(m.data, m.orig_len, m.linktype, m.timestamp_ns);
-            if let Err(e) = writeln!(out, "{line}") {
+            if let Err(e) = writeln!(out, "{}", crate::terminal::escape(&line)) {
                 write_error = Some(e);
             }
         }
     };
-    let s = cbpf::filter_capture_each(input, &expr, engine.as_mut(), &opts, &mut print)
-        .map_err(|e| e.to_string());
+    let s =
+        cbpf::filter_capture_each(input, &expr, engine.as_mut(), &opts, &mut print).map_err(|e| {
+            match e {
+                // The interpreter runs any program libpcap compiles (as
+                // libpcap's bpf_filter: no length limit, backward jumps).
+                cbpf::FilterError::Engine { .. } => format!("{e} (`--engine interp` runs it)"),
+                e => e.to_string(),
+            }
+        });
     {
         use std::io::Write;
         let flushed = out.flush();
@@ -257,9 +264,6 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if a.json {
         print_json(&report)?;
     } else {
-        if let Some(e) = &report.capture_error {
-            eprintln!("sluice: {e}");
-        }
         let mut text = format!(
             "{} packets read, {} matched `{}` ({} engine){}\n",
             report.read,
@@ -282,9 +286,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     // As tcpdump: the packets before a cut or corrupt record are filtered
     // and written, and the exit status is 1.
-    Ok(if report.capture_error.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::report::input_ended(
+        report.capture_error.as_deref(),
+        report.read,
+        false,
+    ))
 }

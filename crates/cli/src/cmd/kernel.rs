@@ -35,7 +35,7 @@ fn object_name(path: &Path) -> String {
 /// Loads `path` into the kernel with the same global data and map sizes
 /// sluice's own loader computes (`--set`, `--map-size`).
 fn load_object(path: &Path, settings: &ObjectSettings) -> Result<KernelObject, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::files::object(path)?;
     load_object_bytes(&bytes, path, settings)
 }
 
@@ -120,13 +120,16 @@ pub fn load(a: LoadArgs) -> Result<ExitCode, String> {
         print_json(&out)?;
     } else {
         for p in &out.programs {
-            println!(
+            out!(
                 "loaded {} (id {}, tag {}) pinned at {}",
-                p.name, p.id, p.tag, p.pinned
+                p.name,
+                p.id,
+                p.tag,
+                p.pinned
             );
         }
         for m in &out.maps {
-            println!("map pinned at {m}");
+            out!("map pinned at {m}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -258,9 +261,14 @@ pub fn attach(a: AttachArgs) -> Result<ExitCode, String> {
     if a.json {
         print_json(&r)?;
     } else {
-        println!(
+        out!(
             "attached {} (id {}, tag {}) to {} ({}); maps pinned under {}",
-            r.program, r.id, r.tag, r.dev, r.hook, r.pinned
+            r.program,
+            r.id,
+            r.tag,
+            r.dev,
+            r.hook,
+            r.pinned
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -327,10 +335,10 @@ pub fn detach(a: DetachArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     for w in &what {
-        println!("detached {w} from {}", a.dev);
+        out!("detached {w} from {}", a.dev);
     }
     if removed {
-        println!("removed {}", dir.display());
+        out!("removed {}", dir.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -373,16 +381,20 @@ pub fn status(a: StatusArgs) -> Result<ExitCode, String> {
         print_json(&lines)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    out!(
         "{:<16} {:<12} {:<20} {:>6}  {:<16}  map ids",
-        "interface", "hook", "program", "id", "tag"
+        "interface",
+        "hook",
+        "program",
+        "id",
+        "tag"
     );
     if lines.is_empty() {
-        println!("(nothing attached)");
+        out!("(nothing attached)");
     }
     for l in &lines {
         let ids: Vec<String> = l.map_ids.iter().map(u32::to_string).collect();
-        println!(
+        out!(
             "{:<16} {:<12} {:<20} {:>6}  {:<16}  {}",
             l.interface,
             l.hook,
@@ -517,7 +529,7 @@ pub fn map(a: MapArgs) -> Result<ExitCode, String> {
             if json {
                 print_json(&dump)?;
             } else {
-                println!(
+                out!(
                     "{} ({}, id {}, key {} B, value {} B, max {}):",
                     dump.name,
                     dump.map_type,
@@ -527,13 +539,13 @@ pub fn map(a: MapArgs) -> Result<ExitCode, String> {
                     dump.max_entries
                 );
                 if dump.zero_entries > 0 {
-                    println!("  ({} entries are all zeros)", dump.zero_entries);
+                    out!("  ({} entries are all zeros)", dump.zero_entries);
                 }
                 for e in &dump.entries {
                     if e.cpus.is_empty() {
-                        println!("  {} = {}", e.key, e.value);
+                        out!("  {} = {}", e.key, e.value);
                     } else {
-                        println!("  {} = [{}]", e.key, e.cpus.join(", "));
+                        out!("  {} = [{}]", e.key, e.cpus.join(", "));
                     }
                 }
             }

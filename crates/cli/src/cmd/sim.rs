@@ -243,12 +243,12 @@ fn describe(s: &Scenario) -> String {
 
 fn print_text(c: &Comparison) {
     let ms = |ns: f64| ns / 1e6;
-    println!("{}", describe(&c.scenario));
-    println!(
+    out!("{}", describe(&c.scenario));
+    out!(
         "  round trip of a lone segment: {:.3} ms",
         ms(c.scenario.base_rtt_ns(c.scenario.segment_sizes[0]) as f64)
     );
-    println!();
+    out!();
     let width = c
         .rows
         .iter()
@@ -256,13 +256,21 @@ fn print_text(c: &Comparison) {
         .max()
         .unwrap_or(8)
         .max(8);
-    println!(
+    out!(
         "{:<width$} {:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>6} {:>6}",
-        "scenario", "proc/RT us", "mean ms", "median", "p99", "+mean", "Mb/s", "drops", "retx"
+        "scenario",
+        "proc/RT us",
+        "mean ms",
+        "median",
+        "p99",
+        "+mean",
+        "Mb/s",
+        "drops",
+        "retx"
     );
     for row in &c.rows {
         let r = &row.result;
-        println!(
+        out!(
             "{:<width$} {:>11.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>11.3} {:>6} {:>6}{}",
             row.name,
             row.round_trip_processing_ns as f64 / 1e3,
@@ -276,13 +284,13 @@ fn print_text(c: &Comparison) {
             if r.complete { "" } else { "  (time ran out)" }
         );
     }
-    println!();
-    println!(
+    out!();
+    out!(
         "  proc/RT: what the router spends on a segment and its ACK (a window of 1 pays it once per round trip)"
     );
     for row in c.rows.iter().skip(1) {
         let rt = &row.result.router;
-        println!(
+        out!(
             "  {}: data {}, ACKs {}; processor busy {:.3} s, {} packets waited at its input (at most {}), {} dropped there",
             row.name,
             row.router.data.label(),

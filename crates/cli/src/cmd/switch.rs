@@ -4,10 +4,10 @@
 //! frames through Open vSwitch's cache hierarchy, then what it did. The
 //! subsystem is the `switch` crate (docs/switch.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use switch::channel::{Channel, Endpoint};
+use switch::channel::{Channel, ChannelOptions, Endpoint, TlsFiles};
 use switch::control::ControlSocket;
 use switch::core::Core;
 use switch::dpif::{CacheOptions, TierStats};
@@ -28,9 +28,18 @@ pub struct Args {
     /// Flows to start with, in `ovs-ofctl add-flows` syntax (one a line)
     #[arg(long, value_name = "FILE")]
     flows: Option<PathBuf>,
-    /// Listen for OpenFlow clients (ptcp:PORT[:IP], loopback by default) or connect to a controller (tcp:IP[:PORT])
+    /// Listen for OpenFlow clients or connect to a controller, as Open vSwitch names them: punix:PATH (a socket file, mode 0600: only its owner and root may connect), pssl:PORT[:IP] (TLS; a client must show a certificate signed by --ca-cert), ptcp:PORT[:IP] (plain TCP, loopback unless IP is given: EVERY local user can then reprogram the switch), unix:PATH, ssl:IP[:PORT], tcp:IP[:PORT] [default for live ports: punix: beside the control socket, its name ending in .mgmt (/run/sluice/switch.mgmt as root); capture runs have none unless given, and with --duration S serve it S seconds after the captures]
     #[arg(long = "of", value_name = "ENDPOINT")]
     of: Vec<Endpoint>,
+    /// The switch's private key (PEM), for pssl: and ssl: (as ovs-vswitchd's --private-key)
+    #[arg(long, value_name = "FILE")]
+    private_key: Option<PathBuf>,
+    /// The switch's certificate (PEM), signed by a CA its peers trust, for pssl: and ssl:
+    #[arg(long, value_name = "FILE")]
+    certificate: Option<PathBuf>,
+    /// The CA certificate (PEM) that must have signed every peer's certificate, for pssl: and ssl:
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// Without the exact-match cache (megaflows only)
     #[arg(long)]
     no_emc: bool,
@@ -46,7 +55,7 @@ pub struct Args {
     /// Print the datapath's megaflows at the end, as ovs-appctl dpctl/dump-flows
     #[arg(long)]
     dump_datapath: bool,
-    /// The control socket of a live switch, for `sluice switch stats|dump-flows` [default: /run/sluice/switch.ctl as root]
+    /// The control socket of a live switch (mode 0600), for `sluice switch stats|dump-flows` [default: /run/sluice/switch.ctl as root, else $XDG_RUNTIME_DIR/sluice/switch.ctl]
     #[arg(long, value_name = "PATH")]
     ctl: Option<PathBuf>,
     /// AF_XDP and run options (AF_XDP ports use the queue, mode and ring options)
@@ -71,7 +80,7 @@ enum Query {
 
 #[derive(clap::Args)]
 struct QueryArgs {
-    /// The switch's control socket [default: /run/sluice/switch.ctl as root]
+    /// The switch's control socket [default: /run/sluice/switch.ctl as root, else $XDG_RUNTIME_DIR/sluice/switch.ctl]
     #[arg(long, value_name = "PATH")]
     ctl: Option<PathBuf>,
     /// JSON output
@@ -162,7 +171,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     let core = Core::new(0x51);
     if let Some(path) = &a.flows {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::files::text(path)?;
         let mods =
             openflow::parse_flows_file(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let now = core.now();
@@ -173,11 +182,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 .map_err(|e| format!("{}: {}: {e}", path.display(), openflow::format_flow(fm)))?;
         }
     }
-    let mut channel = if a.of.is_empty() {
-        None
-    } else {
-        Some(Channel::open(&a.of).map_err(|e| format!("OpenFlow channel: {e}"))?)
-    };
+    let ctl = a.ctl.clone().unwrap_or_else(switch::control::default_path);
+    let mut channel = open_channel(&a, &ports, &ctl)?;
     let options = CacheOptions {
         emc: !a.no_emc && !a.no_cache,
         megaflows: !a.no_cache,
@@ -187,6 +193,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Ports::Pcap(ports) => {
             names = ports.iter().map(|p| p.name.clone()).collect();
             let r = replay(&core, &ports, channel.as_mut(), options)?;
+            if let (Some(ch), Some(d)) = (channel.as_mut(), a.common.duration()) {
+                serve_after_replay(&core, ch, d);
+            }
             Report {
                 packets: r.packets,
                 seconds: r.seconds,
@@ -216,7 +225,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             let stop = xsk::stop_on_signals();
             if !c.json {
                 let devs: Vec<&str> = ports.iter().map(|p| p.dev.as_str()).collect();
-                eprintln!(
+                say!(
                     "sluice switch: {} ({}); Ctrl-C stops",
                     devs.join(", "),
                     if afxdp {
@@ -233,8 +242,12 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                         "AF_PACKET".to_string()
                     }
                 );
+                if let Some(ch) = &channel {
+                    for e in ch.listening() {
+                        say!("sluice switch: OpenFlow clients on {e}");
+                    }
+                }
             }
-            let ctl = a.ctl.clone().unwrap_or_else(switch::control::default_path);
             let mut control = ControlSocket::bind(&ctl)?;
             let live = LiveOptions {
                 backend,
@@ -278,6 +291,69 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     print_report(&core, &report, &names, &a)
 }
 
+/// The OpenFlow channel of the run: `--of`, else for live ports a
+/// `punix:` socket beside the control socket (only root, or the user who
+/// runs the switch, may connect), else none.
+fn open_channel(a: &Args, ports: &Ports, ctl: &Path) -> Result<Option<Channel>, String> {
+    let (endpoints, hint) = if !a.of.is_empty() {
+        (a.of.clone(), "")
+    } else if matches!(ports, Ports::Live { .. }) {
+        let mgmt = Endpoint::ListenUnix(ctl.with_extension("mgmt"));
+        (
+            vec![mgmt],
+            " (give --of, or --ctl PATH to move both sockets)",
+        )
+    } else {
+        return Ok(None);
+    };
+    let tls = match (&a.private_key, &a.certificate, &a.ca_cert) {
+        (Some(k), Some(c), Some(ca)) => Some(TlsFiles {
+            private_key: k.clone(),
+            certificate: c.clone(),
+            ca_cert: ca.clone(),
+        }),
+        (None, None, None) => None,
+        _ => return Err("TLS needs all of --private-key, --certificate and --ca-cert".into()),
+    };
+    let options = ChannelOptions {
+        tls,
+        log: true,
+        ..ChannelOptions::default()
+    };
+    Channel::open_with(&endpoints, &options)
+        .map(Some)
+        .map_err(|e| format!("OpenFlow channel: {e}{hint}"))
+}
+
+/// After a replay with `--duration`: the channel is served until that
+/// much time has passed or a signal comes, so that clients can look at
+/// (and change) the switch the captures went through.
+fn serve_after_replay(core: &Core, ch: &mut Channel, d: std::time::Duration) {
+    let stop = xsk::stop_on_signals();
+    let start = std::time::Instant::now();
+    for e in ch.listening() {
+        say!(
+            "sluice switch: captures done; OpenFlow clients on {e} for {:.0} s (Ctrl-C stops)",
+            d.as_secs_f64()
+        );
+    }
+    let mut tx = Nowhere;
+    while start.elapsed() < d && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if !ch.poll(core, &mut tx) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// Packet-outs once the capture ports are closed: no port takes them.
+struct Nowhere;
+
+impl switch::core::Transmit for Nowhere {
+    fn transmit(&mut self, _port: u32, _frame: &[u8]) -> bool {
+        false
+    }
+}
+
 fn print_report(
     core: &Core,
     report: &Report,
@@ -319,17 +395,17 @@ fn print_report(
             "flows": flows.iter().map(openflow::format_flow_stats).collect::<Vec<_>>(),
             "datapath_flows": report.megaflows,
         });
-        println!("{j:#}");
+        out!("{j:#}");
         return Ok(ExitCode::SUCCESS);
     }
     let pct = |n: u64| 100.0 * n as f64 / report.packets.max(1) as f64;
-    println!(
+    out!(
         "switch: {} ports, {} packets in {:.3} s",
         names.len(),
         report.packets,
         report.seconds
     );
-    println!(
+    out!(
         "  emc hits {} ({:.1}%), megaflow hits {} ({:.1}%), upcalls {} ({:.1}%)",
         t.emc_hits,
         pct(t.emc_hits),
@@ -338,7 +414,7 @@ fn print_report(
         t.upcalls,
         pct(t.upcalls)
     );
-    println!(
+    out!(
         "  megaflows {} in {} subtables, {} revalidated away, {} expired",
         report.megaflows.len(),
         report.subtables,
@@ -346,31 +422,43 @@ fn print_report(
         t.megaflows_expired
     );
     if let Some(o) = &report.offload {
-        println!(
+        out!(
             "  xdp fast path: {} hits in the kernel, {} misses sent up; {} megaflows offloaded ({} in the kernel at the end, {} masks)",
-            o.hits, o.misses, t.megaflows_offloaded, o.megaflows, o.masks
+            o.hits,
+            o.misses,
+            t.megaflows_offloaded,
+            o.megaflows,
+            o.masks
         );
     }
     for (id, t, cpp) in &report.pmds {
-        println!(
+        out!(
             "  pmd {id}: {} packets, emc hits {}, megaflow hits {}, upcalls {}, {cpp:.0} cycles/packet",
-            t.packets, t.emc_hits, t.megaflow_hits, t.upcalls
+            t.packets,
+            t.emc_hits,
+            t.megaflow_hits,
+            t.upcalls
         );
     }
     for (s, name) in port_stats.iter().zip(names) {
-        println!(
+        out!(
             "  port {} ({name}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
-            s.port_no, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.tx_dropped
+            s.port_no,
+            s.rx_packets,
+            s.rx_bytes,
+            s.tx_packets,
+            s.tx_bytes,
+            s.tx_dropped
         );
     }
     if a.dump_flows {
         for f in &flows {
-            println!(" {}", openflow::format_flow_stats(f));
+            out!(" {}", openflow::format_flow_stats(f));
         }
     }
     if a.dump_datapath {
         for m in &report.megaflows {
-            println!("{m}");
+            out!("{m}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -388,7 +476,7 @@ fn query(q: &Query) -> Result<ExitCode, String> {
         .unwrap_or_else(switch::control::default_path);
     let v = switch::control::request(&path, command)?;
     if args.json {
-        println!("{v:#}");
+        out!("{v:#}");
         return Ok(ExitCode::SUCCESS);
     }
     let empty = Vec::new();
@@ -401,19 +489,19 @@ fn query(q: &Query) -> Result<ExitCode, String> {
                     let x = p[k].as_u64().unwrap_or(0);
                     format!("{x} ({:.1}%)", 100.0 * x as f64 / n.max(1) as f64)
                 };
-                println!("pmd thread {}:", p["pmd"]);
-                println!("  packets:        {n}");
-                println!("  emc hits:       {}", pct("emc_hits"));
-                println!("  megaflow hits:  {}", pct("megaflow_hits"));
-                println!("  upcalls:        {}", pct("upcalls"));
+                out!("pmd thread {}:", p["pmd"]);
+                out!("  packets:        {n}");
+                out!("  emc hits:       {}", pct("emc_hits"));
+                out!("  megaflow hits:  {}", pct("megaflow_hits"));
+                out!("  upcalls:        {}", pct("upcalls"));
                 let offloaded = p["megaflows_offloaded"].as_u64().unwrap_or(0);
                 if offloaded > 0 {
-                    println!(
+                    out!(
                         "  offload hits:   {} (in the kernel, {offloaded} megaflows offloaded)",
                         p["offload_hits"]
                     );
                 }
-                println!(
+                out!(
                     "  megaflows:      {} in {} subtables, {:.2} subtables probed per lookup",
                     p["megaflows_added"].as_u64().unwrap_or(0)
                         - p["megaflows_revalidated_away"].as_u64().unwrap_or(0)
@@ -422,13 +510,13 @@ fn query(q: &Query) -> Result<ExitCode, String> {
                     p["subtable_probes"].as_u64().unwrap_or(0) as f64
                         / (n - p["emc_hits"].as_u64().unwrap_or(0)).max(1) as f64
                 );
-                println!(
+                out!(
                     "  cycles/packet:  {:.1}",
                     p["cycles_per_packet"].as_f64().unwrap_or(0.0)
                 );
             }
             for p in list("ports") {
-                println!(
+                out!(
                     "port {} ({}): rx {} packets {} bytes, tx {} packets {} bytes, tx dropped {}",
                     p["port"],
                     p["name"].as_str().unwrap_or(""),
@@ -442,10 +530,10 @@ fn query(q: &Query) -> Result<ExitCode, String> {
         }
         Query::DumpFlows(_) => {
             for f in list("flows") {
-                println!("{}", f["flow"].as_str().unwrap_or(""));
+                out!("{}", f["flow"].as_str().unwrap_or(""));
             }
             if let Some(late) = v["late_pmds"].as_array().filter(|l| !l.is_empty()) {
-                eprintln!(
+                say!(
                     "sluice switch: packet threads {late:?} did not answer in time: their flows are from an earlier dump"
                 );
             }

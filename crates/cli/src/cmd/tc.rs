@@ -2,10 +2,11 @@
 //! file (the commands that succeeded, one a line, replayed before each
 //! run): `sluice tc [-s] [-j] [--config F] filter add dev v0 ingress ...`,
 //! `-b FILE` (or tc's `-batch FILE`) for a batch. The subsystem is the
-//! `tc` crate (docs/tc.md).
+//! `tc` crate (docs/tc.md); the file is kept, read and replaced as
+//! `tc::read_config` and `tc::write_config` say (its owner's state
+//! directory by default, no links followed, written whole or not at all).
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use tc::{Config, ShowOptions};
@@ -22,13 +23,17 @@ Devices:     a device a rule names (mirred dev, indev) must exist: a clsact qdis
 Counters:    -s shows the configuration's own counters, and a configuration file keeps lines,
              not packets: `sluice run --tc FILE` shows them after a run, `sluice diff --tc` beside
              the kernel's
+Config file: by default /var/lib/sluice/tc.conf for root, $XDG_STATE_HOME/sluice/tc.conf
+             (or ~/.local/state/sluice/tc.conf) for others; a file is read only if it is a
+             regular file (not a symbolic link) owned by you or root that nobody else may
+             write, and replaced whole (a new file renamed over it), never half-written
 Examples:    sluice tc qdisc add dev v0 clsact
              sluice tc filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1
              sluice tc -batch rules.tc")]
 pub struct Args {
-    /// The configuration: the tc commands that succeeded, one a line (created when missing)
-    #[arg(long, value_name = "FILE", default_value = "sluice-tc.conf")]
-    config: PathBuf,
+    /// The configuration: the tc commands that succeeded, one a line (created when missing; default: /var/lib/sluice/tc.conf for root, else $XDG_STATE_HOME/sluice/tc.conf or ~/.local/state/sluice/tc.conf)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Counters, as tc -s
     #[arg(short = 's', long = "stats")]
     stats: bool,
@@ -61,10 +66,24 @@ fn changes(words: &[&str]) -> bool {
     matches!(words, [_, verb, ..] if !matches!(*verb, "show" | "list" | "ls" | "get"))
 }
 
-/// The configuration a file of tc lines builds (`sluice tc`'s file, or
-/// any `tc -batch` file).
+/// The configuration a file of tc lines builds (any `tc -batch` file).
 pub fn load(path: &std::path::Path) -> Result<Config, String> {
     load_with_devices(path, &[])
+}
+
+/// The configuration `sluice tc` keeps at `path`, read as
+/// `tc::read_config` allows (missing: empty).
+pub fn load_config(path: &Path) -> Result<Config, String> {
+    let text = tc::read_config(path).map_err(|e| e.to_string())?;
+    parse(&text, path)
+}
+
+fn parse(text: &str, path: &Path) -> Result<Config, String> {
+    let mut config = Config::default();
+    config
+        .run_batch(text, ShowOptions::default())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(config)
 }
 
 /// The configuration of a file, with some devices' real indexes known
@@ -73,7 +92,7 @@ pub fn load_with_devices(
     path: &std::path::Path,
     devices: &[(String, u32)],
 ) -> Result<Config, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::files::text(path)?;
     let mut config = Config::default();
     for (name, index) in devices {
         config.devices.set(name, *index);
@@ -85,9 +104,8 @@ pub fn load_with_devices(
 }
 
 /// `--kernel DEV`: the configuration's lines for DEV into the kernel.
-fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
-    let text =
-        std::fs::read_to_string(&a.config).map_err(|e| format!("{}: {e}", a.config.display()))?;
+fn push(a: &Args, config: &Path, dev: &str) -> Result<ExitCode, String> {
+    let text = tc::read_config(config).map_err(|e| e.to_string())?;
     // Checked by sluice first: a bad line is named before the kernel sees
     // any. The devices are the kernel's to find (in --netns): every one
     // the lines name is taken as there.
@@ -101,20 +119,20 @@ fn push(a: &Args, dev: &str) -> Result<ExitCode, String> {
     }
     check
         .run_batch(&text, ShowOptions::default())
-        .map_err(|e| format!("{}: {e}", a.config.display()))?;
+        .map_err(|e| format!("{}: {e}", config.display()))?;
     let n = difftest::tc::push(&text, dev, a.netns.as_deref(), a.replace)
-        .map_err(|e| format!("{}: {e}", a.config.display()))?;
+        .map_err(|e| format!("{}: {e}", config.display()))?;
     let at = a
         .netns
         .as_ref()
         .map_or(String::new(), |ns| format!(" (namespace {ns})"));
-    println!(
+    out!(
         "{}: {n} lines pushed to {dev}{at} with tc; see them with `tc{} -s filter show dev {dev} ingress`, compare with `sluice diff --tc {} --pcap FILE`",
-        a.config.display(),
+        config.display(),
         a.netns
             .as_ref()
             .map_or(String::new(), |ns| format!(" -n {ns}")),
-        a.config.display()
+        config.display()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -134,13 +152,8 @@ fn tc_batch_option(a: &mut Args) {
 
 /// A batch file's text (`-`: standard input, as tc reads it).
 fn read_batch(f: &std::path::Path) -> Result<String, String> {
-    if f.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| format!("stdin: {e}"))?;
-        return Ok(text);
-    }
-    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))
+    // `-` is standard input, as for tc.
+    crate::files::text(f)
 }
 
 /// Whether the command shows (and so, with -s, prints counters).
@@ -151,28 +164,64 @@ fn shows(command: &[String]) -> bool {
     )
 }
 
+/// The configuration's path: `--config`, or the default (its directory
+/// made if missing when it is to be written). A `./sluice-tc.conf`, the
+/// old default, is named on stderr but not read.
+fn config_path(a: &Args) -> Result<(PathBuf, bool), String> {
+    if let Some(p) = &a.config {
+        return Ok((p.clone(), false));
+    }
+    let path = tc::default_config_path().map_err(|e| e.to_string())?;
+    if std::fs::symlink_metadata("sluice-tc.conf").is_ok() {
+        say!(
+            "sluice tc: note: ./sluice-tc.conf is no longer read by default (a file in the \
+             current directory could be anyone's); the configuration is {}; give \
+             --config sluice-tc.conf to use that file",
+            path.display()
+        );
+    }
+    Ok((path, true))
+}
+
+/// `saved` with `kept` added, a line each.
+fn with_lines(saved: &str, kept: &[String]) -> String {
+    let mut text = saved.to_string();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    for l in kept {
+        text += l;
+        text.push('\n');
+    }
+    text
+}
+
 pub fn run(mut a: Args) -> Result<ExitCode, String> {
     tc_batch_option(&mut a);
+    let (path, default) = config_path(&a)?;
     if let Some(dev) = &a.kernel {
-        return push(&a, dev);
+        return push(&a, &path, dev);
     }
     if a.command.first().map(String::as_str) == Some("compile") {
-        return super::tc_compile::run(&a.config, &a.command[1..]);
+        return super::tc_compile::run(&path, &a.command[1..]);
     }
     let show = ShowOptions {
         stats: a.stats,
         json: a.json,
     };
-    let saved = match std::fs::read_to_string(&a.config) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("{}: {e}", a.config.display())),
-    };
-    let mut config = if saved.is_empty() {
-        Config::default()
+    // A command that may change the file holds the directory's lock from
+    // reading it to writing it back: two at once would lose a line.
+    let words: Vec<&str> = a.command.iter().map(String::as_str).collect();
+    let _turn = if a.batch.is_some() || changes(&words) {
+        if default {
+            tc::create_state_dir(&path).map_err(|e| e.to_string())?;
+        }
+        Some(tc::lock_config(&path).map_err(|e| e.to_string())?)
     } else {
-        load(&a.config)?
+        None
     };
+    let saved = tc::read_config(&path).map_err(|e| e.to_string())?;
+    let mut config = parse(&saved, &path)?;
     let (text, kept) = match (&a.batch, a.command.is_empty()) {
         (Some(f), true) => {
             let text = read_batch(f)?;
@@ -191,9 +240,8 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
             (out, kept)
         }
         (None, false) => {
-            let w: Vec<&str> = a.command.iter().map(String::as_str).collect();
-            let out = config.run(&w, show)?;
-            let kept = if changes(&w) {
+            let out = config.run(&words, show)?;
+            let kept = if changes(&words) {
                 vec![a.command.join(" ")]
             } else {
                 Vec::new()
@@ -206,31 +254,17 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
         }
     };
     if !kept.is_empty() {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&a.config)
-            .map_err(|e| format!("{}: {e}", a.config.display()))?;
-        let mut lines = String::new();
-        if !saved.is_empty() && !saved.ends_with('\n') {
-            lines.push('\n');
-        }
-        for l in kept {
-            lines += &l;
-            lines.push('\n');
-        }
-        f.write_all(lines.as_bytes())
-            .map_err(|e| format!("{}: {e}", a.config.display()))?;
+        tc::write_config(&path, &with_lines(&saved, &kept)).map_err(|e| e.to_string())?;
     }
-    print!("{text}");
+    out_part!("{text}");
     if a.stats && (a.batch.is_some() || shows(&a.command)) {
         // tc's counters are the kernel's; these are a file's, which no
         // packet has passed.
-        eprintln!(
+        say!(
             "sluice tc: these counters are the configuration's, which keeps lines, not packets \
              (so they are zero): `sluice run --tc {0} --pcap F` shows every hook's counters after \
              a run, `sluice diff --tc {0} --pcap F` beside the kernel's",
-            a.config.display()
+            path.display()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -43,13 +43,13 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
         Ok(a) => a,
         // --help is an answer, not an error: on stdout, exit 0.
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
-            print!("{e}");
+            out_part!("{e}");
             return Ok(ExitCode::SUCCESS);
         }
         Err(e) => return Err(e.to_string()),
     };
     let path = a.config.as_deref().unwrap_or(config);
-    let tc = super::tc::load(path)?;
+    let tc = super::tc::load_config(path)?;
     let hook = match a.hook.as_str() {
         "ingress" => tc::Hook::Ingress,
         "egress" => tc::Hook::Egress,
@@ -89,7 +89,7 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
         .map_err(|r| format!("{dev} {}: not compiled:\n{r}", hook.name()))?;
     if let Some(f) = &a.emit_c {
         std::fs::write(f, &c).map_err(|e| format!("{}: {e}", f.display()))?;
-        println!("wrote the C to {}", f.display());
+        out!("wrote the C to {}", f.display());
     }
     let Some(out) = &a.out else {
         if a.emit_c.is_none() {
@@ -106,7 +106,7 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
             tc::Hook::Egress => q.egress.chains().count(),
         })
         .unwrap_or(0);
-    println!(
+    out!(
         "compiled {dev} {}: {} rule(s) in {chains} chain(s), {} action(s) -> {} (sections: tc{})",
         hook.name(),
         manifest.rules.len(),
@@ -114,17 +114,17 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
         out.display(),
         if opts.xdp { ", xdp" } else { "" }
     );
-    print!("{}", manifest.describe());
-    println!("load it:");
-    println!(
+    out_part!("{}", manifest.describe());
+    out!("load it:");
+    out!(
         "  tc qdisc add dev {dev} clsact; tc filter add dev {dev} {} bpf da obj {} sec tc",
         hook.name(),
         out.display()
     );
     if opts.xdp {
-        println!("  ip link set dev {dev} xdp obj {} sec xdp", out.display());
+        out!("  ip link set dev {dev} xdp obj {} sec xdp", out.display());
     }
-    println!(
+    out!(
         "counters: maps {} and {} (bpftool map dump name {}), slots as listed above",
         tccompile::RULE_MAP,
         tccompile::ACTION_MAP,

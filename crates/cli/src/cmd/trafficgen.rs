@@ -95,7 +95,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             if let (Method::Auto, Some(why)) = (a.method, &why_not_live)
                 && !a.json
             {
-                eprintln!("sluice gen: {why}: sending through an AF_PACKET socket");
+                say!("sluice gen: {why}: sending through an AF_PACKET socket");
             }
             traffic::send_packet_socket(ifindex, &plan, progress).map_err(|e| e.to_string())?
         }
@@ -150,7 +150,7 @@ fn report(a: &Args, sent: &Sent, frames: &[Vec<u8>]) -> Result<ExitCode, String>
     if a.json {
         print_json(&r)?;
     } else {
-        println!(
+        out!(
             "sent {} packets of {} bytes ({} flows) out of {} in {:.3} s: {:.0} packets/s ({:.2} Mpps) via {}",
             r.packets,
             r.bytes_per_packet,

@@ -84,7 +84,7 @@ struct Report {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let name = a.object.display().to_string();
-    let data = std::fs::read(&a.object).map_err(|e| format!("{name}: {e}"))?;
+    let data = crate::files::object(&a.object)?;
     let mut object = obj::Object::parse(&data).map_err(|e| format!("{name}: {e}"))?;
     let mut opts = LoadOptions::default();
     a.settings.apply(&mut object, &mut opts)?;
@@ -216,17 +216,17 @@ fn ms(micros: u128) -> String {
 }
 
 fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
-    println!("{name}");
+    out!("{name}");
     for r in reports {
         if log && !r.log.is_empty() {
-            println!("--- {} ({}): walk ---", r.name, r.section);
+            out!("--- {} ({}): walk ---", r.name, r.section);
             for l in &r.log {
-                println!("{l}");
+                out!("{l}");
             }
-            println!("---");
+            out!("---");
         }
         let verdict = r.verdict.to_uppercase();
-        println!(
+        out!(
             "  {} ({}): {verdict}  {} insns processed, {} states, stack {} B, {}",
             r.name,
             r.section,
@@ -237,19 +237,19 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
         );
         if let Some(insn) = r.insn {
             if let Some(d) = &r.disasm {
-                println!("    at insn {insn}: {d}");
+                out!("    at insn {insn}: {d}");
             }
             if let (Some(line), Some(src)) = (&r.line, &r.source) {
-                println!("    source {line}: {src}");
+                out!("    source {line}: {src}");
             }
             if let Some(reason) = &r.reason {
-                println!("    why: {reason}");
+                out!("    why: {reason}");
             }
             if let Some(k) = &r.kernel_message {
-                println!("    kernel-style message: {}", k.replace('\n', " / "));
+                out!("    kernel-style message: {}", k.replace('\n', " / "));
             }
             if let Some(regs) = &r.registers {
-                println!("    state: {regs}");
+                out!("    state: {regs}");
             }
         }
         if let Some(k) = &r.kernel {
@@ -263,9 +263,9 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
                 (Some(n), None) => format!(", {n} insns processed"),
                 _ => String::new(),
             };
-            println!("    kernel: {}{figures}{agree}", k.verdict.to_uppercase());
+            out!("    kernel: {}{figures}{agree}", k.verdict.to_uppercase());
             if let Some(m) = &k.message {
-                println!("      {m}");
+                out!("      {m}");
             }
         }
     }
@@ -275,7 +275,7 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
 /// a note says why run-time checks stay, when they do.
 pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
     if let Some(note) = hook.verify_for_run()? {
-        eprintln!("sluice: note: {note}");
+        say!("sluice: note: {note}");
     }
     Ok(())
 }

@@ -219,7 +219,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Command::Mem(a) => mem(a),
         Command::Unload { dir } => {
             let devs = pipeline::xpf_detach(&dir)?;
-            println!(
+            out!(
                 "{}: unloaded{}",
                 dir.display(),
                 if devs.is_empty() {
@@ -242,7 +242,7 @@ fn load(a: LoadArgs) -> Result<ExitCode, String> {
     let opts = a.instance.options();
     pipeline::xpf_attach(&prog, opts, &a.dev, mode, &a.pin)
         .map_err(|e| format!("{}: {e}", a.file.display()))?;
-    println!(
+    out!(
         "{} attached to {} ({} blocks of {} words, budget {}); memory in {}",
         a.file.display(),
         a.dev,
@@ -291,7 +291,7 @@ fn mem(a: MemArgs) -> Result<ExitCode, String> {
                 print_json(&shown)?;
             } else {
                 for b in &shown.blocks {
-                    println!(
+                    out!(
                         "block {}{} ({words} words):",
                         b.block,
                         if b.active { " (active)" } else { "" }
@@ -325,13 +325,13 @@ fn mem(a: MemArgs) -> Result<ExitCode, String> {
             m.mwrite(xpf::Handle(block), at, &values)
                 .map_err(|e| e.to_string())?;
         }
-        MemOp::Malloc => println!("{}", m.malloc().map_err(|e| e.to_string())?),
+        MemOp::Malloc => out!("{}", m.malloc().map_err(|e| e.to_string())?),
         MemOp::Free { block } => m.free(xpf::Handle(block)).map_err(|e| e.to_string())?,
         MemOp::Switch { block, how } => {
             let old = m
                 .mswitch(xpf::Handle(block), switch_mode(how))
                 .map_err(|e| e.to_string())?;
-            println!("{old}");
+            out!("{old}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -339,7 +339,7 @@ fn mem(a: MemArgs) -> Result<ExitCode, String> {
 
 /// The program in `path`: assembly text, or `struct sock_filter` bytes.
 fn read_program(path: &Path) -> Result<Vec<cbpf::Insn>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::files::object(path)?;
     let name = path.display();
     match std::str::from_utf8(&bytes) {
         Ok(text) if !text.contains('\0') => xpf::assemble(text).map_err(|e| format!("{name}: {e}")),
@@ -352,16 +352,16 @@ fn asm(a: AsmArgs) -> Result<ExitCode, String> {
     xpf::check(&prog, &a.instance.options()).map_err(|e| format!("{}: {e}", a.file.display()))?;
     if let Some(out) = &a.output {
         std::fs::write(out, cbpf::encode(&prog)).map_err(|e| format!("{}: {e}", out.display()))?;
-        eprintln!(
+        say!(
             "{}: {} instructions, {} bytes",
             out.display(),
             prog.len(),
             prog.len() * 8
         );
     } else if a.decimal {
-        print!("{}", cbpf::image_decimal(&prog));
+        out_part!("{}", cbpf::image_decimal(&prog));
     } else {
-        print!("{}", xpf::image(&prog));
+        out_part!("{}", xpf::image(&prog));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -492,17 +492,21 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     } else {
         print_text(&report);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        report.source_error.as_deref(),
+        report.packets,
+        false,
+    ))
 }
 
 fn print_words(words: &[(u32, u32)]) {
     if words.is_empty() {
-        println!("    (all zero)");
+        out!("    (all zero)");
         return;
     }
-    println!("    {:>8}  {:>10}  {:>10}", "word", "value", "hex");
+    out!("    {:>8}  {:>10}  {:>10}", "word", "value", "hex");
     for (i, w) in words {
-        println!("    {i:>8}  {w:>10}  {:#010x}", w);
+        out!("    {i:>8}  {w:>10}  {:#010x}", w);
     }
 }
 
@@ -510,25 +514,30 @@ fn print_text(r: &Report) {
     let exceptions = r
         .exceptions
         .map_or(String::new(), |n| format!(", {n} over budget"));
-    println!(
+    out!(
         "{}: {} packets, {} accepted{exceptions} ({} engine, {} form)",
-        r.program, r.packets, r.accepted, r.engine, r.form
+        r.program,
+        r.packets,
+        r.accepted,
+        r.engine,
+        r.form
     );
     if r.refused > 0 {
-        eprintln!(
+        say!(
             "sluice: {} frames the kernel's test run refuses (under 14 bytes, over a page, or an IP header cut short) were not run",
             r.refused
         );
     }
     for t in &r.retired {
-        println!(
+        out!(
             "block {} retired after packet {}:",
-            t.block, t.after_packets
+            t.block,
+            t.after_packets
         );
         print_words(&t.words);
     }
     for b in &r.blocks {
-        println!(
+        out!(
             "block {}{} ({} words):",
             b.block,
             if b.active { " (active)" } else { "" },
@@ -537,9 +546,6 @@ fn print_text(r: &Report) {
         print_words(&b.words);
     }
     if r.stopped {
-        eprintln!("sluice: stopped by a signal after {} packets", r.packets);
-    }
-    if let Some(e) = &r.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
+        say!("sluice: stopped by a signal after {} packets", r.packets);
     }
 }

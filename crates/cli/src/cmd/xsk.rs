@@ -138,7 +138,7 @@ pub use crate::signals::stop_on_signals;
 pub fn live_rates(last: &mut (Totals, Duration), t: &Totals, at: Duration) {
     let dt = (at - last.1).as_secs_f64().max(1e-9);
     let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / dt;
-    eprintln!(
+    say!(
         "{:>6.1}s  rx/s {:>12.0}  tx/s {:>12.0}  drop/s {:>12.0}  cycles/pkt {:>8.1}",
         at.as_secs_f64(),
         rate(t.rx, last.0.rx),
@@ -171,7 +171,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     };
     let stop = stop_on_signals();
     if !c.json {
-        eprintln!(
+        say!(
             "sluice xsk {}: {} queue(s) {:?}, {} XDP; Ctrl-C stops",
             app.name(),
             a.dev,
@@ -221,9 +221,9 @@ fn print_summary(s: &Summary, json: bool) {
                 "tx_ring_empty": s.kernel.tx_ring_empty_descs,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+        out!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
     } else {
-        println!(
+        out!(
             "{} on {} ({} XDP, {} AF_XDP): {:.2} s, rx {} ({:.3} Mpps), tx {} ({:.3} Mpps), dropped {}, {:.1} cycles/packet, {} TX kicks, {} of {} frames unaccounted; kernel: {} dropped, RX ring full {}, FILL ring empty {}",
             s.app.name(),
             s.dev,

@@ -18,7 +18,6 @@ mod trace;
 mod tunnel;
 
 pub use sock::HZ;
-pub use tunnel::TunnelInfo;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -7,6 +7,7 @@ use vm::HelperFn;
 
 use super::{Ctx, Ret, err, read};
 use crate::Env;
+use crate::tunnel_info::{F_TUNINFO_IPV6, TunnelInfo};
 use maps::Errno;
 
 pub const TC: &[(&str, HelperFn<Env>)] = &[
@@ -20,7 +21,6 @@ pub const TC: &[(&str, HelperFn<Env>)] = &[
 /// have (up to `tunnel_ext`, `tunnel_label`, `local_ipv4`; IPv4 only).
 const KEY_SIZE: u64 = 44;
 const KEY_SIZES: [u64; 5] = [KEY_SIZE, 8, 22, 24, 28];
-const F_TUNINFO_IPV6: u64 = 1;
 const F_ZERO_CSUM_TX: u64 = 2;
 const F_DONT_FRAGMENT: u64 = 4;
 const F_SEQ_NUMBER: u64 = 8;
@@ -28,32 +28,6 @@ const F_NO_TUNNEL_KEY: u64 = 16;
 const F_TUNINFO_FLAGS: u64 = 16;
 /// Most option bytes a tunnel carries (`IP_TUNNEL_OPTS_MAX`).
 const OPTS_MAX: u64 = 255;
-
-/// What `bpf_skb_set_tunnel_key` (and `_opt`) left on a packet.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct TunnelInfo {
-    /// The `struct bpf_tunnel_key` as given, padded to its full size.
-    pub key: Vec<u8>,
-    pub flags: u64,
-    pub options: Vec<u8>,
-}
-
-impl TunnelInfo {
-    pub fn id(&self) -> u32 {
-        u32::from_le_bytes(self.key[0..4].try_into().expect("44 bytes"))
-    }
-
-    pub fn remote(&self) -> std::net::IpAddr {
-        let b = &self.key[4..20];
-        if self.flags & F_TUNINFO_IPV6 != 0 {
-            std::net::IpAddr::from(<[u8; 16]>::try_from(b).expect("16 bytes"))
-        } else {
-            // remote_ipv4 is in host order.
-            let v = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
-            std::net::IpAddr::from(v.to_be_bytes())
-        }
-    }
-}
 
 /// The kernel clears the buffer of a failed get.
 fn fail_cleared(c: &mut Ctx, to: u64, size: u64, e: Errno) -> Ret {

@@ -189,7 +189,7 @@ fn kernel_engines(a: &Args, ra: &run::Args, packets: &[Vec<u8>]) -> Vec<Engine> 
     }
     let measure = || -> Result<Vec<Engine>, String> {
         let h = run::prepare(ra)?;
-        let bytes = std::fs::read(a.object()).map_err(|e| e.to_string())?;
+        let bytes = crate::files::object(a.object())?;
         let mut opts = difftest::load_options(h.object(), h.maps());
         let pins = PathBuf::from(format!("/sys/fs/bpf/sluice-bench-{}", std::process::id()));
         opts.pin_root = Some(pins.clone());
@@ -385,7 +385,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 }
 
 fn print_text(r: &Report, p: &obj::Program) {
-    println!(
+    out!(
         "{} ({}): {} packets, {} in sluice",
         r.program,
         p.section,
@@ -397,9 +397,9 @@ fn print_text(r: &Report, p: &obj::Program) {
         }
     );
     for (k, n) in &r.skipped {
-        println!("skipped: {n} frames of {k} without an Ethernet form");
+        out!("skipped: {n} frames of {k} without an Ethernet form");
     }
-    println!("{:<14} {:>12} {:>9}", "engine", "ns/packet", "Mpps");
+    out!("{:<14} {:>12} {:>9}", "engine", "ns/packet", "Mpps");
     let ns_of = |e: &str| {
         r.results
             .iter()
@@ -408,8 +408,8 @@ fn print_text(r: &Report, p: &obj::Program) {
     };
     for e in &r.results {
         match (e.ns_per_packet, &e.skipped) {
-            (Some(ns), _) => println!("{:<14} {ns:>12.1} {:>9.2}", e.engine, 1e3 / ns),
-            (None, Some(why)) => println!("{:<14} skipped: {why}", e.engine),
+            (Some(ns), _) => out!("{:<14} {ns:>12.1} {:>9.2}", e.engine, 1e3 / ns),
+            (None, Some(why)) => out!("{:<14} skipped: {why}", e.engine),
             _ => {}
         }
     }
@@ -439,6 +439,6 @@ fn print_text(r: &Report, p: &obj::Program) {
         ));
     }
     for l in lines {
-        println!("{l}");
+        out!("{l}");
     }
 }

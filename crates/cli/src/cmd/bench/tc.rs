@@ -275,7 +275,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         svg: if plotted.is_ok() { svg } else { String::new() },
     };
     if let Err(e) = plotted {
-        eprintln!("sluice bench tc: plot: {e}");
+        say!("sluice bench tc: plot: {e}");
     }
     if a.json {
         print_json(&report)?;
@@ -367,48 +367,48 @@ fn compile(case: &Case, path: &Path) -> Result<Vec<u8>, String> {
 }
 
 fn print_text(r: &Report, rules: &[u32]) {
-    println!(
+    out!(
         "Mpps by rule count ({} s each; best: the first rule matches, worst: the last)",
         r.seconds_each
     );
-    print!("{:<48} {:<5}", "", "case");
+    out_part!("{:<48} {:<5}", "", "case");
     for n in rules {
-        print!(" {:>8}", n);
+        out_part!(" {:>8}", n);
     }
-    println!(" {:>10}", "most/1");
+    out!(" {:>10}", "most/1");
     for s in &r.series {
-        print!("{:<48} {:<5}", s.label, s.case);
+        out_part!("{:<48} {:<5}", s.label, s.case);
         for n in rules {
             match s.points.iter().find(|p| p.0 == *n) {
-                Some((_, m)) => print!(" {m:>8.3}"),
-                None => print!(" {:>8}", "-"),
+                Some((_, m)) => out_part!(" {m:>8.3}"),
+                None => out_part!(" {:>8}", "-"),
             }
         }
         match s.ratio {
-            Some(x) => println!(" {x:>10.2}"),
-            None => println!(),
+            Some(x) => out!(" {x:>10.2}"),
+            None => out!(),
         }
     }
     match (&r.kernel_baseline_mpps, &r.kernel_skipped) {
-        (Some(b), _) => println!(
+        (Some(b), _) => out!(
             "kernel: the whole path (AF_PACKET send, veth, tc, the stack's drop); with a clsact qdisc and no filter: {b:.3} Mpps"
         ),
-        (None, Some(why)) => println!("kernel: left out ({why})"),
+        (None, Some(why)) => out!("kernel: left out ({why})"),
         _ => {}
     }
     for s in &r.series {
         for (n, why) in &s.skipped {
-            println!("{} {}, {n} rules: not measured: {why}", s.label, s.case);
+            out!("{} {}, {n} rules: not measured: {why}", s.label, s.case);
         }
     }
     for (engine, m) in &r.trie {
-        println!("u32 trie of 64K flows, {engine}: {m:.3} Mpps");
+        out!("u32 trie of 64K flows, {engine}: {m:.3} Mpps");
     }
     if let Some((n, m)) = r.large {
-        println!("flower, {n} rules, 5 tuples, one filter, worst case, sluice: {m:.3} Mpps");
+        out!("flower, {n} rules, 5 tuples, one filter, worst case, sluice: {m:.3} Mpps");
     }
     if !r.svg.is_empty() {
-        println!("plot: {}", r.svg);
+        out!("plot: {}", r.svg);
     }
 }
 

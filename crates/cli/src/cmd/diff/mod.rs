@@ -88,7 +88,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .object
         .clone()
         .ok_or("give an object file, or --tc FILE")?;
-    let bytes = std::fs::read(&object).map_err(|e| format!("{}: {e}", object.display()))?;
+    let bytes = crate::files::object(&object)?;
     let run_args = run::Args {
         object: Some(object.clone()),
         prog: a.prog.clone(),
@@ -140,42 +140,49 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 
 fn print_text(r: &DiffReport<'_>) {
     let s = r.summary;
-    println!(
+    out!(
         "{} {}: {} packets, {} compared, {} divergences, {} not comparable",
-        r.object, r.program, s.packets, s.compared, s.divergences, s.not_comparable
+        r.object,
+        r.program,
+        s.packets,
+        s.compared,
+        s.divergences,
+        s.not_comparable
     );
     for (k, n) in &r.skipped {
-        println!("skipped: {n} frames of {k} without an Ethernet form");
+        out!("skipped: {n} frames of {k} without an Ethernet form");
     }
     for n in &s.notes {
-        println!("note: {n}");
+        out!("note: {n}");
     }
     if !s.not_comparable_reasons.is_empty() {
-        println!("not comparable:");
+        out!("not comparable:");
         for (why, n) in &s.not_comparable_reasons {
-            println!("  {n:>8}  {why}");
+            out!("  {n:>8}  {why}");
         }
     }
     if !s.maps_not_compared.is_empty() {
-        println!("maps not compared:");
+        out!("maps not compared:");
         for (m, why) in &s.maps_not_compared {
-            println!("  {m}: {why}");
+            out!("  {m}: {why}");
         }
     }
     for d in &s.first {
         match d.since_packet {
-            Some(since) => println!(
+            Some(since) => out!(
                 "packet {} ({} bytes; found by a full comparison of the maps, changed at one of packets {since}-{}):",
-                d.packet, d.len, d.packet
+                d.packet,
+                d.len,
+                d.packet
             ),
-            None => println!("packet {} ({} bytes):", d.packet, d.len),
+            None => out!("packet {} ({} bytes):", d.packet, d.len),
         }
         for x in &d.differences {
-            println!("  {}", describe(x).replace('\n', "\n    "));
+            out!("  {}", describe(x).replace('\n', "\n    "));
         }
     }
     if s.divergences as usize > s.first.len() {
-        println!(
+        out!(
             "... {} more diverging packets",
             s.divergences as usize - s.first.len()
         );

@@ -23,7 +23,7 @@ struct Report<'a> {
 }
 
 pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
-    let lines = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let lines = crate::files::text(file)?;
     let config = crate::cmd::tc::load(file)?;
     let dev = run::tc::arrival(&config, a.tc_dev.as_deref())?;
     let hook = tc::Hook::from(a.tc_hook);
@@ -62,7 +62,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
 
 fn print_text(r: &Report<'_>, show: usize) {
     let d = r.diff;
-    println!(
+    out!(
         "{} at {} {}: {} frames through the kernel's tc and sluice's ({} not sendable: under 14 bytes or over the link's size); {}",
         r.config,
         r.dev,
@@ -77,11 +77,11 @@ fn print_text(r: &Report<'_>, show: usize) {
     );
     let pair = |c: difftest::tc::Count| format!("{} pkt {} B", c.packets, c.bytes);
     for h in &d.hooks {
-        println!("{} {}:", h.dev, h.hook);
-        println!("  {:<22} {:<22} counter of", "kernel", "sluice");
+        out!("{} {}:", h.dev, h.hook);
+        out!("  {:<22} {:<22} counter of", "kernel", "sluice");
         for c in &h.counters {
             let mark = if c.kernel == c.sluice { ' ' } else { '!' };
-            println!(
+            out!(
                 "{mark} {:<22} {:<22} {}",
                 pair(c.kernel),
                 pair(c.sluice),
@@ -89,19 +89,19 @@ fn print_text(r: &Report<'_>, show: usize) {
             );
         }
         if h.kernel_show != h.sluice_show {
-            println!("  the filters show differently (first lines that differ):");
+            out!("  the filters show differently (first lines that differ):");
             let k: Vec<&str> = h.kernel_show.lines().collect();
             let s: Vec<&str> = h.sluice_show.lines().collect();
             let differing = (0..k.len().max(s.len()))
                 .filter(|&i| k.get(i) != s.get(i))
                 .take(show);
             for i in differing {
-                println!("    kernel: {}", k.get(i).unwrap_or(&"(nothing)"));
-                println!("    sluice: {}", s.get(i).unwrap_or(&"(nothing)"));
+                out!("    kernel: {}", k.get(i).unwrap_or(&"(nothing)"));
+                out!("    sluice: {}", s.get(i).unwrap_or(&"(nothing)"));
             }
         }
     }
-    println!(
+    out!(
         "{}clsact at {}: kernel {} packets {} dropped, sluice {} packets {} dropped",
         if d.kernel_qdisc == d.sluice_qdisc {
             ""

@@ -46,7 +46,7 @@ pub struct FlowArgs {
     /// Flows listed on the terminal (the most bytes first)
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
     /// A JSON line per ended flow, then one with the summary
@@ -185,7 +185,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     let failed = |sum: &mut Summary, e: String| {
         sum.export_errors += 1;
         if sum.first_export_error.is_none() {
-            eprintln!("sluice: IPFIX export: {e} (accounting goes on)");
+            say!("sluice: IPFIX export: {e} (accounting goes on)");
             sum.first_export_error = Some(e);
         }
     };
@@ -239,7 +239,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         }
         if a.json {
             for e in ended {
-                println!("{}", serde_json::to_string(&line(e)).expect("plain data"));
+                out!("{}", serde_json::to_string(&line(e)).expect("plain data"));
             }
         } else {
             listed.extend_from_slice(ended);
@@ -283,25 +283,37 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             "flows time out as their packets are read, not as they crossed the wire",
         );
     }
+    // A file that could not be written whole (a full disk) ends at its last
+    // whole message; the summary is printed, then what was lost, and the
+    // exit status is 1.
+    let mut file_error = None;
     for ex in exporters {
         if let Exporter::File(f) = ex
             && let Err(e) = f.finish()
         {
-            return Err(e.to_string());
+            file_error = Some(e.to_string());
         }
     }
     if a.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
         );
     } else {
         print_table(&mut listed, a.top, &sum);
     }
-    if let Some(e) = &sum.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
+    let ended = crate::report::input_ended(
+        sum.source_error.as_deref(),
+        sum.packets,
+        a.input.dev.is_some(),
+    );
+    match file_error {
+        Some(e) => {
+            say!("sluice: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        None => Ok(ended),
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn line(e: &Ended) -> FlowLine {
@@ -334,7 +346,7 @@ fn line(e: &Ended) -> FlowLine {
 }
 
 fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {
-    println!(
+    out!(
         "{} packets, {} with IP in {} flows ({} idle, {} active timeout, {} FIN/RST, {} at the end, {} evicted); {} exported in {} IPFIX messages{}",
         s.packets,
         s.accounted,
@@ -356,13 +368,19 @@ fn print_table(flows: &mut [Ended], top: usize, s: &Summary) {
     if flows.is_empty() {
         return;
     }
-    println!(
+    out!(
         "{:>39} {:>6}  {:>39} {:>6} {:>5} {:>9} {:>12}",
-        "source", "port", "destination", "port", "proto", "packets", "bytes"
+        "source",
+        "port",
+        "destination",
+        "port",
+        "proto",
+        "packets",
+        "bytes"
     );
     for e in flows.iter().take(top) {
         let k = &e.flow.key;
-        println!(
+        out!(
             "{:>39} {:>6}  {:>39} {:>6} {:>5} {:>9} {:>12}",
             k.src.to_string(),
             k.src_port,

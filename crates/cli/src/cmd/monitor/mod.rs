@@ -169,14 +169,14 @@ impl Input {
     pub fn tell(&self, source: &dyn Source) {
         crate::cmd::run::warn_skipped(source, "");
         if self.stopped() {
-            eprintln!(
+            say!(
                 "sluice: stopped by a signal: every packet read was accounted, outputs are complete"
             );
         }
         if self.dev.is_some()
             && let Some(note) = source.note()
         {
-            eprintln!("sluice: {note}");
+            say!("sluice: {note}");
         }
     }
 
@@ -219,7 +219,7 @@ pub(super) fn seconds(s: f64, what: &str) -> Result<u64, String> {
 /// does to `what` the command measures.
 pub(crate) fn warn_out_of_order(order: &monitor::TimeOrder, consequence: &str) {
     if let Some(first) = order.first_backwards {
-        eprintln!(
+        say!(
             "sluice: warning: the input is not in time order: {} packets come earlier than a packet before them (the first: packet {first}); {consequence} (sort the capture by time first: `reordercap IN OUT`)",
             order.backwards
         );

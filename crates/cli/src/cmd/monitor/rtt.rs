@@ -42,7 +42,7 @@ pub struct RttArgs {
     /// Flows listed on the terminal (the most samples first)
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Serve Prometheus metrics (an RTT histogram) at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    /// Serve Prometheus metrics (an RTT histogram) at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
     /// A JSON line per sample, one per flow and method, then one with the summary
@@ -185,7 +185,7 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
                     rtt_ns: s.rtt_ns,
                     time_ns: s.time_ns,
                 };
-                println!("{}", serde_json::to_string(&line).expect("plain data"));
+                out!("{}", serde_json::to_string(&line).expect("plain data"));
             }
         }
     };
@@ -256,9 +256,9 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
                     histogram: st.hist.to_vec(),
                 },
             };
-            println!("{}", serde_json::to_string(&line).expect("plain data"));
+            out!("{}", serde_json::to_string(&line).expect("plain data"));
         }
-        println!(
+        out!(
             "{}",
             serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
         );
@@ -267,15 +267,19 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
     }
     let full = sum.syn_table_full + sum.ts_table_full + sum.flow_table_full + sum.lost;
     if full > 0 {
-        eprintln!(
+        say!(
             "sluice: tables full: {} SYNs, {} TSvals, {} flow samples not kept; {} records lost",
-            sum.syn_table_full, sum.ts_table_full, sum.flow_table_full, sum.lost
+            sum.syn_table_full,
+            sum.ts_table_full,
+            sum.flow_table_full,
+            sum.lost
         );
     }
-    if let Some(e) = &sum.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        sum.source_error.as_deref(),
+        sum.packets,
+        a.input.dev.is_some(),
+    ))
 }
 
 /// `--pping`: pping's own rules (`monitor::Pping`) over the packets, read
@@ -302,7 +306,7 @@ fn run_pping(a: &RttArgs, metrics: &monitor::Metrics) -> Result<ExitCode, String
             if s.rtt >= 0.0 {
                 metrics.rtt((s.rtt * 1e9) as u64);
             }
-            println!("{}", pping_line(s));
+            out!("{}", pping_line(s));
         })
     });
     a.input.tell(source.as_ref());
@@ -311,14 +315,17 @@ fn run_pping(a: &RttArgs, metrics: &monitor::Metrics) -> Result<ExitCode, String
         "pping takes the packets in capture order, so a reply read before its request gives a wrong sample or none",
     );
     // pping's summary goes to stderr too.
-    eprintln!(
+    say!(
         "{} flows, {} packets, {} samples",
-        run.flows, run.packets, run.samples
+        run.flows,
+        run.packets,
+        run.samples
     );
-    if let Some(e) = &run.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        run.source_error.as_deref(),
+        run.packets,
+        a.input.dev.is_some(),
+    ))
 }
 
 /// pping's line: `HH:MM:SS RTT minRTT SRC:PORT+DST:PORT` (its `%T` of the
@@ -397,7 +404,7 @@ fn median_bucket(st: &RttStats) -> usize {
 }
 
 fn print_table(run: &RttSummary, top: usize, s: &Summary) {
-    println!(
+    out!(
         "{} packets, {} TCP: {} handshake and {} timestamp RTTs in {} flows{}",
         s.packets,
         s.tcp,
@@ -418,12 +425,20 @@ fn print_table(run: &RttSummary, top: usize, s: &Summary) {
     }
     let mut flows: Vec<_> = run.flows.iter().collect();
     flows.sort_by_key(|(k, st)| (std::cmp::Reverse(st.count), **k));
-    println!(
+    out!(
         "{:>39} {:>6}  {:>39} {:>6} {:>9} {:>8} {:>10} {:>10} {:>10}  median bucket",
-        "source", "port", "destination", "port", "method", "samples", "min ms", "avg ms", "max ms"
+        "source",
+        "port",
+        "destination",
+        "port",
+        "method",
+        "samples",
+        "min ms",
+        "avg ms",
+        "max ms"
     );
     for ((k, m), st) in flows.into_iter().take(top) {
-        println!(
+        out!(
             "{:>39} {:>6}  {:>39} {:>6} {:>9} {:>8} {:>10} {:>10} {:>10}  {}",
             k.src.to_string(),
             k.src_port,

@@ -39,7 +39,7 @@ pub struct SampleArgs {
     /// Samples listed on the terminal
     #[arg(long, default_value_t = 20)]
     top: usize,
-    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback)
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
     /// A JSON line per record (flow records before the first sample of their label), then one with the summary
@@ -158,7 +158,7 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
                 SampleRecord::Flow(_) => metrics.sample_flows.fetch_add(1, Ordering::Relaxed),
             };
             if a.json {
-                println!("{}", serde_json::to_string(&line(r)).expect("plain data"));
+                out!("{}", serde_json::to_string(&line(r)).expect("plain data"));
             }
         }
         if !a.json {
@@ -209,7 +209,7 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
     metrics.drops("sample", "table_full", counts.full);
     metrics.drops("sample", "records_lost", counts.lost);
     if a.json {
-        println!(
+        out!(
             "{}",
             serde_json::to_string(&serde_json::json!({ "summary": sum })).expect("plain data")
         );
@@ -217,18 +217,19 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
         print_table(&listed, a.top, &sum);
     }
     if sum.table_full > 0 {
-        eprintln!(
+        say!(
             "sluice: the label table was full for {} flow records (sent anyway): raise --table",
             sum.table_full
         );
     }
     if sum.lost > 0 {
-        eprintln!("sluice: {} records lost on the way to user space", sum.lost);
+        say!("sluice: {} records lost on the way to user space", sum.lost);
     }
-    if let Some(e) = &sum.source_error {
-        eprintln!("sluice: the input stopped early: {e}");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::report::input_ended(
+        sum.source_error.as_deref(),
+        sum.packets,
+        a.input.dev.is_some(),
+    ))
 }
 
 fn print_table(records: &[SampleRecord], top: usize, s: &Summary) {
@@ -237,7 +238,7 @@ fn print_table(records: &[SampleRecord], top: usize, s: &Summary) {
     } else {
         0.0
     };
-    println!(
+    out!(
         "{} packets, {} with IP hashed, {} sampled ({pct:.3}%; B/A = {}/{} = {:.3}%), {} flow records, {} past a full table, {} lost",
         s.packets,
         s.hashed,
@@ -265,9 +266,16 @@ fn print_table(records: &[SampleRecord], top: usize, s: &Summary) {
     if samples.is_empty() {
         return;
     }
-    println!(
+    out!(
         "{:>20} {:>10} {:>10}  {:>39} {:>6}  {:>39} {:>6} {:>5}",
-        "time_ns", "label", "hash", "source", "port", "destination", "port", "proto"
+        "time_ns",
+        "label",
+        "hash",
+        "source",
+        "port",
+        "destination",
+        "port",
+        "proto"
     );
     for s in samples.iter().take(top) {
         let (src, sport, dst, dport, proto) = match flows.get(&s.label) {
@@ -280,12 +288,14 @@ fn print_table(records: &[SampleRecord], top: usize, s: &Summary) {
             ),
             None => ("?".into(), 0, "?".into(), 0, 0),
         };
-        println!(
+        out!(
             "{:>20} {:>10x} {:>10x}  {src:>39} {sport:>6}  {dst:>39} {dport:>6} {proto:>5}",
-            s.time_ns, s.label, s.hash
+            s.time_ns,
+            s.label,
+            s.hash
         );
     }
     if samples.len() > top {
-        println!("... {} more samples (--top, --json)", samples.len() - top);
+        out!("... {} more samples (--top, --json)", samples.len() - top);
     }
 }

@@ -167,7 +167,7 @@ fn cpus(a: &Args, calibration: Option<&Calibration>) -> Result<Vec<Cpu>, String>
 /// description.
 fn cpus_of(spec: &str) -> Result<Vec<Cpu>, String> {
     if std::path::Path::new(spec).is_file() {
-        let text = std::fs::read_to_string(spec).map_err(|e| format!("{spec}: {e}"))?;
+        let text = crate::files::text(std::path::Path::new(spec))?;
         let cpu: Cpu = serde_json::from_str(&text)
             .map_err(|e| format!("--cpu {spec}: not a processor file ({e})"))?;
         cpu.check().map_err(|e| format!("--cpu {spec}: {e}"))?;
@@ -228,7 +228,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         ));
     }
     for w in &warnings {
-        eprintln!("sluice: warning: {w}");
+        say!("sluice: warning: {w}");
     }
     let mut model = CostModel::fit(&profiled);
     model.notes.extend(warnings);
@@ -332,7 +332,7 @@ fn write_per_packet(path: &std::path::Path, p: &profile::Profile) -> Result<(), 
 }
 
 fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
-    println!(
+    out!(
         "{}: {} packets profiled ({} failed), {} lengths, {:?}",
         m.program,
         m.packets,
@@ -341,14 +341,19 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
         m.engine
     );
     let fit = |name: &str, f: &profile::Fitted, a: &str, b: &str| {
-        println!(
+        out!(
             "  {name:<16} {a} = {:>10.2}  {b} = {:>8.4} per byte   R^2 {:.4} (means per length {:.4})  rms {:.2}  max error {:.1}",
-            f.line.intercept, f.line.slope, f.line.r2, f.means.r2, f.line.rms, f.line.max_error
+            f.line.intercept,
+            f.line.slope,
+            f.line.r2,
+            f.means.r2,
+            f.line.rms,
+            f.line.max_error
         );
     };
     fit("instructions", &m.insns, "alpha", "beta");
     fit("memory accesses", &m.accesses, "gamma", "delta");
-    println!(
+    out!(
         "  {}",
         if m.linear {
             "linear in the packet length (the means per length: R^2 >= 0.99)"
@@ -357,36 +362,46 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
         }
     );
     for n in &m.notes {
-        println!("  note: {n}");
+        out!("  note: {n}");
     }
-    println!();
+    out!();
     let places: Vec<&str> = m
         .rows
         .first()
         .map(|r| r.places.iter().map(|p| p.place.as_str()).collect())
         .unwrap_or_default();
-    print!(
+    out_part!(
         "{:>6} {:>7} {:>10} {:>10} {:>9} {:>8}",
-        "len", "packets", "insns", "accesses", "branches", "helpers"
+        "len",
+        "packets",
+        "insns",
+        "accesses",
+        "branches",
+        "helpers"
     );
     for p in &places {
-        print!(" {:>14}", p);
+        out_part!(" {:>14}", p);
     }
-    println!();
+    out!();
     for r in &m.rows {
-        print!(
+        out_part!(
             "{:>6} {:>7} {:>10.1} {:>10.1} {:>9.1} {:>8.1}",
-            r.len, r.packets, r.insns_mean, r.accesses_mean, r.branches_mean, r.helper_calls_mean
+            r.len,
+            r.packets,
+            r.insns_mean,
+            r.accesses_mean,
+            r.branches_mean,
+            r.helper_calls_mean
         );
         for p in &r.places {
-            print!(" {:>14}", format!("{:.1}/{:.1}", p.loads, p.stores));
+            out_part!(" {:>14}", format!("{:.1}/{:.1}", p.loads, p.stores));
         }
-        println!();
+        out!();
     }
-    println!("  (per place: loads/stores per packet)");
+    out!("  (per place: loads/stores per packet)");
     if let Some(c) = cal {
-        println!();
-        println!(
+        out!();
+        out!(
             "host calibration ({:.0} MHz): {:.3} cycles per instruction, {}; around the program {:.1} ns + {:.3} ns per byte (R^2 {:.3}); error against the JIT's time on the lengths fitted: mean {:.1}%, max {:.1}%{}",
             c.cpu.f_mhz,
             c.cycles_per_insn,
@@ -407,22 +422,22 @@ fn print_text(m: &CostModel, cpus: &[Cpu], cal: Option<&Calibration>) {
             }
         );
         if let Some(n) = &c.note {
-            println!("  note: {n}");
+            out!("  note: {n}");
         }
     }
     if !cpus.is_empty() {
-        println!();
-        print!("{:>6}", "len");
+        out!();
+        out_part!("{:>6}", "len");
         for c in cpus {
-            print!(" {:>24}", c.name);
+            out_part!(" {:>24}", c.name);
         }
-        println!("   (predicted delay, ns)");
+        out!("   (predicted delay, ns)");
         for r in &m.rows {
-            print!("{:>6}", r.len);
+            out_part!("{:>6}", r.len);
             for c in cpus {
-                print!(" {:>24.1}", m.delay_ns(c, f64::from(r.len)));
+                out_part!(" {:>24.1}", m.delay_ns(c, f64::from(r.len)));
             }
-            println!();
+            out!();
         }
     }
 }

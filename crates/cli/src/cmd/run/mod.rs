@@ -159,7 +159,7 @@ pub struct Args {
 /// Loads the object with the options and map updates of `a`.
 pub fn prepare(a: &Args) -> Result<Hook, String> {
     let path = a.object_path()?;
-    let data = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let data = crate::files::object(path)?;
     prepare_bytes(a, &data)
 }
 
@@ -169,7 +169,7 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
     let custom = match &a.btf {
         Some(path) if path.as_os_str() == "bundled" => None,
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let bytes = crate::files::object(path)?;
             let origin = path.display().to_string();
             Some(obj::CoreTarget::from_bytes(&bytes, &origin).map_err(|e| format!("--btf {e}"))?)
         }
@@ -196,10 +196,10 @@ pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
     if a.engine == Engine::Jit
         && let Err(e) = hook.enable_jit()
     {
-        eprintln!("sluice: note: {e}");
+        say!("sluice: note: {e}");
     }
     if let Some(fib) = &a.fib {
-        let text = std::fs::read_to_string(fib).map_err(|e| format!("{}: {e}", fib.display()))?;
+        let text = crate::files::text(fib)?;
         hook.env_mut().fib =
             runtime::fib::Fib::parse(&text).map_err(|e| format!("{}: {e}", fib.display()))?;
     }
@@ -284,7 +284,7 @@ pub(crate) fn warn_skipped(source: &dyn Source, hint: &str) -> BTreeMap<String, 
             .iter()
             .map(|(l, n)| format!("{n} {}", io::describe_linktype(*l)))
             .collect();
-        eprintln!(
+        say!(
             "sluice: warning: skipped {total} frames without an Ethernet form: {}{hint}",
             each.join(", ")
         );
@@ -397,20 +397,16 @@ pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
     let report = report::RunReport::new(a, hook, &summary, &read);
     report.print(a.json)?;
     if summary.stopped {
-        eprintln!(
+        say!(
             "sluice: stopped by a signal after {} packets; outputs are complete",
             summary.counters.packets
         );
     }
-    if let Some(e) = &summary.source_error {
-        let what = if a.iface.is_some() {
-            "reading the interface stopped"
-        } else {
-            "the capture ended early"
-        };
-        return Err(format!(
-            "{what} after {} packets: {e}",
-            summary.counters.packets
+    if summary.source_error.is_some() {
+        return Ok(crate::report::input_ended(
+            summary.source_error.as_ref().map(|e| e.0.as_str()),
+            summary.counters.packets,
+            a.iface.is_some(),
         ));
     }
     Ok(if report.errors == 0 {
