@@ -292,10 +292,11 @@ summarize_tests() {
 # (cargo takes each --test from whichever package has it: `live` is in
 # both).
 KERNEL_SUITES=(
-    -p sluice -p pipeline
+    -p sluice -p pipeline -p tc -p tccompile -p difftest
     --test port_loss --test xsk --test veth --test xdp_kill --test soak --test switch_live
     --test capture --test live --test monitor --test monitor_sample --test monitor_rtt
-    --test tc --test xpf
+    --test tc --test xpf --test bpf_kernel --test u32_kernel --test cmdline_kernel
+    --test real --test tc_kernel
 )
 
 cmd=${1:-help}

@@ -227,3 +227,23 @@ fn a_stale_program_of_sluice_is_taken_over_and_a_foreign_one_is_not() {
         "the foreign program was touched"
     );
 }
+
+#[test]
+fn a_killed_monitor_leaves_no_xdp_program_either() {
+    if !kernel_available("veth test (SIGKILL of monitor flows in the kernel)") {
+        return;
+    }
+    // `monitor flows --dev` runs its program in the kernel, attached for
+    // the run only: through a bpf link too.
+    let p = Pair::new("m");
+    let args = ["monitor", "flows", "--dev", VB, "--mode", "skb", "--json"];
+    let first = spawn_sluice(&p.b, &args);
+    let ids = wait_xdp_on(&p.b, &[VB]);
+    kill_hard(first);
+    wait_no_xdp(&p.b);
+    assert!(!prog_exists(ids[0]), "program {} is still loaded", ids[0]);
+    let again = spawn_sluice(&p.b, &args);
+    wait_xdp_on(&p.b, &[VB]);
+    stops_cleanly(again, "the restarted monitor");
+    wait_no_xdp(&p.b);
+}

@@ -1,15 +1,7 @@
-//! What the live runners share: the program detached however a run ends,
-//! and the clocks that turn the kernel's monotonic time into wall-clock
-//! time.
-
-/// Detaches the XDP program from the interface when dropped.
-pub(crate) struct Attached<'a>(pub &'a str);
-
-impl Drop for Attached<'_> {
-    fn drop(&mut self) {
-        let _ = kernel::attach::xdp_detach(self.0);
-    }
-}
+//! What the live runners share: the clocks that turn the kernel's
+//! monotonic time into wall-clock time. (Their programs are attached
+//! through bpf links of the process, `kernel::xdp_link`, detached however
+//! a run ends.)
 
 /// Nanoseconds on clock `id`.
 pub(crate) fn clock(id: libc::clockid_t) -> u64 {

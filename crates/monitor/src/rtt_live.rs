@@ -13,7 +13,7 @@ use kernel::attach::XdpMode;
 use kernel::ringbuf::RingReader;
 use kernel::{KernelObject, MapInfo};
 
-use crate::attach::{Attached, clock};
+use crate::attach::clock;
 use crate::rtt::{MeterOptions, RttCounters, RttSample};
 use crate::rtt_ebpf::{
     COUNTERS, FLOWS, SAMPLES, SYNS, TSVALS, entry_time, image, per_cpu_sum, record, sizes, stats,
@@ -78,8 +78,10 @@ pub fn live_rtt(
         Ok(())
     };
     {
-        kernel::attach::xdp_attach(dev, prog.fd, mode).map_err(|e| e.to_string())?;
-        let _attached = Attached(dev);
+        // A bpf link of this process: detached when it is dropped or the
+        // process ends (even by SIGKILL).
+        let _attached =
+            kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode).map_err(|e| e.to_string())?;
         let started = Instant::now();
         let mut swept = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {

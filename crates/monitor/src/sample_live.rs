@@ -11,7 +11,7 @@ use kernel::attach::XdpMode;
 use kernel::ringbuf::RingReader;
 use kernel::{KernelObject, MapInfo};
 
-use crate::attach::{Attached, clock};
+use crate::attach::clock;
 use crate::ebpf::per_cpu_sum;
 use crate::sample::{SampleCounts, SampleRecord};
 use crate::sample_ebpf::{counts, image, map_size, record};
@@ -67,8 +67,10 @@ pub fn live_sample(
         Ok(())
     };
     {
-        kernel::attach::xdp_attach(dev, prog.fd, mode).map_err(|e| e.to_string())?;
-        let _attached = Attached(dev);
+        // A bpf link of this process: detached when it is dropped or the
+        // process ends (even by SIGKILL).
+        let _attached =
+            kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode).map_err(|e| e.to_string())?;
         let started = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {
             read(&mut ring, 100)?;
