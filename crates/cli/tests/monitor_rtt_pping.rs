@@ -197,42 +197,62 @@ fn sluice_pping(capture: &Path) -> Vec<String> {
         .collect()
 }
 
+/// One capture compared: its name, pping's line count, and the two
+/// listings when they differ; `None` when there is nothing to compare.
+fn compare(capture: &Path, dir: &Path) -> Option<(String, usize, Option<String>)> {
+    let name = capture.file_name().unwrap().to_string_lossy().into_owned();
+    // ARCnet: libtins, pping's parser, has no ARCnet link type, and
+    // libpcap's `tcp` for LINKTYPE_ARCNET_LINUX passes none of this
+    // capture's frames: pping prints nothing; sluice makes Ethernet
+    // frames of ARCnet ones (docs/monitor.md lists the difference).
+    // timestamp_invalid_nano.pcap: fractions of a second of a billion
+    // nanoseconds and more, which tshark misreads (negative times) and
+    // sluice carries into the seconds, where libtins keeps them as
+    // microseconds past the second: excluded, as in rtt_tshark.rs.
+    if name.starts_with("arcnet") || name == "timestamp_invalid_nano.pcap" {
+        return None;
+    }
+    // tcpdump or tshark refuses it: nothing to compare with.
+    let rows = rows(capture, dir)?;
+    let want = pping_lines(&rows);
+    let got = sluice_pping(capture);
+    let differ = (got != want).then(|| format!("{name}:\n sluice {got:#?}\n pping {want:#?}"));
+    Some((name, want.len(), differ))
+}
+
 #[test]
 fn pping_lines_are_ppings_on_every_capture_of_the_suite() {
     let dir = std::env::temp_dir().join(format!("sluice-pping-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (mut compared, mut with_samples, mut total) = (0, Vec::new(), 0);
-    let mut counts = HashMap::new();
-    let mut differ = Vec::new();
-    for capture in common::captures() {
-        let name = capture.file_name().unwrap().to_string_lossy().into_owned();
-        // ARCnet: libtins, pping's parser, has no ARCnet link type, and
-        // libpcap's `tcp` for LINKTYPE_ARCNET_LINUX passes none of this
-        // capture's frames: pping prints nothing; sluice makes Ethernet
-        // frames of ARCnet ones (docs/monitor.md lists the difference).
-        // timestamp_invalid_nano.pcap: fractions of a second of a billion
-        // nanoseconds and more, which tshark misreads (negative times) and
-        // sluice carries into the seconds, where libtins keeps them as
-        // microseconds past the second: excluded, as in rtt_tshark.rs.
-        if name.starts_with("arcnet") || name == "timestamp_invalid_nano.pcap" {
-            continue;
-        }
-        let Some(rows) = rows(&capture, &dir) else {
-            continue; // tcpdump or tshark refuses it: nothing to compare with
-        };
-        compared += 1;
-        let want = pping_lines(&rows);
-        let got = sluice_pping(&capture);
-        if got != want {
-            differ.push(format!("{name}:\n sluice {got:#?}\n pping {want:#?}"));
-        }
-        if !want.is_empty() {
-            with_samples.push(name.clone());
-        }
-        total += want.len();
-        counts.insert(name, want.len());
-    }
+    let captures = common::captures();
+    // Two workers (the work is tcpdump, tshark and sluice processes): each
+    // every other capture, in a directory of its own.
+    let compared: Vec<(String, usize, Option<String>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let (dir, captures) = (dir.join(w.to_string()), &captures);
+                s.spawn(move || {
+                    std::fs::create_dir_all(&dir).unwrap();
+                    let done: Vec<_> = (captures.iter().skip(w).step_by(2))
+                        .filter_map(|c| compare(c, &dir))
+                        .collect();
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let total: usize = compared.iter().map(|c| c.1).sum();
+    let with_samples: Vec<&str> = (compared.iter().filter(|c| c.1 > 0))
+        .map(|c| c.0.as_str())
+        .collect();
+    let counts: HashMap<&str, usize> = compared.iter().map(|c| (c.0.as_str(), c.1)).collect();
+    let differ: Vec<&String> = compared.iter().filter_map(|c| c.2.as_ref()).collect();
+    let compared = compared.len();
     let _ = std::fs::remove_dir_all(&dir);
+    let differ: Vec<&str> = differ.iter().map(|d| d.as_str()).collect();
     assert!(differ.is_empty(), "{}", differ.join("\n"));
     eprintln!("{compared} captures, {total} lines, in {with_samples:?}");
     assert!(compared > 300, "{compared}");

@@ -150,6 +150,29 @@ fn send_raw(iface: &str, frames: &[Vec<u8>]) {
     }
 }
 
+/// Frames the veth pair of namespace `ns` dropped: `vb`'s receive and
+/// `va`'s transmit drop counters (`ip netns exec` mounts the namespace's
+/// own /sys).
+fn veth_drops(ns: &str) -> u64 {
+    let count = |dev: &str, counter: &str| {
+        let file = format!("/sys/class/net/{dev}/statistics/{counter}");
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "cat", &file])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    count(VB, "rx_dropped") + count(VA, "tx_dropped")
+}
+
 /// Reads `live` until `n` frames have come or it ends (its stop flag):
 /// `(seq, timestamp, bytes)` of each.
 fn read(live: &mut Live, n: usize) -> Vec<(u64, u64, Vec<u8>)> {
@@ -188,10 +211,29 @@ fn frames_sent_into_one_end_arrive_on_the_other_intact_in_order() {
         stop_after(stop, Duration::from_secs(10));
         let got = read(&mut live, frames.len());
         let after = now_ns();
-        assert_eq!(got.len(), frames.len(), "frames lost");
-        for (i, ((seq, ts, data), sent)) in got.iter().zip(&frames).enumerate() {
+        // On a busy machine the kernel may drop frames before the socket
+        // reads them (its receive buffer full, a veth queue): counted,
+        // never lost unseen; what arrives is whole and in order.
+        let socket = live.stats().dropped;
+        let veth = veth_drops(&ns.name);
+        assert_eq!(
+            got.len() as u64 + socket + veth,
+            frames.len() as u64,
+            "frames lost: {} received, {socket} dropped at the socket, {veth} at the veth pair",
+            got.len()
+        );
+        if socket + veth > 0 {
+            eprintln!(
+                "note: the kernel dropped {socket} frames at the socket, {veth} at the veth pair"
+            );
+        }
+        let mut next = 0;
+        for (i, (seq, ts, data)) in got.iter().enumerate() {
             assert_eq!(*seq, i as u64 + 1);
-            assert_eq!(data, sent, "frame {i}");
+            let at = frames[next..].iter().position(|f| f == data);
+            let at =
+                at.unwrap_or_else(|| panic!("frame {i} is none of those sent after frame {next}"));
+            next += at + 1;
             assert!(
                 (before..=after).contains(ts),
                 "frame {i}: timestamp {ts} not within [{before}, {after}]"
@@ -208,9 +250,10 @@ fn frames_sent_into_one_end_arrive_on_the_other_intact_in_order() {
         let extra = read(&mut live, 1);
         assert!(extra.is_empty(), "{} unexpected frames", extra.len());
         let s = live.stats();
-        assert_eq!((s.received, s.truncated, s.dropped), (200, 0, 0));
+        assert_eq!((s.received, s.truncated), (got.len() as u64, 0));
         let note = live.note().unwrap();
-        assert!(note.contains("200 frames received"), "{note}");
+        let received = format!("{} frames received", s.received);
+        assert!(note.contains(&received), "{note}");
     });
 }
 
