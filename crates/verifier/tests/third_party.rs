@@ -47,32 +47,71 @@ fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<Stri
     checked
 }
 
+/// One object to check: an xdp-tools object, or a Cilium datapath file
+/// built in one configuration.
+enum Job {
+    XdpTools(std::path::PathBuf),
+    Cilium {
+        config: &'static str,
+        defines: &'static str,
+        file: &'static str,
+    },
+}
+
 #[test]
 fn third_party_programs_verify_as_in_the_kernel() {
     let kernel = kernel::available_for_test("kernel verdicts on third-party programs");
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for path in programs::thirdparty::xdp_tools_objects() {
-        let bytes = std::fs::read(&path).unwrap();
-        checked += check_object(
-            &path.file_name().unwrap().to_string_lossy(),
-            &bytes,
-            kernel,
-            &mut failures,
-        );
-    }
-    let root = programs::thirdparty::source_root("cilium@v1.20.2");
-    for (config, defines) in programs::thirdparty::CONFIGS {
-        for file in programs::thirdparty::DATAPATH {
-            let bytes = programs::thirdparty::build_cilium(&root, file, defines);
-            checked += check_object(
-                &format!("cilium {file} ({config})"),
-                &bytes,
-                kernel,
-                &mut failures,
-            );
+    let mut jobs: Vec<Job> = programs::thirdparty::xdp_tools_objects()
+        .into_iter()
+        .map(Job::XdpTools)
+        .collect();
+    for &(config, defines) in programs::thirdparty::CONFIGS {
+        for &file in programs::thirdparty::DATAPATH {
+            jobs.push(Job::Cilium {
+                config,
+                defines,
+                file,
+            });
         }
     }
+    let root = programs::thirdparty::source_root("cilium@v1.20.2");
+    // Two workers, each every other object (building Cilium and the two
+    // verifiers are most of the time).
+    let (checked, failures) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let (jobs, root) = (&jobs, &root);
+                s.spawn(move || {
+                    let (mut checked, mut failures) = (0, Vec::new());
+                    for job in jobs.iter().skip(w).step_by(2) {
+                        let (label, bytes) = match job {
+                            Job::XdpTools(path) => (
+                                path.file_name().unwrap().to_string_lossy().into_owned(),
+                                std::fs::read(path).unwrap(),
+                            ),
+                            Job::Cilium {
+                                config,
+                                defines,
+                                file,
+                            } => (
+                                format!("cilium {file} ({config})"),
+                                programs::thirdparty::build_cilium(root, file, defines),
+                            ),
+                        };
+                        checked += check_object(&label, &bytes, kernel, &mut failures);
+                    }
+                    (checked, failures)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).fold(
+            (0, Vec::new()),
+            |(n, mut f), (m, g)| {
+                f.extend(g);
+                (n + m, f)
+            },
+        )
+    });
     eprintln!("{checked} programs");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked >= 160, "only {checked} programs");
