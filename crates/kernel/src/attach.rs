@@ -78,19 +78,25 @@ pub fn xdp_attach(dev: &str, prog_fd: RawFd, mode: XdpMode) -> Result<()> {
     let ret =
         unsafe { libbpf_sys::bpf_xdp_attach(ifindex as i32, prog_fd, flags, std::ptr::null()) };
     if ret < 0 {
-        let mut e = Error::errno(
-            &format!("attaching XDP to {dev} in {} mode", mode.name()),
-            -ret,
-        );
-        if mode == XdpMode::Native && matches!(-ret, libc::EOPNOTSUPP | libc::EINVAL) {
-            e.kind = ErrorKind::NotSupported;
-            e.message.push_str(&format!(
-                " (the driver of {dev} has no native XDP or refuses this program: try --mode skb)"
-            ));
-        }
-        return Err(e);
+        return Err(xdp_attach_error(dev, mode, "", -ret));
     }
     Ok(())
+}
+
+/// The error of a failed XDP attach (`how`: how it was attempted, e.g.
+/// " (bpf link)"), saying what to try when native mode is refused.
+pub(crate) fn xdp_attach_error(dev: &str, mode: XdpMode, how: &str, errno: i32) -> Error {
+    let mut e = Error::errno(
+        &format!("attaching XDP to {dev} in {} mode{how}", mode.name()),
+        errno,
+    );
+    if mode == XdpMode::Native && matches!(errno, libc::EOPNOTSUPP | libc::EINVAL) {
+        e.kind = ErrorKind::NotSupported;
+        e.message.push_str(&format!(
+            " (the driver of {dev} has no native XDP or refuses this program: try --mode skb)"
+        ));
+    }
+    e
 }
 
 /// One attached XDP program.

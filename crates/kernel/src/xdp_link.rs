@@ -75,17 +75,12 @@ pub fn xdp_attach_owned(dev: &str, prog_fd: RawFd, mode: XdpMode) -> Result<XdpL
     let ret =
         unsafe { libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_XDP, &opts) };
     if ret < 0 {
-        let mut e = Error::errno(
-            &format!("attaching XDP to {dev} in {} mode (bpf link)", mode.name()),
+        return Err(crate::attach::xdp_attach_error(
+            dev,
+            mode,
+            " (bpf link)",
             -ret,
-        );
-        if mode == XdpMode::Native && matches!(-ret, libc::EOPNOTSUPP | libc::EINVAL) {
-            e.kind = ErrorKind::NotSupported;
-            e.message.push_str(&format!(
-                " (the driver of {dev} has no native XDP or refuses this program: try --mode skb)"
-            ));
-        }
-        return Err(e);
+        ));
     }
     // SAFETY: the kernel just gave us this descriptor; nobody else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(ret) };

@@ -73,7 +73,7 @@ pub fn load(path: &std::path::Path) -> Result<Config, String> {
 
 /// The configuration `sluice tc` keeps at `path`, read as
 /// `tc::read_config` allows (missing: empty).
-pub fn load_config(path: &Path) -> Result<Config, String> {
+pub(crate) fn load_config(path: &Path) -> Result<Config, String> {
     let text = tc::read_config(path).map_err(|e| e.to_string())?;
     parse(&text, path)
 }
