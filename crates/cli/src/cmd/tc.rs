@@ -203,7 +203,7 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
         return push(&a, &path, dev);
     }
     if a.command.first().map(String::as_str) == Some("compile") {
-        return super::tc_compile::run(&path, &a.command[1..]);
+        return super::tc_compile::run(&path, &a.command[1..], load_config);
     }
     let show = ShowOptions {
         stats: a.stats,

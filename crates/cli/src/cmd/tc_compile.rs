@@ -36,7 +36,13 @@ struct Args {
 }
 
 /// Runs `sluice tc compile WORDS...`; `config` is sluice tc's `--config`.
-pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, String> {
+/// `load` reads a configuration file as `sluice tc` does (its checks on
+/// owner and mode), handed in by `sluice tc`, which dispatches here.
+pub fn run(
+    config: &std::path::Path,
+    words: &[String],
+    load: fn(&std::path::Path) -> Result<tc::Config, String>,
+) -> Result<ExitCode, String> {
     let a = match Args::try_parse_from(
         std::iter::once("sluice tc compile".to_string()).chain(words.iter().cloned()),
     ) {
@@ -49,7 +55,7 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
         Err(e) => return Err(e.to_string()),
     };
     let path = a.config.as_deref().unwrap_or(config);
-    let tc = super::tc::load_config(path)?;
+    let tc = load(path)?;
     let hook = match a.hook.as_str() {
         "ingress" => tc::Hook::Ingress,
         "egress" => tc::Hook::Egress,
