@@ -9,6 +9,8 @@
 //! test needs root (a private mount namespace): without it, it is skipped
 //! loudly, or fails under `SLUICE_REQUIRE_KERNEL=1`.
 
+mod common;
+
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -42,21 +44,6 @@ fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("sluice-faults-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     Scratch(dir)
-}
-
-/// Whether this test may mount (root). When it cannot, the skip is loud,
-/// and a failure under `SLUICE_REQUIRE_KERNEL=1` (CI).
-fn root_available(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("SKIPPED {what}: needs root");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not root"
-        );
-    }
-    root
 }
 
 /// Runs `cmd`, which must succeed; its output.
@@ -639,7 +626,7 @@ fn a_full_device_or_an_unwritable_path_is_one_line_naming_the_file() {
 /// last whole record, holding the packets the line says.
 #[test]
 fn a_full_file_system_leaves_a_valid_partial_capture() {
-    if !root_available("a full tmpfs") {
+    if !common::root_available("a full tmpfs") {
         return;
     }
     let dir = scratch("tmpfs");

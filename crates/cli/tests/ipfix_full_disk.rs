@@ -6,20 +6,9 @@
 //! Needs root (a 64 KiB tmpfs mounted in a private mount namespace): without
 //! it the test is skipped loudly, or fails under `SLUICE_REQUIRE_KERNEL=1`.
 
-use std::process::Command;
+mod common;
 
-fn root_available(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("SKIPPED {what}: needs root");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not root"
-        );
-    }
-    root
-}
+use std::process::Command;
 
 /// Every message of an IPFIX file, decoded: (messages, flow records).
 fn read_back(bytes: &[u8]) -> (usize, usize) {
@@ -42,7 +31,7 @@ fn read_back(bytes: &[u8]) -> (usize, usize) {
 
 #[test]
 fn a_full_disk_leaves_whole_ipfix_messages_and_exit_status_1() {
-    if !root_available("a_full_disk_leaves_whole_ipfix_messages_and_exit_status_1") {
+    if !common::root_available("a_full_disk_leaves_whole_ipfix_messages_and_exit_status_1") {
         return;
     }
     let id = std::process::id();

@@ -38,19 +38,6 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Whether this test may run as root; when not, the skip is loud, and a
-/// failure under `SLUICE_REQUIRE_KERNEL=1` (CI).
-fn root_available(what: &str) -> bool {
-    if !is_root() {
-        eprintln!("SKIPPED {what}: needs root");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not root"
-        );
-    }
-    is_root()
-}
-
 fn tc(conf: &Path, line: &str) -> Output {
     Command::new(SLUICE)
         .arg("tc")
@@ -133,7 +120,7 @@ fn a_file_others_may_write_is_refused_until_fixed() {
 /// 65534, and a file root owns: taken (root may write anyone's files).
 #[test]
 fn a_file_another_user_owns_is_refused() {
-    if !root_available("a configuration owned by uid 65534") {
+    if !common::root_available("a configuration owned by uid 65534") {
         return;
     }
     let dir = scratch("owner");
@@ -241,7 +228,7 @@ fn the_default_configuration_is_in_the_users_state_directory() {
 /// namespace with a tmpfs over /var/lib, so the host's is not touched.
 #[test]
 fn roots_default_configuration_is_in_var_lib_sluice() {
-    if !root_available("root's default configuration") {
+    if !common::root_available("root's default configuration") {
         return;
     }
     let dir = scratch("rootdefault");
@@ -274,7 +261,7 @@ fn roots_default_configuration_is_in_var_lib_sluice() {
 /// once room is made the next command works.
 #[test]
 fn a_full_disk_leaves_the_last_whole_configuration() {
-    if !root_available("a full tmpfs") {
+    if !common::root_available("a full tmpfs") {
         return;
     }
     let dir = scratch("full");

@@ -253,3 +253,18 @@ impl Pair {
         spawn_sluice(&self.b, &args)
     }
 }
+
+/// Whether this test runs as root. When not, the skip is loud, and a
+/// failure under `SLUICE_REQUIRE_KERNEL=1` (CI).
+pub fn root_available(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED {what}: needs root");
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not root"
+        );
+    }
+    root
+}
