@@ -1,19 +1,31 @@
 //! ICMP (echo, unreachable, time exceeded) and ICMPv6 (echo, router and
-//! neighbour solicitation and advertisement), with the `-v` checksum.
+//! neighbour solicitation and advertisement), with the `-v` checksum. An
+//! ICMP error quotes the datagram that caused it: this module hands it back
+//! ([`Quoted`]) and the IP printer prints it, so the recursion (IP in ICMP
+//! in IP) lives in `ip.rs` alone.
 
 use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, R, bytes_at, u8_at, u16_at};
-use crate::{Options, Printer, addr, ip};
+use crate::{Options, addr};
 
-pub(crate) fn icmp(
+/// The datagram an ICMP error quotes (its bytes and the length its IPv4
+/// header gives), for the IP printer to print on the next line (`-v`).
+pub(crate) struct Quoted<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) length: u32,
+}
+
+/// Prints an ICMP message; with `-v`, an error's quoted datagram is
+/// returned for the caller to print after it.
+pub(crate) fn icmp<'a>(
     p: &mut Out,
-    pr: &mut Printer,
-    b: &[u8],
+    b: &'a [u8],
     length: u32,
     o: &Options,
     fragmented: bool,
-) {
+) -> Option<Quoted<'a>> {
     p.proto = "icmp";
+    let mut quoted = None;
     p.guard(|p| {
         let ty = u8_at(b, 0)?;
         let code = u8_at(b, 1)?;
@@ -52,10 +64,14 @@ pub(crate) fn icmp(
             let inner = b.get(8..).unwrap_or(&[]);
             let inner_len = u32::from(u16_at(inner, 2)?);
             p.push("\n\t");
-            ip::ipv4(p, pr, inner, inner_len, o, true);
+            quoted = Some(Quoted {
+                bytes: inner,
+                length: inner_len,
+            });
         }
         Ok(())
     });
+    quoted
 }
 
 fn unreachable(p: &mut Out, b: &[u8], code: u8) -> R<()> {

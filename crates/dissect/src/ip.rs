@@ -177,7 +177,11 @@ fn next(
     match proto {
         6 => transport::tcp(p, pr, payload, plen, ips, o, fragmented),
         17 => transport::udp(p, payload, plen, ips, o, fragmented),
-        1 if !ips.v6 => icmp::icmp(p, pr, payload, plen, o, fragmented),
+        1 if !ips.v6 => {
+            if let Some(q) = icmp::icmp(p, payload, plen, o, fragmented) {
+                ipv4(p, pr, q.bytes, q.length, o, true);
+            }
+        }
         58 => icmp::icmp6(p, payload, plen, ips, o, fragmented),
         _ => p.push(&format!(" ip-proto-{proto} {plen}")),
     }
