@@ -9,18 +9,11 @@ use std::collections::HashMap;
 
 use runtime::TcAction;
 
-use crate::act::{csum::Csum, pedit::Pedit, police::Police, skbedit::Skbedit, vlan::Vlan};
+use crate::act::{
+    ActionHead, ActionStats, csum::Csum, pedit::Pedit, police::Police, skbedit::Skbedit, vlan::Vlan,
+};
 use crate::control::Control;
 use crate::skb::Skb;
-
-/// An action's counters, as `tc -s actions show` prints them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ActionStats {
-    pub bytes: u64,
-    pub packets: u64,
-    pub drops: u64,
-    pub overlimits: u64,
-}
 
 /// gact's random determination: `random determ CONTROL N` gives every Nth
 /// packet `other`; `random netrand CONTROL N` one packet in N on average
@@ -113,6 +106,17 @@ impl Action {
             binds: 0,
             seen: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ u64::from(index),
+        }
+    }
+
+    /// What a kind's `tc` text and JSON print of it beside the kind's own
+    /// parameters.
+    pub fn head(&self) -> ActionHead {
+        ActionHead {
+            index: self.index,
+            control: self.control,
+            refs: self.refs,
+            binds: self.binds,
         }
     }
 

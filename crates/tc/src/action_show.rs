@@ -29,11 +29,11 @@ pub(crate) fn action_text(order: usize, a: &Action, stats: bool) -> String {
             }
             g
         }
-        Kind::Police(p) => act::police::text(a, p),
-        Kind::Skbedit(e) => act::skbedit::text(a, e),
-        Kind::Pedit(p) => act::pedit::text(a, p),
-        Kind::Vlan(v) => act::vlan::text(a, v),
-        Kind::Csum(c) => act::csum::text(a, c),
+        Kind::Police(p) => act::police::text(a.head(), p),
+        Kind::Skbedit(e) => act::skbedit::text(a.head(), e),
+        Kind::Pedit(p) => act::pedit::text(a.head(), p),
+        Kind::Vlan(v) => act::vlan::text(a.head(), v),
+        Kind::Csum(c) => act::csum::text(a.head(), c),
     };
     let mut s = match &a.kind {
         Kind::Gact { .. } | Kind::Mirred(_) => format!(
@@ -66,11 +66,11 @@ pub(crate) fn action_json(order: usize, a: &Action, stats: bool) -> Value {
         Kind::Gact { .. } => {
             o["control_action"] = json!({ "type": a.control.name() });
         }
-        Kind::Police(p) => act::police::json(a, p, &mut o),
-        Kind::Skbedit(e) => act::skbedit::json(a, e, &mut o),
-        Kind::Pedit(p) => act::pedit::json(a, p, &mut o),
-        Kind::Vlan(v) => act::vlan::json(a, v, &mut o),
-        Kind::Csum(c) => act::csum::json(a, c, &mut o),
+        Kind::Police(p) => act::police::json(a.head(), p, &mut o),
+        Kind::Skbedit(e) => act::skbedit::json(a.head(), e, &mut o),
+        Kind::Pedit(p) => act::pedit::json(a.head(), p, &mut o),
+        Kind::Vlan(v) => act::vlan::json(a.head(), v, &mut o),
+        Kind::Csum(c) => act::csum::json(a.head(), c, &mut o),
     }
     if matches!(a.kind, Kind::Gact { .. } | Kind::Mirred(_)) {
         o["index"] = json!(a.index);

@@ -12,24 +12,14 @@ use std::collections::BTreeMap;
 use runtime::TcAction;
 
 use crate::action::{Actions, Emitted};
-use crate::classifier::{Classifier, Cx};
+use crate::classifier::{Cx, Filter};
 use crate::control::Control;
 use crate::fast::{FastStats, Found, Plan};
+use crate::protocol::ETH_P_ALL;
 use crate::skb::Skb;
-
-/// `ETH_P_ALL`: a filter for every protocol.
-pub const ETH_P_ALL: u16 = 0x0003;
 
 /// The kernel's limit on reclassify and goto-chain restarts per packet.
 const MAX_RESTARTS: u32 = 16;
-
-/// One filter (a classifier at a chain, priority and protocol).
-#[derive(Debug)]
-pub struct Filter {
-    pub prio: u16,
-    pub protocol: u16,
-    pub classifier: Box<dyn Classifier>,
-}
 
 /// What a block decided for a packet.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,6 +7,15 @@ use crate::action::{Actions, Emitted};
 use crate::control::Control;
 use crate::skb::Skb;
 
+/// One filter (a classifier at a chain, priority and protocol), as a
+/// block's chains hold it.
+#[derive(Debug)]
+pub struct Filter {
+    pub prio: u16,
+    pub protocol: u16,
+    pub classifier: Box<dyn Classifier>,
+}
+
 /// A matching rule's class and its actions' result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Match {

@@ -9,57 +9,17 @@
 use serde_json::{Value, json};
 
 use crate::action_parse::parse_actions;
-use crate::block::{ETH_P_ALL, Filter};
+use crate::classifier::Filter;
 use crate::config::{Config, Hook};
 use crate::handle::{EGRESS, INGRESS, parse_classid};
 use crate::kinds::new_classifier_for;
+use crate::protocol::{ETH_P_ALL, parse_protocol, protocol_name};
 
 /// How `show` prints: `-s` (counters) and `-j` (JSON).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ShowOptions {
     pub stats: bool,
     pub json: bool,
-}
-
-/// A protocol name or number as tc reads it (`ip`, `ipv6`, `all`, `arp`,
-/// `802.1q`, `0x88cc`).
-pub fn parse_protocol(s: &str) -> Result<u16, String> {
-    Ok(match s.to_ascii_lowercase().as_str() {
-        "all" => ETH_P_ALL,
-        "ip" | "ipv4" => 0x0800,
-        "ipv6" => 0x86dd,
-        "arp" => 0x0806,
-        "rarp" => 0x8035,
-        "802.1q" => 0x8100,
-        "802.1ad" => 0x88a8,
-        "mpls_uc" => 0x8847,
-        "mpls_mc" => 0x8848,
-        "lldp" => 0x88cc,
-        t => {
-            let n = t.strip_prefix("0x").map_or_else(
-                || t.parse::<u16>().ok(),
-                |h| u16::from_str_radix(h, 16).ok(),
-            );
-            n.ok_or_else(|| format!("Error: argument \"{s}\" is wrong: invalid protocol"))?
-        }
-    })
-}
-
-/// How tc prints a protocol.
-pub fn protocol_name(p: u16) -> String {
-    match p {
-        ETH_P_ALL => "all".into(),
-        0x0800 => "ip".into(),
-        0x86dd => "ipv6".into(),
-        0x0806 => "arp".into(),
-        0x8035 => "rarp".into(),
-        0x8100 => "802.1Q".into(),
-        0x88a8 => "802.1ad".into(),
-        0x8847 => "mpls_uc".into(),
-        0x8848 => "mpls_mc".into(),
-        0x88cc => "lldp".into(),
-        p => format!("[{p:04x}]"),
-    }
 }
 
 /// Splits a line into words as a shell would for tc (quotes group words).

@@ -1,10 +1,10 @@
 //! Classifiers by their `tc` kind name.
 
-use crate::block::ETH_P_ALL;
 use crate::bpf::Bpf;
 use crate::classifier::Classifier;
 use crate::flower::Flower;
 use crate::matchall::Matchall;
+use crate::protocol::ETH_P_ALL;
 use crate::u32::U32;
 
 /// A new, empty classifier of `kind` (as after `tc filter add ... KIND`),

@@ -40,18 +40,18 @@ pub mod flower;
 mod handle;
 mod kinds;
 mod matchall;
+mod protocol;
 mod runner;
 mod skb;
 pub mod u32;
 
-pub use action::{
-    Action, ActionRef, ActionStats, Actions, Emitted, KINDS, Kind, Mirred, Random, kind_name,
-};
+pub use act::{ActionHead, ActionStats};
+pub use action::{Action, ActionRef, Actions, Emitted, KINDS, Kind, Mirred, Random, kind_name};
 pub use action_parse::parse_actions;
-pub use block::{Block, ETH_P_ALL, Filter, Outcome};
+pub use block::{Block, Outcome};
 pub use bpf::Bpf;
-pub use classifier::{Classifier, Cx, Match};
-pub use cmdline::{ShowOptions, parse_protocol, protocol_name, words};
+pub use classifier::{Classifier, Cx, Filter, Match};
+pub use cmdline::{ShowOptions, words};
 pub use conf_file::{
     CONFIG_NAME, ConfFileError, ConfLock, ROOT_STATE_DIR, create_state_dir, default_config_path,
     lock_config, read_config, write_config,
@@ -64,6 +64,7 @@ pub use flower::{FlowKey, Flower};
 pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};
 pub use kinds::{new_classifier, new_classifier_for};
 pub use matchall::Matchall;
+pub use protocol::{ETH_P_ALL, parse_protocol, protocol_name};
 pub use runner::{Runner, Sent};
 pub use skb::Skb;
 pub use u32::U32;

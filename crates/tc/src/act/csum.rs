@@ -7,8 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::{control_at, control_json, csum_add, csum_fold};
-use crate::action::{Action, ActionStats};
+use super::{ActionHead, ActionStats, control_at, control_json, csum_add, csum_fold};
 use crate::control::Control;
 use crate::skb::Skb;
 
@@ -229,7 +228,7 @@ fn names(c: &Csum) -> String {
 }
 
 /// The text after `action order N: ` (`print_csum`).
-pub fn text(a: &Action, c: &Csum) -> String {
+pub fn text(a: ActionHead, c: &Csum) -> String {
     format!(
         "csum ({}) action {}\n\tindex {} ref {} bind {}",
         names(c),
@@ -241,7 +240,7 @@ pub fn text(a: &Action, c: &Csum) -> String {
 }
 
 /// Its `tc -j` fields.
-pub fn json(a: &Action, c: &Csum, o: &mut Value) {
+pub fn json(a: ActionHead, c: &Csum, o: &mut Value) {
     o["csum"] = json!(names(c));
     o["control_action"] = control_json(a.control);
     o["index"] = json!(a.index);

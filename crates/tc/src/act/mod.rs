@@ -1,7 +1,13 @@
 //! The actions beyond gact and mirred, one file each: its parameters, its
 //! effect on the skb (as the kernel's `net/sched/act_*.c`), its parser
 //! (as iproute2's `tc/m_*.c`) and its `tc` text and JSON. What they share
-//! is here: iproute2's number, size and rate words and how it prints them.
+//! is here: the counters every action keeps ([`ActionStats`]), what every
+//! action's print shows beside its kind ([`ActionHead`]), iproute2's
+//! number, size and rate words and how it prints them. (The [`Action`]
+//! that holds a kind is in `action.rs`, which uses these; they never use
+//! it.)
+//!
+//! [`Action`]: crate::Action
 
 pub mod csum;
 pub mod pedit;
@@ -12,6 +18,26 @@ pub mod vlan;
 use serde_json::{Value, json};
 
 use crate::control::Control;
+
+/// An action's counters, as `tc -s actions show` prints them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ActionStats {
+    pub bytes: u64,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+}
+
+/// What every action has beside its kind, as the kind's `tc` text and
+/// JSON print it (`index N ref N bind N`, its control):
+/// [`Action::head`](crate::Action::head).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionHead {
+    pub index: u32,
+    pub control: Control,
+    pub refs: u32,
+    pub binds: u32,
+}
 
 /// `get_u32(.., 0)`: decimal, `0x` hexadecimal or `0` octal.
 pub(crate) fn parse_u32(s: &str) -> Option<u32> {

@@ -13,8 +13,7 @@
 
 use serde_json::{Value, json};
 
-use super::{control_at, control_json, next};
-use crate::action::{Action, ActionStats};
+use super::{ActionHead, ActionStats, control_at, control_json, next};
 use crate::control::Control;
 use crate::skb::Skb;
 
@@ -515,7 +514,7 @@ pub fn parse(words: &[&str]) -> Result<(Pedit, Control, usize), String> {
 }
 
 /// The text after `action order N: ` (`print_pedit`).
-pub fn text(a: &Action, p: &Pedit) -> String {
+pub fn text(a: ActionHead, p: &Pedit) -> String {
     let mut s = format!(
         " pedit action {} keys {}\n \t index {} ref {} bind {}",
         a.control.name(),
@@ -541,7 +540,7 @@ pub fn text(a: &Action, p: &Pedit) -> String {
 }
 
 /// Its `tc -j` fields.
-pub fn json(a: &Action, p: &Pedit, o: &mut Value) {
+pub fn json(a: ActionHead, p: &Pedit, o: &mut Value) {
     o["control_action"] = control_json(a.control);
     o["nkeys"] = json!(p.keys.len());
     o["index"] = json!(a.index);

@@ -9,8 +9,9 @@
 
 use serde_json::{Value, json};
 
-use super::{control_json, duparg, invarg, next, sprint_rate, sprint_size};
-use crate::action::{Action, ActionStats};
+use super::{
+    ActionHead, ActionStats, control_json, duparg, invarg, next, sprint_rate, sprint_size,
+};
 use crate::control::{Control, parse_control};
 
 /// `/proc/net/psched`'s ticks per microsecond as iproute2 reads it on a
@@ -342,7 +343,7 @@ pub fn parse(words: &[&str]) -> Result<(Police, Control, usize), String> {
 }
 
 /// The text after `action order N: ` (`print_police`).
-pub fn text(a: &Action, p: &Police) -> String {
+pub fn text(a: ActionHead, p: &Police) -> String {
     let rate = p.rate.map_or(0, |r| r.rate);
     let mut s = format!(
         " police 0x{:x} rate {} burst {} mtu {} ",
@@ -376,7 +377,7 @@ pub fn text(a: &Action, p: &Police) -> String {
 
 /// Its `tc -j` fields (tc prints `control_action` twice for a conform
 /// control; JSON cannot: the conform one is `conform_action` here).
-pub fn json(a: &Action, p: &Police, o: &mut Value) {
+pub fn json(a: ActionHead, p: &Police, o: &mut Value) {
     o["index"] = json!(a.index);
     if let Some(pps) = p.pps {
         o["pkts_rate"] = json!(pps.rate);

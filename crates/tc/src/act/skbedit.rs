@@ -4,8 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{control_at, control_json, next};
-use crate::action::{Action, ActionStats};
+use super::{ActionHead, ActionStats, control_at, control_json, next};
 use crate::control::Control;
 use crate::handle::{format_classid, parse_classid};
 use crate::skb::Skb;
@@ -114,7 +113,7 @@ pub fn parse(words: &[&str]) -> Result<(Skbedit, Control, usize), String> {
 }
 
 /// The text after `action order N: ` (`print_skbedit`).
-pub fn text(a: &Action, e: &Skbedit) -> String {
+pub fn text(a: ActionHead, e: &Skbedit) -> String {
     let mut s = "skbedit ".to_string();
     if let Some(q) = e.queue_mapping {
         s += &format!("queue_mapping {q}");
@@ -145,7 +144,7 @@ pub fn text(a: &Action, e: &Skbedit) -> String {
 }
 
 /// Its `tc -j` fields.
-pub fn json(a: &Action, e: &Skbedit, o: &mut Value) {
+pub fn json(a: ActionHead, e: &Skbedit, o: &mut Value) {
     if let Some(q) = e.queue_mapping {
         o["queue_mapping"] = json!(q);
     }

@@ -7,8 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::{control_at, control_json, invarg, next};
-use crate::action::{Action, ActionStats};
+use super::{ActionHead, ActionStats, control_at, control_json, invarg, next};
 use crate::control::Control;
 use crate::skb::Skb;
 
@@ -121,7 +120,7 @@ pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), String> {
             }
             "protocol" => {
                 let v = next(words, i)?;
-                protocol = Some(match crate::parse_protocol(v) {
+                protocol = Some(match crate::protocol::parse_protocol(v) {
                     Ok(p @ (ETH_P_8021Q | ETH_P_8021AD)) => p,
                     Ok(_) => {
                         return Err(format!(
@@ -186,7 +185,7 @@ fn proto_name(p: u16) -> &'static str {
 
 /// The text after `action order N: ` (`print_vlan`; the kernel gives id,
 /// protocol and priority back for push and modify, so all are printed).
-pub fn text(a: &Action, v: &Vlan) -> String {
+pub fn text(a: ActionHead, v: &Vlan) -> String {
     let mut s = format!("vlan  {}", op_name(v.op));
     if v.op != VlanOp::Pop {
         s += &format!(
@@ -206,7 +205,7 @@ pub fn text(a: &Action, v: &Vlan) -> String {
 }
 
 /// Its `tc -j` fields.
-pub fn json(a: &Action, v: &Vlan, o: &mut Value) {
+pub fn json(a: ActionHead, v: &Vlan, o: &mut Value) {
     o["vlan_action"] = json!(op_name(v.op));
     if v.op != VlanOp::Pop {
         o["id"] = json!(v.id);

@@ -8,7 +8,7 @@
 use tss::{Rule, Tss};
 
 use super::{Found, protocol_mask};
-use crate::block::Filter;
+use crate::classifier::Filter;
 use crate::flower::{Flower, KEY_WORDS, dissect};
 use crate::skb::Skb;
 

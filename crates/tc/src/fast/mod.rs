@@ -15,8 +15,7 @@ mod u32;
 
 use std::collections::BTreeMap;
 
-use crate::block::Filter;
-use crate::classifier::{Classifier, Cx, Match};
+use crate::classifier::{Classifier, Cx, Filter, Match};
 use crate::skb::Skb;
 
 use self::flower::FlowerRun;
@@ -200,7 +199,7 @@ pub(crate) fn run_rule(
 /// filter's rules match it exactly unless the filter is for every
 /// protocol.
 fn protocol_mask(protocol: u16) -> u64 {
-    if protocol == crate::block::ETH_P_ALL {
+    if protocol == crate::protocol::ETH_P_ALL {
         0
     } else {
         0xffff

@@ -13,7 +13,7 @@
 use tss::{Rule, Tss};
 
 use super::{Found, protocol_mask};
-use crate::block::Filter;
+use crate::classifier::Filter;
 use crate::skb::Skb;
 use crate::u32::{SKIP_SW, TERMINAL, U32};
 

@@ -24,8 +24,8 @@ mod values;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::action::{ActionRef, Actions};
-use crate::block::ETH_P_ALL;
 use crate::classifier::{Classifier, Cx, Match};
+use crate::protocol::ETH_P_ALL;
 use crate::skb::Skb;
 
 pub use dissect::dissect;

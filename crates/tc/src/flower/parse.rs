@@ -8,11 +8,12 @@
 
 use super::key::MPLS_MAX;
 use super::values::{
-    arp_op_name, get_u8, get_u16, get_u32, masked_mac, masked_u8, matches, num, prefix4, prefix6,
+    Masked, arp_op_name, get_u8, get_u16, get_u32, masked_mac, masked_u8, matches, num, prefix4,
+    prefix6,
 };
 use crate::action::{ActionRef, Actions};
 use crate::action_parse::parse_actions;
-use crate::block::ETH_P_ALL;
+use crate::protocol::{ETH_P_ALL, parse_protocol};
 
 /// `TCA_CLS_FLAGS_SKIP_HW` / `_SKIP_SW` / `_VERBOSE`.
 pub const SKIP_HW: u32 = 1;
@@ -39,9 +40,6 @@ pub struct Lse {
     pub bos: Option<u8>,
     pub ttl: Option<u8>,
 }
-
-/// A value and its mask.
-pub type Masked<T> = (T, T);
 
 /// What tc sends the kernel for one rule (its `TCA_FLOWER_*` attributes).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -326,7 +324,7 @@ fn parse_into(
                         if inner { "less than 2" } else { "is 0" }
                     ));
                 }
-                let t = crate::cmdline::parse_protocol(v).map_err(|_| {
+                let t = parse_protocol(v).map_err(|_| {
                     format!("Error: argument \"{v}\" is wrong: invalid vlan_ethtype")
                 })?;
                 if inner {

@@ -16,8 +16,8 @@ use super::key::{
 };
 use super::parse::{ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_RARP, SKIP_HW, SKIP_SW};
 use crate::action::Actions;
-use crate::cmdline::protocol_name;
 use crate::handle::format_classid;
+use crate::protocol::protocol_name;
 
 /// Text and JSON built side by side, as iproute2's `print_*` do.
 struct Out {

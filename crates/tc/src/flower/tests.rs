@@ -5,7 +5,8 @@
 
 use super::*;
 use crate::action::Actions;
-use crate::block::{Block, Filter};
+use crate::block::Block;
+use crate::classifier::Filter;
 use crate::control::Control;
 
 const IP: u16 = 0x0800;

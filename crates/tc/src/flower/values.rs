@@ -4,8 +4,10 @@
 
 use std::net::Ipv6Addr;
 
-use super::parse::Masked;
 pub(super) use crate::argv::{matches, strtoul as num};
+
+/// A value and its mask.
+pub type Masked<T> = (T, T);
 
 pub(super) fn get_u8(s: &str, base: u32) -> Option<u8> {
     num(s, base).and_then(|v| u8::try_from(v).ok())
