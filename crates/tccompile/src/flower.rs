@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use tc::{FlowKey, Flower};
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, comment, filter_function, hit_then};
+use crate::filter_code::{FilterCode, comment, filter_function, hit_then};
 use crate::manifest::RuleSlot;
 
 /// The most rules of a mask compiled into one function.

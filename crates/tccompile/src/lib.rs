@@ -28,6 +28,7 @@ mod actions;
 mod clang;
 mod counters;
 mod emit;
+mod filter_code;
 mod flower;
 mod manifest;
 mod matchall;

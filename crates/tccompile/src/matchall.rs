@@ -5,7 +5,7 @@
 use tc::Matchall;
 
 use crate::actions::Cx;
-use crate::emit::{FilterCode, filter_function, hit};
+use crate::filter_code::{FilterCode, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 pub fn filter(

@@ -17,7 +17,7 @@ use tc::U32;
 use tc::u32::{Knode, MAX_DEPTH};
 
 use crate::actions::{Cx, Run};
-use crate::emit::{FilterCode, filter_function, hit};
+use crate::filter_code::{FilterCode, filter_function, hit};
 use crate::manifest::RuleSlot;
 
 const TERMINAL: u8 = 1;
