@@ -135,7 +135,7 @@ pub fn xdp_query(ifindex: u32) -> Result<Vec<XdpAttachment>> {
 /// bpf link of a running process holds it (a datapath or switch), end
 /// that process.
 fn how_to_detach(dev: &str, ifindex: u32, prog_id: u32) -> String {
-    match crate::xdp_link::link_on(ifindex, prog_id) {
+    match crate::links::link_on(ifindex, prog_id) {
         Ok(Some(l)) => format!(
             "it is held by bpf link id {} of a running process (a sluice datapath or switch?) and goes when that process ends",
             l.link_id
@@ -152,7 +152,7 @@ pub fn xdp_detach(dev: &str) -> Result<Vec<XdpAttachment>> {
     let ifindex = netdev::ifindex(dev)?;
     let attached = xdp_query(ifindex)?;
     for a in &attached {
-        if let Ok(Some(l)) = crate::xdp_link::link_on(ifindex, a.prog_id) {
+        if let Ok(Some(l)) = crate::links::link_on(ifindex, a.prog_id) {
             return Err(Error::new(
                 ErrorKind::Busy,
                 format!(

@@ -10,6 +10,7 @@ pub mod attach;
 pub mod clock;
 mod error;
 pub mod kmap;
+pub mod links;
 pub mod log;
 pub mod netdev;
 pub mod netns;

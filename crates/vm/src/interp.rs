@@ -18,7 +18,7 @@ use crate::helpers::{Callback, HelperCtx, HelperTable, Resume};
 use crate::memops::{atomic_op, legacy_load};
 use crate::memory::{Access, Memory, RegionKind};
 use crate::op::{Op, Slot};
-use crate::{MAX_FRAMES, STACK_SIZE, Stats, Vm};
+use crate::{MAX_FRAMES, Regs, STACK_SIZE, Stats, Vm};
 
 /// Where a run is: what the JIT's native code and the interpreter hand
 /// back and forth. `repr(C)`: native code addresses the fields. Kept by the
@@ -70,8 +70,6 @@ struct Pending {
     args: [u64; 5],
     state: u64,
 }
-
-pub(crate) type Regs = [u64; 16];
 
 /// Zeroes the top `bytes` (a multiple of 16, at most a frame) of a stack
 /// frame with inline 16-byte stores (a `memset` call costs more than the

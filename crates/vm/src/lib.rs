@@ -127,6 +127,10 @@ pub struct RunResult {
     pub stats: Stats,
 }
 
+/// The register file of a run: r0 to r10 in an array of 16 (a register
+/// field is 4 bits). The interpreter and its memory operations share it.
+pub(crate) type Regs = [u64; 16];
+
 /// The VM's stack: `MAX_FRAMES` frames of `STACK_SIZE` bytes, frame 0 at
 /// the top. Words rather than bytes so a frame is zeroed with wide stores.
 #[repr(C, align(64))]

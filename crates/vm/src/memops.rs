@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use isa::opcode::atomic;
 
+use crate::Regs;
 use crate::Stats;
 use crate::error::VmErrorKind;
-use crate::interp::Regs;
 use crate::memory::{Access, Memory, RegionKind};
 use crate::op::{Op, Slot};
 
