@@ -13,6 +13,10 @@ use obj::{Program, ProgramKind};
 
 use crate::cfg::{Cfg, CfgError};
 use crate::live::Liveness;
+// One of the workspace's few module loops, on purpose: `precise.rs`
+// (precision) and `spin.rs` (bpf_spin_lock) are more of the walker's own
+// methods (`impl Verifier`), split off by subject to keep this file within
+// bounds; they use its `Verifier` and it calls them.
 use crate::precise::{Demand, Entry};
 use crate::state::{Frame, Kind, Reg, State, covers};
 use crate::{MapInfo, Options, Rejection, Report, Rule, kfmt};

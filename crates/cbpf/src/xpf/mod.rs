@@ -46,6 +46,10 @@ pub use memory::{
 };
 
 pub use crate::insn::xpf::{TIME_NSEC, TIME_SEC, is_time_load};
+// One of the workspace's few module loops, on purpose: `to_ebpf` translates
+// classic BPF and xPF alike, so it reads xPF's shape and banks from here; this
+// re-export makes `cbpf::xpf` the one face of xPF (check, run, memory and its
+// eBPF translation) for the crates that use it.
 pub use crate::to_ebpf::{Form, XpfProgram, translate_xpf as translate};
 
 /// The largest persistent block, in 32-bit words (256 KiB).
