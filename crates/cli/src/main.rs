@@ -42,23 +42,23 @@ enum Command {
     Asm(cmd::asm::Args),
     /// Disassemble raw bytecode or an ELF object into assembly text
     Disasm(cmd::disasm::Args),
-    /// Replay a capture or generated traffic through a program in the VM
+    /// Run packets (a capture, generated traffic or a live interface) through a program in the VM or JIT, or through a tc configuration: verdicts, costs, maps
     Run(Box<cmd::run::Args>),
-    /// Filter a capture with a tcpdump expression (classic BPF), or print its program
+    /// Filter a capture with a tcpdump expression (classic BPF in the interpreter, JIT or kernel) and print or write the matches, or print its program
     Filter(cmd::filter::Args),
-    /// In-filter monitoring: flow accounting with IPFIX export
+    /// In-filter monitoring: flow accounting (IPFIX export), trajectory sampling, passive RTT; by sluice's table, an eBPF or an xPF program, over captures or live
     Monitor(cmd::monitor::Args),
-    /// tc command lines (clsact; u32, flower, matchall, bpf; gact, mirred, police, skbedit, pedit, vlan, csum) against a sluice configuration file
+    /// tc command lines (clsact; u32, flower, matchall, bpf; gact, mirred, police, skbedit, pedit, vlan, csum) against a sluice configuration file; tc compile makes a hook one eBPF object
     Tc(cmd::tc::Args),
-    /// An OpenFlow 1.3 switch with Open vSwitch's caches, over capture ports (no root needed)
+    /// An OpenFlow 1.3 switch with Open vSwitch's caches, on interfaces (AF_XDP, AF_PACKET; needs root) or capture ports; stats and dump-flows ask a running one
     Switch(cmd::switch::Args),
-    /// xPF: classic BPF with persistent memory and bounded loops: assemble, run, show memory
+    /// xPF: classic BPF with persistent memory and bounded loops: assemble, run over packets, load onto an interface and work on its memory while it runs
     Xpf(cmd::xpf::Args),
     /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
     Capture(cmd::capture::Args),
     /// Check that programs are safe, as the kernel's verifier would, and explain why not
     Verify(cmd::verify::Args),
-    /// Compare the VM with the kernel, packet by packet (BPF_PROG_TEST_RUN; needs root)
+    /// Compare the VM with the kernel packet by packet (BPF_PROG_TEST_RUN), or a tc configuration with the real tc (needs root)
     Diff(cmd::diff::Args),
     /// Load an object into the kernel and pin its programs and maps (needs root)
     Load(cmd::kernel::LoadArgs),
@@ -68,21 +68,21 @@ enum Command {
     Detach(cmd::kernel::DetachArgs),
     /// Show what is attached to every interface (needs root)
     Status(cmd::kernel::StatusArgs),
-    /// Dump or update maps pinned in bpffs (needs root)
+    /// Dump, update or delete the entries of maps pinned in bpffs (needs root)
     Map(cmd::kernel::MapArgs),
     /// Send generated traffic out of an interface: XDP live frames or AF_PACKET (needs root)
     Gen(cmd::trafficgen::Args),
     /// AF_XDP datapath benchmarks on an interface: rxdrop, txonly, l2fwd (needs root)
     Xsk(cmd::xsk::Args),
-    /// Run an XDP program in user space on AF_XDP ports; the datapath carries out its verdicts (needs root)
+    /// Run an XDP program or a tc configuration in user space on AF_XDP ports; the datapath carries out the verdicts (needs root)
     Datapath(cmd::datapath::Args),
-    /// Per-packet cost of a program (instructions, memory accesses), its linear model and the delay it predicts
+    /// Per-packet cost of a program (instructions, branches, helper calls, memory accesses), its linear model and the delay it predicts
     Profile(cmd::profile::Args),
     /// The paper's network in simulation: a flow's RTT and throughput with and without the router's processing delay
     Sim(cmd::sim::Args),
     /// Run a program once in the interpreter and report r0 and its cost
     Exec(cmd::exec::Args),
-    /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf
+    /// ns per packet in sluice's interpreter and JIT beside the kernel and rbpf; bench tc: the tc classifiers by rule count
     Bench(cmd::bench::Args),
     /// Run the DDoS filter example over generated traffic (no root needed)
     Demo(cmd::demo::Args),

@@ -10,6 +10,7 @@ use crate::report::print_json;
 /// object (FILE.o). The text re-assembles to the same bytes.
 #[derive(clap::Args)]
 pub struct Args {
+    /// Raw bytecode, or an ELF object (every executable section)
     file: PathBuf,
     /// Only this ELF section
     #[arg(long)]

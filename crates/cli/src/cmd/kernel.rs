@@ -427,15 +427,20 @@ enum MapCommand {
     },
     /// Add or replace an entry: KEY VALUE (integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES)
     Update {
+        /// Path of the pinned map, e.g. /sys/fs/bpf/sluice/eth0/blocklist_v4
         #[arg(long)]
         pinned: PathBuf,
+        /// The key: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES
         key: String,
+        /// The value: integer, IP address, or hex:BYTES
         value: String,
     },
     /// Delete an entry
     Delete {
+        /// Path of the pinned map
         #[arg(long)]
         pinned: PathBuf,
+        /// The key: integer, IP address, ADDR/LEN for LPM keys, or hex:BYTES
         key: String,
     },
 }

@@ -27,6 +27,8 @@ Config file: by default /var/lib/sluice/tc.conf for root, $XDG_STATE_HOME/sluice
              (or ~/.local/state/sluice/tc.conf) for others; a file is read only if it is a
              regular file (not a symbolic link) owned by you or root that nobody else may
              write, and replaced whole (a new file renamed over it), never half-written
+Compile:     sluice tc compile [--dev DEV] [--hook ingress|egress] -o OUT.o: the hook's flower, u32
+             and matchall chains as one eBPF object (tc and XDP programs; sluice tc compile --help)
 Examples:    sluice tc qdisc add dev v0 clsact
              sluice tc filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff classid 1:1
              sluice tc -batch rules.tc")]
@@ -43,7 +45,7 @@ pub struct Args {
     /// Run the commands of FILE (- for stdin), one a line, as tc -batch, which is taken too (the first failing one stops it and nothing is kept)
     #[arg(short = 'b', long = "batch", value_name = "FILE")]
     batch: Option<PathBuf>,
-    /// Push the configuration's lines for device DEV (its qdisc, filters and the shared actions) into the kernel with the real tc, all or nothing (the kernel has u32, bpf and mirred)
+    /// Push the configuration's lines for device DEV (its qdisc, filters and the shared actions) into the kernel with the real tc, all or nothing (a kernel built without one of its classifiers or actions refuses it, naming the line)
     #[arg(long, value_name = "DEV", conflicts_with_all = ["batch", "command"])]
     kernel: Option<String>,
     /// With --kernel: the network namespace DEV is in

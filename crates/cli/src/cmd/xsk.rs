@@ -75,7 +75,7 @@ pub struct Common {
     /// Polling threads, the ports' queues dealt out over them (`sluice datapath`, `sluice switch`) [default: one per queue; `sluice switch`: 1, as Open vSwitch's one PMD thread]
     #[arg(long, value_name = "N", conflicts_with = "no_pmd")]
     pub pmd_threads: Option<usize>,
-    /// Free-frame pool design
+    /// Free-frame pool design: stack (LIFO), ring or list
     #[arg(long, default_value = "stack")]
     pub pool: PoolKind,
     /// Kick TX once this many descriptors are outstanding [default: 512 or 3/4 of the TX ring]

@@ -14,7 +14,7 @@ mod flows;
 mod rtt;
 mod sample;
 
-/// In-filter monitoring: flow accounting with IPFIX export, trajectory sampling, passive RTT (docs/monitor.md)
+/// In-filter monitoring: flow accounting (IPFIX export), trajectory sampling, passive RTT; by sluice's table, an eBPF or an xPF program, over captures or live (docs/monitor.md)
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]

@@ -33,7 +33,7 @@ pub struct SampleArgs {
     /// The threshold B
     #[arg(short = 'b', value_name = "B", requires = "a")]
     b: Option<u32>,
-    /// Slots of the label table (a power of two; a label that finds no room is counted as `full`)
+    /// Slots of the label table (a power of two; a label that finds no room is counted as `table_full`)
     #[arg(long, default_value_t = SampleOptions::default().table)]
     table: usize,
     /// Samples listed on the terminal
