@@ -270,12 +270,3 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
         }
     }
 }
-
-/// Verifies the programs a replay is about to run (`Hook::verify_for_run`);
-/// a note says why run-time checks stay, when they do.
-pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
-    if let Some(note) = hook.verify_for_run()? {
-        say!("sluice: note: {note}");
-    }
-    Ok(())
-}
