@@ -30,6 +30,14 @@ impl ObjectSource {
             ObjectSource::Bytes { name, .. } => name.clone(),
         }
     }
+
+    /// The object's bytes (a file is read whole).
+    pub fn bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, Error> {
+        Ok(match self {
+            ObjectSource::Path(p) => crate::files::object(p)?.into(),
+            ObjectSource::Bytes { bytes, .. } => bytes.as_slice().into(),
+        })
+    }
 }
 
 /// The types CO-RE relocations resolve against.
@@ -158,14 +166,7 @@ impl HookSpec {
             name: name.clone(),
             cause,
         };
-        let read;
-        let data: &[u8] = match &self.object {
-            ObjectSource::Path(p) => {
-                read = crate::files::object(p)?;
-                &read
-            }
-            ObjectSource::Bytes { bytes, .. } => bytes,
-        };
+        let data = self.object.bytes()?;
         let custom = match &self.btf {
             BtfTarget::File(path) => {
                 let bytes = crate::files::object(path)?;
@@ -175,12 +176,12 @@ impl HookSpec {
             BtfTarget::Kernel | BtfTarget::Bundled => None,
         };
         let mut object = match (&custom, &self.btf) {
-            (Some(t), _) => obj::Object::parse_with(data, Some(t)),
+            (Some(t), _) => obj::Object::parse_with(&data, Some(t)),
             (None, BtfTarget::Bundled) => {
-                obj::Object::parse_with(data, Some(obj::CoreTarget::bundled()))
+                obj::Object::parse_with(&data, Some(obj::CoreTarget::bundled()))
             }
             // The kernel's BTF (or the bundled types), read only if needed.
-            _ => obj::Object::parse(data),
+            _ => obj::Object::parse(&data),
         }
         .map_err(|e| at(e.into()))?;
         let mut opts = LoadOptions {

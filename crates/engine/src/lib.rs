@@ -96,6 +96,7 @@ mod run_spec;
 mod settings;
 mod sink;
 mod source;
+mod verify;
 
 pub use contents::{Contents, ContentsError, MapUpdate};
 pub use error::{Error, ObjectError};
@@ -106,6 +107,7 @@ pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
 pub use sink::{SinkSpec, Target, open_sinks, route_name};
 pub use source::{Origin, Skipped, SourceSpec};
+pub use verify::Verifiable;
 
 // The layers below, as far as a user of this crate needs them.
 // Objects: a parsed ELF object and its programs.

@@ -170,3 +170,30 @@ fn a_run_spec_reads_back_from_json() {
     assert_eq!(short.hook.cpus, 1);
     assert_eq!(short.map_entries, 16);
 }
+
+#[test]
+fn an_object_verifies_with_its_settings() {
+    let source = engine::ObjectSource::Bytes {
+        name: "xdp_ddos.o".into(),
+        bytes: programs::object("xdp_ddos").unwrap().to_vec(),
+    };
+    let settings = engine::Settings {
+        set: vec!["burst=7".into()],
+        ..Default::default()
+    };
+    let v = engine::Verifiable::load(&source, &settings).unwrap();
+    for p in &v.object.programs {
+        let r = engine::verify(p, &v.maps, &engine::VerifyOptions::default());
+        assert!(r.result.is_ok(), "{}: {:?}", p.name, r.result);
+    }
+    // The global data holds the value set.
+    let data = (0..v.maps.len()).find_map(|i| v.data_of(i)).unwrap();
+    assert!(data.windows(8).any(|w| w == 7u64.to_le_bytes()), "{data:?}");
+
+    let settings = engine::Settings {
+        set: vec!["nope=1".into()],
+        ..Default::default()
+    };
+    let e = engine::Verifiable::load(&source, &settings).err().unwrap();
+    assert!(e.to_string().contains("no such global variable"), "{e}");
+}
