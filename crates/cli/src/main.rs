@@ -2,6 +2,7 @@
 
 #[macro_use]
 mod terminal;
+mod args;
 mod cmd;
 mod contents;
 mod files;

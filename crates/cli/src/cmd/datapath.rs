@@ -11,7 +11,7 @@ use std::time::Duration;
 use datapath::Totals;
 use datapath::program::{self, ProgramOptions, ProgramSummary};
 
-use crate::cmd::{run, xsk};
+use crate::cmd::xsk;
 use crate::settings::ObjectSettings;
 
 #[derive(clap::Args)]
@@ -44,8 +44,8 @@ pub struct Args {
     #[command(flatten)]
     contents: crate::contents::MapContents,
     /// The engine running the program
-    #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
-    engine: run::Engine,
+    #[arg(long, value_enum, default_value_t = crate::args::Engine::Jit)]
+    engine: crate::args::Engine,
     #[command(flatten)]
     common: xsk::Common,
 }

@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use engine::{HookSpec, Origin, SourceSpec};
 
-use crate::cmd::run;
 use crate::report::print_json;
 
 #[derive(clap::Args)]
@@ -39,8 +38,8 @@ pub struct Args {
     r#gen: Vec<String>,
     /// Frames of the capture without an Ethernet form: skip them or pass
     /// them as captured (see `sluice run --help`)
-    #[arg(long, value_enum, default_value_t = run::ForeignFrames::Skip)]
-    foreign: run::ForeignFrames,
+    #[arg(long, value_enum, default_value_t = crate::args::ForeignFrames::Skip)]
+    foreign: crate::args::ForeignFrames,
     /// Packets taken from the source
     #[arg(long, default_value_t = 10_000)]
     packets: usize,

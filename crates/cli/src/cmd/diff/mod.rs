@@ -43,8 +43,8 @@ pub struct Args {
     pub r#gen: Vec<String>,
     /// Frames of the capture without an Ethernet form: skip them or pass
     /// them as captured (see `sluice run --help`)
-    #[arg(long, value_enum, default_value_t = run::ForeignFrames::Skip)]
-    pub foreign: run::ForeignFrames,
+    #[arg(long, value_enum, default_value_t = crate::args::ForeignFrames::Skip)]
+    pub foreign: crate::args::ForeignFrames,
     /// Globals and map sizes, on both sides
     #[command(flatten)]
     pub settings: crate::settings::ObjectSettings,

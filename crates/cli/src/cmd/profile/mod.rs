@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use engine::{HookSpec, Origin, SourceSpec};
 
-use crate::cmd::run;
 use crate::progress::with_progress;
 use crate::report::print_json;
 use crate::settings::ObjectSettings;
@@ -78,8 +77,8 @@ pub struct Args {
     #[command(flatten)]
     contents: crate::contents::MapContents,
     /// The engine that runs the program (the counts are the same)
-    #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
-    engine: run::Engine,
+    #[arg(long, value_enum, default_value_t = crate::args::Engine::Jit)]
+    engine: crate::args::Engine,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -132,7 +131,7 @@ fn size_specs(range: &str, templates: &[String], per_size: u64) -> Result<Vec<St
 }
 
 /// The program profiled, on `engine`.
-fn hook_spec(a: &Args, engine: run::Engine) -> HookSpec {
+fn hook_spec(a: &Args, engine: crate::args::Engine) -> HookSpec {
     let mut hook = HookSpec::new(&a.object);
     hook.program = a.prog.clone();
     hook.settings = a.settings.spec();
@@ -257,7 +256,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     model.notes.extend(warnings);
 
     let calibration = if wants_host {
-        let mut jit = crate::hooks::build(&hook_spec(&a, run::Engine::Jit))?.hook;
+        let mut jit = crate::hooks::build(&hook_spec(&a, crate::args::Engine::Jit))?.hook;
         let mut baseline = baseline(&jit)?;
         let mut source = open(&packets)?;
         let c = profile::calibrate(

@@ -7,46 +7,11 @@ pub(crate) mod tc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use engine::{
-    BtfTarget, Foreign, HookSpec, Origin, Route, RunSpec, Shard, SinkSpec, SourceSpec, Target,
-};
+use engine::{BtfTarget, HookSpec, Origin, Route, RunSpec, Shard, SinkSpec, SourceSpec, Target};
 
+use crate::args::{Engine, ForeignFrames};
 use crate::contents::MapContents;
 use crate::settings::ObjectSettings;
-
-/// Which engine runs the programs.
-#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub enum Engine {
-    #[default]
-    Jit,
-    Interp,
-}
-
-impl From<Engine> for engine::Engine {
-    fn from(e: Engine) -> engine::Engine {
-        match e {
-            Engine::Jit => engine::Engine::Jit,
-            Engine::Interp => engine::Engine::Interpreter,
-        }
-    }
-}
-
-/// What a capture's frames without an Ethernet form become.
-#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub enum ForeignFrames {
-    #[default]
-    Skip,
-    Pass,
-}
-
-impl From<ForeignFrames> for Foreign {
-    fn from(f: ForeignFrames) -> Foreign {
-        match f {
-            ForeignFrames::Skip => Foreign::Skip,
-            ForeignFrames::Pass => Foreign::Pass,
-        }
-    }
-}
 
 #[derive(clap::Args, Clone, Default)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "iface"])))]
