@@ -3,7 +3,7 @@
 //! contents, forwarding table, pins, engine, verification), and
 //! [`HookSpec::build`], which makes it a ready [`Hook`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use runtime::{Hook, Image, LoadOptions};
 use serde::{Deserialize, Serialize};
@@ -221,14 +221,6 @@ impl HookSpec {
         match &self.pin {
             Some(dir) => crate::pin::save(hook, dir),
             None => Ok(()),
-        }
-    }
-
-    /// The object's path, when it is a file.
-    pub fn path(&self) -> Option<&Path> {
-        match &self.object {
-            ObjectSource::Path(p) => Some(p),
-            ObjectSource::Bytes { .. } => None,
         }
     }
 }

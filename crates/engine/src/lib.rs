@@ -18,7 +18,9 @@
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
 //!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
 //!
-//! Errors are [`Error`]s, whose messages are the command line's.
+//! [`Verifiable`] makes an object ready for verifying its programs one by
+//! one ([`verify`]), as `sluice verify` does. Errors are [`Error`]s, whose
+//! messages are the command line's.
 //!
 //! Build a hook, run it over a capture, read a map:
 //!
