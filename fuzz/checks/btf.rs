@@ -2,11 +2,11 @@
 //! objects) and as its `.BTF.ext`: parsing never panics, and for a BTF that
 //! parses, every type id walks (sizes, modifiers and typedefs skipped, its
 //! C-like name) and formats a map value as `sluice run` prints maps
-//! (crates/cli/src/mapfmt.rs; per-CPU values summed where BTF shows
+//! (crates/engine/src/mapfmt.rs; per-CPU values summed where BTF shows
 //! counters), without panicking or
 //! recursing without end; a type's printed name is the same each time.
 
-#[path = "../../crates/cli/src/mapfmt.rs"]
+#[path = "../../crates/engine/src/mapfmt.rs"]
 #[allow(dead_code)]
 mod mapfmt;
 

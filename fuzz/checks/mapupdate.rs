@@ -3,7 +3,7 @@
 //! panics, and what parses is exactly the map's size and reads back
 //! from its hex form (`hex:...`).
 
-#[path = "../../crates/cli/src/mapfmt.rs"]
+#[path = "../../crates/engine/src/mapfmt.rs"]
 #[allow(dead_code)]
 mod mapfmt;
 

@@ -2,12 +2,12 @@
 
 #[macro_use]
 mod terminal;
+mod args;
 mod cmd;
 mod contents;
 mod files;
+mod hooks;
 mod input;
-mod mapfmt;
-mod pin;
 mod plotfont;
 mod progress;
 mod report;

@@ -116,6 +116,15 @@ pub fn accesses_line(s: &Stats) -> String {
     }
 }
 
+/// Tells on standard error the frames a capture skipped for want of an
+/// Ethernet form, as every front end does, `hint` after it (what the
+/// command can do with them, or nothing).
+pub fn warn_skipped(skipped: &engine::Skipped, hint: &str) {
+    if let Some(w) = skipped.warning() {
+        say!("sluice: warning: {w}{hint}");
+    }
+}
+
 /// The one rule for an input that ended on an error (a capture cut
 /// mid-record or otherwise damaged, an interface that went away), for
 /// every command that reads packets, as `sluice run` and tcpdump have it:

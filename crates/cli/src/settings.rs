@@ -1,6 +1,7 @@
 //! `--set NAME=VALUE`, `--map-size NAME=N`, `--map-size-default N` and
-//! `--type`/`--attach-type`, shared by every command that
-//! loads an object (into the VM, the kernel, or both).
+//! `--type`/`--attach-type`, shared by every command that loads an object
+//! (into the VM, the kernel, or both): the arguments of
+//! [`engine::Settings`], which applies them.
 
 use runtime::LoadOptions;
 
@@ -23,77 +24,21 @@ pub struct ObjectSettings {
     pub attach_type: Vec<String>,
 }
 
-fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
-    s.split_once('=')
-        .ok_or_else(|| format!("{what} takes NAME=VALUE, not `{s}`"))
-}
-
-/// An integer in decimal or `0x` hex, optionally negative.
-pub fn parse_int(s: &str) -> Result<i128, String> {
-    let t = s.trim();
-    let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
-    let v = match body.strip_prefix("0x") {
-        Some(h) => i128::from_str_radix(h, 16),
-        None => body.parse(),
-    }
-    .map_err(|_| format!("`{s}` is not an integer"))?;
-    Ok(if neg { -v } else { v })
-}
-
-/// `[PROG=]VALUE`: the program (if named) and the value.
-fn split_prog(s: &str) -> (Option<&str>, &str) {
-    match s.split_once('=') {
-        Some((p, v)) => (Some(p), v),
-        None => (None, s),
-    }
-}
-
 impl ObjectSettings {
-    /// Gives programs the types of `--type` and `--attach-type`.
-    pub fn retype(&self, object: &mut obj::Object) -> Result<(), String> {
-        for a in &self.attach_type {
-            let (prog, _) = split_prog(a);
-            if !self.prog_type.iter().any(|t| split_prog(t).0 == prog) {
-                return Err(format!(
-                    "--attach-type {a}: give the program type too, with --type {}TYPE",
-                    prog.map(|p| format!("{p}=")).unwrap_or_default()
-                ));
-            }
+    /// The settings as the engine takes them.
+    pub fn spec(&self) -> engine::Settings {
+        engine::Settings {
+            set: self.set.clone(),
+            map_size: self.map_size.clone(),
+            map_size_default: self.map_size_default,
+            prog_type: self.prog_type.clone(),
+            attach_type: self.attach_type.clone(),
         }
-        for t in &self.prog_type {
-            let (prog, ty) = split_prog(t);
-            let attach = self
-                .attach_type
-                .iter()
-                .map(|a| split_prog(a))
-                .find(|(p, _)| *p == prog)
-                .map(|(_, a)| a);
-            object.set_program_type(prog, ty, attach)?;
-        }
-        Ok(())
     }
 
-    /// Gives programs their `--type`s, and adds the globals and map sizes
-    /// to `opts`; map names are checked against `object`.
+    /// [`engine::Settings::apply`], for the commands that load an object
+    /// themselves (`sluice verify`, `sluice load`).
     pub fn apply(&self, object: &mut obj::Object, opts: &mut LoadOptions) -> Result<(), String> {
-        self.retype(object)?;
-        for s in &self.set {
-            let (name, value) = split_pair(s, "--set")?;
-            opts.globals.push((name.to_string(), parse_int(value)?));
-        }
-        for s in &self.map_size {
-            let (name, n) = split_pair(s, "--map-size")?;
-            if object.map_index(name).is_none() {
-                return Err(format!("--map-size {name}: the object has no such map"));
-            }
-            let n = u32::try_from(parse_int(n)?)
-                .map_err(|_| format!("--map-size {name}: out of range"))?;
-            opts.map_sizes.insert(name.to_string(), n);
-        }
-        if self.map_size_default == Some(0) {
-            return Err("--map-size-default: 0 is no size".into());
-        }
-        opts.map_size_default = self.map_size_default;
-        Ok(())
+        self.spec().apply(object, opts).map_err(|e| e.to_string())
     }
 }

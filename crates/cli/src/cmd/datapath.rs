@@ -11,7 +11,7 @@ use std::time::Duration;
 use datapath::Totals;
 use datapath::program::{self, ProgramOptions, ProgramSummary};
 
-use crate::cmd::{run, xsk};
+use crate::cmd::xsk;
 use crate::settings::ObjectSettings;
 
 #[derive(clap::Args)]
@@ -44,8 +44,8 @@ pub struct Args {
     #[command(flatten)]
     contents: crate::contents::MapContents,
     /// The engine running the program
-    #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
-    engine: run::Engine,
+    #[arg(long, value_enum, default_value_t = crate::args::Engine::Jit)]
+    engine: crate::args::Engine,
     #[command(flatten)]
     common: xsk::Common,
 }
@@ -73,27 +73,23 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         return run_tc(&a, file);
     }
     let object = a.object.clone().ok_or("give --prog OBJ or --tc FILE")?;
-    let ra = run::Args {
-        object: Some(object.clone()),
-        prog: a.prog_name.clone(),
-        settings: a.settings.clone(),
-        contents: a.contents.clone(),
-        engine: a.engine,
-        r#gen: vec!["udp".into()],
-        // A per-CPU slot for each polling thread (one per queue of a port).
-        cpus: (a.ports.len() * a.common.queues.len()).max(1) as u32,
-        threads: 1,
-        ..run::Args::default()
-    };
-    let mut hook = run::prepare(&ra)?;
-    if !hook.kind().is_xdp() {
+    let mut spec = engine::HookSpec::new(&object);
+    spec.program = a.prog_name.clone();
+    spec.settings = a.settings.spec();
+    spec.contents = a.contents.spec();
+    spec.engine = a.engine.into();
+    // A per-CPU slot for each polling thread (one per queue of a port).
+    spec.cpus = (a.ports.len() * a.common.queues.len()).max(1) as u32;
+    let mut built = crate::hooks::load(&spec)?;
+    if !built.hook.kind().is_xdp() {
         return Err(format!(
             "{}: {} is not an XDP program: the datapath runs XDP programs",
             object.display(),
-            hook.program().name
+            built.hook.program().name
         ));
     }
-    crate::cmd::verify::before_run(&mut hook)?;
+    crate::hooks::verify(&mut built)?;
+    let mut hook = built.hook;
     let c = &a.common;
     let opts = ProgramOptions {
         ports: a.ports.clone(),

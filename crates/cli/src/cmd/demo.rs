@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use crate::cmd::run;
+use engine::{HookSpec, MapUpdate, RunSpec, SourceSpec};
 
 /// Run the DDoS filter example over generated traffic (no root needed)
 #[derive(clap::Args)]
@@ -31,22 +31,22 @@ const UPDATES: [[&str; 3]; 2] = [
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let object = programs::object("xdp_ddos").ok_or("the xdp_ddos example was not built")?;
-    let args = run::Args {
-        object: Some("target/bpf/xdp_ddos.o".into()),
-        r#gen: TRAFFIC.iter().map(|s| s.to_string()).collect(),
-        contents: crate::contents::MapContents {
-            map_update: UPDATES.iter().flatten().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        },
-        settings: crate::settings::ObjectSettings {
-            set: vec!["rate_pps=1000".into(), "burst=100".into()],
-            ..Default::default()
-        },
-        cpus: 1,
+    let mut hook = HookSpec::from_bytes("target/bpf/xdp_ddos.o", object);
+    hook.contents.map_update = UPDATES
+        .iter()
+        .map(|[map, key, value]| MapUpdate {
+            map: map.to_string(),
+            key: key.to_string(),
+            value: value.to_string(),
+        })
+        .collect();
+    hook.settings.set = vec!["rate_pps=1000".into(), "burst=100".into()];
+    let spec = RunSpec {
+        // One thread per core, as `sluice run` runs by default.
+        threads: 0,
         ifindex: Some(1),
         map_entries: 5,
-        json: a.json,
-        ..run::Args::default()
+        ..RunSpec::new(hook, SourceSpec::generated(TRAFFIC))
     };
     if !a.json {
         out!(
@@ -72,8 +72,6 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         cmd.push_str(" --set rate_pps=1000 --set burst=100");
         out!("{cmd}\n");
     }
-    let mut hook = run::prepare_bytes(&args, object)?;
     // Like `sluice run`: verified first, then replayed without checks.
-    crate::cmd::verify::before_run(&mut hook)?;
-    run::report(&args, &mut hook)
+    crate::cmd::run::replay(&spec, a.json)
 }

@@ -9,9 +9,9 @@ use kernel::{KernelObject, PinnedMap};
 use runtime::{Image, LoadOptions};
 use serde::Serialize;
 
-use crate::mapfmt;
 use crate::report::print_json;
 use crate::settings::ObjectSettings;
+use engine::mapfmt;
 
 /// Where sluice pins what it loads, under bpffs.
 const PIN_ROOT: &str = "/sys/fs/bpf/sluice";

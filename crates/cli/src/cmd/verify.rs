@@ -4,9 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use runtime::{Image, LoadOptions};
 use serde::Serialize;
-use verifier::{MapInfo, Options, Rule};
+use verifier::{Options, Rule};
 
 use crate::report::print_json;
 use crate::settings::ObjectSettings;
@@ -84,25 +83,12 @@ struct Report {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let name = a.object.display().to_string();
-    let data = crate::files::object(&a.object)?;
-    let mut object = obj::Object::parse(&data).map_err(|e| format!("{name}: {e}"))?;
-    let mut opts = LoadOptions::default();
-    a.settings.apply(&mut object, &mut opts)?;
     // The values programs will see: global data after --set, map sizes
     // after --map-size.
-    let image = Image::load(object.clone(), &opts).map_err(|e| format!("{name}: {e}"))?;
-    let data_of = |i: usize| -> Option<Vec<u8>> {
-        object.maps[i].data.as_ref()?;
-        image.maps[i].user_lookup(&0u32.to_le_bytes()).ok()
-    };
-    let mut maps = MapInfo::of_object(&object, &data_of);
-    for (info, map) in maps.iter_mut().zip(image.maps.iter()) {
-        info.max_entries = map.spec().max_entries;
-    }
-    let mut defs = object.maps.clone();
-    for (def, map) in defs.iter_mut().zip(image.maps.iter()) {
-        def.spec.max_entries = map.spec().max_entries;
-    }
+    let source = engine::ObjectSource::Path(a.object.clone());
+    let v = engine::Verifiable::load(&source, &a.settings.spec()).map_err(|e| e.to_string())?;
+    let (object, maps, defs) = (&v.object, &v.maps, &v.defs);
+    let data_of = |i: usize| v.data_of(i);
     let programs: Vec<&obj::Program> = match &a.prog {
         Some(p) => vec![
             object
@@ -129,7 +115,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             helpers: runtime::helpers::ids_for(&p.kind),
             ..Options::default()
         };
-        let r = verifier::verify(p, &maps, &vopts);
+        let r = verifier::verify(p, maps, &vopts);
         let mut pr = ProgramReport {
             name: p.name.clone(),
             section: p.section.clone(),
@@ -177,7 +163,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         }
         if ask_kernel && p.kind.is_runnable() {
             pr.kernel = Some(
-                match kernel::verify::verify_program(p, &defs, object.btf.as_ref(), &data_of) {
+                match kernel::verify::verify_program(p, defs, object.btf.as_ref(), &data_of) {
                     Ok(v) => KernelReport {
                         verdict: if v.accepted { "accept" } else { "reject" },
                         message: (!v.accepted).then(|| v.reason().to_string()),
@@ -269,13 +255,4 @@ fn print_text(name: &str, reports: &[ProgramReport], log: bool) {
             }
         }
     }
-}
-
-/// Verifies the programs a replay is about to run (`Hook::verify_for_run`);
-/// a note says why run-time checks stay, when they do.
-pub fn before_run(hook: &mut runtime::Hook) -> Result<(), String> {
-    if let Some(note) = hook.verify_for_run()? {
-        say!("sluice: note: {note}");
-    }
-    Ok(())
 }

@@ -451,7 +451,7 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
         switch_every: a.switch_every.map(|n| (n, how)),
     };
     let summary = run_xpf(&mut runner, source.as_mut(), &opts)?;
-    crate::cmd::run::warn_skipped(source.as_ref(), "");
+    crate::report::warn_skipped(&engine::Skipped::of(source.as_ref()), "");
     let mem = runner.memory();
     let active = mem.active();
     let mut blocks = Vec::new();

@@ -15,7 +15,8 @@ use pipeline::Batch;
 use runtime::{Hook, PacketMeta};
 use serde::Serialize;
 
-use crate::cmd::run;
+use engine::{HookSpec, Origin, SourceSpec};
+
 use crate::report::print_json;
 
 #[derive(clap::Args)]
@@ -37,8 +38,8 @@ pub struct Args {
     r#gen: Vec<String>,
     /// Frames of the capture without an Ethernet form: skip them or pass
     /// them as captured (see `sluice run --help`)
-    #[arg(long, value_enum, default_value_t = run::ForeignFrames::Skip)]
-    foreign: run::ForeignFrames,
+    #[arg(long, value_enum, default_value_t = crate::args::ForeignFrames::Skip)]
+    foreign: crate::args::ForeignFrames,
     /// Packets taken from the source
     #[arg(long, default_value_t = 10_000)]
     packets: usize,
@@ -140,9 +141,8 @@ fn time_passes(
 
 /// A fresh hook on the program, verified (and then trusted) as `sluice run`
 /// does, on the chosen engine; its verdicts for one pass.
-fn hook(a: &run::Args, jit: bool) -> Result<Hook, String> {
-    let mut h = run::prepare(a)?;
-    crate::cmd::verify::before_run(&mut h)?;
+fn hook(spec: &HookSpec, jit: bool) -> Result<Hook, String> {
+    let mut h = crate::hooks::build(spec)?.hook;
     if jit {
         h.enable_jit().map_err(|e| e.to_string())?;
     }
@@ -179,7 +179,7 @@ fn sluice_engine(
 
 /// The kernel through `BPF_PROG_TEST_RUN`: wall time per call with one run
 /// per packet, and the kernel's own per-run figure with `repeat` runs.
-fn kernel_engines(a: &Args, ra: &run::Args, packets: &[Vec<u8>]) -> Vec<Engine> {
+fn kernel_engines(a: &Args, spec: &HookSpec, packets: &[Vec<u8>]) -> Vec<Engine> {
     if !kernel::privileged() {
         let why = "needs root (BPF_PROG_TEST_RUN)";
         return vec![
@@ -188,7 +188,7 @@ fn kernel_engines(a: &Args, ra: &run::Args, packets: &[Vec<u8>]) -> Vec<Engine> 
         ];
     }
     let measure = || -> Result<Vec<Engine>, String> {
-        let h = run::prepare(ra)?;
+        let h = crate::hooks::load(spec)?.hook;
         let bytes = crate::files::object(a.object())?;
         let mut opts = difftest::load_options(h.object(), h.maps());
         let pins = PathBuf::from(format!("/sys/fs/bpf/sluice-bench-{}", std::process::id()));
@@ -311,22 +311,19 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if let Some(Sub::Tc(t)) = a.sub {
         return tc::run(t);
     }
-    let ra = run::Args {
-        object: Some(a.object().clone()),
-        prog: a.prog.clone(),
-        pcap: a.pcap.clone(),
-        r#gen: if a.pcap.is_none() && a.r#gen.is_empty() {
-            vec![format!("udp,count={}", a.packets)]
-        } else {
-            a.r#gen.clone()
-        },
-        foreign: a.foreign,
-        cpus: 1,
-        ifindex: Some(1),
-        engine: run::Engine::Interp,
-        ..run::Args::default()
+    let mut spec = HookSpec::new(a.object());
+    spec.program = a.prog.clone();
+    spec.engine = engine::Engine::Interpreter;
+    spec.cpus = crate::hooks::cores();
+    let packets_spec = match &a.pcap {
+        Some(path) => SourceSpec::new(Origin::Capture {
+            path: path.clone(),
+            foreign: a.foreign.into(),
+        }),
+        None if a.r#gen.is_empty() => SourceSpec::generated([format!("udp,count={}", a.packets)]),
+        None => SourceSpec::generated(a.r#gen.clone()),
     };
-    let mut source = run::source(&ra)?;
+    let mut source = packets_spec.open(None).map_err(|e| e.to_string())?;
     let (mut packets, mut batches) = (Vec::new(), vec![Batch::new()]);
     pipeline::for_each_packet(source.as_mut(), Some(a.packets as u64), |info, data| {
         packets.push(data.to_vec());
@@ -337,11 +334,16 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         b.push(info.seq, info.timestamp_ns, info.link, data);
     })
     .map_err(|e| e.to_string())?;
-    let skipped = run::skipped(source.as_ref());
+    let skipped = engine::Skipped::of(source.as_ref());
+    crate::report::warn_skipped(
+        &skipped,
+        " (--foreign pass gives them to the program as captured)",
+    );
+    let skipped = skipped.by_name();
     if packets.is_empty() {
         return Err("no packets to run".into());
     }
-    let interp = hook(&ra, false)?;
+    let interp = hook(&spec, false)?;
     let program = interp.program().clone();
     let checks = if interp.is_trusted() {
         "verified"
@@ -355,7 +357,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     #[cfg(target_arch = "x86_64")]
     {
         let (jit_ns, jit_verdicts) =
-            sluice_engine(hook(&ra, true)?, &packets, &batches, a.seconds)?;
+            sluice_engine(hook(&spec, true)?, &packets, &batches, a.seconds)?;
         if jit_verdicts != interp_verdicts {
             return Err(
                 "the JIT and the interpreter gave different verdicts: a bug, please report it"
@@ -366,7 +368,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     #[cfg(not(target_arch = "x86_64"))]
     results.push(Engine::skipped("jit", "the JIT needs an x86-64 host"));
-    results.extend(kernel_engines(&a, &ra, &packets));
+    results.extend(kernel_engines(&a, &spec, &packets));
     results.extend(rbpf_engines(&program, packets.len(), a.seconds));
 
     let report = Report {

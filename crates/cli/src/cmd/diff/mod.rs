@@ -43,8 +43,8 @@ pub struct Args {
     pub r#gen: Vec<String>,
     /// Frames of the capture without an Ethernet form: skip them or pass
     /// them as captured (see `sluice run --help`)
-    #[arg(long, value_enum, default_value_t = run::ForeignFrames::Skip)]
-    pub foreign: run::ForeignFrames,
+    #[arg(long, value_enum, default_value_t = crate::args::ForeignFrames::Skip)]
+    pub foreign: crate::args::ForeignFrames,
     /// Globals and map sizes, on both sides
     #[command(flatten)]
     pub settings: crate::settings::ObjectSettings,
@@ -60,6 +60,29 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+impl Args {
+    /// The frames compared: a capture or generated traffic.
+    fn source(&self) -> engine::SourceSpec {
+        match &self.pcap {
+            Some(path) => engine::SourceSpec::new(engine::Origin::Capture {
+                path: path.clone(),
+                foreign: self.foreign.into(),
+            }),
+            None => engine::SourceSpec::generated(self.r#gen.clone()),
+        }
+    }
+}
+
+/// The frames `source` skipped, per link type, told on standard error.
+fn skipped(source: &dyn engine::Source) -> BTreeMap<String, u64> {
+    let skipped = engine::Skipped::of(source);
+    crate::report::warn_skipped(
+        &skipped,
+        " (--foreign pass gives them to the program as captured)",
+    );
+    skipped.by_name()
 }
 
 #[derive(Serialize)]
@@ -89,20 +112,13 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .clone()
         .ok_or("give an object file, or --tc FILE")?;
     let bytes = crate::files::object(&object)?;
-    let run_args = run::Args {
-        object: Some(object.clone()),
-        prog: a.prog.clone(),
-        pcap: a.pcap.clone(),
-        r#gen: a.r#gen.clone(),
-        foreign: a.foreign,
-        settings: a.settings.clone(),
-        contents: a.contents.clone(),
-        // Per-CPU maps hold one value per possible CPU, as the kernel's.
-        cpus: kernel::possible_cpus() as u32,
-        ifindex: Some(1),
-        ..run::Args::default()
-    };
-    let hook = run::prepare_bytes(&run_args, &bytes)?;
+    let mut spec = engine::HookSpec::from_bytes(object.display().to_string(), bytes.clone());
+    spec.program = a.prog.clone();
+    spec.settings = a.settings.spec();
+    spec.contents = a.contents.spec();
+    // Per-CPU maps hold one value per possible CPU, as the kernel's.
+    spec.cpus = kernel::possible_cpus() as u32;
+    let hook = crate::hooks::load(&spec)?.hook;
     let program = hook.program().name.clone();
     let name = object
         .file_stem()
@@ -110,7 +126,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .unwrap_or_else(|| "sluice".into());
     let mut differ = Differ::new(hook, &bytes, &name, a.show)
         .map_err(|e| format!("{}: {e}", object.display()))?;
-    let mut source = run::source(&run_args)?;
+    let mut source = a.source().open(None).map_err(|e| e.to_string())?;
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
     crate::progress::with_progress(total, a.json, |count| {
         pipeline::for_each_packet(source.as_mut(), a.limit, |info, data| {
@@ -123,7 +139,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let report = DiffReport {
         object: object.display().to_string(),
         program,
-        skipped: run::skipped(source.as_ref()),
+        skipped: skipped(source.as_ref()),
         summary: &summary,
     };
     if a.json {

@@ -27,13 +27,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     let config = crate::cmd::tc::load(file)?;
     let dev = run::tc::arrival(&config, a.tc_dev.as_deref())?;
     let hook = tc::Hook::from(a.tc_hook);
-    let run_args = run::Args {
-        pcap: a.pcap.clone(),
-        r#gen: a.r#gen.clone(),
-        foreign: a.foreign,
-        ..run::Args::default()
-    };
-    let mut source = run::source(&run_args)?;
+    let mut source = a.source().open(None).map_err(|e| e.to_string())?;
     let mut frames = Vec::new();
     pipeline::for_each_packet(source.as_mut(), a.limit, |_, data| {
         frames.push(data.to_vec())

@@ -167,7 +167,7 @@ impl Input {
     /// and the frames a capture skipped for want of an Ethernet form
     /// (with the warning `sluice run` gives).
     pub fn tell(&self, source: &dyn Source) {
-        crate::cmd::run::warn_skipped(source, "");
+        crate::report::warn_skipped(&engine::Skipped::of(source), "");
         if self.stopped() {
             say!(
                 "sluice: stopped by a signal: every packet read was accounted, outputs are complete"

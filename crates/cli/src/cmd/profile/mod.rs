@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use profile::{Calibration, CostModel, Cpu};
 use serde::Serialize;
 
-use crate::cmd::run;
+use engine::{HookSpec, Origin, SourceSpec};
+
 use crate::progress::with_progress;
 use crate::report::print_json;
 use crate::settings::ObjectSettings;
@@ -76,8 +77,8 @@ pub struct Args {
     #[command(flatten)]
     contents: crate::contents::MapContents,
     /// The engine that runs the program (the counts are the same)
-    #[arg(long, value_enum, default_value_t = run::Engine::Jit)]
-    engine: run::Engine,
+    #[arg(long, value_enum, default_value_t = crate::args::Engine::Jit)]
+    engine: crate::args::Engine,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -129,25 +130,44 @@ fn size_specs(range: &str, templates: &[String], per_size: u64) -> Result<Vec<St
     Ok(specs)
 }
 
-fn run_args(a: &Args, engine: run::Engine) -> Result<run::Args, String> {
-    let r#gen = match (&a.sizes, &a.pcap) {
-        (Some(range), _) => size_specs(range, &a.r#gen, a.per_size)?,
-        (None, None) if a.r#gen.is_empty() => size_specs("64..1500:64", &[], a.per_size)?,
-        _ => a.r#gen.clone(),
+/// The program profiled, on `engine`.
+fn hook_spec(a: &Args, engine: crate::args::Engine) -> HookSpec {
+    let mut hook = HookSpec::new(&a.object);
+    hook.program = a.prog.clone();
+    hook.settings = a.settings.spec();
+    hook.contents = a.contents.spec();
+    hook.engine = engine.into();
+    hook.cpus = crate::hooks::cores();
+    hook
+}
+
+/// The packets profiled: a capture, generated traffic, or generated
+/// packets of each size; through `--filter`.
+fn source(a: &Args) -> Result<SourceSpec, String> {
+    let origin = match (&a.sizes, &a.pcap) {
+        (None, Some(path)) => Origin::Capture {
+            path: path.clone(),
+            foreign: engine::Foreign::Skip,
+        },
+        (Some(range), _) => Origin::Generated {
+            specs: size_specs(range, &a.r#gen, a.per_size)?,
+        },
+        (None, None) if a.r#gen.is_empty() => Origin::Generated {
+            specs: size_specs("64..1500:64", &[], a.per_size)?,
+        },
+        (None, None) => Origin::Generated {
+            specs: a.r#gen.clone(),
+        },
     };
-    Ok(run::Args {
-        object: Some(a.object.clone()),
-        prog: a.prog.clone(),
-        pcap: a.pcap.clone(),
-        r#gen,
-        settings: a.settings.clone(),
-        contents: a.contents.clone(),
+    Ok(SourceSpec {
+        origin,
         filter: a.filter.clone(),
-        cpus: 1,
-        ifindex: Some(1),
-        engine,
-        ..run::Args::default()
     })
+}
+
+/// Opens `spec`'s packets.
+fn open(spec: &SourceSpec) -> Result<Box<dyn engine::Source>, String> {
+    spec.open(None).map_err(|e| e.to_string())
 }
 
 fn cpus(a: &Args, calibration: Option<&Calibration>) -> Result<Vec<Cpu>, String> {
@@ -192,9 +212,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     for spec in a.cpu.iter().filter(|c| *c != "host") {
         cpus_of(spec)?;
     }
-    let ra = run_args(&a, a.engine)?;
-    let mut hook = run::prepare(&ra)?;
-    crate::cmd::verify::before_run(&mut hook)?;
+    let packets = source(&a)?;
+    let mut hook = crate::hooks::build(&hook_spec(&a, a.engine))?.hook;
     let program = hook.program().name.clone();
     let mut warnings = Vec::new();
     // An ESP program's SA (esp_sa entry 0) starts with its SPI: 0, no SA.
@@ -209,10 +228,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         ));
     }
     if a.warm_up {
-        profile::warm_up(&mut hook, run::source(&ra)?.as_mut(), a.limit)
+        profile::warm_up(&mut hook, open(&packets)?.as_mut(), a.limit)
             .map_err(|e| e.to_string())?;
     }
-    let mut source = run::source(&ra)?;
+    let mut source = open(&packets)?;
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
     let profiled = with_progress(total, a.json, |count| {
         profile::profile(&mut hook, &program, source.as_mut(), a.limit, &mut |n| {
@@ -220,7 +239,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         })
     })
     .map_err(|e| e.to_string())?;
-    run::skipped(source.as_ref());
+    crate::report::warn_skipped(
+        &engine::Skipped::of(source.as_ref()),
+        " (--foreign pass gives them to the program as captured)",
+    );
     let snapped = source.snapped();
     if snapped > 0 {
         warnings.push(format!(
@@ -234,11 +256,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     model.notes.extend(warnings);
 
     let calibration = if wants_host {
-        let ra = run_args(&a, run::Engine::Jit)?;
-        let mut jit = run::prepare(&ra)?;
-        crate::cmd::verify::before_run(&mut jit)?;
+        let mut jit = crate::hooks::build(&hook_spec(&a, crate::args::Engine::Jit))?.hook;
         let mut baseline = baseline(&jit)?;
-        let mut source = run::source(&ra)?;
+        let mut source = open(&packets)?;
         let c = profile::calibrate(
             &mut jit,
             &mut baseline,
@@ -298,12 +318,10 @@ fn baseline(hook: &runtime::Hook) -> Result<runtime::Hook, String> {
         );
     }
     let object = programs::object("xdp_pass").ok_or("xdp_pass is not built in")?;
-    let object = obj::Object::parse(object).map_err(|e| e.to_string())?;
-    let image = runtime::Image::load(object, &runtime::LoadOptions::default())
-        .map_err(|e| e.to_string())?;
-    let prog = image.find_program(None).map_err(|e| e.to_string())?;
-    let mut h = runtime::Hook::new(image, prog, 0).map_err(|e| e.to_string())?;
-    crate::cmd::verify::before_run(&mut h)?;
+    let mut spec = HookSpec::from_bytes("xdp_pass", object);
+    // The JIT is enabled after verifying, and its failure is an error.
+    spec.engine = engine::Engine::Interpreter;
+    let mut h = crate::hooks::build(&spec)?.hook;
     h.enable_jit().map_err(|e| e.to_string())?;
     Ok(h)
 }

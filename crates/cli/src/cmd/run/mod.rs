@@ -4,44 +4,14 @@
 mod report;
 pub(crate) mod tc;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use engine::{BtfTarget, HookSpec, Origin, Route, RunSpec, Shard, SinkSpec, SourceSpec, Target};
 
-use pipeline::{Capture, Foreign, Generated, Live, Port, PortCounts, Route, Shard, Sinks, Source};
-use runtime::{Hook, Image, LoadOptions};
-
+use crate::args::{Engine, ForeignFrames};
 use crate::contents::MapContents;
 use crate::settings::ObjectSettings;
-
-/// Replay packets through a program in the sluice VM (no root needed).
-/// Which engine runs the programs.
-#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub enum Engine {
-    #[default]
-    Jit,
-    Interp,
-}
-
-/// What a capture's frames without an Ethernet form become.
-#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub enum ForeignFrames {
-    #[default]
-    Skip,
-    Pass,
-}
-
-impl From<ForeignFrames> for Foreign {
-    fn from(f: ForeignFrames) -> Foreign {
-        match f {
-            ForeignFrames::Skip => Foreign::Skip,
-            ForeignFrames::Pass => Foreign::Pass,
-        }
-    }
-}
 
 #[derive(clap::Args, Clone, Default)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "iface"])))]
@@ -156,60 +126,6 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Loads the object with the options and map updates of `a`.
-pub fn prepare(a: &Args) -> Result<Hook, String> {
-    let path = a.object_path()?;
-    let data = crate::files::object(path)?;
-    prepare_bytes(a, &data)
-}
-
-/// Like [`prepare`], with the object's bytes at hand.
-pub fn prepare_bytes(a: &Args, data: &[u8]) -> Result<Hook, String> {
-    let name = a.object_path()?.display().to_string();
-    let custom = match &a.btf {
-        Some(path) if path.as_os_str() == "bundled" => None,
-        Some(path) => {
-            let bytes = crate::files::object(path)?;
-            let origin = path.display().to_string();
-            Some(obj::CoreTarget::from_bytes(&bytes, &origin).map_err(|e| format!("--btf {e}"))?)
-        }
-        None => None,
-    };
-    let mut object = match (&custom, &a.btf) {
-        (Some(t), _) => obj::Object::parse_with(data, Some(t)),
-        (None, Some(_)) => obj::Object::parse_with(data, Some(obj::CoreTarget::bundled())),
-        // The kernel's BTF (or the bundled types), read only if needed.
-        (None, None) => obj::Object::parse(data),
-    }
-    .map_err(|e| format!("{name}: {e}"))?;
-    let mut opts = LoadOptions {
-        ncpus: a.cpus.max(a.worker_threads() as u32).max(1),
-        ..LoadOptions::default()
-    };
-    a.settings.apply(&mut object, &mut opts)?;
-    let image = Image::load(object, &opts).map_err(|e| format!("{name}: {e}"))?;
-    let prog = image
-        .find_program(a.prog.as_deref())
-        .map_err(|e| format!("{name}: {e}"))?;
-    let mut hook = Hook::new(image, prog, 0).map_err(|e| format!("{name}: {e}"))?;
-    hook.set_counting(a.count_memory);
-    if a.engine == Engine::Jit
-        && let Err(e) = hook.enable_jit()
-    {
-        say!("sluice: note: {e}");
-    }
-    if let Some(fib) = &a.fib {
-        let text = crate::files::text(fib)?;
-        hook.env_mut().fib =
-            runtime::fib::Fib::parse(&text).map_err(|e| format!("{}: {e}", fib.display()))?;
-    }
-    if let Some(dir) = &a.pin {
-        crate::pin::load(&mut hook, dir)?;
-    }
-    a.contents.fill(&hook)?;
-    Ok(hook)
-}
-
 impl Args {
     /// The object file (every run but `--tc` has one).
     pub fn object_path(&self) -> Result<&std::path::Path, String> {
@@ -218,136 +134,86 @@ impl Args {
             .ok_or_else(|| "give an object file (or --tc FILE)".to_string())
     }
 
-    /// The worker threads the replay uses.
-    pub fn worker_threads(&self) -> usize {
-        match self.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
+    /// The hook the arguments describe.
+    fn hook(&self) -> Result<HookSpec, String> {
+        let mut hook = HookSpec::new(self.object_path()?);
+        hook.program = self.prog.clone();
+        hook.btf = match &self.btf {
+            Some(path) if path.as_os_str() == "bundled" => BtfTarget::Bundled,
+            Some(path) => BtfTarget::File(path.clone()),
+            None => BtfTarget::Kernel,
+        };
+        hook.settings = self.settings.spec();
+        hook.contents = self.contents.spec();
+        hook.fib = self.fib.clone();
+        hook.pin = self.pin.clone();
+        hook.engine = self.engine.into();
+        hook.count_memory = self.count_memory;
+        hook.cpus = self.cpus;
+        hook.verify = !self.no_verify;
+        Ok(hook)
+    }
+
+    /// The packets the arguments name: a live interface, a capture or
+    /// generated traffic; through `--filter`.
+    pub(super) fn source(&self) -> SourceSpec {
+        let origin = match (&self.iface, &self.pcap) {
+            (Some(name), _) => Origin::Interface { name: name.clone() },
+            (None, Some(path)) => Origin::Capture {
+                path: path.clone(),
+                foreign: self.foreign.into(),
+            },
+            (None, None) => Origin::Generated {
+                specs: self.r#gen.clone(),
+            },
+        };
+        SourceSpec {
+            origin,
+            filter: self.filter.clone(),
         }
     }
-}
 
-/// The packets `a` names: a capture (a file, a FIFO, or standard input
-/// for `-`), generated traffic or a live interface (which a signal stops,
-/// as it stops the replay).
-pub(crate) fn source(a: &Args) -> Result<Box<dyn Source>, String> {
-    source_with(a, None)
-}
-
-/// Like [`source`]; a capture reads no more once `stop` (the replay's
-/// stop flag) is set, and ends after the packets it holds.
-pub(crate) fn source_with(
-    a: &Args,
-    stop: Option<&'static AtomicBool>,
-) -> Result<Box<dyn Source>, String> {
-    let source: Box<dyn Source> = if let Some(iface) = &a.iface {
-        let stop = crate::signals::stop_on_signals();
-        Box::new(Live::open(iface, Some(stop)).map_err(|e| e.to_string())?)
-    } else {
-        match &a.pcap {
-            Some(path) => Box::new(
-                Capture::open_with(path, stop)
-                    .map_err(|e| e.to_string())?
-                    .foreign(a.foreign.into()),
-            ),
-            None => Box::new(Generated::parse(&a.r#gen).map_err(|e| e.0)?),
-        }
-    };
-    match &a.filter {
-        // The hook sees Ethernet frames (other link types are converted).
-        Some(expr) => {
-            let prog = cbpf::compile_expr(expr, cbpf::ETHERNET, cbpf::DEFAULT_SNAPLEN)
-                .map_err(|e| format!("--filter {expr}: {e}"))?;
-            Ok(Box::new(pipeline::Filtered::new(source, prog, expr)))
-        }
-        None => Ok(source),
-    }
-}
-
-/// The frames `source` skipped, per link type (`NAME (N)`), told on
-/// stderr as a warning; what reports print.
-pub(crate) fn skipped(source: &dyn Source) -> BTreeMap<String, u64> {
-    warn_skipped(
-        source,
-        " (--foreign pass gives them to the program as captured)",
-    )
-}
-
-/// The frames `source` skipped, per link type, told on stderr as the
-/// warning every front end gives, `hint` after it (what the command can
-/// do with them, or nothing).
-pub(crate) fn warn_skipped(source: &dyn Source, hint: &str) -> BTreeMap<String, u64> {
-    let skipped = source.skipped();
-    if !skipped.is_empty() {
-        let total: u64 = skipped.iter().map(|(_, n)| n).sum();
-        let each: Vec<String> = skipped
-            .iter()
-            .map(|(l, n)| format!("{n} {}", io::describe_linktype(*l)))
-            .collect();
-        say!(
-            "sluice: warning: skipped {total} frames without an Ethernet form: {}{hint}",
-            each.join(", ")
-        );
-    }
-    skipped
-        .into_iter()
-        .map(|(l, n)| (io::describe_linktype(l), n))
-        .collect()
-}
-
-/// The interface a `--send-*` option names, and what was sent out of it.
-pub(crate) struct SentPort {
-    pub route: Route,
-    pub iface: String,
-    pub counts: Arc<PortCounts>,
-}
-
-/// The per-verdict outputs `a` asks for: files, and interfaces a route is
-/// sent out of (a route with both goes to both).
-fn sinks(a: &Args) -> Result<(Sinks, Vec<SentPort>), String> {
-    crate::report::outputs_on_stdout(
-        [&a.out_pass, &a.out_tx, &a.out_redirect, &a.out_drop].map(|p| p.as_deref()),
-    )?;
-    let mut sinks = Sinks::new();
-    for (path, route) in [
-        (&a.out_pass, Route::Pass),
-        (&a.out_tx, Route::Tx),
-        (&a.out_redirect, Route::Redirect),
-        (&a.out_drop, Route::Drop),
-    ] {
-        if let Some(p) = path {
-            let w = pipeline::PcapWriter::create(p).map_err(|e| e.to_string())?;
-            sinks.add(&[route], Box::new(w));
-        }
-    }
-    let mut ports = Vec::new();
-    for (iface, route, option) in [
-        (&a.send_pass, Route::Pass, "--send-pass"),
-        (&a.send_tx, Route::Tx, "--send-tx"),
-        (&a.send_redirect, Route::Redirect, "--send-redirect"),
-        (&a.send_drop, Route::Drop, "--send-drop"),
-    ] {
-        if let Some(name) = iface {
-            let port = Port::open(name).map_err(|e| format!("{option} {e}"))?;
-            ports.push(SentPort {
+    /// The outputs per route: files, and interfaces packets are sent out of.
+    pub(super) fn sinks(&self) -> Vec<SinkSpec> {
+        let files = [
+            (&self.out_pass, Route::Pass),
+            (&self.out_tx, Route::Tx),
+            (&self.out_redirect, Route::Redirect),
+            (&self.out_drop, Route::Drop),
+        ];
+        let ifaces = [
+            (&self.send_pass, Route::Pass),
+            (&self.send_tx, Route::Tx),
+            (&self.send_redirect, Route::Redirect),
+            (&self.send_drop, Route::Drop),
+        ];
+        let files = files.into_iter().filter_map(|(p, route)| {
+            p.as_ref().map(|p| SinkSpec {
                 route,
-                iface: port.interface().name.clone(),
-                counts: port.counts(),
-            });
-            sinks.add(&[route], Box::new(port));
-        }
+                to: Target::File(p.clone()),
+            })
+        });
+        let ifaces = ifaces.into_iter().filter_map(|(i, route)| {
+            i.as_ref().map(|i| SinkSpec {
+                route,
+                to: Target::Interface(i.clone()),
+            })
+        });
+        files.chain(ifaces).collect()
     }
-    Ok((sinks, ports))
-}
 
-/// What the report says was read: the capture, the traffic generated or
-/// the interface.
-fn describe_source(a: &Args) -> String {
-    match (&a.iface, &a.pcap) {
-        (Some(iface), _) => format!("interface {iface} (live)"),
-        (None, Some(path)) if io::is_stdin(path) => "capture from standard input".to_string(),
-        (None, Some(path)) => format!("capture {}", path.display()),
-        (None, None) => format!("generated {}", a.r#gen.join(" + ")),
+    /// The run the arguments describe.
+    pub fn spec(&self) -> Result<RunSpec, String> {
+        Ok(RunSpec {
+            hook: self.hook()?,
+            source: self.source(),
+            sinks: self.sinks(),
+            threads: self.threads,
+            shard: self.shard,
+            limit: self.limit,
+            ifindex: self.ifindex,
+            map_entries: self.map_entries,
+        })
     }
 }
 
@@ -355,58 +221,48 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if let Some(file) = &a.tc {
         return tc::run(&a, file);
     }
-    let mut hook = prepare(&a)?;
-    if !a.no_verify {
-        crate::cmd::verify::before_run(&mut hook)?;
-    }
-    report(&a, &mut hook)
+    replay(&a.spec()?, a.json)
 }
 
-/// Replays, saves pinned maps and prints the report.
-pub fn report(a: &Args, hook: &mut Hook) -> Result<ExitCode, String> {
+/// The files among `sinks`.
+pub(super) fn files(sinks: &[SinkSpec]) -> impl Iterator<Item = Option<&std::path::Path>> {
+    sinks.iter().map(|s| match &s.to {
+        Target::File(p) => Some(p.as_path()),
+        Target::Interface(_) => None,
+    })
+}
+
+/// Builds the hook (its notes told), replays, saves pinned maps and prints
+/// the report; the exit status says whether every packet ran and the
+/// input ended cleanly.
+pub(crate) fn replay(spec: &RunSpec, json: bool) -> Result<ExitCode, String> {
+    let built = crate::hooks::build(&spec.hook_spec())?;
     // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
     let stop = crate::signals::stop_on_signals();
-    let mut source = source_with(a, Some(stop))?;
-    let (sinks, ports) = sinks(a)?;
-    // The hook sees the interface read, unless told otherwise.
-    let arrival = a
-        .iface
-        .as_deref()
-        .map(|name| pipeline::Interface::lookup(name).map_or(1, |i| i.index));
-    let opts = pipeline::Options {
-        threads: a.worker_threads(),
-        shard: a.shard,
-        limit: a.limit,
-        ifindex: a.ifindex.or(arrival).unwrap_or(1),
-        stop: Some(stop),
-    };
-    let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
-    let summary = crate::progress::with_progress(total, a.json, |count| {
-        pipeline::replay(hook, source.as_mut(), sinks, &opts, Some(count))
-    })
-    .map_err(|e| e.to_string())?;
-    if let Some(dir) = &a.pin {
-        crate::pin::save(hook, dir)?;
-    }
-    let read = report::Read {
-        source: describe_source(a),
-        note: source.note(),
-        ports: &ports,
-        skipped: skipped(source.as_ref()),
-    };
-    let report = report::RunReport::new(a, hook, &summary, &read);
-    report.print(a.json)?;
-    if summary.stopped {
+    let replay = spec
+        .start(built.hook, Some(stop))
+        .map_err(|e| e.to_string())?;
+    let total = replay.expected();
+    let finished = crate::progress::with_progress(total, json, |count| replay.finish(Some(count)))
+        .map_err(|e| e.to_string())?;
+    let report = finished.report;
+    crate::report::outputs_on_stdout(files(&spec.sinks))?;
+    crate::report::warn_skipped(
+        &report.skipped,
+        " (--foreign pass gives them to the program as captured)",
+    );
+    report::print(&report, json)?;
+    if report.stopped {
         say!(
             "sluice: stopped by a signal after {} packets; outputs are complete",
-            summary.counters.packets
+            report.packets
         );
     }
-    if summary.source_error.is_some() {
+    if report.source_error.is_some() {
         return Ok(crate::report::input_ended(
-            summary.source_error.as_ref().map(|e| e.0.as_str()),
-            summary.counters.packets,
-            a.iface.is_some(),
+            report.source_error.as_deref(),
+            report.packets,
+            spec.source.interface().is_some(),
         ));
     }
     Ok(if report.errors == 0 {

@@ -106,8 +106,11 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     let hook = Hook::from(a.tc_hook);
     let mut runner = Runner::new(config, &dev, hook);
     let stop = crate::signals::stop_on_signals();
-    let mut source = super::source_with(a, Some(stop))?;
-    let (sinks, _ports) = super::sinks(a)?;
+    let spec = a.source();
+    let mut source = spec.open(Some(stop)).map_err(|e| e.to_string())?;
+    let outputs = a.sinks();
+    crate::report::outputs_on_stdout(super::files(&outputs))?;
+    let sinks = engine::open_sinks(&outputs).map_err(|e| e.to_string())?;
     let opts = pipeline::Options {
         // One table of counters and policers for every packet.
         threads: 1,
@@ -121,7 +124,10 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
         pipeline::replay(&mut runner, source.as_mut(), sinks, &opts, Some(count))
     })
     .map_err(|e| e.to_string())?;
-    super::skipped(source.as_ref());
+    crate::report::warn_skipped(
+        &engine::Skipped::of(source.as_ref()),
+        " (--foreign pass gives them to the program as captured)",
+    );
     let c = &summary.counters;
     let mut verdicts = BTreeMap::new();
     for (v, n) in c.verdicts.iter() {
@@ -163,7 +169,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
         config: file.display().to_string(),
         dev,
         hook: hook.name(),
-        source: super::describe_source(a),
+        source: spec.describe(),
         packets: c.packets,
         seconds: summary.seconds,
         packets_per_second: c.packets as f64 / summary.seconds.max(1e-9),

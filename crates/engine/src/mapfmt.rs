@@ -1,5 +1,6 @@
 //! Map keys and values as text: formatted with the object's BTF when it
-//! describes them, parsed from the command line (`--map-update`).
+//! describes them, parsed from text (`--map-update`); a map's contents
+//! for reports ([`MapDump`]).
 
 use std::cell::Cell;
 use std::net::IpAddr;
@@ -9,7 +10,7 @@ use obj::{Btf, BtfKind, MapDef, TypeId};
 use serde::Serialize;
 
 /// One map's contents for reports.
-#[derive(Serialize)]
+#[derive(Serialize, Clone, Debug)]
 pub struct MapDump {
     pub name: String,
     #[serde(rename = "type")]
@@ -27,7 +28,8 @@ pub struct MapDump {
     pub more: usize,
 }
 
-#[derive(Serialize)]
+/// One entry of a map, as text.
+#[derive(Serialize, Clone, Debug)]
 pub struct EntryDump {
     pub key: String,
     /// Per-CPU maps: the sum over CPUs when the value is made of integer

@@ -1,10 +1,12 @@
-//! `--pin DIR`: maps pinned by name (LIBBPF_PIN_BY_NAME) keep their
-//! contents across runs, in one file per map.
+//! Pinned maps (`--pin DIR`): maps pinned by name (LIBBPF_PIN_BY_NAME)
+//! keep their contents across runs, in one file per map.
 
 use std::io::Write;
 use std::path::Path;
 
 use runtime::Hook;
+
+use crate::Error;
 
 const MAGIC: &[u8; 8] = b"SLUICEM1";
 
@@ -13,7 +15,7 @@ fn is_pinned(hook: &Hook, i: usize) -> bool {
 }
 
 /// Restores every pinned map that has a file in `dir`.
-pub fn load(hook: &mut Hook, dir: &Path) -> Result<(), String> {
+pub(crate) fn load(hook: &mut Hook, dir: &Path) -> Result<(), Error> {
     for i in 0..hook.maps().len() {
         if !is_pinned(hook, i) {
             continue;
@@ -23,7 +25,10 @@ pub fn load(hook: &mut Hook, dir: &Path) -> Result<(), String> {
         let Ok(bytes) = std::fs::read(&path) else {
             continue;
         };
-        let bad = |why: &str| format!("{}: {why}", path.display());
+        let bad = |why: &str| Error::Pin {
+            path: path.clone(),
+            reason: why.to_string(),
+        };
         let map = &hook.maps()[i];
         let (ks, vs) = (map.spec().key_size as usize, map.user_value_len());
         let body = bytes
@@ -48,8 +53,11 @@ pub fn load(hook: &mut Hook, dir: &Path) -> Result<(), String> {
 }
 
 /// Saves every pinned map into `dir`.
-pub fn save(hook: &Hook, dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub(crate) fn save(hook: &Hook, dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Pin {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     for (i, map) in hook.maps().iter().enumerate() {
         if !is_pinned(hook, i) {
             continue;
@@ -73,7 +81,10 @@ pub fn save(hook: &Hook, dir: &Path) -> Result<(), String> {
         }
         std::fs::File::create(&path)
             .and_then(|mut f| f.write_all(&out))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| Error::Pin {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
     }
     Ok(())
 }

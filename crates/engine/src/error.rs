@@ -1,0 +1,74 @@
+//! [`Error`]: why a hook could not be built or a run could not be made,
+//! in the words the command line has always used for it.
+
+use std::path::PathBuf;
+
+use pipeline::{Route, SinkError, SourceError};
+
+use crate::contents::ContentsError;
+use crate::settings::SettingsError;
+
+/// Why a [`HookSpec`](crate::HookSpec) or a [`RunSpec`](crate::RunSpec)
+/// failed. `Display` gives the message `sluice` prints after `sluice: `.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file (the object, a BTF file, a FIB or route table) not read.
+    #[error("{0}")]
+    File(#[from] io::WholeFileError),
+    /// The BTF file of [`BtfTarget::File`](crate::BtfTarget::File).
+    #[error("--btf {0}")]
+    Btf(String),
+    /// The object did not parse, load, or has no such program.
+    #[error("{name}: {cause}")]
+    Object { name: String, cause: ObjectError },
+    /// `--set`, `--map-size`, `--map-size-default`, `--type`.
+    #[error("{0}")]
+    Settings(#[from] SettingsError),
+    /// `--map-update`, `--routes`, `--sa`.
+    #[error("{0}")]
+    Contents(#[from] ContentsError),
+    /// The forwarding table file did not parse.
+    #[error("{path}: {reason}", path = path.display())]
+    Fib { path: PathBuf, reason: String },
+    /// A pinned map's file not read, restored or written.
+    #[error("{path}: {reason}", path = path.display())]
+    Pin { path: PathBuf, reason: String },
+    /// The verifier refused the program (the message says what to do).
+    #[error("{0}")]
+    Rejected(String),
+    /// The packets' source did not open.
+    #[error("{0}")]
+    Source(#[from] SourceError),
+    /// The tcpdump expression did not compile.
+    #[error("--filter {expr}: {cause}")]
+    Filter {
+        expr: String,
+        cause: cbpf::ExprError,
+    },
+    /// An output file not created.
+    #[error("{0}")]
+    Sink(#[from] SinkError),
+    /// An interface a route is sent out of did not open.
+    #[error("--send-{route} {cause}", route = crate::sink::route_name(*route))]
+    Send { route: Route, cause: SinkError },
+    /// Two outputs on standard output.
+    #[error("only one output can be standard output (-)")]
+    StdoutTwice,
+    /// The replay failed (an output could not be written, a worker failed).
+    #[error("{0}")]
+    Replay(#[from] pipeline::ReplayError),
+}
+
+/// What went wrong with the object itself.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error("{0}")]
+    Parse(#[from] obj::ObjError),
+    #[error("{0}")]
+    Load(#[from] runtime::ImageError),
+    /// No such program, or several and none named.
+    #[error("{0}")]
+    Program(String),
+    #[error("{0}")]
+    Hook(#[from] runtime::HookError),
+}

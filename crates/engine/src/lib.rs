@@ -1,0 +1,129 @@
+//! sluice's face for users: the one library the `sluice` command line (and
+//! the Python package) calls to run packet programs.
+//!
+//! A run is data before it is work:
+//!
+//! - an **object**: an ELF file built by `clang -target bpf`, or its bytes
+//!   ([`ObjectSource`]);
+//! - a **hook specification** ([`HookSpec`]): the object, the program in it,
+//!   the BTF its CO-RE relocations resolve against, globals and map sizes
+//!   ([`Settings`]), map contents ([`Contents`]), a forwarding table, pinned
+//!   maps, the engine (JIT or interpreter), verification. [`HookSpec::build`]
+//!   gives a verified, ready [`Hook`], and what building it noted;
+//! - a **run specification** ([`RunSpec`]): the hook, its packets
+//!   ([`SourceSpec`]: a capture, generated traffic, a live interface, frames
+//!   in memory; a tcpdump filter), where each route's packets go
+//!   ([`SinkSpec`]), threads, limits. [`RunSpec::run`] replays the packets
+//!   through the hook (the pipeline's loop, on every thread asked for);
+//! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
+//!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
+//!
+//! [`Verifiable`] makes an object ready for verifying its programs one by
+//! one ([`verify`]), as `sluice verify` does. Errors are [`Error`]s, whose
+//! messages are the command line's.
+//!
+//! Build a hook, run it over a capture, read a map:
+//!
+//! ```
+//! use engine::{HookSpec, RunSpec, SourceSpec};
+//!
+//! // A capture of three UDP packets and one TCP packet.
+//! let dir = std::env::temp_dir().join(format!("engine-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("four.pcap");
+//! let mut w = pcap_file::pcap::PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+//! for (i, tcp) in [false, false, true, false].into_iter().enumerate() {
+//!     let frame = if tcp {
+//!         packet::Builder::tcp("10.0.0.1", "10.0.0.2", 1000, 80).build()
+//!     } else {
+//!         packet::Builder::udp("10.0.0.1", "10.0.0.2", 1000, 53).build()
+//!     };
+//!     let at = std::time::Duration::from_millis(i as u64);
+//!     let record = pcap_file::pcap::PcapPacket::new(at, frame.len() as u32, &frame);
+//!     w.write_packet(&record).unwrap();
+//! }
+//! drop(w);
+//!
+//! // xdp_count counts packets per IP protocol in the per-CPU array proto_stats.
+//! let object = programs::object("xdp_count").unwrap();
+//! let hook = HookSpec::from_bytes("xdp_count.o", object);
+//! let spec = RunSpec::new(hook, SourceSpec::capture(&path));
+//! let report = spec.run(None, None).unwrap();
+//! assert_eq!(report.packets, 4);
+//! assert_eq!(report.verdicts["PASS"], 4);
+//! assert_eq!(report.checks, "verified");
+//! let stats = report.maps.iter().find(|m| m.name == "proto_stats").unwrap();
+//! let udp = stats.entries.iter().find(|e| e.key == "17").unwrap();
+//! assert!(udp.value.contains("packets: 3"), "{}", udp.value);
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+//!
+//! A generated source, the report as JSON:
+//!
+//! ```
+//! use engine::{HookSpec, RunSpec, SourceSpec};
+//!
+//! let mut hook = HookSpec::from_bytes("xdp_ddos.o", programs::object("xdp_ddos").unwrap());
+//! hook.settings.set = vec!["rate_pps=1000".into(), "burst=100".into()];
+//! let source = SourceSpec::generated(["udp,flows=10,count=1000"]);
+//! let mut spec = RunSpec::new(hook, source);
+//! spec.map_entries = 4;
+//! let report = spec.run(None, None).unwrap();
+//! let json = serde_json::to_string_pretty(&report).unwrap();
+//! println!("{json}");
+//! assert_eq!(report.packets, 1000);
+//! ```
+//!
+//! The hook alone, to run packets one at a time:
+//!
+//! ```
+//! let built = engine::HookSpec::from_bytes("xdp_pass.o", programs::object("xdp_pass").unwrap())
+//!     .build()
+//!     .unwrap();
+//! let mut hook = built.hook;
+//! let frame = packet::Builder::udp("10.0.0.1", "10.0.0.2", 1, 2).build();
+//! let meta = engine::PacketMeta { ifindex: 1, ..Default::default() };
+//! let outcome = hook.run(&frame, &meta).unwrap();
+//! assert_eq!(outcome.verdict.name(), "PASS");
+//! ```
+
+mod contents;
+mod error;
+mod files;
+mod hook_spec;
+pub mod mapfmt;
+mod pin;
+mod report;
+mod run_spec;
+mod settings;
+mod sink;
+mod source;
+mod verify;
+
+pub use contents::{Contents, ContentsError, MapUpdate};
+pub use error::{Error, ObjectError};
+pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
+pub use mapfmt::{EntryDump, MapDump};
+pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
+pub use run_spec::{Finished, Replay, RunSpec};
+pub use settings::{Settings, SettingsError, parse_int};
+pub use sink::{SinkSpec, Target, open_sinks, route_name};
+pub use source::{Origin, Skipped, SourceSpec};
+pub use verify::Verifiable;
+
+// The layers below, as far as a user of this crate needs them.
+// Objects: a parsed ELF object and its programs.
+pub use obj::{Object, Program, ProgramKind};
+// Hooks: a program over packets, one at a time.
+pub use runtime::{Hook, PacketHook, PacketMeta, Verdict};
+// Runs: the engine, routes, sharding, sources.
+pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
+pub use profile::Engine;
+// Verification: sluice's verifier on one program.
+pub use verifier::{Options as VerifyOptions, Report as VerifyReport, verify};
+// Filters: tcpdump expressions compiled to classic BPF.
+pub use cbpf::{ExprError, compile_expr};
+// Flows: the flow table of flow monitoring.
+pub use monitor::{Ended, FlowKey, FlowTable, TableOptions};
+// Profiles: per-packet costs and the cost model fitted to them.
+pub use profile::{CostModel, Profile, profile as profile_packets};

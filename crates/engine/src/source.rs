@@ -1,0 +1,170 @@
+//! [`SourceSpec`]: where a run's packets come from (a capture, generated
+//! traffic, a live interface, frames in memory), with an optional tcpdump
+//! filter before the hook; and [`Skipped`], the frames a capture had no
+//! Ethernet form for.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use pipeline::{Capture, Foreign, Generated, Live, Packets, Source};
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "Foreign", rename_all = "lowercase")]
+enum ForeignDef {
+    Skip,
+    Pass,
+}
+
+/// The packets themselves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A pcap or pcapng capture: a file, a FIFO, or `-` for standard input.
+    /// `foreign`: what frames without an Ethernet form become.
+    Capture {
+        path: PathBuf,
+        #[serde(default, with = "ForeignDef")]
+        foreign: Foreign,
+    },
+    /// Generated traffic, streams mixed: `udp,flows=1000,size=64,count=1000`.
+    Generated { specs: Vec<String> },
+    /// The frames arriving on an interface, live (AF_PACKET; root or
+    /// CAP_NET_RAW), until the stop flag.
+    Interface { name: String },
+    /// Ethernet frames in memory, with their timestamps (ns).
+    Frames { frames: Vec<(u64, Vec<u8>)> },
+}
+
+/// A run's packets: their origin, and the tcpdump expression that picks
+/// those the hook sees (all without).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSpec {
+    pub origin: Origin,
+    #[serde(default)]
+    pub filter: Option<String>,
+}
+
+impl SourceSpec {
+    /// Packets from `origin`, unfiltered.
+    pub fn new(origin: Origin) -> SourceSpec {
+        SourceSpec {
+            origin,
+            filter: None,
+        }
+    }
+
+    /// Generated traffic from `specs` (see [`Origin::Generated`]).
+    pub fn generated<S: Into<String>>(specs: impl IntoIterator<Item = S>) -> SourceSpec {
+        SourceSpec::new(Origin::Generated {
+            specs: specs.into_iter().map(Into::into).collect(),
+        })
+    }
+
+    /// The capture at `path`, frames without an Ethernet form skipped.
+    pub fn capture(path: impl Into<PathBuf>) -> SourceSpec {
+        SourceSpec::new(Origin::Capture {
+            path: path.into(),
+            foreign: Foreign::Skip,
+        })
+    }
+
+    /// Opens the source. With `stop`, a capture or an interface reads no
+    /// more once it is set, and ends after the packets it holds.
+    pub fn open(&self, stop: Option<&'static AtomicBool>) -> Result<Box<dyn Source>, Error> {
+        let source: Box<dyn Source> = match &self.origin {
+            Origin::Interface { name } => Box::new(Live::open(name, stop)?),
+            Origin::Capture { path, foreign } => {
+                Box::new(Capture::open_with(path, stop)?.foreign(*foreign))
+            }
+            Origin::Generated { specs } => Box::new(Generated::parse(specs)?),
+            Origin::Frames { frames } => Box::new(Packets::new(frames.clone())),
+        };
+        match &self.filter {
+            // The hook sees Ethernet frames (other link types are converted).
+            Some(expr) => {
+                let prog = cbpf::compile_expr(expr, cbpf::ETHERNET, cbpf::DEFAULT_SNAPLEN)
+                    .map_err(|cause| Error::Filter {
+                        expr: expr.clone(),
+                        cause,
+                    })?;
+                Ok(Box::new(pipeline::Filtered::new(source, prog, expr)))
+            }
+            None => Ok(source),
+        }
+    }
+
+    /// What reports say was read: `capture F`, `capture from standard
+    /// input`, `generated SPEC + SPEC`, `interface IF (live)`, `N frames in
+    /// memory`.
+    pub fn describe(&self) -> String {
+        match &self.origin {
+            Origin::Interface { name } => format!("interface {name} (live)"),
+            Origin::Capture { path, .. } if io::is_stdin(path) => {
+                "capture from standard input".to_string()
+            }
+            Origin::Capture { path, .. } => format!("capture {}", path.display()),
+            Origin::Generated { specs } => format!("generated {}", specs.join(" + ")),
+            Origin::Frames { frames } => format!("{} frames in memory", frames.len()),
+        }
+    }
+
+    /// The interface read, when the packets arrive live.
+    pub fn interface(&self) -> Option<&str> {
+        match &self.origin {
+            Origin::Interface { name } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// Frames a capture skipped for want of an Ethernet form, per link type
+/// (`NAME (N)`), in order of first appearance; serialized as an object
+/// keyed by link type.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped(pub Vec<(String, u64)>);
+
+impl Skipped {
+    /// What `source` skipped so far.
+    pub fn of(source: &dyn Source) -> Skipped {
+        Skipped(
+            source
+                .skipped()
+                .into_iter()
+                .map(|(l, n)| (io::describe_linktype(l), n))
+                .collect(),
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Per link type, in name order.
+    pub fn by_name(&self) -> BTreeMap<String, u64> {
+        self.0.iter().cloned().collect()
+    }
+
+    /// The warning front ends give: `skipped N frames without an Ethernet
+    /// form: N1 TYPE1, N2 TYPE2`; `None` when nothing was skipped.
+    pub fn warning(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let total: u64 = self.0.iter().map(|(_, n)| n).sum();
+        let each: Vec<String> = self.0.iter().map(|(l, n)| format!("{n} {l}")).collect();
+        Some(format!(
+            "skipped {total} frames without an Ethernet form: {}",
+            each.join(", ")
+        ))
+    }
+}
+
+impl Serialize for Skipped {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.by_name().serialize(s)
+    }
+}
