@@ -10,6 +10,7 @@ pub mod attach;
 pub mod clock;
 mod error;
 pub mod kmap;
+mod load_options;
 pub mod log;
 pub mod netdev;
 pub mod netns;
@@ -22,4 +23,5 @@ pub mod xdp_link;
 
 pub use error::{Error, ErrorKind, Result, available_for_test, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};
+pub use load_options::load_options;
 pub use object::{KernelObject, LoadOptions, ProgInfo, ProgType, same_map};
