@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
+use kernel::PacketSocket;
 use kernel::netns::Netns;
-use kernel::traffic::PacketSocket;
 use runtime::{PacketHook, PacketMeta, TcAction, Verdict};
 use serde::Serialize;
 use tc::{Config, Hook, Runner, ShowOptions};
