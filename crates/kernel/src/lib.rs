@@ -19,6 +19,7 @@ pub mod netns;
 mod object;
 pub mod packet_socket;
 pub mod ringbuf;
+pub mod tc;
 pub mod testrun;
 pub mod traffic;
 pub mod verify;

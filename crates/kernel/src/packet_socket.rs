@@ -1,6 +1,6 @@
 //! AF_PACKET raw sockets, the one place sluice opens, binds, reads and
 //! writes them: `pipeline`'s live source and port, and the senders of
-//! [`crate::traffic`] and `difftest`'s tc comparison. A socket is set up before it is
+//! [`crate::traffic`] and [`crate::tc`]. A socket is set up before it is
 //! bound ([`PacketSocket::bind`]), so that no frame arrives before its
 //! options (a filter, a direction) hold; frames are read and sent a batch
 //! per system call (`recvmmsg`, `sendmmsg`). Needs root or CAP_NET_RAW.
