@@ -3,7 +3,7 @@
 //! a function from a packet and its [`Meta`] to the filter's return value.
 //! The classic interpreter ([`Interp`]) is here; engines that run the
 //! program's eBPF translation (sluice's JIT, the kernel) live in the
-//! crates that have those machines (`pipeline::classic`), so this crate
+//! crates that have those machines (`xpf::classic`), so this crate
 //! stays light.
 //!
 //! An engine may refuse a packet it cannot run as the interpreter would

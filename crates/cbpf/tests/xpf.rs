@@ -6,10 +6,10 @@
 //! through the kernel): the same results packet by packet and the same
 //! memory at the end. And the programs xPF refuses, with their reason.
 
+use ::xpf::{XpfEngine, XpfRunner};
 use cbpf::Meta;
 use cbpf::to_ebpf;
 use cbpf::xpf::{self, Form, Handle, Instance, Switch, XpfOptions};
-use pipeline::{XpfEngine, XpfRunner};
 
 /// What happens, in order.
 #[derive(Clone, Debug)]
@@ -48,7 +48,7 @@ fn play(r: &mut XpfRunner, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>
     (rets, blocks)
 }
 
-/// Runs `steps` on every engine in both forms (`pipeline::XpfRunner`:
+/// Runs `steps` on every engine in both forms (`xpf::XpfRunner`:
 /// the xPF interpreter, the translation in sluice's VM interpreter and
 /// JIT, and in the kernel); all must agree. Returns the interpreter's
 /// results (socket form) to check against the intent.

@@ -89,7 +89,7 @@ impl Monitor {
     /// filter or (`to_user`) in this process.
     fn attach(iterations: u32, to_user: bool) -> Monitor {
         let image = image(if to_user { 0 } else { iterations }, to_user);
-        let kopts = difftest::load_options(&image.object, &image.maps);
+        let kopts = kernel::load_options(&image.object, &image.maps);
         let object = KernelObject::load(programs::object("burn").unwrap(), "burn", &kopts).unwrap();
         let prog = object.program("xdp_burn").unwrap();
         let maps = object.maps().unwrap();

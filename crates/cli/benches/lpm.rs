@@ -155,7 +155,7 @@ fn theirs(
     h: &Hook,
     entries: &lpm::MapEntries,
 ) -> Result<(kernel::KernelObject, i32), String> {
-    let opts = difftest::load_options(h.object(), h.maps());
+    let opts = kernel::load_options(h.object(), h.maps());
     let k = kernel::KernelObject::load(programs::object(name).unwrap(), name, &opts)
         .map_err(|e| e.to_string())?;
     let maps = k.maps().map_err(|e| e.to_string())?;

@@ -162,7 +162,7 @@ fn interp_engine_is_the_default() {
 
 #[test]
 fn jit_engine_writes_what_the_interpreter_writes() {
-    same_as_interp(&mut pipeline::classic::Jit);
+    same_as_interp(&mut xpf::classic::Jit);
     let r = cli_same_as_interp("jit", &cli_capture());
     assert!(r["matched"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["decided_by_interpreter"], 0);
@@ -173,7 +173,7 @@ fn kernel_engine_writes_what_the_interpreter_writes() {
     if !kernel::available_for_test("sluice filter --engine kernel") {
         return;
     }
-    same_as_interp(&mut pipeline::classic::Kernel::new().unwrap());
+    same_as_interp(&mut xpf::classic::Kernel::new().unwrap());
     let r = cli_same_as_interp("kernel", &cli_capture());
     assert!(r["matched"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["decided_by_interpreter"], 1, "{r}");

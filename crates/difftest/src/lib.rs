@@ -145,7 +145,7 @@ impl Differ {
         }
         pin_to_cpu0()?;
         let mut notes = Vec::new();
-        let mut opts = load_options(hook.object(), hook.maps());
+        let mut opts = kernel::load_options(hook.object(), hook.maps());
         // Maps pinned by name go to a directory of this run's own, not to
         // /sys/fs/bpf where a running program may share them.
         let pin_root = bpffs::PinRoot::new(&format!(
@@ -689,32 +689,6 @@ impl Differ {
         self.finish();
         std::mem::take(&mut self.summary)
     }
-}
-
-/// What the kernel's loader needs so its maps start as sluice's loader
-/// left them: the global data (with `--set` applied) by section, and the
-/// map sizes sluice changed (`--map-size`).
-pub fn load_options(object: &obj::Object, vm_maps: &[maps::Map]) -> kernel::LoadOptions {
-    let mut opts = kernel::LoadOptions::default();
-    for (def, map) in object.maps.iter().zip(vm_maps) {
-        if let obj::MapOrigin::Data { section, .. } = &def.origin
-            && let Ok(bytes) = map.user_lookup(&0u32.to_le_bytes())
-        {
-            opts.data.push((section.clone(), bytes));
-        }
-        if def.spec.max_entries != map.spec().max_entries {
-            opts.max_entries
-                .push((map.name().to_string(), map.spec().max_entries));
-        }
-    }
-    // The types sluice runs the programs as, for those libbpf cannot type
-    // from their sections and those given by --type.
-    opts.prog_types = object
-        .programs
-        .iter()
-        .filter_map(kernel::ProgType::of)
-        .collect();
-    opts
 }
 
 /// Finds the kernel twin of VM map `m` and how to compare them.

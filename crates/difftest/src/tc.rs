@@ -11,8 +11,9 @@
 
 use std::time::Duration;
 
+use kernel::PacketSocket;
 use kernel::netns::Netns;
-use kernel::traffic::PacketSocket;
+use kernel::tc::peer;
 use runtime::{PacketHook, PacketMeta, TcAction, Verdict};
 use serde::Serialize;
 use tc::{Config, Hook, Runner, ShowOptions};
@@ -85,11 +86,6 @@ impl TcDiff {
     }
 }
 
-/// The peer of a device in the namespace.
-fn peer(dev: &str) -> String {
-    format!("{dev}.p")
-}
-
 /// Runs `frames` into `dev`'s `hook` under the configuration `lines` (tc
 /// command lines, as `sluice tc` keeps them), in the kernel and in sluice.
 pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result<TcDiff, String> {
@@ -132,8 +128,7 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
             .set(n, ns.ifindex(n).map_err(|e| e.to_string())?);
     }
     config.run_batch(lines, ShowOptions::default())?;
-    ns.exec(&["tc", "-batch", "-"], Some(lines))
-        .map_err(|e| refused(lines, &e.to_string()))?;
+    kernel::tc::batch(&ns, lines).map_err(|e| e.to_string())?;
 
     let sender = match hook {
         Hook::Ingress => peer(dev),
@@ -189,158 +184,6 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
         kernel_qdisc: qdisc_counts(&qdisc)?,
         sluice_qdisc: (packets, drops),
     })
-}
-
-/// What [`kernel_rate`] measured: the packets the arrival hook saw and
-/// the time per packet of the whole path (the sender's system call, the
-/// veth, the backlog, tc at ingress, the stack dropping the frame).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct KernelRate {
-    pub packets: u64,
-    pub ns_per_packet: f64,
-}
-
-/// Sends `frames` round and round for about `time` into `dev`'s ingress
-/// under the configuration `lines`, in the kernel (a namespace of its own,
-/// `dev` one end of a veth pair), and times it. Needs root.
-pub fn kernel_rate(
-    lines: &str,
-    dev: &str,
-    frames: &[Vec<u8>],
-    time: Duration,
-) -> Result<KernelRate, String> {
-    if !kernel::privileged() {
-        return Err("timing the kernel's tc needs root".into());
-    }
-    if frames.is_empty() {
-        return Err("no frames".into());
-    }
-    let ns = Netns::create("tcbench").map_err(|e| e.to_string())?;
-    ns.veth(dev, &peer(dev)).map_err(|e| e.to_string())?;
-    ns.exec(&["tc", "-batch", "-"], Some(lines))
-        .map_err(|e| refused(lines, &e.to_string()))?;
-    let sender = ns.ifindex(&peer(dev)).map_err(|e| e.to_string())?;
-    let name = ns.name().to_string();
-    let elapsed = std::thread::scope(|s| {
-        s.spawn(|| -> Result<Duration, String> {
-            kernel::netdev::enter_netns(&name).map_err(|e| e.to_string())?;
-            let sock = PacketSocket::open(sender).map_err(|e| e.to_string())?;
-            let burst: Vec<&[u8]> = frames.iter().map(Vec::as_slice).cycle().take(64).collect();
-            let start = std::time::Instant::now();
-            while start.elapsed() < time {
-                for _ in 0..16 {
-                    sock.send_batch(&burst).map_err(|e| e.to_string())?;
-                }
-            }
-            Ok(start.elapsed())
-        })
-        .join()
-        .map_err(|_| "the sending thread failed".to_string())?
-    })?;
-    // What the device received (a clsact qdisc without filters is not
-    // even run, so it counts nothing).
-    let rx = ns
-        .exec(
-            &[
-                "cat",
-                &format!("/sys/class/net/{dev}/statistics/rx_packets"),
-            ],
-            None,
-        )
-        .map_err(|e| e.to_string())?;
-    let packets: u64 = rx
-        .trim()
-        .parse()
-        .map_err(|_| format!("{dev}'s rx_packets: {rx}"))?;
-    if packets == 0 {
-        return Err(format!("no packet reached {dev}'s ingress"));
-    }
-    Ok(KernelRate {
-        packets,
-        ns_per_packet: elapsed.as_nanos() as f64 / packets as f64,
-    })
-}
-
-/// The lines of a configuration that concern device `dev`: its qdisc and
-/// filters (by the first `dev` of each line), and the shared actions.
-pub fn lines_for(lines: &str, dev: &str) -> Vec<String> {
-    lines
-        .lines()
-        .filter(|l| {
-            let w = tc::words(l.split('#').next().unwrap_or(""));
-            match w.first().map(String::as_str) {
-                Some("actions" | "action") => true,
-                Some("qdisc" | "filter") => w
-                    .iter()
-                    .position(|x| x == "dev")
-                    .and_then(|i| w.get(i + 1))
-                    .is_some_and(|d| d == dev),
-                _ => false,
-            }
-        })
-        .map(str::to_string)
-        .collect()
-}
-
-/// Pushes the lines of a configuration for `dev` into the kernel with the
-/// real `tc` (`tc [-n NETNS] -batch -`), all or nothing: a device that has
-/// a clsact qdisc already is refused unless `replace` (then it goes
-/// first), and when tc refuses a line the qdisc is removed again. The
-/// lines pushed.
-pub fn push(lines: &str, dev: &str, netns: Option<&str>, replace: bool) -> Result<usize, String> {
-    let mine = lines_for(lines, dev);
-    if !mine.iter().any(|l| l.trim_start().starts_with("qdisc")) {
-        return Err(format!(
-            "the configuration has no qdisc for {dev} (qdisc add dev {dev} clsact)"
-        ));
-    }
-    let tc = |args: &[&str], input: Option<&str>| -> Result<String, String> {
-        let mut cmd = std::process::Command::new("tc");
-        if let Some(ns) = netns {
-            cmd.args(["-n", ns]);
-        }
-        kernel::netns::run_command(cmd.args(args), input).map_err(|e| e.to_string())
-    };
-    let qdiscs = tc(&["qdisc", "show", "dev", dev], None)?;
-    if qdiscs.contains("qdisc clsact") {
-        if !replace {
-            return Err(format!(
-                "{dev} has a clsact qdisc in the kernel already: remove it \
-                 (tc qdisc del dev {dev} clsact) or give --replace"
-            ));
-        }
-        tc(&["qdisc", "del", "dev", dev, "clsact"], None)?;
-    }
-    let batch = mine.join("\n") + "\n";
-    if let Err(e) = tc(&["-batch", "-"], Some(&batch)) {
-        let _ = tc(&["qdisc", "del", "dev", dev, "clsact"], None);
-        return Err(refused(&batch, &e));
-    }
-    Ok(mine.len())
-}
-
-/// tc's error for a batch, with the line it names (`Command failed -:N`).
-fn refused(lines: &str, said: &str) -> String {
-    let said = said.split_once(": ").map_or(said, |(_, s)| s);
-    let line = said
-        .rsplit_once("Command failed -:")
-        .and_then(|(_, n)| n.trim().parse::<usize>().ok())
-        .and_then(|n| lines.lines().nth(n.checked_sub(1)?));
-    let said = said
-        .lines()
-        .filter(|l| !l.starts_with("Command failed"))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let hint =
-        if said.contains("Failed to load TC action module") || said.contains("Unknown filter") {
-            " (this kernel lacks that classifier or action: its tc has u32, bpf and mirred)"
-        } else {
-            ""
-        };
-    match line {
-        Some(l) => format!("the kernel's tc refused `{l}`: {said}{hint}"),
-        None => format!("the kernel's tc refused the configuration: {said}{hint}"),
-    }
 }
 
 /// Sends the frames one at a time from `ifindex` inside `ns`; the ones

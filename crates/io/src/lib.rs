@@ -6,6 +6,7 @@ mod frame;
 mod input;
 mod ip_links;
 mod juniper;
+mod linktype;
 mod pcap;
 mod pcapng;
 mod sink;
@@ -16,10 +17,11 @@ pub mod xsk;
 
 pub use error::IoError;
 pub use frame::{
-    Frame, FrameInfo, LinkKind, RawFrame, describe_linktype, linktype_name, to_ethernet,
-    to_ethernet as to_ethernet_for_tests, to_ethernet_into,
+    Frame, FrameInfo, LinkKind, RawFrame, to_ethernet, to_ethernet as to_ethernet_for_tests,
+    to_ethernet_into,
 };
 pub use input::{STDIN, is_stdin, is_stream};
+pub use linktype::{UnknownLinkType, describe_linktype, linktype_from_name, linktype_name};
 pub use pcap::PcapSource;
 pub use sink::{PcapSink, SinkFormat, is_stdout};
 pub use whole::{

@@ -12,11 +12,12 @@
 //! Either way frame `i` is `frames[i % frames.len()]`, the order in which
 //! `sluice run --gen` replays the same specification.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kmap::MapInfo;
+use crate::packet_socket::PacketSocket;
 use crate::testrun::{self, F_TEST_XDP_LIVE_FRAMES, RunInput};
 
 /// Bytes of a template in gen.c (`TEMPLATE_BYTES`).
@@ -161,121 +162,6 @@ pub fn send_live(prog_fd: RawFd, plan: &Plan<'_>, mut progress: impl FnMut(u64))
         seconds: pacer.start.elapsed().as_secs_f64(),
         method: "xdp-live-frames",
     })
-}
-
-/// A raw packet socket bound to one interface, for sending.
-pub struct PacketSocket {
-    fd: OwnedFd,
-}
-
-impl PacketSocket {
-    /// A socket whose frames go straight to the driver, past the qdiscs
-    /// (and tc's egress hook), as pktgen's do.
-    pub fn open(ifindex: u32) -> Result<PacketSocket> {
-        Self::bound(ifindex, true)
-    }
-
-    /// A socket whose frames go through the device's qdiscs, tc's egress
-    /// hook among them.
-    pub fn through_qdisc(ifindex: u32) -> Result<PacketSocket> {
-        Self::bound(ifindex, false)
-    }
-
-    fn bound(ifindex: u32, bypass: bool) -> Result<PacketSocket> {
-        // SAFETY: plain socket creation; protocol 0 receives nothing.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(Error::errno("opening an AF_PACKET socket", errno()));
-        }
-        // SAFETY: a fresh descriptor we now own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_ll is plain data; zero is valid.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_ifindex = ifindex as i32;
-        // SAFETY: `addr` is a valid sockaddr_ll of the size given.
-        let ret = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of_val(&addr) as u32,
-            )
-        };
-        if ret != 0 {
-            return Err(Error::errno("binding the AF_PACKET socket", errno()));
-        }
-        let one: libc::c_int = 1;
-        // Straight to the driver, as pktgen does; best effort.
-        if bypass {
-            // SAFETY: `one` is a valid int option value.
-            unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_PACKET,
-                    libc::PACKET_QDISC_BYPASS,
-                    (&one as *const libc::c_int).cast(),
-                    std::mem::size_of_val(&one) as u32,
-                )
-            };
-        }
-        Ok(PacketSocket { fd })
-    }
-
-    /// Sends one frame, waiting for room; whether the device took it
-    /// (`false`: refused as too long or too short for the link).
-    pub fn send(&self, frame: &[u8]) -> Result<bool> {
-        loop {
-            // SAFETY: `frame` is a live buffer of the length given.
-            let n =
-                unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-            if n >= 0 {
-                return Ok(true);
-            }
-            match errno() {
-                libc::ENOBUFS | libc::EAGAIN => {
-                    std::thread::sleep(std::time::Duration::from_micros(200))
-                }
-                libc::EMSGSIZE | libc::EINVAL => return Ok(false),
-                e => return Err(Error::errno("sending on the AF_PACKET socket", e)),
-            }
-        }
-    }
-
-    /// Sends `frames` with one system call per 64; returns how many left.
-    pub fn send_batch(&self, frames: &[&[u8]]) -> Result<usize> {
-        let mut iov: Vec<libc::iovec> = frames
-            .iter()
-            .map(|f| libc::iovec {
-                iov_base: f.as_ptr() as *mut libc::c_void,
-                iov_len: f.len(),
-            })
-            .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iov
-            .iter_mut()
-            .map(|v| {
-                // SAFETY: mmsghdr is plain data; zero is valid.
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = v;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
-            .collect();
-        // SAFETY: every header points at one live iovec over a live frame.
-        let n =
-            unsafe { libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), msgs.len() as u32, 0) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::ENOBUFS || e == libc::EAGAIN {
-                return Ok(0);
-            }
-            return Err(Error::errno("sending on the AF_PACKET socket", e));
-        }
-        Ok(n as usize)
-    }
-}
-
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// Sends through an AF_PACKET socket on `ifindex`.

@@ -42,7 +42,7 @@ pub fn live_flows(
     mut each: impl FnMut(&[Ended]),
 ) -> Result<LiveSummary, String> {
     let image = image(opts)?;
-    let mut kopts = difftest::load_options(&image.object, &image.maps);
+    let mut kopts = kernel::load_options(&image.object, &image.maps);
     let cap = u32::try_from(opts.capacity).unwrap_or(u32::MAX);
     kopts.max_entries.retain(|(n, _)| n != "flows");
     kopts.max_entries.push(("flows".into(), cap));

@@ -32,7 +32,7 @@ pub fn live_rtt(
     mut each: impl FnMut(&[RttSample]),
 ) -> Result<RttSummary, String> {
     let image = image(opts)?;
-    let mut kopts = difftest::load_options(&image.object, &image.maps);
+    let mut kopts = kernel::load_options(&image.object, &image.maps);
     for (name, size) in sizes(opts) {
         kopts.max_entries.retain(|(n, _)| *n != name);
         kopts.max_entries.push((name, size));

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pipeline::{Source, XpfEngine, for_each_packet};
+use pipeline::{Source, for_each_packet};
+use xpf::XpfEngine;
 
 use crate::key::FlowKey;
 use crate::order::TimeOrder;

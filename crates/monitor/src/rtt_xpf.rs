@@ -1,5 +1,5 @@
 //! The xPF version of passive RTT, `programs/xpf/rtt.s`, on any of
-//! [`pipeline::XpfRunner`]'s engines (the xPF interpreter, or the eBPF
+//! [`xpf::XpfRunner`]'s engines (the xPF interpreter, or the eBPF
 //! translation in sluice's VM or JIT). The program keeps its SYNs and
 //! TSvals in two open-addressing tables in its persistent memory and hands
 //! its samples to user space through a log there (the convention of the
@@ -30,7 +30,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cbpf::xpf::{Form, XpfOptions};
-use pipeline::{XpfEngine, XpfRunner};
+use xpf::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::rtt::{MeterOptions, Method, RttCounters, RttSample, RttStats};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pipeline::{Source, Step};
 
-use pipeline::XpfEngine;
+use xpf::XpfEngine;
 
 use crate::ebpf::EbpfFlows;
 use crate::key::observe;

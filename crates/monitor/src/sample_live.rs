@@ -35,7 +35,7 @@ pub fn live_sample(
         return Err("A must be at least 1".into());
     }
     let image = image(a, b, table)?;
-    let mut kopts = difftest::load_options(&image.object, &image.maps);
+    let mut kopts = kernel::load_options(&image.object, &image.maps);
     kopts.max_entries.retain(|(n, _)| n != "labels");
     kopts.max_entries.push(("labels".into(), map_size(table)?));
     let bytes = programs::object("sample").ok_or("the sample program is not built")?;

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pipeline::{Source, XpfEngine, for_each_packet};
+use pipeline::{Source, for_each_packet};
+use xpf::XpfEngine;
 
 use crate::metrics::Metrics;
 use crate::run::GAUGE_EVERY;

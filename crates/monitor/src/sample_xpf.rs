@@ -1,5 +1,5 @@
 //! The xPF version of trajectory sampling, `programs/xpf/sample.s`, on any
-//! of [`pipeline::XpfRunner`]'s engines. Its records reach user space
+//! of [`xpf::XpfRunner`]'s engines. Its records reach user space
 //! through a log in persistent memory (the convention the xPF
 //! applications share): a word counts the records pending, the records
 //! follow in the log area; the program appends while there is room, else
@@ -9,7 +9,7 @@
 //! map is in the program's header comment.
 
 use cbpf::xpf::{Form, XpfOptions};
-use pipeline::{XpfEngine, XpfRunner};
+use xpf::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord, table_slots};

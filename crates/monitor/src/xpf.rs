@@ -1,5 +1,5 @@
 //! The xPF version of flow accounting, `programs/xpf/flows.s`, on any
-//! engine of `pipeline::XpfRunner` (the xPF interpreter, or the eBPF
+//! engine of `xpf::XpfRunner` (the xPF interpreter, or the eBPF
 //! translation in sluice's VM or JIT). The program keeps the flows in an
 //! open-addressing table in its persistent memory and writes the flows it
 //! ends to a log there; user space sets the timeouts and sizes in memory
@@ -8,7 +8,7 @@
 //! eBPF version. The memory layout is the program's header comment.
 
 use cbpf::xpf::{Form, XpfOptions};
-use pipeline::{XpfEngine, XpfRunner};
+use xpf::{XpfEngine, XpfRunner};
 
 use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};

@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use pipeline::XpfRunner;
+use xpf::XpfRunner;
 
 /// The address of `family` (4 or 6) in the four words at `w[at..]`.
 pub(crate) fn address(family: u32, w: &[u32], at: usize) -> Result<IpAddr, String> {

@@ -12,7 +12,8 @@ use common::captures;
 use monitor::{
     EndReason, Ended, FlowEngine, FlowRunOptions, FlowSummary, TableOptions, account_flows,
 };
-use pipeline::{Capture, Generated, Source, XpfEngine};
+use pipeline::{Capture, Generated, Source};
+use xpf::XpfEngine;
 
 /// A flow as both sides must give it (times to the microsecond: the VM's
 /// clock follows the packets but moves a nanosecond per helper call).

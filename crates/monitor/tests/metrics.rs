@@ -85,7 +85,7 @@ fn accounting_keeps_flows_held_and_drops_up_to_date() {
     for engine in [
         FlowEngine::Table,
         FlowEngine::Ebpf,
-        FlowEngine::Xpf(pipeline::XpfEngine::Interp),
+        FlowEngine::Xpf(xpf::XpfEngine::Interp),
     ] {
         let m = Arc::new(Metrics::default());
         m.accounting.store(true, Ordering::Relaxed);
@@ -134,7 +134,7 @@ fn sampling_keeps_its_drops_up_to_date() {
     for engine in [
         SampleEngine::Reference,
         SampleEngine::Ebpf,
-        SampleEngine::Xpf(pipeline::XpfEngine::Interp),
+        SampleEngine::Xpf(xpf::XpfEngine::Interp),
     ] {
         let m = Arc::new(Metrics::default());
         let opts = SampleOptions {

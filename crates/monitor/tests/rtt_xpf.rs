@@ -16,7 +16,8 @@ use monitor::{
     MeterOptions, Method, RttCounters, RttEngine, RttOptions, RttSample, RttSummary, XPF_MAX_SYNS,
     XPF_MAX_TSVALS, XpfRtt, measure_rtt,
 };
-use pipeline::{Capture, Generated, Source, XpfEngine};
+use pipeline::{Capture, Generated, Source};
+use xpf::XpfEngine;
 
 fn meter() -> MeterOptions {
     MeterOptions {

@@ -18,7 +18,8 @@ use monitor::{
     SampleCounts, SampleEngine, SampleOptions, SampleRecord, SampleSummary, invariants,
     sample_trajectories,
 };
-use pipeline::{Capture, Generated, Packets, Source, XpfEngine};
+use pipeline::{Capture, Generated, Packets, Source};
+use xpf::XpfEngine;
 
 /// The packets of a source, in memory.
 fn frames(source: &mut dyn Source) -> Vec<(u64, Vec<u8>)> {

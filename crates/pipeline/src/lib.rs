@@ -12,7 +12,6 @@
 //! the same maps.
 
 mod batch;
-pub mod classic;
 mod counters;
 mod filtered;
 mod histogram;
@@ -24,8 +23,6 @@ mod shard;
 mod sink;
 mod source;
 mod worker;
-mod xpf;
-mod xpf_pinned;
 
 pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
@@ -40,5 +37,3 @@ pub use source::{
     Capture, Foreign, Generated, Packets, Source, SourceError, Step, for_each_packet, for_each_step,
 };
 pub use worker::Worker;
-pub use xpf::{KernelMaps, Retired, XpfEngine, XpfRunOptions, XpfRunner, XpfSummary, run_xpf};
-pub use xpf_pinned::{PinnedMemory, xpf_attach, xpf_detach, xpf_open};

@@ -15,12 +15,12 @@
 
 use std::cell::Cell;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use io::LinkKind;
+use kernel::packet_socket::{PacketSocket, RecvBuffers, SocketError};
 
 use crate::batch::{BATCH, Batch};
 use crate::sink::{Sink, SinkError};
@@ -31,10 +31,6 @@ const POLL_MS: i32 = 50;
 
 /// Bytes received per frame: the largest frame a hook takes.
 const SLOT: usize = runtime::MAX_FRAME;
-
-/// Control message room per frame: a timestamp and packet auxdata, with
-/// room to spare.
-const CONTROL_WORDS: usize = 32;
 
 /// A network interface of the calling thread's network namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,85 +125,16 @@ fn os_error(what: &str, e: std::io::Error) -> String {
     format!("{what}: {e}{hint}")
 }
 
-/// Attaches a classic BPF program to a socket (`SO_ATTACH_FILTER`).
-fn attach_filter(fd: &OwnedFd, prog: &[cbpf::Insn]) -> std::io::Result<()> {
-    let fprog = libc::sock_fprog {
-        len: u16::try_from(prog.len())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?,
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: `fprog` points at `prog.len()` instructions laid out as
-    // `struct sock_filter` (`cbpf::Insn` is `repr(C)` with its fields),
-    // which the kernel copies during the call.
-    let ret = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&fprog as *const libc::sock_fprog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as u32,
-        )
-    };
-    if ret != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Sets an integer socket option.
-fn set_int(fd: &OwnedFd, level: i32, name: i32, value: i32) -> std::io::Result<()> {
-    // SAFETY: `value` is a valid int option value of the size given.
-    let ret = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&value as *const i32).cast(),
-            std::mem::size_of::<i32>() as u32,
-        )
-    };
-    if ret != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// An AF_PACKET raw socket on `iface`, set up by `configure` before it is
-/// bound (to `protocol`, network order; 0 receives nothing), so that no
+/// bound (to `protocol`, host order; 0 receives nothing), so that no
 /// frame arrives before its options hold.
 fn packet_socket(
     iface: &Interface,
     protocol: u16,
-    configure: impl FnOnce(&OwnedFd) -> Result<(), String>,
-) -> Result<OwnedFd, String> {
-    let on = format!("interface `{}`", iface.name);
-    // SAFETY: plain socket creation; protocol 0 receives nothing until bound.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(os_error(&format!("{on}: opening an AF_PACKET socket"), e));
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    configure(&fd).map_err(|e| format!("{on}: {e}"))?;
-    // SAFETY: sockaddr_ll is plain data; all zeroes is a valid value.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_protocol = protocol.to_be();
-    addr.sll_ifindex = iface.index as i32;
-    // SAFETY: `addr` is a valid sockaddr_ll of the size given.
-    let ret = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of_val(&addr) as u32,
-        )
-    };
-    if ret != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(os_error(&format!("{on}: binding the AF_PACKET socket"), e));
-    }
-    Ok(fd)
+    configure: impl FnOnce(&PacketSocket) -> Result<(), SocketError>,
+) -> Result<PacketSocket, String> {
+    PacketSocket::bind(iface.index, protocol, configure)
+        .map_err(|e| os_error(&format!("interface `{}`: {}", iface.name, e.what), e.source))
 }
 
 /// The wall clock now, in nanoseconds (for frames without a timestamp).
@@ -254,14 +181,11 @@ pub enum Direction {
 /// the source (returns an empty batch) once its stop flag is set. Not
 /// forkable: a frame can be read once only.
 pub struct Live {
-    fd: OwnedFd,
+    sock: PacketSocket,
     iface: Interface,
     stop: Option<&'static AtomicBool>,
     /// [`BATCH`] slots of [`SLOT`] bytes.
-    buf: Vec<u8>,
-    control: Vec<u64>,
-    /// Each frame's link-layer address: its packet type tells direction.
-    names: Vec<libc::sockaddr_ll>,
+    rx: RecvBuffers,
     direction: Direction,
     seq: u64,
     received: u64,
@@ -322,12 +246,23 @@ impl Live {
         filter: Option<&[cbpf::Insn]>,
         direction: Direction,
     ) -> Result<Live, SourceError> {
-        let fd = packet_socket(&iface, libc::ETH_P_ALL as u16, |fd| {
+        let sock = packet_socket(&iface, libc::ETH_P_ALL as u16, |sock| {
             if let Some(prog) = filter {
-                attach_filter(fd, prog).map_err(|e| os_error("attaching the filter", e))?;
+                let prog: Vec<libc::sock_filter> = prog
+                    .iter()
+                    .map(|i| libc::sock_filter {
+                        code: i.code,
+                        jt: i.jt,
+                        jf: i.jf,
+                        k: i.k,
+                    })
+                    .collect();
+                sock.attach_filter(&prog)
+                    .map_err(|e| SocketError::new("attaching the filter", e))?;
             }
             let opt = |level, name, value, what: &str| {
-                set_int(fd, level, name, value).map_err(|e| os_error(what, e))
+                sock.set_int(level, name, value)
+                    .map_err(|e| SocketError::new(what, e))
             };
             if direction == Direction::In {
                 opt(
@@ -351,20 +286,20 @@ impl Live {
             )?;
             // Room for bursts: 8 MiB where privileged, else what the
             // system allows (best effort either way).
-            if set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20).is_err() {
-                let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 8 << 20);
+            if sock
+                .set_int(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20)
+                .is_err()
+            {
+                let _ = sock.set_int(libc::SOL_SOCKET, libc::SO_RCVBUF, 8 << 20);
             }
             Ok(())
         })
         .map_err(SourceError)?;
         Ok(Live {
-            fd,
+            sock,
             iface,
             stop,
-            buf: vec![0; BATCH * SLOT],
-            control: vec![0; BATCH * CONTROL_WORDS],
-            // SAFETY: sockaddr_ll is plain data; all zeroes is a valid value.
-            names: vec![unsafe { std::mem::zeroed() }; BATCH],
+            rx: RecvBuffers::new(BATCH, SLOT),
             direction,
             seq: 0,
             received: 0,
@@ -380,23 +315,10 @@ impl Live {
 
     /// What has been seen so far.
     pub fn stats(&self) -> LiveStats {
-        // SAFETY: tpacket_stats is plain data; all zeroes is a valid value.
-        let mut st: libc::tpacket_stats = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: `st` and `len` are valid for the kernel to write; reading
-        // the statistics resets the kernel's counters, so they are added up.
-        let ret = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut st as *mut libc::tpacket_stats).cast(),
-                &mut len,
-            )
-        };
-        if ret == 0 {
-            self.dropped
-                .set(self.dropped.get() + u64::from(st.tp_drops));
+        // Reading the statistics resets the kernel's counters, so they
+        // are added up.
+        if let Ok(drops) = self.sock.drops() {
+            self.dropped.set(self.dropped.get() + drops);
         }
         LiveStats {
             received: self.received,
@@ -411,22 +333,9 @@ impl Live {
 
     /// Waits up to [`POLL_MS`] for frames: whether some may be read.
     fn wait(&self) -> Result<bool, SourceError> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let ret = unsafe { libc::poll(&mut pfd, 1, POLL_MS) };
-        if ret < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(false);
-            }
-            return Err(self.error("waiting for frames", e));
-        }
-        // Errors (the interface went down or away) are told by recvmmsg.
-        Ok(ret > 0)
+        self.sock
+            .wait(POLL_MS)
+            .map_err(|e| self.error("waiting for frames", e))
     }
 
     fn error(&self, what: &str, e: std::io::Error) -> SourceError {
@@ -443,62 +352,19 @@ impl Live {
         if room == 0 {
             return Ok(0);
         }
-        let mut iov: Vec<libc::iovec> = self
-            .buf
-            .chunks_exact_mut(SLOT)
-            .take(room)
-            .map(|slot| libc::iovec {
-                iov_base: slot.as_mut_ptr().cast(),
-                iov_len: slot.len(),
-            })
-            .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iov
-            .iter_mut()
-            .zip(self.control.chunks_exact_mut(CONTROL_WORDS))
-            .zip(self.names.iter_mut())
-            .map(|((v, control), name)| {
-                // SAFETY: mmsghdr is plain data; all zeroes is a valid value.
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_name = (name as *mut libc::sockaddr_ll).cast();
-                m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-                m.msg_hdr.msg_iov = v;
-                m.msg_hdr.msg_iovlen = 1;
-                m.msg_hdr.msg_control = control.as_mut_ptr().cast();
-                m.msg_hdr.msg_controllen = std::mem::size_of_val(control);
-                m
-            })
-            .collect();
-        // SAFETY: every header points at one live iovec over its own slot of
-        // `buf`, at its own control buffer and at its own address, each of
-        // the length given, all of which outlive the call.
-        let n = unsafe {
-            libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                msgs.len() as u32,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN | libc::EINTR) => Ok(0),
-                _ => Err(self.error("receiving", e)),
-            };
-        }
-        let n = n as usize;
+        let n = self
+            .sock
+            .receive(&mut self.rx, room)
+            .map_err(|e| self.error("receiving", e))?;
         let mut kept = 0;
-        for (i, m) in msgs.iter().take(n).enumerate() {
-            if !self.wanted(&self.names[i]) {
+        for i in 0..n {
+            let (frame, m) = self.rx.frame(i);
+            if !self.wanted(m.outgoing, m.loopback) {
                 continue;
             }
             kept += 1;
-            let (ts, vlan) = control_of(&m.msg_hdr);
-            let len = (m.msg_len as usize).min(SLOT);
-            let frame = &self.buf[i * SLOT..i * SLOT + len];
-            let cut = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0
-                || (vlan.is_some() && len + 4 > runtime::MAX_FRAME);
+            let (ts, vlan, len) = (m.timestamp_ns, m.vlan, m.len);
+            let cut = m.truncated || (vlan.is_some() && len + 4 > runtime::MAX_FRAME);
             self.truncated += u64::from(cut);
             self.received += 1;
             self.seq += 1;
@@ -528,9 +394,8 @@ impl Live {
     /// Whether a frame with this address goes the way asked for (libpcap's
     /// rules: an outgoing frame on a loopback device is never kept, its
     /// incoming copy is).
-    fn wanted(&self, from: &libc::sockaddr_ll) -> bool {
-        let outgoing = from.sll_pkttype == libc::PACKET_OUTGOING;
-        if outgoing && from.sll_hatype == libc::ARPHRD_LOOPBACK {
+    fn wanted(&self, outgoing: bool, loopback: bool) -> bool {
+        if outgoing && loopback {
             return false;
         }
         match self.direction {
@@ -539,43 +404,6 @@ impl Live {
             Direction::InOut => true,
         }
     }
-}
-
-/// The receive timestamp and the VLAN tag (TPID and TCI, as on the wire)
-/// in a received message's control data.
-fn control_of(h: &libc::msghdr) -> (Option<u64>, Option<[u8; 4]>) {
-    let (mut ts, mut vlan) = (None, None);
-    // SAFETY: `h` is a header recvmmsg filled: its control buffer and
-    // length describe the control messages the kernel wrote, which the
-    // CMSG macros walk within that length.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(h);
-        while !c.is_null() {
-            let data = libc::CMSG_DATA(c);
-            match ((*c).cmsg_level, (*c).cmsg_type) {
-                (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => {
-                    let t = std::ptr::read_unaligned(data as *const libc::timespec);
-                    ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
-                }
-                (libc::SOL_PACKET, libc::PACKET_AUXDATA) => {
-                    let aux = std::ptr::read_unaligned(data as *const libc::tpacket_auxdata);
-                    if aux.tp_status & libc::TP_STATUS_VLAN_VALID != 0 {
-                        let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                            aux.tp_vlan_tpid
-                        } else {
-                            libc::ETH_P_8021Q as u16
-                        };
-                        let [a, b] = tpid.to_be_bytes();
-                        let [c, d] = aux.tp_vlan_tci.to_be_bytes();
-                        vlan = Some([a, b, c, d]);
-                    }
-                }
-                _ => {}
-            }
-            c = libc::CMSG_NXTHDR(h, c);
-        }
-    }
-    (ts, vlan)
 }
 
 impl Live {
@@ -654,7 +482,7 @@ const BUSY_TRIES: u32 = 200;
 /// at the end of every batch the pipeline ran, when [`BATCH`] are waiting,
 /// and at `finish`.
 pub struct Port {
-    fd: OwnedFd,
+    sock: PacketSocket,
     iface: Interface,
     bytes: Vec<u8>,
     frames: Vec<(usize, usize)>,
@@ -667,9 +495,9 @@ impl Port {
     pub fn open(name: &str) -> Result<Port, SinkError> {
         let iface = Interface::lookup(name).map_err(SinkError)?;
         // Bound to protocol 0: the socket receives nothing.
-        let fd = packet_socket(&iface, 0, |_| Ok(())).map_err(SinkError)?;
+        let sock = packet_socket(&iface, 0, |_| Ok(())).map_err(SinkError)?;
         Ok(Port {
-            fd,
+            sock,
             iface,
             bytes: Vec::with_capacity(BATCH * 2048),
             frames: Vec::with_capacity(BATCH),
@@ -696,41 +524,34 @@ impl Port {
 
     /// Sends every frame waiting.
     fn send(&mut self) -> Result<(), SinkError> {
-        let mut iov: Vec<libc::iovec> = self
+        let result = self.send_waiting();
+        self.bytes.clear();
+        self.frames.clear();
+        result.map_err(|e| self.error(e))
+    }
+
+    /// Sends the frames waiting, retrying while the device is busy; the
+    /// error that stopped it.
+    fn send_waiting(&self) -> Result<(), std::io::Error> {
+        let frames: Vec<&[u8]> = self
             .frames
             .iter()
-            .map(|&(start, len)| libc::iovec {
-                iov_base: self.bytes[start..].as_ptr() as *mut libc::c_void,
-                iov_len: len,
-            })
-            .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iov
-            .iter_mut()
-            .map(|v| {
-                // SAFETY: mmsghdr is plain data; all zeroes is a valid value.
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = v;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
+            .map(|&(start, len)| &self.bytes[start..start + len])
             .collect();
         let (mut next, mut busy) = (0, 0);
         let c = &self.counts;
-        while next < msgs.len() {
-            let rest = &mut msgs[next..];
-            // SAFETY: every header points at one live iovec over bytes of
-            // `self.bytes`, which is not touched until the call returns.
-            let n = unsafe {
-                libc::sendmmsg(self.fd.as_raw_fd(), rest.as_mut_ptr(), rest.len() as u32, 0)
+        while next < frames.len() {
+            let e = match self.sock.send_many(&frames[next..]) {
+                Ok(n) if n > 0 => {
+                    c.sent.fetch_add(n as u64, Ordering::Relaxed);
+                    next += n;
+                    busy = 0;
+                    continue;
+                }
+                Ok(_) => std::io::Error::last_os_error(),
+                // Nothing sent: the error is the first waiting frame's.
+                Err(e) => e,
             };
-            if n > 0 {
-                c.sent.fetch_add(n as u64, Ordering::Relaxed);
-                next += n as usize;
-                busy = 0;
-                continue;
-            }
-            // Nothing sent: the error is the first waiting frame's.
-            let e = std::io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => {}
                 Some(libc::ENOBUFS | libc::EAGAIN) if busy < BUSY_TRIES => {
@@ -739,22 +560,16 @@ impl Port {
                 }
                 Some(libc::ENOBUFS | libc::EAGAIN) => {
                     c.dropped
-                        .fetch_add((msgs.len() - next) as u64, Ordering::Relaxed);
+                        .fetch_add((frames.len() - next) as u64, Ordering::Relaxed);
                     break;
                 }
                 Some(libc::EMSGSIZE | libc::EINVAL) => {
                     c.refused.fetch_add(1, Ordering::Relaxed);
                     next += 1;
                 }
-                _ => {
-                    self.bytes.clear();
-                    self.frames.clear();
-                    return Err(self.error(e));
-                }
+                _ => return Err(e),
             }
         }
-        self.bytes.clear();
-        self.frames.clear();
         Ok(())
     }
 }

@@ -22,6 +22,27 @@ pub struct ShowOptions {
     pub json: bool,
 }
 
+/// The lines of a configuration that concern device `dev`: its qdisc and
+/// filters (by the first `dev` of each line), and the shared actions.
+pub fn lines_for(lines: &str, dev: &str) -> Vec<String> {
+    lines
+        .lines()
+        .filter(|l| {
+            let w = words(l.split('#').next().unwrap_or(""));
+            match w.first().map(String::as_str) {
+                Some("actions" | "action") => true,
+                Some("qdisc" | "filter") => w
+                    .iter()
+                    .position(|x| x == "dev")
+                    .and_then(|i| w.get(i + 1))
+                    .is_some_and(|d| d == dev),
+                _ => false,
+            }
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// Splits a line into words as a shell would for tc (quotes group words).
 pub fn words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -509,6 +530,22 @@ impl FilterSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_for_keeps_the_devices_own_and_the_shared_actions() {
+        let conf = "qdisc add dev a clsact\nqdisc add dev b clsact\n\
+                    # dev a\nfilter add dev a ingress matchall action drop\n\
+                    filter add dev b ingress matchall action pass\n\
+                    actions add action drop index 3\n";
+        assert_eq!(
+            lines_for(conf, "a"),
+            vec![
+                "qdisc add dev a clsact",
+                "filter add dev a ingress matchall action drop",
+                "actions add action drop index 3",
+            ]
+        );
+    }
 
     fn run(c: &mut Config, line: &str) -> Result<String, String> {
         let w = words(line);

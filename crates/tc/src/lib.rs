@@ -51,7 +51,7 @@ pub use action_parse::parse_actions;
 pub use block::{Block, Outcome};
 pub use bpf::Bpf;
 pub use classifier::{Classifier, Cx, Filter, Match};
-pub use cmdline::{ShowOptions, words};
+pub use cmdline::{ShowOptions, lines_for, words};
 pub use conf_file::{
     CONFIG_NAME, ConfFileError, ConfLock, ROOT_STATE_DIR, create_state_dir, default_config_path,
     lock_config, read_config, write_config,

@@ -34,7 +34,7 @@ fn send(ns: &str, dev: u32, frames: &[Vec<u8>]) {
     std::thread::scope(|s| {
         s.spawn(|| {
             kernel::netdev::enter_netns(ns).unwrap();
-            let sock = kernel::traffic::PacketSocket::through_qdisc(dev).unwrap();
+            let sock = kernel::PacketSocket::through_qdisc(dev).unwrap();
             for (i, f) in frames.iter().enumerate() {
                 assert!(sock.send(f).unwrap(), "frame {i} refused by the link");
                 if i % 50 == 49 {

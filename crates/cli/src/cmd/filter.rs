@@ -131,21 +131,6 @@ fn print_options(a: &Args) -> Result<dissect::Options, String> {
     })
 }
 
-fn linktype(name: &str) -> Result<u32, String> {
-    Ok(match name {
-        "EN10MB" => 1,
-        "NULL" => 0,
-        "RAW" => 101,
-        "LINUX_SLL" => 113,
-        "LINUX_SLL2" => 276,
-        "IEEE802_11" => 105,
-        "IEEE802_11_RADIO" => 127,
-        n => n
-            .parse()
-            .map_err(|_| format!("unknown link type `{n}` (a number, or EN10MB, RAW, LINUX_SLL, LINUX_SLL2, NULL, IEEE802_11, IEEE802_11_RADIO)"))?,
-    })
-}
-
 /// A capture's link type (its header's, or for pcapng its first packet's)
 /// and snapshot length (the default where the file gives none).
 fn capture_link(path: &std::path::Path) -> Result<(u32, u32), String> {
@@ -178,7 +163,10 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         // length.
         let (lt, snaplen) = match &a.read {
             Some(path) => capture_link(path)?,
-            None => (linktype(&a.linktype)?, a.snaplen),
+            None => (
+                io::linktype_from_name(&a.linktype).map_err(|e| e.to_string())?,
+                a.snaplen,
+            ),
         };
         let prog = cbpf::compile_expr(&expr, lt, snaplen).map_err(|e| format!("{expr}: {e}"))?;
         out_part!(
@@ -207,8 +195,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
     let mut engine: Box<dyn cbpf::Engine> = match a.engine {
         EngineArg::Interp => Box::new(cbpf::Interp),
-        EngineArg::Jit => Box::new(pipeline::classic::Jit),
-        EngineArg::Kernel => Box::new(pipeline::classic::Kernel::new()?),
+        EngineArg::Jit => Box::new(xpf::classic::Jit),
+        EngineArg::Kernel => Box::new(xpf::classic::Kernel::new()?),
     };
     // Without -w (or JSON), a line per matching packet on standard output,
     // as tcpdump prints them; the counts then go to standard error.

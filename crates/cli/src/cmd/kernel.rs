@@ -49,7 +49,7 @@ pub(crate) fn load_object_bytes(
     let mut opts = LoadOptions::default();
     settings.apply(&mut object, &mut opts)?;
     let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
-    let kopts = difftest::load_options(&image.object, &image.maps);
+    let kopts = kernel::load_options(&image.object, &image.maps);
     KernelObject::load(bytes, &object_name(path), &kopts)
         .map_err(|e| format!("{}: {e}", path.display()))
 }

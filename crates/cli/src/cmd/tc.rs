@@ -122,8 +122,13 @@ fn push(a: &Args, config: &Path, dev: &str) -> Result<ExitCode, String> {
     check
         .run_batch(&text, ShowOptions::default())
         .map_err(|e| format!("{}: {e}", config.display()))?;
-    let n = difftest::tc::push(&text, dev, a.netns.as_deref(), a.replace)
-        .map_err(|e| format!("{}: {e}", config.display()))?;
+    let n = kernel::tc::push(
+        &tc::lines_for(&text, dev),
+        dev,
+        a.netns.as_deref(),
+        a.replace,
+    )
+    .map_err(|e| format!("{}: {e}", config.display()))?;
     let at = a
         .netns
         .as_ref()

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ::xpf::{XpfEngine, XpfRunOptions, XpfRunner, run_xpf};
 use cbpf::xpf::{self, Form, Switch, XpfOptions};
-use pipeline::{Capture, Generated, Source, XpfEngine, XpfRunOptions, XpfRunner, run_xpf};
+use pipeline::{Capture, Generated, Source};
 use serde::Serialize;
 
 use crate::report::print_json;
@@ -218,7 +219,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Command::Load(a) => load(a),
         Command::Mem(a) => mem(a),
         Command::Unload { dir } => {
-            let devs = pipeline::xpf_detach(&dir)?;
+            let devs = ::xpf::xpf_detach(&dir)?;
             out!(
                 "{}: unloaded{}",
                 dir.display(),
@@ -240,7 +241,7 @@ fn load(a: LoadArgs) -> Result<ExitCode, String> {
         ModeArg::Skb => kernel::attach::XdpMode::Skb,
     };
     let opts = a.instance.options();
-    pipeline::xpf_attach(&prog, opts, &a.dev, mode, &a.pin)
+    ::xpf::xpf_attach(&prog, opts, &a.dev, mode, &a.pin)
         .map_err(|e| format!("{}: {e}", a.file.display()))?;
     out!(
         "{} attached to {} ({} blocks of {} words, budget {}); memory in {}",
@@ -269,7 +270,7 @@ struct Shown {
 }
 
 fn mem(a: MemArgs) -> Result<ExitCode, String> {
-    let mut m = pipeline::xpf_open(&a.dir)?;
+    let mut m = ::xpf::xpf_open(&a.dir)?;
     let words = m.words();
     match a.op {
         MemOp::Show { all_words, json } => {

@@ -191,7 +191,7 @@ pub fn send(ns: &str, dev_index: u32, frames: &[Vec<u8>]) {
     std::thread::scope(|s| {
         s.spawn(|| {
             kernel::netdev::enter_netns(ns).unwrap();
-            let sock = kernel::traffic::PacketSocket::through_qdisc(dev_index).unwrap();
+            let sock = kernel::PacketSocket::through_qdisc(dev_index).unwrap();
             for (i, f) in frames.iter().enumerate() {
                 assert!(sock.send(f).unwrap(), "frame {i} refused by the link");
                 if i % 50 == 49 {

@@ -190,7 +190,7 @@ fn kernel_engines(a: &Args, spec: &HookSpec, packets: &[Vec<u8>]) -> Vec<Engine>
     let measure = || -> Result<Vec<Engine>, String> {
         let h = crate::hooks::load(spec)?.hook;
         let bytes = crate::files::object(a.object())?;
-        let mut opts = difftest::load_options(h.object(), h.maps());
+        let mut opts = kernel::load_options(h.object(), h.maps());
         let pins = PathBuf::from(format!("/sys/fs/bpf/sluice-bench-{}", std::process::id()));
         opts.pin_root = Some(pins.clone());
         let name = a.object().display().to_string();

@@ -5,7 +5,7 @@
 //! `sluice run --tc` runs them; the flower sets compiled by `sluice tc
 //! compile` into one cls_bpf program (direct action) as the third
 //! classifier; the same u32 and bpf sets in the kernel on a veth of a
-//! namespace of its own (`difftest::tc::kernel_rate`), beside a baseline
+//! namespace of its own (`kernel::tc::kernel_rate`), beside a baseline
 //! with no filter; the u32 trie of 64K flows; and 100k flower rules. A
 //! table of Mpps, the ratio of each worst case at the most rules to its
 //! 1-rule rate, and an SVG plot.
@@ -189,8 +189,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 let ns = if p.engine == "sluice" {
                     sluice_rate(&lines, case, time)
                 } else {
-                    difftest::tc::kernel_rate(&lines, DEV, &[case.frame()], time)
+                    kernel::tc::kernel_rate(&lines, DEV, &[case.frame()], time)
                         .map(|r| r.ns_per_packet)
+                        .map_err(|e| e.to_string())
                 };
                 match ns {
                     Ok(ns) => points.push((case.rules, mpps(ns))),
@@ -227,7 +228,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             let r = rate(config(&lines)?, DEV, &frames, time)?;
             trie.push(("sluice", mpps(r.ns_per_packet)));
             if with_kernel {
-                let k = difftest::tc::kernel_rate(&lines, DEV, &frames, time)?;
+                let k = kernel::tc::kernel_rate(&lines, DEV, &frames, time)
+                    .map_err(|e| e.to_string())?;
                 trie.push(("kernel", mpps(k.ns_per_packet)));
             }
             count.fetch_add(1, Ordering::Relaxed);
@@ -258,7 +260,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         }
         .frame();
         Some(mpps(
-            difftest::tc::kernel_rate(&lines, DEV, &[frame], time)?.ns_per_packet,
+            kernel::tc::kernel_rate(&lines, DEV, &[frame], time)
+                .map_err(|e| e.to_string())?
+                .ns_per_packet,
         ))
     } else {
         None

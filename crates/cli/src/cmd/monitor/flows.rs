@@ -174,7 +174,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         engine: match a.engine {
             EngineArg::Table => FlowEngine::Table,
             EngineArg::Ebpf => FlowEngine::Ebpf,
-            EngineArg::Xpf => FlowEngine::Xpf(pipeline::XpfEngine::Interp),
+            EngineArg::Xpf => FlowEngine::Xpf(xpf::XpfEngine::Interp),
         },
         limit: a.input.count,
         metrics: a.metrics.is_some().then(|| metrics.clone()),

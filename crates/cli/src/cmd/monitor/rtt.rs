@@ -12,8 +12,8 @@ use monitor::{
     BUCKETS, MeterOptions, RttEngine, RttOptions, RttSample, RttStats, RttSummary, XPF_MAX_SYNS,
     XPF_MAX_TSVALS,
 };
-use pipeline::XpfEngine;
 use serde::Serialize;
+use xpf::XpfEngine;
 
 use super::seconds;
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use monitor::{SampleCounts, SampleEngine, SampleOptions, SampleRecord, sample_trajectories};
-use pipeline::XpfEngine;
 use serde::Serialize;
+use xpf::XpfEngine;
 
 #[derive(clap::Args)]
 pub struct SampleArgs {

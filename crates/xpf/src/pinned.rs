@@ -11,7 +11,8 @@ use cbpf::Insn;
 use cbpf::xpf::{self, Form, MapBlocks, Memory, XpfOptions};
 use kernel::attach::XdpMode;
 
-use crate::xpf::KernelMaps;
+use crate::error::XpfError;
+use crate::runner::KernelMaps;
 
 const MEMORY: &str = "xpf_memory";
 const ACTIVE: &str = "xpf_active";
@@ -33,36 +34,40 @@ pub fn xpf_attach(
     dev: &str,
     mode: XdpMode,
     dir: &Path,
-) -> Result<(), String> {
-    let translated = xpf::translate(prog, &opts, Form::Xdp).map_err(|e| e.to_string())?;
+) -> Result<(), XpfError> {
+    let translated =
+        xpf::translate(prog, &opts, Form::Xdp).map_err(|e| XpfError::Program(e.to_string()))?;
     let object = translated.object("xpf");
     let loaded = kernel::verify::load_program(&object.programs[0], &object.maps, None, &|_| None)
-        .map_err(|e| format!("loading into the kernel: {e}"))?;
+        .map_err(XpfError::Load)?;
     let Some(prog_fd) = loaded.program else {
-        return Err(format!(
-            "the kernel refuses the translation: {}",
-            loaded.ruling.log.trim_end()
+        return Err(XpfError::KernelRefuses(
+            loaded.ruling.log.trim_end().to_string(),
         ));
     };
     if pins(dir).iter().any(|p| p.exists()) {
-        return Err(format!(
+        return Err(XpfError::Unavailable(format!(
             "{} already holds an xPF instance: unload it first (sluice xpf unload {})",
             dir.display(),
             dir.display()
-        ));
+        )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let pinned = || -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|source| XpfError::File {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let pinned = || -> Result<(), XpfError> {
         let [mem_pin, active_pin, prog_pin] = pins(dir);
-        kernel::kmap::pin_fd(loaded.maps[0].as_raw_fd(), &mem_pin).map_err(|e| e.to_string())?;
-        kernel::kmap::pin_fd(loaded.maps[1].as_raw_fd(), &active_pin).map_err(|e| e.to_string())?;
-        kernel::kmap::pin_fd(prog_fd.as_raw_fd(), &prog_pin).map_err(|e| e.to_string())?;
+        kernel::kmap::pin_fd(loaded.maps[0].as_raw_fd(), &mem_pin)?;
+        kernel::kmap::pin_fd(loaded.maps[1].as_raw_fd(), &active_pin)?;
+        kernel::kmap::pin_fd(prog_fd.as_raw_fd(), &prog_pin)?;
         Ok(())
     };
     let result = pinned().and_then(|()| {
         let maps = KernelMaps::new(loaded.maps)?;
-        Memory::new(MapBlocks(maps), opts.words, opts.blocks).map_err(|e| e.to_string())?;
-        kernel::attach::xdp_attach(dev, prog_fd.as_raw_fd(), mode).map_err(|e| e.to_string())
+        Memory::new(MapBlocks(maps), opts.words, opts.blocks)
+            .map_err(|e| XpfError::Memory(e.to_string()))?;
+        Ok(kernel::attach::xdp_attach(dev, prog_fd.as_raw_fd(), mode)?)
     });
     if result.is_err() {
         remove_pins(dir);
@@ -78,35 +83,35 @@ fn remove_pins(dir: &Path) {
 }
 
 /// The memory of the instance pinned in `dir`, as its loader left it.
-pub fn xpf_open(dir: &Path) -> Result<PinnedMemory, String> {
+pub fn xpf_open(dir: &Path) -> Result<PinnedMemory, XpfError> {
     let [mem_pin, active_pin, _] = pins(dir);
     let open = |p: &Path| {
         kernel::kmap::open_pin(p).map_err(|e| {
-            format!(
+            XpfError::Unavailable(format!(
                 "{e}: {} holds no xPF instance (sluice xpf load ... --pin {})",
                 dir.display(),
                 dir.display()
-            )
+            ))
         })
     };
     let maps = KernelMaps::new(vec![open(&mem_pin)?, open(&active_pin)?])?;
     let (value_size, blocks) = maps.memory_shape();
-    Memory::open(MapBlocks(maps), value_size / 4, blocks).map_err(|e| e.to_string())
+    Memory::open(MapBlocks(maps), value_size / 4, blocks)
+        .map_err(|e| XpfError::Memory(e.to_string()))
 }
 
 /// Detaches the instance pinned in `dir` from every interface it is
 /// attached to and removes its pins; the interfaces it was on.
-pub fn xpf_detach(dir: &Path) -> Result<Vec<String>, String> {
+pub fn xpf_detach(dir: &Path) -> Result<Vec<String>, XpfError> {
     let [_, _, prog_pin] = pins(dir);
-    let fd = kernel::kmap::open_pin(&prog_pin)
-        .map_err(|e| format!("{e}: {} holds no xPF instance", dir.display()))?;
-    let id = kernel::attach::prog_by_fd(fd.as_raw_fd())
-        .map_err(|e| e.to_string())?
-        .id;
+    let fd = kernel::kmap::open_pin(&prog_pin).map_err(|e| {
+        XpfError::Unavailable(format!("{e}: {} holds no xPF instance", dir.display()))
+    })?;
+    let id = kernel::attach::prog_by_fd(fd.as_raw_fd())?.id;
     let mut devs = Vec::new();
-    for a in kernel::attach::status().map_err(|e| e.to_string())? {
+    for a in kernel::attach::status()? {
         if a.prog.id == id && !a.hook.starts_with("tc") {
-            kernel::attach::xdp_detach(&a.dev).map_err(|e| e.to_string())?;
+            kernel::attach::xdp_detach(&a.dev)?;
             devs.push(a.dev);
         }
     }

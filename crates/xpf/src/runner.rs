@@ -15,7 +15,9 @@ use cbpf::xpf::{
 use cbpf::{Insn, Meta};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
-use crate::source::{Source, for_each_packet};
+use pipeline::{Source, for_each_packet};
+
+use crate::error::XpfError;
 
 /// Where an instance runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,13 +63,13 @@ impl MapValues for VmMaps {
 pub struct KernelMaps(Vec<(kernel::MapInfo, OwnedFd)>);
 
 impl KernelMaps {
-    pub(crate) fn new(fds: Vec<OwnedFd>) -> Result<KernelMaps, String> {
+    pub(crate) fn new(fds: Vec<OwnedFd>) -> Result<KernelMaps, XpfError> {
         fds.into_iter()
             .map(|fd| {
-                let info = kernel::MapInfo::of_fd(fd.as_raw_fd()).map_err(|e| e.to_string())?;
+                let info = kernel::MapInfo::of_fd(fd.as_raw_fd())?;
                 Ok((info, fd))
             })
-            .collect::<Result<_, String>>()
+            .collect::<Result<_, XpfError>>()
             .map(KernelMaps)
     }
 
@@ -117,35 +119,35 @@ impl XpfRunner {
         opts: XpfOptions,
         engine: XpfEngine,
         form: Form,
-    ) -> Result<XpfRunner, String> {
+    ) -> Result<XpfRunner, XpfError> {
         if engine == XpfEngine::Interp {
-            let i = Instance::new(prog, opts).map_err(|e| e.to_string())?;
+            let i = Instance::new(prog, opts).map_err(|e| XpfError::Program(e.to_string()))?;
             return Ok(XpfRunner {
                 inner: Inner::Interp(Box::new(i)),
                 form,
                 clock: prog.iter().any(xpf::is_time_load).then_some(0),
             });
         }
-        let translated = xpf::translate(prog, &opts, form).map_err(|e| e.to_string())?;
+        let translated =
+            xpf::translate(prog, &opts, form).map_err(|e| XpfError::Program(e.to_string()))?;
         let object = translated.object("xpf");
         let inner = if engine == XpfEngine::Kernel {
             let loaded =
                 kernel::verify::load_program(&object.programs[0], &object.maps, None, &|_| None)
-                    .map_err(|e| format!("loading into the kernel: {e}"))?;
+                    .map_err(XpfError::Load)?;
             let Some(fd) = loaded.program else {
-                return Err(format!(
-                    "the kernel refuses the translation: {}",
-                    loaded.ruling.log.trim_end()
+                return Err(XpfError::KernelRefuses(
+                    loaded.ruling.log.trim_end().to_string(),
                 ));
             };
             let maps = KernelMaps::new(loaded.maps)?;
-            let mem =
-                Memory::new(MapBlocks(maps), opts.words, opts.blocks).map_err(|e| e.to_string())?;
+            let mem = Memory::new(MapBlocks(maps), opts.words, opts.blocks)
+                .map_err(|e| XpfError::Memory(e.to_string()))?;
             Inner::Kernel(fd, mem)
         } else {
-            let image =
-                Image::load(object.clone(), &LoadOptions::default()).map_err(|e| e.to_string())?;
-            let mut hook = Hook::new(image, 0, 0).map_err(|e| e.to_string())?;
+            let image = Image::load(object.clone(), &LoadOptions::default())
+                .map_err(|e| XpfError::Vm(e.to_string()))?;
+            let mut hook = Hook::new(image, 0, 0).map_err(|e| XpfError::Vm(e.to_string()))?;
             if engine == XpfEngine::Jit {
                 let report = verifier::verify(
                     &object.programs[0],
@@ -156,17 +158,17 @@ impl XpfRunner {
                     },
                 );
                 if let Err(e) = &report.result {
-                    return Err(format!("sluice's verifier refuses the translation: {e}"));
+                    return Err(XpfError::VerifierRefuses(e.to_string()));
                 }
                 // SAFETY: the verifier accepted the only program, with
                 // these maps.
                 unsafe { hook.trust_verified() };
                 hook.set_stack_depth(report.stack_depth);
-                hook.enable_jit().map_err(|e| e.to_string())?;
+                hook.enable_jit().map_err(|e| XpfError::Vm(e.to_string()))?;
             }
             let maps = hook.shared_maps().clone();
             let mem = Memory::new(MapBlocks(VmMaps(maps)), opts.words, opts.blocks)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| XpfError::Memory(e.to_string()))?;
             Inner::Vm(Box::new(hook), mem)
         };
         Ok(XpfRunner {
@@ -190,7 +192,7 @@ impl XpfRunner {
         data: &[u8],
         wire_len: u32,
         time_ns: u64,
-    ) -> Result<Option<(u32, Option<bool>)>, String> {
+    ) -> Result<Option<(u32, Option<bool>)>, XpfError> {
         if self.form == Form::Xdp && data.len() > runtime::XDP_LINEAR_MAX {
             // An XDP program sees one page of the frame (the rest would be
             // fragments, which the translation does not read): no engine
@@ -215,7 +217,9 @@ impl XpfRunner {
                     time_ns,
                     ..Meta::default()
                 };
-                let v = i.run(data, &meta).map_err(|e| e.to_string())?;
+                let v = i
+                    .run(data, &meta)
+                    .map_err(|e| XpfError::Run(e.to_string()))?;
                 let ret = match self.form {
                     Form::Socket => v.ret,
                     Form::Xdp if v.ret != 0 => 2,
@@ -232,7 +236,7 @@ impl XpfRunner {
                     },
                 )
                 .map(|o| Some((o.r0 as u32, None)))
-                .map_err(|e| e.to_string()),
+                .map_err(|e| XpfError::Vm(e.to_string())),
             Inner::Kernel(..) if data.len() < 14 => Ok(None),
             Inner::Kernel(fd, _) => match kernel::testrun::run(
                 fd.as_raw_fd(),
@@ -243,7 +247,7 @@ impl XpfRunner {
             ) {
                 Ok(o) => Ok(Some((o.retval, None))),
                 Err(e) if e.to_string().contains("Invalid argument") => Ok(None),
-                Err(e) => Err(format!("the kernel's test run: {e}")),
+                Err(e) => Err(XpfError::TestRun(e)),
             },
         }
     }
@@ -306,7 +310,7 @@ pub fn run_xpf(
     runner: &mut XpfRunner,
     source: &mut dyn Source,
     opts: &XpfRunOptions,
-) -> Result<XpfSummary, String> {
+) -> Result<XpfSummary, XpfError> {
     let mut s = XpfSummary::default();
     let mut failure = None;
     let mut exceptions = Some(0u64);
@@ -323,7 +327,12 @@ pub fn run_xpf(
                 s.accepted += u64::from(runner.accepts(ret));
                 exceptions = exceptions.zip(exceeded).map(|(n, e)| n + u64::from(e));
             }
-            Err(e) => failure = Some(format!("packet {}: {e}", info.seq)),
+            Err(e) => {
+                failure = Some(XpfError::Packet {
+                    seq: info.seq,
+                    error: Box::new(e),
+                })
+            }
         }
         if let Some((every, how)) = opts.switch_every
             && every > 0
@@ -350,18 +359,20 @@ fn switch(
     how: Switch,
     after: u64,
     retired: &mut Vec<Retired>,
-) -> Result<(), String> {
+) -> Result<(), XpfError> {
     let mem = runner.memory();
     let active = mem.active();
     let handles = mem.handles();
     let spare = match handles.iter().find(|h| **h > active).or(handles.first()) {
         Some(&h) if h != active => h,
-        _ => mem.malloc().map_err(|e| format!("switching blocks: {e}"))?,
+        _ => mem.malloc().map_err(|e| XpfError::Switch(e.to_string()))?,
     };
-    let old = mem.mswitch(spare, how).map_err(|e| e.to_string())?;
+    let old = mem
+        .mswitch(spare, how)
+        .map_err(|e| XpfError::Memory(e.to_string()))?;
     let words = mem
         .mread(old, 0, mem.words() as usize)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| XpfError::Memory(e.to_string()))?;
     retired.push(Retired {
         after,
         block: old,

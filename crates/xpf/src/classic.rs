@@ -26,6 +26,8 @@ use cbpf::{Decider, Decision, Engine, Insn, Meta};
 use obj::{Program, ProgramKind};
 use vm::{HelperTable, Memory, RegionKind, SimEnv, Vm};
 
+use crate::error::XpfError;
+
 /// `BPF_PROG_TYPE_SCHED_CLS`.
 const SCHED_CLS: u32 = 3;
 
@@ -235,13 +237,13 @@ pub struct Kernel(());
 impl Kernel {
     /// Fails, naming what is missing, unless this process may load
     /// programs and test-run them.
-    pub fn new() -> Result<Kernel, String> {
+    pub fn new() -> Result<Kernel, XpfError> {
         if !kernel::privileged() {
-            return Err(
+            return Err(XpfError::Unavailable(
                 "the kernel engine loads the filter as a tc classifier and runs \
                         BPF_PROG_TEST_RUN: it needs root, or CAP_BPF and CAP_NET_ADMIN"
                     .into(),
-            );
+            ));
         }
         Ok(Kernel(()))
     }
