@@ -3,7 +3,7 @@
 //! holds chains of filters in priority order; each [`Filter`] is a
 //! classifier instance (u32, matchall, ...) whose rules bind
 //! [`Action`]s from a shared table; [`Block::classify`] walks them as
-//! `tcf_classify` does and gives an [`Outcome`]: the verdict (the one
+//! `tcf_classify` does and gives a [`Classification`]: the verdict (the one
 //! `runtime::TcAction`), the class, and the packets mirred sent.
 //!
 //! ```
@@ -48,7 +48,7 @@ pub use action::{
     Action, ActionRef, ActionStats, Actions, Emitted, KINDS, Kind, Mirred, Random, kind_name,
 };
 pub use action_parse::parse_actions;
-pub use block::{Block, ETH_P_ALL, Filter, Outcome};
+pub use block::{Block, Classification, ETH_P_ALL, Filter};
 pub use bpf::Bpf;
 pub use classifier::{Classifier, Cx, Match};
 pub use cmdline::{ShowOptions, parse_protocol, protocol_name, words};
