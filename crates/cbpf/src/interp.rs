@@ -55,7 +55,7 @@ pub struct Meta {
 
 /// A filter's result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Verdict {
+pub struct FilterResult {
     /// What `ret` returned: the bytes to keep, 0 to drop.
     pub ret: u32,
     /// Instructions executed.
@@ -160,7 +160,7 @@ pub struct Filter {
 
 /// How an xPF run went: the result, and whether the budget ran out.
 pub(crate) struct XpfRun {
-    pub verdict: Verdict,
+    pub verdict: FilterResult,
     pub exceeded: bool,
 }
 
@@ -380,7 +380,7 @@ impl Filter {
     }
 
     /// Runs the filter over `packet`.
-    pub fn run(&self, packet: &[u8], meta: &Meta) -> Result<Verdict, RunError> {
+    pub fn run(&self, packet: &[u8], meta: &Meta) -> Result<FilterResult, RunError> {
         self.exec::<false>(packet, meta, &mut [], u64::MAX, None)
             .map(|r| r.verdict)
     }
@@ -415,7 +415,7 @@ impl Filter {
         macro_rules! done {
             ($ret:expr) => {
                 XpfRun {
-                    verdict: Verdict { ret: $ret, insns },
+                    verdict: FilterResult { ret: $ret, insns },
                     exceeded,
                 }
             };
@@ -576,6 +576,6 @@ impl Filter {
 
 /// Runs `prog` over `packet` (decoding it first: a [`Filter`] decodes
 /// once for many packets).
-pub fn run(prog: &[Insn], packet: &[u8], meta: &Meta) -> Result<Verdict, RunError> {
+pub fn run(prog: &[Insn], packet: &[u8], meta: &Meta) -> Result<FilterResult, RunError> {
     Filter::new(prog).run(packet, meta)
 }

@@ -44,5 +44,5 @@ pub use insn::{
     DecodeError, Insn, MAXINSNS, MEMWORDS, ancillary, class, decode, encode, misc, mode, op,
     parse_decimal, rval, size, src,
 };
-pub use interp::{Filter, LOOP_LIMIT, Meta, RunError, Verdict, run};
+pub use interp::{Filter, FilterResult, LOOP_LIMIT, Meta, RunError, run};
 pub use to_ebpf::{Form, TranslateError, to_ebpf, to_xdp};

@@ -8,4 +8,4 @@ mod suite;
 
 pub use data::{TestCase, parse_hex_bytes};
 pub use plugin::{Engine, PluginError, PluginRequest, run_plugin};
-pub use suite::{Outcome, SuiteReport, TestReport, run_suite};
+pub use suite::{SuiteReport, TestReport, TestResult, run_suite};

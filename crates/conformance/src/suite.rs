@@ -7,9 +7,10 @@ use serde::Serialize;
 use crate::data::TestCase;
 use crate::plugin::{PluginRequest, run_plugin};
 
+/// A conformance test's result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum TestResult {
     Pass,
     Fail,
 }
@@ -17,7 +18,7 @@ pub enum Outcome {
 #[derive(Clone, Debug, Serialize)]
 pub struct TestReport {
     pub name: String,
-    pub outcome: Outcome,
+    pub outcome: TestResult,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -32,7 +33,7 @@ pub struct SuiteReport {
 
 impl SuiteReport {
     pub fn failures(&self) -> impl Iterator<Item = &TestReport> {
-        self.tests.iter().filter(|t| t.outcome == Outcome::Fail)
+        self.tests.iter().filter(|t| t.outcome == TestResult::Fail)
     }
 }
 
@@ -95,14 +96,17 @@ pub fn run_suite(dir: &Path, options: &[&str]) -> std::io::Result<SuiteReport> {
         tests.push(TestReport {
             name,
             outcome: if result.is_ok() {
-                Outcome::Pass
+                TestResult::Pass
             } else {
-                Outcome::Fail
+                TestResult::Fail
             },
             reason: result.err(),
         });
     }
-    let passed = tests.iter().filter(|t| t.outcome == Outcome::Pass).count();
+    let passed = tests
+        .iter()
+        .filter(|t| t.outcome == TestResult::Pass)
+        .count();
     Ok(SuiteReport {
         passed,
         failed: tests.len() - passed,

@@ -28,8 +28,11 @@ pub enum RouteKind {
     Prohibit,
 }
 
+/// One route of the table: a prefix, where it leads (a gateway, a device)
+/// and its kind (`FibRoute`, not `Route`: `pipeline::Route` is where a
+/// verdict sends a packet).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct FibRoute {
     pub prefix: IpAddr,
     pub len: u8,
     pub via: Option<IpAddr>,
@@ -41,7 +44,7 @@ pub struct Route {
 pub struct Fib {
     pub links: Vec<Link>,
     pub neighbours: HashMap<IpAddr, [u8; 6]>,
-    pub routes: Vec<Route>,
+    pub routes: Vec<FibRoute>,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -178,7 +181,7 @@ impl Fib {
                     if kind == RouteKind::Unicast && dev.is_none() {
                         return Err(at("a route needs `dev`".into()));
                     }
-                    fib.routes.push(Route {
+                    fib.routes.push(FibRoute {
                         prefix,
                         len,
                         via,
@@ -204,7 +207,7 @@ impl Fib {
     }
 
     /// The longest-prefix route for `dst`.
-    pub fn lookup(&self, dst: IpAddr) -> Option<&Route> {
+    pub fn lookup(&self, dst: IpAddr) -> Option<&FibRoute> {
         self.routes
             .iter()
             .filter(|r| r.prefix.is_ipv4() == dst.is_ipv4() && mask(dst, r.len) == r.prefix)

@@ -19,28 +19,13 @@ use serde_json::{Value, json};
 use crate::channel::ChannelError;
 use crate::channel::unix::SocketFile;
 use crate::core::Core;
+use crate::error::SwitchError;
 
 /// How long a `dump-flows` waits for the packet threads' answers.
 const DUMP_WAIT: Duration = Duration::from_millis(500);
 
 /// How long a client may take to send its command, or a switch to answer.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Where a switch listens unless told: /run/sluice for root, else the
-/// user's runtime directory (`$XDG_RUNTIME_DIR/sluice`), else the
-/// temporary directory with the user's id. The switch's OpenFlow socket
-/// goes beside it (`.mgmt`).
-pub fn default_path() -> PathBuf {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    if uid == 0 {
-        return PathBuf::from("/run/sluice/switch.ctl");
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(dir) if dir.is_absolute() && dir.is_dir() => dir.join("sluice/switch.ctl"),
-        _ => std::env::temp_dir().join(format!("sluice-switch-{uid}.ctl")),
-    }
-}
 
 /// The listening control socket: a socket file made mode 0600 (only the
 /// user running the switch, and root, may ask it), a stale one replaced
@@ -50,29 +35,66 @@ pub struct ControlSocket {
 }
 
 impl ControlSocket {
+    /// Where a switch listens unless told: /run/sluice for root, else the
+    /// user's runtime directory (`$XDG_RUNTIME_DIR/sluice`), else the
+    /// temporary directory with the user's id. The switch's OpenFlow socket
+    /// goes beside it (`.mgmt`).
+    pub fn default_path() -> PathBuf {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        if uid == 0 {
+            return PathBuf::from("/run/sluice/switch.ctl");
+        }
+        match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+            Some(dir) if dir.is_absolute() && dir.is_dir() => dir.join("sluice/switch.ctl"),
+            _ => std::env::temp_dir().join(format!("sluice-switch-{uid}.ctl")),
+        }
+    }
+
     /// Listens at `path`; a socket file left by a switch that is gone is
     /// replaced, one that a running switch answers on is an error, and so
     /// is anything else there (a file, a symbolic link).
-    pub fn bind(path: &Path) -> Result<ControlSocket, String> {
-        match SocketFile::bind(path) {
+    pub fn bind(path: &Path) -> Result<ControlSocket, SwitchError> {
+        let path = path.to_path_buf();
+        match SocketFile::bind(&path) {
             Ok(socket) => Ok(ControlSocket { socket }),
-            Err(ChannelError::InUse(_)) => Err(format!(
-                "control socket {}: another switch is running there (give --ctl PATH)",
-                path.display()
-            )),
-            Err(ChannelError::Io { source, .. }) => {
-                Err(format!("control socket {}: {source}", path.display()))
-            }
-            Err(ChannelError::NotASocket(_)) => Err(format!(
-                "control socket {}: exists and is not a socket (not replaced)",
-                path.display()
-            )),
-            Err(e) => Err(format!("control socket: {e}")),
+            Err(ChannelError::InUse(_)) => Err(SwitchError::ControlInUse(path)),
+            Err(ChannelError::Io { source, .. }) => Err(SwitchError::ControlIo { path, source }),
+            Err(ChannelError::NotASocket(_)) => Err(SwitchError::ControlNotASocket(path)),
+            Err(e) => Err(SwitchError::ControlPath(e)),
         }
     }
 
     pub fn path(&self) -> &Path {
         &self.socket.path
+    }
+
+    /// Sends `command` to the switch listening at `path`; its answer.
+    pub fn request(path: &Path, command: &str) -> Result<Value, SwitchError> {
+        let what = |source| SwitchError::ControlIo {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut stream =
+            UnixStream::connect(path).map_err(|source| SwitchError::ControlNoSwitch {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(what)?;
+        stream
+            .write_all(format!("{command}\n").as_bytes())
+            .map_err(what)?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).map_err(what)?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|source| SwitchError::ControlAnswer {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        match v.get("error").and_then(Value::as_str) {
+            Some(e) => Err(SwitchError::ControlRefused(e.to_string())),
+            None => Ok(v),
+        }
     }
 
     /// Answers the clients waiting; whether there were any.
@@ -180,27 +202,4 @@ fn dump_flows(core: &Core) -> Value {
         // of an earlier dump.
         "late_pmds": late,
     })
-}
-
-/// Sends `command` to the switch listening at `path`; its answer.
-pub fn request(path: &Path, command: &str) -> Result<Value, String> {
-    let what = |e: std::io::Error| format!("control socket {}: {e}", path.display());
-    let mut stream = UnixStream::connect(path).map_err(|e| {
-        format!(
-            "control socket {}: {e} (is a live `sluice switch` running? --ctl names another socket)",
-            path.display()
-        )
-    })?;
-    stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(what)?;
-    stream
-        .write_all(format!("{command}\n").as_bytes())
-        .map_err(what)?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).map_err(what)?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("control socket {}: the answer: {e}", path.display()))?;
-    match v.get("error").and_then(Value::as_str) {
-        Some(e) => Err(e.to_string()),
-        None => Ok(v),
-    }
 }

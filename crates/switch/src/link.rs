@@ -78,14 +78,14 @@ pub struct LinkFeatures {
 /// state 0), never an error. Everything is asked of the kernel through a
 /// socket, not sysfs: a switch started in another namespace (`--netns`)
 /// still sees the sysfs of the one it came from.
-pub fn describe(dev: &str, port_no: u32, name: &str) -> Port {
+pub fn interface_port(dev: &str, port_no: u32, name: &str) -> Port {
     let mut p = Port {
         port_no,
         hw_addr: hw_addr(dev).unwrap_or([0x02, 0, 0, 0, 0, port_no as u8]),
         name: name.into(),
         ..Port::default()
     };
-    (p.config, p.state) = config_and_state(dev).unwrap_or_default();
+    (p.config, p.state) = interface_state(dev).unwrap_or_default();
     let f = read_features(dev).unwrap_or_default();
     p.curr = f.curr;
     p.advertised = f.advertised;
@@ -97,7 +97,7 @@ pub fn describe(dev: &str, port_no: u32, name: &str) -> Port {
 
 /// (config, state) bits of `dev` now, from its flags as OVS reads them
 /// (`IFF_UP`; `IFF_RUNNING` for the carrier); None when unreadable.
-pub fn config_and_state(dev: &str) -> Option<(u32, u32)> {
+pub fn interface_state(dev: &str) -> Option<(u32, u32)> {
     // SAFETY: SIOCGIFFLAGS only writes `ifr_flags` of the ifreq it is given.
     let ifr = unsafe { ifreq_ioctl(dev, libc::SIOCGIFFLAGS, |_| {})? };
     // SAFETY: SIOCGIFFLAGS filled the flags member of the union.

@@ -10,7 +10,7 @@
 //! sends (PACKET_OUT) leave through AF_PACKET sockets either way.
 //!
 //! With `offload`, AF_XDP ports get the kernel fast path
-//! ([`crate::offload`]) in front of their sockets, and the packet threads'
+//! ([`crate::xdp_offload`]) in front of their sockets, and the packet threads'
 //! megaflows are mirrored into it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,8 +24,9 @@ use crate::channel::Channel;
 use crate::control::ControlSocket;
 use crate::core::{Core, PmdStats, Transmit};
 use crate::dpif::CacheOptions;
-use crate::offload::{OffloadReport, XdpOffload};
+use crate::error::SwitchError;
 use crate::pmd::{Pmd, PortRef};
+use crate::xdp_offload::{OffloadReport, XdpOffload};
 
 /// How the switch reaches its ports.
 #[derive(Clone, Debug)]
@@ -71,20 +72,20 @@ pub struct LiveReport {
 
 /// Runs the switch on `ports` until `stop` is set or `duration` is over
 /// (then sets `stop` itself, for the packet threads).
-pub fn run(
+pub fn run_live(
     core: &Core,
     ports: &[LivePort],
     options: &LiveOptions,
     mut channel: Option<&mut Channel>,
     control: Option<&mut ControlSocket>,
     stop: &'static AtomicBool,
-) -> Result<LiveReport, String> {
+) -> Result<LiveReport, SwitchError> {
     let start = Instant::now();
     let (cache, duration) = (options.cache, options.duration);
     let mut refs = Vec::new();
     for p in ports {
-        let iface = Interface::by_name(&p.dev)?;
-        core.add_port(crate::link::describe(&p.dev, p.port_no, &p.name));
+        let iface = Interface::by_name(&p.dev).map_err(SwitchError::Interface)?;
+        core.add_port(crate::link::interface_port(&p.dev, p.port_no, &p.name));
         refs.push(PortRef {
             ifindex: iface.index,
             port_no: p.port_no,
@@ -93,7 +94,7 @@ pub fn run(
     let offload = match (&options.backend, options.offload) {
         (Backend::AfXdp(_), true) => Some(XdpOffload::load(&refs)?),
         (Backend::AfPacket, true) => {
-            return Err("the XDP fast path (--offload xdp) needs AF_XDP ports".into());
+            return Err(SwitchError::OffloadNeedsAfXdp);
         }
         (_, false) => None,
     };
@@ -108,7 +109,7 @@ pub fn run(
                 let mut threads = Vec::new();
                 for (i, r) in refs.iter().enumerate() {
                     let live =
-                        Live::open_index(r.ifindex, Some(stop)).map_err(|e| e.to_string())?;
+                        Live::open_index(r.ifindex, Some(stop)).map_err(SwitchError::Receive)?;
                     let tx = Senders::open(ports)?;
                     let pmd = Pmd::new(core, i, refs.clone(), cache, None);
                     let (port_no, finished) = (r.port_no, &finished);
@@ -137,7 +138,7 @@ pub fn run(
                         }
                     });
                     finished.store(true, Ordering::Relaxed);
-                    r.map(Some).map_err(|e| e.to_string())
+                    r.map(Some).map_err(SwitchError::Datapath)
                 })]
             }
         };
@@ -156,7 +157,7 @@ pub fn run(
             match w.join() {
                 Ok(Ok(summary)) => xdp = xdp.or(summary),
                 Ok(Err(e)) => return Err(e),
-                Err(_) => return Err("a packet thread panicked".to_string()),
+                Err(_) => return Err(SwitchError::PacketThreadPanicked),
             }
         }
         Ok(xdp)
@@ -221,7 +222,7 @@ fn control_loop(
             let removed = core.shared.with(|of| of.expire(core.now()));
             core.flows_removed(&removed);
             for p in s.ports {
-                if let Some((_, state)) = crate::link::config_and_state(&p.dev) {
+                if let Some((_, state)) = crate::link::interface_state(&p.dev) {
                     core.set_link(p.port_no, state & port_bits::STATE_LINK_DOWN == 0);
                 }
             }
@@ -240,11 +241,12 @@ fn afpacket_loop(
     mut live: Live,
     mut tx: Senders,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<(), SwitchError> {
     let mut batch = Batch::new();
     loop {
         batch.clear();
-        live.fill_or_idle(&mut batch).map_err(|e| e.to_string())?;
+        live.fill_or_idle(&mut batch)
+            .map_err(SwitchError::Receive)?;
         if batch.is_empty() && stop.load(Ordering::Relaxed) {
             return Ok(());
         }
@@ -263,13 +265,13 @@ struct Senders {
 }
 
 impl Senders {
-    fn open(ports: &[LivePort]) -> Result<Senders, String> {
+    fn open(ports: &[LivePort]) -> Result<Senders, SwitchError> {
         let ports = ports
             .iter()
             .map(|p| {
                 pipeline::Port::open(&p.dev)
                     .map(|s| (p.port_no, s))
-                    .map_err(|e| e.to_string())
+                    .map_err(SwitchError::Send)
             })
             .collect::<Result<_, _>>()?;
         Ok(Senders {

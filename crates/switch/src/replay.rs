@@ -13,6 +13,7 @@ use pipeline::{Batch, Capture, PcapWriter, Sink, Source};
 use crate::channel::Channel;
 use crate::core::{Core, Transmit};
 use crate::dpif::{CacheOptions, Datapath, TierStats};
+use crate::error::SwitchError;
 
 /// A port of a switch over captures.
 #[derive(Clone, Debug)]
@@ -26,19 +27,17 @@ pub struct PcapPort {
 }
 
 impl std::str::FromStr for PcapPort {
-    type Err = String;
+    type Err = SwitchError;
 
     /// `pcap:IN[:OUT]`, either side may be empty (`pcap::out.pcap`).
-    fn from_str(s: &str) -> Result<PcapPort, String> {
+    fn from_str(s: &str) -> Result<PcapPort, SwitchError> {
         let rest = s
             .strip_prefix("pcap:")
-            .ok_or_else(|| format!("{s}: a capture port is pcap:IN[:OUT]"))?;
+            .ok_or_else(|| SwitchError::NotACapturePort(s.to_string()))?;
         let (i, o) = rest.split_once(':').unwrap_or((rest, ""));
         let path = |p: &str| (!p.is_empty()).then(|| PathBuf::from(p));
         if i.is_empty() && o.is_empty() {
-            return Err(format!(
-                "{s}: a capture port needs an input or an output file"
-            ));
+            return Err(SwitchError::NoCaptureFile(s.to_string()));
         }
         Ok(PcapPort {
             port_no: 0,
@@ -64,7 +63,7 @@ pub struct ReplayReport {
 struct Writers {
     out: Vec<(u32, Option<Box<dyn Sink>>)>,
     now: u64,
-    error: Option<String>,
+    error: Option<SwitchError>,
 }
 
 impl Transmit for Writers {
@@ -76,7 +75,8 @@ impl Transmit for Writers {
             Some(w) => match w.write(frame, &[], self.now) {
                 Ok(()) => true,
                 Err(e) => {
-                    self.error.get_or_insert(format!("port {port}: {e}"));
+                    self.error
+                        .get_or_insert(SwitchError::WritePort { port, source: e });
                     false
                 }
             },
@@ -92,7 +92,7 @@ pub fn replay(
     ports: &[PcapPort],
     mut channel: Option<&mut Channel>,
     options: CacheOptions,
-) -> Result<ReplayReport, String> {
+) -> Result<ReplayReport, SwitchError> {
     let start = std::time::Instant::now();
     let mut writers = Writers {
         out: Vec::new(),
@@ -110,14 +110,20 @@ pub fn replay(
             ..Port::default()
         });
         let sink = match &p.output {
-            Some(path) => Some(Box::new(
-                PcapWriter::create(path).map_err(|e| format!("{}: {e}", path.display()))?,
-            ) as Box<dyn Sink>),
+            Some(path) => Some(Box::new(PcapWriter::create(path).map_err(|source| {
+                SwitchError::CreateCapture {
+                    path: path.clone(),
+                    source,
+                }
+            })?) as Box<dyn Sink>),
             None => None,
         };
         writers.out.push((p.port_no, sink));
         if let Some(path) = &p.input {
-            let c = Capture::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let c = Capture::open(path).map_err(|source| SwitchError::OpenCapture {
+                path: path.clone(),
+                source,
+            })?;
             inputs.push(Input {
                 port: p.port_no,
                 source: c,
@@ -179,7 +185,8 @@ pub fn replay(
     let now = writers.now;
     for (port, w) in writers.out {
         if let Some(w) = w {
-            w.finish().map_err(|e| format!("port {port}: {e}"))?;
+            w.finish()
+                .map_err(|source| SwitchError::WritePort { port, source })?;
         }
     }
     Ok(ReplayReport {
@@ -203,7 +210,7 @@ struct Input {
 }
 
 impl Input {
-    fn refill(&mut self) -> Result<(), String> {
+    fn refill(&mut self) -> Result<(), SwitchError> {
         if self.done || self.next < self.batch.len() {
             return Ok(());
         }
@@ -211,7 +218,7 @@ impl Input {
         self.next = 0;
         self.source
             .fill(&mut self.batch)
-            .map_err(|e| e.to_string())?;
+            .map_err(SwitchError::ReadCapture)?;
         self.done = self.batch.is_empty();
         Ok(())
     }

@@ -10,10 +10,8 @@ use openflow::{
     Instruction, Match, Oxm, Port, port,
 };
 use proptest::prelude::*;
-use switch::dpif::{CacheOptions, Datapath, Output, Shared, execute};
 use switch::flow::extract;
-use switch::odp::ToController;
-use switch::ofproto::Ofproto;
+use switch::{CacheOptions, Datapath, Ofproto, Output, Shared, ToController, execute};
 
 const PORTS: [u32; 4] = [1, 2, 3, 4];
 const SEC: u64 = 1_000_000_000;

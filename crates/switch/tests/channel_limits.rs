@@ -8,9 +8,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use switch::channel::{Channel, ChannelEvent, ChannelOptions, Limits};
-use switch::core::{Core, Transmit};
-use switch::dpif::{CacheOptions, Datapath};
+use switch::{
+    CacheOptions, Channel, ChannelEvent, ChannelOptions, Core, Datapath, Limits, Transmit,
+};
 
 struct Nowhere;
 

@@ -8,9 +8,10 @@
 use std::sync::Mutex;
 
 use openflow::{Action, Field, FlowMod, FlowModCommand, Instruction, Match, Oxm, Port, port};
-use switch::dpif::{CacheOptions, Counts, Datapath, Megaflow, Offload, Output, Shared};
-use switch::odp::{DpAction, ToController};
-use switch::ofproto::Ofproto;
+use switch::{
+    CacheOptions, Counts, Datapath, DpAction, Megaflow, Offload, Ofproto, Output, Shared,
+    ToController,
+};
 
 const SEC: u64 = 1_000_000_000;
 

@@ -4,11 +4,8 @@
 //! are the frames it is meant to decide), its actions and counters are
 //! the megaflows'. Needs root; a loud skip without.
 
-use switch::dpif::{Counts, Megaflow};
 use switch::flow::{ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, WORDS, extract, slot};
-use switch::odp::DpAction;
-use switch::offload::XdpOffload;
-use switch::pmd::PortRef;
+use switch::{Counts, DpAction, Megaflow, PortRef, XdpOffload};
 
 const XDP_DROP: u32 = 1;
 const XDP_PASS: u32 = 2;

@@ -15,9 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openflow::Port;
-use switch::channel::{Channel, Endpoint};
-use switch::core::{Core, Transmit};
-use switch::dpif::{CacheOptions, Datapath};
+use switch::{CacheOptions, Channel, Core, Datapath, Endpoint, Transmit};
 
 /// A frame out of a port.
 type Sent = (u32, Vec<u8>);
@@ -475,8 +473,8 @@ fn ovs_ofctl_shows_veth_link_state_and_speed() {
     let peer = down.dev.replacen("so", "sp", 1);
     ip(&["-n", &down.ns, "link", "set", &peer, "down"]);
     let ports = [
-        switch::link::describe(&up.dev, 1, "up"),
-        switch::link::describe(&down.dev, 2, "down"),
+        switch::interface_port(&up.dev, 1, "up"),
+        switch::interface_port(&down.dev, 2, "down"),
     ];
     let r = start_with(Wire::default(), &ports);
     let desc = ok(&r, "dump-ports-desc", &[]);
@@ -498,9 +496,7 @@ fn ovs_ofctl_shows_veth_link_state_and_speed() {
     // The link comes up: the port is live again.
     ip(&["-n", &down.ns, "link", "set", &peer, "up"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while switch::link::config_and_state(&down.dev).map(|c| c.1)
-        != Some(openflow::port_bits::STATE_LIVE)
-    {
+    while switch::interface_state(&down.dev).map(|c| c.1) != Some(openflow::port_bits::STATE_LIVE) {
         assert!(
             std::time::Instant::now() < deadline,
             "no carrier on {}",

@@ -19,8 +19,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair,
 };
-use switch::channel::{Channel, ChannelEvent, ChannelOptions, Endpoint, TlsFiles};
-use switch::core::{Core, Transmit};
+use switch::{Channel, ChannelEvent, ChannelOptions, Core, Endpoint, TlsFiles, Transmit};
 
 struct Nowhere;
 

@@ -23,7 +23,7 @@ const MAX_RESTARTS: u32 = 16;
 
 /// What a block decided for a packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Classification {
     /// `Unspec` when no filter matched (the packet goes on).
     pub verdict: TcAction,
     /// The matching rule's class (0 without one).
@@ -131,7 +131,7 @@ impl Block {
     /// Classifies `skb`; `bytes` is what actions count for it. Runs of
     /// flower and u32 filters are looked up at once (unless the fast path
     /// is off); the result is the reference walk's.
-    pub fn classify(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions) -> Outcome {
+    pub fn classify(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions) -> Classification {
         let fast = self.fast.enabled;
         if fast {
             self.fast.refresh(&self.chains);
@@ -141,11 +141,22 @@ impl Block {
 
     /// The reference walk (`tcf_classify`), filter by filter: what
     /// [`Block::classify`] must agree with.
-    pub fn classify_linear(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions) -> Outcome {
+    pub fn classify_linear(
+        &mut self,
+        skb: &mut Skb,
+        bytes: u64,
+        actions: &mut Actions,
+    ) -> Classification {
         self.walk(skb, bytes, actions, false)
     }
 
-    fn walk(&mut self, skb: &mut Skb, bytes: u64, actions: &mut Actions, fast: bool) -> Outcome {
+    fn walk(
+        &mut self,
+        skb: &mut Skb,
+        bytes: u64,
+        actions: &mut Actions,
+        fast: bool,
+    ) -> Classification {
         let mut emitted = Vec::new();
         let mut chain = 0;
         let mut restarts = 0;
@@ -208,15 +219,15 @@ impl Block {
     }
 }
 
-impl Outcome {
+impl Classification {
     /// Nothing matched: the packet goes on.
-    pub fn unmatched() -> Outcome {
+    pub fn unmatched() -> Classification {
         outcome(TcAction::Unspec, 0, Vec::new())
     }
 }
 
-fn outcome(verdict: TcAction, classid: u32, emitted: Vec<Emitted>) -> Outcome {
-    Outcome {
+fn outcome(verdict: TcAction, classid: u32, emitted: Vec<Emitted>) -> Classification {
+    Classification {
         verdict,
         classid,
         emitted,

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::action::Actions;
-use crate::block::{Block, Outcome};
+use crate::block::{Block, Classification};
 use crate::devices::Devices;
 use crate::skb::Skb;
 
@@ -116,7 +116,7 @@ impl Config {
     /// device's name and index. Actions count the bytes from the network
     /// header at ingress and the whole frame at egress, as the kernel's
     /// `qdisc_pkt_len` does there.
-    pub fn classify(&mut self, dev: &str, hook: Hook, skb: &mut Skb) -> Outcome {
+    pub fn classify(&mut self, dev: &str, hook: Hook, skb: &mut Skb) -> Classification {
         let bytes = match hook {
             Hook::Ingress => skb.len(),
             Hook::Egress => skb.frame_len(),
@@ -129,7 +129,7 @@ impl Config {
                 };
                 block.classify(skb, bytes, &mut self.actions)
             }
-            None => Outcome::unmatched(),
+            None => Classification::unmatched(),
         };
         // Mirred names devices, programs give indexes: each gets the other.
         for e in &mut out.emitted {

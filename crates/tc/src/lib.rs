@@ -3,7 +3,7 @@
 //! holds chains of filters in priority order; each [`Filter`] is a
 //! classifier instance (u32, matchall, ...) whose rules bind
 //! [`Action`]s from a shared table; [`Block::classify`] walks them as
-//! `tcf_classify` does and gives an [`Outcome`]: the verdict (the one
+//! `tcf_classify` does and gives a [`Classification`]: the verdict (the one
 //! `runtime::TcAction`), the class, and the packets mirred sent.
 //!
 //! ```
@@ -48,7 +48,7 @@ pub mod u32;
 pub use act::{ActionHead, ActionStats};
 pub use action::{Action, ActionRef, Actions, Emitted, KINDS, Kind, Mirred, Random, kind_name};
 pub use action_parse::parse_actions;
-pub use block::{Block, Outcome};
+pub use block::{Block, Classification};
 pub use bpf::Bpf;
 pub use classifier::{Classifier, Cx, Filter, Match};
 pub use cmdline::{ShowOptions, lines_for, words};

@@ -107,7 +107,7 @@ impl Runner {
 
     /// Runs one frame at the arrival hook; what the hook decided, the skb
     /// as the actions left it.
-    pub fn classify(&mut self, frame: &[u8], tstamp: u64) -> (crate::Outcome, Skb) {
+    pub fn classify(&mut self, frame: &[u8], tstamp: u64) -> (crate::Classification, Skb) {
         self.now = tstamp;
         // The last packet's buffer, refilled (no allocation per packet).
         let buffer = std::mem::take(&mut self.packet);

@@ -141,6 +141,7 @@ impl<const N: u32> ScalarN<N> {
     }
 
     /// Values in `lo..=hi` (unsigned).
+    #[cfg(test)]
     pub fn urange(lo: u64, hi: u64) -> Self {
         let mut s = Self::unknown();
         s.umin = lo;
@@ -161,14 +162,8 @@ impl<const N: u32> ScalarN<N> {
         *self == Self::unknown()
     }
 
-    /// Whether the low half is a known constant.
-    pub fn subreg_const(&self) -> Option<u32> {
-        self.var
-            .subreg()
-            .is_const()
-            .then_some(Self::lo_u(self.var.value))
-    }
-
+    /// Whether `v` is a member (the tests' soundness checks).
+    #[cfg(test)]
     pub fn contains(&self, v: u64) -> bool {
         self.var.contains(v)
             && (self.umin..=self.umax).contains(&v)

@@ -16,11 +16,6 @@ pub enum Field {
     Pointer(Kind),
 }
 
-/// The context's size in bytes.
-pub fn size(kind: &ProgramKind) -> u32 {
-    if kind.is_xdp() { XDP_MD } else { SK_BUFF }
-}
-
 const XDP_MD: u32 = 24;
 const SK_BUFF: u32 = 192;
 

@@ -208,7 +208,7 @@ fn op_char(op: AtomicOp) -> &'static str {
 
 /// The instruction starting at slot `slot`, as the log shows it:
 /// `(61) r0 = *(u32 *)(r1 +0)`.
-pub fn at(insns: &[Insn], slot: usize) -> Option<String> {
+pub fn insn_at(insns: &[Insn], slot: usize) -> Option<String> {
     let mut s = 0;
     for i in insns {
         if s == slot {

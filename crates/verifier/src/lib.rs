@@ -3,28 +3,43 @@
 //! helpers what they expect, releases what it takes and terminates; and
 //! says why not, in the kernel's words and in plain ones.
 //!
-//! [`verify`] checks one program of an object. The control-flow checks
-//! ([`cfg`]) come first; then every path is walked with the abstract
-//! state of [`state`] (types, [`bounds`] and [`tnum`]s per register, the
-//! stack byte by byte), pruning paths whose state an explored one covers.
+//! [`verify`] checks one program of an object against its maps
+//! ([`MapInfo`]) with [`Options`]; the [`Report`] says whether it passed
+//! and, if not, the [`Rejection`] (its [`Rule`], instruction, the kernel's
+//! message and a plain one). The control-flow checks ([`Cfg`]) come first;
+//! then every path is walked with an abstract state (types, bounds and
+//! tnums per register, the stack byte by byte), pruning paths whose state
+//! an explored one covers. [`insn_at`] prints an instruction as the
+//! kernel's log does.
+//!
+//! The random program generator of the soundness tests, `randprog`, is
+//! behind the `test-support` feature.
+//!
+//! ```
+//! let object = obj::Object::parse(programs::object("xdp_pass").unwrap()).unwrap();
+//! let maps = verifier::MapInfo::of_object(&object, &|_| None);
+//! let report = verifier::verify(&object.programs[0], &maps, &verifier::Options::default());
+//! assert!(report.result.is_ok());
+//! ```
 
 mod alu;
-pub mod bounds;
+mod bounds;
 mod branch;
 mod call;
-pub mod cfg;
+mod cfg;
 mod check;
-pub mod ctx;
-pub mod kfmt;
+mod ctx;
+mod kfmt;
 mod live;
 mod mem;
 mod precise;
-pub mod protos;
+mod protos;
+#[cfg(feature = "test-support")]
 pub mod randprog;
 mod spin;
-pub mod state;
-pub mod tnum;
-pub mod width;
+mod state;
+mod tnum;
+mod width;
 
 #[cfg(test)]
 mod exhaustive;
@@ -32,6 +47,7 @@ mod exhaustive;
 use std::fmt;
 
 pub use cfg::{Cfg, CfgError, MAX_CALL_FRAMES, Subprog};
+pub use kfmt::insn_at;
 
 use maps::MapType;
 use obj::{MapDef, MapOrigin, Object, Program};

@@ -7,12 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use switch::channel::{Channel, ChannelOptions, Endpoint, TlsFiles};
-use switch::control::ControlSocket;
-use switch::core::Core;
-use switch::dpif::{CacheOptions, TierStats};
-use switch::live::{Backend, LiveOptions, LivePort};
-use switch::replay::{PcapPort, replay};
+use switch::{
+    Backend, CacheOptions, Channel, ChannelOptions, ControlSocket, Core, Endpoint, LiveOptions,
+    LivePort, PcapPort, SwitchError, TierStats, TlsFiles, replay,
+};
 
 use super::xsk;
 
@@ -105,7 +103,7 @@ fn ports(specs: &[String]) -> Result<Ports, String> {
             _ => (None, s.as_str()),
         };
         if spec.starts_with("pcap:") {
-            let mut p: PcapPort = spec.parse()?;
+            let mut p: PcapPort = spec.parse().map_err(|e: SwitchError| e.to_string())?;
             p.port_no = port_no;
             p.name = name.unwrap_or_else(|| format!("p{port_no}"));
             pcap.push(p);
@@ -158,7 +156,7 @@ struct Report {
     /// Per packet thread (live runs): id, tiers, cycles per packet.
     pmds: Vec<(usize, TierStats, f64)>,
     /// The kernel fast path's counts (`--offload xdp`).
-    offload: Option<switch::offload::OffloadReport>,
+    offload: Option<switch::OffloadReport>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
@@ -182,7 +180,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 .map_err(|e| format!("{}: {}: {e}", path.display(), openflow::format_flow(fm)))?;
         }
     }
-    let ctl = a.ctl.clone().unwrap_or_else(switch::control::default_path);
+    let ctl = a.ctl.clone().unwrap_or_else(ControlSocket::default_path);
     let mut channel = open_channel(&a, &ports, &ctl)?;
     let options = CacheOptions {
         emc: !a.no_emc && !a.no_cache,
@@ -192,7 +190,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let report = match ports {
         Ports::Pcap(ports) => {
             names = ports.iter().map(|p| p.name.clone()).collect();
-            let r = replay(&core, &ports, channel.as_mut(), options)?;
+            let r = replay(&core, &ports, channel.as_mut(), options).map_err(|e| e.to_string())?;
             if let (Some(ch), Some(d)) = (channel.as_mut(), a.common.duration()) {
                 serve_after_replay(&core, ch, d);
             }
@@ -248,21 +246,22 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                     }
                 }
             }
-            let mut control = ControlSocket::bind(&ctl)?;
+            let mut control = ControlSocket::bind(&ctl).map_err(|e| e.to_string())?;
             let live = LiveOptions {
                 backend,
                 cache: options,
                 duration: c.duration(),
                 offload: a.offload.is_some(),
             };
-            let r = switch::live::run(
+            let r = switch::run_live(
                 &core,
                 &ports,
                 &live,
                 channel.as_mut(),
                 Some(&mut control),
                 stop,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             let mut tiers = TierStats::default();
             for p in &r.pmds {
                 tiers += p.tiers;
@@ -348,7 +347,7 @@ fn serve_after_replay(core: &Core, ch: &mut Channel, d: std::time::Duration) {
 /// Packet-outs once the capture ports are closed: no port takes them.
 struct Nowhere;
 
-impl switch::core::Transmit for Nowhere {
+impl switch::Transmit for Nowhere {
     fn transmit(&mut self, _port: u32, _frame: &[u8]) -> bool {
         false
     }
@@ -360,7 +359,7 @@ fn print_report(
     names: &[String],
     a: &Args,
 ) -> Result<ExitCode, String> {
-    let flows = switch::agent::dump_flows(core);
+    let flows = switch::dump_flows(core);
     let port_stats = core.port_stats(openflow::port::ANY);
     let t = report.tiers;
     if a.common.json {
@@ -470,11 +469,8 @@ fn query(q: &Query) -> Result<ExitCode, String> {
         Query::Stats(a) => (a, "stats"),
         Query::DumpFlows(a) => (a, "dump-flows"),
     };
-    let path = args
-        .ctl
-        .clone()
-        .unwrap_or_else(switch::control::default_path);
-    let v = switch::control::request(&path, command)?;
+    let path = args.ctl.clone().unwrap_or_else(ControlSocket::default_path);
+    let v = ControlSocket::request(&path, command).map_err(|e| e.to_string())?;
     if args.json {
         out!("{v:#}");
         return Ok(ExitCode::SUCCESS);

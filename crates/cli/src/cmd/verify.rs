@@ -159,7 +159,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
                 pr.line = Some(format!("{}:{}", l.file, l.line));
                 pr.source = Some(l.source.trim().to_string());
             }
-            pr.disasm = verifier::kfmt::at(&p.insns, e.insn);
+            pr.disasm = verifier::insn_at(&p.insns, e.insn);
         }
         if ask_kernel && p.kind.is_runnable() {
             pr.kernel = Some(

@@ -50,11 +50,22 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
-impl std::str::FromStr for Endpoint {
-    type Err = String;
+/// An endpoint that does not parse: what was given and why not.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {why} ({EXPECTED})", spec.escape_debug())]
+pub struct EndpointError {
+    pub spec: String,
+    pub why: &'static str,
+}
 
-    fn from_str(s: &str) -> Result<Endpoint, String> {
-        let bad = |why: &str| format!("{}: {why} ({EXPECTED})", s.escape_debug());
+impl std::str::FromStr for Endpoint {
+    type Err = EndpointError;
+
+    fn from_str(s: &str) -> Result<Endpoint, EndpointError> {
+        let bad = |why: &'static str| EndpointError {
+            spec: s.to_string(),
+            why,
+        };
         let (method, rest) = s
             .split_once(':')
             .ok_or_else(|| bad("no connection method"))?;
@@ -78,7 +89,10 @@ impl std::str::FromStr for Endpoint {
 }
 
 /// `PORT[:IP]`: loopback unless an address is given.
-fn passive(rest: &str, bad: &dyn Fn(&str) -> String) -> Result<SocketAddr, String> {
+fn passive(
+    rest: &str,
+    bad: &dyn Fn(&'static str) -> EndpointError,
+) -> Result<SocketAddr, EndpointError> {
     let (port, ip) = match rest.split_once(':') {
         Some((p, ip)) => (
             p,
@@ -97,7 +111,10 @@ fn passive(rest: &str, bad: &dyn Fn(&str) -> String) -> Result<SocketAddr, Strin
 }
 
 /// `IP[:PORT]` (an IPv6 address in brackets when a port follows).
-fn active(rest: &str, bad: &dyn Fn(&str) -> String) -> Result<SocketAddr, String> {
+fn active(
+    rest: &str,
+    bad: &dyn Fn(&'static str) -> EndpointError,
+) -> Result<SocketAddr, EndpointError> {
     let (ip, port) = match rest.rsplit_once(':') {
         Some((ip, p)) if !ip.contains(':') || ip.starts_with('[') => (
             ip.trim_matches(|c| c == '[' || c == ']'),
@@ -143,16 +160,37 @@ mod tests {
             Ok(Endpoint::ListenUnix("/run/sluice/br0.mgmt".into()))
         );
         assert_eq!(l("unix:x.sock"), Ok(Endpoint::ConnectUnix("x.sock".into())));
-        assert!(l("punix:").unwrap_err().contains("no socket path"));
+        assert!(
+            l("punix:")
+                .unwrap_err()
+                .to_string()
+                .contains("no socket path")
+        );
         assert!(
             l("udp:1")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown connection method")
         );
-        assert!(l("ptcp:x").unwrap_err().contains("not a port number"));
-        assert!(l("6653").unwrap_err().contains("no connection method"));
+        assert!(
+            l("ptcp:x")
+                .unwrap_err()
+                .to_string()
+                .contains("not a port number")
+        );
+        assert!(
+            l("6653")
+                .unwrap_err()
+                .to_string()
+                .contains("no connection method")
+        );
         // Input quoted in a message is escaped.
-        assert!(l("\x1b[2J").unwrap_err().starts_with("\\u{1b}[2J"));
+        assert!(
+            l("\x1b[2J")
+                .unwrap_err()
+                .to_string()
+                .starts_with("\\u{1b}[2J")
+        );
         for s in [
             "ptcp:7000:0.0.0.0",
             "pssl:6653:127.0.0.1",

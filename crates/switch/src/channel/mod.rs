@@ -31,7 +31,7 @@ use openflow::{Message, frame_len};
 use crate::agent::{RoleState, Session, hello};
 use crate::core::{Core, Transmit};
 
-pub use endpoint::{DEFAULT_PORT, Endpoint};
+pub use endpoint::{Endpoint, EndpointError};
 pub use error::ChannelError;
 pub use tls::TlsFiles;
 

@@ -10,8 +10,6 @@ mod format;
 mod offload;
 
 pub use datapath::{CacheOptions, Datapath, Megaflow, Shared, TierStats};
-pub use dpcls::RANK_EVERY;
-pub use emc::EMC_ENTRIES;
 pub use execute::{Output, execute};
-pub use format::{format_actions, format_key, format_megaflow};
+pub use format::format_megaflow;
 pub use offload::{Counts, Offload, Offloaded};

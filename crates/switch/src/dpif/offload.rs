@@ -1,8 +1,10 @@
-//! A cache below the datapath's (the XDP fast path, `switch::offload`):
-//! megaflows the datapath installs are offered to it; those it takes, it
-//! forwards itself, and the packets it forwards never reach the datapath.
-//! Their counts are pulled back into the megaflows, so that statistics,
-//! idle expiry and the OpenFlow entries' counters see every packet.
+//! A cache below the datapath's: megaflows the datapath installs are
+//! offered to it; those it takes, it forwards itself, and the packets it
+//! forwards never reach the datapath. Their counts are pulled back into
+//! the megaflows, so that statistics, idle expiry and the OpenFlow
+//! entries' counters see every packet. The XDP fast path
+//! (`xdp_offload.rs`) is one: it depends on this trait, never the other
+//! way round.
 
 use super::datapath::Megaflow;
 

@@ -18,7 +18,7 @@ use openflow::{
 
 pub use table::{FlowEntry, RemovedReason, Selector, Table};
 pub use validate::actions as validate_actions;
-pub use xlate::{INVALID_TTL_TO_CONTROLLER, Touch, Translation};
+pub use xlate::Touch;
 
 use crate::OfError;
 

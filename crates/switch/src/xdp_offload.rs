@@ -22,6 +22,7 @@ use kernel::{KernelObject, MapInfo};
 
 use crate::core::Core;
 use crate::dpif::{Counts, Megaflow, Offload};
+use crate::error::SwitchError;
 use crate::flow::{Key, slot};
 use crate::odp::DpAction;
 use crate::pmd::PortRef;
@@ -47,13 +48,13 @@ pub struct XdpOffload {
     port_stats: MapInfo,
     flows: Arc<XdpFlows>,
     /// Per port slot: the counts already added to the switch's ports.
-    pulled: Mutex<Vec<PortCounts>>,
+    pulled: Mutex<Vec<XdpPortCounts>>,
     ports: Vec<PortRef>,
 }
 
 /// One port's counters in the program (summed over the CPUs).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct PortCounts {
+pub struct XdpPortCounts {
     /// Frames forwarded or dropped in the kernel.
     pub hits: u64,
     pub hit_bytes: u64,
@@ -76,26 +77,26 @@ pub struct OffloadReport {
 impl XdpOffload {
     /// Loads the program for `ports` (in the order the datapath opens
     /// them).
-    pub fn load(ports: &[PortRef]) -> Result<XdpOffload, String> {
+    pub fn load(ports: &[PortRef]) -> Result<XdpOffload, SwitchError> {
         if ports.len() > MAX_PORTS {
-            return Err(format!(
-                "--offload xdp takes at most {MAX_PORTS} ports, not {}",
-                ports.len()
-            ));
+            return Err(SwitchError::OffloadTooManyPorts {
+                max: MAX_PORTS,
+                given: ports.len(),
+            });
         }
-        let bytes = programs::tool("switch_xdp").ok_or("the switch_xdp program was not built")?;
+        let bytes = programs::tool("switch_xdp").ok_or(SwitchError::OffloadNotBuilt)?;
         let object = KernelObject::load(bytes, "switch_xdp", &kernel::LoadOptions::default())
-            .map_err(|e| format!("loading the XDP fast path: {e}"))?;
+            .map_err(SwitchError::OffloadLoad)?;
         let prog_fd = object
             .program("sluice_switch")
-            .map_err(|e| e.to_string())?
+            .map_err(SwitchError::OffloadMap)?
             .fd;
-        let maps = object.maps().map_err(|e| e.to_string())?;
+        let maps = object.maps().map_err(SwitchError::OffloadMap)?;
         let map = |name: &str| {
             maps.iter()
                 .find(|m| m.name == name)
                 .cloned()
-                .ok_or(format!("the switch_xdp program has no map {name}"))
+                .ok_or_else(|| SwitchError::OffloadNoMap(name.to_string()))
         };
         let (port_map, egress) = (map("ports")?, map("egress")?);
         for (i, p) in ports.iter().enumerate() {
@@ -103,7 +104,10 @@ impl XdpOffload {
             for v in [p.port_no, i as u32, i as u32 * QUEUE_STRIDE, 0] {
                 value.extend_from_slice(&v.to_le_bytes());
             }
-            let e = |e: kernel::Error| format!("port {}: {e}", p.port_no);
+            let e = |source| SwitchError::OffloadPort {
+                port: p.port_no,
+                source,
+            };
             port_map
                 .update(&p.ifindex.to_le_bytes(), &value, 0)
                 .map_err(e)?;
@@ -125,7 +129,7 @@ impl XdpOffload {
             xsks: map("xsks")?,
             port_stats: map("port_stats")?,
             flows: Arc::new(flows),
-            pulled: Mutex::new(vec![PortCounts::default(); ports.len()]),
+            pulled: Mutex::new(vec![XdpPortCounts::default(); ports.len()]),
             ports: ports.to_vec(),
             _object: object,
         })
@@ -146,13 +150,13 @@ impl XdpOffload {
     }
 
     /// The counters of the port in slot `i`, summed over the CPUs.
-    pub fn port_counts(&self, i: usize) -> Result<PortCounts, String> {
+    pub fn port_counts(&self, i: usize) -> Result<XdpPortCounts, SwitchError> {
         let v = self
             .port_stats
             .lookup(&(i as u32).to_le_bytes())
-            .map_err(|e| e.to_string())?
+            .map_err(SwitchError::OffloadMap)?
             .unwrap_or_default();
-        let mut c = PortCounts::default();
+        let mut c = XdpPortCounts::default();
         // Per CPU: five u64s.
         for cpu in v.chunks_exact(40) {
             let f = |n: usize| u64::from_le_bytes(cpu[n * 8..n * 8 + 8].try_into().unwrap());
@@ -388,9 +392,9 @@ unsafe impl Send for StatsView {}
 unsafe impl Sync for StatsView {}
 
 impl StatsView {
-    fn map(info: &MapInfo) -> Result<StatsView, String> {
+    fn map(info: &MapInfo) -> Result<StatsView, SwitchError> {
         if info.value_size != 16 || info.max_entries != MAX_FLOWS {
-            return Err("the switch_xdp program's stats map is not the expected shape".into());
+            return Err(SwitchError::OffloadStatsShape);
         }
         let len = (16 * MAX_FLOWS as usize).next_multiple_of(4096);
         // SAFETY: mapping a BPF_F_MMAPABLE array map's values read-only.
@@ -405,10 +409,7 @@ impl StatsView {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(format!(
-                "mapping the XDP fast path's counters: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(SwitchError::OffloadCounters(std::io::Error::last_os_error()));
         }
         Ok(StatsView { base, len })
     }
