@@ -68,7 +68,9 @@ impl ObjectSettings {
                 .map(|a| split_prog(a))
                 .find(|(p, _)| *p == prog)
                 .map(|(_, a)| a);
-            object.set_program_type(prog, ty, attach)?;
+            object
+                .set_program_type(prog, ty, attach)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     }
