@@ -83,7 +83,7 @@ fn pointee(btf: &Btf, ty: TypeId) -> Result<TypeId, String> {
 }
 
 /// Parses the struct of a BTF-defined map (`struct { __uint(type, ...); ... }`).
-pub fn parse_btf_map(
+pub(crate) fn parse_btf_map(
     btf: &Btf,
     name: &str,
     def_ty: TypeId,

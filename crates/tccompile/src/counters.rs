@@ -140,7 +140,7 @@ impl Counters {
             let a = config
                 .actions
                 .get_mut(&slot.action)
-                .ok_or_else(|| CounterError::NoAction {
+                .ok_or(CounterError::NoAction {
                     kind: slot.action.kind,
                     index: slot.action.index,
                 })?;
