@@ -6,6 +6,6 @@ mod data;
 mod plugin;
 mod suite;
 
-pub use data::{TestCase, parse_hex_bytes};
+pub use data::{DataError, TestCase, parse_hex_bytes};
 pub use plugin::{Engine, PluginError, PluginRequest, run_plugin};
 pub use suite::{SuiteReport, TestReport, TestResult, run_suite};

@@ -5,7 +5,30 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::data::TestCase;
-use crate::plugin::{PluginRequest, run_plugin};
+use crate::plugin::{PluginError, PluginRequest, run_plugin};
+
+/// Why one conformance test failed.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub(crate) enum CaseError {
+    #[error("assembler: {0}")]
+    Assembler(#[from] isa::AsmError),
+    /// The assembled program's words are not the `-- raw` section's.
+    #[error("encoding {words:#018x?} differs from the -- raw section {raw:#018x?}")]
+    Encoding { words: Vec<u64>, raw: Vec<u64> },
+    /// The plugin refused its arguments.
+    #[error("{0}")]
+    Request(PluginError),
+    #[error("r0 = {r0:#x}, expected {want:#x}")]
+    WrongResult { r0: u64, want: u64 },
+    /// The program ran where the test expects an error.
+    #[error("r0 = {r0:#x}, expected the error `{error}`")]
+    NoError { r0: u64, error: String },
+    #[error("the test gives neither a result nor an error")]
+    NoExpectation,
+    /// The program failed where the test expects a result.
+    #[error("error: {0}")]
+    Run(PluginError),
+}
 
 /// A conformance test's result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -49,8 +72,8 @@ pub fn test_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Assembles, encodes and runs one test exactly as the suite's runner
 /// drives a plugin (program as hex on stdin, memory as a hex argument).
-pub fn run_case(case: &TestCase, options: &[&str]) -> Result<(), String> {
-    let insns = isa::assemble(&case.asm).map_err(|e| format!("assembler: {e}"))?;
+pub(crate) fn run_case(case: &TestCase, options: &[&str]) -> Result<(), CaseError> {
+    let insns = isa::assemble(&case.asm)?;
     let bytes = isa::encode(&insns);
     if let Some(raw) = &case.raw {
         let words: Vec<u64> = bytes
@@ -58,9 +81,10 @@ pub fn run_case(case: &TestCase, options: &[&str]) -> Result<(), String> {
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
             .collect();
         if &words != raw {
-            return Err(format!(
-                "encoding {words:#018x?} differs from the -- raw section {raw:#018x?}"
-            ));
+            return Err(CaseError::Encoding {
+                words,
+                raw: raw.clone(),
+            });
         }
     }
     let hex = |b: &[u8]| {
@@ -71,14 +95,18 @@ pub fn run_case(case: &TestCase, options: &[&str]) -> Result<(), String> {
     };
     let mut args = vec![hex(&case.mem)];
     args.extend(options.iter().map(|o| o.to_string()));
-    let req = PluginRequest::from_args(&args, hex(&bytes).as_bytes()).map_err(|e| e.0)?;
+    let req =
+        PluginRequest::from_args(&args, hex(&bytes).as_bytes()).map_err(CaseError::Request)?;
     match (run_plugin(&req), &case.result, &case.error) {
         (Ok(r0), Some(want), _) if r0 == *want => Ok(()),
-        (Ok(r0), Some(want), _) => Err(format!("r0 = {r0:#x}, expected {want:#x}")),
-        (Ok(r0), None, Some(e)) => Err(format!("r0 = {r0:#x}, expected the error `{e}`")),
-        (Ok(_), None, None) => Err("the test gives neither a result nor an error".into()),
+        (Ok(r0), Some(want), _) => Err(CaseError::WrongResult { r0, want: *want }),
+        (Ok(r0), None, Some(e)) => Err(CaseError::NoError {
+            r0,
+            error: e.clone(),
+        }),
+        (Ok(_), None, None) => Err(CaseError::NoExpectation),
         (Err(_), _, Some(_)) => Ok(()),
-        (Err(e), _, None) => Err(format!("error: {e}")),
+        (Err(e), _, None) => Err(CaseError::Run(e)),
     }
 }
 
@@ -92,7 +120,9 @@ pub fn run_suite(dir: &Path, options: &[&str]) -> std::io::Result<SuiteReport> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let text = std::fs::read_to_string(&path)?;
-        let result = TestCase::parse(&text).and_then(|case| run_case(&case, options));
+        let result = TestCase::parse(&text)
+            .map_err(|e| e.to_string())
+            .and_then(|case| run_case(&case, options).map_err(|e| e.to_string()));
         tests.push(TestReport {
             name,
             outcome: if result.is_ok() {
@@ -112,4 +142,28 @@ pub fn run_suite(dir: &Path, options: &[&str]) -> std::io::Result<SuiteReport> {
         failed: tests.len() - passed,
         tests,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_case_names_the_values() {
+        let case = TestCase {
+            asm: "mov r0, 1\nexit\n".into(),
+            result: Some(2),
+            ..TestCase::default()
+        };
+        let e = run_case(&case, &[]).unwrap_err();
+        assert_eq!(e, CaseError::WrongResult { r0: 1, want: 2 });
+        assert_eq!(e.to_string(), "r0 = 0x1, expected 0x2");
+        let case = TestCase {
+            asm: "bogus r0\n".into(),
+            ..TestCase::default()
+        };
+        let e = run_case(&case, &[]).unwrap_err();
+        assert!(matches!(e, CaseError::Assembler(_)), "{e:?}");
+        assert!(e.to_string().starts_with("assembler: line 1"), "{e}");
+    }
 }

@@ -17,7 +17,7 @@ pub enum Error {
     File(#[from] io::WholeFileError),
     /// The BTF file of [`BtfTarget::File`](crate::BtfTarget::File).
     #[error("--btf {0}")]
-    Btf(String),
+    Btf(#[from] obj::CoreTargetError),
     /// The object did not parse, load, or has no such program.
     #[error("{name}: {cause}")]
     Object { name: String, cause: ObjectError },
@@ -29,7 +29,10 @@ pub enum Error {
     Contents(#[from] ContentsError),
     /// The forwarding table file did not parse.
     #[error("{path}: {reason}", path = path.display())]
-    Fib { path: PathBuf, reason: String },
+    Fib {
+        path: PathBuf,
+        reason: runtime::fib::FibError,
+    },
     /// A pinned map's file not read, restored or written.
     #[error("{path}: {reason}", path = path.display())]
     Pin { path: PathBuf, reason: String },
@@ -68,7 +71,7 @@ pub enum ObjectError {
     Load(#[from] runtime::ImageError),
     /// No such program, or several and none named.
     #[error("{0}")]
-    Program(String),
+    Program(#[from] runtime::FindProgramError),
     #[error("{0}")]
     Hook(#[from] runtime::HookError),
 }

@@ -32,7 +32,7 @@ pub enum SettingsError {
     AttachWithoutType { given: String, prog: Option<String> },
     /// The object refused a program type.
     #[error("{0}")]
-    ProgramType(String),
+    ProgramType(#[from] obj::ProgramTypeError),
     #[error("--map-size {0}: the object has no such map")]
     NoSuchMap(String),
     #[error("--map-size {0}: out of range")]

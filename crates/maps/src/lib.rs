@@ -39,7 +39,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub use errno::Errno;
 pub use ringbuf::RingBuf;
-pub use spec::{MapSpec, MapType, flags, update};
+pub use spec::{MapSpec, MapType, MapTypeError, flags, update};
 pub use track::{Changes, Entries, Tracker};
 
 use slots::SlotTable;

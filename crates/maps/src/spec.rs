@@ -2,6 +2,17 @@
 
 use std::fmt;
 
+/// Why a kernel map type id has no [`MapType`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum MapTypeError {
+    /// The kernel has this type; sluice does not implement it.
+    #[error("map type {name} ({id}) is not supported by sluice")]
+    Unsupported { name: &'static str, id: u32 },
+    /// No kernel map type has this id.
+    #[error("unknown map type {0}")]
+    Unknown(u32),
+}
+
 /// Map types by their kernel ids (`enum bpf_map_type`).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum MapType {
@@ -54,13 +65,13 @@ impl MapType {
     ];
 
     /// The type with kernel id `id`; `Err` names types sluice lacks.
-    pub fn from_id(id: u32) -> Result<MapType, String> {
+    pub fn from_id(id: u32) -> Result<MapType, MapTypeError> {
         MapType::ALL
             .into_iter()
             .find(|t| *t as u32 == id)
             .ok_or_else(|| match KERNEL_NAMES.get(id as usize) {
-                Some(name) => format!("map type {name} ({id}) is not supported by sluice"),
-                None => format!("unknown map type {id}"),
+                Some(name) => MapTypeError::Unsupported { name, id },
+                None => MapTypeError::Unknown(id),
             })
     }
 
@@ -210,5 +221,31 @@ impl MapSpec {
     pub fn with_spin_lock(mut self, offset: u32) -> MapSpec {
         self.spin_lock = Some(offset);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_id_errors_name_the_type() {
+        let e = MapType::from_id(15).unwrap_err();
+        assert_eq!(
+            e,
+            MapTypeError::Unsupported {
+                name: "sockmap",
+                id: 15
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "map type sockmap (15) is not supported by sluice"
+        );
+        assert_eq!(
+            MapType::from_id(999).unwrap_err(),
+            MapTypeError::Unknown(999)
+        );
+        assert_eq!(MapType::from_id(2), Ok(MapType::Array));
     }
 }

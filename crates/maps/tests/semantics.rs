@@ -421,7 +421,12 @@ fn creation_errors_name_the_problem() {
         let e = Map::new(spec, 1).err().unwrap();
         assert!(e.to_string().contains(needle), "{e}");
     }
-    assert!(MapType::from_id(15).unwrap_err().contains("sockmap"));
+    assert!(
+        MapType::from_id(15)
+            .unwrap_err()
+            .to_string()
+            .contains("sockmap")
+    );
     // Maps of kernel objects: the kernel's checks, then always empty.
     for (spec, needle) in [
         (

@@ -20,6 +20,9 @@ pub enum BtfError {
     },
     #[error(".BTF type {0} is part of a reference loop")]
     Loop(u32),
+    /// A variable of DATASEC `datasec` has no symbol to give its offset.
+    #[error("DATASEC {datasec}: no symbol for variable `{var}`")]
+    NoSymbol { datasec: String, var: String },
 }
 
 /// A BTF type id; 0 is `void`.
@@ -406,7 +409,7 @@ impl Btf {
         name: &str,
         size: u32,
         offset_of: impl Fn(&str) -> Option<u32>,
-    ) -> Result<(), String> {
+    ) -> Result<(), BtfError> {
         let Some(id) = self.find(name, "datasec") else {
             return Ok(());
         };
@@ -420,7 +423,10 @@ impl Btf {
         let offsets: Vec<u32> = names
             .iter()
             .map(|n| {
-                offset_of(n).ok_or_else(|| format!("DATASEC {name}: no symbol for variable `{n}`"))
+                offset_of(n).ok_or_else(|| BtfError::NoSymbol {
+                    datasec: name.to_string(),
+                    var: n.clone(),
+                })
             })
             .collect::<Result<_, _>>()?;
         if let Kind::Datasec { size: s, vars } = &mut self.types[id as usize].kind {

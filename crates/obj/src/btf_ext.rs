@@ -5,6 +5,34 @@ use std::collections::HashMap;
 
 use crate::reader::{Reader, cstr};
 
+/// Why `.BTF.ext` cannot be read; `what` is the info section at fault
+/// (`func_info`, `line_info`, `core_relo`).
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum BtfExtError {
+    #[error("truncated header")]
+    TruncatedHeader,
+    #[error("bad magic {0:#06x}")]
+    BadMagic(u16),
+    #[error("string offset {0} is outside .BTF's strings")]
+    StringOffset(u32),
+    #[error("{what} offset overflows")]
+    OffsetOverflows { what: &'static str },
+    #[error("{what} ({len} bytes at {off}) runs past the end")]
+    PastEnd {
+        what: &'static str,
+        len: usize,
+        off: usize,
+    },
+    #[error("{what} is truncated")]
+    Truncated { what: &'static str },
+    #[error("{what} record size {size} is below {min}")]
+    RecordSize {
+        what: &'static str,
+        size: usize,
+        min: usize,
+    },
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FuncInfo {
     /// Instruction index within the section.
@@ -41,12 +69,12 @@ pub struct BtfExt {
 
 impl BtfExt {
     /// Parses `.BTF.ext`; names come from the `.BTF` string table.
-    pub fn parse(data: &[u8], btf_strings: &[u8]) -> Result<BtfExt, String> {
+    pub fn parse(data: &[u8], btf_strings: &[u8]) -> Result<BtfExt, BtfExtError> {
         let mut r = Reader::new(data);
-        let short = |_| "truncated header".to_string();
+        let short = |_| BtfExtError::TruncatedHeader;
         let magic = r.u16().map_err(short)?;
         if magic != 0xeb9f {
-            return Err(format!("bad magic {magic:#06x}"));
+            return Err(BtfExtError::BadMagic(magic));
         }
         let _version = r.u8().map_err(short)?;
         let _flags = r.u8().map_err(short)?;
@@ -70,7 +98,7 @@ impl BtfExt {
         let string = |off: u32| {
             cstr(btf_strings, off as usize)
                 .map(str::to_string)
-                .ok_or_else(|| format!("string offset {off} is outside .BTF's strings"))
+                .ok_or(BtfExtError::StringOffset(off))
         };
         let mut ext = BtfExt::default();
         for_each_record(data, hdr_len, func, 8, "func_info", |sec, rec| {
@@ -119,24 +147,28 @@ fn for_each_record(
     hdr_len: usize,
     (off, len): (usize, usize),
     min_rec: usize,
-    what: &str,
-    mut each: impl FnMut(u32, &[u8]) -> Result<(), String>,
-) -> Result<(), String> {
+    what: &'static str,
+    mut each: impl FnMut(u32, &[u8]) -> Result<(), BtfExtError>,
+) -> Result<(), BtfExtError> {
     if len == 0 {
         return Ok(());
     }
     let start = hdr_len
         .checked_add(off)
-        .ok_or_else(|| format!("{what} offset overflows"))?;
+        .ok_or(BtfExtError::OffsetOverflows { what })?;
     let body = start
         .checked_add(len)
         .and_then(|end| data.get(start..end))
-        .ok_or_else(|| format!("{what} ({len} bytes at {off}) runs past the end"))?;
+        .ok_or(BtfExtError::PastEnd { what, len, off })?;
     let mut r = Reader::new(body);
-    let trunc = |_| format!("{what} is truncated");
+    let trunc = |_| BtfExtError::Truncated { what };
     let rec_size = r.u32().map_err(trunc)? as usize;
     if rec_size < min_rec {
-        return Err(format!("{what} record size {rec_size} is below {min_rec}"));
+        return Err(BtfExtError::RecordSize {
+            what,
+            size: rec_size,
+            min: min_rec,
+        });
     }
     while r.remaining() > 0 {
         let sec = r.u32().map_err(trunc)?;
@@ -146,4 +178,38 @@ fn for_each_record(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_what_is_wrong() {
+        assert_eq!(
+            BtfExt::parse(&[0x9f], &[]).unwrap_err(),
+            BtfExtError::TruncatedHeader
+        );
+        let e = BtfExt::parse(&[0x34, 0x12, 1, 0], &[]).unwrap_err();
+        assert_eq!(e, BtfExtError::BadMagic(0x1234));
+        assert_eq!(e.to_string(), "bad magic 0x1234");
+        // A header whose func_info runs past the data.
+        let mut h = vec![0x9f, 0xeb, 1, 0];
+        for v in [24u32, 0, 100, 0, 0] {
+            h.extend(v.to_le_bytes());
+        }
+        let e = BtfExt::parse(&h, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            BtfExtError::PastEnd {
+                what: "func_info",
+                len: 100,
+                off: 0
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "func_info (100 bytes at 0) runs past the end"
+        );
+    }
 }

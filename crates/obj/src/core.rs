@@ -7,8 +7,72 @@ use std::sync::OnceLock;
 
 use isa::RawInsn;
 
-use crate::btf::{Btf, Kind, TypeId};
+use crate::btf::{Btf, BtfError, Kind, TypeId};
 use crate::btf_ext::CoreRelo;
+
+/// Why a file gives no CO-RE target types (`--btf FILE`); each names the
+/// file (`origin`).
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum CoreTargetError {
+    /// The file looks like ELF but does not parse as it.
+    #[error("{origin}: {reason}")]
+    Elf { origin: String, reason: String },
+    #[error("{origin} has no .BTF section (was it built with -g?)")]
+    NoBtfSection { origin: String },
+    /// The `.BTF` section's bytes cannot be read from the file.
+    #[error("{origin}: .BTF: {reason}")]
+    Section { origin: String, reason: String },
+    #[error("{origin} is neither raw BTF nor an ELF object")]
+    NotBtf { origin: String },
+    #[error("{origin}: {source}")]
+    Btf { origin: String, source: BtfError },
+}
+
+/// Why one CO-RE relocation cannot be resolved or applied.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub(crate) enum CoreError {
+    #[error(transparent)]
+    Btf(#[from] BtfError),
+    #[error("bad access string `{0}`")]
+    BadAccess(String),
+    #[error("empty access string")]
+    EmptyAccess,
+    #[error("the access overflows")]
+    Overflow,
+    #[error("member {index} of {ty} does not exist")]
+    NoMember { index: u32, ty: String },
+    #[error("access into {0}, which has no members")]
+    NoMembers(String),
+    #[error("the bitfield cannot be read with one 64-bit load")]
+    WideBitfield,
+    #[error("a field of {0} bytes has no 64-bit shift")]
+    NoShift(u64),
+    #[error("relocation kind {0} is not a field kind")]
+    NotFieldKind(u32),
+    #[error("type {0} does not exist")]
+    NoType(u32),
+    /// `what` (a field, "type", an enumerator) matches several target
+    /// types with different values.
+    #[error("{what} is ambiguous: several kernel types match with different results")]
+    Ambiguous { what: String },
+    #[error("an enum relocation on a type that is not an enum")]
+    NotEnum,
+    #[error("enumerator {0} does not exist")]
+    NoEnumerator(usize),
+    #[error("unknown CO-RE relocation kind {0}")]
+    UnknownKind(u32),
+    /// The instruction does not hold the value the relocation starts from.
+    #[error("the instruction holds {have}, not the {expected} its relocation expects")]
+    Mismatch { have: i64, expected: u64 },
+    #[error("{0} does not fit an immediate")]
+    Immediate(u64),
+    #[error("offset {0} does not fit 16 bits")]
+    Offset(u64),
+    #[error("field of {0} bytes cannot be loaded")]
+    LoadSize(u32),
+    #[error("cannot relocate opcode {0:#04x}")]
+    Opcode(u8),
+}
 
 /// The types relocations are resolved against, indexed by essential name.
 #[derive(Debug)]
@@ -51,20 +115,30 @@ impl CoreTarget {
 
     /// Types from a file's bytes: raw BTF (as in `/sys/kernel/btf/`) or
     /// an ELF object with a `.BTF` section.
-    pub fn from_bytes(data: &[u8], origin: &str) -> Result<CoreTarget, String> {
+    pub fn from_bytes(data: &[u8], origin: &str) -> Result<CoreTarget, CoreTargetError> {
+        let origin_ = || origin.to_string();
         let bytes = if data.starts_with(&[0x9f, 0xeb]) {
             data
         } else if crate::is_elf(data) {
             use object::{Object as _, ObjectSection as _};
-            let file = object::File::parse(data).map_err(|e| format!("{origin}: {e}"))?;
+            let file = object::File::parse(data).map_err(|e| CoreTargetError::Elf {
+                origin: origin_(),
+                reason: e.to_string(),
+            })?;
             let section = file
                 .section_by_name(".BTF")
-                .ok_or_else(|| format!("{origin} has no .BTF section (was it built with -g?)"))?;
-            section.data().map_err(|e| format!("{origin}: .BTF: {e}"))?
+                .ok_or_else(|| CoreTargetError::NoBtfSection { origin: origin_() })?;
+            section.data().map_err(|e| CoreTargetError::Section {
+                origin: origin_(),
+                reason: e.to_string(),
+            })?
         } else {
-            return Err(format!("{origin} is neither raw BTF nor an ELF object"));
+            return Err(CoreTargetError::NotBtf { origin: origin_() });
         };
-        let btf = Btf::parse(bytes).map_err(|e| format!("{origin}: {e}"))?;
+        let btf = Btf::parse(bytes).map_err(|source| CoreTargetError::Btf {
+            origin: origin_(),
+            source,
+        })?;
         Ok(CoreTarget::new(btf, origin))
     }
 
@@ -133,11 +207,11 @@ fn essential(name: &str) -> &str {
     name.find("___").map_or(name, |i| &name[..i])
 }
 
-fn access_spec(s: &str) -> Result<Vec<u32>, String> {
+fn access_spec(s: &str) -> Result<Vec<u32>, CoreError> {
     s.split(':')
         .map(|p| {
             p.parse::<u32>()
-                .map_err(|_| format!("bad access string `{s}`"))
+                .map_err(|_| CoreError::BadAccess(s.to_string()))
         })
         .collect()
 }
@@ -161,49 +235,47 @@ fn walk_local(
     btf: &Btf,
     root: TypeId,
     path: &[u32],
-) -> Result<(Field, Vec<Option<String>>), String> {
-    let (first, rest) = path.split_first().ok_or("empty access string")?;
-    let root_size = btf.size_of(root).map_err(|e| e.to_string())?;
+) -> Result<(Field, Vec<Option<String>>), CoreError> {
+    let (first, rest) = path.split_first().ok_or(CoreError::EmptyAccess)?;
+    let root_size = btf.size_of(root)?;
     let mut field = Field {
-        bit_offset: bits(*first, root_size).ok_or("the access overflows")?,
+        bit_offset: bits(*first, root_size).ok_or(CoreError::Overflow)?,
         byte_size: root_size as u32,
         ty: root,
         bitfield: 0,
     };
     let mut names = Vec::new();
     for &idx in rest {
-        let t = btf
-            .skip_mods_and_typedefs(field.ty)
-            .map_err(|e| e.to_string())?;
+        let t = btf.skip_mods_and_typedefs(field.ty)?;
         match &btf.ty(t).kind {
             Kind::Struct { members, .. } | Kind::Union { members, .. } => {
                 let m = members
                     .get(idx as usize)
-                    .ok_or_else(|| format!("member {idx} of {} does not exist", btf.display(t)))?;
+                    .ok_or_else(|| CoreError::NoMember {
+                        index: idx,
+                        ty: btf.display(t),
+                    })?;
                 field.bit_offset = field
                     .bit_offset
                     .checked_add(u64::from(m.bit_offset))
-                    .ok_or("the access overflows")?;
+                    .ok_or(CoreError::Overflow)?;
                 field.ty = m.ty;
                 field.bitfield = m.bitfield_size;
-                field.byte_size = btf.size_of(m.ty).map_err(|e| e.to_string())? as u32;
+                field.byte_size = btf.size_of(m.ty)? as u32;
                 names.push(Some(m.name.clone()));
             }
             Kind::Array { elem, .. } => {
-                let esize = btf.size_of(*elem).map_err(|e| e.to_string())?;
+                let esize = btf.size_of(*elem)?;
                 field.bit_offset = bits(idx, esize)
                     .and_then(|b| field.bit_offset.checked_add(b))
-                    .ok_or("the access overflows")?;
+                    .ok_or(CoreError::Overflow)?;
                 field.ty = *elem;
                 field.byte_size = esize as u32;
                 field.bitfield = 0;
                 names.push(None);
             }
             _ => {
-                return Err(format!(
-                    "access into {}, which has no members",
-                    btf.display(t)
-                ));
+                return Err(CoreError::NoMembers(btf.display(t)));
             }
         }
     }
@@ -335,13 +407,8 @@ fn candidates(local: &Btf, local_id: TypeId, target: &CoreTarget) -> Vec<TypeId>
 }
 
 /// The value a field relocation computes for a field.
-fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, String> {
-    let signed = match &btf
-        .ty(btf
-            .skip_mods_and_typedefs(f.ty)
-            .map_err(|e| e.to_string())?)
-        .kind
-    {
+fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, CoreError> {
+    let signed = match &btf.ty(btf.skip_mods_and_typedefs(f.ty)?).kind {
         Kind::Int { signed, .. } | Kind::Enum { signed, .. } => *signed,
         _ => false,
     };
@@ -352,7 +419,7 @@ fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, String> {
         let mut off = f.bit_offset / 8 / sz * sz;
         while f.bit_offset.saturating_add(u64::from(f.bitfield)) - off * 8 > sz * 8 {
             if sz >= 8 {
-                return Err("the bitfield cannot be read with one 64-bit load".into());
+                return Err(CoreError::WideBitfield);
             }
             sz *= 2;
             off = f.bit_offset / 8 / sz * sz;
@@ -381,27 +448,31 @@ fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, String> {
             };
             shift
                 .and_then(|s| 64u64.checked_sub(s))
-                .ok_or_else(|| format!("a field of {byte_size} bytes has no 64-bit shift"))?
+                .ok_or(CoreError::NoShift(byte_size))?
         }
-        k => return Err(format!("relocation kind {k} is not a field kind")),
+        k => return Err(CoreError::NotFieldKind(k)),
     })
 }
 
 /// Resolves one relocation against `target`.
-pub fn resolve(local: &Btf, core_target: &CoreTarget, r: &CoreRelo) -> Result<Resolution, String> {
+pub(crate) fn resolve(
+    local: &Btf,
+    core_target: &CoreTarget,
+    r: &CoreRelo,
+) -> Result<Resolution, CoreError> {
     if local.get(r.type_id).is_none() {
-        return Err(format!("type {} does not exist", r.type_id));
+        return Err(CoreError::NoType(r.type_id));
     }
     let path = access_spec(&r.access)?;
     let cands = candidates(local, r.type_id, core_target);
     let target = &core_target.btf;
-    let unique = |values: Vec<(u64, u32)>, what: &str| -> Result<Option<(u64, u32)>, String> {
+    let unique = |values: Vec<(u64, u32)>, what: &str| -> Result<Option<(u64, u32)>, CoreError> {
         match values.as_slice() {
             [] => Ok(None),
             [first, rest @ ..] if rest.iter().all(|v| v == first) => Ok(Some(*first)),
-            _ => Err(format!(
-                "{what} is ambiguous: several kernel types match with different results"
-            )),
+            _ => Err(CoreError::Ambiguous {
+                what: what.to_string(),
+            }),
         }
     };
     match r.kind {
@@ -441,17 +512,17 @@ pub fn resolve(local: &Btf, core_target: &CoreTarget, r: &CoreRelo) -> Result<Re
         kind::TYPE_ID_TARGET | kind::TYPE_EXISTS | kind::TYPE_SIZE | kind::TYPE_MATCHES => {
             let orig = match r.kind {
                 kind::TYPE_ID_TARGET => u64::from(r.type_id),
-                kind::TYPE_SIZE => local.size_of(r.type_id).map_err(|e| e.to_string())?,
+                kind::TYPE_SIZE => local.size_of(r.type_id)?,
                 _ => 1,
             };
             let found: Vec<(u64, u32)> = cands
                 .iter()
                 .map(|&c| match r.kind {
                     kind::TYPE_ID_TARGET => Ok((u64::from(c), 0)),
-                    kind::TYPE_SIZE => target.size_of(c).map(|s| (s, 0)).map_err(|e| e.to_string()),
+                    kind::TYPE_SIZE => target.size_of(c).map(|s| (s, 0)),
                     _ => Ok((1, 0)),
                 })
-                .collect::<Result<_, String>>()?;
+                .collect::<Result<_, BtfError>>()?;
             // A type the target lacks has id 0, size 0 and does not exist
             // (libbpf's values; nothing is poisoned).
             let new = unique(found, "type")?;
@@ -464,16 +535,12 @@ pub fn resolve(local: &Btf, core_target: &CoreTarget, r: &CoreRelo) -> Result<Re
             })
         }
         kind::ENUMVAL_EXISTS | kind::ENUMVAL_VALUE => {
-            let l = local
-                .skip_mods_and_typedefs(r.type_id)
-                .map_err(|e| e.to_string())?;
+            let l = local.skip_mods_and_typedefs(r.type_id)?;
             let Kind::Enum { values, .. } = &local.ty(l).kind else {
-                return Err("an enum relocation on a type that is not an enum".into());
+                return Err(CoreError::NotEnum);
             };
-            let idx = *path.first().ok_or("empty access string")? as usize;
-            let (name, local_val) = values
-                .get(idx)
-                .ok_or_else(|| format!("enumerator {idx} does not exist"))?;
+            let idx = *path.first().ok_or(CoreError::EmptyAccess)? as usize;
+            let (name, local_val) = values.get(idx).ok_or(CoreError::NoEnumerator(idx))?;
             let orig = if r.kind == kind::ENUMVAL_EXISTS {
                 1
             } else {
@@ -507,12 +574,12 @@ pub fn resolve(local: &Btf, core_target: &CoreTarget, r: &CoreRelo) -> Result<Re
                 validate: true,
             })
         }
-        k => Err(format!("unknown CO-RE relocation kind {k}")),
+        k => Err(CoreError::UnknownKind(k)),
     }
 }
 
 /// Patches the instruction at `code[pc]` with a resolution (or poisons it).
-pub fn patch(code: &mut [RawInsn], pc: usize, res: &Resolution) -> Result<(), String> {
+pub(crate) fn patch(code: &mut [RawInsn], pc: usize, res: &Resolution) -> Result<(), CoreError> {
     use isa::opcode::{class, mode, size};
     let insn = code[pc];
     let Some(new) = res.new else {
@@ -532,25 +599,23 @@ pub fn patch(code: &mut [RawInsn], pc: usize, res: &Resolution) -> Result<(), St
         }
         return Ok(());
     };
-    let check = |have: i64| -> Result<(), String> {
+    let check = |have: i64| -> Result<(), CoreError> {
         if res.validate && have != res.orig as i64 {
-            return Err(format!(
-                "the instruction holds {have}, not the {} its relocation expects",
-                res.orig
-            ));
+            return Err(CoreError::Mismatch {
+                have,
+                expected: res.orig,
+            });
         }
         Ok(())
     };
     match insn.code & class::MASK {
         class::ALU | class::ALU64 => {
             check(insn.imm.into())?;
-            code[pc].imm = i32::try_from(new as i64)
-                .map_err(|_| format!("{new} does not fit an immediate"))?;
+            code[pc].imm = i32::try_from(new as i64).map_err(|_| CoreError::Immediate(new))?;
         }
         class::LDX | class::ST | class::STX => {
             check(insn.off.into())?;
-            code[pc].off =
-                i16::try_from(new).map_err(|_| format!("offset {new} does not fit 16 bits"))?;
+            code[pc].off = i16::try_from(new).map_err(|_| CoreError::Offset(new))?;
             // A load of the whole field follows the field's size.
             if insn.code & class::MASK == class::LDX
                 && insn.code & mode::MASK == mode::MEM
@@ -569,7 +634,7 @@ pub fn patch(code: &mut [RawInsn], pc: usize, res: &Resolution) -> Result<(), St
                         2 => size::H,
                         4 => size::W,
                         8 => size::DW,
-                        n => return Err(format!("field of {n} bytes cannot be loaded")),
+                        n => return Err(CoreError::LoadSize(n)),
                     };
                     code[pc].code = (insn.code & !size::MASK) | sz;
                 }
@@ -581,7 +646,7 @@ pub fn patch(code: &mut [RawInsn], pc: usize, res: &Resolution) -> Result<(), St
             code[pc].imm = new as u32 as i32;
             code[pc + 1].imm = (new >> 32) as u32 as i32;
         }
-        _ => return Err(format!("cannot relocate opcode {:#04x}", insn.code)),
+        _ => return Err(CoreError::Opcode(insn.code)),
     }
     Ok(())
 }
@@ -655,4 +720,30 @@ pub(crate) fn apply(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_file_and_the_access() {
+        let e = CoreTarget::from_bytes(b"junk", "f.o").unwrap_err();
+        assert_eq!(
+            e,
+            CoreTargetError::NotBtf {
+                origin: "f.o".into()
+            }
+        );
+        assert_eq!(e.to_string(), "f.o is neither raw BTF nor an ELF object");
+        let e = CoreTarget::from_bytes(&[0x9f, 0xeb, 1], "vmlinux").unwrap_err();
+        assert!(
+            matches!(&e, CoreTargetError::Btf { origin, .. } if origin == "vmlinux"),
+            "{e:?}"
+        );
+        assert!(e.to_string().starts_with("vmlinux: .BTF"), "{e}");
+        let e = access_spec("0:x").unwrap_err();
+        assert_eq!(e, CoreError::BadAccess("0:x".into()));
+        assert_eq!(e.to_string(), "bad access string `0:x`");
+    }
 }

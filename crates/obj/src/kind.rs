@@ -47,6 +47,32 @@ const ATTACH_TYPES: [(&str, u32); 7] = [
 /// type TYPE`, libbpf's section names) and the kernel's.
 pub const TYPE_NAMES: &str = "xdp, xdp.frags, xdp/devmap, xdp/cpumap, tc (classifier, sched_cls), action (sched_act), socket (socket_filter)";
 
+/// Why `--type` (with `--attach-type`) cannot give programs a type.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum ProgramTypeError {
+    /// `--type` names no program type sluice runs.
+    #[error("--type {0}: not a program type sluice runs ({TYPE_NAMES})")]
+    UnknownType(String),
+    /// `--attach-type` names no attach type of those program types.
+    #[error("--attach-type {0}: not an attach type of the program types sluice runs ({names})", names = attach_names())]
+    UnknownAttach(String),
+    /// The attach type is not one of the program type's.
+    #[error("--attach-type {attach} does not go with program type {ty}")]
+    Mismatch { attach: String, ty: String },
+    /// `--type PROG=TYPE` names a program the object lacks.
+    #[error("--type {prog}={ty}: no program `{prog}` (the object has {names})", names = .programs.join(", "))]
+    NoProgram {
+        prog: String,
+        ty: String,
+        programs: Vec<String>,
+    },
+}
+
+fn attach_names() -> String {
+    let names: Vec<&str> = ATTACH_TYPES.iter().map(|(n, _)| *n).collect();
+    names.join(", ")
+}
+
 impl ProgramKind {
     /// A program type by name, as `--type` gives it, with an optional
     /// expected attach type (`--attach-type`); the attach type's kernel id
@@ -54,7 +80,7 @@ impl ProgramKind {
     pub fn from_type_name(
         name: &str,
         attach: Option<&str>,
-    ) -> Result<(ProgramKind, Option<u32>), String> {
+    ) -> Result<(ProgramKind, Option<u32>), ProgramTypeError> {
         let section = match name {
             "sched_cls" => "tc",
             "sched_act" => "action",
@@ -62,9 +88,7 @@ impl ProgramKind {
             "xdp" | "xdp.frags" | "xdp/devmap" | "xdp/cpumap" | "xdp.frags/devmap"
             | "xdp.frags/cpumap" | "tc" | "classifier" | "action" | "socket" => name,
             _ => {
-                return Err(format!(
-                    "--type {name}: not a program type sluice runs ({TYPE_NAMES})"
-                ));
+                return Err(ProgramTypeError::UnknownType(name.to_string()));
             }
         };
         let mut kind = ProgramKind::from_section(section);
@@ -75,13 +99,7 @@ impl ProgramKind {
             .iter()
             .find(|(n, _)| *n == attach)
             .map(|&(_, id)| id)
-            .ok_or_else(|| {
-                let names: Vec<&str> = ATTACH_TYPES.iter().map(|(n, _)| *n).collect();
-                format!(
-                    "--attach-type {attach}: not an attach type of the program types sluice runs ({})",
-                    names.join(", ")
-                )
-            })?;
+            .ok_or_else(|| ProgramTypeError::UnknownAttach(attach.to_string()))?;
         match (&mut kind, attach) {
             (ProgramKind::Xdp { attach: at, .. }, a) if a.starts_with("xdp") => {
                 *at = match a {
@@ -95,9 +113,10 @@ impl ProgramKind {
                 "tcx_ingress" | "tcx_egress" | "netkit_primary" | "netkit_peer",
             ) => {}
             _ => {
-                return Err(format!(
-                    "--attach-type {attach} does not go with program type {name}"
-                ));
+                return Err(ProgramTypeError::Mismatch {
+                    attach: attach.to_string(),
+                    ty: name.to_string(),
+                });
             }
         }
         Ok((kind, Some(id)))
@@ -195,5 +214,33 @@ fn kernel_type_of(base: &str) -> &str {
         "flow_dissector" => "flow_dissector",
         "syscall" => "syscall",
         _ => "non-packet",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_errors_name_what_was_given() {
+        let e = ProgramKind::from_type_name("kprobe", None).unwrap_err();
+        assert_eq!(e, ProgramTypeError::UnknownType("kprobe".into()));
+        assert_eq!(
+            e.to_string(),
+            format!("--type kprobe: not a program type sluice runs ({TYPE_NAMES})")
+        );
+        let e = ProgramKind::from_type_name("xdp", Some("tcx_ingress")).unwrap_err();
+        assert_eq!(
+            e,
+            ProgramTypeError::Mismatch {
+                attach: "tcx_ingress".into(),
+                ty: "xdp".into()
+            }
+        );
+        let e = ProgramKind::from_type_name("tc", Some("nope")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--attach-type nope: not an attach type of the program types sluice runs (xdp, xdp_devmap, xdp_cpumap, tcx_ingress, tcx_egress, netkit_primary, netkit_peer)"
+        );
     }
 }

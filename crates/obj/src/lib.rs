@@ -14,9 +14,9 @@ mod mapdef;
 mod reader;
 
 pub use btf::{Btf, BtfError, Kind as BtfKind, Member, TypeId};
-pub use btf_ext::{BtfExt, CoreRelo, LineRecord};
-pub use core::CoreTarget;
-pub use kind::{ProgramKind, TYPE_NAMES, XdpAttach};
+pub use btf_ext::{BtfExt, BtfExtError, CoreRelo, LineRecord};
+pub use core::{CoreTarget, CoreTargetError};
+pub use kind::{ProgramKind, ProgramTypeError, TYPE_NAMES, XdpAttach};
 pub use load::{GlobalVar, Line, Object, Program};
 pub use mapdef::{InitialRef, MapDef, MapOrigin};
 
@@ -38,7 +38,7 @@ pub enum ObjError {
     #[error("{0}")]
     Btf(#[from] BtfError),
     #[error(".BTF.ext: {0}")]
-    BtfExt(String),
+    BtfExt(BtfExtError),
     #[error("map {name}: {reason}")]
     Map { name: String, reason: String },
     #[error("relocation at offset {offset} of section {section}: {reason}")]

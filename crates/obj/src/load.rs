@@ -13,7 +13,7 @@ use crate::ObjError;
 use crate::btf::{Btf, Kind};
 use crate::btf_ext::BtfExt;
 use crate::core::{self, CoreTarget, Placement};
-use crate::kind::ProgramKind;
+use crate::kind::{ProgramKind, ProgramTypeError};
 use crate::mapdef::{self, InitialRef, MapDef};
 
 const R_BPF_64_64: u32 = 1;
@@ -118,16 +118,16 @@ impl Object {
         prog: Option<&str>,
         ty: &str,
         attach: Option<&str>,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, ProgramTypeError> {
         let (kind, attach_type) = ProgramKind::from_type_name(ty, attach)?;
         if let Some(p) = prog
             && self.program(p).is_none()
         {
-            let names: Vec<&str> = self.programs.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "--type {p}={ty}: no program `{p}` (the object has {})",
-                names.join(", ")
-            ));
+            return Err(ProgramTypeError::NoProgram {
+                prog: p.to_string(),
+                ty: ty.to_string(),
+                programs: self.programs.iter().map(|p| p.name.clone()).collect(),
+            });
         }
         let mut typed = 0;
         for p in &mut self.programs {
@@ -314,10 +314,9 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
         named.get(".BTF.ext").and_then(|i| sec_data.get(i)),
         named.get(".BTF").and_then(|i| sec_data.get(i)),
     ) {
-        (Some(ext), Some(btf_bytes)) => Some(
-            BtfExt::parse(ext, btf_strings(btf_bytes))
-                .map_err(|e| ObjError::BtfExt(e.to_string()))?,
-        ),
+        (Some(ext), Some(btf_bytes)) => {
+            Some(BtfExt::parse(ext, btf_strings(btf_bytes)).map_err(ObjError::BtfExt)?)
+        }
         _ => None,
     };
 
@@ -336,9 +335,9 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
                     .map(|sym| sym.value as u32)
             };
             btf.fixup_datasec(name, s.size() as u32, offset_of)
-                .map_err(|reason| ObjError::Map {
+                .map_err(|e| ObjError::Map {
                     name: name.to_string(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
         }
     }
@@ -404,11 +403,10 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
                             "definition at offset {start} runs past the maps section ({size} bytes)"
                         ),
                     })?;
-                let def =
-                    mapdef::parse_legacy_map(&s.name, bytes).map_err(|reason| ObjError::Map {
-                        name: s.name.clone(),
-                        reason,
-                    })?;
+                let def = mapdef::parse_legacy_map(&s.name, bytes).map_err(|e| ObjError::Map {
+                    name: s.name.clone(),
+                    reason: e.to_string(),
+                })?;
                 map_at.insert((legacy_idx, s.value), maps.len());
                 maps.push(def);
             }

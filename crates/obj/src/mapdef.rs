@@ -83,7 +83,7 @@ fn pointee(btf: &Btf, ty: TypeId) -> Result<TypeId, String> {
 }
 
 /// Parses the struct of a BTF-defined map (`struct { __uint(type, ...); ... }`).
-pub fn parse_btf_map(
+pub(crate) fn parse_btf_map(
     btf: &Btf,
     name: &str,
     def_ty: TypeId,
@@ -107,7 +107,7 @@ pub fn parse_btf_map(
         match m.name.as_str() {
             "type" => {
                 let id = uint_value(btf, m.ty).map_err(at)?;
-                map_type = Some(MapType::from_id(id)?);
+                map_type = Some(MapType::from_id(id).map_err(|e| e.to_string())?);
             }
             "max_entries" => max_entries = uint_value(btf, m.ty).map_err(at)?,
             "map_flags" => map_flags = uint_value(btf, m.ty).map_err(at)?,
@@ -240,20 +240,32 @@ fn normalize(spec: &mut MapSpec) {
     }
 }
 
+/// Why a legacy map definition cannot be read.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub(crate) enum LegacyMapError {
+    #[error("definition shorter than 4 bytes")]
+    Short,
+    /// The definition ends before this field.
+    #[error("definition has no {0}")]
+    Missing(&'static str),
+    #[error(transparent)]
+    Type(#[from] maps::MapTypeError),
+}
+
 /// A legacy `struct bpf_map_def { type, key_size, value_size, max_entries,
 /// map_flags, ... }` of `def.len()` bytes.
-pub fn parse_legacy_map(name: &str, def: &[u8]) -> Result<MapDef, String> {
+pub(crate) fn parse_legacy_map(name: &str, def: &[u8]) -> Result<MapDef, LegacyMapError> {
     let field = |i: usize| {
         def.get(i * 4..i * 4 + 4)
             .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
     };
-    let ty = field(0).ok_or("definition shorter than 4 bytes")?;
+    let ty = field(0).ok_or(LegacyMapError::Short)?;
     let spec = MapSpec {
         name: name.to_string(),
         map_type: MapType::from_id(ty)?,
-        key_size: field(1).ok_or("definition has no key_size")?,
-        value_size: field(2).ok_or("definition has no value_size")?,
-        max_entries: field(3).ok_or("definition has no max_entries")?,
+        key_size: field(1).ok_or(LegacyMapError::Missing("key_size"))?,
+        value_size: field(2).ok_or(LegacyMapError::Missing("value_size"))?,
+        max_entries: field(3).ok_or(LegacyMapError::Missing("max_entries"))?,
         flags: field(4).unwrap_or(0),
         // Legacy definitions carry no BTF to find a lock in.
         spin_lock: None,

@@ -23,6 +23,7 @@
 //! Other fields: `v6`, `src=PREFIX`, `dst=ADDR`, `sport=`, `dport=`,
 //! `start=NS`, `think=US`, `data=BYTES`.
 
+use crate::GenSpecError;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::IpAddr;
@@ -58,7 +59,7 @@ pub const MAX_FLOWS: u32 = 1 << 20;
 impl Conversation {
     /// The conversation of `spec`, if it is of kind `tcp-conv` (the other
     /// fields already read into `base`: addresses, ports, count, start).
-    pub fn parse(spec: &str, base: &crate::GenSpec) -> Result<Conversation, String> {
+    pub fn parse(spec: &str, base: &crate::GenSpec) -> Result<Conversation, GenSpecError> {
         let mut c = Conversation {
             flows: base.flows,
             rtt_ns: (10_000_000, 10_000_000),
@@ -72,7 +73,10 @@ impl Conversation {
             start_ns: base.start_ns,
         };
         for field in spec.split(',').map(str::trim) {
-            let bad = |what: &str| format!("--gen `{field}`: {what}");
+            let bad = |reason: &'static str| GenSpecError::Field {
+                field: field.to_string(),
+                reason,
+            };
             match field.split_once('=') {
                 Some(("rtt", v)) => {
                     let (a, b) = v.split_once("..").unwrap_or((v, v));
@@ -102,16 +106,19 @@ impl Conversation {
         }
         // Every flow's state is made up front.
         if c.flows > MAX_FLOWS {
-            return Err(format!(
-                "--gen {spec}: tcp-conv keeps state per flow: at most {MAX_FLOWS} flows"
-            ));
+            return Err(GenSpecError::TooManyFlows {
+                spec: spec.to_string(),
+                max: MAX_FLOWS,
+            });
         }
         // The last packet's time (no flow is further on than `count`
         // round trips and delays) must be a u64 of nanoseconds.
         let flows = u128::from(c.flows);
         let step = u128::from(c.rtt_ns.1) + u128::from(c.think_ns) + 2 * flows;
         if u128::from(c.start_ns) + flows + u128::from(c.count) * step > u128::from(u64::MAX) {
-            return Err(format!("--gen {spec}: start and count run past 2^64 ns"));
+            return Err(GenSpecError::PastTime {
+                spec: spec.to_string(),
+            });
         }
         Ok(c)
     }
@@ -297,7 +304,7 @@ impl Iterator for ConvPackets {
 
 #[cfg(test)]
 mod tests {
-    use crate::GenSpec;
+    use crate::{GenSpec, GenSpecError};
 
     #[test]
     fn conversations_parse_and_keep_time_order() {
@@ -327,7 +334,7 @@ mod tests {
     #[test]
     fn specs_that_cannot_be_generated_are_refused() {
         let e = GenSpec::parse("flows=755758278,tcp-conv").unwrap_err();
-        assert!(e.contains("at most 1048576 flows"), "{e}");
+        assert!(e.to_string().contains("at most 1048576 flows"), "{e}");
         assert!(GenSpec::parse("tcp-conv,flows=1048576").is_ok());
         for spec in [
             "tcp-conv,start=18446744073709551615",
@@ -335,7 +342,7 @@ mod tests {
             "udp,count=18446744073709551615,rate=1",
         ] {
             let e = GenSpec::parse(spec).unwrap_err();
-            assert!(e.contains("past 2^64 ns"), "{spec}: {e}");
+            assert!(matches!(e, GenSpecError::PastTime { .. }), "{spec}: {e}");
         }
         let g = GenSpec::parse("udp,start=18446744073709551615,count=1").unwrap();
         assert_eq!(g.packets().next().unwrap().0, u64::MAX);

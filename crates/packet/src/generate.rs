@@ -48,8 +48,36 @@ pub enum Proto {
     Icmp,
 }
 
+/// Why a `--gen` spec cannot be generated; each names the field or the
+/// spec at fault.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum GenSpecError {
+    /// One `field` (`key=value` or a flag) is wrong for `reason`.
+    #[error("--gen `{field}`: {reason}")]
+    Field { field: String, reason: &'static str },
+    /// The addresses are not all of the family the spec asks for.
+    #[error("--gen {spec}: addresses must all be IPv{version} (add or drop `v6`)")]
+    MixedFamilies { spec: String, version: u8 },
+    /// `size` is below the headers of the chosen packet.
+    #[error("--gen {spec}: size {size} is below the {min} bytes of the headers")]
+    TooSmall {
+        spec: String,
+        size: usize,
+        min: usize,
+    },
+    /// `size` is above the largest frame generated.
+    #[error("--gen {spec}: size {size} is above 9000")]
+    TooBig { spec: String, size: usize },
+    /// The last packet's time is past what a u64 of nanoseconds holds.
+    #[error("--gen {spec}: start and count run past 2^64 ns")]
+    PastTime { spec: String },
+    /// A `tcp-conv` spec asks for more flows than it keeps state for.
+    #[error("--gen {spec}: tcp-conv keeps state per flow: at most {max} flows")]
+    TooManyFlows { spec: String, max: u32 },
+}
+
 impl GenSpec {
-    pub fn parse(spec: &str) -> Result<GenSpec, String> {
+    pub fn parse(spec: &str) -> Result<GenSpec, GenSpecError> {
         if spec.split(',').any(|f| f.trim() == "tcp-conv") {
             let mut g = GenSpec::parse(&crate::conversation::Conversation::common_fields(spec))?;
             g.conv = Some(crate::conversation::Conversation::parse(spec, &g)?);
@@ -74,7 +102,10 @@ impl GenSpec {
         let mut size_given = false;
         let mut dst_given = false;
         for field in spec.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-            let bad = |what: &str| format!("--gen `{field}`: {what}");
+            let bad = |reason: &'static str| GenSpecError::Field {
+                field: field.to_string(),
+                reason,
+            };
             let num = |v: &str| {
                 v.replace('_', "")
                     .parse::<u64>()
@@ -156,10 +187,10 @@ impl GenSpec {
             }
         }
         if g.src.0.is_ipv4() != g.dst.is_ipv4() || g.src.0.is_ipv6() != g.v6 {
-            return Err(format!(
-                "--gen {spec}: addresses must all be IPv{} (add or drop `v6`)",
-                if g.v6 { 6 } else { 4 }
-            ));
+            return Err(GenSpecError::MixedFamilies {
+                spec: spec.to_string(),
+                version: if g.v6 { 6 } else { 4 },
+            });
         }
         let min = Builder::new(&g.src.0.to_string(), &g.dst.to_string(), g.l4(0))
             .build()
@@ -168,18 +199,24 @@ impl GenSpec {
             g.size = g.size.max(min);
         }
         if g.size < min {
-            return Err(format!(
-                "--gen {spec}: size {} is below the {min} bytes of the headers",
-                g.size
-            ));
+            return Err(GenSpecError::TooSmall {
+                spec: spec.to_string(),
+                size: g.size,
+                min,
+            });
         }
         // The last packet's time must be a u64 of nanoseconds.
         let span = u128::from(g.count.saturating_sub(1)) * 1_000_000_000 / u128::from(g.rate);
         if u128::from(g.start_ns) + span > u128::from(u64::MAX) {
-            return Err(format!("--gen {spec}: start and count run past 2^64 ns"));
+            return Err(GenSpecError::PastTime {
+                spec: spec.to_string(),
+            });
         }
         if g.size > 9000 {
-            return Err(format!("--gen {spec}: size {} is above 9000", g.size));
+            return Err(GenSpecError::TooBig {
+                spec: spec.to_string(),
+                size: g.size,
+            });
         }
         Ok(g)
     }
@@ -449,6 +486,35 @@ mod tests {
         ] {
             assert!(GenSpec::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_bad_field() {
+        let e = GenSpec::parse("udp,dport=70000").unwrap_err();
+        assert_eq!(
+            e,
+            GenSpecError::Field {
+                field: "dport=70000".into(),
+                reason: "ports are 0-65535"
+            }
+        );
+        assert_eq!(e.to_string(), "--gen `dport=70000`: ports are 0-65535");
+        let e = GenSpec::parse("udp,size=20").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                GenSpecError::TooSmall {
+                    size: 20,
+                    min: 42,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "--gen udp,size=20: size 20 is below the 42 bytes of the headers"
+        );
     }
 
     /// The ones' complement sum of the pseudo-header and segment (or of

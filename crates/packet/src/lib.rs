@@ -7,4 +7,4 @@ mod generate;
 
 pub use build::{Builder, L4};
 pub use conversation::{ConvPackets, Conversation};
-pub use generate::{GenSpec, Generator, Proto, merge};
+pub use generate::{GenSpec, GenSpecError, Generator, Proto, merge};

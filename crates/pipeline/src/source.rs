@@ -245,9 +245,8 @@ impl Generated {
     pub fn parse(specs: &[String]) -> Result<Generated, SourceError> {
         let specs = specs
             .iter()
-            .map(|s| packet::GenSpec::parse(s))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(SourceError)?;
+            .map(|s| packet::GenSpec::parse(s).map_err(|e| SourceError(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Generated::new(&specs))
     }
 

@@ -47,14 +47,58 @@ pub struct Fib {
     pub routes: Vec<FibRoute>,
 }
 
-fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+/// Why a forwarding-table file cannot be read: the line (from 1) and
+/// what is wrong with it.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("line {line}: {problem}")]
+pub struct FibError {
+    pub line: usize,
+    pub problem: FibProblem,
+}
+
+/// What is wrong with a line of a forwarding-table file.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum FibProblem {
+    #[error("link needs a name")]
+    LinkName,
+    #[error("link needs `index N`")]
+    LinkIndex,
+    #[error("bad index")]
+    BadIndex,
+    #[error("link needs `address MAC`")]
+    LinkAddress,
+    #[error("bad mtu")]
+    BadMtu,
+    #[error("neigh needs an address")]
+    NeighAddress,
+    #[error("neigh needs `lladdr MAC`")]
+    NeighLladdr,
+    #[error("bad MAC address `{0}`")]
+    BadMac(String),
+    #[error("a route needs a destination")]
+    RouteDestination,
+    #[error("bad destination `{0}`")]
+    BadDestination(String),
+    #[error("bad prefix `{0}`")]
+    BadPrefix(String),
+    #[error("prefix length {0} is too long")]
+    PrefixTooLong(u8),
+    #[error("bad gateway `{0}`")]
+    BadGateway(String),
+    /// A `dev` that no `link` line declares (and is no index).
+    #[error("unknown device `{0}` (declare it with a `link` line)")]
+    UnknownDevice(String),
+    #[error("a route needs `dev`")]
+    RouteDev,
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], FibProblem> {
+    let bad = || FibProblem::BadMac(s.to_string());
     let parts: Vec<u8> = s
         .split(':')
-        .map(|p| u8::from_str_radix(p, 16).map_err(|_| format!("bad MAC address `{s}`")))
+        .map(|p| u8::from_str_radix(p, 16).map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
-    parts
-        .try_into()
-        .map_err(|_| format!("bad MAC address `{s}`"))
+    parts.try_into().map_err(|_| bad())
 }
 
 fn mask(addr: IpAddr, len: u8) -> IpAddr {
@@ -79,14 +123,17 @@ fn mask(addr: IpAddr, len: u8) -> IpAddr {
 }
 
 impl Fib {
-    pub fn parse(text: &str) -> Result<Fib, String> {
+    pub fn parse(text: &str) -> Result<Fib, FibError> {
         let mut fib = Fib::default();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
                 continue;
             }
-            let at = |e: String| format!("line {}: {e}", n + 1);
+            let at = |problem: FibProblem| FibError {
+                line: n + 1,
+                problem,
+            };
             let words: Vec<&str> = line.split_whitespace().collect();
             let value = |key: &str| {
                 words
@@ -99,19 +146,18 @@ impl Fib {
                 "link" => {
                     let name = words
                         .get(1)
-                        .ok_or_else(|| at("link needs a name".into()))?
+                        .ok_or_else(|| at(FibProblem::LinkName))?
                         .to_string();
                     let index = value("index")
-                        .ok_or_else(|| at("link needs `index N`".into()))?
+                        .ok_or_else(|| at(FibProblem::LinkIndex))?
                         .parse()
-                        .map_err(|_| at("bad index".into()))?;
-                    let mac = parse_mac(
-                        value("address").ok_or_else(|| at("link needs `address MAC`".into()))?,
-                    )
-                    .map_err(at)?;
+                        .map_err(|_| at(FibProblem::BadIndex))?;
+                    let mac =
+                        parse_mac(value("address").ok_or_else(|| at(FibProblem::LinkAddress))?)
+                            .map_err(at)?;
                     let mtu = value("mtu")
                         .map_or(Ok(1500), str::parse)
-                        .map_err(|_| at("bad mtu".into()))?;
+                        .map_err(|_| at(FibProblem::BadMtu))?;
                     fib.links.push(Link {
                         name,
                         index,
@@ -123,11 +169,10 @@ impl Fib {
                     let ip: IpAddr = words
                         .get(1)
                         .and_then(|w| w.parse().ok())
-                        .ok_or_else(|| at("neigh needs an address".into()))?;
-                    let mac = parse_mac(
-                        value("lladdr").ok_or_else(|| at("neigh needs `lladdr MAC`".into()))?,
-                    )
-                    .map_err(at)?;
+                        .ok_or_else(|| at(FibProblem::NeighAddress))?;
+                    let mac =
+                        parse_mac(value("lladdr").ok_or_else(|| at(FibProblem::NeighLladdr))?)
+                            .map_err(at)?;
                     fib.neighbours.insert(ip, mac);
                 }
                 _ => {
@@ -139,7 +184,7 @@ impl Fib {
                     };
                     let dest = rest
                         .first()
-                        .ok_or_else(|| at("a route needs a destination".into()))?;
+                        .ok_or_else(|| at(FibProblem::RouteDestination))?;
                     let (prefix, len) = if *dest == "default" {
                         let v6 = value("via").is_some_and(|v| v.contains(':'));
                         (
@@ -154,32 +199,34 @@ impl Fib {
                         let (addr, len) = dest.split_once('/').unwrap_or((dest, ""));
                         let addr: IpAddr = addr
                             .parse()
-                            .map_err(|_| at(format!("bad destination `{dest}`")))?;
+                            .map_err(|_| at(FibProblem::BadDestination(dest.to_string())))?;
                         let max = if addr.is_ipv4() { 32 } else { 128 };
                         let len = if len.is_empty() {
                             max
                         } else {
                             len.parse()
-                                .map_err(|_| at(format!("bad prefix `{dest}`")))?
+                                .map_err(|_| at(FibProblem::BadPrefix(dest.to_string())))?
                         };
                         if len > max {
-                            return Err(at(format!("prefix length {len} is too long")));
+                            return Err(at(FibProblem::PrefixTooLong(len)));
                         }
                         (mask(addr, len), len)
                     };
                     let via = value("via")
-                        .map(|v| v.parse().map_err(|_| at(format!("bad gateway `{v}`"))))
+                        .map(|v| {
+                            v.parse()
+                                .map_err(|_| at(FibProblem::BadGateway(v.to_string())))
+                        })
                         .transpose()?;
                     let dev = match value("dev") {
-                        Some(d) => Some(fib.ifindex(d).ok_or_else(|| {
-                            at(format!(
-                                "unknown device `{d}` (declare it with a `link` line)"
-                            ))
-                        })?),
+                        Some(d) => Some(
+                            fib.ifindex(d)
+                                .ok_or_else(|| at(FibProblem::UnknownDevice(d.to_string())))?,
+                        ),
                         None => None,
                     };
                     if kind == RouteKind::Unicast && dev.is_none() {
-                        return Err(at("a route needs `dev`".into()));
+                        return Err(at(FibProblem::RouteDev));
                     }
                     fib.routes.push(FibRoute {
                         prefix,
@@ -241,12 +288,33 @@ mod tests {
         assert!(
             Fib::parse("10.0.0.0/8 dev nope")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown device")
         );
         assert!(
             Fib::parse("10.0.0.0/40 dev 2")
                 .unwrap_err()
+                .to_string()
                 .contains("too long")
         );
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_word() {
+        let e = Fib::parse("link e index 2 address 02:00:00:00:00:02\n\n10.0.0.0/8 dev nope")
+            .unwrap_err();
+        assert_eq!(
+            e,
+            FibError {
+                line: 3,
+                problem: FibProblem::UnknownDevice("nope".into())
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "line 3: unknown device `nope` (declare it with a `link` line)"
+        );
+        let e = Fib::parse("link e index 2 address 02:zz").unwrap_err();
+        assert_eq!(e.problem, FibProblem::BadMac("02:zz".into()));
     }
 }

@@ -358,7 +358,7 @@ impl Hook {
             program,
             kind,
             buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
-                .map_err(HookError::Memory)?,
+                .map_err(|e| HookError::Memory(e.to_string()))?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: false,
             mem: Memory::new(),

@@ -186,7 +186,7 @@ impl Image {
     }
 
     /// The index of the program named `name` (or the only runnable one).
-    pub fn find_program(&self, name: Option<&str>) -> Result<usize, String> {
+    pub fn find_program(&self, name: Option<&str>) -> Result<usize, FindProgramError> {
         let runnable: Vec<usize> = (0..self.programs.len())
             .filter(|&i| self.programs[i].is_ok())
             .collect();
@@ -197,24 +197,22 @@ impl Image {
                     .programs
                     .iter()
                     .position(|p| p.name == n)
-                    .ok_or_else(|| {
-                        format!("no program `{n}`; the object has: {}", self.program_list())
+                    .ok_or_else(|| FindProgramError::NoSuch {
+                        name: n.to_string(),
+                        programs: self.program_list(),
                     })?;
                 self.programs[i]
                     .as_ref()
-                    .map_err(|why| format!("program `{n}`: {why}"))?;
+                    .map_err(|why| FindProgramError::NotRunnable {
+                        name: n.to_string(),
+                        reason: why.clone(),
+                    })?;
                 Ok(i)
             }
             None => match runnable.as_slice() {
                 [only] => Ok(*only),
-                [] => Err(format!(
-                    "no runnable program in the object ({})",
-                    self.program_list()
-                )),
-                _ => Err(format!(
-                    "the object has several programs, choose one with --prog: {}",
-                    self.program_list()
-                )),
+                [] => Err(FindProgramError::NoneRunnable(self.program_list())),
+                _ => Err(FindProgramError::Several(self.program_list())),
             },
         }
     }
@@ -227,6 +225,22 @@ impl Image {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// Why [`Image::find_program`] found no program to run; `programs` lists
+/// the object's programs as `name (section)`.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum FindProgramError {
+    #[error("no program `{name}`; the object has: {programs}")]
+    NoSuch { name: String, programs: String },
+    /// The program exists but cannot run (`reason` says why).
+    #[error("program `{name}`: {reason}")]
+    NotRunnable { name: String, reason: String },
+    #[error("no runnable program in the object ({0})")]
+    NoneRunnable(String),
+    /// Several programs can run and none was chosen.
+    #[error("the object has several programs, choose one with --prog: {0}")]
+    Several(String),
 }
 
 /// A per-CPU data map would take one copy per CPU; data maps are plain arrays.

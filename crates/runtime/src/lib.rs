@@ -11,7 +11,7 @@ mod image;
 mod lowmem;
 mod packet_hook;
 mod tunnel_info;
-pub use lowmem::LowBuf;
+pub use lowmem::{LowBuf, LowBufError};
 
 /// What [`Env::unreproducible`] names an LRU eviction (the kernel's LRU
 /// lists are approximate: it may evict another entry).
@@ -23,6 +23,6 @@ pub use hook::{
     FRAG_SIZE, Hook, HookError, MAX_PACKET as MAX_FRAME, Outcome, PacketMeta, SkbFields, TcAction,
     Verdict, XDP_LINEAR_MAX, XdpAction,
 };
-pub use image::{Image, ImageError, LoadOptions};
+pub use image::{FindProgramError, Image, ImageError, LoadOptions};
 pub use packet_hook::PacketHook;
 pub use tunnel_info::TunnelInfo;

@@ -6,6 +6,13 @@
 //! real address fit those fields, so the context is a plain struct and
 //! programs run unmodified.
 
+/// No room below 4 GiB for a buffer of `len` bytes (rounded to pages).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[error("cannot map {len} bytes below 4 GiB for packet buffers")]
+pub struct LowBufError {
+    pub len: usize,
+}
+
 /// An anonymous mapping below 4 GiB, zeroed.
 pub struct LowBuf {
     ptr: *mut u8,
@@ -16,7 +23,7 @@ pub struct LowBuf {
 unsafe impl Send for LowBuf {}
 
 impl LowBuf {
-    pub fn new(len: usize) -> Result<LowBuf, String> {
+    pub fn new(len: usize) -> Result<LowBuf, LowBufError> {
         let len = len.div_ceil(4096) * 4096;
         // SAFETY: anonymous private mapping; the result is checked.
         let map = |addr: *mut libc::c_void, extra: libc::c_int| unsafe {
@@ -51,9 +58,7 @@ impl LowBuf {
             }
             hint += 0x1000_0000;
         }
-        Err(format!(
-            "cannot map {len} bytes below 4 GiB for packet buffers"
-        ))
+        Err(LowBufError { len })
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {

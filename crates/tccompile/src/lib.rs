@@ -34,8 +34,8 @@ mod manifest;
 mod matchall;
 mod u32;
 
-pub use clang::{clang, compile_c};
-pub use counters::{ActionCounters, Counters, RuleCounters};
+pub use clang::{ClangError, clang, compile_c};
+pub use counters::{ActionCounters, CounterError, Counters, RuleCounters};
 pub use emit::generate;
 pub use manifest::{ACTION_MAP, ActionSlot, Manifest, RULE_MAP, RuleSlot};
 
@@ -78,6 +78,16 @@ impl std::fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
+/// Why [`compile`] gave no object: what was refused, or what went wrong
+/// with clang.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Clang(#[from] ClangError),
+}
+
 /// A compiled hook: the C source, the object, and which map slot is
 /// which rule and action.
 #[derive(Clone, Debug)]
@@ -94,8 +104,8 @@ pub fn compile(
     dev: &str,
     hook: tc::Hook,
     opts: &Options,
-) -> Result<Compiled, String> {
-    let (c, manifest) = generate(config, dev, hook, opts).map_err(|r| r.to_string())?;
+) -> Result<Compiled, CompileError> {
+    let (c, manifest) = generate(config, dev, hook, opts)?;
     let object = compile_c(&c)?;
     Ok(Compiled {
         c,

@@ -200,7 +200,7 @@ fn xdp_decider(prog: &[Insn]) -> Result<Decider, String> {
     // copied into `frame` (the program reads nothing else).
     let mut machine = trusted_jit(program)?;
     const ROOM: usize = 1 << 16;
-    let mut frame = runtime::LowBuf::new(ROOM)?;
+    let mut frame = runtime::LowBuf::new(ROOM).map_err(|e| e.to_string())?;
     let mut ctx = Box::new(XdpMd([0; 24]));
     let mut env = SimEnv::default();
     let mut regions = Vec::new();

@@ -103,7 +103,7 @@ pub fn run(
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let object = tccompile::compile_c(&c)?;
+    let object = tccompile::compile_c(&c).map_err(|e| e.to_string())?;
     std::fs::write(out, &object).map_err(|e| format!("{}: {e}", out.display()))?;
     let chains = tc
         .clsact(&dev)

@@ -62,7 +62,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .split(',')
         .filter(|f| f.trim() != "rate=max")
         .collect();
-    let spec = packet::GenSpec::parse(&text.join(","))?;
+    let spec = packet::GenSpec::parse(&text.join(",")).map_err(|e| e.to_string())?;
     let ifindex = kernel::netdev::ifindex(&a.dev).map_err(|e| e.to_string())?;
     let flows = u64::from(spec.flows).min(spec.count.max(1)) as usize;
     if flows > 1 << 18 {

@@ -150,7 +150,9 @@ pub fn live_rates(last: &mut (Totals, Duration), t: &Totals, at: Duration) {
 }
 
 pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
-    let frame = packet::GenSpec::parse(&a.packet)?.frame(0);
+    let frame = packet::GenSpec::parse(&a.packet)
+        .map_err(|e| e.to_string())?
+        .frame(0);
     let c = &a.common;
     let mut opts = Options::new(&a.dev, frame);
     opts.queues = c.queues.clone();

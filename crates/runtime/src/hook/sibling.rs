@@ -71,7 +71,7 @@ impl Hook {
             program: self.program,
             kind: self.kind.clone(),
             buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
-                .map_err(HookError::Memory)?,
+                .map_err(|e| HookError::Memory(e.to_string()))?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: self.counting,
             // Its own regions (its own packet buffer and context), mapped
