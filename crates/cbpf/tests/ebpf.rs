@@ -90,7 +90,7 @@ fn decide_everywhere(form: cbpf::Form) -> Counts {
         ),
     };
     let records = records();
-    let kernel = kernel::available_for_test(what);
+    let kernel = testkit::kernel_available(what);
     let mut n = Counts::default();
     let mut linktypes: Vec<u32> = records.iter().map(|r| r.linktype).collect();
     linktypes.sort();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use cbpf::{Decider, Decision, Engine, FilterOptions, Insn, Interp, Meta, filter_capture};
 
 fn capture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump/of10_s4810.pcap")
+    testkit::capture("of10_s4810.pcap")
 }
 
 /// The interpreter, refusing every other packet.

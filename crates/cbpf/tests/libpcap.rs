@@ -145,10 +145,8 @@ fn tcpdump_d_dd_ddd_print_the_same_text() {
             ("-dd", cbpf::image_c(&prog)),
             ("-ddd", cbpf::image_decimal(&prog)),
         ] {
-            let out = Command::new("tcpdump")
-                .args(["-y", "EN10MB", flag, expr])
-                .output()
-                .unwrap();
+            let out =
+                testkit::tool::output(Command::new("tcpdump").args(["-y", "EN10MB", flag, expr]));
             assert_eq!(
                 ours,
                 String::from_utf8_lossy(&out.stdout),

@@ -54,7 +54,7 @@ fn play(r: &mut XpfRunner, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>
 /// results (socket form) to check against the intent.
 fn everywhere(text: &str, opts: XpfOptions, steps: &[Step]) -> (Vec<u32>, Vec<(Handle, Vec<u32>)>) {
     let prog = xpf::assemble(text).unwrap();
-    let kernel = kernel::available_for_test("xPF programs in the kernel");
+    let kernel = testkit::kernel_available("xPF programs in the kernel");
     let mut first = None;
     for form in [Form::Socket, Form::Xdp] {
         let want = play(
@@ -326,7 +326,7 @@ fn time_loads_read_one_clock_per_packet_on_every_engine() {
             assert_eq!(got[15], want[6], "{engine:?} {form:?}");
         }
         // The kernel's clock is its own: boot time, nanoseconds in range.
-        if kernel::available_for_test("xPF time loads in the kernel") {
+        if testkit::kernel_available("xPF time loads in the kernel") {
             let got = run(XpfEngine::Kernel, form, &times);
             let boot = std::fs::read_to_string("/proc/uptime").unwrap();
             let up: f64 = boot.split_whitespace().next().unwrap().parse().unwrap();

@@ -40,10 +40,10 @@ const RX: &str = "slf1_rx";
 
 mod common;
 
-use common::Namespaces;
+use testkit::Pair;
 
-fn setup() -> Namespaces {
-    common::veth_pair("slf", TX, RX)
+fn setup() -> Pair {
+    Pair::new("slf", TX, RX)
 }
 
 /// The loop of the filter, in user space: N iterations of the same
@@ -136,7 +136,7 @@ impl Monitor {
 
     /// Sends `count` frames at `rate` from the other namespace; returns
     /// (sent, processed, the sender's packets per second).
-    fn trial(&mut self, ns: &Namespaces, rate: Option<u64>, count: u64) -> (u64, u64, f64) {
+    fn trial(&mut self, ns: &Pair, rate: Option<u64>, count: u64) -> (u64, u64, f64) {
         let before = self.stat(0);
         let spec = match rate {
             Some(r) => format!("udp,size=64,count={count},rate={r}"),
@@ -173,13 +173,7 @@ impl Monitor {
 
 /// The highest loss-free rate for `mon`, at most `top`, and whether the
 /// top itself was loss-free (the sender's limit).
-fn loss_free_rate(
-    mon: &mut Monitor,
-    ns: &Namespaces,
-    top: u64,
-    steps: u32,
-    seconds: f64,
-) -> (u64, bool) {
+fn loss_free_rate(mon: &mut Monitor, ns: &Pair, top: u64, steps: u32, seconds: f64) -> (u64, bool) {
     // Long enough that the ring buffer (about 14,500 records) cannot hide
     // a consumer that falls behind.
     let count = |rate: u64| ((rate as f64 * seconds) as u64).clamp(10_000, 5_000_000);

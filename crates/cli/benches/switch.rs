@@ -30,12 +30,13 @@ const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 mod common;
 
 use common::{sh, wait_xdp};
+use testkit::Netns;
 
-/// Namespaces gen, sw and sink, deleted however the run ends.
+/// Namespaces gen, sw and sink (testkit's), deleted however the run ends.
 struct Topology {
-    gen_ns: String,
-    sw: String,
-    sink: String,
+    gen_ns: Netns,
+    sw: Netns,
+    sink: Netns,
     dir: PathBuf,
 }
 
@@ -47,9 +48,7 @@ impl Drop for Topology {
                 "--netns", &self.sink, "detach", "--dev", "k0", "--pin", &pin,
             ])
             .output();
-        for ns in [&self.gen_ns, &self.sw, &self.sink] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        // The namespaces go next (their fields).
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -57,32 +56,14 @@ impl Drop for Topology {
 fn topology() -> Topology {
     let id = std::process::id();
     let t = Topology {
-        gen_ns: format!("slsw{id}g"),
-        sw: format!("slsw{id}s"),
-        sink: format!("slsw{id}k"),
+        gen_ns: Netns::new("swg"),
+        sw: Netns::new("sws"),
+        sink: Netns::new("swk"),
         dir: std::env::temp_dir().join(format!("sluice-bench-switch-{id}")),
     };
     std::fs::create_dir_all(&t.dir).unwrap();
-    for ns in [&t.gen_ns, &t.sw, &t.sink] {
-        sh(&["ip", "netns", "add", ns]);
-        sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-        ]);
-    }
     for (ns, end, port) in [(&t.gen_ns, "g0", "s1"), (&t.sink, "k0", "s2")] {
-        sh(&[
-            "ip", "link", "add", end, "netns", ns, "type", "veth", "peer", "name", port, "netns",
-            &t.sw,
-        ]);
-        sh(&["ip", "-n", ns, "link", "set", end, "up"]);
-        sh(&["ip", "-n", &t.sw, "link", "set", port, "up"]);
+        ns.veth_to(end, &t.sw, port, None);
     }
     let drop = t.dir.join("xdp_drop.o");
     std::fs::write(&drop, programs::object("xdp_drop").expect("xdp_drop")).unwrap();

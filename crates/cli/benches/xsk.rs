@@ -26,10 +26,11 @@ const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
 mod common;
 
-use common::{Namespaces, sh, wait_xdp};
+use common::wait_xdp;
+use testkit::Pair;
 
-fn setup() -> Namespaces {
-    common::veth_pair("slb", "slb_tx", "slb_rx")
+fn setup() -> Pair {
+    Pair::new("slb", "slb_tx", "slb_rx")
 }
 
 fn build_baseline(dir: &Path) -> Result<PathBuf, String> {
@@ -50,12 +51,7 @@ fn build_baseline(dir: &Path) -> Result<PathBuf, String> {
 
 /// Starts `receiver`, sends `frames` flat out, stops the receiver; frames
 /// it handled (`field` of its JSON) per second of sending.
-fn measure(
-    ns: &Namespaces,
-    mut receiver: Command,
-    field: &str,
-    frames: u64,
-) -> Result<f64, String> {
+fn measure(ns: &Pair, mut receiver: Command, field: &str, frames: u64) -> Result<f64, String> {
     let mut child: Child = receiver
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -112,7 +108,7 @@ fn handled(bench: &str) -> &'static str {
     }
 }
 
-fn sluice_xsk(ns: &Namespaces, bench: &str, extra: &[&str]) -> Command {
+fn sluice_xsk(ns: &Pair, bench: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(SLUICE);
     c.args(["--netns", &ns.b, "xsk", bench, "--dev", "slb_rx", "--json"])
         .args(extra);
@@ -123,33 +119,8 @@ fn sluice_xsk(ns: &Namespaces, bench: &str, extra: &[&str]) -> Command {
 const MQ_TX: &str = "slq_tx";
 const MQ_RX: &str = "slq_rx";
 
-fn setup_multiqueue(ns: &Namespaces) {
-    sh(&[
-        "ip",
-        "link",
-        "add",
-        MQ_TX,
-        "netns",
-        &ns.a,
-        "numrxqueues",
-        "2",
-        "numtxqueues",
-        "2",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        MQ_RX,
-        "netns",
-        &ns.b,
-        "numrxqueues",
-        "2",
-        "numtxqueues",
-        "2",
-    ]);
-    for (n, dev) in [(&ns.a, MQ_TX), (&ns.b, MQ_RX)] {
-        sh(&["ip", "-n", n, "link", "set", dev, "up"]);
-    }
+fn setup_multiqueue(ns: &Pair) {
+    ns.a.veth_to(MQ_TX, &ns.b, MQ_RX, Some(2));
 }
 
 /// Clock ticks of each CPU from /proc/stat: [user + nice, system,
@@ -248,7 +219,7 @@ struct QueueRun {
 /// sender pinned to CPU 0 fills RX queue 0 and one on CPU 1 fills queue 1
 /// (veth's NAPI for that queue is scheduled from there too).
 fn measure_queues(
-    ns: &Namespaces,
+    ns: &Pair,
     obj: &Path,
     queues: usize,
     extra: &[&str],
@@ -463,7 +434,7 @@ fn show_flat(name: &str, rows: &Rows, ghz: Option<f64>) {
 /// `sluice datapath` with a program on one queue, then two, of a veth
 /// with two queues: flat out (Mpps, the ratio, where the CPUs went), and
 /// paced below what either handles (CPU per packet).
-fn queue_scaling(ns: &Namespaces, frames: u64, runs: u64, rate: u64) {
+fn queue_scaling(ns: &Pair, frames: u64, runs: u64, rate: u64) {
     let obj = Path::new(SLUICE)
         .ancestors()
         .nth(2)

@@ -10,7 +10,7 @@ fn sluice() -> Command {
 }
 
 fn bpf(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/bpf/{name}.o"))
+    PathBuf::from(testkit::object_path(name))
 }
 
 fn dir(name: &str) -> PathBuf {
@@ -184,11 +184,7 @@ fn a_100000_byte_frame_goes_through_whole() {
         assert_eq!(back[1].data.len(), 100_000);
         assert!(back[1].data == frame, "{name}: the bytes differ");
         assert_eq!(back[1].orig_len, 100_000);
-        let t = Command::new("tcpdump")
-            .args(["-nn", "-r"])
-            .arg(&out)
-            .output()
-            .expect("tcpdump is installed");
+        let t = testkit::tool::output(Command::new("tcpdump").args(["-nn", "-r"]).arg(&out));
         assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
         assert_eq!(String::from_utf8_lossy(&t.stdout).lines().count(), 2);
     }

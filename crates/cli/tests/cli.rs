@@ -5,29 +5,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use testkit::Scratch;
+
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
 
-/// A scratch directory removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn join(&self, name: impl AsRef<Path>) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A scratch directory `sluice-cli-NAME-PID`, removed when the test ends.
 fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("sluice-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("cli-{name}"))
 }
 
 fn run_ok(cmd: &mut Command) -> String {
@@ -344,7 +330,7 @@ fn demo_runs_the_ddos_filter() {
 }
 
 fn bpf(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/bpf/{name}.o"))
+    PathBuf::from(testkit::object_path(name))
 }
 
 #[test]
@@ -386,11 +372,11 @@ fn run_replays_a_capture_and_writes_outputs() {
         v["insns_per_packet"]["p99"].as_u64().unwrap()
             >= v["insns_per_packet"]["p50"].as_u64().unwrap()
     );
-    let out = std::process::Command::new("tcpdump")
-        .args(["-nn", "-e", "-r"])
-        .arg(&out_tx)
-        .output()
-        .unwrap();
+    let out = testkit::tool::output(
+        std::process::Command::new("tcpdump")
+            .args(["-nn", "-e", "-r"])
+            .arg(&out_tx),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 4, "{text}");
     assert!(
@@ -688,7 +674,7 @@ fn run_stopped_by_sigint_reports_and_leaves_complete_outputs() {
 /// through the value's type, is accepted by both.
 #[test]
 fn verify_gives_the_kernel_the_maps_btf() {
-    if !kernel::available_for_test("the kernel's verdict on a spin lock program") {
+    if !testkit::kernel_available("the kernel's verdict on a spin lock program") {
         return;
     }
     let dir = scratch("spinlock");

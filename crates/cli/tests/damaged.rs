@@ -7,8 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CAPTURE: &str = "/work/shared/pcaps/tcpdump/mptcp-v0.pcap";
-
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
@@ -24,14 +22,10 @@ fn root(rel: &str) -> String {
 /// A copy of the shared capture cut in the middle of a record; the
 /// packets whole before the cut, as tcpdump reads them.
 fn cut_copy(dir: &Path) -> (PathBuf, usize) {
-    let bytes = std::fs::read(CAPTURE).unwrap();
+    let bytes = std::fs::read(testkit::capture("mptcp-v0.pcap")).unwrap();
     let cut = dir.join("cut.pcap");
     std::fs::write(&cut, &bytes[..20_000]).unwrap();
-    let out = Command::new("tcpdump")
-        .args(["-n", "-r"])
-        .arg(&cut)
-        .output()
-        .unwrap();
+    let out = testkit::tool::output(Command::new("tcpdump").args(["-n", "-r"]).arg(&cut));
     let whole = String::from_utf8_lossy(&out.stdout).lines().count();
     let warn = String::from_utf8_lossy(&out.stderr);
     assert!(warn.contains("truncated dump file"), "{warn}");
@@ -79,10 +73,8 @@ fn every_front_end_exits_1_on_a_capture_cut_mid_record() {
         assert!(!stdout.trim().is_empty(), "{args:?}: nothing printed");
         match args[0] {
             "filter" if args.contains(&"-w") => {
-                let n = Command::new("tcpdump")
-                    .args(["-n", "-r", &written_s])
-                    .output()
-                    .unwrap();
+                let n =
+                    testkit::tool::output(Command::new("tcpdump").args(["-n", "-r", &written_s]));
                 assert!(n.status.success(), "{}", String::from_utf8_lossy(&n.stderr));
                 assert_eq!(String::from_utf8_lossy(&n.stdout).lines().count(), whole);
             }

@@ -5,7 +5,7 @@ use std::process::Command;
 
 #[test]
 fn pinned_maps_without_a_bpffs_get_a_private_one() {
-    if !kernel::available_for_test("sluice diff without a bpffs") {
+    if !testkit::kernel_available("sluice diff without a bpffs") {
         return;
     }
     let obj = programs::compile::compile("pinned", include_str!("programs/pinned.c"));

@@ -17,33 +17,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use testkit::Scratch;
+
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
 
 fn bpf(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/bpf/{name}.o"))
+    PathBuf::from(testkit::object_path(name))
 }
 
-/// A scratch directory removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A scratch directory `sluice-faults-NAME-PID`, removed when the test ends.
 fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("sluice-faults-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("faults-{name}"))
 }
 
 /// Runs `cmd`, which must succeed; its output.
@@ -121,11 +107,7 @@ fn our_count(path: &Path) -> u64 {
 
 /// Packets in a capture, read by tcpdump, which must not find it cut.
 fn tcpdump_count(path: &Path) -> u64 {
-    let out = Command::new("tcpdump")
-        .args(["-n", "-q", "-r"])
-        .arg(path)
-        .output()
-        .expect("tcpdump is installed");
+    let out = testkit::tool::output(Command::new("tcpdump").args(["-n", "-q", "-r"]).arg(path));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "tcpdump -r {}: {err}", path.display());
     assert!(
@@ -588,9 +570,12 @@ fn a_full_device_or_an_unwritable_path_is_one_line_naming_the_file() {
         )),
         "{err}"
     );
-    let err = one_line_failure(&mut run(&dir.0));
+    let err = one_line_failure(&mut run(dir.path()));
     assert!(
-        err.contains(&format!("creating {}: Is a directory", dir.0.display())),
+        err.contains(&format!(
+            "creating {}: Is a directory",
+            dir.path().display()
+        )),
         "{err}"
     );
     // `sluice filter -w` writes through the same sink.

@@ -32,10 +32,13 @@ fn filters_every_capture_as_tcpdump_does() {
         let c = capture.to_str().unwrap();
         for expr in EXPRESSIONS {
             let _ = std::fs::remove_file(&theirs);
-            let t = Command::new("tcpdump")
-                .args(["-r", c, "-w", theirs.to_str().unwrap(), expr])
-                .output()
-                .unwrap();
+            let t = testkit::tool::output(Command::new("tcpdump").args([
+                "-r",
+                c,
+                "-w",
+                theirs.to_str().unwrap(),
+                expr,
+            ]));
             let s = Command::new(SLUICE)
                 .args([
                     "filter",
@@ -109,10 +112,13 @@ type Kept = Vec<Vec<u8>>;
 fn kept_by_both(capture: &str, expr: &str, dir: &Path) -> Option<(Kept, Kept)> {
     let (ours, theirs) = (dir.join("ours.pcap"), dir.join("theirs.pcap"));
     let _ = std::fs::remove_file(&theirs);
-    let t = Command::new("tcpdump")
-        .args(["-r", capture, "-w", theirs.to_str().unwrap(), expr])
-        .output()
-        .unwrap();
+    let t = testkit::tool::output(Command::new("tcpdump").args([
+        "-r",
+        capture,
+        "-w",
+        theirs.to_str().unwrap(),
+        expr,
+    ]));
     if !t.status.success() || !theirs.exists() {
         return None;
     }
@@ -186,10 +192,7 @@ fn a_cut_capture_exits_1_and_c_0_is_refused_as_tcpdump() {
     let c = cut.to_str().unwrap();
     let out = dir.join("out.pcap");
     let o = out.to_str().unwrap();
-    let t = Command::new("tcpdump")
-        .args(["-r", c, "-w", o, "ip"])
-        .output()
-        .unwrap();
+    let t = testkit::tool::output(Command::new("tcpdump").args(["-r", c, "-w", o, "ip"]));
     let want = packets(&out).len();
     let s = Command::new(SLUICE)
         .args(["filter", "-r", c, "-w", o, "ip"])
@@ -226,7 +229,7 @@ fn programs_print_as_tcpdump_prints_them() {
         "vlan and ip6",
     ] {
         for flag in ["-d", "-dd", "-ddd"] {
-            let want = Command::new("tcpdump").args([flag, expr]).output().unwrap();
+            let want = testkit::tool::output(Command::new("tcpdump").args([flag, expr]));
             assert_eq!(
                 sluice(&["filter", flag, expr]),
                 String::from_utf8_lossy(&want.stdout),
@@ -237,10 +240,7 @@ fn programs_print_as_tcpdump_prints_them() {
     // With a capture: its link type and snapshot length, as tcpdump -r.
     for capture in captures().iter().step_by(23) {
         let c = capture.to_str().unwrap();
-        let want = Command::new("tcpdump")
-            .args(["-r", c, "-d", "ip"])
-            .output()
-            .unwrap();
+        let want = testkit::tool::output(Command::new("tcpdump").args(["-r", c, "-d", "ip"]));
         if !want.status.success() || want.stdout.is_empty() {
             continue;
         }

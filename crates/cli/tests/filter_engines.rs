@@ -15,10 +15,9 @@ use common::{SLUICE, captures};
 
 const EXPRESSIONS: &[&str] = &["tcp", "udp port 53 or icmp", "ip6", "not ip", "len > 200"];
 
+/// A fresh directory `sluice-engines-NAME-PID` (testkit's).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-engines-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    testkit::temp_dir(&format!("engines-{name}"))
 }
 
 /// Every capture and expression through `engine` and the interpreter: the
@@ -170,7 +169,7 @@ fn jit_engine_writes_what_the_interpreter_writes() {
 
 #[test]
 fn kernel_engine_writes_what_the_interpreter_writes() {
-    if !kernel::available_for_test("sluice filter --engine kernel") {
+    if !testkit::kernel_available("sluice filter --engine kernel") {
         return;
     }
     same_as_interp(&mut xpf::classic::Kernel::new().unwrap());

@@ -9,7 +9,10 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CAPTURE: &str = "/work/shared/pcaps/tcpdump/mptcp-v0.pcap";
+/// A capture of tcpdump's suite, as a command-line argument.
+fn capture() -> String {
+    testkit::capture("mptcp-v0.pcap").display().to_string()
+}
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -29,7 +32,7 @@ fn a_program_over_4096_instructions_is_refused_by_the_jit_and_run_by_the_interpr
     let expr = len_chain(2400);
     let t0 = Instant::now();
     let jit = sluice()
-        .args(["filter", "--engine", "jit", "-r", CAPTURE, &expr])
+        .args(["filter", "--engine", "jit", "-r", &capture(), &expr])
         .output()
         .unwrap();
     let took = t0.elapsed();
@@ -50,7 +53,7 @@ fn a_program_over_4096_instructions_is_refused_by_the_jit_and_run_by_the_interpr
     eprintln!("--engine jit refused in {took:?}: {err}");
     // The interpreter runs it: every packet's length is in the chain.
     let interp = sluice()
-        .args(["filter", "--json", "-r", CAPTURE, &expr])
+        .args(["filter", "--json", "-r", &capture(), &expr])
         .output()
         .unwrap();
     assert!(
@@ -61,10 +64,8 @@ fn a_program_over_4096_instructions_is_refused_by_the_jit_and_run_by_the_interpr
     let v: serde_json::Value = serde_json::from_slice(&interp.stdout).unwrap();
     assert!(v["programs"][0][1].as_u64().unwrap() > 4096, "{v}");
     assert_eq!(v["matched"], v["read"], "{v}");
-    let tcpdump = Command::new("tcpdump")
-        .args(["-n", "-r", CAPTURE, &expr])
-        .output()
-        .unwrap();
+    let tcpdump =
+        testkit::tool::output(Command::new("tcpdump").args(["-n", "-r", &capture(), &expr]));
     let n = String::from_utf8_lossy(&tcpdump.stdout).lines().count() as u64;
     assert_eq!(v["matched"].as_u64(), Some(n), "tcpdump matched {n}");
 }
@@ -90,7 +91,7 @@ fn sigint_ends_a_long_libpcap_compile() {
         .collect::<Vec<_>>()
         .join(" or ");
     let child = sluice()
-        .args(["filter", "--engine", "jit", "-r", CAPTURE, &expr])
+        .args(["filter", "--engine", "jit", "-r", &capture(), &expr])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -24,10 +24,7 @@ fn stdout(mut c: Command) -> (bool, String) {
 
 #[test]
 fn lines_are_tcpdumps() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/pcaps/tcpdump/"
-    );
+    let dir = format!("{}/", testkit::captures_dir().display());
     let mut compared = 0;
     for capture in [
         "accecn_handshake.pcap",

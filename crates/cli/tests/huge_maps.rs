@@ -88,7 +88,7 @@ fn a_400_mb_array_replays_in_the_memory_it_touches() {
 /// how the huge map is compared, and never commits the map's memory.
 #[test]
 fn a_400_mb_array_is_diffed_by_what_changed() {
-    if !kernel::available_for_test("sluice diff of a 400 MB array") {
+    if !testkit::kernel_available("sluice diff of a 400 MB array") {
         return;
     }
     let obj = programs::compile::compile("huge_array", SOURCE);

@@ -8,34 +8,23 @@
 //! still running when its test fails is killed by PID.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use testkit::Scratch;
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
 
 fn bpf(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../target/bpf/{name}.o"))
-        .display()
-        .to_string()
+    testkit::object_path(name)
 }
 
-/// A scratch directory removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A scratch directory `sluice-inputs-NAME-PID`, removed when the test ends.
 fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("sluice-inputs-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("inputs-{name}"))
 }
 
 fn mkfifo(path: &Path) {
@@ -125,7 +114,7 @@ fn spawn(args: &[&str], env: Option<(&str, &str)>) -> (Running, Instant) {
 /// file and what it is, in little memory (before: 1 GB/s without end).
 #[test]
 fn whole_file_readers_refuse_dev_zero_by_name() {
-    let pcap = "/work/shared/pcaps/tcpdump/mptcp-v0.pcap";
+    let pcap = &testkit::capture("mptcp-v0.pcap").display().to_string();
     let port = format!("pcap:{pcap}");
     let routes = [bpf("fwd_radix")];
     let cases: Vec<Vec<&str>> = vec![
@@ -190,7 +179,7 @@ fn whole_file_readers_refuse_dev_zero_by_name() {
 #[test]
 fn a_fifo_without_end_is_read_up_to_the_limit() {
     let dir = scratch("endless");
-    let fifo = dir.0.join("zeros");
+    let fifo = dir.join("zeros");
     mkfifo(&fifo);
     for (args, what) in [
         (vec!["verify"], "an ELF object or bytecode"),
@@ -242,7 +231,7 @@ fn a_fifo_without_end_is_read_up_to_the_limit() {
 #[test]
 fn a_fifo_with_no_writer_does_not_swallow_sigterm() {
     let dir = scratch("nowriter");
-    let fifo = dir.0.join("capture");
+    let fifo = dir.join("capture");
     mkfifo(&fifo);
     let f = fifo.display().to_string();
     let pass = bpf("xdp_pass");

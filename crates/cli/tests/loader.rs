@@ -5,31 +5,20 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use testkit::Scratch;
+
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
 
-/// A scratch directory removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A scratch directory `sluice-loader-NAME-PID`, removed when the test ends.
 fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("sluice-loader-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("loader-{name}"))
 }
 
 /// Builds C source into a BPF object in `dir`.
 fn build_c(dir: &Scratch, name: &str, source: &str) -> PathBuf {
-    let (src, out) = (
-        dir.0.join(format!("{name}.c")),
-        dir.0.join(format!("{name}.o")),
-    );
+    let (src, out) = (dir.join(format!("{name}.c")), dir.join(format!("{name}.o")));
     std::fs::write(&src, format!("{PRELUDE}{source}")).unwrap();
     let st = Command::new("clang-19")
         .args(["-target", "bpf", "-O2", "-g", "-c"])
@@ -222,7 +211,7 @@ fn sections_libbpf_does_not_know_run_verify_and_diff_with_a_type() {
         assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
     }
 
-    if !kernel::available_for_test("sluice diff of sections libbpf does not know") {
+    if !testkit::kernel_available("sluice diff of sections libbpf does not know") {
         return;
     }
     // The kernel side gets the same types: libbpf alone fails with
@@ -266,7 +255,7 @@ SEC("xdp") int prog(struct xdp_md *ctx) { struct event e = {1, 2}; return bpf_ri
     let json = ok(run(&["run", "--gen", "udp,count=2", "--json"], &obj));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["verdicts"]["PASS"], 2, "{json}");
-    if !kernel::available_for_test("sluice diff of a ring buffer with a value type") {
+    if !testkit::kernel_available("sluice diff of a ring buffer with a value type") {
         return;
     }
     let json = ok(run(&["diff", "--gen", "udp,count=2", "--json"], &obj));
@@ -292,7 +281,7 @@ SEC("tc") int classify(struct __sk_buff *skb) { return bpf_skb_under_cgroup(skb,
 char _license[] SEC("license") = "GPL";
 "#,
     );
-    let obj = dir.0.join("kmaps.o");
+    let obj = dir.join("kmaps.o");
     std::fs::write(&obj, bytes).unwrap();
     let json = ok(run(&["run", "--gen", "udp,count=2", "--json"], &obj));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -347,7 +336,7 @@ SEC("from-netdev") int entry(struct __sk_buff *skb) { bpf_tail_call(skb, &jumps,
     ));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["verdicts"]["SHOT"], 2, "the tail call ran: {json}");
-    if !kernel::available_for_test("sluice diff of a tail call into a numbered section") {
+    if !testkit::kernel_available("sluice diff of a tail call into a numbered section") {
         return;
     }
     let json = ok(run(

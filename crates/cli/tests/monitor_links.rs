@@ -10,10 +10,7 @@ use std::process::Command;
 use common::SLUICE;
 
 fn pcap(name: &str) -> String {
-    format!(
-        "{}/../../../shared/pcaps/tcpdump/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
+    testkit::capture(name).display().to_string()
 }
 
 /// stdout and stderr of a `sluice` that must succeed.

@@ -27,28 +27,28 @@ struct Row {
 /// The packets of `capture` that libpcap's filter `tcp` passes, by tshark.
 fn rows(capture: &Path, dir: &Path) -> Option<Vec<Row>> {
     let filtered = dir.join("tcp.pcap");
-    let st = Command::new("tcpdump")
-        .args(["-r"])
-        .arg(capture)
-        .args(["-w"])
-        .arg(&filtered)
-        .arg("tcp")
-        .output()
-        .unwrap();
+    let st = testkit::tool::output(
+        Command::new("tcpdump")
+            .args(["-r"])
+            .arg(capture)
+            .args(["-w"])
+            .arg(&filtered)
+            .arg("tcp"),
+    );
     if !st.status.success() {
         return None;
     }
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&filtered)
-        .args(["-T", "fields", "-E", "separator=/t"])
-        .args(["-e", "frame.time_epoch", "-e", "ip.src", "-e", "ipv6.src"])
-        .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.srcport"])
-        .args(["-e", "tcp.dstport", "-e", "tcp.flags"])
-        .args(["-e", "tcp.options.timestamp.tsval"])
-        .args(["-e", "tcp.options.timestamp.tsecr"])
-        .output()
-        .unwrap();
+    let out = testkit::tool::output(
+        Command::new("tshark")
+            .args(["-n", "-r"])
+            .arg(&filtered)
+            .args(["-T", "fields", "-E", "separator=/t"])
+            .args(["-e", "frame.time_epoch", "-e", "ip.src", "-e", "ipv6.src"])
+            .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.srcport"])
+            .args(["-e", "tcp.dstport", "-e", "tcp.flags"])
+            .args(["-e", "tcp.options.timestamp.tsval"])
+            .args(["-e", "tcp.options.timestamp.tsecr"]),
+    );
     if !out.status.success() {
         return None;
     }

@@ -31,9 +31,9 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     let p = Pair::new("d");
     let (c, out_if) = p.third_host("d");
     let pinned_before = bpffs_entries();
-    let receiver = spawn_sluice(&c.0, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);
+    let receiver = spawn_sluice(&c, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);
     let datapath = p.spawn_router(out_if, &["--json"]);
-    wait_xdp_on(&c.0, &["sl_c"]);
+    wait_xdp_on(&c, &["sl_c"]);
     let ids = wait_xdp_on(&p.b, &[VB, "sl_b2"]);
     assert_eq!(xdp_sockets(&p.b), 2, "one socket per port");
     let (rss_before, _) = memory_kib(datapath.id()).unwrap();
@@ -132,7 +132,7 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
         assert!(!prog_exists(id), "program {id} is still loaded");
     }
     assert_eq!(xdp_sockets(&p.b), 0);
-    assert_eq!(xdp_sockets(&c.0), 0);
+    assert_eq!(xdp_sockets(&c), 0);
     let pinned = new_bpffs_entries(&pinned_before, &bpffs_entries());
     assert!(pinned.is_empty(), "pinned: {pinned:?}");
 }

@@ -9,10 +9,9 @@ use std::process::Command;
 
 use common::{object_path, sluice};
 
+/// A fresh directory `sluice-sim-TAG-PID` (testkit's).
 fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-sim-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    testkit::temp_dir(&format!("sim-{tag}"))
 }
 
 /// Profiles `program` over a few sizes into `model` (the IXP1200's five

@@ -10,7 +10,7 @@ fn sluice() -> Command {
 }
 
 fn capture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump/of10_s4810.pcap")
+    testkit::capture("of10_s4810.pcap")
 }
 
 #[test]

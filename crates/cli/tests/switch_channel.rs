@@ -171,17 +171,6 @@ fn a_client_that_never_reads_is_dropped_and_the_switch_stays_small() {
     assert!(!sock.exists(), "the socket file is removed at the end");
 }
 
-/// Whether `bin` runs; says so loudly when not (and fails under
-/// `SLUICE_REQUIRE_KERNEL=1`, as the tool-dependent tests do).
-fn have(bin: &str, what: &str) -> bool {
-    if Command::new(bin).arg("--version").output().is_ok() {
-        return true;
-    }
-    eprintln!("SKIPPED {what}: {bin} not installed (apt-get install openvswitch-common)");
-    assert!(std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"));
-    false
-}
-
 /// `sluice switch --of pssl:0` with Open vSwitch's own PKI (`ovs-pki`:
 /// a switch CA and a controller CA, each signing its side's
 /// certificate, as `ovs-vswitchd` is set up): `ovs-ofctl` with the
@@ -189,7 +178,8 @@ fn have(bin: &str, what: &str) -> bool {
 /// the other CA) it is refused.
 #[test]
 fn ovs_ofctl_with_ovs_pki_certificates_over_pssl() {
-    if !have("ovs-pki", "the pssl test with ovs-pki") || !have("ovs-ofctl", "the pssl test") {
+    let ovs = ["openvswitch-common"];
+    if !testkit::tools_for_test("the pssl test", &["ovs-pki", "ovs-ofctl"], &ovs) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("sluice-swch-pki-{}", std::process::id()));

@@ -11,15 +11,15 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{SLUICE, kernel_available, sh};
+use common::{Netns, SLUICE, kernel_available, sh};
 use datapath_support::{dev_stat, queue_sum, xmit_refused};
 use serde_json::Value;
 
 /// h1 (e0, 10.9.0.1) -- (s1) sw (s2) -- (e0, 10.9.0.2) h2, deleted on drop.
 struct Hosts {
-    h1: String,
-    h2: String,
-    sw: String,
+    h1: Netns,
+    h2: Netns,
+    sw: Netns,
     /// The switch's control socket.
     ctl: PathBuf,
 }
@@ -27,34 +27,21 @@ struct Hosts {
 impl Hosts {
     fn new(tag: &str) -> Hosts {
         let id = std::process::id();
-        let n = |x: &str| format!("sls{id}{tag}{x}");
+        let n = |x: &str| Netns::new(&format!("s{tag}{x}"));
         let t = Hosts {
             h1: n("h1"),
             h2: n("h2"),
             sw: n("sw"),
             ctl: std::env::temp_dir().join(format!("sluice-switch-{id}-{tag}.ctl")),
         };
-        for ns in [&t.h1, &t.h2, &t.sw] {
-            sh(&["ip", "netns", "add", ns]);
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-            for key in ["all", "default"] {
-                let k = format!("net.ipv6.conf.{key}.disable_ipv6=1");
-                sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &k]);
-            }
-        }
         for (h, s, addr) in [(&t.h1, "s1", "10.9.0.1/24"), (&t.h2, "s2", "10.9.0.2/24")] {
-            sh(&[
-                "ip", "link", "add", "e0", "netns", h, "type", "veth", "peer", "name", s, "netns",
-                &t.sw,
-            ]);
+            h.veth_to("e0", &t.sw, s, None);
             sh(&["ip", "-n", h, "addr", "add", addr, "dev", "e0"]);
-            sh(&["ip", "-n", h, "link", "set", "e0", "up"]);
             // The hosts compute their own checksums: a veth leaves them to
             // the receiver (CHECKSUM_PARTIAL), and a frame that leaves the
             // kernel for a user-space switch would arrive with a partial
             // one (Open vSwitch's AF_XDP ports ask the same).
             sh(&["ip", "netns", "exec", h, "ethtool", "-K", "e0", "tx", "off"]);
-            sh(&["ip", "-n", &t.sw, "link", "set", s, "up"]);
         }
         t
     }
@@ -172,14 +159,6 @@ impl Hosts {
     }
 }
 
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for ns in [&self.h1, &self.h2, &self.sw] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
-
 /// Stops the switch with SIGINT; its JSON summary.
 fn stop(child: Child) -> Value {
     // SAFETY: signalling our own child by its PID.
@@ -209,10 +188,11 @@ fn default_management_socket_is_roots_only(mgmt: &std::path::Path) {
     let m = std::fs::symlink_metadata(mgmt).expect("the default OpenFlow socket");
     assert!(m.file_type().is_socket(), "{mgmt:?}");
     assert_eq!((m.mode() & 0o777, m.uid()), (0o600, 0), "{mgmt:?}");
-    let have = |b: &str| Command::new(b).arg("--version").output().is_ok();
-    if !have("ovs-ofctl") || !have("setpriv") {
-        eprintln!("SKIPPED the default OpenFlow socket's clients: ovs-ofctl or setpriv missing");
-        assert!(std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"));
+    let (bins, packages) = (
+        ["ovs-ofctl", "setpriv"],
+        ["openvswitch-common", "util-linux"],
+    );
+    if !testkit::tools_for_test("the default OpenFlow socket's clients", &bins, &packages) {
         return;
     }
     let target = format!("unix:{}", mgmt.display());

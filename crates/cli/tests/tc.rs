@@ -258,10 +258,9 @@ fn kernel_push_and_diff_agree_with_the_real_tc() {
          filter add dev vc egress prio 1 u32 match u32 0 0 action mirred egress mirror dev vb\n",
     )
     .unwrap();
-    let pcap = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/pcaps/tcpdump/telnet-iac-check-oobr.pcap"
-    );
+    let pcap = &testkit::capture("telnet-iac-check-oobr.pcap")
+        .display()
+        .to_string();
     let out = Command::new(SLUICE)
         .args(["diff", "--json", "--tc-dev", "vb", "--pcap", pcap, "--tc"])
         .arg(&conf)
@@ -280,11 +279,7 @@ fn kernel_push_and_diff_agree_with_the_real_tc() {
     );
 
     // Pushing: into a namespace of the test's own.
-    let ns = format!("sluice-tcpush-{}", std::process::id());
-    common::sh(&["ip", "netns", "add", &ns]);
-    common::sh(&[
-        "ip", "-n", &ns, "link", "add", "vb", "type", "veth", "peer", "name", "vc",
-    ]);
+    let ns = common::Netns::with_veth("tcpush", "vb", "vc");
     let push = |extra: &[&str]| {
         Command::new(SLUICE)
             .arg("tc")
@@ -300,7 +295,7 @@ fn kernel_push_and_diff_agree_with_the_real_tc() {
     let replaced = push(&["--replace"]);
     let shown = common::sh(&["tc", "-n", &ns, "filter", "show", "dev", "vb", "ingress"]);
     let vc = common::sh(&["tc", "-n", &ns, "filter", "show", "dev", "vc", "egress"]);
-    common::sh(&["ip", "netns", "del", &ns]);
+    drop(ns);
     assert!(
         first.status.success(),
         "{}",

@@ -9,8 +9,10 @@
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+
+use testkit::Scratch;
 
 use common::SLUICE;
 
@@ -18,19 +20,9 @@ use common::SLUICE;
 const PLANTED: &str = "qdisc add dev evil0 clsact\n\
     filter add dev evil0 ingress prio 1 protocol all matchall action mirred egress redirect dev evil0\n";
 
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
+/// A scratch directory `sluice-tcconf-NAME-PID`, removed when the test ends.
 fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("sluice-tcconf-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("tcconf-{name}"))
 }
 
 fn is_root() -> bool {
@@ -64,8 +56,8 @@ fn refused(out: &Output, needles: &[&str]) {
 #[test]
 fn a_planted_symlink_is_refused_and_nothing_is_created_at_its_target() {
     let dir = scratch("link");
-    let conf = dir.0.join("tc.conf");
-    let target = dir.0.join("chosen-by-nobody");
+    let conf = dir.join("tc.conf");
+    let target = dir.join("chosen-by-nobody");
     std::os::unix::fs::symlink(&target, &conf).unwrap();
     let out = tc(&conf, "qdisc add dev v0 clsact");
     refused(&out, &[&conf.display().to_string(), "symbolic link"]);
@@ -88,7 +80,7 @@ fn a_planted_symlink_is_refused_and_nothing_is_created_at_its_target() {
 #[test]
 fn a_file_others_may_write_is_refused_until_fixed() {
     let dir = scratch("mode");
-    let conf = dir.0.join("tc.conf");
+    let conf = dir.join("tc.conf");
     std::fs::write(&conf, PLANTED).unwrap();
     for mode in [0o666, 0o620, 0o602] {
         std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -124,8 +116,8 @@ fn a_file_another_user_owns_is_refused() {
         return;
     }
     let dir = scratch("owner");
-    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let conf = dir.0.join("tc.conf");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = dir.join("tc.conf");
     std::fs::write(&conf, PLANTED).unwrap();
     std::os::unix::fs::chown(&conf, Some(65534), Some(65534)).unwrap();
     let out = tc(&conf, "qdisc show");
@@ -161,11 +153,11 @@ fn a_file_another_user_owns_is_refused() {
 #[test]
 fn the_default_configuration_is_in_the_users_state_directory() {
     let dir = scratch("default");
-    let home = dir.0.join("home");
-    let shared = dir.0.join("shared");
+    let home = dir.join("home");
+    let shared = dir.join("shared");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&shared).unwrap();
-    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
     std::fs::write(shared.join("sluice-tc.conf"), PLANTED).unwrap();
     if is_root() {
@@ -232,7 +224,7 @@ fn roots_default_configuration_is_in_var_lib_sluice() {
         return;
     }
     let dir = scratch("rootdefault");
-    std::fs::write(dir.0.join("sluice-tc.conf"), PLANTED).unwrap();
+    std::fs::write(dir.join("sluice-tc.conf"), PLANTED).unwrap();
     let script = format!(
         "mount -t tmpfs -o size=1m sluice-tcconf /var/lib || exit 99; \
          {SLUICE} tc qdisc add dev v0 clsact || exit 98; \
@@ -241,7 +233,7 @@ fn roots_default_configuration_is_in_var_lib_sluice() {
     );
     let out = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .current_dir(&dir.0)
+        .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -250,7 +242,7 @@ fn roots_default_configuration_is_in_var_lib_sluice() {
         "700 0\n600 0\nqdisc add dev v0 clsact\nqdisc clsact ffff: dev v0 parent ffff:fff1 \n"
     );
     assert_eq!(
-        std::fs::read_to_string(dir.0.join("sluice-tc.conf")).unwrap(),
+        std::fs::read_to_string(dir.join("sluice-tc.conf")).unwrap(),
         PLANTED
     );
 }
@@ -265,8 +257,8 @@ fn a_full_disk_leaves_the_last_whole_configuration() {
         return;
     }
     let dir = scratch("full");
-    let mnt = dir.0.join("mnt");
-    let kept = dir.0.join("kept");
+    let mnt = dir.join("mnt");
+    let kept = dir.join("kept");
     std::fs::create_dir_all(&mnt).unwrap();
     std::fs::create_dir_all(&kept).unwrap();
     let conf = mnt.join("tc.conf");
@@ -325,7 +317,7 @@ fn a_full_disk_leaves_the_last_whole_configuration() {
 #[test]
 fn writers_at_once_lose_no_line() {
     let dir = scratch("race");
-    let conf = dir.0.join("tc.conf");
+    let conf = dir.join("tc.conf");
     assert!(tc(&conf, "qdisc add dev v0 clsact").status.success());
     let children: Vec<_> = (1..=8)
         .map(|i| {

@@ -13,10 +13,9 @@ use common::SLUICE;
 /// An escape sequence that clears the screen and homes the cursor.
 const CLEAR: &str = "\x1b[2J\x1b[H";
 
+/// A fresh directory `sluice-escapes-NAME-PID` (testkit's).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-escapes-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    testkit::temp_dir(&format!("escapes-{name}"))
 }
 
 /// Runs `cmd` and checks its output: no control byte but newline and tab,
@@ -63,10 +62,7 @@ fn a_file_name_with_an_escape_sequence() {
 
 #[test]
 fn a_tcpdump_expression_with_an_escape_sequence() {
-    let capture = format!(
-        "{}/../../../shared/pcaps/tcpdump/802.1ad_QinQ.pcap",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let capture = testkit::capture("802.1ad_QinQ.pcap").display().to_string();
     let out = shown_not_sent(
         "filter",
         Command::new(SLUICE)

@@ -311,7 +311,7 @@ fn teardown_leaves_no_namespace_link_or_pin_behind() {
         let p = Pair::new("d");
         p.attach("xdp_pass", &[], &p.pin("pass"));
         assert!(p.pins.join("pass").exists());
-        (p.a.clone(), p.b.clone(), p.pins.clone())
+        (p.a.to_string(), p.b.to_string(), p.pins.clone())
     };
     let namespaces = sh(&["ip", "netns", "list"]);
     assert!(

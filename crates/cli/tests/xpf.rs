@@ -18,7 +18,7 @@ fn root() -> PathBuf {
 }
 
 fn capture(name: &str) -> PathBuf {
-    root().join("../shared/pcaps/tcpdump").join(name)
+    testkit::capture(name)
 }
 
 fn program(name: &str) -> PathBuf {
@@ -57,7 +57,7 @@ fn word(report: &Value, block: u64, word: u64) -> u64 {
 
 #[test]
 fn the_examples_leave_the_same_memory_on_every_engine() {
-    let kernel = kernel::available_for_test("xPF programs in the kernel");
+    let kernel = testkit::kernel_available("xPF programs in the kernel");
     let mut engines = vec!["vm", "jit"];
     if kernel {
         engines.push("kernel");
@@ -132,15 +132,12 @@ fn protocol_counts_agree_with_tcpdump() {
     ]);
     let mut total = 0;
     for proto in [1u64, 6, 17] {
-        let out = Command::new("tcpdump")
-            .args([
-                "--count",
-                "-r",
-                pcap.to_str().unwrap(),
-                &format!("ip proto {proto}"),
-            ])
-            .output()
-            .unwrap();
+        let out = testkit::tool::output(Command::new("tcpdump").args([
+            "--count",
+            "-r",
+            pcap.to_str().unwrap(),
+            &format!("ip proto {proto}"),
+        ]));
         // "N packets"
         let lines: u64 = String::from_utf8_lossy(&out.stdout)
             .split_whitespace()

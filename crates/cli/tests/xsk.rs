@@ -198,11 +198,11 @@ fn a_program_on_the_datapath_routes_between_two_ports() {
     let p = Pair::new("r");
     let (c, out_if) = p.third_host("r");
     let receiver = spawn_xsk(
-        &c.0,
+        &c,
         &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
     );
     let router = p.spawn_router(out_if, &["--duration", "6", "--json"]);
-    wait_attached(&c.0);
+    wait_attached(&c);
     wait_attached(&p.b);
     p.send("udp,count=2000,rate=20000", "live");
     let router = summary(router);
@@ -230,7 +230,7 @@ fn a_program_on_the_datapath_routes_between_two_ports() {
     ];
     assert_accounted("B to C", got, at_c, &drops, &received.to_string());
     assert_eq!(n(&received["rx_bytes"]), at_c * 64, "{received}");
-    for ns in [&p.b, &c.0] {
+    for ns in [&p.b, &c] {
         let status = sluice(&["--netns", ns, "status", "--json"]);
         assert_eq!(status.trim(), "[]", "the redirect programs are gone");
     }
@@ -376,7 +376,7 @@ fn a_tc_configuration_on_the_datapath_mirrors_and_redirects_between_ports() {
     )
     .unwrap();
     let receiver = spawn_xsk(
-        &c.0,
+        &c,
         &["rxdrop", "--dev", "sl_c", "--duration", "6", "--json"],
     );
     let datapath = spawn_sluice(
@@ -394,7 +394,7 @@ fn a_tc_configuration_on_the_datapath_mirrors_and_redirects_between_ports() {
             "--json",
         ],
     );
-    wait_attached(&c.0);
+    wait_attached(&c);
     wait_attached(&p.b);
     p.send("udp,count=2000,rate=20000", "live");
     let datapath = summary(datapath);

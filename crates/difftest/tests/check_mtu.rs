@@ -89,7 +89,7 @@ fn check_mtu_on_loopback() {
 
 #[test]
 fn check_mtu_agrees_with_the_kernel() {
-    if !kernel::available_for_test("differential test of bpf_check_mtu") {
+    if !testkit::kernel_available("differential test of bpf_check_mtu") {
         return;
     }
     let frame = packet::Builder::udp("10.0.0.1", "10.0.0.2", 1, 2).build();

@@ -116,7 +116,7 @@ fn skb_ecn_set_ce_marks_ect_packets_and_fixes_the_ipv4_checksum() {
 
 #[test]
 fn skb_ecn_set_ce_agrees_with_the_kernel() {
-    if !kernel::available_for_test("differential test of bpf_skb_ecn_set_ce") {
+    if !testkit::kernel_available("differential test of bpf_skb_ecn_set_ce") {
         return;
     }
     let (bytes, h) = hook(kernel::possible_cpus() as u32);

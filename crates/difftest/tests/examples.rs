@@ -3,13 +3,10 @@
 
 use difftest::{Differ, Summary};
 use runtime::{Hook, Image, LoadOptions};
-
-fn kernel_available(what: &str) -> bool {
-    kernel::available_for_test(what)
-}
+use testkit::kernel_available;
 
 fn capture_frames() -> Vec<(u64, Vec<u8>)> {
-    programs::captures()
+    testkit::captures()
         .iter()
         .flat_map(|p| {
             io::PcapSource::open(p)

@@ -113,7 +113,7 @@ fn maps_of_kernel_objects_load_and_stay_empty() {
 
 #[test]
 fn the_kernel_side_loads_them_and_the_difference_is_labelled() {
-    if !kernel::available_for_test("differential test of kernel-object maps") {
+    if !testkit::kernel_available("differential test of kernel-object maps") {
         return;
     }
     let (bytes, h) = hook(kernel::possible_cpus() as u32);

@@ -93,7 +93,7 @@ fn tc_helpers_behave_as_the_kernels() {
 
 #[test]
 fn tc_helpers_agree_with_the_kernel() {
-    if !kernel::available_for_test("differential test of tc helpers") {
+    if !testkit::kernel_available("differential test of tc helpers") {
         return;
     }
     let (bytes, h) = hook(kernel::possible_cpus() as u32);

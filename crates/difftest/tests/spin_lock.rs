@@ -138,7 +138,7 @@ fn user_space_leaves_the_lock_word_alone_in_the_vm() {
 /// program then leaves the same maps.
 #[test]
 fn user_space_and_the_lock_agree_with_the_kernel() {
-    if !kernel::available_for_test("bpf_spin_lock from user space against the kernel") {
+    if !testkit::kernel_available("bpf_spin_lock from user space against the kernel") {
         return;
     }
     let (bytes, h) = hook(kernel::possible_cpus() as u32);

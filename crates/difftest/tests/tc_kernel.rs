@@ -20,25 +20,12 @@ filter add dev vc egress prio 1 protocol all u32 match u16 0x0800 0xffff at -2 a
 filter add dev vd egress prio 1 protocol ip u32 match ip protocol 6 0xff action mirred egress redirect dev ve
 ";
 
-fn root_or_skip() -> bool {
-    if kernel::privileged() {
-        return true;
-    }
-    assert_ne!(
-        std::env::var("SLUICE_REQUIRE_KERNEL").as_deref(),
-        Ok("1"),
-        "tc against the kernel needs root (SLUICE_REQUIRE_KERNEL=1)"
-    );
-    eprintln!("\n**** SKIPPED: needs root (tc against the kernel) ****\n");
-    false
-}
-
 #[test]
 fn u32_and_mirred_count_alike_in_the_kernel_and_in_sluice() {
-    if !root_or_skip() {
+    if !testkit::kernel_available("tc against the kernel") {
         return;
     }
-    let frames: Vec<Vec<u8>> = programs::captures()
+    let frames: Vec<Vec<u8>> = testkit::captures()
         .iter()
         .flat_map(|p| io::PcapSource::open(p).unwrap().filter_map(Result::ok))
         .filter(|f| !matches!(f.link, io::LinkKind::Foreign(_)))

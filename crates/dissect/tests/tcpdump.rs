@@ -12,7 +12,7 @@ mod common;
 
 use common::{flag_sets, tcpdump};
 use dissect::Printer;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Ports over 1023 where tcpdump 4.99 hands the payload to a decoder.
 const APP_PORTS: &[u16] = &[
@@ -22,10 +22,6 @@ const APP_PORTS: &[u16] = &[
     2001, 3000, 3001, 5004, 5005, 6653, 10000, 11003, 1985, 2233, 3544, 4001, 4002, 1719, 3478,
     10001, 3799, 4433, 6784, 49152, 49153, 2104, 4790, 30490,
 ];
-
-fn pcaps() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump")
-}
 
 fn app_port(p: u16) -> bool {
     p < 1024 || APP_PORTS.contains(&p)
@@ -259,7 +255,7 @@ fn lines_match_tcpdump() {
     let mut t = Tally::default();
     for name in CAPTURES {
         for (flags, o) in flag_sets() {
-            compare(&pcaps().join(name), flags, o, true, &mut t);
+            compare(&testkit::capture(name), flags, o, true, &mut t);
         }
     }
     check(&t);
@@ -276,12 +272,7 @@ fn lines_match_tcpdump() {
 #[test]
 #[ignore]
 fn every_shared_capture() {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(pcaps())
-        .expect("shared captures")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().contains(".pcap"))
-        .collect();
-    names.sort();
+    let names = testkit::captures();
     let mut t = Tally::default();
     for path in &names {
         if io::PcapSource::open(path).is_err() {

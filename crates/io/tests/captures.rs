@@ -1,9 +1,6 @@
 //! Every capture of the tcpdump corpus reads without a panic; what we write
 //! reads back the same and tcpdump accepts it.
 
-mod common;
-
-use common::corpus;
 use io::*;
 
 /// Packets tcpdump (libpcap) reads from a capture, when it reads it whole.
@@ -22,7 +19,7 @@ fn tcpdump_count(path: &std::path::Path) -> Option<usize> {
 
 #[test]
 fn the_whole_corpus_reads_as_libpcap_reads_it() {
-    let files = corpus();
+    let files = testkit::captures();
     assert!(
         files.len() >= 400,
         "expected the tcpdump corpus, found {} files",
@@ -94,11 +91,11 @@ fn written_captures_read_back_and_tcpdump_reads_them() {
             .map(|f| (f.data, f.timestamp_ns))
             .collect();
         assert_eq!(back, frames, "{name}");
-        let out = std::process::Command::new("tcpdump")
-            .args(["--count", "-r"])
-            .arg(&path)
-            .output()
-            .expect("tcpdump is installed by the set-up");
+        let out = testkit::tool::output(
+            std::process::Command::new("tcpdump")
+                .args(["--count", "-r"])
+                .arg(&path),
+        );
         assert!(
             out.status.success(),
             "tcpdump on {name}: {}",

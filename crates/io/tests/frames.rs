@@ -112,11 +112,11 @@ fn dot11_data_frames_take_their_addresses_by_to_ds_and_from_ds() {
     }
     // tcpdump names the same source and destination ("SA", "DA").
     let path = pcap(105, &frames);
-    let out = std::process::Command::new("tcpdump")
-        .args(["-nn", "-e", "-r"])
-        .arg(&path)
-        .output()
-        .expect("tcpdump is installed");
+    let out = testkit::tool::output(
+        std::process::Command::new("tcpdump")
+            .args(["-nn", "-e", "-r"])
+            .arg(&path),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), frames.len(), "{text}");

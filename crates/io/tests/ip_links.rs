@@ -4,8 +4,6 @@
 //! made Ethernet is its line for the frame as captured; a frame left as
 //! captured is one tcpdump reads no IP in.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
@@ -39,11 +37,7 @@ fn write_pcap(path: &Path, linktype: u32, data: &[u8]) {
 
 /// tcpdump's text for the one frame of `path`, without a timestamp.
 fn tcpdump_text(path: &Path) -> String {
-    let out = Command::new("tcpdump")
-        .args(["-n", "-t", "-r"])
-        .arg(path)
-        .output()
-        .expect("tcpdump is installed");
+    let out = testkit::tool::output(Command::new("tcpdump").args(["-n", "-t", "-r"]).arg(path));
     String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
@@ -57,7 +51,7 @@ fn ip_over_serial_arcnet_and_juniper_links_reads_as_tcpdump_reads_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let (orig, conv) = (dir.join("orig.pcap"), dir.join("conv.pcap"));
     let (mut converted, mut kept, mut files) = (0, 0, 0);
-    for path in common::corpus() {
+    for path in testkit::captures() {
         let mut src = PcapSource::open(&path).unwrap();
         let mut counted = false;
         while let Some(Ok(frame)) = src.next_raw() {

@@ -135,11 +135,11 @@ fn with_unknown_options(big: bool) -> Vec<u8> {
 }
 
 fn tcpdump(path: &Path) -> String {
-    let out = std::process::Command::new("tcpdump")
-        .args(["-nn", "-tt", "--nano", "-r"])
-        .arg(path)
-        .output()
-        .expect("tcpdump is installed");
+    let out = testkit::tool::output(
+        std::process::Command::new("tcpdump")
+            .args(["-nn", "-tt", "--nano", "-r"])
+            .arg(path),
+    );
     assert!(
         out.status.success(),
         "{}",

@@ -5,14 +5,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::corpus;
 use common::reference::{OldError, OldSource};
 use io::*;
 
+/// A fresh directory `sluice-io-NAME-PID` (testkit's).
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-io-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    testkit::temp_dir(&format!("io-{name}"))
 }
 
 /// What a capture reads as: its frames, and the error that ended it.
@@ -157,7 +155,7 @@ fn is_pcapng(path: &Path) -> bool {
 
 #[test]
 fn the_corpus_reads_through_read_into_as_it_did_before() {
-    let files = corpus();
+    let files = testkit::captures();
     assert!(files.len() >= 400, "found {} captures", files.len());
     let (mut frames, mut errors) = (0, 0);
     for f in &files {

@@ -5,10 +5,11 @@
 
 mod common;
 
-use common::{random_flows, temp_dir, tools_for_test};
+use common::{random_flows, temp_dir};
 use ipfix::nfdump::{Nfcapd, Seen, finished_files, free_udp_port, read_files, seen};
 use ipfix::{UdpExporter, UdpOptions};
 use std::time::{Duration, Instant};
+use testkit::tools_for_test;
 
 const BASE_MS: u64 = 1_770_000_000_000;
 

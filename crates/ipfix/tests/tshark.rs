@@ -7,13 +7,14 @@
 
 mod common;
 
-use common::{random_flows, temp_dir, tools_for_test};
+use common::{random_flows, temp_dir};
 use ipfix::{FileExporter, Flow, UdpExporter, UdpOptions};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use testkit::tools_for_test;
 
 const BASE_MS: u64 = 1_760_000_000_000;
 const IPFIX_PORT: u16 = 4739;
@@ -33,14 +34,14 @@ struct Dissected {
 
 fn tshark(file: &Path, extra: &[&str]) -> (Dissected, String) {
     let run = |format: &[&str]| {
-        let out = Command::new("tshark")
-            .arg("-r")
-            .arg(file)
-            .args(extra)
-            .args(format)
-            .env("TZ", "UTC")
-            .output()
-            .expect("run tshark");
+        let out = testkit::tool::output(
+            Command::new("tshark")
+                .arg("-r")
+                .arg(file)
+                .args(extra)
+                .args(format)
+                .env("TZ", "UTC"),
+        );
         assert!(
             out.status.success(),
             "tshark failed: {}",

@@ -5,9 +5,7 @@
 //! ends happen; a full map is not silent (its packets come out as
 //! one-packet records, counted).
 
-mod common;
-
-use common::captures;
+use testkit::captures;
 
 use monitor::{
     EndReason, Ended, FlowEngine, FlowRunOptions, FlowSummary, TableOptions, account_flows,

@@ -120,19 +120,14 @@ fn check(text: &str) {
         sink.write(&f, ts).unwrap();
     }
     sink.finish().unwrap();
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&pcap)
-        .args([
-            "-T",
-            "fields",
-            "-e",
-            "frame.number",
-            "-e",
-            "tcp.analysis.ack_rtt",
-        ])
-        .output()
-        .expect("tshark runs");
+    let out = testkit::tool::output(Command::new("tshark").args(["-n", "-r"]).arg(&pcap).args([
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "tcp.analysis.ack_rtt",
+    ]));
     std::fs::remove_dir_all(&dir).ok();
     let ts_by_frame: BTreeMap<u64, u64> = ours
         .iter()

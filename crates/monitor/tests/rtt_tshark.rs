@@ -33,14 +33,12 @@
 //! had its initial RTT, i.e. ports reused without tshark starting a new
 //! conversation).
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::captures;
 use monitor::{EbpfRtt, MeterOptions, Method, RttMeter, RttSample, segment};
+use testkit::captures;
 
 /// Per frame: (number, malformed, stream, initial_rtt in ns, time in ns).
 type Dissected = Vec<(u64, bool, Option<u64>, Option<i64>, Option<i64>)>;
@@ -59,29 +57,24 @@ fn seconds_to_ns(s: &str) -> Option<i64> {
 }
 
 fn tshark(path: &std::path::Path) -> Dissected {
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(path)
-        .args([
-            "-T",
-            "fields",
-            "-E",
-            "separator=/t",
-            "-E",
-            "occurrence=f",
-            "-e",
-            "frame.number",
-            "-e",
-            "_ws.malformed",
-            "-e",
-            "tcp.stream",
-            "-e",
-            "tcp.analysis.initial_rtt",
-            "-e",
-            "frame.time_epoch",
-        ])
-        .output()
-        .expect("tshark runs (./dev.sh setup installs it)");
+    let out = testkit::tool::output(Command::new("tshark").args(["-n", "-r"]).arg(path).args([
+        "-T",
+        "fields",
+        "-E",
+        "separator=/t",
+        "-E",
+        "occurrence=f",
+        "-e",
+        "frame.number",
+        "-e",
+        "_ws.malformed",
+        "-e",
+        "tcp.stream",
+        "-e",
+        "tcp.analysis.initial_rtt",
+        "-e",
+        "frame.time_epoch",
+    ]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -160,7 +153,7 @@ fn reference(
 #[test]
 fn handshake_rtts_equal_tsharks_initial_rtt_and_ebpf_agrees() {
     let paths = captures();
-    let dissected: HashMap<PathBuf, Dissected> = common::on_every_capture(tshark);
+    let dissected: HashMap<PathBuf, Dissected> = testkit::on_every_capture(tshark);
     let (mut matched, mut not_applicable, mut zero, mut extras) = (0, 0, 0, 0);
     let mut other_times = 0;
     let mut skipped = Vec::new();

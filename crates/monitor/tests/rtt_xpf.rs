@@ -7,16 +7,14 @@
 //! counters say so), so the probed tables and the reference's hash maps
 //! keep the same entries.
 
-mod common;
-
 use std::sync::atomic::AtomicU64;
 
-use common::captures;
 use monitor::{
     MeterOptions, Method, RttCounters, RttEngine, RttOptions, RttSample, RttSummary, XPF_MAX_SYNS,
     XPF_MAX_TSVALS, XpfRtt, measure_rtt,
 };
 use pipeline::{Capture, Generated, Source};
+use testkit::captures;
 use xpf::XpfEngine;
 
 fn meter() -> MeterOptions {

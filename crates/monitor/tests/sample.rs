@@ -9,16 +9,14 @@
 //! counted, never silent. The sampling fraction over a million packets is
 //! in `tests/sample_rate.rs`.
 
-mod common;
-
 use std::sync::atomic::AtomicU64;
 
-use common::captures;
 use monitor::{
     SampleCounts, SampleEngine, SampleOptions, SampleRecord, SampleSummary, invariants,
     sample_trajectories,
 };
 use pipeline::{Capture, Generated, Packets, Source};
+use testkit::captures;
 use xpf::XpfEngine;
 
 /// The packets of a source, in memory.

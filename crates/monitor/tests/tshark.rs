@@ -8,13 +8,11 @@
 //! totals of a [`FlowTable`] are the sums of tshark's frames. Frames
 //! tshark calls malformed are counted and left out on both sides.
 
-mod common;
-
-use common::captures;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::Command;
+use testkit::captures;
 
 use monitor::{FlowKey, FlowTable, Observed, TableOptions, observe};
 
@@ -201,7 +199,7 @@ fn flows_agree_with_tshark_on_every_capture() {
     let mut disagreements = Vec::new();
     // tshark over every capture, on every core (its start-up dominates).
     let dissected: std::collections::HashMap<PathBuf, Vec<(u64, bool, Option<Observed>)>> =
-        common::on_every_capture(tshark);
+        testkit::on_every_capture(tshark);
     for path in captures() {
         let Ok(mut src) = io::PcapSource::open(&path) else {
             continue;

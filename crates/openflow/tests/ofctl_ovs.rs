@@ -4,9 +4,9 @@
 //! read the same table, priority, cookie, timeouts and flags.
 
 use openflow::{FlowModCommand, flow_flags, format_actions, format_match, parse_flow};
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use testkit::tool::{OVS_OFCTL, run_with_timeout};
 
 const FLOWS: &[&str] = &[
     "tcp,nw_dst=10.0.0.0/8,tp_dst=80,actions=output:2",
@@ -65,59 +65,18 @@ const FLOWS: &[&str] = &[
     "dl_src=aa:bb:cc:dd:ee:ff,dl_dst=ff:ff:ff:ff:ff:ff,arp,arp_tpa=10.0.0.1,actions=NORMAL",
 ];
 
-/// Whether ovs-ofctl is here; without it the test is skipped, unless
-/// SLUICE_REQUIRE_KERNEL=1 asks for every external tool.
-fn have_ovs_ofctl() -> bool {
-    let found = Command::new("sh")
-        .args(["-c", "command -v ovs-ofctl"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!(
-            "SKIPPED ovs-ofctl parse-flow: ovs-ofctl not installed (apt-get install openvswitch-common)"
-        );
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but ovs-ofctl is missing"
-        );
-    }
-    found
-}
-
 /// `ovs-ofctl -O OpenFlow13 parse-flow FLOW`'s flow-mod line after
 /// `ADD `, killed after 10 s.
 fn ovs_parse(flow: &str) -> String {
-    let mut child = Command::new("ovs-ofctl")
-        .args(["-O", "OpenFlow13", "parse-flow", flow])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ovs-ofctl");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for ovs-ofctl") {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("ovs-ofctl parse-flow {flow:?} took over 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(status.success(), "ovs-ofctl rejects {flow:?}: {err}");
+    let out = run_with_timeout(
+        OVS_OFCTL
+            .command()
+            .args(["-O", "OpenFlow13", "parse-flow", flow]),
+        Duration::from_secs(10),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ovs-ofctl rejects {flow:?}: {err}");
+    let out = String::from_utf8_lossy(&out.stdout);
     let line = out
         .lines()
         .find(|l| l.starts_with("OFPT_FLOW_MOD"))
@@ -184,7 +143,7 @@ fn take_apart(text: &str) -> Printed {
 
 #[test]
 fn parse_and_print_agree_with_ovs_ofctl() {
-    if !have_ovs_ofctl() {
+    if !OVS_OFCTL.available("ovs-ofctl parse-flow") {
         return;
     }
     let mut failures = Vec::new();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{have_ovs_ofctl, run_with_timeout};
+use common::have_ovs_ofctl;
 use openflow::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,6 +12,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use testkit::tool::run_with_timeout;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{have_ovs_ofctl, ofp_print};
+use common::have_ovs_ofctl;
 use openflow::*;
+use testkit::tool::ofp_print;
 
 fn has(text: &str, needles: &[&str]) {
     for n in needles {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pipeline::{Batch, Collect, Live, Options, Packets, Port, Route, Shard, Sink, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
+use testkit::Netns;
 
 const VA: &str = "va";
 const VB: &str = "vb";
@@ -25,56 +26,11 @@ fn sh(args: &[&str]) {
     );
 }
 
-/// A network namespace of this test alone, with a veth pair `va`-`vb` up
-/// in it, no IPv6 and no addresses (so only the test's frames cross);
-/// deleted on drop.
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn new(tag: &str) -> Netns {
-        let ns = Netns {
-            name: format!("sluice-live-{}-{tag}", std::process::id()),
-        };
-        sh(&["ip", "netns", "add", &ns.name]);
-        for key in ["all", "default"] {
-            let set = format!("net.ipv6.conf.{key}.disable_ipv6=1");
-            sh(&["ip", "netns", "exec", &ns.name, "sysctl", "-qw", &set]);
-        }
-        sh(&[
-            "ip", "-n", &ns.name, "link", "add", VA, "type", "veth", "peer", "name", VB,
-        ]);
-        sh(&["ip", "-n", &ns.name, "link", "set", VA, "up"]);
-        sh(&["ip", "-n", &ns.name, "link", "set", VB, "up"]);
-        ns
-    }
-
-    /// Runs `f` on a thread inside the namespace (sockets opened there
-    /// stay there).
-    fn run<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                kernel::netdev::enter_netns(&self.name).unwrap();
-                f()
-            })
-            .join()
-            .unwrap()
-        })
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        // The veth pair goes with its namespace.
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
-fn root(what: &str) -> bool {
-    kernel::available_for_test(what)
+/// A network namespace of this test alone (testkit's), with a veth pair
+/// `va`-`vb` up in it, no IPv6 and no addresses (so only the test's frames
+/// cross); deleted on drop.
+fn netns(tag: &str) -> Netns {
+    Netns::with_veth(&format!("live-{tag}"), VA, VB)
 }
 
 /// A stop flag for one test.
@@ -150,29 +106,6 @@ fn send_raw(iface: &str, frames: &[Vec<u8>]) {
     }
 }
 
-/// Frames the veth pair of namespace `ns` dropped: `vb`'s receive and
-/// `va`'s transmit drop counters (`ip netns exec` mounts the namespace's
-/// own /sys).
-fn veth_drops(ns: &str) -> u64 {
-    let count = |dev: &str, counter: &str| {
-        let file = format!("/sys/class/net/{dev}/statistics/{counter}");
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns, "cat", &file])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
-    count(VB, "rx_dropped") + count(VA, "tx_dropped")
-}
-
 /// Reads `live` until `n` frames have come or it ends (its stop flag):
 /// `(seq, timestamp, bytes)` of each.
 fn read(live: &mut Live, n: usize) -> Vec<(u64, u64, Vec<u8>)> {
@@ -194,11 +127,11 @@ fn read(live: &mut Live, n: usize) -> Vec<(u64, u64, Vec<u8>)> {
 
 #[test]
 fn frames_sent_into_one_end_arrive_on_the_other_intact_in_order() {
-    if !root("live source on a veth pair") {
+    if !testkit::kernel_available("live source on a veth pair") {
         return;
     }
-    let ns = Netns::new("rx");
-    ns.run(|| {
+    let ns = netns("rx");
+    ns.enter(|| {
         let stop = flag();
         let mut live = Live::open(VB, Some(stop)).unwrap();
         assert_eq!(live.interface().name, VB);
@@ -215,7 +148,7 @@ fn frames_sent_into_one_end_arrive_on_the_other_intact_in_order() {
         // reads them (its receive buffer full, a veth queue): counted,
         // never lost unseen; what arrives is whole and in order.
         let socket = live.stats().dropped;
-        let veth = veth_drops(&ns.name);
+        let veth = testkit::netns::veth_drops(&ns, VB, VA);
         assert_eq!(
             got.len() as u64 + socket + veth,
             frames.len() as u64,
@@ -259,11 +192,11 @@ fn frames_sent_into_one_end_arrive_on_the_other_intact_in_order() {
 
 #[test]
 fn the_stop_flag_ends_a_waiting_source_within_a_second() {
-    if !root("live source stop") {
+    if !testkit::kernel_available("live source stop") {
         return;
     }
-    let ns = Netns::new("stop");
-    ns.run(|| {
+    let ns = netns("stop");
+    ns.enter(|| {
         let stop = flag();
         let mut live = Live::open(VB, Some(stop)).unwrap();
         stop_after(stop, Duration::from_millis(300));
@@ -285,15 +218,15 @@ fn the_stop_flag_ends_a_waiting_source_within_a_second() {
 
 #[test]
 fn an_interface_that_goes_away_ends_the_source_with_an_error() {
-    if !root("live source losing its interface") {
+    if !testkit::kernel_available("live source losing its interface") {
         return;
     }
-    let ns = Netns::new("gone");
-    ns.run(|| {
+    let ns = netns("gone");
+    ns.enter(|| {
         let stop = flag();
         let mut live = Live::open(VB, Some(stop)).unwrap();
         stop_after(stop, Duration::from_secs(10));
-        let name = ns.name.clone();
+        let name = ns.name().to_string();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
             sh(&["ip", "-n", &name, "link", "del", VA]);
@@ -331,11 +264,11 @@ fn a_missing_interface_is_named_in_the_error() {
 
 #[test]
 fn a_port_sends_frames_intact_and_counts_what_it_could_not() {
-    if !root("port sink on a veth pair") {
+    if !testkit::kernel_available("port sink on a veth pair") {
         return;
     }
-    let ns = Netns::new("tx");
-    ns.run(|| {
+    let ns = netns("tx");
+    ns.enter(|| {
         let stop = flag();
         let mut live = Live::open(VB, Some(stop)).unwrap();
         let port = Port::open(VA).unwrap();
@@ -382,11 +315,11 @@ fn hook(name: &str) -> Hook {
 
 #[test]
 fn a_replay_mirrors_its_passed_packets_to_a_port() {
-    if !root("replay mirrored to a port") {
+    if !testkit::kernel_available("replay mirrored to a port") {
         return;
     }
-    let ns = Netns::new("mirror");
-    ns.run(|| {
+    let ns = netns("mirror");
+    ns.enter(|| {
         let stop = flag();
         let mut live = Live::open(VB, Some(stop)).unwrap();
         let frames: Vec<Vec<u8>> = (0..100).map(frame).collect();
@@ -412,11 +345,11 @@ fn a_replay_mirrors_its_passed_packets_to_a_port() {
 
 #[test]
 fn a_live_replay_on_two_workers_reads_up_to_its_limit_and_forwards() {
-    if !root("live replay") {
+    if !testkit::kernel_available("live replay") {
         return;
     }
-    let ns = Netns::new("fwd");
-    ns.run(|| {
+    let ns = netns("fwd");
+    ns.enter(|| {
         // Frames come in on vb, run through xdp_pass on two workers (a
         // dispatcher, as a live source cannot be forked), and the passed
         // ones leave by vb again, to va: the source does not see them.

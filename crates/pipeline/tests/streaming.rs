@@ -33,10 +33,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
+/// A fresh directory `sluice-pipeline-NAME-PID` (testkit's).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-pipeline-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    testkit::temp_dir(&format!("pipeline-{name}"))
 }
 
 fn hook(name: &str) -> Hook {

@@ -141,7 +141,7 @@ impl Source for ReadOnce {
 fn every_capture_counts_alike() {
     // Every frame every capture holds, as one stream.
     let mut all = Vec::new();
-    for f in &programs::captures() {
+    for f in &testkit::captures() {
         let mut c = Capture::open(f).unwrap();
         let _ = pipeline::for_each_packet(&mut c, None, |info, data| {
             all.push((info.timestamp_ns, data.to_vec()));

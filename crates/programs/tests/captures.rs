@@ -10,7 +10,7 @@ use runtime::*;
 
 fn frames() -> Vec<(String, io::Frame)> {
     let mut out = Vec::new();
-    for f in programs::captures() {
+    for f in testkit::captures() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         for (i, frame) in io::PcapSource::open(&f).unwrap().enumerate() {
             out.push((format!("{name}#{}", i + 1), frame.unwrap()));

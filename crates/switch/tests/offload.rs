@@ -64,13 +64,13 @@ fn exact(frame: &[u8], actions: Vec<DpAction>) -> Megaflow {
 
 #[test]
 fn the_kernel_parser_gives_the_user_space_key_on_every_capture() {
-    if !kernel::available_for_test("XDP fast path parser") {
+    if !testkit::kernel_available("XDP fast path parser") {
         return;
     }
     let offload = XdpOffload::load(&[LO]).unwrap();
     let flows = offload.flows();
     let (mut decided, mut missed) = (0, 0);
-    for path in programs::captures() {
+    for path in testkit::captures() {
         let Ok(source) = io::PcapSource::open(&path) else {
             continue;
         };
@@ -130,7 +130,7 @@ fn udp_frame(dst_port: u16) -> Vec<u8> {
 
 #[test]
 fn kernel_hits_carry_out_the_action_and_count_into_the_megaflow() {
-    if !kernel::available_for_test("XDP fast path actions") {
+    if !testkit::kernel_available("XDP fast path actions") {
         return;
     }
     let offload = XdpOffload::load(&[LO]).unwrap();

@@ -95,7 +95,7 @@ fn start_with(wire: Wire, ports: &[Port]) -> Running {
 fn ofctl(r: &Running, cmd: &str, args: &[&str]) -> (bool, String, String) {
     let mut c = Command::new("ovs-ofctl");
     c.args(["-O", "OpenFlow13", cmd, &r.target]).args(args);
-    let out = common::run_with_timeout(&mut c, Duration::from_secs(20));
+    let out = testkit::tool::run_with_timeout(&mut c, Duration::from_secs(20));
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -426,23 +426,23 @@ fn ip(args: &[&str]) {
     assert!(out.status.success(), "ip {args:?}: {out:?}");
 }
 
-/// A veth end in this namespace (its peer in a namespace of its own),
-/// deleted with its namespace on drop.
+/// A veth end in this namespace (its peer in a namespace of its own,
+/// testkit's), deleted with its namespace on drop. The end stays in the
+/// test's own namespace, not in one made for it, because the switch under
+/// test opens its ports here.
 struct Veth {
-    ns: String,
+    ns: testkit::Netns,
     dev: String,
 }
 
 impl Veth {
     fn new(tag: &str) -> Veth {
         let id = std::process::id() % 100_000;
-        let (ns, dev, peer) = (
-            format!("sl-ofctl-{tag}-{id}"),
-            format!("so{tag}{id}"),
-            format!("sp{tag}{id}"),
-        );
-        ip(&["netns", "add", &ns]);
-        let v = Veth { ns, dev };
+        let (dev, peer) = (format!("so{tag}{id}"), format!("sp{tag}{id}"));
+        let v = Veth {
+            ns: testkit::Netns::new(&format!("ofctl-{tag}")),
+            dev,
+        };
         ip(&[
             "link", "add", &v.dev, "type", "veth", "peer", "name", &peer, "netns", &v.ns,
         ]);
@@ -455,7 +455,6 @@ impl Veth {
 impl Drop for Veth {
     fn drop(&mut self) {
         let _ = Command::new("ip").args(["link", "del", &self.dev]).status();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
     }
 }
 
@@ -465,7 +464,7 @@ impl Drop for Veth {
 #[test]
 fn ovs_ofctl_shows_veth_link_state_and_speed() {
     if !common::have_ovs_ofctl("the ovs-ofctl veth port test")
-        || !common::root_or_skip("the ovs-ofctl veth port test")
+        || !testkit::root_available("the ovs-ofctl veth port test")
     {
         return;
     }

@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use testkit::Scratch;
+
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair,
@@ -75,24 +77,6 @@ fn start(endpoints: &[Endpoint], tls: Option<TlsFiles>) -> Running {
     }
 }
 
-/// A directory of the test's own, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("sluice-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `[prefix...] ovs-ofctl [options] -O OpenFlow13 CMD TARGET ARGS`:
 /// (success, stdout, stderr).
 fn ofctl(
@@ -109,7 +93,7 @@ fn ofctl(
     c.args(options)
         .args(["-O", "OpenFlow13", cmd, target])
         .args(args);
-    let out = common::run_with_timeout(&mut c, Duration::from_secs(20));
+    let out = testkit::tool::run_with_timeout(&mut c, Duration::from_secs(20));
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -126,10 +110,10 @@ fn punix_lets_ovs_ofctl_in_and_other_users_not() {
     if !common::have_ovs_ofctl("the punix channel test") {
         return;
     }
-    let dir = TempDir::new("punix");
+    let dir = Scratch::new("punix");
     // The directory is open to all: the socket's own mode must refuse.
-    std::fs::set_permissions(&dir.0, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = dir.0.join("br0.mgmt");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = dir.join("br0.mgmt");
     let r = start(&[Endpoint::ListenUnix(path.clone())], None);
     let target = format!("unix:{}", path.display());
     let (ok, _, err) = ofctl(
@@ -145,8 +129,8 @@ fn punix_lets_ovs_ofctl_in_and_other_users_not() {
     assert_eq!(flow_lines(&dump).len(), 1, "{dump}");
     assert!(dump.contains("priority=7,tcp actions=output:2"), "{dump}");
 
-    if common::root_or_skip("the punix test's other user (setpriv to uid 65534)")
-        && common::tools_for_test("the punix test's other user", &["setpriv"], &["util-linux"])
+    if testkit::root_available("the punix test's other user (setpriv to uid 65534)")
+        && testkit::tools_for_test("the punix test's other user", &["setpriv"], &["util-linux"])
     {
         let nobody = [
             "setpriv",
@@ -177,18 +161,18 @@ fn punix_lets_ovs_ofctl_in_and_other_users_not() {
 
 /// A CA, and certificates it signs, written as PEM files.
 struct Pki {
-    dir: TempDir,
+    dir: Scratch,
 }
 
 impl Pki {
     fn new(tag: &str) -> Pki {
         Pki {
-            dir: TempDir::new(tag),
+            dir: Scratch::new(tag),
         }
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.0.join(name)
+        self.dir.join(name)
     }
 
     /// A CA `name`: `name-cacert.pem` and its issuer.

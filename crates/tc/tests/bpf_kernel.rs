@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Netns, frames, send};
+use common::{frames, send, two_veths};
 use tc::{Config, Hook, ShowOptions, Skb};
 
 /// A filter line's program part cut at ` id `: the kernel's id, name, tag
@@ -51,7 +51,7 @@ fn qdisc_counts(text: &str) -> (u64, u64) {
 
 #[test]
 fn bpf_agrees_with_the_kernel() {
-    if !common::root_or_skip("cls_bpf against the kernel") {
+    if !testkit::root_available("cls_bpf against the kernel") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("sluice-bpf-kernel-{}", std::process::id()));
@@ -59,7 +59,7 @@ fn bpf_agrees_with_the_kernel() {
     let obj = dir.join("tc_classify.o");
     std::fs::write(&obj, programs::object("tc_classify").expect("built")).unwrap();
     let obj = obj.to_str().unwrap();
-    let ns = Netns::with_veths("bpf");
+    let ns = two_veths("bpf");
     let lines = [
         "qdisc add dev vb clsact".to_string(),
         format!(
@@ -135,7 +135,7 @@ fn bpf_agrees_with_the_kernel() {
         packets += 1;
         drops += u64::from(out.verdict == runtime::TcAction::Shot);
     }
-    send(&ns.0, ns.ifindex("va"), &frames);
+    send(&ns, ns.ifindex("va"), &frames);
     let stats = ns.must(&["tc", "-s", "filter", "show", "dev", "vb", "ingress"]);
     let kernel_packets: Vec<u64> = stats
         .lines()

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::Netns;
+use common::two_veths;
 use tc::{Config, ShowOptions, words};
 
 /// (command after `tc`, whether tc and the kernel take it).
@@ -80,10 +80,10 @@ const COMMANDS: &[(&str, bool)] = &[
 
 #[test]
 fn commands_are_taken_and_refused_as_the_kernel_does() {
-    if !common::root_or_skip("tc command lines against the kernel") {
+    if !testkit::root_available("tc command lines against the kernel") {
         return;
     }
-    let ns = Netns::with_veths("tccmd");
+    let ns = two_veths("tccmd");
     let mut config = Config::default();
     for d in ["va", "vb", "vc", "vd"] {
         config.devices.set(d, ns.ifindex(d));

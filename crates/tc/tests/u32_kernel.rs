@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Netns, frames, send};
+use common::{frames, send, two_veths};
 use tc::{Block, Classifier, ETH_P_ALL, Filter, Skb, U32};
 
 /// (handle, the words after `u32`).
@@ -201,10 +201,10 @@ fn kernel_entries(show: &str) -> Vec<String> {
 
 #[test]
 fn u32_agrees_with_the_kernel() {
-    if !common::root_or_skip("u32 against the kernel") {
+    if !testkit::root_available("u32 against the kernel") {
         return;
     }
-    let ns = Netns::with_veths("u32");
+    let ns = two_veths("u32");
     ns.must(&["tc", "qdisc", "add", "dev", "vb", "clsact"]);
     let tc_add = |handle: Option<&str>, words: &str| -> Result<String, String> {
         let mut a = vec![
@@ -271,7 +271,7 @@ fn u32_agrees_with_the_kernel() {
         let n = skb.len() as u64;
         block.classify(&mut skb, n, &mut actions);
     }
-    send(&ns.0, ns.ifindex("va"), &frames);
+    send(&ns, ns.ifindex("va"), &frames);
     // `tc -s -j` is no JSON once a rule has an offset (6.1 prints a bare
     // string there), so the counters are read from the text.
     let stats = ns.must(&["tc", "-s", "filter", "show", "dev", "vb", "ingress"]);

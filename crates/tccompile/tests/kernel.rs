@@ -12,7 +12,7 @@ use difftest::{Comparison, Differ};
 use runtime::{PacketMeta, Verdict as V};
 
 fn run(program: &str) {
-    if !kernel::available_for_test("tc compile in the kernel") {
+    if !testkit::kernel_available("tc compile in the kernel") {
         return;
     }
     let compiled = compiled();
@@ -97,7 +97,7 @@ fn the_xdp_program_agrees_in_the_kernel() {
 
 #[test]
 fn a_mirror_in_the_tc_program_agrees_in_the_kernel() {
-    if !kernel::available_for_test("tc compile (mirror) in the kernel") {
+    if !testkit::kernel_available("tc compile (mirror) in the kernel") {
         return;
     }
     let mut c = tc::Config::default();

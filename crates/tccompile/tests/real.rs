@@ -13,17 +13,6 @@ use std::process::Command;
 
 use common::*;
 
-/// A namespace of the test's own (deleted however the test ends).
-struct Netns(kernel::netns::Netns);
-
-impl Netns {
-    fn run(&self, args: &[&str]) -> String {
-        self.0
-            .exec(args, None)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-    }
-}
-
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
@@ -48,7 +37,7 @@ fn send(ns: &str, dev: u32, frames: &[Vec<u8>]) {
 
 #[test]
 fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
-    if !kernel::available_for_test("tc compile on a veth") {
+    if !testkit::kernel_available("tc compile on a veth") {
         return;
     }
     if Command::new("bpftool").arg("version").output().is_err() {
@@ -58,13 +47,12 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
     let compiled = compiled();
     let obj = std::env::temp_dir().join(format!("tccompile-real-{}.o", std::process::id()));
     std::fs::write(&obj, &compiled.object).unwrap();
-    let ns = Netns(kernel::netns::Netns::create("tcc").unwrap());
-    ns.0.veth("va", "vb").unwrap();
+    let ns = testkit::Netns::with_veth("tcc", "va", "vb");
     for d in ["va", "vb"] {
-        ns.run(&["ip", "link", "set", d, "mtu", "9000", "up"]);
+        ns.must(&["ip", "link", "set", d, "mtu", "9000", "up"]);
     }
-    ns.run(&["tc", "qdisc", "add", "dev", "va", "clsact"]);
-    ns.run(&[
+    ns.must(&["tc", "qdisc", "add", "dev", "va", "clsact"]);
+    ns.must(&[
         "tc",
         "filter",
         "add",
@@ -87,23 +75,23 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
         .filter(|f| (14..=9014).contains(&f.len()))
         .filter(|f| !(matches!([f[12], f[13]], [0x81, 0x00] | [0x88, 0xa8]) && f.len() < 18))
         .collect();
-    let vb = json(&ns.run(&["ip", "-j", "link", "show", "vb"]))[0]["ifindex"]
+    let vb = json(&ns.must(&["ip", "-j", "link", "show", "vb"]))[0]["ifindex"]
         .as_u64()
         .unwrap() as u32;
-    send(ns.0.name(), vb, &frames);
+    send(&ns, vb, &frames);
     let mut user = config();
     for f in &frames {
         user_space(&mut user, f);
     }
     // The maps, by the program's id.
-    let net = json(&ns.run(&["bpftool", "-j", "net", "show", "dev", "va"]));
+    let net = json(&ns.must(&["bpftool", "-j", "net", "show", "dev", "va"]));
     let id = net[0]["tc"][0]["id"].as_u64().unwrap().to_string();
-    let prog = json(&ns.run(&["bpftool", "-j", "prog", "show", "id", &id]));
+    let prog = json(&ns.must(&["bpftool", "-j", "prog", "show", "id", &id]));
     let mut dumps = std::collections::BTreeMap::new();
     for m in prog["map_ids"].as_array().unwrap() {
         let m = m.as_u64().unwrap().to_string();
-        let info = json(&ns.run(&["bpftool", "-j", "map", "show", "id", &m]));
-        let dump = json(&ns.run(&["bpftool", "-j", "map", "dump", "id", &m]));
+        let info = json(&ns.must(&["bpftool", "-j", "map", "show", "id", &m]));
+        let dump = json(&ns.must(&["bpftool", "-j", "map", "dump", "id", &m]));
         dumps.insert(info["name"].as_str().unwrap().to_string(), dump);
     }
     let counters = tccompile::Counters::read(&compiled.manifest, |name, slot| {

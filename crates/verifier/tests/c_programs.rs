@@ -9,7 +9,7 @@ fn verdicts(name: &str, source: &str, accept: bool) {
     let bytes = programs::compile::compile(name, source);
     let object = obj::Object::parse(&bytes).unwrap();
     let maps = verifier::MapInfo::of_object(&object, &|_| None);
-    let kernel = kernel::available_for_test("kernel verdicts on small C programs");
+    let kernel = testkit::kernel_available("kernel verdicts on small C programs");
     assert!(!object.programs.is_empty());
     for p in &object.programs {
         let ours = verifier::verify(p, &maps, &verifier::Options::default());

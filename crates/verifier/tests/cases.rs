@@ -195,7 +195,7 @@ fn rule_of(file: &str) -> Option<Rule> {
 #[test]
 fn every_case_gets_its_verdict_from_sluice_and_the_kernel() {
     let cases = load_cases();
-    let kernel = kernel::available_for_test("kernel verdicts on the verifier cases");
+    let kernel = testkit::kernel_available("kernel verdicts on the verifier cases");
     let only = std::env::var("CASE").ok();
     let mut failures = Vec::new();
     let mut per_rule: BTreeMap<String, usize> = BTreeMap::new();

@@ -16,7 +16,7 @@ use verifier::randprog;
 
 #[test]
 fn generated_programs_get_the_kernels_verdicts() {
-    if !kernel::available_for_test("generated programs against the kernel's verifier") {
+    if !testkit::kernel_available("generated programs against the kernel's verifier") {
         return;
     }
     let n: u64 = std::env::var("AGREEMENT_PROGRAMS")

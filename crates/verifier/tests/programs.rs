@@ -64,7 +64,7 @@ fn every_program_of_the_project_is_accepted() {
 /// sluice links it.
 #[test]
 fn the_kernel_agrees_on_every_program() {
-    if !kernel::available_for_test("kernel verdicts on the project's programs") {
+    if !testkit::kernel_available("kernel verdicts on the project's programs") {
         return;
     }
     let objects = programs::names()

@@ -235,7 +235,7 @@ fn spin_lock_rules_agree_with_the_kernel() {
     let bytes = programs::compile::compile("spin_rules", SOURCE);
     let object = obj::Object::parse(&bytes).unwrap();
     let maps = verifier::MapInfo::of_object(&object, &|_| None);
-    let kernel = kernel::available_for_test("kernel verdicts on bpf_spin_lock programs");
+    let kernel = testkit::kernel_available("kernel verdicts on bpf_spin_lock programs");
     assert_eq!(object.programs.len(), EXPECTED.len());
     for &(name, message) in EXPECTED {
         let p = object.programs.iter().find(|p| p.name == name).unwrap();

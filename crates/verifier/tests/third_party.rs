@@ -60,7 +60,7 @@ enum Job {
 
 #[test]
 fn third_party_programs_verify_as_in_the_kernel() {
-    let kernel = kernel::available_for_test("kernel verdicts on third-party programs");
+    let kernel = testkit::kernel_available("kernel verdicts on third-party programs");
     let mut jobs: Vec<Job> = programs::thirdparty::xdp_tools_objects()
         .into_iter()
         .map(Job::XdpTools)

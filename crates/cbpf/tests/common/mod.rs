@@ -1,18 +1,13 @@
-//! What the tests share: tcpdump's compilation of expressions, and the
-//! packets of tcpdump's test captures.
+//! What the tests share: tcpdump's compilation of expressions (testkit's
+//! driver), and the packets of tcpdump's test captures (testkit's list).
 #![allow(dead_code)] // each test file uses part of it
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use cbpf::{Insn, parse_decimal};
+use testkit::tool::TCPDUMP;
 
 /// tcpdump's compilation of `expr` for Ethernet, as `-ddd` prints it.
 pub fn compile(expr: &str) -> Vec<Insn> {
-    let out = Command::new("tcpdump")
-        .args(["-y", "EN10MB", "-ddd", expr])
-        .output()
-        .expect("tcpdump runs (./dev.sh setup installs it)");
+    let out = TCPDUMP.output(["-y", "EN10MB", "-ddd", expr]);
     assert!(
         out.status.success(),
         "{expr}: {}",
@@ -101,15 +96,8 @@ pub struct Record {
 
 /// Every packet of every capture of tcpdump's suite, of any link type.
 pub fn records() -> Vec<Record> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the shared captures")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for f in files {
+    for f in testkit::captures() {
         let Ok(mut src) = io::PcapSource::open(&f) else {
             continue;
         };

@@ -1,16 +1,16 @@
-//! What the namespace tests share: a veth pair between two network
-//! namespaces (created by the test, deleted on drop, also when it fails)
-//! and running `sluice` and `ip`.
+//! What the CLI tests share: running `sluice` and `ip`, and what sluice
+//! does on testkit's veth pair between two network namespaces (created
+//! by the test, deleted on drop, also when it fails): attach, send, a
+//! third host, the router example.
 #![allow(dead_code)] // each test file uses part of it
+#![allow(unused_imports)] // each test file uses part of testkit's too
 
 use std::path::PathBuf;
 use std::process::Command;
 
-pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
+pub use testkit::{Netns, captures, kernel_available, object_path, root_available};
 
-pub fn kernel_available(what: &str) -> bool {
-    kernel::available_for_test(what)
-}
+pub const SLUICE: &str = env!("CARGO_BIN_EXE_sluice");
 
 /// Runs `cmd` to success; its stdout.
 fn output_of(mut cmd: Command, what: &str) -> String {
@@ -50,8 +50,8 @@ pub fn spawn_sluice(ns: &str, args: &[&str]) -> std::process::Child {
 /// Two namespaces, `a` sending from `va`, `b` receiving on `vb`; all of it
 /// (and the pin directory) goes away on drop.
 pub struct Pair {
-    pub a: String,
-    pub b: String,
+    pub a: Netns,
+    pub b: Netns,
     pub pins: PathBuf,
 }
 
@@ -80,63 +80,13 @@ impl Pair {
 
     /// A pair whose veth ends have `queues` RX and TX queues each.
     pub fn with_queues(tag: &str, queues: u32) -> Pair {
+        let testkit::Pair { a, b } = testkit::Pair::with_queues(&format!("t{tag}"), VA, VB, queues);
         let id = std::process::id();
-        let pair = Pair {
-            a: format!("slt{id}{tag}a"),
-            b: format!("slt{id}{tag}b"),
+        Pair {
+            a,
+            b,
             pins: PathBuf::from(format!("/sys/fs/bpf/sluice-test-{id}-{tag}")),
-        };
-        sh(&["ip", "netns", "add", &pair.a]);
-        sh(&["ip", "netns", "add", &pair.b]);
-        let q = queues.to_string();
-        sh(&[
-            "ip",
-            "link",
-            "add",
-            VA,
-            "netns",
-            &pair.a,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            VB,
-            "netns",
-            &pair.b,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-        ]);
-        // No IPv6 (router solicitations, DAD) and no addresses (ARP): only
-        // the test's own frames cross the link.
-        for ns in [&pair.a, &pair.b] {
-            sh(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-            ]);
-            sh(&[
-                "ip",
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ]);
         }
-        sh(&["ip", "-n", &pair.a, "link", "set", VA, "up"]);
-        sh(&["ip", "-n", &pair.b, "link", "set", VB, "up"]);
-        pair
     }
 
     pub fn pin(&self, name: &str) -> String {
@@ -171,41 +121,10 @@ impl Pair {
 
 impl Drop for Pair {
     fn drop(&mut self) {
-        // Deleting a namespace deletes its veth end, which takes the peer,
-        // the XDP programs and the qdiscs with it.
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        // The namespaces go next (their fields): deleting one deletes its
+        // veth end, which takes the peer, the XDP programs and the qdiscs
+        // with it.
         let _ = std::fs::remove_dir_all(&self.pins);
-    }
-}
-
-pub fn object_path(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../target/bpf/{name}.o"))
-        .display()
-        .to_string()
-}
-
-/// Every capture of tcpdump's test suite (`../shared/pcaps/tcpdump`), sorted.
-pub fn captures() -> Vec<std::path::PathBuf> {
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    v.sort();
-    v
-}
-
-/// A namespace of a test, deleted on drop.
-pub struct Netns(pub String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
     }
 }
 
@@ -213,14 +132,8 @@ impl Pair {
     /// A third host C behind b: namespace C with `sl_c`, the peer of a new
     /// veth `sl_b2` in b, both up. Returns C and `sl_b2`'s index in b.
     pub fn third_host(&self, tag: &str) -> (Netns, u32) {
-        let c = Netns(format!("slt{}{tag}c", std::process::id()));
-        sh(&["ip", "netns", "add", &c.0]);
-        sh(&[
-            "ip", "link", "add", "sl_b2", "netns", &self.b, "type", "veth", "peer", "name", "sl_c",
-            "netns", &c.0,
-        ]);
-        sh(&["ip", "-n", &self.b, "link", "set", "sl_b2", "up"]);
-        sh(&["ip", "-n", &c.0, "link", "set", "sl_c", "up"]);
+        let c = Netns::new(&format!("t{tag}c"));
+        self.b.veth_to("sl_b2", &c, "sl_c", None);
         let link = sh(&["ip", "-n", &self.b, "-o", "link", "show", "sl_b2"]);
         let index = link.split(':').next().unwrap().trim().parse().unwrap();
         (c, index)
@@ -252,19 +165,4 @@ impl Pair {
         args.extend(extra);
         spawn_sluice(&self.b, &args)
     }
-}
-
-/// Whether this test runs as root. When not, the skip is loud, and a
-/// failure under `SLUICE_REQUIRE_KERNEL=1` (CI).
-pub fn root_available(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("SKIPPED {what}: needs root");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not root"
-        );
-    }
-    root
 }

@@ -1,20 +1,13 @@
 //! What the datapath's fault and soak tests share: what the kernel says
-//! about a namespace (XDP programs attached, AF_XDP sockets open, a veth's
-//! per-queue XDP counters) and about a process (its memory).
+//! about a namespace (XDP programs attached, AF_XDP sockets open; a veth's
+//! counters are testkit's) and about a process (its memory).
 #![allow(dead_code)] // each test file uses part of it
+#![allow(unused_imports)] // each test file uses part of testkit's too
 
-use std::collections::BTreeMap;
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// Runs `ip netns exec NS CMD...`; its output, whatever the status.
-pub fn in_ns(ns: &str, cmd: &[&str]) -> Output {
-    Command::new("ip")
-        .args(["netns", "exec", ns])
-        .args(cmd)
-        .output()
-        .unwrap()
-}
+pub use testkit::netns::{dev_stat, in_ns, queue_sum, veth_stats, xmit_refused};
 
 /// The XDP programs `bpftool net` shows in `ns`: (device, program id).
 pub fn xdp_attached(ns: &str) -> Vec<(String, u64)> {
@@ -85,19 +78,6 @@ pub fn xdp_sockets(ns: &str) -> u64 {
         .find(|l| l.split_whitespace().next() == Some("XDP"))
         .unwrap_or_else(|| panic!("no XDP line in /proc/net/protocols of {ns}: {text}"));
     line.split_whitespace().nth(2).unwrap().parse().unwrap()
-}
-
-/// A veth end's counters (`ethtool -S`): name to value.
-pub fn veth_stats(ns: &str, dev: &str) -> BTreeMap<String, u64> {
-    let out = in_ns(ns, &["ethtool", "-S", dev]);
-    assert!(out.status.success(), "ethtool -S {dev} in {ns}: {out:?}");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            Some((k.trim().to_string(), v.trim().parse().ok()?))
-        })
-        .collect()
 }
 
 /// The entries of the BPF file system's top directory.
@@ -176,40 +156,6 @@ pub fn assert_one_verdict_each(port: &serde_json::Value) {
         sum,
         "rx is not the sum of the verdicts: {port}"
     );
-}
-
-/// The sum over a veth end's queues of its `ethtool -S` counter
-/// `{prefix}N{suffix}` (`tx_queue_`, `_xdp_xmit_errors`).
-pub fn queue_sum(ns: &str, dev: &str, prefix: &str, suffix: &str) -> u64 {
-    veth_stats(ns, dev)
-        .iter()
-        .filter(|(k, _)| {
-            k.strip_prefix(prefix)
-                .and_then(|r| r.strip_suffix(suffix))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .map(|(_, v)| v)
-        .sum()
-}
-
-/// Frames sent into veth end `dev` as XDP frames (`sluice gen --method
-/// live` redirects them there) that its peer refused because the peer's
-/// XDP ring was full: the kernel's `tx_queue_N_xdp_xmit_errors`.
-pub fn xmit_refused(ns: &str, dev: &str) -> u64 {
-    queue_sum(ns, dev, "tx_queue_", "_xdp_xmit_errors")
-}
-
-/// Counter `name` of `/sys/class/net/DEV/statistics` in `ns`
-/// (`tx_dropped`: frames a veth end could not hand to its peer).
-pub fn dev_stat(ns: &str, dev: &str, name: &str) -> u64 {
-    let out = in_ns(
-        ns,
-        &["cat", &format!("/sys/class/net/{dev}/statistics/{name}")],
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("{name} of {dev} in {ns}: {out:?}"))
 }
 
 /// Frames an AF_XDP socket's kernel side dropped (sluice's JSON `kernel`

@@ -1,9 +1,10 @@
-//! Running tcpdump for the comparisons: its output cut into one record
-//! per packet, and the flag sets with the options that mirror them.
+//! Running tcpdump (testkit's driver) for the comparisons: its output cut
+//! into one record per packet, and the flag sets with the options that
+//! mirror them.
 
 use dissect::{Hex, Options, TimeFormat};
 use std::path::Path;
-use std::process::Command;
+use testkit::tool::{TCPDUMP, output};
 
 /// Whether `line` begins with the timestamp `flags` ask for (`-t`: none,
 /// so any line not indented as a continuation).
@@ -35,14 +36,15 @@ pub fn starts_record(line: &str, flags: &[&str]) -> bool {
 /// tcpdump's output for a capture, one record (its line and the lines
 /// that continue it) per packet.
 pub fn tcpdump(file: &Path, flags: &[&str]) -> Vec<String> {
-    let out = Command::new("tcpdump")
-        .env("TZ", "UTC")
-        .arg("-n")
-        .args(flags)
-        .arg("-r")
-        .arg(file)
-        .output()
-        .expect("tcpdump runs");
+    let out = output(
+        TCPDUMP
+            .command()
+            .env("TZ", "UTC")
+            .arg("-n")
+            .args(flags)
+            .arg("-r")
+            .arg(file),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let mut records: Vec<String> = Vec::new();
     for line in text.lines() {

@@ -1,9 +1,9 @@
-//! Shared by the tests: random flows and the external tools.
+//! Shared by the tests: random flows; the external tools and scratch
+//! directories are testkit's.
 #![allow(dead_code)]
 
 use ipfix::{EndReason, Flow};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::process::Command;
 
 /// SplitMix64: reproducible random numbers without a dependency.
 pub struct Rng(pub u64);
@@ -87,48 +87,8 @@ pub fn random_flows(seed: u64, n: usize, base_ms: u64) -> Vec<Flow> {
     (0..n).map(|_| random_flow(&mut rng, base_ms)).collect()
 }
 
-/// Whether every program in `bins` runs (`-v`/`-V`/`-h` are not uniform,
-/// so look on PATH); if not, try to install `packages` through apt-get.
-/// Skips loudly when they are still missing, and fails instead under
-/// `SLUICE_REQUIRE_KERNEL=1`, as the kernel tests do.
-pub fn tools_for_test(what: &str, bins: &[&str], packages: &[&str]) -> bool {
-    let have = |b: &&str| {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {b}"))
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    };
-    if !bins.iter().all(have) {
-        let _ = Command::new("apt-get")
-            .args(["-o", "DPkg::Lock::Timeout=300", "install", "-y", "-q"])
-            .arg("--no-install-recommends")
-            .args(packages)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status();
-    }
-    let missing: Vec<&str> = bins.iter().filter(|b| !have(b)).copied().collect();
-    if missing.is_empty() {
-        return true;
-    }
-    eprintln!(
-        "SKIPPED {what}: {} not installed (apt-get install {})",
-        missing.join(", "),
-        packages.join(" ")
-    );
-    assert!(
-        std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-        "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: {} missing",
-        missing.join(", ")
-    );
-    false
-}
-
-/// A fresh directory under the system's temporary directory.
+/// A fresh directory `sluice-ipfix-NAME-PID` under the system's temporary
+/// directory.
 pub fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("sluice-ipfix-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create a temporary directory");
-    dir
+    testkit::temp_dir(&format!("ipfix-{name}"))
 }

@@ -62,24 +62,6 @@ pub fn ipv4_checksum_ok(hdr: &[u8]) -> bool {
 #[allow(unused_imports)] // not every test binary compiles C
 pub use programs::compile::{compile, compile_with};
 
-/// Whether a test may use the kernel (it needs root). When it cannot, the
-/// skip is loud, and a failure under `SLUICE_REQUIRE_KERNEL=1` (CI).
-pub fn kernel_available(what: &str) -> bool {
-    unsafe extern "C" {
-        fn geteuid() -> u32;
-    }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { geteuid() } == 0;
-    if !root {
-        eprintln!("SKIPPED {what}: needs root");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not root"
-        );
-    }
-    root
-}
-
 /// An example with the kernel's header structs marked
 /// `preserve_access_index`, as programs built on vmlinux.h have them: each
 /// access to a context or header field becomes a CO-RE relocation.
@@ -97,9 +79,10 @@ pub fn core_variant(name: &str) -> String {
     )
 }
 
-/// Every frame of every capture in ../shared/pcaps/tcpdump, in file order.
+/// Every frame of every capture of tcpdump's suite (testkit's list), in
+/// file order.
 pub fn capture_frames() -> Vec<io::Frame> {
-    programs::captures()
+    testkit::captures()
         .iter()
         .flat_map(|p| {
             io::PcapSource::open(p)

@@ -1,79 +1,17 @@
-//! What the kernel tests share: a network namespace of the test's own,
-//! varied frames, and sending them into a veth.
+//! What the kernel tests share: a network namespace of the test's own
+//! with two veth pairs (testkit's), varied frames, and sending them into
+//! a veth.
 #![allow(dead_code)]
 
-use std::process::Command;
+use testkit::Netns;
 
-/// Deletes the namespace however the test ends.
-pub struct Netns(pub String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-/// Whether the test may run: root, or else a loud skip (a failure with
-/// SLUICE_REQUIRE_KERNEL=1).
-pub fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() == Ok("1") {
-        panic!("{what} needs root (SLUICE_REQUIRE_KERNEL=1)");
-    }
-    eprintln!("\n**** SKIPPED: needs root ({what}) ****\n");
-    false
-}
-
-impl Netns {
-    /// A namespace `sluice-TAG-PID` with two veth pairs up, va-vb and
-    /// vc-vd, and no IPv6 (no router solicitations among the frames).
-    pub fn with_veths(tag: &str) -> Netns {
-        let ns = Netns(format!("sluice-{tag}-{}", std::process::id()));
-        let ok = Command::new("ip")
-            .args(["netns", "add", &ns.0])
-            .status()
-            .unwrap();
-        assert!(ok.success(), "ip netns add");
-        ns.must(&[
-            "sysctl",
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ]);
-        for (a, b) in [("va", "vb"), ("vc", "vd")] {
-            ns.must(&["ip", "link", "add", a, "type", "veth", "peer", "name", b]);
-        }
-        for d in ["va", "vb", "vc", "vd"] {
-            ns.must(&["ip", "link", "set", d, "up"]);
-        }
-        ns
-    }
-
-    pub fn run(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.0])
-            .args(args)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
-    }
-
-    pub fn must(&self, args: &[&str]) -> String {
-        self.run(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-    }
-
-    pub fn ifindex(&self, dev: &str) -> u32 {
-        let j: serde_json::Value =
-            serde_json::from_str(&self.must(&["ip", "-j", "link", "show", dev])).unwrap();
-        j[0]["ifindex"].as_u64().unwrap() as u32
-    }
+/// A namespace `sluice-TAG-PID` with two veth pairs up, va-vb and vc-vd
+/// (testkit's namespace: no IPv6, so no router solicitations among the
+/// frames).
+pub fn two_veths(tag: &str) -> Netns {
+    let ns = Netns::with_veth(tag, "va", "vb");
+    ns.veth("vc", "vd");
+    ns
 }
 
 /// A deterministic generator.

@@ -2,8 +2,6 @@
 //! of every capture, and the user-space chain's answer for each.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
 use runtime::TcAction;
 use tc::{Config, Hook, ShowOptions, Skb};
 
@@ -69,15 +67,8 @@ pub fn config() -> Config {
 /// bytes are a packet to classify (the point is that the user-space chain
 /// and the compiled program agree on them, malformed or not).
 pub fn frames() -> Vec<Vec<u8>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/pcaps/tcpdump");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
-        .collect();
-    files.sort();
     let mut out = Vec::new();
-    for f in files {
+    for f in testkit::captures() {
         let Ok(mut src) = io::PcapSource::open(&f) else {
             continue;
         };
