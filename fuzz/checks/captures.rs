@@ -9,7 +9,7 @@ const LINKTYPES: [u32; 9] = [0, 101, 105, 113, 119, 127, 163, 276, 9];
 
 pub fn check(data: &[u8]) {
     let reader = Box::new(std::io::Cursor::new(data.to_vec()));
-    let Ok(mut src) = io::PcapSource::from_reader(Path::new("fuzz"), reader) else {
+    let Ok(mut src) = capture::PcapSource::from_reader(Path::new("fuzz"), reader) else {
         return;
     };
     let mut buf = Vec::new();
@@ -34,11 +34,11 @@ pub fn check(data: &[u8]) {
         }
     }
     // (`src.count()` would be `Iterator::count`.)
-    assert_eq!(io::PcapSource::count(&src), frames);
+    assert_eq!(capture::PcapSource::count(&src), frames);
     // The conversions on the whole input as one record.
     for lt in LINKTYPES {
-        let (out, kind) = io::to_ethernet(lt, data);
-        if kind == io::LinkKind::Foreign(lt) {
+        let (out, kind) = capture::to_ethernet(lt, data);
+        if kind == capture::LinkKind::Foreign(lt) {
             assert_eq!(out, data);
         }
     }

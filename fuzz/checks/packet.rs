@@ -1,7 +1,7 @@
 //! Any bytes as a frame, through every reader of frames outside the VM:
 //! flow accounting's `monitor::observe`, the switch's flow-key extraction
 //! (`switch::flow::extract`), tc's skb and flower dissector, and the
-//! link-type conversions of `io::to_ethernet` before them. None panics; the
+//! link-type conversions of `capture::to_ethernet` before them. None panics; the
 //! layer offsets extraction reports lie inside the frame (the transport
 //! one after the network one); an observed datagram's ports are zero for
 //! protocols without ports; a frame's key does not depend on the port it
@@ -17,7 +17,7 @@ pub fn check(data: &[u8]) {
     };
     frame(rest);
     let lt = LINKTYPES[usize::from(sel) % LINKTYPES.len()];
-    let (eth, _) = io::to_ethernet(lt, rest);
+    let (eth, _) = capture::to_ethernet(lt, rest);
     frame(&eth);
 }
 

@@ -7,7 +7,7 @@
 //! out: objects have their own target (`elf`), and reading a file the
 //! input names would make the run depend on the machine.
 
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 const SHOW: ShowOptions = ShowOptions {
     stats: true,
@@ -85,7 +85,7 @@ pub fn check(data: &[u8]) {
     }
     for d in &devs {
         for f in frames() {
-            for hook in [Hook::Ingress, Hook::Egress] {
+            for hook in [ClsactHook::Ingress, ClsactHook::Egress] {
                 let mut skb = Skb::from_frame(&f, 1);
                 let _ = c.classify(d, hook, &mut skb);
             }

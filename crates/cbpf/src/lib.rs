@@ -22,7 +22,7 @@
 //! ```
 
 mod asm;
-mod capture;
+mod capture_filter;
 mod check;
 mod engine;
 mod expr;
@@ -33,7 +33,7 @@ mod to_ebpf;
 pub mod xpf;
 
 pub use asm::{AsmError, assemble};
-pub use capture::{
+pub use capture_filter::{
     FilterError, FilterOptions, FilterSummary, Matched, filter_capture, filter_capture_each,
 };
 pub use check::{CheckError, check, known_opcode};

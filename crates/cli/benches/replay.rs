@@ -72,7 +72,7 @@ fn main() {
     let obj = dir.join("xdp_count.o");
     std::fs::write(&obj, programs::object("xdp_count").expect("the example")).expect("object");
     let pcap = dir.join("big.pcap");
-    let mut sink = io::PcapSink::create(&pcap).expect("the capture");
+    let mut sink = capture::PcapSink::create(&pcap).expect("the capture");
     let spec = format!("udp,flows=1000,size=64,count={packets},dport=53");
     for (ts, p) in packet::GenSpec::parse(&spec).expect("spec").packets() {
         sink.write(&p, ts).expect("writing the capture");

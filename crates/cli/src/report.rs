@@ -25,7 +25,7 @@ pub fn outputs_on_stdout<'a>(
     let n = outputs
         .into_iter()
         .flatten()
-        .filter(|p| io::is_stdout(p))
+        .filter(|p| capture::is_stdout(p))
         .count();
     if n > 1 {
         return Err("only one output can be standard output (-)".into());

@@ -64,7 +64,7 @@ fn capture_writes_only_what_the_kernel_filter_accepts() {
     assert_eq!(v["captured"], 12, "{v}");
     assert_eq!(v["expression"], "udp port 53");
     assert!(v["kernel_drops"].is_u64());
-    let frames: Vec<Vec<u8>> = io::PcapSource::open(&file)
+    let frames: Vec<Vec<u8>> = capture::PcapSource::open(&file)
         .unwrap()
         .map(|f| f.unwrap().data)
         .collect();
@@ -107,7 +107,7 @@ fn packet_sockets(ns: &str) -> usize {
 
 /// The frames of a capture file.
 fn frames_of(path: &std::path::Path) -> Vec<Vec<u8>> {
-    io::PcapSource::open(path)
+    capture::PcapSource::open(path)
         .unwrap()
         .map(|f| f.unwrap().data)
         .collect()

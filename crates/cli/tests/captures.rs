@@ -176,7 +176,7 @@ fn a_100000_byte_frame_goes_through_whole() {
             .unwrap());
         assert_eq!(v["verdicts"]["PASS"], 2, "{v}");
         assert_eq!(v["errors"], 0);
-        let back: Vec<_> = io::PcapSource::open(&out)
+        let back: Vec<_> = capture::PcapSource::open(&out)
             .unwrap()
             .map(|f| f.unwrap())
             .collect();

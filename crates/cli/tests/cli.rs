@@ -338,7 +338,7 @@ fn run_replays_a_capture_and_writes_outputs() {
     let dir = scratch("run");
     // A capture of four frames: three UDP, one TCP.
     let input = dir.join("in.pcap");
-    let mut sink = io::PcapSink::create(&input).unwrap();
+    let mut sink = capture::PcapSink::create(&input).unwrap();
     for (i, sport) in [1000u16, 1001, 1002].iter().enumerate() {
         sink.write(
             &packet::Builder::udp("10.0.0.1", "10.0.0.2", *sport, 53).build(),
@@ -662,7 +662,7 @@ fn run_stopped_by_sigint_reports_and_leaves_complete_outputs() {
     assert!(packets > 0 && packets < 500_000_000, "{v}");
     // Every passed packet is in the output, which ends on a whole record.
     let mut read = 0u64;
-    for f in io::PcapSource::open(&out).unwrap() {
+    for f in capture::PcapSource::open(&out).unwrap() {
         f.unwrap();
         read += 1;
     }

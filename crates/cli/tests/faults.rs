@@ -98,7 +98,7 @@ fn ddos(pcap: &str, pass: &Path, drop: &Path, extra: &[&str]) -> Command {
 /// Packets in a capture, read by our reader: every record whole.
 fn our_count(path: &Path) -> u64 {
     let mut n = 0;
-    for f in io::PcapSource::open(path).unwrap_or_else(|e| panic!("{e}")) {
+    for f in capture::PcapSource::open(path).unwrap_or_else(|e| panic!("{e}")) {
         f.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         n += 1;
     }

@@ -14,7 +14,7 @@ const EXPRESSIONS: &[&str] = &["tcp", "udp port 53 or icmp", "ip6", "not ip", "l
 
 /// `(timestamp, bytes)` of every packet of a capture, as read back.
 fn packets(path: &Path) -> Vec<(u64, Vec<u8>)> {
-    let mut src = io::PcapSource::open(path).unwrap();
+    let mut src = capture::PcapSource::open(path).unwrap();
     let mut v = Vec::new();
     while let Some(Ok(f)) = src.next_raw() {
         v.push((f.timestamp_ns / 1000, f.data.to_vec()));

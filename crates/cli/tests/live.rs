@@ -48,7 +48,7 @@ fn report(out: &Output) -> serde_json::Value {
 }
 
 fn frames_in(path: &std::path::Path) -> Vec<Vec<u8>> {
-    io::PcapSource::open(path)
+    capture::PcapSource::open(path)
         .unwrap()
         .map(|f| f.unwrap().data)
         .collect()

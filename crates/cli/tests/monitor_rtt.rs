@@ -314,11 +314,11 @@ fn a_capture_out_of_time_order_is_told() {
         "--out-pass",
         sorted.to_str().unwrap(),
     ]);
-    let frames: Vec<_> = io::PcapSource::open(&sorted)
+    let frames: Vec<_> = capture::PcapSource::open(&sorted)
         .unwrap()
         .map(|f| f.unwrap())
         .collect();
-    let mut out = io::PcapSink::create(&reversed).unwrap();
+    let mut out = capture::PcapSink::create(&reversed).unwrap();
     for f in frames.iter().rev() {
         out.write(&f.data, f.timestamp_ns).unwrap();
     }

@@ -163,7 +163,7 @@ fn batch_devices_counters_and_help_as_tc() {
 }
 
 fn frames(path: &std::path::Path) -> Vec<Vec<u8>> {
-    io::PcapSource::open(path)
+    capture::PcapSource::open(path)
         .unwrap()
         .map(|f| f.unwrap().data)
         .collect()

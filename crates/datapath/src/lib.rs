@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use io::xsk::{BoundMode, PoolKind, Xsk, XskConfig, XskError, XskStats};
+use capture::xsk::{BoundMode, PoolKind, Xsk, XskConfig, XskError, XskStats};
 use kernel::attach::XdpMode;
 
 pub use meta::{FrameMeta, MetaKind};

@@ -7,7 +7,7 @@
 
 use std::str::FromStr;
 
-use io::xsk::Xsk;
+use capture::xsk::Xsk;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum MetaKind {

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use pipeline::Route;
 use std::time::{Duration, Instant};
 
-use io::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig, XskError, XskStats};
+use capture::xsk::{BoundMode, PoolKind, XdpDesc, Xsk, XskConfig, XskError, XskStats};
 use kernel::attach::XdpMode;
 use runtime::{PacketHook, PacketMeta, RedirectTarget, TcAction, Verdict};
 use slot::Slot;

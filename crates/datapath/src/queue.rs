@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use std::sync::Mutex;
 
-use io::xsk::{FramePool, PoolKind, XdpDesc, Xsk, XskError};
+use capture::xsk::{FramePool, PoolKind, XdpDesc, Xsk, XskError};
 
 use crate::meta::{FrameMeta, MetaKind, MetaStore};
 use crate::{App, Counters, DatapathError};

@@ -14,8 +14,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use io::LinkKind;
-use io::xsk::{BoundMode, XdpDesc, Xsk, XskConfig};
+use capture::LinkKind;
+use capture::xsk::{BoundMode, XdpDesc, Xsk, XskConfig};
 use kernel::attach::XdpMode;
 use pipeline::{BATCH, Batch, Source, SourceError};
 
@@ -53,7 +53,7 @@ impl XskSource {
         mode: XdpMode,
         stop: Option<&'static AtomicBool>,
     ) -> Result<XskSource, DatapathError> {
-        let queues = io::xsk::queue_count(dev).unwrap_or(1);
+        let queues = capture::xsk::queue_count(dev).unwrap_or(1);
         // Receive-only: as many frames as the FILL ring holds, all in it.
         let config = XskConfig {
             frame_count: 2048,

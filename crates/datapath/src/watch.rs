@@ -44,7 +44,10 @@ impl Watch {
 
     /// Why the port is gone, if it is (and then it is marked gone).
     pub fn check(&self) -> Option<String> {
-        let socket = self.fds.iter().find_map(|&fd| io::xsk::socket_error(fd));
+        let socket = self
+            .fds
+            .iter()
+            .find_map(|&fd| capture::xsk::socket_error(fd));
         let cause = match (ifname(self.ifindex), socket) {
             (None, e) => Some(format!(
                 "the interface was deleted or left the namespace{}",

@@ -16,7 +16,7 @@ use kernel::netns::Netns;
 use kernel::tc::peer;
 use runtime::{PacketHook, PacketMeta, TcAction, Verdict};
 use serde::Serialize;
-use tc::{Config, Hook, Runner, ShowOptions};
+use tc::{ClsactHook, Config, Runner, ShowOptions};
 
 /// Frames sent before a pause, and the pause: the veth peer's backlog
 /// (`netdev_max_backlog`) must not overflow, or the kernel would never see
@@ -88,7 +88,12 @@ impl TcDiff {
 
 /// Runs `frames` into `dev`'s `hook` under the configuration `lines` (tc
 /// command lines, as `sluice tc` keeps them), in the kernel and in sluice.
-pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result<TcDiff, String> {
+pub fn tc_diff(
+    lines: &str,
+    dev: &str,
+    hook: ClsactHook,
+    frames: &[Vec<u8>],
+) -> Result<TcDiff, String> {
     if !kernel::privileged() {
         return Err("comparing with the kernel's tc needs root (network namespaces, tc)".into());
     }
@@ -131,8 +136,8 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
     kernel::tc::batch(&ns, lines).map_err(|e| e.to_string())?;
 
     let sender = match hook {
-        Hook::Ingress => peer(dev),
-        Hook::Egress => dev.to_string(),
+        ClsactHook::Ingress => peer(dev),
+        ClsactHook::Egress => dev.to_string(),
     };
     let sender = ns.ifindex(&sender).map_err(|e| e.to_string())?;
     let sent = send(ns.name(), sender, frames, mtu)?;
@@ -152,7 +157,7 @@ pub fn tc_diff(lines: &str, dev: &str, hook: Hook, frames: &[Vec<u8>]) -> Result
     let mut config = runner.into_config();
     let mut hooks = Vec::new();
     for (d, _) in probe.qdiscs() {
-        for h in [Hook::Ingress, Hook::Egress] {
+        for h in [ClsactHook::Ingress, ClsactHook::Egress] {
             let words = ["filter", "show", "dev", d, h.name()];
             let sluice = config.run(
                 &words,
@@ -279,7 +284,7 @@ fn counters(show: &str) -> Vec<(String, Count)> {
     out
 }
 
-fn hook_diff(dev: &str, hook: Hook, kernel: &str, sluice: &str) -> HookDiff {
+fn hook_diff(dev: &str, hook: ClsactHook, kernel: &str, sluice: &str) -> HookDiff {
     let (k, s) = (counters(kernel), counters(sluice));
     let n = k.len().max(s.len());
     let counters = (0..n)

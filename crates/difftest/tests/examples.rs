@@ -9,7 +9,7 @@ fn capture_frames() -> Vec<(u64, Vec<u8>)> {
     testkit::captures()
         .iter()
         .flat_map(|p| {
-            io::PcapSource::open(p)
+            capture::PcapSource::open(p)
                 .unwrap()
                 .map(|f| f.unwrap())
                 .map(|f| (f.timestamp_ns, f.data))

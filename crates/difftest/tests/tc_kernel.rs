@@ -5,7 +5,7 @@
 //! without, unless SLUICE_REQUIRE_KERNEL=1, then fails).
 
 use difftest::tc::tc_diff;
-use tc::Hook;
+use tc::ClsactHook;
 
 const LINES: &str = "\
 qdisc add dev vb clsact
@@ -27,11 +27,11 @@ fn u32_and_mirred_count_alike_in_the_kernel_and_in_sluice() {
     }
     let frames: Vec<Vec<u8>> = testkit::captures()
         .iter()
-        .flat_map(|p| io::PcapSource::open(p).unwrap().filter_map(Result::ok))
-        .filter(|f| !matches!(f.link, io::LinkKind::Foreign(_)))
+        .flat_map(|p| capture::PcapSource::open(p).unwrap().filter_map(Result::ok))
+        .filter(|f| !matches!(f.link, capture::LinkKind::Foreign(_)))
         .map(|f| f.data)
         .collect();
-    let d = tc_diff(LINES, "vb", Hook::Ingress, &frames).unwrap();
+    let d = tc_diff(LINES, "vb", ClsactHook::Ingress, &frames).unwrap();
     for (h, c) in d.differing() {
         eprintln!(
             "{} {}: {}: kernel {:?}, sluice {:?}",

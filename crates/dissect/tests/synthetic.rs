@@ -422,7 +422,7 @@ fn crafted_packets_match_tcpdump() {
             packets.len(),
             "{flags:?}: one tcpdump record per packet"
         );
-        let mut src = io::PcapSource::open(&path).expect("capture opens");
+        let mut src = capture::PcapSource::open(&path).expect("capture opens");
         let mut printer = Printer::new(o);
         let mut i = 0;
         while let Some(frame) = src.next_raw() {

@@ -163,7 +163,7 @@ fn compare(path: &Path, flags: &[&str], o: dissect::Options, strict: bool, t: &m
         .to_string_lossy()
         .into_owned();
     let expected = tcpdump(path, flags);
-    let mut src = io::PcapSource::open(path).expect("capture opens");
+    let mut src = capture::PcapSource::open(path).expect("capture opens");
     let mut printer = Printer::new(o);
     let mut index = 0;
     while let Some(frame) = src.next_raw() {
@@ -275,7 +275,7 @@ fn every_shared_capture() {
     let names = testkit::captures();
     let mut t = Tally::default();
     for path in &names {
-        if io::PcapSource::open(path).is_err() {
+        if capture::PcapSource::open(path).is_err() {
             continue;
         }
         for (flags, o) in flag_sets() {

@@ -14,7 +14,7 @@ use crate::settings::SettingsError;
 pub enum Error {
     /// A file (the object, a BTF file, a FIB or route table) not read.
     #[error("{0}")]
-    File(#[from] io::WholeFileError),
+    File(#[from] capture::WholeFileError),
     /// The BTF file of [`BtfTarget::File`](crate::BtfTarget::File).
     #[error("--btf {0}")]
     Btf(#[from] obj::CoreTargetError),

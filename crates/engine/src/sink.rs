@@ -67,7 +67,7 @@ pub fn open_sinks(specs: &[SinkSpec]) -> Result<Sinks, Error> {
 pub(crate) fn open(specs: &[SinkSpec]) -> Result<(Sinks, Vec<SentPort>), Error> {
     let stdout = specs
         .iter()
-        .filter(|s| matches!(&s.to, Target::File(p) if io::is_stdout(p)))
+        .filter(|s| matches!(&s.to, Target::File(p) if capture::is_stdout(p)))
         .count();
     if stdout > 1 {
         return Err(Error::StdoutTwice);

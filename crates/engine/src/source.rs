@@ -103,7 +103,7 @@ impl SourceSpec {
     pub fn describe(&self) -> String {
         match &self.origin {
             Origin::Interface { name } => format!("interface {name} (live)"),
-            Origin::Capture { path, .. } if io::is_stdin(path) => {
+            Origin::Capture { path, .. } if capture::is_stdin(path) => {
                 "capture from standard input".to_string()
             }
             Origin::Capture { path, .. } => format!("capture {}", path.display()),
@@ -134,7 +134,7 @@ impl Skipped {
             source
                 .skipped()
                 .into_iter()
-                .map(|(l, n)| (io::describe_linktype(l), n))
+                .map(|(l, n)| (capture::describe_linktype(l), n))
                 .collect(),
         )
     }

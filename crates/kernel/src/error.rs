@@ -78,7 +78,7 @@ impl Error {
 }
 
 /// The positive errno behind a libbpf-rs error, when it has one: the
-/// io::Error at the end of its chain, else its kind.
+/// capture::Error at the end of its chain, else its kind.
 fn errno_of(e: &libbpf_rs::Error) -> Option<i32> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {

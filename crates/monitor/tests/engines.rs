@@ -67,7 +67,7 @@ fn the_ebpf_program_ends_the_flows_the_table_ends_on_every_capture() {
         };
         // An XDP program sees a frame's first page only (the rest are
         // fragments): captures with longer frames are counted, left out.
-        let mut raw = io::PcapSource::open(&path).unwrap();
+        let mut raw = capture::PcapSource::open(&path).unwrap();
         let mut long = false;
         while let Some(Ok(r)) = raw.next_raw() {
             long |= r.data.len() > runtime::XDP_LINEAR_MAX;

@@ -185,7 +185,12 @@ impl pipeline::Source for Paused {
         match self.burst.take() {
             Some(frames) => {
                 for (i, f) in frames.iter().enumerate() {
-                    batch.push(i as u64 + 1, i as u64 * 1000, io::LinkKind::Ethernet, f);
+                    batch.push(
+                        i as u64 + 1,
+                        i as u64 * 1000,
+                        capture::LinkKind::Ethernet,
+                        f,
+                    );
                 }
             }
             None => self

@@ -115,7 +115,7 @@ fn check(text: &str) {
     let dir = std::env::temp_dir().join(format!("sluice-rtt-gen-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("conv.pcap");
-    let mut sink = io::PcapSink::create(&pcap).unwrap();
+    let mut sink = capture::PcapSink::create(&pcap).unwrap();
     for (ts, f) in spec.packets() {
         sink.write(&f, ts).unwrap();
     }

@@ -94,12 +94,12 @@ fn tshark(path: &std::path::Path) -> Dissected {
 /// The frames of a capture as sluice's pipeline makes them (Ethernet), with
 /// their times; `None` where sluice does not convert the link layer.
 fn frames(path: &std::path::Path) -> Option<Vec<(Option<Vec<u8>>, u64)>> {
-    let mut src = io::PcapSource::open(path).ok()?;
+    let mut src = capture::PcapSource::open(path).ok()?;
     let mut v = Vec::new();
     while let Some(Ok(r)) = src.next_raw() {
-        let (frame, kind) = io::to_ethernet(r.linktype, r.data);
+        let (frame, kind) = capture::to_ethernet(r.linktype, r.data);
         let f = match kind {
-            io::LinkKind::Foreign(_) => None,
+            capture::LinkKind::Foreign(_) => None,
             _ => Some(frame),
         };
         v.push((f, r.timestamp_ns));

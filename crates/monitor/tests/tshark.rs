@@ -1,6 +1,6 @@
 //! Flow accounting against tshark, frame by frame and flow by flow, on
 //! every capture of tcpdump's test suite: each frame made Ethernet as
-//! sluice's pipeline makes it (`io::to_ethernet`: raw IP, BSD loopback,
+//! sluice's pipeline makes it (`capture::to_ethernet`: raw IP, BSD loopback,
 //! Linux cooked, 802.11 data), then `observe`d. For each frame tshark
 //! dissects as IPv4 or IPv6 right behind those link layers (VLAN tags
 //! allowed), the flow key and IP length are tshark's; a frame tshark does
@@ -201,15 +201,15 @@ fn flows_agree_with_tshark_on_every_capture() {
     let dissected: std::collections::HashMap<PathBuf, Vec<(u64, bool, Option<Observed>)>> =
         testkit::on_every_capture(tshark);
     for path in captures() {
-        let Ok(mut src) = io::PcapSource::open(&path) else {
+        let Ok(mut src) = capture::PcapSource::open(&path) else {
             continue;
         };
         let theirs = &dissected[&path];
         let mut ours = Vec::new();
         while let Some(Ok(r)) = src.next_raw() {
-            let (frame, kind) = io::to_ethernet(r.linktype, r.data);
+            let (frame, kind) = capture::to_ethernet(r.linktype, r.data);
             let o = match kind {
-                io::LinkKind::Foreign(_) => None,
+                capture::LinkKind::Foreign(_) => None,
                 _ => observe(&frame),
             };
             ours.push((o, r.timestamp_ns, r.linktype));
@@ -242,7 +242,7 @@ fn flows_agree_with_tshark_on_every_capture() {
                 // IPv6 whose transport tshark does not name: left out.
                 (Some(o), None) if o.key.src.is_ipv6() => {}
                 // IP over ARCNET, which tshark does not decode (tcpdump
-                // does: crates/io/tests/ip_links.rs compares with it).
+                // does: crates/capture/tests/ip_links.rs compares with it).
                 (Some(_), None) if matches!(linktype, 7 | 129) => {}
                 _ => disagreements.push(format!(
                     "{} frame {n}: sluice {o:?}, tshark {t:?}",

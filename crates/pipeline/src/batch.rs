@@ -2,7 +2,7 @@
 //! metadata. Sources fill batches, hooks run them, nothing is allocated per
 //! packet once the buffers have grown to their working size.
 
-use io::LinkKind;
+use capture::LinkKind;
 
 /// Packets per batch, as the kernel's NAPI budget and AF_XDP rings batch.
 pub const BATCH: usize = 64;

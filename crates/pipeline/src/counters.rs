@@ -3,7 +3,7 @@
 //! program returns a handful of distinct verdicts), nothing is formatted
 //! or allocated per packet.
 
-use io::LinkKind;
+use capture::LinkKind;
 use runtime::{Redirect, Verdict};
 use vm::{RegionKind, VmError};
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use io::LinkKind;
+use capture::LinkKind;
 use kernel::packet_socket::{PacketSocket, RecvBuffers, SocketError};
 
 use crate::batch::{BATCH, Batch};

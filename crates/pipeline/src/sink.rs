@@ -70,12 +70,12 @@ pub trait Sink: Send {
 
 /// A pcap or pcapng file (pcapng when the name ends in `.pcapng`).
 pub struct PcapWriter {
-    out: io::PcapSink,
+    out: capture::PcapSink,
 }
 
 impl PcapWriter {
     pub fn create(path: &Path) -> Result<PcapWriter, SinkError> {
-        let out = io::PcapSink::create(path).map_err(|e| SinkError(e.to_string()))?;
+        let out = capture::PcapSink::create(path).map_err(|e| SinkError(e.to_string()))?;
         Ok(PcapWriter { out })
     }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use io::LinkKind;
+use capture::LinkKind;
 
 use crate::batch::Batch;
 
@@ -95,7 +95,7 @@ pub enum Foreign {
 /// A pcap or pcapng capture, read as a stream: a file, a FIFO, or
 /// standard input (`-`).
 pub struct Capture {
-    reader: io::PcapSource,
+    reader: capture::PcapSource,
     stop: Option<&'static AtomicBool>,
     seq: u64,
     foreign: Foreign,
@@ -114,13 +114,13 @@ impl Capture {
     /// Like [`open`](Capture::open), reading no more once `stop` is set
     /// (the replay's stop flag): the capture then ends after the packets
     /// it holds, and a pipe's reader waiting for its writer ends within
-    /// 50 ms ([`io::PcapSource::open_with`]).
+    /// 50 ms ([`capture::PcapSource::open_with`]).
     pub fn open_with(
         path: &Path,
         stop: Option<&'static AtomicBool>,
     ) -> Result<Capture, SourceError> {
         let reader =
-            io::PcapSource::open_with(path, stop).map_err(|e| SourceError(e.to_string()))?;
+            capture::PcapSource::open_with(path, stop).map_err(|e| SourceError(e.to_string()))?;
         Ok(Capture {
             reader,
             stop,

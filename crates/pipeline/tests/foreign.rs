@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use io::LinkKind;
+use capture::LinkKind;
 use pipeline::{Batch, Capture, Foreign, Source, for_each_packet};
 
 /// A classic pcap of link type `linktype`, written byte by byte.

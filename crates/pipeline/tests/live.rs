@@ -118,7 +118,7 @@ fn read(live: &mut Live, n: usize) -> Vec<(u64, u64, Vec<u8>)> {
             break;
         }
         for (info, data) in batch.iter() {
-            assert_eq!(info.link, io::LinkKind::Ethernet);
+            assert_eq!(info.link, capture::LinkKind::Ethernet);
             got.push((info.seq, info.timestamp_ns, data.to_vec()));
         }
     }

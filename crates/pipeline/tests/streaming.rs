@@ -48,7 +48,7 @@ fn hook(name: &str) -> Hook {
 /// Writes `count` UDP packets of `size` bytes.
 fn capture(path: &std::path::Path, count: u64, size: usize) {
     let spec = format!("udp,flows=100,size={size},count={count}");
-    let mut sink = io::PcapSink::create(path).unwrap();
+    let mut sink = capture::PcapSink::create(path).unwrap();
     for (ts, p) in packet::GenSpec::parse(&spec).unwrap().packets() {
         sink.write(&p, ts).unwrap();
     }
@@ -119,7 +119,7 @@ fn a_capture_cut_short_keeps_every_packet_before_the_cut() {
             .to_string();
         assert!(err.contains("packet 1000"), "{err}");
         // The output is a complete capture of the 999 packets.
-        let written: Vec<_> = io::PcapSource::open(&out)
+        let written: Vec<_> = capture::PcapSource::open(&out)
             .unwrap()
             .collect::<Result<Vec<_>, _>>()
             .unwrap();

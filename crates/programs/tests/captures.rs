@@ -8,11 +8,11 @@ mod common;
 use common::*;
 use runtime::*;
 
-fn frames() -> Vec<(String, io::Frame)> {
+fn frames() -> Vec<(String, capture::Frame)> {
     let mut out = Vec::new();
     for f in testkit::captures() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        for (i, frame) in io::PcapSource::open(&f).unwrap().enumerate() {
+        for (i, frame) in capture::PcapSource::open(&f).unwrap().enumerate() {
             out.push((format!("{name}#{}", i + 1), frame.unwrap()));
         }
     }
@@ -295,7 +295,7 @@ struct Run {
     tail_calls: u64,
 }
 
-fn replay(h: &mut Hook, frame: &io::Frame) -> Result<Run, String> {
+fn replay(h: &mut Hook, frame: &capture::Frame) -> Result<Run, String> {
     let input = &frame.data[..frame.data.len().min(runtime::MAX_FRAME)];
     let out = h
         .run(input, &meta(frame.timestamp_ns))

@@ -71,7 +71,7 @@ fn the_kernel_parser_gives_the_user_space_key_on_every_capture() {
     let flows = offload.flows();
     let (mut decided, mut missed) = (0, 0);
     for path in testkit::captures() {
-        let Ok(source) = io::PcapSource::open(&path) else {
+        let Ok(source) = capture::PcapSource::open(&path) else {
             continue;
         };
         // Test runs take frames of 14 bytes to a page at most.

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 /// An IPv4/UDP frame from 10.x.y.z (`n` = x << 16 | y << 8 | z) to port 53.
 fn frame(n: u32) -> Skb {
@@ -91,7 +91,7 @@ fn config(batch: &str, fast: bool) -> Config {
 }
 
 fn classify(c: &mut Config, skb: &mut Skb) -> runtime::TcAction {
-    c.classify("v0", Hook::Ingress, skb).verdict
+    c.classify("v0", ClsactHook::Ingress, skb).verdict
 }
 
 /// ns per packet over a timed loop of about 100 ms.

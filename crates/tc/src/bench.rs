@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use runtime::{PacketHook, PacketMeta};
 
-use crate::config::{Config, Hook};
+use crate::config::{ClsactHook, Config};
 use crate::runner::Runner;
 
 /// Which classifier a rule set uses.
@@ -208,7 +208,7 @@ pub fn rate(config: Config, dev: &str, frames: &[Vec<u8>], time: Duration) -> Re
     if frames.is_empty() {
         return Err("no frames".into());
     }
-    let mut runner = Runner::new(config, dev, Hook::Ingress);
+    let mut runner = Runner::new(config, dev, ClsactHook::Ingress);
     let meta = PacketMeta::default();
     let first = runner.run(&frames[0], &meta).map_err(|e| e.to_string())?;
     let classid = first.skb.map_or(0, |s| s.tc_classid);

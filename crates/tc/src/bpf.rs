@@ -69,7 +69,7 @@ fn parse_handle(h: &str) -> Result<u32, String> {
 fn load(file: &str, section: &str) -> Result<(Hook, String, bool), String> {
     let unable = "\nUnable to load program";
     // Bounded: `obj /dev/zero` is refused, not read without end.
-    let data = io::read_whole(std::path::Path::new(file), io::Limit::OBJECT, None)
+    let data = capture::read_whole(std::path::Path::new(file), capture::Limit::OBJECT, None)
         .map_err(|e| format!("Cannot initialize ELF context! ({e}){unable}"))?;
     let object = obj::Object::parse(&data).map_err(|e| format!("{file}: {e}{unable}"))?;
     let index = object

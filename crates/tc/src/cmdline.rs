@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::action_parse::parse_actions;
 use crate::classifier::Filter;
-use crate::config::{Config, Hook};
+use crate::config::{ClsactHook, Config};
 use crate::handle::{EGRESS, INGRESS, parse_classid};
 use crate::kinds::new_classifier_for;
 use crate::protocol::{ETH_P_ALL, parse_protocol, protocol_name};
@@ -229,7 +229,7 @@ impl Config {
         s: &FilterSpec,
         verb: &str,
         kind: &str,
-        hook: Hook,
+        hook: ClsactHook,
         dev: &str,
         devices: &crate::devices::Devices,
     ) -> Result<(), String> {
@@ -323,8 +323,8 @@ impl Config {
             });
         };
         let block = match hook {
-            Hook::Ingress => &q.ingress,
-            Hook::Egress => &q.egress,
+            ClsactHook::Ingress => &q.ingress,
+            ClsactHook::Egress => &q.egress,
         };
         let mut text = String::new();
         let mut list = Vec::new();
@@ -435,7 +435,7 @@ fn action_index(w: &[&str]) -> Result<(&'static str, u32), String> {
 #[derive(Debug, Default)]
 struct FilterSpec {
     dev: Option<String>,
-    hook: Option<Hook>,
+    hook: Option<ClsactHook>,
     chain: u32,
     chain_given: bool,
     prio: Option<u16>,
@@ -461,18 +461,18 @@ impl FilterSpec {
                     i += 2;
                 }
                 "ingress" => {
-                    s.hook = Some(Hook::Ingress);
+                    s.hook = Some(ClsactHook::Ingress);
                     i += 1;
                 }
                 "egress" => {
-                    s.hook = Some(Hook::Egress);
+                    s.hook = Some(ClsactHook::Egress);
                     i += 1;
                 }
                 "parent" => {
                     let p = value(i, "parent")?;
                     s.hook = Some(match parse_classid(p)? {
-                        INGRESS | 0xffff_0000 => Hook::Ingress,
-                        EGRESS => Hook::Egress,
+                        INGRESS | 0xffff_0000 => ClsactHook::Ingress,
+                        EGRESS => ClsactHook::Egress,
                         _ => {
                             return Err(format!(
                                 "parent \"{p}\": sluice's tc has the clsact hooks only \

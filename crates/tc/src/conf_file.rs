@@ -159,9 +159,9 @@ pub fn read_config(path: &Path) -> Result<String, ConfFileError> {
     };
     let meta = file.metadata().map_err(io(path, "reading its status"))?;
     trusted(path, &meta)?;
-    // Bounded as every text file sluice reads whole (`io::Limit::TEXT`).
-    let limit = io::effective_limit(io::Limit::TEXT)
-        .unwrap_or(io::Limit::TEXT)
+    // Bounded as every text file sluice reads whole (`capture::Limit::TEXT`).
+    let limit = capture::effective_limit(capture::Limit::TEXT)
+        .unwrap_or(capture::Limit::TEXT)
         .bytes;
     if meta.len() > limit {
         return Err(ConfFileError::TooLarge {

@@ -21,16 +21,16 @@ pub struct Clsact {
 
 /// Which hook of a clsact qdisc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Hook {
+pub enum ClsactHook {
     Ingress,
     Egress,
 }
 
-impl Hook {
+impl ClsactHook {
     pub fn name(self) -> &'static str {
         match self {
-            Hook::Ingress => "ingress",
-            Hook::Egress => "egress",
+            ClsactHook::Ingress => "ingress",
+            ClsactHook::Egress => "egress",
         }
     }
 }
@@ -97,7 +97,7 @@ impl Config {
     pub fn block_mut(
         &mut self,
         dev: &str,
-        hook: Hook,
+        hook: ClsactHook,
     ) -> Result<(&mut Block, &mut Actions), String> {
         let q = self.qdiscs.get_mut(dev).ok_or_else(|| {
             format!(
@@ -105,8 +105,8 @@ impl Config {
             )
         })?;
         let block = match hook {
-            Hook::Ingress => &mut q.ingress,
-            Hook::Egress => &mut q.egress,
+            ClsactHook::Ingress => &mut q.ingress,
+            ClsactHook::Egress => &mut q.egress,
         };
         Ok((block, &mut self.actions))
     }
@@ -116,16 +116,16 @@ impl Config {
     /// device's name and index. Actions count the bytes from the network
     /// header at ingress and the whole frame at egress, as the kernel's
     /// `qdisc_pkt_len` does there.
-    pub fn classify(&mut self, dev: &str, hook: Hook, skb: &mut Skb) -> Classification {
+    pub fn classify(&mut self, dev: &str, hook: ClsactHook, skb: &mut Skb) -> Classification {
         let bytes = match hook {
-            Hook::Ingress => skb.len(),
-            Hook::Egress => skb.frame_len(),
+            ClsactHook::Ingress => skb.len(),
+            ClsactHook::Egress => skb.frame_len(),
         } as u64;
         let mut out = match self.qdiscs.get_mut(dev) {
             Some(q) => {
                 let block = match hook {
-                    Hook::Ingress => &mut q.ingress,
-                    Hook::Egress => &mut q.egress,
+                    ClsactHook::Ingress => &mut q.ingress,
+                    ClsactHook::Egress => &mut q.egress,
                 };
                 block.classify(skb, bytes, &mut self.actions)
             }

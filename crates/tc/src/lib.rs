@@ -7,7 +7,7 @@
 //! `runtime::TcAction`), the class, and the packets mirred sent.
 //!
 //! ```
-//! use tc::{Config, Hook, ShowOptions, Skb};
+//! use tc::{Config, ClsactHook, ShowOptions, Skb};
 //! let mut tc = Config::default();
 //! let show = ShowOptions::default();
 //! tc.run_batch("qdisc add dev v0 clsact\n\
@@ -17,7 +17,7 @@
 //! frame[12..14].copy_from_slice(&[0x08, 0x00]);
 //! frame[14] = 0x45;
 //! frame[14 + 9] = 17; // UDP
-//! let out = tc.classify("v0", Hook::Ingress, &mut Skb::from_frame(&frame, 1));
+//! let out = tc.classify("v0", ClsactHook::Ingress, &mut Skb::from_frame(&frame, 1));
 //! assert_eq!((out.verdict, out.classid), (runtime::TcAction::Ok, 0x1_0001));
 //! ```
 
@@ -56,7 +56,7 @@ pub use conf_file::{
     CONFIG_NAME, ConfFileError, ConfLock, ROOT_STATE_DIR, create_state_dir, default_config_path,
     lock_config, read_config, write_config,
 };
-pub use config::{Clsact, Config, Hook};
+pub use config::{Clsact, ClsactHook, Config};
 pub use control::{Control, parse_control};
 pub use devices::Devices;
 pub use fast::FastStats;

@@ -217,7 +217,7 @@ impl Classifier for Matchall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, Hook, ShowOptions};
+    use crate::{ClsactHook, Config, ShowOptions};
 
     #[test]
     fn every_packet_matches_and_counts() {
@@ -231,7 +231,7 @@ mod tests {
         )
         .unwrap();
         for _ in 0..3 {
-            let out = c.classify("v0", Hook::Ingress, &mut Skb::from_frame(&[0; 20], 1));
+            let out = c.classify("v0", ClsactHook::Ingress, &mut Skb::from_frame(&[0; 20], 1));
             assert_eq!((out.classid, out.emitted.len()), (0x1_0007, 1));
         }
         let text = c

@@ -13,7 +13,7 @@ use runtime::{
 use vm::{Stats, VmError};
 
 use crate::action::Emitted;
-use crate::config::{Config, Hook};
+use crate::config::{ClsactHook, Config};
 use crate::control::Control;
 use crate::skb::Skb;
 
@@ -26,10 +26,10 @@ const MIRRED_NEST_LIMIT: u32 = 4;
 pub struct Sent {
     /// Packets that left a device's hook alive (out of its egress or up
     /// its ingress).
-    pub delivered: BTreeMap<(String, Hook), u64>,
+    pub delivered: BTreeMap<(String, ClsactHook), u64>,
     /// Packets a device's hook dropped or took (a redirect: it goes on
     /// from there, counted again).
-    pub consumed: BTreeMap<(String, Hook), u64>,
+    pub consumed: BTreeMap<(String, ClsactHook), u64>,
     /// Packets dropped past the nesting limit.
     pub too_deep: u64,
 }
@@ -38,7 +38,7 @@ pub struct Sent {
 pub struct Runner {
     config: Config,
     dev: String,
-    hook: Hook,
+    hook: ClsactHook,
     ifindex: u32,
     sent: Sent,
     packet: Vec<u8>,
@@ -55,7 +55,7 @@ pub struct Runner {
 impl Runner {
     /// Packets arrive at `dev`'s `hook`; `dev` needs no qdisc (without
     /// one every packet goes on unmatched).
-    pub fn new(mut config: Config, dev: &str, hook: Hook) -> Runner {
+    pub fn new(mut config: Config, dev: &str, hook: ClsactHook) -> Runner {
         config.actions.find_links_down();
         // (No device for a runner whose packets arrive by port.)
         let ifindex = if dev.is_empty() {
@@ -82,7 +82,7 @@ impl Runner {
     /// names (the configuration's [`Devices`](crate::Devices) must hold
     /// the ports' real indexes): a datapath's ports, each with its own
     /// filters.
-    pub fn at_ports(config: Config, hook: Hook) -> Runner {
+    pub fn at_ports(config: Config, hook: ClsactHook) -> Runner {
         let mut r = Runner::new(config, "", hook);
         r.by_port = true;
         r
@@ -112,7 +112,7 @@ impl Runner {
         // The last packet's buffer, refilled (no allocation per packet).
         let buffer = std::mem::take(&mut self.packet);
         let mut skb = Skb::from_frame_in(buffer, frame, self.ifindex).at(tstamp);
-        skb.vlan_in_meta = self.hook == Hook::Ingress;
+        skb.vlan_in_meta = self.hook == ClsactHook::Ingress;
         let out = self.config.classify(&self.dev, self.hook, &mut skb);
         (out, skb)
     }
@@ -126,9 +126,9 @@ impl Runner {
             return None;
         }
         let hook = if e.ingress {
-            Hook::Ingress
+            ClsactHook::Ingress
         } else {
-            Hook::Egress
+            ClsactHook::Egress
         };
         let mut skb = Skb::from_frame(&e.frame, e.ifindex).at(self.now);
         skb.vlan_in_meta = e.vlan_in_meta;
@@ -256,7 +256,7 @@ mod tests {
             ShowOptions::default(),
         )
         .unwrap();
-        let mut r = Runner::new(c, "v0", Hook::Ingress);
+        let mut r = Runner::new(c, "v0", ClsactHook::Ingress);
         let meta = PacketMeta::default();
         let v1 = r.config().devices.get("v1").unwrap();
         let o = r.run(&udp_frame(), &meta).unwrap();
@@ -271,7 +271,7 @@ mod tests {
         assert!(o.clones.is_empty());
         let s = r.sent();
         assert_eq!(s.too_deep, 1);
-        assert_eq!(s.delivered[&("v1".to_string(), Hook::Egress)], 1);
-        assert_eq!(s.consumed[&("v1".to_string(), Hook::Egress)], 4);
+        assert_eq!(s.delivered[&("v1".to_string(), ClsactHook::Egress)], 1);
+        assert_eq!(s.consumed[&("v1".to_string(), ClsactHook::Egress)], 4);
     }
 }

@@ -424,13 +424,13 @@ fn a_u32_filter_with_pedit_and_csum_changes_the_frame_through_config() {
     )
     .unwrap();
     let mut skb = Skb::from_frame(&tcp4(64), 1);
-    let out = c.classify("v0", tc::Hook::Ingress, &mut skb);
+    let out = c.classify("v0", tc::ClsactHook::Ingress, &mut skb);
     assert_eq!(out.verdict, runtime::TcAction::Ok);
     assert_eq!(ipv4_of(&skb.data).time_to_live, 9);
     assert_valid(&skb.data);
     // A UDP frame does not match: unchanged.
     let mut u = Skb::from_frame(&udp4(), 1);
-    let out = c.classify("v0", tc::Hook::Ingress, &mut u);
+    let out = c.classify("v0", tc::ClsactHook::Ingress, &mut u);
     assert_eq!((out.verdict, u.data), (runtime::TcAction::Unspec, udp4()));
     let text = c
         .run(

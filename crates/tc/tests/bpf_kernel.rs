@@ -11,7 +11,7 @@
 mod common;
 
 use common::{frames, send, two_veths};
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 /// A filter line's program part cut at ` id `: the kernel's id, name, tag
 /// and `jited` are its own.
@@ -131,7 +131,7 @@ fn bpf_agrees_with_the_kernel() {
     let (mut packets, mut drops) = (0, 0);
     for f in &frames {
         let mut skb = Skb::from_frame(f, vb);
-        let out = config.classify("vb", Hook::Ingress, &mut skb);
+        let out = config.classify("vb", ClsactHook::Ingress, &mut skb);
         packets += 1;
         drops += u64::from(out.verdict == runtime::TcAction::Shot);
     }

@@ -3,7 +3,7 @@
 //! the match the last, allocates nothing.
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
@@ -24,15 +24,15 @@ fn allocations_per_packet(rule: &str) -> u64 {
     f[14 + 9] = 17;
     f[14 + 12..14 + 16].copy_from_slice(&[10, 0, 3, 232]);
     let mut skb = Skb::from_frame(&f, 1);
-    let out = c.classify("v0", Hook::Ingress, &mut skb);
+    let out = c.classify("v0", ClsactHook::Ingress, &mut skb);
     assert_eq!(out.verdict, runtime::TcAction::Shot, "{rule}");
     let region = Region::new(GLOBAL);
     for _ in 0..100 {
-        c.classify("v0", Hook::Ingress, &mut skb);
+        c.classify("v0", ClsactHook::Ingress, &mut skb);
     }
     let change = region.change();
     let n = (change.allocations + change.reallocations) as u64;
-    let (block, _) = c.block_mut("v0", Hook::Ingress).unwrap();
+    let (block, _) = c.block_mut("v0", ClsactHook::Ingress).unwrap();
     assert_eq!(block.fast_stats().hits, 101, "{rule}");
     n
 }

@@ -9,7 +9,7 @@
 //! rules is decided by one lookup, not by the walk.
 
 use proptest::prelude::*;
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 /// Takes a choice among `xs` from the seed.
 fn pick<T: Copy>(r: &mut u64, xs: &[T]) -> T {
@@ -219,8 +219,8 @@ fn run(ops: &[(bool, u64)]) -> Result<tc::FastStats, TestCaseError> {
         if is_packet {
             let skb = packet(seed);
             let (mut a, mut b) = (skb.clone(), skb);
-            let fa = fast.classify("v0", Hook::Ingress, &mut a);
-            let fb = slow.classify("v0", Hook::Ingress, &mut b);
+            let fa = fast.classify("v0", ClsactHook::Ingress, &mut a);
+            let fb = slow.classify("v0", ClsactHook::Ingress, &mut b);
             prop_assert_eq!(
                 &fa,
                 &fb,
@@ -248,7 +248,7 @@ fn run(ops: &[(bool, u64)]) -> Result<tc::FastStats, TestCaseError> {
         "after\n{}",
         lines.join("\n")
     );
-    let (block, _) = fast.block_mut("v0", Hook::Ingress).unwrap();
+    let (block, _) = fast.block_mut("v0", ClsactHook::Ingress).unwrap();
     Ok(block.fast_stats())
 }
 
@@ -327,14 +327,14 @@ fn worst_case(batch: &str, n: u32) -> (Config, Skb) {
 
 fn check_fast(batch: String, n: u32) {
     let (mut c, mut skb) = worst_case(&batch, n);
-    let out = c.classify("v0", Hook::Ingress, &mut skb);
+    let out = c.classify("v0", ClsactHook::Ingress, &mut skb);
     assert_eq!(out.verdict, runtime::TcAction::Shot);
-    let (block, _) = c.block_mut("v0", Hook::Ingress).unwrap();
+    let (block, _) = c.block_mut("v0", ClsactHook::Ingress).unwrap();
     let s = block.fast_stats();
     assert_eq!((s.hits, s.misses, s.fallbacks), (1, 0, 0), "{s:?}");
     assert!(s.probed <= 2, "{s:?}");
     // The reference walk agrees (and counts the rule's action again).
-    let (block, actions) = c.block_mut("v0", Hook::Ingress).unwrap();
+    let (block, actions) = c.block_mut("v0", ClsactHook::Ingress).unwrap();
     let out = block.classify_linear(&mut skb, 1, actions);
     assert_eq!(out.verdict, runtime::TcAction::Shot);
     assert_eq!(block.fast_stats().hits, 1);
@@ -386,7 +386,7 @@ fn a_change_rebuilds_and_short_packets_take_the_walk() {
     .unwrap();
     let (_, mut skb) = worst_case("", 1);
     assert_eq!(
-        c.classify("v0", Hook::Ingress, &mut skb).verdict,
+        c.classify("v0", ClsactHook::Ingress, &mut skb).verdict,
         runtime::TcAction::Shot
     );
     c.run_batch(
@@ -396,10 +396,10 @@ fn a_change_rebuilds_and_short_packets_take_the_walk() {
     .unwrap();
     // Still the first rule, but the second reads past this packet.
     assert_eq!(
-        c.classify("v0", Hook::Ingress, &mut skb).verdict,
+        c.classify("v0", ClsactHook::Ingress, &mut skb).verdict,
         runtime::TcAction::Shot
     );
-    let (block, _) = c.block_mut("v0", Hook::Ingress).unwrap();
+    let (block, _) = c.block_mut("v0", ClsactHook::Ingress).unwrap();
     let s = block.fast_stats();
     assert_eq!((s.hits, s.fallbacks, s.rebuilds), (1, 1, 2), "{s:?}");
 }
@@ -434,8 +434,8 @@ fn rules_over_more_words_than_a_compact_key_holds_agree_with_the_walk() {
     for seed in 0..20_000u64 {
         let skb = packet(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let (mut a, mut b) = (skb.clone(), skb);
-        let fa = fast.classify("v0", Hook::Ingress, &mut a);
-        let fb = slow.classify("v0", Hook::Ingress, &mut b);
+        let fa = fast.classify("v0", ClsactHook::Ingress, &mut a);
+        let fb = slow.classify("v0", ClsactHook::Ingress, &mut b);
         assert_eq!(fa, fb, "packet {:x?}", b.data);
         hits += u32::from(fa.classid != 0);
     }
@@ -449,6 +449,6 @@ fn rules_over_more_words_than_a_compact_key_holds_agree_with_the_walk() {
         slow.run(&cmd, stats).unwrap()
     );
     assert!(hits > 0, "no packet matched");
-    let (block, _) = fast.block_mut("v0", Hook::Ingress).unwrap();
+    let (block, _) = fast.block_mut("v0", ClsactHook::Ingress).unwrap();
     assert!(block.fast_stats().hits > 0);
 }

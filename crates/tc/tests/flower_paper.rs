@@ -4,7 +4,7 @@
 //! to their class; frames no rule names go on unmatched.
 
 use runtime::TcAction;
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 /// A TCP or UDP frame over IPv4.
 fn frame(proto: u8, src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
@@ -55,7 +55,7 @@ fn five_tuple_rules_classify_to_their_class() {
     for n in 1..=RULES {
         let (proto, src, dst, sport, dport) = tuple(n);
         let mut skb = Skb::from_frame(&frame(proto, src, dst, sport, dport), 1);
-        let out = c.classify("v0", Hook::Ingress, &mut skb);
+        let out = c.classify("v0", ClsactHook::Ingress, &mut skb);
         assert_eq!(
             (out.verdict, out.classid),
             (TcAction::Ok, 0x1_0000 | n),
@@ -72,13 +72,13 @@ fn five_tuple_rules_classify_to_their_class() {
         (proto, src, dst, sport, dport + 1),
     ] {
         let mut skb = Skb::from_frame(&frame(p, s, d, sp, dp), 1);
-        let out = c.classify("v0", Hook::Ingress, &mut skb);
+        let out = c.classify("v0", ClsactHook::Ingress, &mut skb);
         assert_eq!((out.verdict, out.classid), (TcAction::Unspec, 0));
     }
     // An IPv6 frame passes the `protocol ip` filter by.
     let mut v6 = vec![0u8; 14 + 40];
     v6[12..14].copy_from_slice(&[0x86, 0xdd]);
-    let out = c.classify("v0", Hook::Ingress, &mut Skb::from_frame(&v6, 1));
+    let out = c.classify("v0", ClsactHook::Ingress, &mut Skb::from_frame(&v6, 1));
     assert_eq!(out.verdict, TcAction::Unspec);
 }
 
@@ -141,7 +141,7 @@ fn the_rules_show_as_tc_prints_them_and_bad_ones_change_nothing() {
     .unwrap();
     let (proto, src, dst, sport, dport) = tuple(2);
     let mut skb = Skb::from_frame(&frame(proto, src, dst, sport, dport), 1);
-    assert_eq!(c.classify("v0", Hook::Ingress, &mut skb).classid, 0);
+    assert_eq!(c.classify("v0", ClsactHook::Ingress, &mut skb).classid, 0);
     let j = c
         .run(
             &["filter", "show", "dev", "v0", "ingress"],

@@ -207,7 +207,7 @@ mod tests {
                 opts: &opts,
                 manifest: Manifest {
                     dev: "v0".into(),
-                    hook: tc::Hook::Ingress,
+                    hook: tc::ClsactHook::Ingress,
                     rules: Vec::new(),
                     actions: Vec::new(),
                 },

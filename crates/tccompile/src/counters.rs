@@ -181,7 +181,7 @@ mod tests {
     fn a_missing_map_is_named() {
         let manifest = Manifest {
             dev: "v0".into(),
-            hook: tc::Hook::Ingress,
+            hook: tc::ClsactHook::Ingress,
             rules: vec![crate::RuleSlot {
                 chain: 0,
                 prio: 1,

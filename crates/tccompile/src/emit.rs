@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use tc::Hook;
+use tc::ClsactHook;
 
 use crate::actions::Cx;
 use crate::manifest::Manifest;
@@ -17,7 +17,7 @@ const PRELUDE: &str = include_str!("prelude.c");
 pub fn generate(
     config: &tc::Config,
     dev: &str,
-    hook: Hook,
+    hook: ClsactHook,
     opts: &Options,
 ) -> Result<(String, Manifest), Refusal> {
     let mut cx = Cx {
@@ -32,8 +32,8 @@ pub fn generate(
         refused: Vec::new(),
     };
     let block = config.clsact(dev).map(|q| match hook {
-        Hook::Ingress => &q.ingress,
-        Hook::Egress => &q.egress,
+        ClsactHook::Ingress => &q.ingress,
+        ClsactHook::Egress => &q.egress,
     });
     let mut functions = String::new();
     let mut chains = Vec::new();
@@ -192,12 +192,12 @@ fn walk(chains: &[u32], flow_key: bool) -> String {
 }
 
 /// The two programs.
-fn entries(hook: Hook, xdp: bool) -> String {
+fn entries(hook: ClsactHook, xdp: bool) -> String {
     let (tc_bytes, xdp_bytes) = match hook {
         // tc counts from the network header at ingress.
-        Hook::Ingress => ("p.len - p.network", "p.len - p.network"),
+        ClsactHook::Ingress => ("p.len - p.network", "p.len - p.network"),
         // ... and the whole frame at egress (a tag held aside included).
-        Hook::Egress => ("p.len + (p.tagged && skb->vlan_present ? 4 : 0)", "p.len"),
+        ClsactHook::Egress => ("p.len + (p.tagged && skb->vlan_present ? 4 : 0)", "p.len"),
     };
     let mut s = format!(
         "\n/* The tc program: the block's verdict (TC_ACT_UNSPEC when no rule decided: the packet goes on). */\n\

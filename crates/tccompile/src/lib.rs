@@ -20,7 +20,7 @@
 //! tc.run_batch("qdisc add dev v0 clsact\n\
 //!               filter add dev v0 ingress prio 1 protocol ip flower ip_proto udp dst_port 53 action drop",
 //!              tc::ShowOptions::default()).unwrap();
-//! let out = tccompile::compile(&tc, "v0", tc::Hook::Ingress, &tccompile::Options::default()).unwrap();
+//! let out = tccompile::compile(&tc, "v0", tc::ClsactHook::Ingress, &tccompile::Options::default()).unwrap();
 //! std::fs::write("v0.o", &out.object).unwrap();
 //! ```
 
@@ -102,7 +102,7 @@ pub struct Compiled {
 pub fn compile(
     config: &tc::Config,
     dev: &str,
-    hook: tc::Hook,
+    hook: tc::ClsactHook,
     opts: &Options,
 ) -> Result<Compiled, CompileError> {
     let (c, manifest) = generate(config, dev, hook, opts)?;

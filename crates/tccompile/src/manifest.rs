@@ -4,7 +4,7 @@
 //! kind's own order); an action shared by rules (one index in `tc
 //! actions`) has one slot, as it has one set of counters in tc.
 
-use tc::{ActionRef, Hook};
+use tc::{ActionRef, ClsactHook};
 
 /// The rule counters' map: per slot `{ u64 packets; u64 bytes; }`.
 pub const RULE_MAP: &str = "rule_stats";
@@ -34,7 +34,7 @@ pub struct ActionSlot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Manifest {
     pub dev: String,
-    pub hook: Hook,
+    pub hook: ClsactHook,
     pub rules: Vec<RuleSlot>,
     pub actions: Vec<ActionSlot>,
 }

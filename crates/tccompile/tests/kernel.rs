@@ -113,7 +113,7 @@ fn a_mirror_in_the_tc_program_agrees_in_the_kernel() {
         xdp: false,
         ..tccompile::Options::default()
     };
-    let compiled = tccompile::compile(&c, "v0", tc::Hook::Ingress, &opts).unwrap();
+    let compiled = tccompile::compile(&c, "v0", tc::ClsactHook::Ingress, &opts).unwrap();
     let hook = vm_hook(
         &compiled.object,
         "tc_classify",

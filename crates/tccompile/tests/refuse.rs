@@ -3,7 +3,7 @@
 
 mod common;
 
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 use tccompile::{Options, generate};
 
 fn config(lines: &str) -> Config {
@@ -17,7 +17,7 @@ fn config(lines: &str) -> Config {
 }
 
 fn refused(lines: &str, opts: &Options) -> String {
-    match generate(&config(lines), "v0", Hook::Ingress, opts) {
+    match generate(&config(lines), "v0", ClsactHook::Ingress, opts) {
         Ok(_) => panic!("{lines}: compiled"),
         Err(r) => r.to_string(),
     }
@@ -96,7 +96,7 @@ fn a_bpf_filter_is_refused_by_kind() {
     )
     .unwrap();
     let _ = std::fs::remove_file(&obj);
-    let e = generate(&c, "v0", Hook::Ingress, &Options::default()).unwrap_err();
+    let e = generate(&c, "v0", ClsactHook::Ingress, &Options::default()).unwrap_err();
     assert!(
         e.to_string()
             .starts_with("filter chain 0 pref 3 (bpf): not compiled: bpf filters are not compiled"),
@@ -114,7 +114,7 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
         xdp: false,
         ..Options::default()
     };
-    let out = tccompile::compile(&c, "v0", Hook::Ingress, &opts).unwrap();
+    let out = tccompile::compile(&c, "v0", ClsactHook::Ingress, &opts).unwrap();
     assert!(
         out.c.contains("bpf_clone_redirect(ctx, 4000, 0)"),
         "{}",
@@ -134,7 +134,7 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
         .unwrap();
     assert_eq!(run.verdict, runtime::Verdict::Tc(runtime::TcAction::Ok));
     assert_eq!(run.clones.len(), 1);
-    let user = c.classify("v0", Hook::Ingress, &mut Skb::from_frame(&frame, 1));
+    let user = c.classify("v0", ClsactHook::Ingress, &mut Skb::from_frame(&frame, 1));
     assert_eq!(user.emitted.len(), 1);
     let counters = tccompile::Counters::from_vm(&out.manifest, h.maps()).unwrap();
     assert_eq!(counters.rules[0].packets, 1);
@@ -144,7 +144,7 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
 #[test]
 fn the_c_names_each_rule_and_the_manifest_each_slot() {
     let c = common::config();
-    let (text, m) = generate(&c, "v0", Hook::Ingress, &Options::default()).unwrap();
+    let (text, m) = generate(&c, "v0", ClsactHook::Ingress, &Options::default()).unwrap();
     assert!(
         text.contains("/* handle 0x2: eth_type ipv4 ip_proto tcp dst_port 22 not_in_hw */"),
         "{text}"

@@ -73,8 +73,13 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
 #[test]
 fn at_egress_the_whole_frame_is_counted_as_tc_does() {
     let mut user = egress_config();
-    let compiled =
-        tccompile::compile(&user, DEV, tc::Hook::Egress, &tccompile::Options::default()).unwrap();
+    let compiled = tccompile::compile(
+        &user,
+        DEV,
+        tc::ClsactHook::Egress,
+        &tccompile::Options::default(),
+    )
+    .unwrap();
     let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
     let meta = PacketMeta {
         ifindex: 1,
@@ -85,7 +90,7 @@ fn at_egress_the_whole_frame_is_counted_as_tc_does() {
         .enumerate()
         .filter(|(_, f)| f.len() <= 65535)
     {
-        let want = user_space_at(&mut user, tc::Hook::Egress, f);
+        let want = user_space_at(&mut user, tc::ClsactHook::Egress, f);
         let got = vm_verdict(&tc.run(f, &meta).unwrap());
         assert_eq!(got, (V::Tc(want.tc), want.redirect), "frame {i}");
     }
@@ -93,8 +98,8 @@ fn at_egress_the_whole_frame_is_counted_as_tc_does() {
     let mut c = egress_config();
     counters.apply(&compiled.manifest, &mut c).unwrap();
     assert_eq!(
-        show_stats_at(&mut c, tc::Hook::Egress),
-        show_stats_at(&mut user, tc::Hook::Egress)
+        show_stats_at(&mut c, tc::ClsactHook::Egress),
+        show_stats_at(&mut user, tc::ClsactHook::Egress)
     );
 }
 
@@ -110,8 +115,13 @@ fn u32_links_that_loop_stop_at_the_depth_limit_as_in_user_space() {
         tc::ShowOptions::default(),
     )
     .unwrap();
-    let compiled = tccompile::compile(&c, DEV, tc::Hook::Ingress, &tccompile::Options::default())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let compiled = tccompile::compile(
+        &c,
+        DEV,
+        tc::ClsactHook::Ingress,
+        &tccompile::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
     let meta = PacketMeta {
         ifindex: 1,
@@ -161,7 +171,7 @@ fn a_mask_of_hundreds_of_rules_compiled_in_parts_decides_as_in_user_space() {
     let compiled = tccompile::compile(
         &user,
         DEV,
-        tc::Hook::Ingress,
+        tc::ClsactHook::Ingress,
         &tccompile::Options::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"));

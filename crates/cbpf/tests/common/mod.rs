@@ -98,7 +98,7 @@ pub struct Record {
 pub fn records() -> Vec<Record> {
     let mut out = Vec::new();
     for f in testkit::captures() {
-        let Ok(mut src) = io::PcapSource::open(&f) else {
+        let Ok(mut src) = capture::PcapSource::open(&f) else {
             continue;
         };
         let cut = src

@@ -154,7 +154,7 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
         pmd: false,
         ..options(c)
     };
-    let mut runner = tc::Runner::at_ports(config, tc::Hook::Ingress);
+    let mut runner = tc::Runner::at_ports(config, tc::ClsactHook::Ingress);
     let stop = xsk::stop_on_signals();
     if !c.json {
         say!(

@@ -134,7 +134,7 @@ fn print_options(a: &Args) -> Result<dissect::Options, String> {
 /// A capture's link type (its header's, or for pcapng its first packet's)
 /// and snapshot length (the default where the file gives none).
 fn capture_link(path: &std::path::Path) -> Result<(u32, u32), String> {
-    let mut src = io::PcapSource::open(path).map_err(|e| e.to_string())?;
+    let mut src = capture::PcapSource::open(path).map_err(|e| e.to_string())?;
     let linktype = match src.linktype() {
         Some(lt) => lt,
         // pcapng: the interface of the first packet.
@@ -164,7 +164,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         let (lt, snaplen) = match &a.read {
             Some(path) => capture_link(path)?,
             None => (
-                io::linktype_from_name(&a.linktype).map_err(|e| e.to_string())?,
+                capture::linktype_from_name(&a.linktype).map_err(|e| e.to_string())?,
                 a.snaplen,
             ),
         };

@@ -57,8 +57,8 @@ pub fn run(
     let path = a.config.as_deref().unwrap_or(config);
     let tc = load(path)?;
     let hook = match a.hook.as_str() {
-        "ingress" => tc::Hook::Ingress,
-        "egress" => tc::Hook::Egress,
+        "ingress" => tc::ClsactHook::Ingress,
+        "egress" => tc::ClsactHook::Egress,
         h => return Err(format!("--hook {h}: ingress or egress")),
     };
     let dev = match a.dev {
@@ -108,8 +108,8 @@ pub fn run(
     let chains = tc
         .clsact(&dev)
         .map(|q| match hook {
-            tc::Hook::Ingress => q.ingress.chains().count(),
-            tc::Hook::Egress => q.egress.chains().count(),
+            tc::ClsactHook::Ingress => q.ingress.chains().count(),
+            tc::ClsactHook::Egress => q.egress.chains().count(),
         })
         .unwrap_or(0);
     out!(

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use capture::xsk::{BindMode, PoolKind, XskConfig};
 use datapath::{App, Options, Summary, Totals};
-use io::xsk::{BindMode, PoolKind, XskConfig};
 use kernel::attach::XdpMode;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use io::xsk::{BoundMode, XskStats};
+use capture::xsk::{BoundMode, XskStats};
 
 use super::QueueSummary;
 use crate::queue::{self, Queue};

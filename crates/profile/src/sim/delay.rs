@@ -109,11 +109,12 @@ impl ModelDelay {
     /// (`f=1GHz,tmem=10ns`, see [`Cpu::parse`]).
     pub fn read(path: &Path, cpu: Option<&str>) -> Result<ModelDelay, ModelFileError> {
         let file = path.display().to_string();
-        let text =
-            io::read_whole_text(path, io::Limit::TEXT, None).map_err(|e| ModelFileError {
+        let text = capture::read_whole_text(path, capture::Limit::TEXT, None).map_err(|e| {
+            ModelFileError {
                 file: file.clone(),
                 what: e.reason.to_string(),
-            })?;
+            }
+        })?;
         ModelDelay::from_json(&text, &file, cpu)
     }
 

@@ -81,11 +81,11 @@ pub fn core_variant(name: &str) -> String {
 
 /// Every frame of every capture of tcpdump's suite (testkit's list), in
 /// file order.
-pub fn capture_frames() -> Vec<io::Frame> {
+pub fn capture_frames() -> Vec<capture::Frame> {
     testkit::captures()
         .iter()
         .flat_map(|p| {
-            io::PcapSource::open(p)
+            capture::PcapSource::open(p)
                 .unwrap()
                 .map(|f| f.unwrap())
                 .collect::<Vec<_>>()

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use runtime::TcAction;
-use tc::{Config, Hook, ShowOptions, Skb};
+use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 /// The device packets arrive on, and the one mirred redirects to (an
 /// index no device of the test's machine has: the kernel's test run does
@@ -69,7 +69,7 @@ pub fn config() -> Config {
 pub fn frames() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for f in testkit::captures() {
-        let Ok(mut src) = io::PcapSource::open(&f) else {
+        let Ok(mut src) = capture::PcapSource::open(&f) else {
             continue;
         };
         while let Some(Ok(r)) = src.next_raw() {
@@ -91,10 +91,10 @@ pub struct Verdict {
 }
 
 pub fn user_space(c: &mut Config, frame: &[u8]) -> Verdict {
-    user_space_at(c, Hook::Ingress, frame)
+    user_space_at(c, ClsactHook::Ingress, frame)
 }
 
-pub fn user_space_at(c: &mut Config, hook: Hook, frame: &[u8]) -> Verdict {
+pub fn user_space_at(c: &mut Config, hook: ClsactHook, frame: &[u8]) -> Verdict {
     let mut skb = Skb::from_frame(frame, 1);
     let out = c.classify(DEV, hook, &mut skb);
     if out.verdict == TcAction::Stolen {
@@ -163,7 +163,7 @@ pub fn compiled() -> tccompile::Compiled {
     tccompile::compile(
         &config(),
         DEV,
-        Hook::Ingress,
+        ClsactHook::Ingress,
         &tccompile::Options::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"))
@@ -183,10 +183,10 @@ pub fn egress_config() -> Config {
 
 /// `tc -s filter show dev v0 ingress` of a configuration.
 pub fn show_stats(c: &mut Config) -> String {
-    show_stats_at(c, Hook::Ingress)
+    show_stats_at(c, ClsactHook::Ingress)
 }
 
-pub fn show_stats_at(c: &mut Config, hook: Hook) -> String {
+pub fn show_stats_at(c: &mut Config, hook: ClsactHook) -> String {
     c.run(
         &["filter", "show", "dev", DEV, hook.name()],
         ShowOptions {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use plotters::prelude::*;
 use serde::Serialize;
 use tc::bench::{Case, Kind, Layout, rate, trie_frames, trie_lines};
-use tc::{Config, Hook, ShowOptions};
+use tc::{ClsactHook, Config, ShowOptions};
 
 use crate::report::print_json;
 
@@ -359,15 +359,20 @@ fn compile(case: &Case, path: &Path) -> Result<Vec<u8>, String> {
         xdp: false,
         ..tccompile::Options::default()
     };
-    tccompile::compile(&config(&case.lines(DEV))?, DEV, Hook::Ingress, &options)
-        .map(|c| c.object)
-        .map_err(|e| {
-            format!(
-                "{}: tc compile: {}",
-                path.display(),
-                first_line(&e.to_string())
-            )
-        })
+    tccompile::compile(
+        &config(&case.lines(DEV))?,
+        DEV,
+        ClsactHook::Ingress,
+        &options,
+    )
+    .map(|c| c.object)
+    .map_err(|e| {
+        format!(
+            "{}: tc compile: {}",
+            path.display(),
+            first_line(&e.to_string())
+        )
+    })
 }
 
 fn print_text(r: &Report, rules: &[u32]) {

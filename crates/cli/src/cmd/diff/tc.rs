@@ -26,7 +26,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     let lines = crate::files::text(file)?;
     let config = crate::cmd::tc::load(file)?;
     let dev = run::tc::arrival(&config, a.tc_dev.as_deref())?;
-    let hook = tc::Hook::from(a.tc_hook);
+    let hook = tc::ClsactHook::from(a.tc_hook);
     let mut source = a.source().open(None).map_err(|e| e.to_string())?;
     let mut frames = Vec::new();
     pipeline::for_each_packet(source.as_mut(), a.limit, |_, data| {

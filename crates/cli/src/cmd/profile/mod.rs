@@ -199,7 +199,7 @@ fn cpus_of(spec: &str) -> Result<Vec<Cpu>, String> {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let wants_host = a.cpu.iter().any(|c| c == "host") || a.save_host.is_some();
-    if let Some(p) = a.pcap.as_deref().filter(|p| io::is_stream(p))
+    if let Some(p) = a.pcap.as_deref().filter(|p| capture::is_stream(p))
         && (a.warm_up || wants_host)
     {
         let why = if a.warm_up { "--warm-up" } else { "--cpu host" };

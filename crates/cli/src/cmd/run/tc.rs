@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use pipeline::Summary;
 use serde::Serialize;
-use tc::{Config, Hook, Runner, ShowOptions};
+use tc::{ClsactHook, Config, Runner, ShowOptions};
 
 use super::Args;
 use crate::report::print_json;
@@ -22,11 +22,11 @@ pub enum TcHook {
     Egress,
 }
 
-impl From<TcHook> for Hook {
-    fn from(h: TcHook) -> Hook {
+impl From<TcHook> for ClsactHook {
+    fn from(h: TcHook) -> ClsactHook {
         match h {
-            TcHook::Ingress => Hook::Ingress,
-            TcHook::Egress => Hook::Egress,
+            TcHook::Ingress => ClsactHook::Ingress,
+            TcHook::Egress => ClsactHook::Egress,
         }
     }
 }
@@ -78,10 +78,13 @@ pub(crate) fn arrival(config: &Config, dev: Option<&str>) -> Result<String, Stri
 }
 
 /// The show commands of every hook with filters.
-fn shown(config: &Config) -> Vec<(String, Hook)> {
+fn shown(config: &Config) -> Vec<(String, ClsactHook)> {
     let mut out = Vec::new();
     for (dev, q) in config.qdiscs() {
-        for (hook, block) in [(Hook::Ingress, &q.ingress), (Hook::Egress, &q.egress)] {
+        for (hook, block) in [
+            (ClsactHook::Ingress, &q.ingress),
+            (ClsactHook::Egress, &q.egress),
+        ] {
             if block.chains().next().is_some() {
                 out.push((dev.to_string(), hook));
             }
@@ -90,7 +93,7 @@ fn shown(config: &Config) -> Vec<(String, Hook)> {
     out
 }
 
-fn show(config: &mut Config, dev: &str, hook: Hook, json: bool) -> Result<String, String> {
+fn show(config: &mut Config, dev: &str, hook: ClsactHook, json: bool) -> Result<String, String> {
     config.run(
         &["filter", "show", "dev", dev, hook.name()],
         ShowOptions { stats: true, json },
@@ -103,7 +106,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     }
     let config = crate::cmd::tc::load(file)?;
     let dev = arrival(&config, a.tc_dev.as_deref())?;
-    let hook = Hook::from(a.tc_hook);
+    let hook = ClsactHook::from(a.tc_hook);
     let mut runner = Runner::new(config, &dev, hook);
     let stop = crate::signals::stop_on_signals();
     let spec = a.source();
@@ -134,7 +137,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
         *verdicts.entry(v.name().to_string()).or_default() += n;
     }
     let sent_counts = runner.sent().clone();
-    let mut sent: BTreeMap<(String, Hook), Delivery> = BTreeMap::new();
+    let mut sent: BTreeMap<(String, ClsactHook), Delivery> = BTreeMap::new();
     for (map, delivered) in [
         (&sent_counts.delivered, true),
         (&sent_counts.consumed, false),

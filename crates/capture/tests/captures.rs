@@ -1,7 +1,7 @@
 //! Every capture of the tcpdump corpus reads without a panic; what we write
 //! reads back the same and tcpdump accepts it.
 
-use io::*;
+use capture::*;
 
 /// Packets tcpdump (libpcap) reads from a capture, when it reads it whole.
 fn tcpdump_count(path: &std::path::Path) -> Option<usize> {
@@ -115,16 +115,16 @@ fn link_types_become_ethernet() {
     let ip = [
         0x45u8, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8,
     ];
-    let (eth, kind) = io::to_ethernet_for_tests(101, &ip);
+    let (eth, kind) = capture::to_ethernet_for_tests(101, &ip);
     assert_eq!(kind, LinkKind::Converted);
     assert_eq!(&eth[12..14], &[0x08, 0x00]);
     assert_eq!(&eth[14..], &ip);
     let mut sll = vec![0u8; 16];
     sll[14..16].copy_from_slice(&[0x86, 0xdd]);
     sll.extend_from_slice(&[0x60; 40]);
-    let (eth, _) = io::to_ethernet_for_tests(113, &sll);
+    let (eth, _) = capture::to_ethernet_for_tests(113, &sll);
     assert_eq!(&eth[12..14], &[0x86, 0xdd]);
     assert_eq!(eth.len(), 14 + 40);
-    let (raw, kind) = io::to_ethernet_for_tests(105, &[1, 2, 3]);
+    let (raw, kind) = capture::to_ethernet_for_tests(105, &[1, 2, 3]);
     assert_eq!((raw, kind), (vec![1, 2, 3], LinkKind::Foreign(105)));
 }

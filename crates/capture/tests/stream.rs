@@ -5,8 +5,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use capture::*;
 use common::reference::{OldError, OldSource};
-use io::*;
 
 /// A fresh directory `sluice-io-NAME-PID` (testkit's).
 fn temp_dir(name: &str) -> PathBuf {

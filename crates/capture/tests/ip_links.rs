@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use io::{LinkKind, PcapSource, to_ethernet};
+use capture::{LinkKind, PcapSource, to_ethernet};
 
 /// PPP, PPP_HDLC, C_HDLC, ARCNET_BSD, ARCNET_LINUX, IPNET and the
 /// Juniper link types.

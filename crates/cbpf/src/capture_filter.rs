@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use io::{PcapSink, PcapSource, SinkFormat};
+use capture::{PcapSink, PcapSource, SinkFormat};
 
 use crate::engine::{Decider, Decision, Engine};
 use crate::expr::{DEFAULT_SNAPLEN, compile_expr_until};
@@ -60,7 +60,7 @@ impl FilterSummary {
 #[derive(Debug, thiserror::Error)]
 pub enum FilterError {
     #[error("{0}")]
-    Io(#[from] io::IoError),
+    Io(#[from] capture::IoError),
     #[error("{}: {why}", shortened(expr))]
     Expr { expr: String, why: String },
     #[error("{path}: packet {packet} has link type {linktype}, the output {first}; write pcapng")]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use io::{PcapSink, PcapSource, SinkFormat};
+use capture::{PcapSink, PcapSource, SinkFormat};
 
 struct Dir(PathBuf);
 
@@ -138,7 +138,7 @@ fn opening_a_missing_file_or_a_directory_names_it() {
         e.to_string(),
         format!("creating {}: Is a directory", d.0.display())
     );
-    assert!(io::is_stdin(Path::new("-")));
-    assert!(io::is_stream(Path::new("-")));
-    assert!(!io::is_stream(&d.0.join("missing")));
+    assert!(capture::is_stdin(Path::new("-")));
+    assert!(capture::is_stream(Path::new("-")));
+    assert!(!capture::is_stream(&d.0.join("missing")));
 }

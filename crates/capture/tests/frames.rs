@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use io::{LinkKind, PcapSource, to_ethernet};
+use capture::{LinkKind, PcapSource, to_ethernet};
 
 const A1: [u8; 6] = [0x02, 0x11, 0, 0, 0, 1];
 const A2: [u8; 6] = [0x02, 0x22, 0, 0, 0, 2];

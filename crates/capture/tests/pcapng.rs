@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use io::{LinkKind, PcapSource};
+use capture::{LinkKind, PcapSource};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sluice-pcapng-{}", std::process::id()));

@@ -8,8 +8,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use capture::{PcapSink, PcapSource};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use io::{PcapSink, PcapSource};
 
 #[path = "../tests/common/reference.rs"]
 mod reference;

@@ -1,7 +1,7 @@
 //! Reading through `read_into` into a reused buffer allocates nothing per
 //! frame. A test binary of its own: the allocator counts every thread.
 
-use io::{PcapSink, PcapSource};
+use capture::{PcapSink, PcapSource};
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
 #[global_allocator]

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use io::{Frame, LinkKind};
+use capture::{Frame, LinkKind};
 use pcap_file::pcap::PcapReader;
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
@@ -151,7 +151,7 @@ pub fn to_ethernet(linktype: u32, data: &[u8]) -> (Vec<u8>, LinkKind) {
         // Linux cooked captures (their pseudo-protocols) and 802.11 are
         // converted since: compared as the crate converts them now (the
         // conversions are tested on their own in `frames.rs`).
-        other => io::to_ethernet(other, data),
+        other => capture::to_ethernet(other, data),
     }
 }
 /// Converts a timestamp in an interface's `if_tsresol` units (default: µs)
