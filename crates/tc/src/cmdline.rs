@@ -506,7 +506,8 @@ impl FilterSpec {
                     i += 2;
                 }
                 "protocol" | "proto" => {
-                    s.protocol = Some(parse_protocol(value(i, "protocol")?)?);
+                    s.protocol =
+                        Some(parse_protocol(value(i, "protocol")?).map_err(|e| e.to_string())?);
                     i += 2;
                 }
                 "handle" => {

@@ -64,7 +64,7 @@ pub use flower::{FlowKey, Flower};
 pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};
 pub use kinds::{new_classifier, new_classifier_for};
 pub use matchall::Matchall;
-pub use protocol::{ETH_P_ALL, parse_protocol, protocol_name};
+pub use protocol::{ETH_P_ALL, InvalidProtocol, parse_protocol, protocol_name};
 pub use runner::{Runner, Sent};
 pub use skb::Skb;
 pub use u32::U32;

@@ -5,9 +5,14 @@
 /// `ETH_P_ALL`: a filter for every protocol.
 pub const ETH_P_ALL: u16 = 0x0003;
 
+/// A protocol that is neither a name tc knows nor a 16-bit number.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("Error: argument \"{0}\" is wrong: invalid protocol")]
+pub struct InvalidProtocol(pub String);
+
 /// A protocol name or number as tc reads it (`ip`, `ipv6`, `all`, `arp`,
 /// `802.1q`, `0x88cc`).
-pub fn parse_protocol(s: &str) -> Result<u16, String> {
+pub fn parse_protocol(s: &str) -> Result<u16, InvalidProtocol> {
     Ok(match s.to_ascii_lowercase().as_str() {
         "all" => ETH_P_ALL,
         "ip" | "ipv4" => 0x0800,
@@ -24,7 +29,7 @@ pub fn parse_protocol(s: &str) -> Result<u16, String> {
                 || t.parse::<u16>().ok(),
                 |h| u16::from_str_radix(h, 16).ok(),
             );
-            n.ok_or_else(|| format!("Error: argument \"{s}\" is wrong: invalid protocol"))?
+            n.ok_or_else(|| InvalidProtocol(s.to_string()))?
         }
     })
 }

@@ -98,7 +98,7 @@ fn bpf_agrees_with_the_kernel() {
         let w: Vec<&str> = bad.split_whitespace().collect();
         let mut argv = vec!["tc"];
         argv.extend(&w);
-        let kernel = ns.run(&argv).unwrap_err();
+        let kernel = ns.run(&argv).unwrap_err().stderr;
         let sluice = config.run(&w, ShowOptions::default()).unwrap_err();
         // sluice may say more after tc's words.
         let first = |s: &str| s.lines().next().unwrap_or("").to_string();

@@ -206,7 +206,7 @@ fn u32_agrees_with_the_kernel() {
     }
     let ns = two_veths("u32");
     ns.must(&["tc", "qdisc", "add", "dev", "vb", "clsact"]);
-    let tc_add = |handle: Option<&str>, words: &str| -> Result<String, String> {
+    let tc_add = |handle: Option<&str>, words: &str| -> Result<String, testkit::CommandFailed> {
         let mut a = vec![
             "tc", "filter", "add", "dev", "vb", "ingress", "prio", "5", "protocol", "all",
         ];

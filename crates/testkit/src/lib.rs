@@ -28,7 +28,7 @@ pub mod tool;
 
 pub use captures::{capture, captures, captures_dir, object_path, on_every_capture};
 #[cfg(feature = "kernel")]
-pub use netns::{Netns, Pair};
+pub use netns::{CommandFailed, Netns, Pair};
 #[cfg(feature = "kernel")]
 pub use root::kernel_available;
 pub use root::{require_kernel, root_available};

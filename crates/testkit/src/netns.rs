@@ -69,12 +69,14 @@ impl Netns {
 
     /// Runs `args` inside: its standard output, or (as the error) just
     /// what it wrote to standard error, for comparing with sluice's words.
-    pub fn run(&self, args: &[&str]) -> Result<String, String> {
+    pub fn run(&self, args: &[&str]) -> Result<String, CommandFailed> {
         let out = in_ns(self.name(), args);
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+            Err(CommandFailed {
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            })
         }
     }
 
@@ -214,3 +216,18 @@ pub fn queue_sum(ns: &str, dev: &str, prefix: &str, suffix: &str) -> u64 {
 pub fn xmit_refused(ns: &str, dev: &str) -> u64 {
     queue_sum(ns, dev, "tx_queue_", "_xdp_xmit_errors")
 }
+
+/// A command run in a namespace that exited with a failure: what it wrote
+/// to standard error (its `Display`), to compare with sluice's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandFailed {
+    pub stderr: String,
+}
+
+impl std::fmt::Display for CommandFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.stderr)
+    }
+}
+
+impl std::error::Error for CommandFailed {}

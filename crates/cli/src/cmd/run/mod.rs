@@ -203,7 +203,7 @@ impl Args {
     }
 
     /// The run the arguments describe.
-    pub fn spec(&self) -> Result<RunSpec, String> {
+    pub(crate) fn spec(&self) -> Result<RunSpec, String> {
         Ok(RunSpec {
             hook: self.hook()?,
             source: self.source(),
