@@ -6,7 +6,9 @@ use engine::{Built, HookSpec};
 
 /// Loads the hook `spec` describes, unverified; its notes told.
 pub(crate) fn load(spec: &HookSpec) -> Result<Built, String> {
-    let mut built = spec.load().map_err(|e| e.to_string())?;
+    let mut built = spec
+        .load_with(Some(crate::signals::flag()))
+        .map_err(|e| e.to_string())?;
     tell(&mut built);
     Ok(built)
 }

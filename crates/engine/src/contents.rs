@@ -4,6 +4,8 @@
 //! they ask for (`lpm::Layout`), and an ESP program's security
 //! association.
 
+use std::sync::atomic::AtomicBool;
+
 use lpm::{Layout, RouteTable, Synth};
 use runtime::Hook;
 use serde::{Deserialize, Serialize};
@@ -73,10 +75,11 @@ fn sa_error(spec: Option<&str>, reason: impl ToString) -> ContentsError {
 }
 
 impl Contents {
-    /// Writes the routes, the SA, then the entries, into `hook`'s maps.
-    pub fn fill(&self, hook: &Hook) -> Result<(), crate::Error> {
+    /// Writes the routes, the SA, then the entries, into `hook`'s maps; a
+    /// route table's file is read no more once `stop` is set.
+    pub fn fill(&self, hook: &Hook, stop: Option<&'static AtomicBool>) -> Result<(), crate::Error> {
         if let Some(spec) = &self.routes {
-            load(hook, spec)?;
+            load(hook, spec, stop)?;
         }
         if let Some(spec) = &self.sa {
             set_sa(hook, spec)?;
@@ -109,9 +112,9 @@ impl Contents {
 
 /// The table `spec` names: `ip route` output or a RIB dump in a file, or
 /// a synthetic table with a BGP table's prefix-length mix.
-fn table(spec: &str) -> Result<RouteTable, crate::Error> {
+fn table(spec: &str, stop: Option<&'static AtomicBool>) -> Result<RouteTable, crate::Error> {
     let Some(rest) = spec.strip_prefix("synthetic:") else {
-        let text = crate::files::text(std::path::Path::new(spec))
+        let text = crate::files::text(std::path::Path::new(spec), stop)
             .map_err(|e| routes_error(Some(&e.path.display().to_string()), e.reason))?;
         return Ok(RouteTable::parse_text(&text).map_err(|e| routes_error(Some(spec), e))?);
     };
@@ -147,7 +150,7 @@ fn table(spec: &str) -> Result<RouteTable, crate::Error> {
 
 /// Fills `hook`'s forwarding maps with the table `spec` names; returns
 /// how many routes it has.
-fn load(hook: &Hook, spec: &str) -> Result<usize, crate::Error> {
+fn load(hook: &Hook, spec: &str, stop: Option<&'static AtomicBool>) -> Result<usize, crate::Error> {
     let object = hook.object();
     let layout = Layout::of_maps(object.maps.iter().map(|m| m.name())).ok_or_else(|| {
         routes_error(None, format!(
@@ -155,7 +158,7 @@ fn load(hook: &Hook, spec: &str) -> Result<usize, crate::Error> {
             hook.program().name
         ))
     })?;
-    let t = table(spec)?;
+    let t = table(spec, stop)?;
     let entries = layout
         .entries(&t)
         .map_err(|e| routes_error(Some(spec), e))?;
@@ -217,8 +220,8 @@ mod tests {
 
     #[test]
     fn synthetic_specs() {
-        assert_eq!(table("synthetic:1000").unwrap().len(), 1000);
-        let t = table("synthetic:500,seed=3,hops=2,no-default").unwrap();
+        assert_eq!(table("synthetic:1000", None).unwrap().len(), 1000);
+        let t = table("synthetic:500,seed=3,hops=2,no-default", None).unwrap();
         assert_eq!(t.len(), 500);
         assert_eq!(t.nexthops().len(), 2);
         for bad in [
@@ -228,11 +231,11 @@ mod tests {
             "synthetic:10,hops=0",
             "synthetic:10,color=red",
         ] {
-            let e = table(bad).unwrap_err().to_string();
+            let e = table(bad, None).unwrap_err().to_string();
             assert!(e.starts_with("--routes synthetic:"), "{e}");
         }
         assert!(
-            table("/nonexistent/routes")
+            table("/nonexistent/routes", None)
                 .unwrap_err()
                 .to_string()
                 .contains("No such file")

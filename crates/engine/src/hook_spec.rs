@@ -4,6 +4,7 @@
 //! [`HookSpec::build`], which makes it a ready [`Hook`].
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 
 use runtime::{Hook, Image, LoadOptions};
 use serde::{Deserialize, Serialize};
@@ -31,10 +32,14 @@ impl ObjectSource {
         }
     }
 
-    /// The object's bytes (a file is read whole).
-    pub fn bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, Error> {
+    /// The object's bytes (a file is read whole; with `stop`, reading
+    /// ends once it is set).
+    pub fn bytes(
+        &self,
+        stop: Option<&'static AtomicBool>,
+    ) -> Result<std::borrow::Cow<'_, [u8]>, Error> {
         Ok(match self {
-            ObjectSource::Path(p) => crate::files::object(p)?.into(),
+            ObjectSource::Path(p) => crate::files::object(p, stop)?.into(),
             ObjectSource::Bytes { bytes, .. } => bytes.as_slice().into(),
         })
     }
@@ -150,7 +155,13 @@ impl HookSpec {
 
     /// Loads the program and, with [`HookSpec::verify`], verifies it.
     pub fn build(&self) -> Result<Built, Error> {
-        let mut built = self.load()?;
+        self.build_with(None)
+    }
+
+    /// [`HookSpec::build`], the files it reads (object, BTF, FIB, routes)
+    /// read no more once `stop` is set (a front end's SIGINT or SIGTERM).
+    pub fn build_with(&self, stop: Option<&'static AtomicBool>) -> Result<Built, Error> {
+        let mut built = self.load_with(stop)?;
         if self.verify {
             built.verify()?;
         }
@@ -161,15 +172,20 @@ impl HookSpec {
     /// the object parsed, settings applied, maps made and filled, pinned
     /// maps restored, the engine chosen.
     pub fn load(&self) -> Result<Built, Error> {
+        self.load_with(None)
+    }
+
+    /// [`HookSpec::load`], reading no more once `stop` is set.
+    pub fn load_with(&self, stop: Option<&'static AtomicBool>) -> Result<Built, Error> {
         let name = self.object.name();
         let at = |cause: ObjectError| Error::Object {
             name: name.clone(),
             cause,
         };
-        let data = self.object.bytes()?;
+        let data = self.object.bytes(stop)?;
         let custom = match &self.btf {
             BtfTarget::File(path) => {
-                let bytes = crate::files::object(path)?;
+                let bytes = crate::files::object(path, stop)?;
                 let origin = path.display().to_string();
                 Some(obj::CoreTarget::from_bytes(&bytes, &origin).map_err(Error::Btf)?)
             }
@@ -202,7 +218,7 @@ impl HookSpec {
             notes.push(e.to_string());
         }
         if let Some(fib) = &self.fib {
-            let text = crate::files::text(fib)?;
+            let text = crate::files::text(fib, stop)?;
             hook.env_mut().fib = runtime::fib::Fib::parse(&text).map_err(|reason| Error::Fib {
                 path: fib.clone(),
                 reason,
@@ -211,7 +227,7 @@ impl HookSpec {
         if let Some(dir) = &self.pin {
             crate::pin::load(&mut hook, dir)?;
         }
-        self.contents.fill(&hook)?;
+        self.contents.fill(&hook, stop)?;
         Ok(Built { hook, notes })
     }
 

@@ -18,6 +18,8 @@
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
 //!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
 //!
+//! [`files`] reads the input files every front end reads whole, bounded.
+//!
 //! [`Verifiable`] makes an object ready for verifying its programs one by
 //! one ([`verify`]), as `sluice verify` does. Errors are [`Error`]s, whose
 //! messages are the command line's.
@@ -89,7 +91,7 @@
 
 mod contents;
 mod error;
-mod files;
+pub mod files;
 mod hook_spec;
 pub mod mapfmt;
 mod pin;

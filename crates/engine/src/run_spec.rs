@@ -112,7 +112,7 @@ impl RunSpec {
         stop: Option<&'static AtomicBool>,
         progress: Option<&AtomicU64>,
     ) -> Result<RunReport, Error> {
-        let built = self.hook_spec().build()?;
+        let built = self.hook_spec().build_with(stop)?;
         let notes = built.notes.clone();
         let mut report = self.start(built.hook, stop)?.finish(progress)?.report;
         report.notes = notes;

@@ -30,7 +30,7 @@ impl Verifiable {
             name: name.clone(),
             cause,
         };
-        let bytes = source.bytes()?;
+        let bytes = source.bytes(None)?;
         let mut object = obj::Object::parse(&bytes).map_err(|e| at(e.into()))?;
         let mut opts = LoadOptions::default();
         settings.apply(&mut object, &mut opts)?;
