@@ -3,8 +3,6 @@
 //! (into the VM, the kernel, or both): the arguments of
 //! [`engine::Settings`], which applies them.
 
-use runtime::LoadOptions;
-
 #[derive(clap::Args, Clone, Default)]
 pub struct ObjectSettings {
     /// Set a global variable (volatile const or not) before loading: NAME=VALUE
@@ -34,11 +32,5 @@ impl ObjectSettings {
             prog_type: self.prog_type.clone(),
             attach_type: self.attach_type.clone(),
         }
-    }
-
-    /// [`engine::Settings::apply`], for the commands that load an object
-    /// themselves (`sluice verify`, `sluice load`).
-    pub fn apply(&self, object: &mut obj::Object, opts: &mut LoadOptions) -> Result<(), String> {
-        self.spec().apply(object, opts).map_err(|e| e.to_string())
     }
 }

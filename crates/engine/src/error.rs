@@ -74,4 +74,7 @@ pub enum ObjectError {
     Program(#[from] runtime::FindProgramError),
     #[error("{0}")]
     Hook(#[from] runtime::HookError),
+    /// The kernel (libbpf) refused the object ([`KernelSpec`](crate::KernelSpec)).
+    #[error("{0}")]
+    Kernel(#[from] kernel::Error),
 }

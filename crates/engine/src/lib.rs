@@ -18,7 +18,9 @@
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
 //!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
 //!
-//! [`files`] reads the input files every front end reads whole, bounded.
+//! A [`KernelSpec`] loads an object into the kernel with the globals and
+//! map sizes the same [`Settings`] give in the VM. [`files`] reads the
+//! input files every front end reads whole, bounded.
 //!
 //! [`Verifiable`] makes an object ready for verifying its programs one by
 //! one ([`verify`]), as `sluice verify` does. Errors are [`Error`]s, whose
@@ -93,6 +95,7 @@ mod contents;
 mod error;
 pub mod files;
 mod hook_spec;
+mod kernel_spec;
 pub mod mapfmt;
 mod pin;
 mod report;
@@ -105,6 +108,7 @@ mod verify;
 pub use contents::{Contents, ContentsError, MapUpdate};
 pub use error::{Error, ObjectError};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
+pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use engine::KernelSpec;
 use kernel::attach::{self, TcDir, XdpMode};
 use kernel::{KernelObject, PinnedMap};
-use runtime::{Image, LoadOptions};
 use serde::Serialize;
 
 use crate::report::print_json;
@@ -27,31 +27,19 @@ pub(crate) fn need_privilege(what: &str) -> Result<(), String> {
 }
 
 fn object_name(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "sluice".into())
+    KernelSpec::new(path).kernel_name()
 }
 
 /// Loads `path` into the kernel with the same global data and map sizes
-/// sluice's own loader computes (`--set`, `--map-size`).
+/// sluice's own loader computes (`--set`, `--map-size`): the engine's
+/// [`KernelSpec`].
 fn load_object(path: &Path, settings: &ObjectSettings) -> Result<KernelObject, String> {
-    let bytes = crate::files::object(path)?;
-    load_object_bytes(&bytes, path, settings)
-}
-
-/// [`load_object`] with the bytes at hand (`path` names them in errors).
-pub(crate) fn load_object_bytes(
-    bytes: &[u8],
-    path: &Path,
-    settings: &ObjectSettings,
-) -> Result<KernelObject, String> {
-    let mut object = obj::Object::parse(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut opts = LoadOptions::default();
-    settings.apply(&mut object, &mut opts)?;
-    let image = Image::load(object, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
-    let kopts = kernel::load_options(&image.object, &image.maps);
-    KernelObject::load(bytes, &object_name(path), &kopts)
-        .map_err(|e| format!("{}: {e}", path.display()))
+    let spec = KernelSpec {
+        settings: settings.spec(),
+        ..KernelSpec::new(path)
+    };
+    spec.load(Some(crate::signals::flag()))
+        .map_err(|e| e.to_string())
 }
 
 /// Load an object into the kernel and pin its programs and maps (like bpftool prog loadall)

@@ -2,14 +2,13 @@
 //! frames (as xdp-trafficgen) or an AF_PACKET socket.
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::traffic::{self, Plan, Sent};
 use serde::Serialize;
 
-use crate::cmd::kernel::{load_object_bytes, need_privilege};
+use crate::cmd::kernel::need_privilege;
 use crate::report::print_json;
 
 #[derive(Copy, Clone, PartialEq, Eq, clap::ValueEnum)]
@@ -120,12 +119,10 @@ fn send_live(
         format!("n_templates={}", frames.len()),
         format!("prefix={prefix}"),
     ];
-    let settings = crate::settings::ObjectSettings {
-        set,
-        map_size: vec![format!("templates={}", frames.len())],
-        ..Default::default()
-    };
-    let kobj = load_object_bytes(object, Path::new("gen.o"), &settings)?;
+    let mut spec = engine::KernelSpec::from_bytes("gen.o", object);
+    spec.settings.set = set;
+    spec.settings.map_size = vec![format!("templates={}", frames.len())];
+    let kobj = spec.load(None).map_err(|e| e.to_string())?;
     let templates = kobj
         .maps()
         .map_err(|e| e.to_string())?
