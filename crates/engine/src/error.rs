@@ -60,6 +60,9 @@ pub enum Error {
     /// The replay failed (an output could not be written, a worker failed).
     #[error("{0}")]
     Replay(#[from] pipeline::ReplayError),
+    /// A tc configuration not loaded, run or shown ([`TcRunSpec`](crate::TcRunSpec)).
+    #[error("{0}")]
+    Tc(#[from] crate::tc_spec::TcError),
 }
 
 /// What went wrong with the object itself.

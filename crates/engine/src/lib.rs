@@ -18,6 +18,10 @@
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
 //!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
 //!
+//! A tc configuration runs in place of a program: a [`TcSpec`] (a file of
+//! `tc` lines, the device and clsact hook packets arrive at) in a
+//! [`TcRunSpec`], whose [`TcRunSpec::run`] gives a [`TcReport`] (verdicts,
+//! where mirred sent packets, every hook's filters with their counters).
 //! A [`KernelSpec`] loads an object into the kernel with the globals and
 //! map sizes the same [`Settings`] give in the VM. [`files`] reads the
 //! input files every front end reads whole, bounded.
@@ -78,6 +82,28 @@
 //! assert_eq!(report.packets, 1000);
 //! ```
 //!
+//! Packets through a tc configuration:
+//!
+//! ```
+//! use engine::{SourceSpec, TcRunSpec, TcSpec};
+//!
+//! let dir = std::env::temp_dir().join(format!("engine-doc-tc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! let rules = dir.join("rules.tc");
+//! std::fs::write(
+//!     &rules,
+//!     "qdisc add dev v0 clsact\n\
+//!      filter add dev v0 ingress prio 1 protocol ip u32 match ip protocol 17 0xff action drop\n",
+//! )
+//! .unwrap();
+//! let spec = TcRunSpec::new(TcSpec::new(&rules), SourceSpec::generated(["udp,count=10"]));
+//! let report = spec.run(None, None).unwrap().report;
+//! assert_eq!(report.dev, "v0");
+//! assert_eq!(report.verdicts["SHOT"], 10);
+//! assert!(report.shown[0].text.contains("action order 1: gact action drop"));
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+//!
 //! The hook alone, to run packets one at a time:
 //!
 //! ```
@@ -103,6 +129,8 @@ mod run_spec;
 mod settings;
 mod sink;
 mod source;
+mod tc_report;
+mod tc_spec;
 mod verify;
 
 pub use contents::{Contents, ContentsError, MapUpdate};
@@ -115,6 +143,8 @@ pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
 pub use sink::{SinkSpec, Target, open_sinks, route_name};
 pub use source::{Origin, Skipped, SourceSpec};
+pub use tc_report::{DeliveryReport, FilterShow, TcReport};
+pub use tc_spec::{TcBuilt, TcError, TcFinished, TcReplay, TcRunSpec, TcSpec};
 pub use verify::Verifiable;
 
 // The layers below, as far as a user of this crate needs them.

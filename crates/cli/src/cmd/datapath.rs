@@ -147,7 +147,8 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
             kernel::netdev::ifindex(p).map_err(|e| e.to_string())?,
         ));
     }
-    let config = crate::cmd::tc::load_with_devices(file, &ports)?;
+    let config =
+        tc::Config::load(file, &ports, Some(crate::signals::flag())).map_err(|e| e.to_string())?;
     let c = &a.common;
     let opts = ProgramOptions {
         ports: a.ports.clone(),

@@ -68,43 +68,6 @@ fn changes(words: &[&str]) -> bool {
     matches!(words, [_, verb, ..] if !matches!(*verb, "show" | "list" | "ls" | "get"))
 }
 
-/// The configuration a file of tc lines builds (any `tc -batch` file).
-pub fn load(path: &std::path::Path) -> Result<Config, String> {
-    load_with_devices(path, &[])
-}
-
-/// The configuration `sluice tc` keeps at `path`, read as
-/// `tc::read_config` allows (missing: empty).
-pub(crate) fn load_config(path: &Path) -> Result<Config, String> {
-    let text = tc::read_config(path).map_err(|e| e.to_string())?;
-    parse(&text, path)
-}
-
-fn parse(text: &str, path: &Path) -> Result<Config, String> {
-    let mut config = Config::default();
-    config
-        .run_batch(text, ShowOptions::default())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(config)
-}
-
-/// The configuration of a file, with some devices' real indexes known
-/// before its lines are read (ports of a datapath).
-pub fn load_with_devices(
-    path: &std::path::Path,
-    devices: &[(String, u32)],
-) -> Result<Config, String> {
-    let text = crate::files::text(path)?;
-    let mut config = Config::default();
-    for (name, index) in devices {
-        config.devices.set(name, *index);
-    }
-    config
-        .run_batch(&text, ShowOptions::default())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(config)
-}
-
 /// `--kernel DEV`: the configuration's lines for DEV into the kernel.
 fn push(a: &Args, config: &Path, dev: &str) -> Result<ExitCode, String> {
     let text = tc::read_config(config).map_err(|e| e.to_string())?;
@@ -159,8 +122,7 @@ fn tc_batch_option(a: &mut Args) {
 
 /// A batch file's text (`-`: standard input, as tc reads it).
 fn read_batch(f: &std::path::Path) -> Result<String, String> {
-    // `-` is standard input, as for tc.
-    crate::files::text(f)
+    tc::read_lines(f, Some(crate::signals::flag())).map_err(|e| e.to_string())
 }
 
 /// Whether the command shows (and so, with -s, prints counters).
@@ -210,7 +172,7 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
         return push(&a, &path, dev);
     }
     if a.command.first().map(String::as_str) == Some("compile") {
-        return super::tc_compile::run(&path, &a.command[1..], load_config);
+        return super::tc_compile::run(&path, &a.command[1..]);
     }
     let show = ShowOptions {
         stats: a.stats,
@@ -228,7 +190,7 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
         None
     };
     let saved = tc::read_config(&path).map_err(|e| e.to_string())?;
-    let mut config = parse(&saved, &path)?;
+    let mut config = Config::from_lines(&saved, &path, &[]).map_err(|e| e.to_string())?;
     let (text, kept) = match (&a.batch, a.command.is_empty()) {
         (Some(f), true) => {
             let text = read_batch(f)?;

@@ -35,14 +35,9 @@ struct Args {
     ifindex: Vec<String>,
 }
 
-/// Runs `sluice tc compile WORDS...`; `config` is sluice tc's `--config`.
-/// `load` reads a configuration file as `sluice tc` does (its checks on
-/// owner and mode), handed in by `sluice tc`, which dispatches here.
-pub fn run(
-    config: &std::path::Path,
-    words: &[String],
-    load: fn(&std::path::Path) -> Result<tc::Config, String>,
-) -> Result<ExitCode, String> {
+/// Runs `sluice tc compile WORDS...`; `config` is sluice tc's `--config`,
+/// read as `sluice tc` reads it (its checks on owner and mode).
+pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, String> {
     let a = match Args::try_parse_from(
         std::iter::once("sluice tc compile".to_string()).chain(words.iter().cloned()),
     ) {
@@ -55,7 +50,7 @@ pub fn run(
         Err(e) => return Err(e.to_string()),
     };
     let path = a.config.as_deref().unwrap_or(config);
-    let tc = load(path)?;
+    let tc = tc::Config::load_saved(path).map_err(|e| e.to_string())?;
     let hook = match a.hook.as_str() {
         "ingress" => tc::ClsactHook::Ingress,
         "egress" => tc::ClsactHook::Egress,

@@ -6,10 +6,10 @@
 use std::process::ExitCode;
 
 use difftest::tc::TcDiff;
+use engine::TcSpec;
 use serde::Serialize;
 
 use super::Args;
-use crate::cmd::run;
 use crate::report::print_json;
 
 #[derive(Serialize)]
@@ -23,10 +23,15 @@ struct Report<'a> {
 }
 
 pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
-    let lines = crate::files::text(file)?;
-    let config = crate::cmd::tc::load(file)?;
-    let dev = run::tc::arrival(&config, a.tc_dev.as_deref())?;
-    let hook = tc::ClsactHook::from(a.tc_hook);
+    let spec = TcSpec {
+        config: file.to_path_buf(),
+        dev: a.tc_dev.clone(),
+        hook: a.tc_hook.into(),
+    };
+    let lines = tc::read_lines(file, Some(crate::signals::flag())).map_err(|e| e.to_string())?;
+    let config = tc::Config::from_lines(&lines, file, &[]).map_err(|e| e.to_string())?;
+    let dev = spec.arrival(&config).map_err(|e| e.to_string())?;
+    let hook = spec.hook;
     let mut source = a.source().open(None).map_err(|e| e.to_string())?;
     let mut frames = Vec::new();
     pipeline::for_each_packet(source.as_mut(), a.limit, |_, data| {

@@ -1,15 +1,14 @@
 //! `sluice run --tc FILE`: packets through a tc configuration (filters and
 //! actions, the `tc` crate) instead of a program: they arrive at one
-//! device's clsact hook; the report gives the verdicts, where mirred sent
-//! packets, and every hook's filters and actions with their counters as
-//! `tc -s filter show` prints them.
+//! device's clsact hook; the engine's [`engine::TcRunSpec`] runs them, and
+//! this prints its report: the verdicts, where mirred sent packets, and
+//! every hook's filters and actions with their counters as `tc -s filter
+//! show` prints them.
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use pipeline::Summary;
-use serde::Serialize;
-use tc::{ClsactHook, Config, Runner, ShowOptions};
+use engine::{TcReport, TcRunSpec, TcSpec};
+use tc::ClsactHook;
 
 use super::Args;
 use crate::report::print_json;
@@ -31,166 +30,45 @@ impl From<TcHook> for ClsactHook {
     }
 }
 
-#[derive(Serialize)]
-struct Delivery {
-    dev: String,
-    hook: &'static str,
-    /// Packets that left the hook alive.
-    delivered: u64,
-    /// Packets the hook dropped or took on (a redirect onwards).
-    consumed: u64,
-}
-
-#[derive(Serialize)]
-struct TcReport {
-    config: String,
-    dev: String,
-    hook: &'static str,
-    source: String,
-    packets: u64,
-    seconds: f64,
-    packets_per_second: f64,
-    verdicts: BTreeMap<String, u64>,
-    sent: Vec<Delivery>,
-    /// Packets past mirred's nesting limit (dropped).
-    too_deep: u64,
-    /// `tc -s -j filter show` per device and hook.
-    filters: BTreeMap<String, serde_json::Value>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    stopped: bool,
-}
-
-/// The device packets arrive at: the one named, or the only one with a
-/// qdisc.
-pub(crate) fn arrival(config: &Config, dev: Option<&str>) -> Result<String, String> {
-    if let Some(d) = dev {
-        return Ok(d.to_string());
+/// The run the arguments describe.
+fn spec(a: &Args, file: &std::path::Path) -> TcRunSpec {
+    TcRunSpec {
+        tc: TcSpec {
+            config: file.to_path_buf(),
+            dev: a.tc_dev.clone(),
+            hook: a.tc_hook.into(),
+        },
+        source: a.source(),
+        sinks: a.sinks(),
+        limit: a.limit,
     }
-    let names: Vec<&str> = config.qdiscs().map(|(d, _)| d).collect();
-    match names.as_slice() {
-        [one] => Ok(one.to_string()),
-        [] => Err("--tc: the configuration has no qdisc (qdisc add dev DEV clsact)".into()),
-        many => Err(format!(
-            "--tc: packets arrive at which device? --tc-dev {}",
-            many.join("|")
-        )),
-    }
-}
-
-/// The show commands of every hook with filters.
-fn shown(config: &Config) -> Vec<(String, ClsactHook)> {
-    let mut out = Vec::new();
-    for (dev, q) in config.qdiscs() {
-        for (hook, block) in [
-            (ClsactHook::Ingress, &q.ingress),
-            (ClsactHook::Egress, &q.egress),
-        ] {
-            if block.chains().next().is_some() {
-                out.push((dev.to_string(), hook));
-            }
-        }
-    }
-    out
-}
-
-fn show(config: &mut Config, dev: &str, hook: ClsactHook, json: bool) -> Result<String, String> {
-    config.run(
-        &["filter", "show", "dev", dev, hook.name()],
-        ShowOptions { stats: true, json },
-    )
 }
 
 pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     if a.object.is_some() {
         return Err("--tc runs a tc configuration instead of a program: give no object".into());
     }
-    let config = crate::cmd::tc::load(file)?;
-    let dev = arrival(&config, a.tc_dev.as_deref())?;
-    let hook = ClsactHook::from(a.tc_hook);
-    let mut runner = Runner::new(config, &dev, hook);
+    let spec = spec(a, file);
+    crate::report::outputs_on_stdout(super::files(&spec.sinks))?;
     let stop = crate::signals::stop_on_signals();
-    let spec = a.source();
-    let mut source = spec.open(Some(stop)).map_err(|e| e.to_string())?;
-    let outputs = a.sinks();
-    crate::report::outputs_on_stdout(super::files(&outputs))?;
-    let sinks = engine::open_sinks(&outputs).map_err(|e| e.to_string())?;
-    let opts = pipeline::Options {
-        // One table of counters and policers for every packet.
-        threads: 1,
-        limit: a.limit,
-        ifindex: runner.ifindex(),
-        stop: Some(stop),
-        ..pipeline::Options::default()
-    };
-    let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
-    let summary: Summary = crate::progress::with_progress(total, a.json, |count| {
-        pipeline::replay(&mut runner, source.as_mut(), sinks, &opts, Some(count))
-    })
-    .map_err(|e| e.to_string())?;
+    let replay = spec.start(Some(stop)).map_err(|e| e.to_string())?;
+    let total = replay.expected();
+    let report = crate::progress::with_progress(total, a.json, |count| replay.finish(Some(count)))
+        .map_err(|e| e.to_string())?
+        .report;
     crate::report::warn_skipped(
-        &engine::Skipped::of(source.as_ref()),
+        &report.skipped,
         " (--foreign pass gives them to the program as captured)",
     );
-    let c = &summary.counters;
-    let mut verdicts = BTreeMap::new();
-    for (v, n) in c.verdicts.iter() {
-        *verdicts.entry(v.name().to_string()).or_default() += n;
-    }
-    let sent_counts = runner.sent().clone();
-    let mut sent: BTreeMap<(String, ClsactHook), Delivery> = BTreeMap::new();
-    for (map, delivered) in [
-        (&sent_counts.delivered, true),
-        (&sent_counts.consumed, false),
-    ] {
-        for ((d, h), n) in map {
-            let e = sent.entry((d.clone(), *h)).or_insert_with(|| Delivery {
-                dev: d.clone(),
-                hook: h.name(),
-                delivered: 0,
-                consumed: 0,
-            });
-            if delivered {
-                e.delivered += n;
-            } else {
-                e.consumed += n;
-            }
-        }
-    }
-    let mut config = runner.into_config();
-    let mut filters = BTreeMap::new();
-    let mut text = String::new();
-    for (d, h) in shown(&config) {
-        let j = show(&mut config, &d, h, true)?;
-        filters.insert(
-            format!("{d} {}", h.name()),
-            serde_json::from_str(&j).map_err(|e| format!("tc -j: {e}"))?,
-        );
-        text += &format!("\n$ tc -s filter show dev {d} {}\n", h.name());
-        text += &show(&mut config, &d, h, false)?;
-    }
-    let report = TcReport {
-        config: file.display().to_string(),
-        dev,
-        hook: hook.name(),
-        source: spec.describe(),
-        packets: c.packets,
-        seconds: summary.seconds,
-        packets_per_second: c.packets as f64 / summary.seconds.max(1e-9),
-        verdicts,
-        sent: sent.into_values().collect(),
-        too_deep: sent_counts.too_deep,
-        filters,
-        stopped: summary.stopped,
-    };
     if a.json {
         print_json(&report)?;
     } else {
-        crate::report::print_text(&text_report(&report, &text))?;
+        crate::report::print_text(&text_report(&report))?;
     }
-    if let Some(e) = &summary.source_error {
+    if let Some(e) = &report.source_error {
         return Err(format!(
             "the capture ended early after {} packets: {e}",
-            c.packets
+            report.packets
         ));
     }
     Ok(ExitCode::SUCCESS)
@@ -198,7 +76,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
 
 /// The text report (printed in one write, to standard error when a
 /// capture goes to standard output).
-fn text_report(r: &TcReport, filters: &str) -> String {
+fn text_report(r: &TcReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(
@@ -224,5 +102,12 @@ fn text_report(r: &TcReport, filters: &str) -> String {
     if r.too_deep > 0 {
         let _ = writeln!(out, "too deep      {} (mirred nesting limit 4)", r.too_deep);
     }
-    out + filters
+    for f in &r.shown {
+        let _ = write!(
+            out,
+            "\n$ tc -s filter show dev {} {}\n{}",
+            f.dev, f.hook, f.text
+        );
+    }
+    out
 }
