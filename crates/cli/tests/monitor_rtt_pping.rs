@@ -9,12 +9,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 mod common;
 
 use common::SLUICE;
 
 /// One packet as tshark reads it.
+#[derive(Clone)]
 struct Row {
     secs: i64,
     usecs: i64,
@@ -24,8 +26,16 @@ struct Row {
     ts: Option<(u32, u32)>,
 }
 
+/// tshark's rows of each filtered capture already read, by its bytes
+/// (`None`: tshark refused it). Most captures hold no TCP at all: their
+/// filtered copies are a pcap header alone, the same for every capture of
+/// one link type and snapshot length, and tshark reads the same bytes the
+/// same way, so it is run once for each distinct file rather than once per
+/// capture (its start-up is most of this test's time).
+type Seen = Mutex<HashMap<Vec<u8>, Option<Vec<Row>>>>;
+
 /// The packets of `capture` that libpcap's filter `tcp` passes, by tshark.
-fn rows(capture: &Path, dir: &Path) -> Option<Vec<Row>> {
+fn rows(capture: &Path, dir: &Path, seen: &Seen) -> Option<Vec<Row>> {
     let filtered = dir.join("tcp.pcap");
     let st = testkit::tool::output(
         Command::new("tcpdump")
@@ -38,10 +48,21 @@ fn rows(capture: &Path, dir: &Path) -> Option<Vec<Row>> {
     if !st.status.success() {
         return None;
     }
+    let bytes = std::fs::read(&filtered).unwrap();
+    if let Some(rows) = seen.lock().unwrap().get(&bytes) {
+        return rows.clone();
+    }
+    let rows = tshark_rows(&filtered);
+    seen.lock().unwrap().insert(bytes, rows.clone());
+    rows
+}
+
+/// tshark's rows of the filtered capture `filtered`.
+fn tshark_rows(filtered: &Path) -> Option<Vec<Row>> {
     let out = testkit::tool::output(
         Command::new("tshark")
             .args(["-n", "-r"])
-            .arg(&filtered)
+            .arg(filtered)
             .args(["-T", "fields", "-E", "separator=/t"])
             .args(["-e", "frame.time_epoch", "-e", "ip.src", "-e", "ipv6.src"])
             .args(["-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.srcport"])
@@ -199,7 +220,7 @@ fn sluice_pping(capture: &Path) -> Vec<String> {
 
 /// One capture compared: its name, pping's line count, and the two
 /// listings when they differ; `None` when there is nothing to compare.
-fn compare(capture: &Path, dir: &Path) -> Option<(String, usize, Option<String>)> {
+fn compare(capture: &Path, dir: &Path, seen: &Seen) -> Option<(String, usize, Option<String>)> {
     let name = capture.file_name().unwrap().to_string_lossy().into_owned();
     // ARCnet: libtins, pping's parser, has no ARCnet link type, and
     // libpcap's `tcp` for LINKTYPE_ARCNET_LINUX passes none of this
@@ -213,7 +234,7 @@ fn compare(capture: &Path, dir: &Path) -> Option<(String, usize, Option<String>)
         return None;
     }
     // tcpdump or tshark refuses it: nothing to compare with.
-    let rows = rows(capture, dir)?;
+    let rows = rows(capture, dir, seen)?;
     let want = pping_lines(&rows);
     let got = sluice_pping(capture);
     let differ = (got != want).then(|| format!("{name}:\n sluice {got:#?}\n pping {want:#?}"));
@@ -224,16 +245,17 @@ fn compare(capture: &Path, dir: &Path) -> Option<(String, usize, Option<String>)
 fn pping_lines_are_ppings_on_every_capture_of_the_suite() {
     let dir = std::env::temp_dir().join(format!("sluice-pping-{}", std::process::id()));
     let captures = common::captures();
+    let seen = Seen::default();
     // Two workers (the work is tcpdump, tshark and sluice processes): each
     // every other capture, in a directory of its own.
     let compared: Vec<(String, usize, Option<String>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|w| {
-                let (dir, captures) = (dir.join(w.to_string()), &captures);
+                let (dir, captures, seen) = (dir.join(w.to_string()), &captures, &seen);
                 s.spawn(move || {
                     std::fs::create_dir_all(&dir).unwrap();
                     let done: Vec<_> = (captures.iter().skip(w).step_by(2))
-                        .filter_map(|c| compare(c, &dir))
+                        .filter_map(|c| compare(c, &dir, seen))
                         .collect();
                     done
                 })

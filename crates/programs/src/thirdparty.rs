@@ -77,8 +77,19 @@ pub const DATAPATH: &[&str] = &[
     "bpf_wireguard",
 ];
 
-/// Builds one datapath file in one configuration.
+/// Builds one datapath file in one configuration. The objects are kept in
+/// `target/thirdparty/cilium-objects`, by a hash of everything that makes
+/// them (clang's version, the flags, the file and the bytes of every file
+/// under Cilium's `bpf/`): the test binaries that build Cilium (the
+/// programs crate's `cilium`, the verifier's `third_party`) compile each
+/// object once between them, not once each (clang is most of their time).
 pub fn build_cilium(root: &Path, file: &str, defines: &str) -> Vec<u8> {
+    let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/thirdparty/cilium-objects")
+        .join(format!("{file}-{:016x}.o", cilium_key(root, file, defines)));
+    if let Ok(bytes) = std::fs::read(&cache) {
+        return bytes;
+    }
     let out = std::env::temp_dir().join(format!(
         "sluice-cilium-{}-{file}-{}.o",
         std::process::id(),
@@ -100,7 +111,50 @@ pub fn build_cilium(root: &Path, file: &str, defines: &str) -> Vec<u8> {
     );
     let bytes = std::fs::read(&out).unwrap();
     std::fs::remove_file(&out).unwrap();
+    // Written whole, then renamed: a reader never sees part of an object.
+    let dir = cache.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let tmp = dir.join(format!(
+        ".{file}-{}-{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&tmp, &bytes).unwrap();
+    std::fs::rename(&tmp, &cache).unwrap();
     bytes
+}
+
+/// What a Cilium object is made of, hashed: `clang-19 --version`, the
+/// flags and defines, the file, and every file under `root/bpf` (names and
+/// bytes).
+fn cilium_key(root: &Path, file: &str, defines: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn walk(dir: &Path, h: &mut impl Hasher) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, h);
+            } else {
+                p.hash(h);
+                std::fs::read(&p).unwrap().hash(h);
+            }
+        }
+    }
+    let version = std::process::Command::new("clang-19")
+        .arg("--version")
+        .output()
+        .expect("clang-19 (the set-up installs it)");
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    version.stdout.hash(&mut h);
+    cilium_flags(root).hash(&mut h);
+    defines.hash(&mut h);
+    file.hash(&mut h);
+    walk(&root.join("bpf"), &mut h);
+    h.finish()
 }
 
 /// The xdp-tools objects `./dev.sh setup` fetches into target/thirdparty.

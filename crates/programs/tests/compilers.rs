@@ -107,31 +107,49 @@ fn behaviour(object: &[u8], name: &str) -> (Runs, MapContents) {
     (runs, maps.collect())
 }
 
-#[test]
-fn every_example_behaves_the_same_under_every_compiler_and_level() {
+/// Every build of example `name` against its canonical build: how many.
+fn check_every_build(name: &str) -> usize {
     let mut builds = 0;
-    for name in programs::names() {
-        let reference = behaviour(programs::object(name).unwrap(), name);
-        for clang in ["clang-14", "clang-19"] {
-            for cpu in ["v2", "v3", "v4"] {
-                if clang == "clang-14" && cpu == "v4" {
-                    continue;
-                }
-                for opt in ["-O1", "-O2"] {
-                    let got = behaviour(&build(clang, name, cpu, opt), name);
-                    assert_eq!(
-                        got.0, reference.0,
-                        "{name} with {clang} -mcpu={cpu} {opt}: verdicts or bytes differ"
-                    );
-                    assert_eq!(
-                        got.1, reference.1,
-                        "{name} with {clang} -mcpu={cpu} {opt}: maps differ"
-                    );
-                    builds += 1;
-                }
+    let reference = behaviour(programs::object(name).unwrap(), name);
+    for clang in ["clang-14", "clang-19"] {
+        for cpu in ["v2", "v3", "v4"] {
+            if clang == "clang-14" && cpu == "v4" {
+                continue;
+            }
+            for opt in ["-O1", "-O2"] {
+                let got = behaviour(&build(clang, name, cpu, opt), name);
+                assert_eq!(
+                    got.0, reference.0,
+                    "{name} with {clang} -mcpu={cpu} {opt}: verdicts or bytes differ"
+                );
+                assert_eq!(
+                    got.1, reference.1,
+                    "{name} with {clang} -mcpu={cpu} {opt}: maps differ"
+                );
+                builds += 1;
             }
         }
     }
+    builds
+}
+
+#[test]
+fn every_example_behaves_the_same_under_every_compiler_and_level() {
+    let names: Vec<&str> = programs::names().collect();
+    // Two workers (the machine has two cores), each every other example.
+    let builds: usize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let names = &names;
+                s.spawn(move || {
+                    (names.iter().skip(w).step_by(2))
+                        .map(|name| check_every_build(name))
+                        .sum::<usize>()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
     println!("{builds} builds behave like the canonical ones");
     assert_eq!(builds, programs::names().count() * 10);
 }

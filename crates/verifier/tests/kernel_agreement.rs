@@ -24,31 +24,51 @@ fn generated_programs_get_the_kernels_verdicts() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     let setup = Setup::new();
+    // Two workers (the machine has two cores), each every other seed; the
+    // outcomes are then taken in seed order, as one worker would.
+    let outcomes: BTreeMap<u64, Outcome> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|w| {
+                let setup = &setup;
+                s.spawn(move || {
+                    (w..n)
+                        .step_by(2)
+                        .map(|seed| (seed, outcome(setup, seed)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
     let mut tally: BTreeMap<(bool, bool), u64> = BTreeMap::new();
     let mut only_sluice = Vec::new();
     let mut only_kernel = Vec::new();
     let mut kernel_bugs = Vec::new();
-    for seed in 0..n {
-        let text = randprog::program(seed);
-        let program = Setup::program(isa::assemble(&text).unwrap());
-        let ours = setup.accepts(&program);
-        let theirs = kernel::verify::verify_program(&program, setup.maps(), None, &|_| None)
-            .unwrap_or_else(|e| panic!("seed {seed}: the kernel load failed: {e}"));
-        if !theirs.accepted && theirs.reason().contains("verifier bug") {
-            // The kernel's own internal error (its message says so), not a
-            // verdict on the program.
-            kernel_bugs.push(format!("seed {seed}: {}", theirs.reason()));
-            continue;
-        }
-        *tally.entry((ours, theirs.accepted)).or_default() += 1;
-        match (ours, theirs.accepted) {
-            (true, false) => only_sluice.push(format!("seed {seed}: {}", theirs.reason())),
-            (false, true) => only_kernel.push(format!(
-                "seed {seed}: {}",
-                setup.rejection(&program).unwrap_or_default()
-            )),
-            _ => {}
-        }
+    for (seed, outcome) in outcomes {
+        let (ours, theirs) = match outcome {
+            Outcome::KernelBug(reason) => {
+                // The kernel's own internal error (its message says so), not a
+                // verdict on the program.
+                kernel_bugs.push(format!("seed {seed}: {reason}"));
+                continue;
+            }
+            Outcome::Verdicts {
+                ours,
+                theirs,
+                reason,
+            } => {
+                match (ours, theirs) {
+                    (true, false) => only_sluice.push(format!("seed {seed}: {reason}")),
+                    (false, true) => only_kernel.push(format!("seed {seed}: {reason}")),
+                    _ => {}
+                }
+                (ours, theirs)
+            }
+        };
+        *tally.entry((ours, theirs)).or_default() += 1;
     }
     let count = |k| tally.get(&k).copied().unwrap_or(0);
     eprintln!(
@@ -72,4 +92,39 @@ fn generated_programs_get_the_kernels_verdicts() {
         "sluice accepts {} generated programs that the kernel rejects",
         only_sluice.len()
     );
+}
+
+/// What one generated program gave.
+enum Outcome {
+    /// The kernel failed with an internal error of its own, with its reason.
+    KernelBug(String),
+    /// Both verdicts, with the reason of the side that rejected when they
+    /// differ (the kernel's when only sluice accepts, sluice's when only
+    /// the kernel does).
+    Verdicts {
+        ours: bool,
+        theirs: bool,
+        reason: String,
+    },
+}
+
+fn outcome(setup: &Setup, seed: u64) -> Outcome {
+    let text = randprog::program(seed);
+    let program = Setup::program(isa::assemble(&text).unwrap());
+    let ours = setup.accepts(&program);
+    let theirs = kernel::verify::verify_program(&program, setup.maps(), None, &|_| None)
+        .unwrap_or_else(|e| panic!("seed {seed}: the kernel load failed: {e}"));
+    if !theirs.accepted && theirs.reason().contains("verifier bug") {
+        return Outcome::KernelBug(theirs.reason().to_string());
+    }
+    let reason = match (ours, theirs.accepted) {
+        (true, false) => theirs.reason().to_string(),
+        (false, true) => setup.rejection(&program).unwrap_or_default(),
+        _ => String::new(),
+    };
+    Outcome::Verdicts {
+        ours,
+        theirs: theirs.accepted,
+        reason,
+    }
 }
