@@ -31,7 +31,7 @@ pub use histogram::Histogram;
 pub use kernel::netdev::Interface;
 pub use live::{Direction, Live, LiveStats, Port, PortCounts};
 pub use record::{Recorded, record};
-pub use replay::{Options, ReplayError, Summary, replay};
+pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
 pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{

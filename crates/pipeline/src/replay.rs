@@ -23,7 +23,7 @@ use crate::worker::Worker;
 
 /// How to replay.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct ReplayOptions {
     /// Worker threads (1: the caller's thread runs everything, in order).
     pub threads: usize,
     pub shard: Shard,
@@ -36,9 +36,9 @@ pub struct Options {
     pub stop: Option<&'static AtomicBool>,
 }
 
-impl Default for Options {
+impl Default for ReplayOptions {
     fn default() -> Self {
-        Options {
+        ReplayOptions {
             threads: 1,
             shard: Shard::default(),
             limit: None,
@@ -49,14 +49,14 @@ impl Default for Options {
 }
 
 /// What a replay did.
-pub struct Summary {
+pub struct ReplaySummary {
     pub counters: Counters,
     /// Workers that ran the program.
     pub threads: usize,
     pub seconds: f64,
     /// Why the source ended early (every packet before it was replayed).
     pub source_error: Option<SourceError>,
-    /// Whether `Options::stop` ended the replay before the source's end.
+    /// Whether `ReplayOptions::stop` ended the replay before the source's end.
     pub stopped: bool,
 }
 
@@ -71,7 +71,7 @@ pub enum ReplayError {
 /// Whether the replay stops reading now: the stop flag is set and the
 /// source does not end by itself on it (one that does is read to its end,
 /// which comes once it has given the packets it holds).
-fn stop_now(source: &dyn Source, opts: &Options) -> bool {
+fn stop_now(source: &dyn Source, opts: &ReplayOptions) -> bool {
     opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !source.ends_on_stop()
 }
 
@@ -81,7 +81,7 @@ fn next_batch(
     source: &mut dyn Source,
     batch: &mut Batch,
     read: u64,
-    opts: &Options,
+    opts: &ReplayOptions,
 ) -> Option<SourceError> {
     batch.clear();
     let limit = opts.limit;
@@ -104,9 +104,9 @@ pub fn replay<H: PacketHook>(
     hook: &mut H,
     source: &mut dyn Source,
     sinks: Sinks,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
-) -> Result<Summary, ReplayError> {
+) -> Result<ReplaySummary, ReplayError> {
     let start = Instant::now();
     let threads = opts.threads.max(1);
     let (counters, source_error, result) = if threads == 1 {
@@ -137,7 +137,7 @@ pub fn replay<H: PacketHook>(
         merge(ends, ordered)
     };
     result?;
-    Ok(Summary {
+    Ok(ReplaySummary {
         counters,
         threads,
         seconds: start.elapsed().as_secs_f64(),
@@ -152,7 +152,7 @@ fn one_thread<H: PacketHook>(
     hook: &mut H,
     source: &mut dyn Source,
     mut sinks: Sinks,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Outcome {
     let mut worker = Worker::new(hook, &sinks, opts.ifindex);
@@ -257,7 +257,7 @@ fn forked<H: PacketHook>(
     source: &mut dyn Source,
     forks: Vec<Box<dyn Source>>,
     ordered: Option<&Ordered>,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Vec<WorkerEnd> {
     let threads = workers.len();
@@ -325,7 +325,7 @@ fn sharded<H: PacketHook>(
     workers: Vec<Worker<H>>,
     source: &mut dyn Source,
     ordered: Option<&Ordered>,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Vec<WorkerEnd> {
     let threads = workers.len();

@@ -10,7 +10,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use pipeline::{Batch, Collect, Live, Options, Packets, Port, Route, Shard, Sink, Sinks, Source};
+use pipeline::{
+    Batch, Collect, Live, Packets, Port, ReplayOptions, Route, Shard, Sink, Sinks, Source,
+};
 use runtime::{Hook, Image, LoadOptions};
 use testkit::Netns;
 
@@ -330,7 +332,8 @@ fn a_replay_mirrors_its_passed_packets_to_a_port() {
         sinks.add(&[Route::Pass], Box::new(file));
         sinks.add(&[Route::Pass], Box::new(Port::open(VA).unwrap()));
         let mut h = hook("xdp_pass");
-        let s = pipeline::replay(&mut h, &mut source, sinks, &Options::default(), None).unwrap();
+        let s =
+            pipeline::replay(&mut h, &mut source, sinks, &ReplayOptions::default(), None).unwrap();
         assert_eq!(s.counters.packets, 100);
         let written: Vec<Vec<u8>> = kept.lock().unwrap().iter().map(|p| p.1.clone()).collect();
         assert_eq!(written, frames);
@@ -372,12 +375,12 @@ fn a_live_replay_on_two_workers_reads_up_to_its_limit_and_forwards() {
             });
             let mut sinks = Sinks::new();
             sinks.add(&[Route::Pass], Box::new(Port::open(VB).unwrap()));
-            let opts = Options {
+            let opts = ReplayOptions {
                 threads: 2,
                 shard: Shard::RoundRobin,
                 limit: Some(30),
                 stop: Some(stop),
-                ..Options::default()
+                ..ReplayOptions::default()
             };
             let mut h = hook("xdp_pass");
             let s = pipeline::replay(&mut h, &mut source, sinks, &opts, None).unwrap();

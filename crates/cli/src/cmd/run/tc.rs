@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use pipeline::Summary;
+use pipeline::ReplaySummary;
 use serde::Serialize;
 use tc::{ClsactHook, Config, Runner, ShowOptions};
 
@@ -114,16 +114,16 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
     let outputs = a.sinks();
     crate::report::outputs_on_stdout(super::files(&outputs))?;
     let sinks = engine::open_sinks(&outputs).map_err(|e| e.to_string())?;
-    let opts = pipeline::Options {
+    let opts = pipeline::ReplayOptions {
         // One table of counters and policers for every packet.
         threads: 1,
         limit: a.limit,
         ifindex: runner.ifindex(),
         stop: Some(stop),
-        ..pipeline::Options::default()
+        ..pipeline::ReplayOptions::default()
     };
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
-    let summary: Summary = crate::progress::with_progress(total, a.json, |count| {
+    let summary: ReplaySummary = crate::progress::with_progress(total, a.json, |count| {
         pipeline::replay(&mut runner, source.as_mut(), sinks, &opts, Some(count))
     })
     .map_err(|e| e.to_string())?;
