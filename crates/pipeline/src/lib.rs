@@ -6,7 +6,7 @@
 //! one reused buffer; a hook (a program of an object, [`runtime::Hook`])
 //! runs them; each verdict takes its [`Route`] to the sinks the [`Sinks`]
 //! table names (pcap writers, memory, an interface: [`Port`]);
-//! [`Counters`] gather verdicts, costs, redirects and errors where the
+//! [`ReplayCounters`] gather verdicts, costs, redirects and errors where the
 //! work is done. [`replay`] runs the loop on the caller's thread, or on
 //! several workers sharded by flow ([`Shard`]), each with its own hook on
 //! the same maps.
@@ -25,7 +25,7 @@ mod source;
 mod worker;
 
 pub use batch::{BATCH, Batch, PacketInfo};
-pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
+pub use counters::{CloneTarget, FIRST_ERRORS, PacketError, ReplayCounters, TRACE_LINES, Tally};
 pub use filtered::Filtered;
 pub use histogram::Histogram;
 pub use kernel::netdev::Interface;

@@ -14,7 +14,7 @@ use std::time::Instant;
 use runtime::PacketHook;
 
 use crate::batch::Batch;
-use crate::counters::Counters;
+use crate::counters::ReplayCounters;
 use crate::ordered::{DoneOnDrop, Ordered};
 use crate::shard::{Shard, flow_hash};
 use crate::sink::{SinkError, Sinks};
@@ -50,7 +50,7 @@ impl Default for ReplayOptions {
 
 /// What a replay did.
 pub struct ReplaySummary {
-    pub counters: Counters,
+    pub counters: ReplayCounters,
     /// Workers that ran the program.
     pub threads: usize,
     pub seconds: f64,
@@ -146,7 +146,7 @@ pub fn replay<H: PacketHook>(
     })
 }
 
-type Outcome = (Counters, Option<SourceError>, Result<(), ReplayError>);
+type Outcome = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
 fn one_thread<H: PacketHook>(
     hook: &mut H,
@@ -200,7 +200,7 @@ fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
 }
 
 /// How a worker ended: its counts, how its source ended, its error.
-type WorkerEnd = (Counters, Option<SourceError>, Result<(), ReplayError>);
+type WorkerEnd = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
 /// Hands a worker's outputs to the merge, with its mark.
 fn deposit<H: PacketHook>(
@@ -221,7 +221,7 @@ fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<W
             h.join().unwrap_or_else(|_| {
                 let why = "panicked".to_string();
                 let err = Err(ReplayError::Worker { worker: w, why });
-                (Counters::default(), None, err)
+                (ReplayCounters::default(), None, err)
             })
         })
         .collect()
@@ -230,7 +230,7 @@ fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<W
 /// The workers' counts added up, the first error, worker 0's account of
 /// how the source ended; the sinks finished.
 fn merge(ends: Vec<WorkerEnd>, ordered: Ordered) -> Outcome {
-    let mut total = Counters::default();
+    let mut total = ReplayCounters::default();
     let mut result = Ok(());
     let mut source_error = None;
     for (w, (c, err, r)) in ends.into_iter().enumerate() {

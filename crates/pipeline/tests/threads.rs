@@ -3,7 +3,7 @@
 //! whose result does not depend on the order of packets across flows.
 
 use maps::Map;
-use pipeline::{Capture, Counters, Generated, Packets, ReplayOptions, Shard, Sinks, Source};
+use pipeline::{Capture, Generated, Packets, ReplayCounters, ReplayOptions, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
 
 /// Workers in the multi-threaded runs (per-CPU maps get a slot each).
@@ -53,7 +53,7 @@ fn replay(
     setup: &dyn Fn(&Hook),
     source: &mut dyn Source,
     threads: usize,
-) -> (Counters, Contents) {
+) -> (ReplayCounters, Contents) {
     let mut h = hook(name);
     setup(&h);
     let opts = ReplayOptions {
