@@ -73,7 +73,7 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
         let dump = json(&ns.must(&["bpftool", "-j", "map", "dump", "id", &m]));
         dumps.insert(info["name"].as_str().unwrap().to_string(), dump);
     }
-    let counters = tccompile::Counters::read(&compiled.manifest, |name, slot| {
+    let counters = tccompile::CompiledCounters::read(&compiled.manifest, |name, slot| {
         let d = dumps.get(name).ok_or_else(|| format!("no map {name}"))?;
         let e = &d.as_array().unwrap()[slot as usize];
         Ok(e["value"]
