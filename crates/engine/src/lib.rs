@@ -120,7 +120,7 @@ pub use runtime::{Hook, PacketHook, PacketMeta, Verdict};
 pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
 pub use profile::Engine;
 // Verification: sluice's verifier on one program.
-pub use verifier::{Options as VerifyOptions, Report as VerifyReport, verify};
+pub use verifier::{VerifyOptions, VerifyReport, verify};
 // Filters: tcpdump expressions compiled to classic BPF.
 pub use cbpf::{ExprError, compile_expr};
 // Flows: the flow table of flow monitoring.

@@ -151,9 +151,9 @@ fn trusted_jit(program: Program) -> Result<Vm<SimEnv>, String> {
     let report = verifier::verify(
         &program,
         &[],
-        &verifier::Options {
+        &verifier::VerifyOptions {
             helpers: runtime::helpers::ids_for(&program.kind),
-            ..verifier::Options::default()
+            ..verifier::VerifyOptions::default()
         },
     );
     if let Err(r) = &report.result {
