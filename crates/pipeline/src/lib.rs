@@ -5,7 +5,7 @@
 //! interface: [`Live`]) fills [`Batch`]es of up to [`BATCH`] packets in
 //! one reused buffer; a hook (a program of an object, [`runtime::Hook`])
 //! runs them; each verdict takes its [`Route`] to the sinks the [`Sinks`]
-//! table names (pcap writers, memory, an interface: [`Port`]);
+//! table names (pcap writers, memory, an interface: [`InterfaceSink`]);
 //! [`ReplayCounters`] gather verdicts, costs, redirects and errors where the
 //! work is done. [`replay`] runs the loop on the caller's thread, or on
 //! several workers sharded by flow ([`Shard`]), each with its own hook on
@@ -29,7 +29,7 @@ pub use counters::{CloneTarget, FIRST_ERRORS, PacketError, ReplayCounters, TRACE
 pub use filtered::Filtered;
 pub use histogram::Histogram;
 pub use kernel::netdev::Interface;
-pub use live::{Direction, Live, LiveStats, Port, PortCounts};
+pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
 pub use record::{Recorded, record};
 pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
 pub use shard::{Shard, flow_hash};

@@ -1,5 +1,5 @@
 //! Live interfaces through AF_PACKET sockets: [`Live`] reads the frames
-//! arriving on one interface as a [`Source`], [`Port`] sends packets out of
+//! arriving on one interface as a [`Source`], [`InterfaceSink`] sends packets out of
 //! one as a [`Sink`]. Both need root or CAP_NET_RAW.
 //!
 //! [`Live`] receives with `recvmmsg`, up to a batch ([`BATCH`]) per system
@@ -361,7 +361,7 @@ impl Source for Live {
     }
 }
 
-/// What a [`Port`] has sent, shared with whoever wants to know while the
+/// What an [`InterfaceSink`] has sent, shared with whoever wants to know while the
 /// port itself belongs to the sinks.
 #[derive(Debug, Default)]
 pub struct PortCounts {
@@ -397,7 +397,7 @@ const BUSY_TRIES: u32 = 200;
 /// frame. Frames are gathered and sent with `sendmmsg`, a batch at a time:
 /// at the end of every batch the pipeline ran, when [`BATCH`] are waiting,
 /// and at `finish`.
-pub struct Port {
+pub struct InterfaceSink {
     sock: PacketSocket,
     iface: Interface,
     bytes: Vec<u8>,
@@ -405,14 +405,14 @@ pub struct Port {
     counts: Arc<PortCounts>,
 }
 
-impl Port {
+impl InterfaceSink {
     /// Sends out of interface `name` (or, when no interface has that name
     /// and it is a number, the interface with that index).
-    pub fn open(name: &str) -> Result<Port, SinkError> {
+    pub fn open(name: &str) -> Result<InterfaceSink, SinkError> {
         let iface = Interface::lookup(name).map_err(|e| SinkError(e.to_string()))?;
         // Bound to protocol 0: the socket receives nothing.
         let sock = packet_socket(&iface, 0, |_| Ok(())).map_err(SinkError)?;
-        Ok(Port {
+        Ok(InterfaceSink {
             sock,
             iface,
             bytes: Vec::with_capacity(BATCH * 2048),
@@ -490,7 +490,7 @@ impl Port {
     }
 }
 
-impl Sink for Port {
+impl Sink for InterfaceSink {
     fn write(&mut self, packet: &[u8], frags: &[u8], _timestamp_ns: u64) -> Result<(), SinkError> {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(packet);

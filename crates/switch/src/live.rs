@@ -261,7 +261,7 @@ fn afpacket_loop(
 
 /// AF_PACKET sockets sending out of every port.
 struct Senders {
-    ports: Vec<(u32, pipeline::Port)>,
+    ports: Vec<(u32, pipeline::InterfaceSink)>,
     pending: bool,
 }
 
@@ -270,7 +270,7 @@ impl Senders {
         let ports = ports
             .iter()
             .map(|p| {
-                pipeline::Port::open(&p.dev)
+                pipeline::InterfaceSink::open(&p.dev)
                     .map(|s| (p.port_no, s))
                     .map_err(SwitchError::Send)
             })
