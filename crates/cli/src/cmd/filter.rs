@@ -193,7 +193,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         // Ctrl-C or SIGTERM: stop reading, finish the output, report.
         stop: Some(crate::signals::stop_on_signals()),
     };
-    let mut engine: Box<dyn cbpf::Engine> = match a.engine {
+    let mut engine: Box<dyn cbpf::FilterEngine> = match a.engine {
         EngineArg::Interp => Box::new(cbpf::Interp),
         EngineArg::Jit => Box::new(xpf::classic::Jit),
         EngineArg::Kernel => Box::new(xpf::classic::Kernel::new()?),
