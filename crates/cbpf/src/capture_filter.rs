@@ -1,7 +1,7 @@
 //! A capture filtered as `tcpdump -r IN -w OUT EXPR` filters it: each
 //! record, as captured, through the program libpcap compiles for its link
 //! type, with its length on the wire as `len`; the matches written with
-//! their link type and timestamps. An [`Engine`] decides each packet (the
+//! their link type and timestamps. A [`FilterEngine`] decides each packet (the
 //! classic interpreter, or the eBPF translation in sluice's JIT or the
 //! kernel); the packets it refuses are decided by the interpreter and
 //! counted.
@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use capture::{PcapSink, PcapSource, SinkFormat};
 
-use crate::engine::{Decider, Decision, Engine};
+use crate::engine::{Decider, Decision, FilterEngine};
 use crate::expr::{DEFAULT_SNAPLEN, compile_expr_until};
 use crate::insn::Insn;
 use crate::interp::{Filter, Meta};
@@ -31,7 +31,7 @@ pub struct FilterOptions<'a> {
 /// How a filtered capture went.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilterSummary {
-    /// The engine that decided ([`Engine::name`]).
+    /// The engine that decided ([`FilterEngine::name`]).
     pub engine: &'static str,
     /// Records read.
     pub read: u64,
@@ -118,7 +118,7 @@ struct Program {
 pub fn filter_capture(
     input: &Path,
     expr: &str,
-    engine: &mut dyn Engine,
+    engine: &mut dyn FilterEngine,
     opts: &FilterOptions,
 ) -> Result<FilterSummary, FilterError> {
     filter_capture_each(input, expr, engine, opts, &mut |_| {})
@@ -138,7 +138,7 @@ pub struct Matched<'a> {
 pub fn filter_capture_each(
     input: &Path,
     expr: &str,
-    engine: &mut dyn Engine,
+    engine: &mut dyn FilterEngine,
     opts: &FilterOptions,
     each: &mut dyn FnMut(&Matched),
 ) -> Result<FilterSummary, FilterError> {

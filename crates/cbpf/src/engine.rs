@@ -1,5 +1,5 @@
 //! What decides packets when a capture is filtered ([`crate::filter_capture`]):
-//! an [`Engine`] turns each link type's classic program into a [`Decider`],
+//! a [`FilterEngine`] turns each link type's classic program into a [`Decider`],
 //! a function from a packet and its [`Meta`] to the filter's return value.
 //! The classic interpreter ([`Interp`]) is here; engines that run the
 //! program's eBPF translation (sluice's JIT, the kernel) live in the
@@ -29,7 +29,7 @@ pub enum Decision {
 pub type Decider = Box<dyn FnMut(&[u8], &Meta) -> Result<Decision, String>>;
 
 /// A way to run classic programs over packets.
-pub trait Engine {
+pub trait FilterEngine {
     /// The engine's name, as `sluice filter --engine` takes it.
     fn name(&self) -> &'static str;
     /// A decider for `prog`, the program of link type `linktype` (checked
@@ -42,7 +42,7 @@ pub trait Engine {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Interp;
 
-impl Engine for Interp {
+impl FilterEngine for Interp {
     fn name(&self) -> &'static str {
         "interp"
     }

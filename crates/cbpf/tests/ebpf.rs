@@ -42,9 +42,9 @@ fn hook_of(insns: &[isa::Insn], fast: bool, kind: ProgramKind) -> Hook {
     let report = verifier::verify(
         &object.programs[0],
         &[],
-        &verifier::Options {
+        &verifier::VerifyOptions {
             helpers: runtime::helpers::ids_for(&object.programs[0].kind),
-            ..verifier::Options::default()
+            ..verifier::VerifyOptions::default()
         },
     );
     let image = Image::load(object, &LoadOptions::default()).unwrap();

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cbpf::{Decider, Decision, Engine, FilterOptions, Insn, Interp, Meta, filter_capture};
+use cbpf::{Decider, Decision, FilterEngine, FilterOptions, Insn, Interp, Meta, filter_capture};
 
 fn capture() -> PathBuf {
     testkit::capture("of10_s4810.pcap")
@@ -14,7 +14,7 @@ fn capture() -> PathBuf {
 /// The interpreter, refusing every other packet.
 struct Picky(u64);
 
-impl Engine for Picky {
+impl FilterEngine for Picky {
     fn name(&self) -> &'static str {
         "picky"
     }
@@ -34,7 +34,7 @@ impl Engine for Picky {
 
 struct Failing(&'static str);
 
-impl Engine for Failing {
+impl FilterEngine for Failing {
     fn name(&self) -> &'static str {
         "failing"
     }
@@ -49,7 +49,7 @@ impl Engine for Failing {
     }
 }
 
-fn write(engine: &mut dyn Engine, out: &Path) -> cbpf::FilterSummary {
+fn write(engine: &mut dyn FilterEngine, out: &Path) -> cbpf::FilterSummary {
     let opts = FilterOptions {
         write: Some(out),
         count: None,

@@ -10,11 +10,11 @@ pub enum Engine {
     Interp,
 }
 
-impl From<Engine> for engine::Engine {
-    fn from(e: Engine) -> engine::Engine {
+impl From<Engine> for engine::VmEngine {
+    fn from(e: Engine) -> engine::VmEngine {
         match e {
-            Engine::Jit => engine::Engine::Jit,
-            Engine::Interp => engine::Engine::Interpreter,
+            Engine::Jit => engine::VmEngine::Jit,
+            Engine::Interp => engine::VmEngine::Interpreter,
         }
     }
 }

@@ -22,7 +22,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Every capture and expression through `engine` and the interpreter: the
 /// same outcome (the same file written, or the same error).
-fn same_as_interp(engine: &mut dyn cbpf::Engine) {
+fn same_as_interp(engine: &mut dyn cbpf::FilterEngine) {
     let started = Instant::now();
     let name = engine.name();
     let dir = scratch(name);
@@ -32,7 +32,7 @@ fn same_as_interp(engine: &mut dyn cbpf::Engine) {
     let captures = captures();
     for capture in &captures {
         for expr in EXPRESSIONS {
-            let run = |engine: &mut dyn cbpf::Engine, out: &Path| {
+            let run = |engine: &mut dyn cbpf::FilterEngine, out: &Path| {
                 let _ = std::fs::remove_file(out);
                 let opts = cbpf::FilterOptions {
                     write: Some(out),

@@ -69,7 +69,7 @@ impl App {
 
 /// How to run.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct XskOptions {
     pub dev: String,
     pub queues: Vec<u32>,
     pub mode: XdpMode,
@@ -93,9 +93,9 @@ pub struct Options {
     pub duration: Option<Duration>,
 }
 
-impl Options {
-    pub fn new(dev: &str, app_frame: Vec<u8>) -> Options {
-        Options {
+impl XskOptions {
+    pub fn new(dev: &str, app_frame: Vec<u8>) -> XskOptions {
+        XskOptions {
             dev: dev.into(),
             queues: vec![0],
             mode: XdpMode::Native,
@@ -127,7 +127,7 @@ pub(crate) fn kick_threshold(kick_at: Option<u32>, xsk: &XskConfig) -> u32 {
 
 /// Counters of one queue, updated by its thread once per batch.
 #[derive(Default, Debug)]
-pub struct Counters {
+pub struct QueueCounters {
     pub rx: AtomicU64,
     pub rx_bytes: AtomicU64,
     /// Sent (completed) frames.
@@ -150,7 +150,7 @@ pub struct Totals {
 }
 
 impl Totals {
-    fn of(counters: &[Arc<Counters>]) -> Totals {
+    fn of(counters: &[Arc<QueueCounters>]) -> Totals {
         let mut t = Totals::default();
         for c in counters {
             t.rx += c.rx.load(Ordering::Relaxed);
@@ -176,7 +176,7 @@ impl Totals {
 
 /// The end of a run.
 #[derive(Clone, Debug)]
-pub struct Summary {
+pub struct XskSummary {
     pub app: App,
     pub dev: String,
     pub queues: Vec<u32>,
@@ -197,10 +197,10 @@ pub struct Summary {
 /// totals about once a second, then detaches and drains.
 pub fn run(
     app: App,
-    opts: &Options,
+    opts: &XskOptions,
     stop: &AtomicBool,
     mut tick: impl FnMut(&Totals, Duration),
-) -> Result<Summary, DatapathError> {
+) -> Result<XskSummary, DatapathError> {
     if opts.batch == 0 {
         return Err(DatapathError::Setup("--batch must be at least 1".into()));
     }
@@ -259,7 +259,7 @@ pub fn run(
             )
         })
         .collect();
-    let counters: Vec<Arc<Counters>> = queues.iter().map(|q| q.counters.clone()).collect();
+    let counters: Vec<Arc<QueueCounters>> = queues.iter().map(|q| q.counters.clone()).collect();
     let ifindex = queues.first().map_or(0, |q| q.xsk.ifindex());
     let watch = Watch::new(
         &opts.dev,
@@ -342,7 +342,7 @@ pub fn run(
         kernel.rx_fill_ring_empty_descs += k.rx_fill_ring_empty_descs;
         kernel.tx_ring_empty_descs += k.tx_ring_empty_descs;
     }
-    Ok(Summary {
+    Ok(XskSummary {
         app,
         dev: opts.dev.clone(),
         queues: opts.queues.clone(),

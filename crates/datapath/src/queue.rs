@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use capture::xsk::{FramePool, PoolKind, XdpDesc, Xsk, XskError};
 
 use crate::meta::{FrameMeta, MetaKind, MetaStore};
-use crate::{App, Counters, DatapathError};
+use crate::{App, DatapathError, QueueCounters};
 
 pub(crate) struct Queue {
     pub xsk: Xsk,
@@ -19,7 +19,7 @@ pub(crate) struct Queue {
     kick_at: u32,
     /// The frame `txonly` sends.
     template: Arc<[u8]>,
-    pub counters: Arc<Counters>,
+    pub counters: Arc<QueueCounters>,
     rx: Vec<XdpDesc>,
     done: Vec<u64>,
     meta: MetaStore,
@@ -103,7 +103,7 @@ impl Queue {
             batch,
             kick_at,
             template,
-            counters: Arc::new(Counters::default()),
+            counters: Arc::new(QueueCounters::default()),
             rx: Vec::with_capacity(batch as usize),
             done: Vec::with_capacity(batch as usize * 2),
             meta: MetaStore::new(meta, count),

@@ -31,7 +31,7 @@ use kernel::{KernelObject, MapInfo, ProgInfo};
 use runtime::{Hook, PacketMeta};
 
 pub use compare::{Difference, hex_diff};
-pub use report::{Divergence, NotComparable, Summary};
+pub use report::{DiffSummary, Divergence, NotComparable};
 
 /// How one packet went.
 #[derive(Clone, Debug)]
@@ -77,7 +77,7 @@ pub struct Differ {
     /// Random numbers handed to both sides (xorshift64 state).
     rng: u64,
     xdp: bool,
-    summary: Summary,
+    summary: DiffSummary,
     keep: usize,
     /// Per map: the VM state its changes are measured from (compared maps
     /// a program may write).
@@ -211,9 +211,9 @@ impl Differ {
             _pin_root: pin_root,
             rng: 0x5eed_d1ff_5eed_d1ff,
             xdp,
-            summary: Summary {
+            summary: DiffSummary {
                 notes,
-                ..Summary::default()
+                ..DiffSummary::default()
             },
             keep,
             trackers: Vec::new(),
@@ -680,12 +680,12 @@ impl Differ {
     }
 
     /// Totals so far.
-    pub fn summary(&self) -> &Summary {
+    pub fn summary(&self) -> &DiffSummary {
         &self.summary
     }
 
     /// The totals, after the final comparison ([`Differ::finish`]).
-    pub fn into_summary(mut self) -> Summary {
+    pub fn into_summary(mut self) -> DiffSummary {
         self.finish();
         std::mem::take(&mut self.summary)
     }

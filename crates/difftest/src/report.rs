@@ -29,7 +29,7 @@ pub struct NotComparable {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Summary {
+pub struct DiffSummary {
     pub packets: u64,
     pub compared: u64,
     pub divergences: u64,
@@ -49,9 +49,9 @@ pub struct Summary {
     pub notes: Vec<String>,
 }
 
-impl Summary {
+impl DiffSummary {
     /// Adds another run's totals (several captures, one report).
-    pub fn absorb(&mut self, other: Summary, keep: usize) {
+    pub fn absorb(&mut self, other: DiffSummary, keep: usize) {
         self.packets += other.packets;
         self.compared += other.compared;
         self.divergences += other.divergences;

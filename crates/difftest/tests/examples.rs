@@ -1,7 +1,7 @@
 //! `Done when` of the kernel backend: every example program agrees with the
 //! kernel on every capture frame and on generated traffic.
 
-use difftest::{Differ, Summary};
+use difftest::{DiffSummary, Differ};
 use runtime::{Hook, Image, LoadOptions};
 use testkit::kernel_available;
 
@@ -124,7 +124,7 @@ fn hooks(name: &str) -> Vec<Hook> {
         .collect()
 }
 
-fn report(name: &str, s: &Summary) {
+fn report(name: &str, s: &DiffSummary) {
     eprintln!(
         "{name}: {} packets, {} compared, {} divergences, {} not comparable {:?}",
         s.packets, s.compared, s.divergences, s.not_comparable, s.not_comparable_reasons

@@ -96,10 +96,10 @@ fn maps_of_kernel_objects_load_and_stay_empty() {
     }
     // The tc program passes sluice's verifier (socket storage only behind
     // a socket check, the cgroup array with bpf_skb_under_cgroup).
-    let maps = verifier::MapInfo::of_object(h.object(), &|_| None);
-    let opts = verifier::Options {
+    let maps = verifier::MapView::of_object(h.object(), &|_| None);
+    let opts = verifier::VerifyOptions {
         helpers: runtime::helpers::ids_for(&h.program().kind),
-        ..verifier::Options::default()
+        ..verifier::VerifyOptions::default()
     };
     let report = verifier::verify(h.program(), &maps, &opts);
     assert!(report.result.is_ok(), "{:?}", report.result);

@@ -6,7 +6,7 @@
 
 use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, R, bytes_at, u8_at, u16_at};
-use crate::{Options, addr};
+use crate::{PrintOptions, addr};
 
 /// The datagram an ICMP error quotes (its bytes and the length its IPv4
 /// header gives), for the IP printer to print on the next line (`-v`).
@@ -21,7 +21,7 @@ pub(crate) fn icmp<'a>(
     p: &mut Out,
     b: &'a [u8],
     length: u32,
-    o: &Options,
+    o: &PrintOptions,
     fragmented: bool,
 ) -> Option<Quoted<'a>> {
     p.proto = "icmp";
@@ -121,7 +121,7 @@ pub(crate) fn icmp6(
     b: &[u8],
     length: u32,
     ips: &IpAddrs,
-    o: &Options,
+    o: &PrintOptions,
     fragmented: bool,
 ) {
     p.proto = "icmp6";

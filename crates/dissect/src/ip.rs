@@ -3,7 +3,7 @@
 
 use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, Truncated, bytes_at, u8_at, u16_at};
-use crate::{Options, Printer, icmp, ipopt, transport};
+use crate::{PrintOptions, Printer, icmp, ipopt, transport};
 
 pub(crate) fn proto_name(p: u8) -> &'static str {
     match p {
@@ -26,7 +26,14 @@ pub(crate) fn proto_name(p: u8) -> &'static str {
 }
 
 /// Prints an IPv4 packet; `length` is the bytes the link layer says follow.
-pub(crate) fn ipv4(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Options, word: bool) {
+pub(crate) fn ipv4(
+    p: &mut Out,
+    pr: &mut Printer,
+    b: &[u8],
+    length: u32,
+    o: &PrintOptions,
+    word: bool,
+) {
     p.proto = "ip";
     if !o.link && word {
         p.push("IP ");
@@ -168,7 +175,7 @@ fn next(
     payload: &[u8],
     plen: u32,
     ips: &IpAddrs,
-    o: &Options,
+    o: &PrintOptions,
     fragmented: bool,
 ) {
     if proto != 6 && proto != 17 {
@@ -188,7 +195,7 @@ fn next(
 }
 
 /// Prints an IPv6 packet.
-pub(crate) fn ipv6(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &Options) {
+pub(crate) fn ipv6(p: &mut Out, pr: &mut Printer, b: &[u8], length: u32, o: &PrintOptions) {
     p.proto = "ip6";
     if !o.link {
         p.push("IP6 ");

@@ -58,7 +58,7 @@ pub enum Hex {
 
 /// tcpdump's printing flags that the printer honours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Options {
+pub struct PrintOptions {
     /// `-n`: addresses and ports as numbers (the only form for now).
     pub numeric: bool,
     /// `-e`: print the link-level header.
@@ -71,9 +71,9 @@ pub struct Options {
     pub hex: Hex,
 }
 
-impl Default for Options {
+impl Default for PrintOptions {
     fn default() -> Self {
-        Options {
+        PrintOptions {
             numeric: true,
             link: false,
             time: TimeFormat::Default,
@@ -97,14 +97,14 @@ pub(crate) struct SeqBase {
 /// Prints packets one after another; keeps what tcpdump keeps between
 /// packets (the previous timestamp for `-ttt`, the TCP sequence bases).
 pub struct Printer {
-    opts: Options,
+    opts: PrintOptions,
     prev_ts_ns: Option<u64>,
     pub(crate) tcp_seqs: HashMap<Vec<u8>, SeqBase>,
 }
 
 impl Printer {
     /// A printer with no packet seen yet.
-    pub fn new(opts: Options) -> Printer {
+    pub fn new(opts: PrintOptions) -> Printer {
         Printer {
             opts,
             prev_ts_ns: None,

@@ -2,7 +2,7 @@
 //! length), 802.1Q tags, and ARP requests and replies.
 
 use crate::cursor::{Out, bytes_at, u8_at, u16_at};
-use crate::{Options, Printer, addr, ip};
+use crate::{PrintOptions, Printer, addr, ip};
 
 pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
 pub(crate) const ETHERTYPE_ARP: u16 = 0x0806;
@@ -26,7 +26,13 @@ fn ethertype_name(t: u16) -> &'static str {
 
 /// Prints an Ethernet frame; returns the link header's length (the dumps
 /// start after it).
-pub(crate) fn ether(p: &mut Out, pr: &mut Printer, f: &[u8], wire_len: u32, o: &Options) -> usize {
+pub(crate) fn ether(
+    p: &mut Out,
+    pr: &mut Printer,
+    f: &[u8],
+    wire_len: u32,
+    o: &PrintOptions,
+) -> usize {
     p.proto = "ether";
     if f.len() < 14 {
         p.truncated();
@@ -87,7 +93,7 @@ pub(crate) fn ether(p: &mut Out, pr: &mut Printer, f: &[u8], wire_len: u32, o: &
     off
 }
 
-fn arp(p: &mut Out, b: &[u8], length: u32, o: &Options) {
+fn arp(p: &mut Out, b: &[u8], length: u32, o: &PrintOptions) {
     p.proto = "arp";
     if !o.link {
         p.push("ARP, ");

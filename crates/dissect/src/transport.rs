@@ -4,7 +4,7 @@
 
 use crate::checksum::{IpAddrs, fold, should_be, sum16};
 use crate::cursor::{Out, R, u8_at, u16_at, u32_at};
-use crate::{Options, Printer, SeqBase};
+use crate::{PrintOptions, Printer, SeqBase};
 
 const FIN: u8 = 0x01;
 const SYN: u8 = 0x02;
@@ -42,7 +42,7 @@ pub(crate) fn tcp(
     b: &[u8],
     length: u32,
     ips: &IpAddrs,
-    o: &Options,
+    o: &PrintOptions,
     fragmented: bool,
 ) {
     p.proto = "tcp";
@@ -68,7 +68,7 @@ fn tcp_body(
     length: u32,
     ips: &IpAddrs,
     (sport, dport): (u16, u16),
-    o: &Options,
+    o: &PrintOptions,
     fragmented: bool,
 ) -> R<()> {
     let hlen = u32::from(u8_at(b, 12)? >> 4) * 4;
@@ -367,7 +367,7 @@ pub(crate) fn udp(
     b: &[u8],
     length: u32,
     ips: &IpAddrs,
-    o: &Options,
+    o: &PrintOptions,
     fragmented: bool,
 ) {
     p.proto = "udp";

@@ -156,7 +156,7 @@ struct Tally {
 /// them, as tcpdump does) and compares those in scope with tcpdump's;
 /// `strict`: tcpdump must print a record for every packet (it stops early
 /// on some damaged captures).
-fn compare(path: &Path, flags: &[&str], o: dissect::Options, strict: bool, t: &mut Tally) {
+fn compare(path: &Path, flags: &[&str], o: dissect::PrintOptions, strict: bool, t: &mut Tally) {
     let name = path
         .file_name()
         .unwrap_or_default()

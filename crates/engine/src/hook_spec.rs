@@ -60,14 +60,14 @@ pub enum BtfTarget {
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(remote = "profile::Engine", rename_all = "lowercase")]
+#[serde(remote = "profile::VmEngine", rename_all = "lowercase")]
 enum EngineDef {
     Interpreter,
     Jit,
 }
 
-fn jit() -> profile::Engine {
-    profile::Engine::Jit
+fn jit() -> profile::VmEngine {
+    profile::VmEngine::Jit
 }
 
 fn one() -> u32 {
@@ -102,7 +102,7 @@ pub struct HookSpec {
     pub pin: Option<PathBuf>,
     /// The x86-64 JIT (the interpreter where it cannot run) or the interpreter.
     #[serde(default = "jit", with = "EngineDef")]
-    pub engine: profile::Engine,
+    pub engine: profile::VmEngine,
     /// Count memory accesses per region.
     #[serde(default)]
     pub count_memory: bool,
@@ -146,7 +146,7 @@ impl HookSpec {
             contents: Contents::default(),
             fib: None,
             pin: None,
-            engine: profile::Engine::Jit,
+            engine: profile::VmEngine::Jit,
             count_memory: false,
             cpus: 1,
             verify: true,
@@ -212,7 +212,7 @@ impl HookSpec {
         let mut hook = Hook::new(image, prog, 0).map_err(|e| at(e.into()))?;
         hook.set_counting(self.count_memory);
         let mut notes = Vec::new();
-        if self.engine == profile::Engine::Jit
+        if self.engine == profile::VmEngine::Jit
             && let Err(e) = hook.enable_jit()
         {
             notes.push(e.to_string());

@@ -154,9 +154,9 @@ pub use obj::{Object, Program, ProgramKind};
 pub use runtime::{Hook, PacketHook, PacketMeta, Verdict};
 // Runs: the engine, routes, sharding, sources.
 pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
-pub use profile::Engine;
+pub use profile::VmEngine;
 // Verification: sluice's verifier on one program.
-pub use verifier::{Options as VerifyOptions, Report as VerifyReport, verify};
+pub use verifier::{VerifyOptions, VerifyReport, verify};
 // Filters: tcpdump expressions compiled to classic BPF.
 pub use cbpf::{ExprError, compile_expr};
 // Flows: the flow table of flow monitoring.

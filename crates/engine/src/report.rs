@@ -126,7 +126,7 @@ impl RunReport {
         object_name: String,
         map_entries: usize,
         hook: &mut Hook,
-        s: &pipeline::Summary,
+        s: &pipeline::ReplaySummary,
         read: &Read<'_>,
     ) -> RunReport {
         let c = &s.counters;

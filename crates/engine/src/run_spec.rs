@@ -156,7 +156,7 @@ impl Replay<'_> {
             .source
             .interface()
             .map(|name| Interface::lookup(name).map_or(1, |i| i.index));
-        let opts = pipeline::Options {
+        let opts = pipeline::ReplayOptions {
             threads: spec.worker_threads(),
             shard: spec.shard,
             limit: spec.limit,

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pipeline::{PcapWriter, Port, PortCounts, Route, Sinks};
+use pipeline::{InterfaceSink, PcapWriter, PortCounts, Route, Sinks};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
@@ -84,7 +84,8 @@ pub(crate) fn open(specs: &[SinkSpec]) -> Result<(Sinks, Vec<SentPort>), Error> 
     for route in Route::ALL {
         for spec in specs.iter().filter(|s| s.route == route) {
             if let Target::Interface(name) = &spec.to {
-                let port = Port::open(name).map_err(|cause| Error::Send { route, cause })?;
+                let port =
+                    InterfaceSink::open(name).map_err(|cause| Error::Send { route, cause })?;
                 ports.push(SentPort {
                     route,
                     iface: port.interface().name.clone(),

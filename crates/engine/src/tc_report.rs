@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use pipeline::Summary;
+use pipeline::ReplaySummary;
 use serde::Serialize;
 use tc::{ClsactHook, Config, Sent, ShowOptions};
 
@@ -87,7 +87,7 @@ impl TcReport {
     /// from the runner after it.
     pub(crate) fn new(
         names: Names,
-        summary: &Summary,
+        summary: &ReplaySummary,
         sent: &Sent,
         config: &mut Config,
     ) -> Result<TcReport, TcError> {

@@ -189,13 +189,13 @@ impl TcReplay<'_> {
     pub fn finish(mut self, progress: Option<&AtomicU64>) -> Result<TcFinished, Error> {
         let spec = self.spec;
         let mut runner = self.built.runner;
-        let opts = pipeline::Options {
+        let opts = pipeline::ReplayOptions {
             // One table of counters and policers for every packet.
             threads: 1,
             limit: spec.limit,
             ifindex: runner.ifindex(),
             stop: self.stop,
-            ..pipeline::Options::default()
+            ..pipeline::ReplayOptions::default()
         };
         let summary = pipeline::replay(
             &mut runner,

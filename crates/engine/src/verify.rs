@@ -4,7 +4,7 @@
 //! data after `--set`, sizes after `--map-size`).
 
 use runtime::{Image, LoadOptions};
-use verifier::MapInfo;
+use verifier::MapView;
 
 use crate::error::{Error, ObjectError};
 use crate::hook_spec::ObjectSource;
@@ -15,7 +15,7 @@ pub struct Verifiable {
     /// The object, settings applied.
     pub object: obj::Object,
     /// Each map for the verifier: its size, and its global data.
-    pub maps: Vec<MapInfo>,
+    pub maps: Vec<MapView>,
     /// Each map's definition, its size as loaded (for the kernel).
     pub defs: Vec<obj::MapDef>,
     /// Each global-data map's contents after `--set` (`None`: not one).
@@ -41,7 +41,7 @@ impl Verifiable {
                 image.maps[i].user_lookup(&0u32.to_le_bytes()).ok()
             })
             .collect();
-        let mut maps = MapInfo::of_object(&object, &|i| data[i].clone());
+        let mut maps = MapView::of_object(&object, &|i| data[i].clone());
         for (info, map) in maps.iter_mut().zip(image.maps.iter()) {
             info.max_entries = map.spec().max_entries;
         }

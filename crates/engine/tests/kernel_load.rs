@@ -6,7 +6,7 @@ use engine::KernelSpec;
 
 #[test]
 fn an_object_loads_into_the_kernel_with_its_settings() {
-    if !kernel::available_for_test("KernelSpec::load") {
+    if !testkit::kernel_available("KernelSpec::load") {
         return;
     }
     let mut spec = KernelSpec::from_bytes("xdp_ddos.o", programs::object("xdp_ddos").unwrap());

@@ -146,7 +146,7 @@ fn frames_in_memory_run_and_are_described() {
 fn a_run_spec_reads_back_from_json() {
     let mut hook = HookSpec::new("target/bpf/xdp_ddos.o");
     hook.settings.set = vec!["burst=2".into()];
-    hook.engine = engine::Engine::Interpreter;
+    hook.engine = engine::VmEngine::Interpreter;
     let mut spec = RunSpec::new(hook, SourceSpec::capture("in.pcap"));
     spec.sinks.push(SinkSpec {
         route: Route::Drop,
@@ -166,7 +166,7 @@ fn a_run_spec_reads_back_from_json() {
     )
     .unwrap();
     assert!(short.hook.verify);
-    assert_eq!(short.hook.engine, engine::Engine::Jit);
+    assert_eq!(short.hook.engine, engine::VmEngine::Jit);
     assert_eq!(short.hook.cpus, 1);
     assert_eq!(short.map_entries, 16);
 }

@@ -25,10 +25,11 @@ const VALUE_SIZE: usize = OFF_U32 + 4 * SLOTS;
 const CLOCK_HELPERS: [i32; 4] = [5, 125, 160, 208];
 const RANDOM_HELPER: i32 = 7;
 
-/// One eBPF instruction as the kernel takes it.
+/// One eBPF instruction as the kernel takes it (`struct bpf_insn`: the
+/// registers share a byte; `isa::RawInsn` keeps them apart).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[repr(C)]
-pub struct RawInsn {
+pub struct BpfInsn {
     pub code: u8,
     /// dst in the low nibble, src in the high one.
     pub regs: u8,
@@ -36,8 +37,8 @@ pub struct RawInsn {
     pub imm: i32,
 }
 
-const fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> RawInsn {
-    RawInsn {
+const fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
+    BpfInsn {
         code,
         regs: dst | (src << 4),
         off,
@@ -45,12 +46,12 @@ const fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> RawInsn {
     }
 }
 
-fn is_helper_call(i: &RawInsn) -> bool {
+fn is_helper_call(i: &BpfInsn) -> bool {
     i.code == 0x85 && i.regs >> 4 == 0
 }
 
 /// Whether the program reads the kernel's clock or random numbers.
-pub fn reads_clock(insns: &[RawInsn]) -> bool {
+pub fn reads_clock(insns: &[BpfInsn]) -> bool {
     insns
         .iter()
         .any(|i| is_helper_call(i) && (CLOCK_HELPERS.contains(&i.imm) || i.imm == RANDOM_HELPER))
@@ -114,7 +115,7 @@ impl Clock {
 /// A subprogram returning the next value of one list in the clock map:
 /// `counter_off` is the offset of its counter, `values_off` of its values,
 /// `shift` the log2 of a value's size.
-fn reader(map_fd: RawFd, counter_off: i16, values_off: i16, shift: i32) -> Vec<RawInsn> {
+fn reader(map_fd: RawFd, counter_off: i16, values_off: i16, shift: i32) -> Vec<BpfInsn> {
     let load = if shift == 3 { 0x79 } else { 0x61 }; // ldxdw / ldxw
     vec![
         // r1 = &clock[0] (BPF_PSEUDO_MAP_VALUE, offset 0)
@@ -134,11 +135,11 @@ fn reader(map_fd: RawFd, counter_off: i16, values_off: i16, shift: i32) -> Vec<R
 
 /// `insns` with every clock and random call sent to appended readers of
 /// `clock`'s map.
-pub fn rewrite(insns: &[RawInsn], clock: &Clock) -> Vec<RawInsn> {
+pub fn rewrite(insns: &[BpfInsn], clock: &Clock) -> Vec<BpfInsn> {
     rewrite_for(insns, clock.fd())
 }
 
-fn rewrite_for(insns: &[RawInsn], map_fd: RawFd) -> Vec<RawInsn> {
+fn rewrite_for(insns: &[BpfInsn], map_fd: RawFd) -> Vec<BpfInsn> {
     let calls = |ids: &[i32]| {
         insns
             .iter()
@@ -190,7 +191,7 @@ pub struct LoadAs {
 
 /// Loads `insns` as a new program; returns its descriptor. The kernel's
 /// verifier log comes back in the error when it refuses.
-pub fn load(insns: &[RawInsn], how: &LoadAs) -> Result<OwnedFd> {
+pub fn load(insns: &[BpfInsn], how: &LoadAs) -> Result<OwnedFd> {
     let name = std::ffi::CString::new(how.name.chars().take(15).collect::<String>())
         .map_err(|_| Error::new(ErrorKind::Invalid, "program name contains a NUL byte"))?;
     let mut log = vec![0u8; 1 << 20];
@@ -263,7 +264,7 @@ mod tests {
         ];
         assert!(reads_clock(&prog));
         assert!(!reads_clock(&prog[1..2]));
-        let rewritten_calls = |out: &[RawInsn]| {
+        let rewritten_calls = |out: &[BpfInsn]| {
             out.iter()
                 .enumerate()
                 .filter(|(_, i)| i.code == 0x85 && i.regs >> 4 == 1)

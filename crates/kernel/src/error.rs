@@ -140,18 +140,3 @@ pub fn c_name(raw: &[std::ffi::c_char]) -> String {
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
-
-/// For tests that need the kernel: whether this process may use it. When
-/// it may not, the skip is loud, and under `SLUICE_REQUIRE_KERNEL=1` (CI)
-/// it is a failure.
-pub fn available_for_test(what: &str) -> bool {
-    let ok = privileged();
-    if !ok {
-        eprintln!("SKIPPED {what}: needs root (or CAP_BPF and CAP_NET_ADMIN)");
-        assert!(
-            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
-            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not privileged"
-        );
-    }
-    ok
-}

@@ -5,6 +5,8 @@
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
+use maps::Entries;
+
 use crate::error::{Error, ErrorKind, Result, check};
 
 /// `BPF_MAP_TYPE_*` numbers the backend treats specially.
@@ -23,9 +25,6 @@ pub mod types {
     pub const BLOOM_FILTER: u32 = 30;
     pub const USER_RINGBUF: u32 = 31;
 }
-
-/// A map's contents: (key, value) pairs.
-pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// What the kernel says about a map.
 #[derive(Clone, Debug, Default)]

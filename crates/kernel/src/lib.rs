@@ -26,7 +26,7 @@ pub mod traffic;
 pub mod verify;
 pub mod xdp_link;
 
-pub use error::{Error, ErrorKind, Result, available_for_test, privileged};
+pub use error::{Error, ErrorKind, Result, privileged};
 pub use kmap::{MapInfo, PinnedMap, possible_cpus};
 pub use load_options::load_options;
 pub use object::{KernelObject, LoadOptions, ProgInfo, ProgType, same_map};

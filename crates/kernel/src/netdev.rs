@@ -1,37 +1,129 @@
-//! Network interfaces by name and index (in the caller's namespace).
+//! Network interfaces by name and index (in the caller's namespace): the
+//! one lookup of sluice ([`Interface`]); the live sockets of `pipeline`
+//! and the attach calls here both use it.
+
+use std::ffi::CString;
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The index of interface `name`.
-pub fn ifindex(name: &str) -> Result<u32> {
-    let c = std::ffi::CString::new(name)
-        .map_err(|_| Error::new(ErrorKind::Invalid, "interface name contains a NUL byte"))?;
-    // SAFETY: `c` is a valid C string.
-    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if i == 0 {
-        let names: Vec<String> = interfaces().into_iter().map(|(_, n)| n).collect();
-        return Err(Error::new(
-            ErrorKind::NotFound,
-            format!(
-                "no such device `{name}` in this network namespace (there are: {})",
-                names.join(", ")
-            ),
-        ));
+/// A network interface of the calling thread's network namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    pub index: u32,
+}
+
+/// Why an interface was not found. Its words list the interfaces the
+/// namespace has (`name (index)`).
+#[derive(Debug, thiserror::Error)]
+pub enum InterfaceError {
+    #[error("interface `{}`: the name has a NUL byte", .0.escape_debug())]
+    NulInName(String),
+    #[error("interface `{name}`: {source}; this network namespace has: {}", listed(.known))]
+    NoName {
+        name: String,
+        source: std::io::Error,
+        /// Every interface of the namespace: (index, name).
+        known: Vec<(u32, String)>,
+    },
+    #[error("interface index {index}: {source}; this network namespace has: {}", listed(.known))]
+    NoIndex {
+        index: u32,
+        source: std::io::Error,
+        /// Every interface of the namespace: (index, name).
+        known: Vec<(u32, String)>,
+    },
+}
+
+/// `name (index), ...`.
+fn listed(known: &[(u32, String)]) -> String {
+    let names: Vec<String> = known.iter().map(|(i, n)| format!("{n} ({i})")).collect();
+    names.join(", ")
+}
+
+impl Interface {
+    /// The interface named `name`.
+    pub fn by_name(name: &str) -> std::result::Result<Interface, InterfaceError> {
+        let c = CString::new(name).map_err(|_| InterfaceError::NulInName(name.to_string()))?;
+        // SAFETY: `c` is a valid NUL-terminated string.
+        let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+        if index == 0 {
+            let source = std::io::Error::last_os_error();
+            return Err(InterfaceError::NoName {
+                name: name.to_string(),
+                source,
+                known: interfaces(),
+            });
+        }
+        Ok(Interface {
+            name: name.to_string(),
+            index,
+        })
     }
-    Ok(i)
+
+    /// The interface whose index is `index`.
+    pub fn by_index(index: u32) -> std::result::Result<Interface, InterfaceError> {
+        match name_of(index) {
+            Ok(name) => Ok(Interface { name, index }),
+            Err(source) => Err(InterfaceError::NoIndex {
+                index,
+                source,
+                known: interfaces(),
+            }),
+        }
+    }
+
+    /// A name, or else a number taken as an interface index.
+    pub fn lookup(name_or_index: &str) -> std::result::Result<Interface, InterfaceError> {
+        match Interface::by_name(name_or_index) {
+            Ok(i) => Ok(i),
+            Err(e) => match name_or_index.parse::<u32>() {
+                Ok(index) if index > 0 => Interface::by_index(index),
+                _ => Err(e),
+            },
+        }
+    }
+}
+
+/// The index of interface `name`, with the attach commands' words when
+/// there is none (`no such device `NAME` in this network namespace (there
+/// are: ...)`).
+pub fn ifindex(name: &str) -> Result<u32> {
+    match Interface::by_name(name) {
+        Ok(i) => Ok(i.index),
+        Err(InterfaceError::NoName { known, .. }) => {
+            let names: Vec<String> = known.into_iter().map(|(_, n)| n).collect();
+            Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no such device `{name}` in this network namespace (there are: {})",
+                    names.join(", ")
+                ),
+            ))
+        }
+        Err(_) => Err(Error::new(
+            ErrorKind::Invalid,
+            "interface name contains a NUL byte",
+        )),
+    }
 }
 
 /// The name of interface `index`.
 pub fn name(index: u32) -> Option<String> {
+    name_of(index).ok()
+}
+
+/// The name of interface `index`, or why there is none.
+fn name_of(index: u32) -> std::io::Result<String> {
     let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
     // SAFETY: `buf` has IF_NAMESIZE bytes as if_indextoname requires.
     let p = unsafe { libc::if_indextoname(index, buf.as_mut_ptr()) };
     if p.is_null() {
-        return None;
+        return Err(std::io::Error::last_os_error());
     }
     // SAFETY: if_indextoname wrote a NUL-terminated name into `buf`.
     let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-    Some(s.to_string_lossy().into_owned())
+    Ok(s.to_string_lossy().into_owned())
 }
 
 /// Every interface: (index, name), by index.
@@ -85,4 +177,49 @@ pub fn enter_netns(name: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_found_by_name_index_and_lookup() {
+        let lo = Interface::by_name("lo").unwrap();
+        assert_eq!(Interface::by_index(lo.index).unwrap(), lo);
+        assert_eq!(Interface::lookup("lo").unwrap(), lo);
+        assert_eq!(Interface::lookup(&lo.index.to_string()).unwrap(), lo);
+        assert_eq!(ifindex("lo").unwrap(), lo.index);
+        assert_eq!(name(lo.index).as_deref(), Some("lo"));
+    }
+
+    #[test]
+    fn a_missing_interface_is_named_with_those_there_are() {
+        let e = Interface::lookup("nosuchif0").unwrap_err().to_string();
+        assert!(
+            e.starts_with("interface `nosuchif0`: No such device"),
+            "{e}"
+        );
+        assert!(
+            e.contains("; this network namespace has: ") && e.contains("lo ("),
+            "{e}"
+        );
+        let e = Interface::by_index(u32::MAX).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("interface index {}: ", u32::MAX)),
+            "{e}"
+        );
+        let e = ifindex("nosuchif0").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotFound);
+        assert!(
+            e.message
+                .starts_with("no such device `nosuchif0` in this network namespace (there are: "),
+            "{e}"
+        );
+        assert!(matches!(
+            Interface::by_name("a\0b"),
+            Err(InterfaceError::NulInName(_))
+        ));
+        assert_eq!(ifindex("a\0b").unwrap_err().kind, ErrorKind::Invalid);
+    }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use libbpf_rs::{AsRawLibbpf, MapCore, ObjectBuilder};
 
-use crate::clock::{Clock, LoadAs, RawInsn};
+use crate::clock::{BpfInsn, Clock, LoadAs};
 use crate::error::{Error, ErrorKind, Result};
 use crate::kmap::MapInfo;
 
@@ -286,13 +286,13 @@ impl KernelObject {
             let ptr = p.as_libbpf_object().as_ptr();
             // SAFETY: `ptr` is a loaded program of `self.obj`; libbpf keeps
             // its final instructions after load.
-            let insns: Vec<RawInsn> = unsafe {
+            let insns: Vec<BpfInsn> = unsafe {
                 let n = libbpf_sys::bpf_program__insn_cnt(ptr) as usize;
                 let at = libbpf_sys::bpf_program__insns(ptr);
                 if at.is_null() {
                     continue;
                 }
-                std::slice::from_raw_parts(at.cast::<RawInsn>(), n).to_vec()
+                std::slice::from_raw_parts(at.cast::<BpfInsn>(), n).to_vec()
             };
             // SAFETY: `ptr` is a live program of `self.obj`.
             let attach = unsafe { libbpf_sys::bpf_program__expected_attach_type(ptr) };
@@ -480,7 +480,7 @@ impl FuncInfo {
     unsafe fn of(
         obj: &libbpf_rs::Object,
         prog: *const libbpf_sys::bpf_program,
-        insns: &[RawInsn],
+        insns: &[BpfInsn],
         original: usize,
     ) -> Result<FuncInfo> {
         let mut info = FuncInfo {

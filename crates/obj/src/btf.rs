@@ -46,7 +46,7 @@ pub struct VarSecinfo {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum BtfKind {
     Void,
     Int {
         size: u32,
@@ -107,55 +107,55 @@ pub enum Kind {
     TypeTag(TypeId),
 }
 
-impl Kind {
+impl BtfKind {
     pub fn name(&self) -> &'static str {
         match self {
-            Kind::Void => "void",
-            Kind::Int { .. } => "int",
-            Kind::Ptr(_) => "ptr",
-            Kind::Array { .. } => "array",
-            Kind::Struct { .. } => "struct",
-            Kind::Union { .. } => "union",
-            Kind::Enum { .. } => "enum",
-            Kind::Fwd { .. } => "fwd",
-            Kind::Typedef(_) => "typedef",
-            Kind::Volatile(_) => "volatile",
-            Kind::Const(_) => "const",
-            Kind::Restrict(_) => "restrict",
-            Kind::Func { .. } => "func",
-            Kind::FuncProto { .. } => "func_proto",
-            Kind::Var { .. } => "var",
-            Kind::Datasec { .. } => "datasec",
-            Kind::Float { .. } => "float",
-            Kind::DeclTag { .. } => "decl_tag",
-            Kind::TypeTag(_) => "type_tag",
+            BtfKind::Void => "void",
+            BtfKind::Int { .. } => "int",
+            BtfKind::Ptr(_) => "ptr",
+            BtfKind::Array { .. } => "array",
+            BtfKind::Struct { .. } => "struct",
+            BtfKind::Union { .. } => "union",
+            BtfKind::Enum { .. } => "enum",
+            BtfKind::Fwd { .. } => "fwd",
+            BtfKind::Typedef(_) => "typedef",
+            BtfKind::Volatile(_) => "volatile",
+            BtfKind::Const(_) => "const",
+            BtfKind::Restrict(_) => "restrict",
+            BtfKind::Func { .. } => "func",
+            BtfKind::FuncProto { .. } => "func_proto",
+            BtfKind::Var { .. } => "var",
+            BtfKind::Datasec { .. } => "datasec",
+            BtfKind::Float { .. } => "float",
+            BtfKind::DeclTag { .. } => "decl_tag",
+            BtfKind::TypeTag(_) => "type_tag",
         }
     }
 
     /// Types this one refers to, for validation.
     fn refs(&self) -> Vec<TypeId> {
         match self {
-            Kind::Ptr(t)
-            | Kind::Typedef(t)
-            | Kind::Volatile(t)
-            | Kind::Const(t)
-            | Kind::Restrict(t)
-            | Kind::TypeTag(t) => vec![*t],
-            Kind::Array { elem, index, .. } => vec![*elem, *index],
-            Kind::Struct { members, .. } | Kind::Union { members, .. } => {
+            BtfKind::Ptr(t)
+            | BtfKind::Typedef(t)
+            | BtfKind::Volatile(t)
+            | BtfKind::Const(t)
+            | BtfKind::Restrict(t)
+            | BtfKind::TypeTag(t) => vec![*t],
+            BtfKind::Array { elem, index, .. } => vec![*elem, *index],
+            BtfKind::Struct { members, .. } | BtfKind::Union { members, .. } => {
                 members.iter().map(|m| m.ty).collect()
             }
-            Kind::Func { proto, .. } => vec![*proto],
-            Kind::FuncProto { ret, params } => std::iter::once(*ret)
+            BtfKind::Func { proto, .. } => vec![*proto],
+            BtfKind::FuncProto { ret, params } => std::iter::once(*ret)
                 .chain(params.iter().map(|p| p.1))
                 .collect(),
-            Kind::Var { ty, .. } | Kind::DeclTag { ty, .. } => vec![*ty],
-            Kind::Datasec { vars, .. } => vars.iter().map(|v| v.ty).collect(),
-            Kind::Void
-            | Kind::Int { .. }
-            | Kind::Enum { .. }
-            | Kind::Fwd { .. }
-            | Kind::Float { .. } => vec![],
+            BtfKind::Var { ty, .. } | BtfKind::DeclTag { ty, .. } => vec![*ty],
+            BtfKind::Datasec { vars, .. } => vars.iter().map(|v| v.ty).collect(),
+            BtfKind::Void
+            | BtfKind::Int { .. }
+            | BtfKind::Enum { .. }
+            | BtfKind::Fwd { .. }
+            | BtfKind::Float { .. } => vec![],
         }
     }
 }
@@ -163,7 +163,7 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Type {
     pub name: String,
-    pub kind: Kind,
+    pub kind: BtfKind,
 }
 
 /// Parsed `.BTF`.
@@ -229,7 +229,7 @@ impl Btf {
 
         let mut types = vec![Type {
             name: String::new(),
-            kind: Kind::Void,
+            kind: BtfKind::Void,
         }];
         let mut r = Reader::new(type_data);
         while r.remaining() > 0 {
@@ -265,28 +265,28 @@ impl Btf {
             let kind = match kind_id {
                 1 => {
                     let enc = r.u32().map_err(trunc)?;
-                    Kind::Int {
+                    BtfKind::Int {
                         size: size_or_type,
                         signed: (enc >> 24) & 1 != 0,
                         offset: (enc >> 16) & 0xff,
                         bits: enc & 0xff,
                     }
                 }
-                2 => Kind::Ptr(size_or_type),
-                3 => Kind::Array {
+                2 => BtfKind::Ptr(size_or_type),
+                3 => BtfKind::Array {
                     elem: r.u32().map_err(trunc)?,
                     index: r.u32().map_err(trunc)?,
                     nelems: r.u32().map_err(trunc)?,
                 },
-                4 => Kind::Struct {
+                4 => BtfKind::Struct {
                     size: size_or_type,
                     members: members(&mut r)?,
                 },
-                5 => Kind::Union {
+                5 => BtfKind::Union {
                     size: size_or_type,
                     members: members(&mut r)?,
                 },
-                6 => Kind::Enum {
+                6 => BtfKind::Enum {
                     size: size_or_type,
                     signed: kind_flag,
                     values: (0..vlen)
@@ -298,26 +298,26 @@ impl Btf {
                         })
                         .collect::<Result<_, BtfError>>()?,
                 },
-                7 => Kind::Fwd { union: kind_flag },
-                8 => Kind::Typedef(size_or_type),
-                9 => Kind::Volatile(size_or_type),
-                10 => Kind::Const(size_or_type),
-                11 => Kind::Restrict(size_or_type),
-                12 => Kind::Func {
+                7 => BtfKind::Fwd { union: kind_flag },
+                8 => BtfKind::Typedef(size_or_type),
+                9 => BtfKind::Volatile(size_or_type),
+                10 => BtfKind::Const(size_or_type),
+                11 => BtfKind::Restrict(size_or_type),
+                12 => BtfKind::Func {
                     proto: size_or_type,
                     linkage: vlen as u32,
                 },
-                13 => Kind::FuncProto {
+                13 => BtfKind::FuncProto {
                     ret: size_or_type,
                     params: (0..vlen)
                         .map(|_| Ok((name_at(r.u32().map_err(trunc)?)?, r.u32().map_err(trunc)?)))
                         .collect::<Result<_, BtfError>>()?,
                 },
-                14 => Kind::Var {
+                14 => BtfKind::Var {
                     ty: size_or_type,
                     linkage: r.u32().map_err(trunc)?,
                 },
-                15 => Kind::Datasec {
+                15 => BtfKind::Datasec {
                     size: size_or_type,
                     vars: (0..vlen)
                         .map(|_| {
@@ -329,13 +329,13 @@ impl Btf {
                         })
                         .collect::<Result<_, BtfError>>()?,
                 },
-                16 => Kind::Float { size: size_or_type },
-                17 => Kind::DeclTag {
+                16 => BtfKind::Float { size: size_or_type },
+                17 => BtfKind::DeclTag {
                     ty: size_or_type,
                     component: r.i32().map_err(trunc)?,
                 },
-                18 => Kind::TypeTag(size_or_type),
-                19 => Kind::Enum {
+                18 => BtfKind::TypeTag(size_or_type),
+                19 => BtfKind::Enum {
                     size: size_or_type,
                     signed: kind_flag,
                     values: (0..vlen)
@@ -414,7 +414,7 @@ impl Btf {
             return Ok(());
         };
         let names: Vec<String> = match &self.types[id as usize].kind {
-            Kind::Datasec { vars, .. } => vars
+            BtfKind::Datasec { vars, .. } => vars
                 .iter()
                 .map(|v| self.types[v.ty as usize].name.clone())
                 .collect(),
@@ -429,7 +429,7 @@ impl Btf {
                 })
             })
             .collect::<Result<_, _>>()?;
-        if let Kind::Datasec { size: s, vars } = &mut self.types[id as usize].kind {
+        if let BtfKind::Datasec { size: s, vars } = &mut self.types[id as usize].kind {
             *s = size;
             for (v, off) in vars.iter_mut().zip(offsets) {
                 v.offset = off;
@@ -442,11 +442,11 @@ impl Btf {
     pub fn skip_mods_and_typedefs(&self, mut id: TypeId) -> Result<TypeId, BtfError> {
         for _ in 0..MAX_CHAIN {
             match self.ty(id).kind {
-                Kind::Typedef(t)
-                | Kind::Volatile(t)
-                | Kind::Const(t)
-                | Kind::Restrict(t)
-                | Kind::TypeTag(t) => id = t,
+                BtfKind::Typedef(t)
+                | BtfKind::Volatile(t)
+                | BtfKind::Const(t)
+                | BtfKind::Restrict(t)
+                | BtfKind::TypeTag(t) => id = t,
                 _ => return Ok(id),
             }
         }
@@ -464,17 +464,17 @@ impl Btf {
         }
         let id = self.skip_mods_and_typedefs(id)?;
         Ok(match &self.ty(id).kind {
-            Kind::Int { size, .. }
-            | Kind::Struct { size, .. }
-            | Kind::Union { size, .. }
-            | Kind::Enum { size, .. }
-            | Kind::Datasec { size, .. }
-            | Kind::Float { size } => u64::from(*size),
-            Kind::Ptr(_) => 8,
-            Kind::Array { elem, nelems, .. } => self
+            BtfKind::Int { size, .. }
+            | BtfKind::Struct { size, .. }
+            | BtfKind::Union { size, .. }
+            | BtfKind::Enum { size, .. }
+            | BtfKind::Datasec { size, .. }
+            | BtfKind::Float { size } => u64::from(*size),
+            BtfKind::Ptr(_) => 8,
+            BtfKind::Array { elem, nelems, .. } => self
                 .size_of_depth(*elem, depth + 1)?
                 .saturating_mul(u64::from(*nelems)),
-            Kind::Var { ty, .. } => self.size_of_depth(*ty, depth + 1)?,
+            BtfKind::Var { ty, .. } => self.size_of_depth(*ty, depth + 1)?,
             _ => 0,
         })
     }
@@ -488,17 +488,19 @@ impl Btf {
             self.skip_mods_and_typedefs(ty)
                 .ok()
                 .and_then(|t| self.get(t))
-                .is_some_and(|t| t.name == "bpf_spin_lock" && matches!(t.kind, Kind::Struct { .. }))
+                .is_some_and(|t| {
+                    t.name == "bpf_spin_lock" && matches!(t.kind, BtfKind::Struct { .. })
+                })
         };
         match &self.get(id)?.kind {
-            Kind::Struct { members, .. } => members
+            BtfKind::Struct { members, .. } => members
                 .iter()
                 .find(|m| is_lock(m.ty))
                 .map(|m| m.bit_offset / 8),
-            Kind::Datasec { vars, .. } => vars
+            BtfKind::Datasec { vars, .. } => vars
                 .iter()
                 .find(|v| match self.get(v.ty).map(|t| &t.kind) {
-                    Some(Kind::Var { ty, .. }) => is_lock(*ty),
+                    Some(BtfKind::Var { ty, .. }) => is_lock(*ty),
                     _ => false,
                 })
                 .map(|v| v.offset),
@@ -524,16 +526,16 @@ impl Btf {
         }
         let t = self.ty(id);
         match &t.kind {
-            Kind::Void => "void".into(),
-            Kind::Struct { .. } => format!("struct {}", t.name),
-            Kind::Union { .. } => format!("union {}", t.name),
-            Kind::Enum { .. } => format!("enum {}", t.name),
-            Kind::Ptr(to) => format!("{} *", self.display_depth(*to, depth + 1)),
-            Kind::Array { elem, nelems, .. } => {
+            BtfKind::Void => "void".into(),
+            BtfKind::Struct { .. } => format!("struct {}", t.name),
+            BtfKind::Union { .. } => format!("union {}", t.name),
+            BtfKind::Enum { .. } => format!("enum {}", t.name),
+            BtfKind::Ptr(to) => format!("{} *", self.display_depth(*to, depth + 1)),
+            BtfKind::Array { elem, nelems, .. } => {
                 format!("{}[{nelems}]", self.display_depth(*elem, depth + 1))
             }
-            Kind::Const(to) => format!("const {}", self.display_depth(*to, depth + 1)),
-            Kind::Volatile(to) => format!("volatile {}", self.display_depth(*to, depth + 1)),
+            BtfKind::Const(to) => format!("const {}", self.display_depth(*to, depth + 1)),
+            BtfKind::Volatile(to) => format!("volatile {}", self.display_depth(*to, depth + 1)),
             _ if !t.name.is_empty() => t.name.clone(),
             k => k.name().into(),
         }

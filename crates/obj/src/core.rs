@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use isa::RawInsn;
 
-use crate::btf::{Btf, BtfError, Kind, TypeId};
+use crate::btf::{Btf, BtfError, BtfKind, TypeId};
 use crate::btf_ext::CoreRelo;
 
 /// Why a file gives no CO-RE target types (`--btf FILE`); each names the
@@ -248,7 +248,7 @@ fn walk_local(
     for &idx in rest {
         let t = btf.skip_mods_and_typedefs(field.ty)?;
         match &btf.ty(t).kind {
-            Kind::Struct { members, .. } | Kind::Union { members, .. } => {
+            BtfKind::Struct { members, .. } | BtfKind::Union { members, .. } => {
                 let m = members
                     .get(idx as usize)
                     .ok_or_else(|| CoreError::NoMember {
@@ -264,7 +264,7 @@ fn walk_local(
                 field.byte_size = btf.size_of(m.ty)? as u32;
                 names.push(Some(m.name.clone()));
             }
-            Kind::Array { elem, .. } => {
+            BtfKind::Array { elem, .. } => {
                 let esize = btf.size_of(*elem)?;
                 field.bit_offset = bits(idx, esize)
                     .and_then(|b| field.bit_offset.checked_add(b))
@@ -288,7 +288,7 @@ fn find_member(btf: &Btf, t: TypeId, name: &str, depth: usize) -> Option<(u64, T
         return None;
     }
     let t = btf.skip_mods_and_typedefs(t).ok()?;
-    let (Kind::Struct { members, .. } | Kind::Union { members, .. }) = &btf.ty(t).kind else {
+    let (BtfKind::Struct { members, .. } | BtfKind::Union { members, .. }) = &btf.ty(t).kind else {
         return None;
     };
     for m in members {
@@ -316,15 +316,15 @@ fn compatible(local: &Btf, l: TypeId, target: &Btf, t: TypeId) -> bool {
     matches!(
         (&local.ty(l).kind, &target.ty(t).kind),
         (
-            Kind::Int { .. } | Kind::Enum { .. },
-            Kind::Int { .. } | Kind::Enum { .. }
-        ) | (Kind::Ptr(_), Kind::Ptr(_))
-            | (Kind::Struct { .. }, Kind::Struct { .. })
-            | (Kind::Union { .. }, Kind::Union { .. })
-            | (Kind::Array { .. }, Kind::Array { .. })
-            | (Kind::Float { .. }, Kind::Float { .. })
-            | (Kind::Fwd { .. }, _)
-            | (_, Kind::Fwd { .. })
+            BtfKind::Int { .. } | BtfKind::Enum { .. },
+            BtfKind::Int { .. } | BtfKind::Enum { .. }
+        ) | (BtfKind::Ptr(_), BtfKind::Ptr(_))
+            | (BtfKind::Struct { .. }, BtfKind::Struct { .. })
+            | (BtfKind::Union { .. }, BtfKind::Union { .. })
+            | (BtfKind::Array { .. }, BtfKind::Array { .. })
+            | (BtfKind::Float { .. }, BtfKind::Float { .. })
+            | (BtfKind::Fwd { .. }, _)
+            | (_, BtfKind::Fwd { .. })
     )
 }
 
@@ -349,10 +349,10 @@ fn walk_target(
         let idx = path[i + 1];
         let lt = local.skip_mods_and_typedefs(local_ty).ok()?;
         local_ty = match (&local.ty(lt).kind, name) {
-            (Kind::Struct { members, .. } | Kind::Union { members, .. }, Some(_)) => {
+            (BtfKind::Struct { members, .. } | BtfKind::Union { members, .. }, Some(_)) => {
                 members.get(idx as usize)?.ty
             }
-            (Kind::Array { elem, .. }, None) => *elem,
+            (BtfKind::Array { elem, .. }, None) => *elem,
             _ => return None,
         };
         match name {
@@ -368,7 +368,7 @@ fn walk_target(
             }
             None => {
                 let t = target.skip_mods_and_typedefs(field.ty).ok()?;
-                let Kind::Array { elem, nelems, .. } = target.ty(t).kind else {
+                let BtfKind::Array { elem, nelems, .. } = target.ty(t).kind else {
                     return None;
                 };
                 if idx >= nelems && nelems != 0 {
@@ -409,7 +409,7 @@ fn candidates(local: &Btf, local_id: TypeId, target: &CoreTarget) -> Vec<TypeId>
 /// The value a field relocation computes for a field.
 fn field_value(btf: &Btf, f: Field, kind: u32) -> Result<u64, CoreError> {
     let signed = match &btf.ty(btf.skip_mods_and_typedefs(f.ty)?).kind {
-        Kind::Int { signed, .. } | Kind::Enum { signed, .. } => *signed,
+        BtfKind::Int { signed, .. } | BtfKind::Enum { signed, .. } => *signed,
         _ => false,
     };
     let (byte_off, byte_size) = if f.bitfield != 0 {
@@ -536,7 +536,7 @@ pub(crate) fn resolve(
         }
         kind::ENUMVAL_EXISTS | kind::ENUMVAL_VALUE => {
             let l = local.skip_mods_and_typedefs(r.type_id)?;
-            let Kind::Enum { values, .. } = &local.ty(l).kind else {
+            let BtfKind::Enum { values, .. } = &local.ty(l).kind else {
                 return Err(CoreError::NotEnum);
             };
             let idx = *path.first().ok_or(CoreError::EmptyAccess)? as usize;
@@ -549,7 +549,7 @@ pub(crate) fn resolve(
             let found: Vec<(u64, u32)> = cands
                 .iter()
                 .filter_map(|&c| match &target.ty(c).kind {
-                    Kind::Enum { values, .. } => values
+                    BtfKind::Enum { values, .. } => values
                         .iter()
                         .find(|(n, _)| n == name)
                         .map(|(_, v)| (*v as u64, 0)),

@@ -13,7 +13,7 @@ mod load;
 mod mapdef;
 mod reader;
 
-pub use btf::{Btf, BtfError, Kind as BtfKind, Member, TypeId};
+pub use btf::{Btf, BtfError, BtfKind, Member, TypeId};
 pub use btf_ext::{BtfExt, BtfExtError, CoreRelo, LineRecord};
 pub use core::{CoreTarget, CoreTargetError};
 pub use kind::{ProgramKind, ProgramTypeError, TYPE_NAMES, XdpAttach};

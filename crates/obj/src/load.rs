@@ -10,7 +10,7 @@ use object::{
 };
 
 use crate::ObjError;
-use crate::btf::{Btf, Kind};
+use crate::btf::{Btf, BtfKind};
 use crate::btf_ext::BtfExt;
 use crate::core::{self, CoreTarget, Placement};
 use crate::kind::{ProgramKind, ProgramTypeError};
@@ -157,7 +157,7 @@ impl Object {
                 continue;
             };
             let Some(ds) = def.value_type else { continue };
-            let Kind::Datasec { vars, .. } = &btf.ty(ds).kind else {
+            let BtfKind::Datasec { vars, .. } = &btf.ty(ds).kind else {
                 continue;
             };
             debug_assert!(btf.ty(ds).name == *section);
@@ -165,7 +165,7 @@ impl Object {
                 let var = btf.ty(v.ty);
                 if var.name == name {
                     let ty = match var.kind {
-                        Kind::Var { ty, .. } => btf.display(ty),
+                        BtfKind::Var { ty, .. } => btf.display(ty),
                         _ => String::new(),
                     };
                     return Some(GlobalVar {
@@ -357,12 +357,12 @@ pub(crate) fn parse(data: &[u8], target: Target<'_>) -> Result<Object, ObjError>
             name: ".maps".into(),
             reason: ".BTF has no DATASEC for .maps".into(),
         })?;
-        let Kind::Datasec { vars, .. } = &btf.ty(ds).kind else {
+        let BtfKind::Datasec { vars, .. } = &btf.ty(ds).kind else {
             unreachable!("found as a datasec")
         };
         for v in vars {
             let var = btf.ty(v.ty);
-            let Kind::Var { ty, .. } = var.kind else {
+            let BtfKind::Var { ty, .. } = var.kind else {
                 return Err(ObjError::Map {
                     name: var.name.clone(),
                     reason: "a .maps entry that is not a variable".into(),

@@ -4,7 +4,7 @@
 use maps::{MapSpec, MapType, flags};
 
 use crate::ObjError;
-use crate::btf::{Btf, Kind, TypeId};
+use crate::btf::{Btf, BtfKind, TypeId};
 
 /// What a map's slot is initialised with (`__array(values, ...)`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub struct BtfMapDef {
 fn uint_value(btf: &Btf, ty: TypeId) -> Result<u32, String> {
     // `__uint(name, N)` is `int (*name)[N]`.
     let ptr = btf.skip_mods_and_typedefs(ty).map_err(|e| e.to_string())?;
-    let Kind::Ptr(arr) = btf.ty(ptr).kind else {
+    let BtfKind::Ptr(arr) = btf.ty(ptr).kind else {
         return Err(format!(
             "expected a pointer to an array, found {}",
             btf.display(ptr)
@@ -66,7 +66,7 @@ fn uint_value(btf: &Btf, ty: TypeId) -> Result<u32, String> {
     };
     let arr = btf.skip_mods_and_typedefs(arr).map_err(|e| e.to_string())?;
     match btf.ty(arr).kind {
-        Kind::Array { nelems, .. } => Ok(nelems),
+        BtfKind::Array { nelems, .. } => Ok(nelems),
         _ => Err(format!("expected an array, found {}", btf.display(arr))),
     }
 }
@@ -74,7 +74,7 @@ fn uint_value(btf: &Btf, ty: TypeId) -> Result<u32, String> {
 fn pointee(btf: &Btf, ty: TypeId) -> Result<TypeId, String> {
     let ptr = btf.skip_mods_and_typedefs(ty).map_err(|e| e.to_string())?;
     match btf.ty(ptr).kind {
-        Kind::Ptr(to) => Ok(to),
+        BtfKind::Ptr(to) => Ok(to),
         _ => Err(format!(
             "expected a pointer (__type), found {}",
             btf.display(ptr)
@@ -92,7 +92,7 @@ pub(crate) fn parse_btf_map(
     let st = btf
         .skip_mods_and_typedefs(def_ty)
         .map_err(|e| e.to_string())?;
-    let Kind::Struct { members, .. } = &btf.ty(st).kind else {
+    let BtfKind::Struct { members, .. } = &btf.ty(st).kind else {
         return Err(format!("definition is {}, not a struct", btf.display(st)));
     };
     let mut map_type = None;
@@ -138,13 +138,13 @@ pub(crate) fn parse_btf_map(
                 let arr = btf
                     .skip_mods_and_typedefs(m.ty)
                     .map_err(|e| at(e.to_string()))?;
-                let Kind::Array { elem, .. } = btf.ty(arr).kind else {
+                let BtfKind::Array { elem, .. } = btf.ty(arr).kind else {
                     return Err(at("expected __array(values, ...)".into()));
                 };
                 let target = btf
                     .skip_mods_and_typedefs(pointee(btf, elem).map_err(at)?)
                     .map_err(|e| at(e.to_string()))?;
-                if let Kind::Struct { .. } = btf.ty(target).kind {
+                if let BtfKind::Struct { .. } = btf.ty(target).kind {
                     let inner_name = format!("{name}.inner");
                     inner_def = Some(Box::new(
                         parse_btf_map(btf, &inner_name, target, true)
@@ -316,7 +316,7 @@ pub fn tail_call_tags(
     is_program: impl Fn(&str) -> bool,
 ) -> Result<(), ObjError> {
     for (_, t) in btf.types() {
-        let Kind::DeclTag { ty, component: -1 } = t.kind else {
+        let BtfKind::DeclTag { ty, component: -1 } = t.kind else {
             continue;
         };
         let Some(spec) = t.name.strip_prefix("tail:") else {
@@ -324,7 +324,7 @@ pub fn tail_call_tags(
         };
         let func = btf.ty(ty);
         // A tagged function the compiler left out is simply not a slot.
-        if !matches!(func.kind, Kind::Func { .. }) || !is_program(&func.name) {
+        if !matches!(func.kind, BtfKind::Func { .. }) || !is_program(&func.name) {
             continue;
         }
         let (map, index) = spec.rsplit_once('/').unwrap_or((spec, ""));

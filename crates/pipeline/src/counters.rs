@@ -60,7 +60,7 @@ pub type CloneTarget = (u32, bool);
 
 /// The counts of a replay (or of one worker's share of it).
 #[derive(Clone, Default)]
-pub struct Counters {
+pub struct ReplayCounters {
     pub packets: u64,
     pub verdicts: Tally<Verdict>,
     /// Runs that stopped with an error.
@@ -86,7 +86,7 @@ pub struct Counters {
 pub const FIRST_ERRORS: usize = 5;
 pub const TRACE_LINES: usize = 100;
 
-impl Counters {
+impl ReplayCounters {
     pub(crate) fn error(&mut self, seq: u64, error: VmError) {
         self.errors += 1;
         if self.first_errors.len() < FIRST_ERRORS {
@@ -105,7 +105,7 @@ impl Counters {
     }
 
     /// Adds another worker's counts.
-    pub fn merge(&mut self, o: &Counters) {
+    pub fn merge(&mut self, o: &ReplayCounters) {
         self.packets += o.packets;
         self.verdicts.merge(&o.verdicts);
         self.errors += o.errors;

@@ -5,8 +5,8 @@
 //! interface: [`Live`]) fills [`Batch`]es of up to [`BATCH`] packets in
 //! one reused buffer; a hook (a program of an object, [`runtime::Hook`])
 //! runs them; each verdict takes its [`Route`] to the sinks the [`Sinks`]
-//! table names (pcap writers, memory, an interface: [`Port`]);
-//! [`Counters`] gather verdicts, costs, redirects and errors where the
+//! table names (pcap writers, memory, an interface: [`InterfaceSink`]);
+//! [`ReplayCounters`] gather verdicts, costs, redirects and errors where the
 //! work is done. [`replay`] runs the loop on the caller's thread, or on
 //! several workers sharded by flow ([`Shard`]), each with its own hook on
 //! the same maps.
@@ -25,12 +25,13 @@ mod source;
 mod worker;
 
 pub use batch::{BATCH, Batch, PacketInfo};
-pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
+pub use counters::{CloneTarget, FIRST_ERRORS, PacketError, ReplayCounters, TRACE_LINES, Tally};
 pub use filtered::Filtered;
 pub use histogram::Histogram;
-pub use live::{Direction, Interface, Live, LiveStats, Port, PortCounts};
+pub use kernel::netdev::Interface;
+pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
 pub use record::{Recorded, record};
-pub use replay::{Options, ReplayError, Summary, replay};
+pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
 pub use shard::{Shard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{

@@ -1,5 +1,5 @@
 //! Live interfaces through AF_PACKET sockets: [`Live`] reads the frames
-//! arriving on one interface as a [`Source`], [`Port`] sends packets out of
+//! arriving on one interface as a [`Source`], [`InterfaceSink`] sends packets out of
 //! one as a [`Sink`]. Both need root or CAP_NET_RAW.
 //!
 //! [`Live`] receives with `recvmmsg`, up to a batch ([`BATCH`]) per system
@@ -14,12 +14,12 @@
 //! counted ([`LiveStats::truncated`]), never a panic.
 
 use std::cell::Cell;
-use std::ffi::CString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use capture::LinkKind;
+use kernel::netdev::Interface;
 use kernel::packet_socket::{PacketSocket, RecvBuffers, SocketError};
 
 use crate::batch::{BATCH, Batch};
@@ -31,90 +31,6 @@ const POLL_MS: i32 = 50;
 
 /// Bytes received per frame: the largest frame a hook takes.
 const SLOT: usize = runtime::MAX_FRAME;
-
-/// A network interface of the calling thread's network namespace.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Interface {
-    pub name: String,
-    pub index: u32,
-}
-
-impl Interface {
-    /// The interface named `name`.
-    pub fn by_name(name: &str) -> Result<Interface, String> {
-        let c = CString::new(name).map_err(|_| {
-            format!(
-                "interface `{}`: the name has a NUL byte",
-                name.escape_debug()
-            )
-        })?;
-        // SAFETY: `c` is a valid NUL-terminated string.
-        let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
-        if index == 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(format!(
-                "interface `{name}`: {e}; this network namespace has: {}",
-                interface_names().join(", ")
-            ));
-        }
-        Ok(Interface {
-            name: name.to_string(),
-            index,
-        })
-    }
-
-    /// The interface whose index is `index`.
-    pub fn by_index(index: u32) -> Result<Interface, String> {
-        let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
-        // SAFETY: `buf` has the IF_NAMESIZE bytes if_indextoname writes at most.
-        let p = unsafe { libc::if_indextoname(index, buf.as_mut_ptr()) };
-        if p.is_null() {
-            let e = std::io::Error::last_os_error();
-            return Err(format!(
-                "interface index {index}: {e}; this network namespace has: {}",
-                interface_names().join(", ")
-            ));
-        }
-        // SAFETY: if_indextoname wrote a NUL-terminated name into `buf`.
-        let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-        Ok(Interface {
-            name: name.to_string_lossy().into_owned(),
-            index,
-        })
-    }
-
-    /// A name, or else a number taken as an interface index.
-    pub fn lookup(name_or_index: &str) -> Result<Interface, String> {
-        match Interface::by_name(name_or_index) {
-            Ok(i) => Ok(i),
-            Err(e) => match name_or_index.parse::<u32>() {
-                Ok(index) if index > 0 => Interface::by_index(index),
-                _ => Err(e),
-            },
-        }
-    }
-}
-
-/// `name (index)` of every interface of this network namespace.
-fn interface_names() -> Vec<String> {
-    let mut out = Vec::new();
-    // SAFETY: if_nameindex returns an array ended by a zero entry, or null.
-    let list = unsafe { libc::if_nameindex() };
-    if list.is_null() {
-        return out;
-    }
-    // SAFETY: the array is walked up to its zero entry, then freed once.
-    unsafe {
-        let mut p = list;
-        while (*p).if_index != 0 {
-            let name = std::ffi::CStr::from_ptr((*p).if_name).to_string_lossy();
-            out.push(format!("{name} ({})", (*p).if_index));
-            p = p.add(1);
-        }
-        libc::if_freenameindex(list);
-    }
-    out
-}
 
 /// `what: errno text`, with a hint where a privilege is missing.
 fn os_error(what: &str, e: std::io::Error) -> String {
@@ -197,7 +113,7 @@ impl Live {
     /// Reads interface `name` (or, when no interface has that name and it
     /// is a number, the interface with that index).
     pub fn open(name: &str, stop: Option<&'static AtomicBool>) -> Result<Live, SourceError> {
-        let iface = Interface::lookup(name).map_err(SourceError)?;
+        let iface = Interface::lookup(name).map_err(|e| SourceError(e.to_string()))?;
         Live::on(iface, stop, None, Direction::In)
     }
 
@@ -227,7 +143,7 @@ impl Live {
         if let Some(f) = filter {
             cbpf::check(f).map_err(|e| SourceError(format!("the filter: {e}")))?;
         }
-        let iface = Interface::lookup(name).map_err(SourceError)?;
+        let iface = Interface::lookup(name).map_err(|e| SourceError(e.to_string()))?;
         Live::on(iface, stop, filter, direction)
     }
 
@@ -236,7 +152,7 @@ impl Live {
         ifindex: u32,
         stop: Option<&'static AtomicBool>,
     ) -> Result<Live, SourceError> {
-        let iface = Interface::by_index(ifindex).map_err(SourceError)?;
+        let iface = Interface::by_index(ifindex).map_err(|e| SourceError(e.to_string()))?;
         Live::on(iface, stop, None, Direction::In)
     }
 
@@ -445,7 +361,7 @@ impl Source for Live {
     }
 }
 
-/// What a [`Port`] has sent, shared with whoever wants to know while the
+/// What an [`InterfaceSink`] has sent, shared with whoever wants to know while the
 /// port itself belongs to the sinks.
 #[derive(Debug, Default)]
 pub struct PortCounts {
@@ -481,7 +397,7 @@ const BUSY_TRIES: u32 = 200;
 /// frame. Frames are gathered and sent with `sendmmsg`, a batch at a time:
 /// at the end of every batch the pipeline ran, when [`BATCH`] are waiting,
 /// and at `finish`.
-pub struct Port {
+pub struct InterfaceSink {
     sock: PacketSocket,
     iface: Interface,
     bytes: Vec<u8>,
@@ -489,14 +405,14 @@ pub struct Port {
     counts: Arc<PortCounts>,
 }
 
-impl Port {
+impl InterfaceSink {
     /// Sends out of interface `name` (or, when no interface has that name
     /// and it is a number, the interface with that index).
-    pub fn open(name: &str) -> Result<Port, SinkError> {
-        let iface = Interface::lookup(name).map_err(SinkError)?;
+    pub fn open(name: &str) -> Result<InterfaceSink, SinkError> {
+        let iface = Interface::lookup(name).map_err(|e| SinkError(e.to_string()))?;
         // Bound to protocol 0: the socket receives nothing.
         let sock = packet_socket(&iface, 0, |_| Ok(())).map_err(SinkError)?;
-        Ok(Port {
+        Ok(InterfaceSink {
             sock,
             iface,
             bytes: Vec::with_capacity(BATCH * 2048),
@@ -574,7 +490,7 @@ impl Port {
     }
 }
 
-impl Sink for Port {
+impl Sink for InterfaceSink {
     fn write(&mut self, packet: &[u8], frags: &[u8], _timestamp_ns: u64) -> Result<(), SinkError> {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(packet);

@@ -14,7 +14,7 @@ use std::time::Instant;
 use runtime::PacketHook;
 
 use crate::batch::Batch;
-use crate::counters::Counters;
+use crate::counters::ReplayCounters;
 use crate::ordered::{DoneOnDrop, Ordered};
 use crate::shard::{Shard, flow_hash};
 use crate::sink::{SinkError, Sinks};
@@ -23,7 +23,7 @@ use crate::worker::Worker;
 
 /// How to replay.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct ReplayOptions {
     /// Worker threads (1: the caller's thread runs everything, in order).
     pub threads: usize,
     pub shard: Shard,
@@ -36,9 +36,9 @@ pub struct Options {
     pub stop: Option<&'static AtomicBool>,
 }
 
-impl Default for Options {
+impl Default for ReplayOptions {
     fn default() -> Self {
-        Options {
+        ReplayOptions {
             threads: 1,
             shard: Shard::default(),
             limit: None,
@@ -49,14 +49,14 @@ impl Default for Options {
 }
 
 /// What a replay did.
-pub struct Summary {
-    pub counters: Counters,
+pub struct ReplaySummary {
+    pub counters: ReplayCounters,
     /// Workers that ran the program.
     pub threads: usize,
     pub seconds: f64,
     /// Why the source ended early (every packet before it was replayed).
     pub source_error: Option<SourceError>,
-    /// Whether `Options::stop` ended the replay before the source's end.
+    /// Whether `ReplayOptions::stop` ended the replay before the source's end.
     pub stopped: bool,
 }
 
@@ -71,7 +71,7 @@ pub enum ReplayError {
 /// Whether the replay stops reading now: the stop flag is set and the
 /// source does not end by itself on it (one that does is read to its end,
 /// which comes once it has given the packets it holds).
-fn stop_now(source: &dyn Source, opts: &Options) -> bool {
+fn stop_now(source: &dyn Source, opts: &ReplayOptions) -> bool {
     opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !source.ends_on_stop()
 }
 
@@ -81,7 +81,7 @@ fn next_batch(
     source: &mut dyn Source,
     batch: &mut Batch,
     read: u64,
-    opts: &Options,
+    opts: &ReplayOptions,
 ) -> Option<SourceError> {
     batch.clear();
     let limit = opts.limit;
@@ -104,9 +104,9 @@ pub fn replay<H: PacketHook>(
     hook: &mut H,
     source: &mut dyn Source,
     sinks: Sinks,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
-) -> Result<Summary, ReplayError> {
+) -> Result<ReplaySummary, ReplayError> {
     let start = Instant::now();
     let threads = opts.threads.max(1);
     let (counters, source_error, result) = if threads == 1 {
@@ -137,7 +137,7 @@ pub fn replay<H: PacketHook>(
         merge(ends, ordered)
     };
     result?;
-    Ok(Summary {
+    Ok(ReplaySummary {
         counters,
         threads,
         seconds: start.elapsed().as_secs_f64(),
@@ -146,13 +146,13 @@ pub fn replay<H: PacketHook>(
     })
 }
 
-type Outcome = (Counters, Option<SourceError>, Result<(), ReplayError>);
+type Outcome = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
 fn one_thread<H: PacketHook>(
     hook: &mut H,
     source: &mut dyn Source,
     mut sinks: Sinks,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Outcome {
     let mut worker = Worker::new(hook, &sinks, opts.ifindex);
@@ -200,7 +200,7 @@ fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
 }
 
 /// How a worker ended: its counts, how its source ended, its error.
-type WorkerEnd = (Counters, Option<SourceError>, Result<(), ReplayError>);
+type WorkerEnd = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
 /// Hands a worker's outputs to the merge, with its mark.
 fn deposit<H: PacketHook>(
@@ -221,7 +221,7 @@ fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<W
             h.join().unwrap_or_else(|_| {
                 let why = "panicked".to_string();
                 let err = Err(ReplayError::Worker { worker: w, why });
-                (Counters::default(), None, err)
+                (ReplayCounters::default(), None, err)
             })
         })
         .collect()
@@ -230,7 +230,7 @@ fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<W
 /// The workers' counts added up, the first error, worker 0's account of
 /// how the source ended; the sinks finished.
 fn merge(ends: Vec<WorkerEnd>, ordered: Ordered) -> Outcome {
-    let mut total = Counters::default();
+    let mut total = ReplayCounters::default();
     let mut result = Ok(());
     let mut source_error = None;
     for (w, (c, err, r)) in ends.into_iter().enumerate() {
@@ -257,7 +257,7 @@ fn forked<H: PacketHook>(
     source: &mut dyn Source,
     forks: Vec<Box<dyn Source>>,
     ordered: Option<&Ordered>,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Vec<WorkerEnd> {
     let threads = workers.len();
@@ -325,7 +325,7 @@ fn sharded<H: PacketHook>(
     workers: Vec<Worker<H>>,
     source: &mut dyn Source,
     ordered: Option<&Ordered>,
-    opts: &Options,
+    opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Vec<WorkerEnd> {
     let threads = workers.len();

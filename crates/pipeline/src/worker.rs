@@ -4,13 +4,13 @@
 use runtime::{PacketHook, PacketMeta};
 
 use crate::batch::Batch;
-use crate::counters::Counters;
+use crate::counters::ReplayCounters;
 use crate::sink::{Outputs, Route, SinkError, Sinks};
 
 pub struct Worker<'h, H: PacketHook = runtime::Hook> {
     hook: &'h mut H,
     meta: PacketMeta,
-    counters: Counters,
+    counters: ReplayCounters,
     outputs: Outputs,
     /// Which routes have a sink (others are only counted).
     wants: [bool; Route::ALL.len()],
@@ -26,7 +26,7 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                 ifindex,
                 ..PacketMeta::default()
             },
-            counters: Counters::default(),
+            counters: ReplayCounters::default(),
             outputs: Outputs::default(),
             wants: Route::ALL.map(|r| sinks.wants(r)),
         }
@@ -100,11 +100,11 @@ impl<'h, H: PacketHook> Worker<'h, H> {
         ordered.deposit(w, &mut self.outputs, mark)
     }
 
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&self) -> &ReplayCounters {
         &self.counters
     }
 
-    pub fn into_counters(self) -> Counters {
+    pub fn into_counters(self) -> ReplayCounters {
         self.counters
     }
 }

@@ -2,7 +2,7 @@
 //! only the packets the classic filter accepts run, on one worker or
 //! several, and a limit counts the packets that run.
 
-use pipeline::{Filtered, Options, Packets, Sinks, Source};
+use pipeline::{Filtered, Packets, ReplayOptions, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions, Verdict, XdpAction};
 
 fn hook() -> Hook {
@@ -46,10 +46,10 @@ fn only_accepted_packets_run_and_a_limit_counts_them() {
         ] {
             let mut h = hook();
             let mut source = filtered(expr);
-            let opts = Options {
+            let opts = ReplayOptions {
                 threads,
                 limit,
-                ..Options::default()
+                ..ReplayOptions::default()
             };
             let s = pipeline::replay(&mut h, source.as_mut(), Sinks::new(), &opts, None).unwrap();
             let pass = s.counters.verdicts.get(Verdict::Xdp(XdpAction::Pass));

@@ -1,4 +1,4 @@
-//! Live interfaces: [`Live`] reading frames off a veth end, [`Port`]
+//! Live interfaces: [`Live`] reading frames off a veth end, [`InterfaceSink`]
 //! sending out of one, a route mirrored to a port during a replay. Each
 //! test makes its own network namespace with a veth pair `va`-`vb` inside
 //! (deleted at the end, also when the test fails) and sends nothing
@@ -10,7 +10,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use pipeline::{Batch, Collect, Live, Options, Packets, Port, Route, Shard, Sink, Sinks, Source};
+use pipeline::{
+    Batch, Collect, InterfaceSink, Live, Packets, ReplayOptions, Route, Shard, Sink, Sinks, Source,
+};
 use runtime::{Hook, Image, LoadOptions};
 use testkit::Netns;
 
@@ -78,7 +80,7 @@ fn tagged(i: usize) -> Vec<u8> {
 }
 
 /// Sends `frames` out of `iface` through a plain AF_PACKET socket, one
-/// `send` each (independent of [`Port`]).
+/// `send` each (independent of [`InterfaceSink`]).
 fn send_raw(iface: &str, frames: &[Vec<u8>]) {
     let index = pipeline::Interface::by_name(iface).unwrap().index;
     // SAFETY: plain socket creation.
@@ -248,7 +250,7 @@ fn a_missing_interface_is_named_in_the_error() {
         e.contains("`nosuchif0`") && e.contains("No such device"),
         "{e}"
     );
-    let e = Port::open("nosuchif0").err().unwrap().to_string();
+    let e = InterfaceSink::open("nosuchif0").err().unwrap().to_string();
     assert!(
         e.contains("`nosuchif0`") && e.contains("No such device"),
         "{e}"
@@ -271,7 +273,7 @@ fn a_port_sends_frames_intact_and_counts_what_it_could_not() {
     ns.enter(|| {
         let stop = flag();
         let mut live = Live::open(VB, Some(stop)).unwrap();
-        let port = Port::open(VA).unwrap();
+        let port = InterfaceSink::open(VA).unwrap();
         let counts = port.counts();
         let mut port: Box<dyn Sink> = Box::new(port);
         let frames: Vec<Vec<u8>> = (0..150).map(frame).collect();
@@ -328,9 +330,10 @@ fn a_replay_mirrors_its_passed_packets_to_a_port() {
         let kept = file.packets.clone();
         let mut sinks = Sinks::new();
         sinks.add(&[Route::Pass], Box::new(file));
-        sinks.add(&[Route::Pass], Box::new(Port::open(VA).unwrap()));
+        sinks.add(&[Route::Pass], Box::new(InterfaceSink::open(VA).unwrap()));
         let mut h = hook("xdp_pass");
-        let s = pipeline::replay(&mut h, &mut source, sinks, &Options::default(), None).unwrap();
+        let s =
+            pipeline::replay(&mut h, &mut source, sinks, &ReplayOptions::default(), None).unwrap();
         assert_eq!(s.counters.packets, 100);
         let written: Vec<Vec<u8>> = kept.lock().unwrap().iter().map(|p| p.1.clone()).collect();
         assert_eq!(written, frames);
@@ -371,13 +374,13 @@ fn a_live_replay_on_two_workers_reads_up_to_its_limit_and_forwards() {
                 returned
             });
             let mut sinks = Sinks::new();
-            sinks.add(&[Route::Pass], Box::new(Port::open(VB).unwrap()));
-            let opts = Options {
+            sinks.add(&[Route::Pass], Box::new(InterfaceSink::open(VB).unwrap()));
+            let opts = ReplayOptions {
                 threads: 2,
                 shard: Shard::RoundRobin,
                 limit: Some(30),
                 stop: Some(stop),
-                ..Options::default()
+                ..ReplayOptions::default()
             };
             let mut h = hook("xdp_pass");
             let s = pipeline::replay(&mut h, &mut source, sinks, &opts, None).unwrap();

@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pipeline::{Capture, Options, PcapWriter, Route, Sinks};
+use pipeline::{Capture, PcapWriter, ReplayOptions, Route, Sinks};
 use runtime::{Hook, Image, LoadOptions, Verdict, XdpAction};
 
 struct Counting;
@@ -70,8 +70,14 @@ fn a_capture_larger_than_the_memory_limit_streams() {
     let mut source = Capture::open(&path).unwrap();
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    let summary =
-        pipeline::replay(&mut h, &mut source, Sinks::new(), &Options::default(), None).unwrap();
+    let summary = pipeline::replay(
+        &mut h,
+        &mut source,
+        Sinks::new(),
+        &ReplayOptions::default(),
+        None,
+    )
+    .unwrap();
     let grew = PEAK.load(Ordering::Relaxed) - before;
     assert_eq!(summary.counters.packets, count);
     assert_eq!(
@@ -107,9 +113,9 @@ fn a_capture_cut_short_keeps_every_packet_before_the_cut() {
         let prog = image.find_program(None).unwrap();
         let mut h = Hook::new(image, prog, 0).unwrap();
         let mut source = Capture::open(&path).unwrap();
-        let opts = Options {
+        let opts = ReplayOptions {
             threads,
-            ..Options::default()
+            ..ReplayOptions::default()
         };
         let summary = pipeline::replay(&mut h, &mut source, sinks, &opts, None).unwrap();
         assert_eq!(summary.counters.packets, 999, "{threads} threads");

@@ -3,7 +3,7 @@
 //! whose result does not depend on the order of packets across flows.
 
 use maps::Map;
-use pipeline::{Capture, Counters, Generated, Options, Packets, Shard, Sinks, Source};
+use pipeline::{Capture, Generated, Packets, ReplayCounters, ReplayOptions, Shard, Sinks, Source};
 use runtime::{Hook, Image, LoadOptions};
 
 /// Workers in the multi-threaded runs (per-CPU maps get a slot each).
@@ -53,13 +53,13 @@ fn replay(
     setup: &dyn Fn(&Hook),
     source: &mut dyn Source,
     threads: usize,
-) -> (Counters, Contents) {
+) -> (ReplayCounters, Contents) {
     let mut h = hook(name);
     setup(&h);
-    let opts = Options {
+    let opts = ReplayOptions {
         threads,
         shard: Shard::Symmetric,
-        ..Options::default()
+        ..ReplayOptions::default()
     };
     let s = pipeline::replay(&mut h, source, Sinks::new(), &opts, None).unwrap();
     assert_eq!(s.threads, threads);
@@ -181,9 +181,9 @@ fn outputs_keep_each_flows_order() {
         let got = collect.packets.clone();
         let mut sinks = Sinks::new();
         sinks.add(&[pipeline::Route::Tx], Box::new(collect));
-        let opts = Options {
+        let opts = ReplayOptions {
             threads,
-            ..Options::default()
+            ..ReplayOptions::default()
         };
         pipeline::replay(&mut h, traffic().as_mut(), sinks, &opts, None).unwrap();
         let mut flows: std::collections::BTreeMap<u64, Vec<(u64, Vec<u8>)>> = Default::default();
@@ -212,9 +212,9 @@ fn routed(
     let got = collect.packets.clone();
     let mut sinks = Sinks::new();
     sinks.add(routes, Box::new(collect));
-    let opts = Options {
+    let opts = ReplayOptions {
         threads,
-        ..Options::default()
+        ..ReplayOptions::default()
     };
     pipeline::replay(&mut h, source, sinks, &opts, None).unwrap();
     std::mem::take(&mut *got.lock().unwrap())
@@ -277,10 +277,10 @@ fn outputs_come_out_in_the_order_one_thread_writes_them() {
 fn a_limit_counts_the_packets_read_whatever_the_workers() {
     let limited = |threads: usize, source: &mut dyn Source| {
         let mut h = hook("xdp_count");
-        let opts = Options {
+        let opts = ReplayOptions {
             threads,
             limit: Some(1_000),
-            ..Options::default()
+            ..ReplayOptions::default()
         };
         let s = pipeline::replay(&mut h, source, Sinks::new(), &opts, None).unwrap();
         (s.counters.packets, contents(&h.maps()[0]))

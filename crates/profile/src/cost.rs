@@ -10,7 +10,7 @@ use serde::Serialize;
 /// Which engine ran the program (counts are the same in both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Engine {
+pub enum VmEngine {
     Interpreter,
     Jit,
 }
@@ -55,7 +55,7 @@ pub(crate) struct PlaceSums {
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub program: String,
-    pub engine: Engine,
+    pub engine: VmEngine,
     /// The places accesses are counted in (`stack`, `packet`, `context`,
     /// `map:NAME`, `scratch`).
     pub places: Vec<String>,
@@ -110,9 +110,9 @@ pub fn profile(
     let mut p = Profile {
         program: program.to_string(),
         engine: if hook.jit_enabled() {
-            Engine::Jit
+            VmEngine::Jit
         } else {
-            Engine::Interpreter
+            VmEngine::Interpreter
         },
         places: Vec::new(),
         packets: Vec::new(),

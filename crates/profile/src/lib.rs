@@ -32,7 +32,7 @@ mod model;
 pub mod sim;
 
 pub use calibrate::{Calibration, NOT_MEASURED, calibrate};
-pub use cost::{Engine, PacketCost, Profile, ProfileError, profile, warm_up};
+pub use cost::{PacketCost, Profile, ProfileError, VmEngine, profile, warm_up};
 pub use cpu::{BadCpu, Cpu};
 pub use export::{model_csv, model_json};
 pub use fit::{Line, fit_line, fit_plane};

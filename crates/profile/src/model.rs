@@ -73,7 +73,7 @@ pub struct PlaceMean {
 #[derive(Clone, Debug, Serialize)]
 pub struct CostModel {
     pub program: String,
-    pub engine: crate::Engine,
+    pub engine: crate::VmEngine,
     pub packets: u64,
     pub failed: u64,
     /// alpha (intercept) and beta (slope) of instructions per byte.

@@ -2,7 +2,7 @@
 //! alpha, beta, gamma and delta exactly, in the interpreter and the JIT.
 
 use pipeline::Generated;
-use profile::{CostModel, Engine, profile};
+use profile::{CostModel, VmEngine, profile};
 use runtime::{Hook, Image, LoadOptions};
 
 /// `asm` as the whole body of an XDP program.
@@ -52,9 +52,9 @@ fn model(asm: &str, jit: bool) -> CostModel {
     assert_eq!(
         p.engine,
         if jit {
-            Engine::Jit
+            VmEngine::Jit
         } else {
-            Engine::Interpreter
+            VmEngine::Interpreter
         }
     );
     assert_eq!(p.packets.len(), 15 * 3);

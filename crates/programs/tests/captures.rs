@@ -315,15 +315,15 @@ fn replay(h: &mut Hook, frame: &capture::Frame) -> Result<Run, String> {
 /// Whether the verifier accepts every program `h` may run.
 fn verified(h: &Hook) -> bool {
     let object = h.object();
-    let maps = verifier::MapInfo::of_object(object, &|i| {
+    let maps = verifier::MapView::of_object(object, &|i| {
         object.maps[i].data.as_ref()?;
         h.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
     });
     h.runnable().all(|i| {
         let p = &object.programs[i];
-        let opts = verifier::Options {
+        let opts = verifier::VerifyOptions {
             helpers: runtime::helpers::ids_for(&p.kind),
-            ..verifier::Options::default()
+            ..verifier::VerifyOptions::default()
         };
         verifier::verify(p, &maps, &opts).result.is_ok()
     })

@@ -122,9 +122,9 @@ fn cilium_datapath_runs_over_every_capture() {
                 ..LoadOptions::default()
             };
             let mut two = Hook::new(Image::load(object.clone(), &opts).unwrap(), i, 0).unwrap();
-            let threads = pipeline::Options {
+            let threads = pipeline::ReplayOptions {
                 threads: 2,
-                ..pipeline::Options::default()
+                ..pipeline::ReplayOptions::default()
             };
             let mut source = pipeline::Source::fork(&packets).unwrap();
             let run = pipeline::replay(

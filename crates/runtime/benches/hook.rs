@@ -45,10 +45,10 @@ fn hook(name: &str, jit: bool) -> Hook {
         object.maps[i].data.as_ref()?;
         h.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
     };
-    let maps = verifier::MapInfo::of_object(object, &data_of);
-    let opts = verifier::Options {
+    let maps = verifier::MapView::of_object(object, &data_of);
+    let opts = verifier::VerifyOptions {
         helpers: runtime::helpers::ids_for(&h.program().kind),
-        ..verifier::Options::default()
+        ..verifier::VerifyOptions::default()
     };
     let mut depth = 0;
     for i in h.runnable() {

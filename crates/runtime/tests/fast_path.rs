@@ -60,10 +60,10 @@ fn hook(bytes: &[u8], fast: bool) -> Hook {
     let p = image.find_program(None).unwrap();
     let mut h = Hook::new(image, p, 0).unwrap();
     if fast {
-        let maps = verifier::MapInfo::of_object(h.object(), &|_| None);
-        let opts = verifier::Options {
+        let maps = verifier::MapView::of_object(h.object(), &|_| None);
+        let opts = verifier::VerifyOptions {
             helpers: runtime::helpers::ids_for(&h.program().kind),
-            ..verifier::Options::default()
+            ..verifier::VerifyOptions::default()
         };
         let report = verifier::verify(h.program(), &maps, &opts);
         assert!(report.result.is_ok(), "{:?}", report.result);

@@ -35,7 +35,7 @@ pub fn ovs_duration(age_ns: u64) -> (u32, u32) {
 
 /// A port's counters, kept by whoever sends or receives on it.
 #[derive(Debug, Default)]
-pub struct PortCounters {
+pub struct SwitchPortCounters {
     pub rx_packets: AtomicU64,
     pub rx_bytes: AtomicU64,
     pub tx_packets: AtomicU64,
@@ -43,7 +43,7 @@ pub struct PortCounters {
     pub tx_dropped: AtomicU64,
 }
 
-impl PortCounters {
+impl SwitchPortCounters {
     pub fn stats(&self, port_no: u32, age_ns: u64) -> PortStats {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let (duration_sec, duration_nsec) = ovs_duration(age_ns);
@@ -91,7 +91,7 @@ struct Buffers {
 }
 
 /// A port: what OpenFlow knows of it, its counters, when it was added.
-type PortEntry = (Port, Arc<PortCounters>, u64);
+type PortEntry = (Port, Arc<SwitchPortCounters>, u64);
 
 pub struct Core {
     pub shared: Shared,
@@ -142,8 +142,8 @@ impl Core {
     }
 
     /// Adds a port (announced to the controllers); its counters.
-    pub fn add_port(&self, desc: Port) -> Arc<PortCounters> {
-        let counters = Arc::new(PortCounters::default());
+    pub fn add_port(&self, desc: Port) -> Arc<SwitchPortCounters> {
+        let counters = Arc::new(SwitchPortCounters::default());
         let now = self.now();
         lock(&self.ports).insert(desc.port_no, (desc.clone(), counters.clone(), now));
         self.shared.with(|of| of.set_port(desc.clone()));
@@ -393,10 +393,10 @@ pub fn local_port(datapath_id: u64) -> Port {
 
 /// The counters of the switch's ports (a snapshot of the port map).
 #[derive(Clone, Debug, Default)]
-pub struct PortTable(Vec<(u32, Arc<PortCounters>)>);
+pub struct PortTable(Vec<(u32, Arc<SwitchPortCounters>)>);
 
 impl PortTable {
-    pub fn get(&self, port_no: u32) -> Option<&PortCounters> {
+    pub fn get(&self, port_no: u32) -> Option<&SwitchPortCounters> {
         self.0.iter().find(|p| p.0 == port_no).map(|p| &*p.1)
     }
 }

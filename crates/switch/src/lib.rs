@@ -48,7 +48,7 @@ mod pmd;
 mod replay;
 mod xdp_offload;
 
-pub use crate::core::{Core, PmdStats, PortCounters, PortTable, Transmit};
+pub use crate::core::{Core, PmdStats, PortTable, SwitchPortCounters, Transmit};
 pub use agent::dump_flows;
 pub use channel::{
     Channel, ChannelError, ChannelEvent, ChannelOptions, Endpoint, EndpointError, Limits, TlsFiles,

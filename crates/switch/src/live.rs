@@ -84,7 +84,8 @@ pub fn run_live(
     let (cache, duration) = (options.cache, options.duration);
     let mut refs = Vec::new();
     for p in ports {
-        let iface = Interface::by_name(&p.dev).map_err(SwitchError::Interface)?;
+        let iface =
+            Interface::by_name(&p.dev).map_err(|e| SwitchError::Interface(e.to_string()))?;
         core.add_port(crate::link::interface_port(&p.dev, p.port_no, &p.name));
         refs.push(PortRef {
             ifindex: iface.index,
@@ -260,7 +261,7 @@ fn afpacket_loop(
 
 /// AF_PACKET sockets sending out of every port.
 struct Senders {
-    ports: Vec<(u32, pipeline::Port)>,
+    ports: Vec<(u32, pipeline::InterfaceSink)>,
     pending: bool,
 }
 
@@ -269,7 +270,7 @@ impl Senders {
         let ports = ports
             .iter()
             .map(|p| {
-                pipeline::Port::open(&p.dev)
+                pipeline::InterfaceSink::open(&p.dev)
                     .map(|s| (p.port_no, s))
                     .map_err(SwitchError::Send)
             })

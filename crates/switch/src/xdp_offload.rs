@@ -23,7 +23,7 @@ use kernel::{KernelObject, MapInfo};
 use crate::core::Core;
 use crate::dpif::{Counts, Megaflow, Offload};
 use crate::error::SwitchError;
-use crate::flow::{Key, slot};
+use crate::flow::{PackedKey, slot};
 use crate::odp::DpAction;
 use crate::pmd::PortRef;
 
@@ -309,7 +309,7 @@ fn parts(handle: u32) -> (u32, u32) {
 }
 
 /// The program's flow key: mask index, padding, the masked words.
-fn flow_key(mask: u32, key: &Key) -> Vec<u8> {
+fn flow_key(mask: u32, key: &PackedKey) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + 8 * KEY_WORDS);
     k.extend_from_slice(&mask.to_le_bytes());
     k.extend_from_slice(&[0; 4]);

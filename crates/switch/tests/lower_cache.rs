@@ -17,7 +17,7 @@ const SEC: u64 = 1_000_000_000;
 
 /// Megaflows by handle: (key, counts); None once removed.
 #[derive(Default)]
-struct Lower(Mutex<Vec<Option<(switch::flow::Key, Counts)>>>);
+struct Lower(Mutex<Vec<Option<(switch::flow::PackedKey, Counts)>>>);
 
 impl Lower {
     /// The lower cache forwards `n` packets of `len` bytes for every

@@ -61,7 +61,7 @@ pub use config::{Clsact, ClsactHook, Config};
 pub use control::{Control, parse_control};
 pub use devices::Devices;
 pub use fast::FastStats;
-pub use flower::{FlowKey, Flower};
+pub use flower::{Flower, FlowerKey};
 pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};
 pub use kinds::{new_classifier, new_classifier_for};
 pub use load::{LoadError, read_lines};

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{frames, send, two_veths};
+use common::{frames, two_veths};
 use tc::{ClsactHook, Config, ShowOptions, Skb};
 
 /// A filter line's program part cut at ` id `: the kernel's id, name, tag
@@ -135,7 +135,7 @@ fn bpf_agrees_with_the_kernel() {
         packets += 1;
         drops += u64::from(out.verdict == runtime::TcAction::Shot);
     }
-    send(&ns, ns.ifindex("va"), &frames);
+    ns.send_frames("va", &frames);
     let stats = ns.must(&["tc", "-s", "filter", "show", "dev", "vb", "ingress"]);
     let kernel_packets: Vec<u64> = stats
         .lines()

@@ -11,7 +11,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{frames, send, two_veths};
+use common::{frames, two_veths};
 use tc::{Block, Classifier, ETH_P_ALL, Filter, Skb, U32};
 
 /// (handle, the words after `u32`).
@@ -271,7 +271,7 @@ fn u32_agrees_with_the_kernel() {
         let n = skb.len() as u64;
         block.classify(&mut skb, n, &mut actions);
     }
-    send(&ns, ns.ifindex("va"), &frames);
+    ns.send_frames("va", &frames);
     // `tc -s -j` is no JSON once a rule has an offset (6.1 prints a bare
     // string there), so the counters are read from the text.
     let stats = ns.must(&["tc", "-s", "filter", "show", "dev", "vb", "ingress"]);

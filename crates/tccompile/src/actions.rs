@@ -36,7 +36,7 @@ pub struct Run {
 /// Where the compiler is (for messages and device indexes).
 pub struct Cx<'a> {
     pub config: &'a tc::Config,
-    pub opts: &'a crate::Options,
+    pub opts: &'a crate::CompileOptions,
     pub manifest: Manifest,
     pub refused: Vec<String>,
 }
@@ -201,7 +201,7 @@ mod tests {
                 .downcast_ref::<tc::Matchall>()
                 .unwrap();
             let refs = m.rule().unwrap().3.to_vec();
-            let opts = crate::Options::default();
+            let opts = crate::CompileOptions::default();
             let mut cx = Cx {
                 config: &c,
                 opts: &opts,

@@ -25,7 +25,7 @@ pub enum CounterError {
     /// The kernel refused to list the maps or look a slot up.
     #[error(transparent)]
     Kernel(#[from] kernel::Error),
-    /// A lookup given to [`Counters::read`] failed.
+    /// A lookup given to [`CompiledCounters::read`] failed.
     #[error("{0}")]
     Lookup(String),
     /// The configuration has no action the manifest names.
@@ -61,7 +61,7 @@ pub struct ActionCounters {
 
 /// Every slot's counters, in the manifest's order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
+pub struct CompiledCounters {
     pub rules: Vec<RuleCounters>,
     pub actions: Vec<ActionCounters>,
 }
@@ -71,14 +71,14 @@ fn u64_at(v: &[u8], i: usize) -> u64 {
         .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
 }
 
-impl Counters {
+impl CompiledCounters {
     /// Reads the slots with `lookup(map name, slot)` (the value's bytes);
     /// its errors can be text (`?` on a `String` gives [`CounterError::Lookup`]).
     pub fn read(
         manifest: &Manifest,
         mut lookup: impl FnMut(&str, u32) -> Result<Vec<u8>, CounterError>,
-    ) -> Result<Counters, CounterError> {
-        let mut c = Counters::default();
+    ) -> Result<CompiledCounters, CounterError> {
+        let mut c = CompiledCounters::default();
         for i in 0..manifest.rules.len() {
             let v = lookup(RULE_MAP, i as u32)?;
             c.rules.push(RuleCounters {
@@ -98,8 +98,11 @@ impl Counters {
     }
 
     /// From the VM's maps (`runtime::Hook::maps`).
-    pub fn from_vm(manifest: &Manifest, maps: &[maps::Map]) -> Result<Counters, CounterError> {
-        Counters::read(manifest, |name, slot| {
+    pub fn from_vm(
+        manifest: &Manifest,
+        maps: &[maps::Map],
+    ) -> Result<CompiledCounters, CounterError> {
+        CompiledCounters::read(manifest, |name, slot| {
             let m = maps
                 .iter()
                 .find(|m| m.name() == name)
@@ -117,9 +120,9 @@ impl Counters {
     pub fn from_kernel(
         manifest: &Manifest,
         object: &kernel::KernelObject,
-    ) -> Result<Counters, CounterError> {
+    ) -> Result<CompiledCounters, CounterError> {
         let maps = object.maps()?;
-        Counters::read(manifest, |name, slot| {
+        CompiledCounters::read(manifest, |name, slot| {
             let m = maps
                 .iter()
                 .find(|m| kernel::same_map(&m.name, name))
@@ -191,13 +194,14 @@ mod tests {
             }],
             actions: Vec::new(),
         };
-        let e = Counters::from_vm(&manifest, &[]).unwrap_err();
+        let e = CompiledCounters::from_vm(&manifest, &[]).unwrap_err();
         assert!(
             matches!(&e, CounterError::NoMap(m) if m == RULE_MAP),
             "{e:?}"
         );
         assert_eq!(e.to_string(), format!("no map {RULE_MAP}"));
-        let e = Counters::read(&manifest, |_, _| Err("gone".to_string().into())).unwrap_err();
+        let e =
+            CompiledCounters::read(&manifest, |_, _| Err("gone".to_string().into())).unwrap_err();
         assert!(
             matches!(&e, CounterError::Lookup(m) if m == "gone"),
             "{e:?}"

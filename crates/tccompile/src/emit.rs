@@ -8,7 +8,7 @@ use tc::ClsactHook;
 
 use crate::actions::Cx;
 use crate::manifest::Manifest;
-use crate::{Options, Refusal};
+use crate::{CompileOptions, Refusal};
 
 const PRELUDE: &str = include_str!("prelude.c");
 
@@ -18,7 +18,7 @@ pub fn generate(
     config: &tc::Config,
     dev: &str,
     hook: ClsactHook,
-    opts: &Options,
+    opts: &CompileOptions,
 ) -> Result<(String, Manifest), Refusal> {
     let mut cx = Cx {
         config,

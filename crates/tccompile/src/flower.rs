@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use tc::{FlowKey, Flower};
+use tc::{Flower, FlowerKey};
 
 use crate::actions::Cx;
 use crate::filter_code::{FilterCode, comment, filter_function, hit_then};
@@ -22,7 +22,7 @@ const PART: usize = 256;
 
 /// The comparisons of a key's fields under a mask (every field with a
 /// mask bit but the port ranges and the interface), as C conditions.
-fn terms(key: &FlowKey, mask: &FlowKey) -> Vec<String> {
+fn terms(key: &FlowerKey, mask: &FlowerKey) -> Vec<String> {
     let mut t = Vec::new();
     macro_rules! scalar {
         ($($f:ident),*) => {$(
@@ -83,7 +83,7 @@ fn cond(terms: &[String]) -> String {
 
 /// The range fields a lookup key holds after `fl_lookup_range` completed
 /// it with `walked`'s range (fields of an inactive range: 0).
-fn range_of(mask: &FlowKey, walked: &FlowKey) -> [u16; 4] {
+fn range_of(mask: &FlowerKey, walked: &FlowerKey) -> [u16; 4] {
     let dst = mask.dst_port_min != 0 && mask.dst_port_max != 0;
     let src = mask.src_port_min != 0 && mask.src_port_max != 0;
     [
@@ -94,7 +94,7 @@ fn range_of(mask: &FlowKey, walked: &FlowKey) -> [u16; 4] {
     ]
 }
 
-fn ranges(k: &FlowKey) -> [u16; 4] {
+fn ranges(k: &FlowerKey) -> [u16; 4] {
     [
         k.dst_port_min,
         k.dst_port_max,
@@ -154,7 +154,7 @@ pub fn filter(
     }
     // Masks: runs of rules with the same mask.
     let mut parts = String::new();
-    let mut groups: Vec<Vec<tc::flower::RuleRef<'_>>> = Vec::new();
+    let mut groups: Vec<Vec<tc::flower::FlowerRuleRef<'_>>> = Vec::new();
     for r in &rules {
         match groups.last_mut() {
             Some(g) if g[0].mask == r.mask => g.push(*r),
@@ -167,7 +167,7 @@ pub fn filter(
         // A rule's test and hit; `ends` says how a continue, a decision
         // and a skip_sw rule leave (gotos in the filter's function,
         // returns in a part's).
-        let rule_code = |r: &tc::flower::RuleRef<'_>, body: &mut String, ends: [&str; 3]| {
+        let rule_code = |r: &tc::flower::FlowerRuleRef<'_>, body: &mut String, ends: [&str; 3]| {
             let [on_continue, done, next_mask] = ends;
             let (slot, classid, run) = &slots[&r.handle];
             let _ = writeln!(body, "\t/* handle {:#x}: {} */", r.handle, text(r.handle));
@@ -180,7 +180,7 @@ pub fn filter(
             body.push_str("\t}\n");
         };
         let goto_end = format!("goto {end};");
-        let found = |r: &tc::flower::RuleRef<'_>, body: &mut String| {
+        let found = |r: &tc::flower::FlowerRuleRef<'_>, body: &mut String| {
             rule_code(r, body, ["goto no_match;", "return;", &goto_end]);
         };
         if !g[0].range && g.len() > PART {

@@ -8,7 +8,7 @@
 //! chain N`, the 16-restart limit) and count every rule hit and every
 //! action run in two array maps, `rule_stats` and `action_stats`, the
 //! same numbers the user-space chain counts; a [`Manifest`] says which
-//! slot is which rule and action, and [`Counters`] reads them back (from
+//! slot is which rule and action, and [`CompiledCounters`] reads them back (from
 //! the VM's maps or the kernel's) and writes them into a configuration so
 //! that its `tc -s filter show` prints them.
 //!
@@ -20,7 +20,7 @@
 //! tc.run_batch("qdisc add dev v0 clsact\n\
 //!               filter add dev v0 ingress prio 1 protocol ip flower ip_proto udp dst_port 53 action drop",
 //!              tc::ShowOptions::default()).unwrap();
-//! let out = tccompile::compile(&tc, "v0", tc::ClsactHook::Ingress, &tccompile::Options::default()).unwrap();
+//! let out = tccompile::compile(&tc, "v0", tc::ClsactHook::Ingress, &tccompile::CompileOptions::default()).unwrap();
 //! std::fs::write("v0.o", &out.object).unwrap();
 //! ```
 
@@ -35,7 +35,7 @@ mod matchall;
 mod u32;
 
 pub use clang::{ClangError, clang, compile_c};
-pub use counters::{ActionCounters, CounterError, Counters, RuleCounters};
+pub use counters::{ActionCounters, CompiledCounters, CounterError, RuleCounters};
 pub use emit::generate;
 pub use manifest::{ACTION_MAP, ActionSlot, Manifest, RULE_MAP, RuleSlot};
 
@@ -47,7 +47,7 @@ pub const XDP_SECTION: &str = "xdp";
 
 /// How to compile.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct CompileOptions {
     /// Whether to make the XDP program too (what XDP cannot do, a mirror
     /// or a redirect into a device's ingress, is refused while it is on).
     pub xdp: bool,
@@ -56,9 +56,9 @@ pub struct Options {
     pub ifindex: BTreeMap<String, u32>,
 }
 
-impl Default for Options {
+impl Default for CompileOptions {
     fn default() -> Self {
-        Options {
+        CompileOptions {
             xdp: true,
             ifindex: BTreeMap::new(),
         }
@@ -103,7 +103,7 @@ pub fn compile(
     config: &tc::Config,
     dev: &str,
     hook: tc::ClsactHook,
-    opts: &Options,
+    opts: &CompileOptions,
 ) -> Result<Compiled, CompileError> {
     let (c, manifest) = generate(config, dev, hook, opts)?;
     let object = compile_c(&c)?;

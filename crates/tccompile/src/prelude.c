@@ -161,7 +161,7 @@ static __always_inline void view(void *ctx, struct pkt *p, const int xdp, int he
 }
 
 /* flower's flow key: the same fields, order and sizes as sluice's
- * tc::FlowKey (144 bytes, no padding). */
+ * tc::FlowerKey (144 bytes, no padding). */
 struct flow_key {
 	__u32 ifindex;
 	__u32 flags;

@@ -72,7 +72,8 @@ fn run(program: &str) {
     // The kernel's counters are the user-space chain's over the frames
     // it ran (`tc -s filter show` of a configuration given them), and
     // the VM's over all frames the user-space chain's over all.
-    let k = tccompile::Counters::from_kernel(&compiled.manifest, d.kernel_object()).unwrap();
+    let k =
+        tccompile::CompiledCounters::from_kernel(&compiled.manifest, d.kernel_object()).unwrap();
     let mut c = config();
     k.apply(&compiled.manifest, &mut c).unwrap();
     assert_eq!(
@@ -81,7 +82,7 @@ fn run(program: &str) {
         "kernel counters"
     );
     assert_eq!(k.actions, user_counters(&user_kernel, &compiled.manifest));
-    let v = tccompile::Counters::from_vm(&compiled.manifest, vm.maps()).unwrap();
+    let v = tccompile::CompiledCounters::from_vm(&compiled.manifest, vm.maps()).unwrap();
     assert_eq!(v.actions, user_counters(&user, &compiled.manifest));
 }
 
@@ -109,9 +110,9 @@ fn a_mirror_in_the_tc_program_agrees_in_the_kernel() {
     .unwrap();
     // No device has this index: the kernel's clone fails harmlessly.
     c.devices.set("v1", OUT_IFINDEX);
-    let opts = tccompile::Options {
+    let opts = tccompile::CompileOptions {
         xdp: false,
-        ..tccompile::Options::default()
+        ..tccompile::CompileOptions::default()
     };
     let compiled = tccompile::compile(&c, "v0", tc::ClsactHook::Ingress, &opts).unwrap();
     let hook = vm_hook(

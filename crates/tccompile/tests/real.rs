@@ -17,24 +17,6 @@ fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-/// Sends `frames` out of `dev` of namespace `ns` (a packet socket), a few
-/// dozen at a time so that the peer's backlog never overflows.
-fn send(ns: &str, dev: u32, frames: &[Vec<u8>]) {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            kernel::netdev::enter_netns(ns).unwrap();
-            let sock = kernel::PacketSocket::through_qdisc(dev).unwrap();
-            for (i, f) in frames.iter().enumerate() {
-                assert!(sock.send(f).unwrap(), "frame {i} refused by the link");
-                if i % 50 == 49 {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-            }
-        });
-    });
-    std::thread::sleep(std::time::Duration::from_millis(500));
-}
-
 #[test]
 fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
     if !testkit::kernel_available("tc compile on a veth") {
@@ -75,10 +57,7 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
         .filter(|f| (14..=9014).contains(&f.len()))
         .filter(|f| !(matches!([f[12], f[13]], [0x81, 0x00] | [0x88, 0xa8]) && f.len() < 18))
         .collect();
-    let vb = json(&ns.must(&["ip", "-j", "link", "show", "vb"]))[0]["ifindex"]
-        .as_u64()
-        .unwrap() as u32;
-    send(&ns, vb, &frames);
+    ns.send_frames("vb", &frames);
     let mut user = config();
     for f in &frames {
         user_space(&mut user, f);
@@ -94,7 +73,7 @@ fn the_tc_program_on_a_veth_counts_what_the_user_space_chain_counts() {
         let dump = json(&ns.must(&["bpftool", "-j", "map", "dump", "id", &m]));
         dumps.insert(info["name"].as_str().unwrap().to_string(), dump);
     }
-    let counters = tccompile::Counters::read(&compiled.manifest, |name, slot| {
+    let counters = tccompile::CompiledCounters::read(&compiled.manifest, |name, slot| {
         let d = dumps.get(name).ok_or_else(|| format!("no map {name}"))?;
         let e = &d.as_array().unwrap()[slot as usize];
         Ok(e["value"]

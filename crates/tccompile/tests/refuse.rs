@@ -4,7 +4,7 @@
 mod common;
 
 use tc::{ClsactHook, Config, ShowOptions, Skb};
-use tccompile::{Options, generate};
+use tccompile::{CompileOptions, generate};
 
 fn config(lines: &str) -> Config {
     let mut c = Config::default();
@@ -16,7 +16,7 @@ fn config(lines: &str) -> Config {
     c
 }
 
-fn refused(lines: &str, opts: &Options) -> String {
+fn refused(lines: &str, opts: &CompileOptions) -> String {
     match generate(&config(lines), "v0", ClsactHook::Ingress, opts) {
         Ok(_) => panic!("{lines}: compiled"),
         Err(r) => r.to_string(),
@@ -25,7 +25,7 @@ fn refused(lines: &str, opts: &Options) -> String {
 
 #[test]
 fn what_cannot_be_compiled_is_refused_by_name() {
-    let o = Options::default();
+    let o = CompileOptions::default();
     let e = refused(
         "filter add dev v0 ingress prio 3 protocol ip matchall action police rate 1mbit burst 10k drop",
         &o,
@@ -96,7 +96,7 @@ fn a_bpf_filter_is_refused_by_kind() {
     )
     .unwrap();
     let _ = std::fs::remove_file(&obj);
-    let e = generate(&c, "v0", ClsactHook::Ingress, &Options::default()).unwrap_err();
+    let e = generate(&c, "v0", ClsactHook::Ingress, &CompileOptions::default()).unwrap_err();
     assert!(
         e.to_string()
             .starts_with("filter chain 0 pref 3 (bpf): not compiled: bpf filters are not compiled"),
@@ -110,9 +110,9 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
         "filter add dev v0 ingress prio 2 protocol all matchall action mirred egress mirror dev v1 action pass",
     );
     c.devices.set("v1", 4000);
-    let opts = Options {
+    let opts = CompileOptions {
         xdp: false,
-        ..Options::default()
+        ..CompileOptions::default()
     };
     let out = tccompile::compile(&c, "v0", ClsactHook::Ingress, &opts).unwrap();
     assert!(
@@ -136,7 +136,7 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
     assert_eq!(run.clones.len(), 1);
     let user = c.classify("v0", ClsactHook::Ingress, &mut Skb::from_frame(&frame, 1));
     assert_eq!(user.emitted.len(), 1);
-    let counters = tccompile::Counters::from_vm(&out.manifest, h.maps()).unwrap();
+    let counters = tccompile::CompiledCounters::from_vm(&out.manifest, h.maps()).unwrap();
     assert_eq!(counters.rules[0].packets, 1);
     assert_eq!(counters.actions.len(), 2);
 }
@@ -144,7 +144,7 @@ fn a_mirror_compiles_for_tc_alone_and_sends_a_copy_in_the_vm() {
 #[test]
 fn the_c_names_each_rule_and_the_manifest_each_slot() {
     let c = common::config();
-    let (text, m) = generate(&c, "v0", ClsactHook::Ingress, &Options::default()).unwrap();
+    let (text, m) = generate(&c, "v0", ClsactHook::Ingress, &CompileOptions::default()).unwrap();
     assert!(
         text.contains("/* handle 0x2: eth_type ipv4 ip_proto tcp dst_port 22 not_in_hw */"),
         "{text}"

@@ -57,7 +57,8 @@ fn every_capture_frame_gets_the_user_space_verdict_and_counters_in_the_vm() {
     );
     let want = show_stats(&mut user);
     for hook in [&tc, &xdp] {
-        let counters = tccompile::Counters::from_vm(&compiled.manifest, hook.maps()).unwrap();
+        let counters =
+            tccompile::CompiledCounters::from_vm(&compiled.manifest, hook.maps()).unwrap();
         let mut c = config();
         counters.apply(&compiled.manifest, &mut c).unwrap();
         let got = show_stats(&mut c);
@@ -77,7 +78,7 @@ fn at_egress_the_whole_frame_is_counted_as_tc_does() {
         &user,
         DEV,
         tc::ClsactHook::Egress,
-        &tccompile::Options::default(),
+        &tccompile::CompileOptions::default(),
     )
     .unwrap();
     let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
@@ -94,7 +95,7 @@ fn at_egress_the_whole_frame_is_counted_as_tc_does() {
         let got = vm_verdict(&tc.run(f, &meta).unwrap());
         assert_eq!(got, (V::Tc(want.tc), want.redirect), "frame {i}");
     }
-    let counters = tccompile::Counters::from_vm(&compiled.manifest, tc.maps()).unwrap();
+    let counters = tccompile::CompiledCounters::from_vm(&compiled.manifest, tc.maps()).unwrap();
     let mut c = egress_config();
     counters.apply(&compiled.manifest, &mut c).unwrap();
     assert_eq!(
@@ -119,7 +120,7 @@ fn u32_links_that_loop_stop_at_the_depth_limit_as_in_user_space() {
         &c,
         DEV,
         tc::ClsactHook::Ingress,
-        &tccompile::Options::default(),
+        &tccompile::CompileOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let mut tc = vm_hook(&compiled.object, "tc_classify", 1);
@@ -172,7 +173,7 @@ fn a_mask_of_hundreds_of_rules_compiled_in_parts_decides_as_in_user_space() {
         &user,
         DEV,
         tc::ClsactHook::Ingress,
-        &tccompile::Options::default(),
+        &tccompile::CompileOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(compiled.c.contains("_mask0_part2("), "three parts");
@@ -199,7 +200,7 @@ fn a_mask_of_hundreds_of_rules_compiled_in_parts_decides_as_in_user_space() {
     }
     // Drops: rule 270, and the matchall after 5, 260, 300, 590 and 601.
     assert_eq!(verdicts.get("Shot"), Some(&6), "{verdicts:?}");
-    let counters = tccompile::Counters::from_vm(&compiled.manifest, tc.maps()).unwrap();
+    let counters = tccompile::CompiledCounters::from_vm(&compiled.manifest, tc.maps()).unwrap();
     let mut c = tc::Config::default();
     c.run_batch(&lines, tc::ShowOptions::default()).unwrap();
     counters.apply(&compiled.manifest, &mut c).unwrap();

@@ -6,7 +6,8 @@
 //!   `SLUICE_REQUIRE_KERNEL=1` (CI) a failure.
 //! - [`Netns`] and [`Pair`] (feature `kernel`): network namespaces with
 //!   veth pairs, made by the test and deleted when dropped, built on the
-//!   production `kernel::netns`; with the kernel's drop counters.
+//!   production `kernel::netns`; with the kernel's drop counters, and
+//!   [`Netns::send_frames`] to send frames into a veth.
 //! - [`captures`]: tcpdump's test captures in `../shared/pcaps/tcpdump`;
 //!   [`object_path`]: a program object the build put in `target/bpf`.
 //! - [`tool`]: tcpdump, tshark, nfdump/nfcapd and ovs-ofctl: is it there

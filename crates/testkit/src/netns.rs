@@ -102,6 +102,23 @@ impl Netns {
             .unwrap()
         })
     }
+
+    /// Sends `frames` out of interface `dev` inside (a packet socket
+    /// through the qdisc layer), a few dozen at a time so that the peer's
+    /// backlog never overflows, then waits for them to land.
+    pub fn send_frames(&self, dev: &str, frames: &[Vec<u8>]) {
+        let index = self.ifindex(dev);
+        self.enter(|| {
+            let sock = kernel::PacketSocket::through_qdisc(index).unwrap();
+            for (i, f) in frames.iter().enumerate() {
+                assert!(sock.send(f).unwrap(), "frame {i} refused by {dev}");
+                if i % 50 == 49 {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }
 
 impl Deref for Netns {

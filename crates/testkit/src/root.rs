@@ -25,9 +25,19 @@ pub fn root_available(what: &str) -> bool {
 }
 
 /// Whether this test may use the kernel's BPF (root, or CAP_BPF and
-/// CAP_NET_ADMIN): the kernel crate's own check, so that tests and
-/// `sluice` agree on what "privileged" is.
+/// CAP_NET_ADMIN): the kernel crate's own check (`kernel::privileged`), so
+/// that tests and `sluice` agree on what "privileged" is. When not:
+/// `SKIPPED WHAT: needs root (or CAP_BPF and CAP_NET_ADMIN)`, or a failure
+/// under `SLUICE_REQUIRE_KERNEL=1`.
 #[cfg(feature = "kernel")]
 pub fn kernel_available(what: &str) -> bool {
-    kernel::available_for_test(what)
+    let ok = kernel::privileged();
+    if !ok {
+        eprintln!("SKIPPED {what}: needs root (or CAP_BPF and CAP_NET_ADMIN)");
+        assert!(
+            !require_kernel(),
+            "SLUICE_REQUIRE_KERNEL=1 but {what} cannot run: not privileged"
+        );
+    }
+    ok
 }

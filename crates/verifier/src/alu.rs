@@ -3,7 +3,7 @@
 
 use isa::{AluOp, Endian, Operand, Width};
 
-use crate::Rule;
+use crate::SafetyRule;
 use crate::bounds::{Bits, Op, Scalar, ScalarN};
 use crate::check::{Res, Verifier, fail};
 use crate::kfmt::alu_string;
@@ -45,7 +45,7 @@ impl Verifier<'_> {
         if let Operand::Imm(imm) = src {
             if matches!(op, AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod) && imm == 0 {
                 return Err(fail(
-                    Rule::InvalidInstruction,
+                    SafetyRule::InvalidInstruction,
                     "div by zero",
                     "the program divides by the constant 0",
                 ));
@@ -54,7 +54,7 @@ impl Verifier<'_> {
                 && !(0..width_bits).contains(&(imm as i64))
             {
                 return Err(fail(
-                    Rule::InvalidInstruction,
+                    SafetyRule::InvalidInstruction,
                     format!("invalid shift {imm}"),
                     format!("a shift by {imm} is undefined for a {width_bits}-bit operation"),
                 ));
@@ -127,7 +127,7 @@ impl Verifier<'_> {
                         Reg::scalar(u)
                     } else {
                         return Err(fail(
-                            Rule::PointerArithmetic,
+                            SafetyRule::PointerArithmetic,
                             format!("R{r} partial copy of pointer"),
                             format!(
                                 "r{r} holds a pointer; copying part of it would leak an address"
@@ -184,7 +184,7 @@ impl Verifier<'_> {
                 return Ok(Reg::scalar(u));
             }
             return Err(fail(
-                Rule::PointerArithmetic,
+                SafetyRule::PointerArithmetic,
                 format!("R{dst} pointer {opstr} pointer prohibited"),
                 format!(
                     "r{dst} combines two pointers with {opstr}; only subtracting one from another is allowed (privileged)"
@@ -203,7 +203,7 @@ impl Verifier<'_> {
                 return Ok(Reg::scalar(u));
             }
             return Err(fail(
-                Rule::PointerArithmetic,
+                SafetyRule::PointerArithmetic,
                 format!("R{dst} 32-bit pointer arithmetic prohibited"),
                 format!(
                     "r{dst} is a pointer: 32-bit arithmetic would cut it in half; use 64-bit operations on pointers"
@@ -213,7 +213,7 @@ impl Verifier<'_> {
         let name = ptr.kind.name();
         if ptr.kind.maybe_null() {
             return Err(fail(
-                Rule::NullPointer,
+                SafetyRule::NullPointer,
                 format!("R{dst} pointer arithmetic on {name} prohibited, null-check it first"),
                 format!(
                     "r{dst} may be NULL: check it (`if (!p) return ...;`) before computing addresses from it"
@@ -235,7 +235,7 @@ impl Verifier<'_> {
         };
         if !allowed {
             return Err(fail(
-                Rule::PointerArithmetic,
+                SafetyRule::PointerArithmetic,
                 format!("R{dst} pointer arithmetic on {name} prohibited"),
                 format!("r{dst} is a {name} pointer, which cannot be moved by arithmetic"),
             ));
@@ -259,7 +259,7 @@ impl Verifier<'_> {
             AluOp::Sub => {
                 if !ptr_is_dst {
                     return Err(fail(
-                        Rule::PointerArithmetic,
+                        SafetyRule::PointerArithmetic,
                         format!("R{dst} tried to subtract pointer from scalar"),
                         format!(
                             "r{dst} = number - pointer has no meaning; subtract the number from the pointer instead"
@@ -268,7 +268,7 @@ impl Verifier<'_> {
                 }
                 if matches!(ptr.kind, Kind::Stack(_)) {
                     return Err(fail(
-                        Rule::PointerArithmetic,
+                        SafetyRule::PointerArithmetic,
                         format!("R{dst} subtraction from stack pointer prohibited"),
                         format!(
                             "r{dst} points into the stack; the kernel only allows adding to stack pointers (use `+= -N`)"
@@ -292,14 +292,14 @@ impl Verifier<'_> {
             }
             AluOp::And | AluOp::Or | AluOp::Xor => {
                 return Err(fail(
-                    Rule::PointerArithmetic,
+                    SafetyRule::PointerArithmetic,
                     format!("R{dst} bitwise operator {opstr} on pointer prohibited"),
                     format!("r{dst} is a pointer; bitwise operations on pointers are not allowed"),
                 ));
             }
             _ => {
                 return Err(fail(
-                    Rule::PointerArithmetic,
+                    SafetyRule::PointerArithmetic,
                     format!("R{dst} pointer arithmetic with {opstr} operator prohibited"),
                     format!("r{dst} is a pointer; only + and - are allowed on pointers"),
                 ));
@@ -356,7 +356,7 @@ impl Verifier<'_> {
     fn pointer_to_scalar(&self, dst: u8, width: Width) -> Res<Reg> {
         if !self.opts.privileged {
             return Err(fail(
-                Rule::PointerArithmetic,
+                SafetyRule::PointerArithmetic,
                 format!("R{dst} pointer arithmetic prohibited"),
                 format!("r{dst} holds a pointer; this operation would leak its address"),
             ));
@@ -371,7 +371,7 @@ impl Verifier<'_> {
 
 fn out_of_bounds(kernel: String, name: &str, dst: u8) -> crate::check::Fail {
     fail(
-        Rule::PointerArithmetic,
+        SafetyRule::PointerArithmetic,
         kernel,
         format!(
             "the {name} pointer in r{dst} would move too far (2^29 bytes or more, or without a lower bound): bound the offset first"

@@ -10,7 +10,7 @@ use crate::check::{Res, Verifier, fail};
 use crate::mem::{packet_check, region_check};
 use crate::protos::{self, Arg, Ret};
 use crate::state::{Byte, Frame, Held, Kind, Reg, State};
-use crate::{MapInfo, Rule};
+use crate::{MapView, SafetyRule};
 
 /// What the arguments seen so far tell about the call.
 #[derive(Default)]
@@ -33,7 +33,7 @@ const MEM_EXPECTED: &str =
 
 fn type_error(r: u8, got: Kind, expected: &str) -> crate::check::Fail {
     fail(
-        Rule::HelperArgument,
+        SafetyRule::HelperArgument,
         format!("R{r} type={} expected={expected}", got.name()),
         format!(
             "argument r{r} is a {} but the helper expects {expected}",
@@ -112,19 +112,19 @@ impl Verifier<'_> {
                 // The kernel has it, sluice does not (tracing and other
                 // helpers outside packet processing).
                 Some(n) => fail(
-                    Rule::Unsupported,
+                    SafetyRule::Unsupported,
                     format!("helper {n}#{id} is not modelled"),
                     format!(
                         "{n} is a kernel helper sluice does not provide, so it can neither check nor run this program"
                     ),
                 ),
                 None if id == 0 => fail(
-                    Rule::UnknownHelper,
+                    SafetyRule::UnknownHelper,
                     "program of this type cannot use helper bpf_unspec#0",
                     "helper id 0 (bpf_unspec) is no helper",
                 ),
                 None => fail(
-                    Rule::UnknownHelper,
+                    SafetyRule::UnknownHelper,
                     format!("invalid func unknown#{id}"),
                     format!("there is no kernel helper with id {id}"),
                 ),
@@ -134,7 +134,7 @@ impl Verifier<'_> {
             && !allowed.contains(&uid)
         {
             return Err(fail(
-                Rule::UnknownHelper,
+                SafetyRule::UnknownHelper,
                 format!(
                     "program of this type cannot use helper bpf_{}#{id}",
                     proto.name
@@ -159,7 +159,7 @@ impl Verifier<'_> {
                 && !proto.pkt_access
             {
                 return Err(fail(
-                    Rule::HelperArgument,
+                    SafetyRule::HelperArgument,
                     "helper access to the packet is not allowed",
                     format!(
                         "r{r} points into the packet, and bpf_{} does not take packet memory: copy the bytes to the stack (or a map value) first",
@@ -191,7 +191,7 @@ impl Verifier<'_> {
             && let Some(h) = st.refs.first()
         {
             return Err(fail(
-                Rule::ReferenceLeak,
+                SafetyRule::ReferenceLeak,
                 "tail_call would lead to reference leak",
                 format!(
                     "a tail call ends this program while the reference taken at insn {} is held: release it first",
@@ -227,7 +227,7 @@ impl Verifier<'_> {
                     }
                     (MapType::ArrayOfMaps | MapType::HashOfMaps, None) => {
                         return Err(fail(
-                            Rule::Unsupported,
+                            SafetyRule::Unsupported,
                             "map of maps without an inner map template",
                             "the map of maps has no inner map definition",
                         ));
@@ -327,7 +327,7 @@ impl Verifier<'_> {
             }
             _ => {
                 return Err(fail(
-                    Rule::Unsupported,
+                    SafetyRule::Unsupported,
                     format!("callbacks of helper #{id} are not modelled"),
                     "sluice's verifier models the callbacks of bpf_loop and bpf_for_each_map_elem only",
                 ));
@@ -353,7 +353,7 @@ impl Verifier<'_> {
             Arg::Anything => {
                 if reg.kind.is_pointer() && !self.opts.privileged {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!("R{r} leaks addr into helper function"),
                         format!("r{r} passes a pointer where a number is expected"),
                     ));
@@ -365,7 +365,7 @@ impl Verifier<'_> {
                 }
                 if reg.off != 0 || !reg.s.is_const() || reg.s.var.value != 0 {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!(
                             "dereference of modified ctx ptr R{r} off={} disallowed",
                             reg.off
@@ -381,7 +381,7 @@ impl Verifier<'_> {
                 let t = self.maps[m].map_type;
                 if id == 12 && t != MapType::ProgArray {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         "expected prog array map for tail call",
                         format!(
                             "bpf_tail_call needs a program array, and map {} is a {t:?} map",
@@ -401,7 +401,7 @@ impl Verifier<'_> {
                     )
                 {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         "callback function not allowed for map",
                         format!(
                             "bpf_for_each_map_elem cannot walk map {}, a {t:?} map: hash and array maps only",
@@ -411,7 +411,7 @@ impl Verifier<'_> {
                 }
                 if !map_fits(t, id) {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!(
                             "cannot pass map_type {} into func bpf_{name}#{id}",
                             t as u32
@@ -427,7 +427,7 @@ impl Verifier<'_> {
             Arg::ValueOrNull if reg.is_null_const() => {}
             Arg::Key | Arg::Value | Arg::UninitValue | Arg::ValueOrNull => {
                 let m = meta.map.expect("a map argument comes first");
-                let info: &MapInfo = &self.maps[m];
+                let info: &MapView = &self.maps[m];
                 let (size, what) = if arg == Arg::Key {
                     (info.key_size, "key")
                 } else {
@@ -443,7 +443,7 @@ impl Verifier<'_> {
                 ) {
                     let mut e = type_error(r, reg.kind, "fp, pkt, pkt_meta, map_key, map_value");
                     if reg.kind.maybe_null() {
-                        e.rule = Rule::NullPointer;
+                        e.rule = SafetyRule::NullPointer;
                         e.reason =
                             format!("r{r} may be NULL: check it before passing it to the helper");
                     }
@@ -502,7 +502,7 @@ impl Verifier<'_> {
                 }
                 if reg.s.smin < 0 {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!(
                             "R{r} min value is negative, either use unsigned or 'var &= const'"
                         ),
@@ -512,7 +512,7 @@ impl Verifier<'_> {
                 let zero_ok = arg == Arg::SizeOrZero;
                 if reg.s.umin == 0 && !zero_ok {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!(
                             "R{r} invalid zero-sized read: u64=[{},{}]",
                             reg.s.umin, reg.s.umax
@@ -524,7 +524,7 @@ impl Verifier<'_> {
                 }
                 if reg.s.umax >= MAX_VAR_OFF as u64 {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!(
                             "R{r} unbounded memory access, use 'var &= const' or 'if (var < const)'"
                         ),
@@ -549,7 +549,7 @@ impl Verifier<'_> {
                 self.demand(st, 1 << r, &[]);
                 let Some(v) = reg.as_const() else {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!("R{r} is not a known constant'"),
                         format!(
                             "the size in r{r} must be a constant known when the program is loaded"
@@ -580,7 +580,7 @@ impl Verifier<'_> {
                 }
                 if reg.off != 0 || !reg.s.is_const() || reg.s.var.value != 0 {
                     return Err(fail(
-                        Rule::HelperArgument,
+                        SafetyRule::HelperArgument,
                         format!("R{r} must have zero offset when passed to release func"),
                         format!(
                             "r{r} must be the pointer the acquiring helper returned, not moved"
@@ -589,7 +589,7 @@ impl Verifier<'_> {
                 }
                 if reg.ref_id == 0 || !st.refs.iter().any(|h| h.id == reg.ref_id) {
                     return Err(fail(
-                        Rule::ReferenceLeak,
+                        SafetyRule::ReferenceLeak,
                         format!("R{r} must be referenced when passed to release func"),
                         format!("r{r} was already released (or never acquired)"),
                     ));
@@ -636,7 +636,7 @@ impl Verifier<'_> {
             | Kind::MapKey(_)
             | Kind::Mem { null: false, .. } => Ok(()),
             k if k.maybe_null() => Err(fail(
-                Rule::NullPointer,
+                SafetyRule::NullPointer,
                 format!("R{r} type={} expected={MEM_EXPECTED}", k.name()),
                 format!("r{r} may be NULL: check it before passing it to the helper"),
             )),
@@ -680,7 +680,7 @@ impl Verifier<'_> {
                         s.bytes[byte] = Byte::Misc;
                     } else if s.bytes[byte] == Byte::Invalid && !privileged {
                         return Err(fail(
-                            Rule::StackBounds,
+                            SafetyRule::StackBounds,
                             format!(
                                 "invalid indirect read from stack R{r} off {}+{} size {size}",
                                 reg.off,
@@ -699,7 +699,7 @@ impl Verifier<'_> {
                 let info = &self.maps[m];
                 if write && info.readonly {
                     return Err(fail(
-                        Rule::ReadOnly,
+                        SafetyRule::ReadOnly,
                         format!(
                             "write into map forbidden, value_size={} off={} size={size}",
                             info.value_size, reg.off

@@ -19,12 +19,12 @@ use crate::live::Liveness;
 // bounds; they use its `Verifier` and it calls them.
 use crate::precise::{Demand, Entry};
 use crate::state::{Frame, Kind, Reg, State, covers};
-use crate::{MapInfo, Options, Rejection, Report, Rule, kfmt};
+use crate::{MapView, Rejection, SafetyRule, VerifyOptions, VerifyReport, kfmt};
 
 /// Why a path fails: the rule, the kernel's words, plain words.
 #[derive(Clone, Debug)]
 pub struct Fail {
-    pub rule: Rule,
+    pub rule: SafetyRule,
     pub kernel: String,
     pub reason: String,
     pub origin: Option<usize>,
@@ -37,7 +37,7 @@ impl Fail {
     }
 }
 
-pub fn fail(rule: Rule, kernel: impl Into<String>, reason: impl Into<String>) -> Fail {
+pub fn fail(rule: SafetyRule, kernel: impl Into<String>, reason: impl Into<String>) -> Fail {
     Fail {
         rule,
         kernel: kernel.into(),
@@ -86,8 +86,8 @@ pub struct Verifier<'a> {
     /// The instruction starting at each slot.
     pub code: Vec<Option<Insn>>,
     pub cfg: Cfg,
-    pub maps: &'a [MapInfo],
-    pub opts: &'a Options,
+    pub maps: &'a [MapView],
+    pub opts: &'a VerifyOptions,
     live: Liveness,
     prune_at: Vec<bool>,
     explored: HashMap<usize, Vec<usize>>,
@@ -119,9 +119,9 @@ const MAX_STATES_PER_INSN: usize = 64;
 /// Instructions processed between two stored states.
 const STORE_EVERY: usize = 8;
 
-pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
+pub fn run(prog: &Program, maps: &[MapView], opts: &VerifyOptions) -> VerifyReport {
     let start = Instant::now();
-    let mut report = Report {
+    let mut report = VerifyReport {
         result: Ok(()),
         insns_processed: 0,
         states: 0,
@@ -139,12 +139,12 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         origin: None,
     };
     if let ProgramKind::Unsupported(why) = &prog.kind {
-        report.result = Err(reject(Rule::Unsupported, 0, why.clone(), why.clone()));
+        report.result = Err(reject(SafetyRule::Unsupported, 0, why.clone(), why.clone()));
         return report;
     }
     if let Some((pc, name)) = prog.kfuncs.first() {
         report.result = Err(reject(
-            Rule::Unsupported,
+            SafetyRule::Unsupported,
             *pc,
             format!("kernel function {name} is not modelled"),
             format!(
@@ -158,7 +158,7 @@ pub fn run(prog: &Program, maps: &[MapInfo], opts: &Options) -> Report {
         Err(e) => {
             let insn = cfg_insn(&e);
             report.result = Err(reject(
-                Rule::ControlFlow,
+                SafetyRule::ControlFlow,
                 insn,
                 e.to_string(),
                 cfg_reason(&e),
@@ -354,7 +354,7 @@ impl<'a> Verifier<'a> {
         self.processed += 1;
         if self.processed > self.opts.insn_limit {
             return Err(fail(
-                Rule::Complexity,
+                SafetyRule::Complexity,
                 format!(
                     "BPF program is too large. Processed {} insn",
                     self.processed
@@ -477,7 +477,7 @@ impl<'a> Verifier<'a> {
                     && covers(state, &node.state, &live, true)
                 {
                     return Err(fail(
-                        Rule::Complexity,
+                        SafetyRule::Complexity,
                         format!("infinite loop detected at insn {pc}"),
                         format!(
                             "the loop through insn {pc} comes back to it in the same state, so it never ends: make sure the loop variable changes and is bounded"
@@ -544,7 +544,7 @@ impl<'a> Verifier<'a> {
         let reg = *state.reg(r);
         if !reg.is_init() {
             return Err(fail(
-                Rule::UninitRegister,
+                SafetyRule::UninitRegister,
                 format!("R{r} !read_ok"),
                 format!("r{r} is read here but no value was ever written to it on this path"),
             ));
@@ -556,7 +556,7 @@ impl<'a> Verifier<'a> {
     pub fn writable(&self, r: u8) -> Res<()> {
         if r == 10 {
             return Err(fail(
-                Rule::FramePointer,
+                SafetyRule::FramePointer,
                 "frame pointer is read only",
                 "r10 is the frame pointer and cannot be changed: copy it to another register first",
             ));
@@ -590,7 +590,7 @@ impl<'a> Verifier<'a> {
             Insn::Call(CallTarget::Helper(id)) => {
                 if let Some((_, why)) = self.poisoned.iter().find(|(at, _)| *at == pc) {
                     return Err(fail(
-                        Rule::InvalidInstruction,
+                        SafetyRule::InvalidInstruction,
                         format!("invalid func unknown#{id}"),
                         format!(
                             "insn {pc} was poisoned by a CO-RE relocation that failed: {why} (guard it with bpf_core_field_exists(), or build against the target's types)"
@@ -616,7 +616,7 @@ impl<'a> Verifier<'a> {
             }
             Insn::Call(CallTarget::Kfunc { btf_id, .. }) => {
                 return Err(fail(
-                    Rule::Unsupported,
+                    SafetyRule::Unsupported,
                     format!("kernel function call #{btf_id} is not modelled"),
                     "kernel functions (kfuncs) are not modelled by sluice's verifier",
                 ));
@@ -662,7 +662,7 @@ impl<'a> Verifier<'a> {
                 let m = &self.maps[idx as usize];
                 if m.value_size == 0 || off < 0 || off as u32 >= m.value_size {
                     return Err(fail(
-                        Rule::MapBounds,
+                        SafetyRule::MapBounds,
                         format!(
                             "invalid access to map value pointer, value_size={} off={off}",
                             m.value_size
@@ -682,7 +682,7 @@ impl<'a> Verifier<'a> {
             Lddw::Func(off) => Reg::pointer(Kind::Func((next as i64 - 1 + off as i64) as usize)),
             other => {
                 return Err(fail(
-                    Rule::InvalidInstruction,
+                    SafetyRule::InvalidInstruction,
                     format!("lddw of {other:?} cannot be resolved"),
                     "this lddw refers to a map or kernel object the program was not loaded with",
                 ));
@@ -696,7 +696,7 @@ impl<'a> Verifier<'a> {
     pub fn frame_room(st: &State) -> Res<()> {
         if st.frames.len() >= crate::MAX_CALL_FRAMES {
             return Err(fail(
-                Rule::ControlFlow,
+                SafetyRule::ControlFlow,
                 format!(
                     "the call stack of {} frames is too deep",
                     st.frames.len() + 1
@@ -748,7 +748,7 @@ impl<'a> Verifier<'a> {
                     "a stack, which the kernel never lets a function return (pass results through memory the caller gave instead)"
                 };
                 return Err(fail(
-                    Rule::ReturnValue,
+                    SafetyRule::ReturnValue,
                     "cannot return stack pointer to the caller",
                     format!("the function returns a pointer into {whose}"),
                 ));
@@ -766,7 +766,7 @@ impl<'a> Verifier<'a> {
         }
         if let Some(held) = st.refs.first() {
             return Err(fail(
-                Rule::ReferenceLeak,
+                SafetyRule::ReferenceLeak,
                 format!(
                     "Unreleased reference id={} alloc_insn={}",
                     held.id, held.insn
@@ -779,7 +779,7 @@ impl<'a> Verifier<'a> {
         }
         if !self.opts.privileged && r0.kind.is_pointer() {
             return Err(fail(
-                Rule::ReturnValue,
+                SafetyRule::ReturnValue,
                 "R0 leaks addr as return value",
                 "the program returns a pointer; unprivileged programs may only return numbers",
             ));
@@ -792,7 +792,7 @@ impl<'a> Verifier<'a> {
     fn callback_exit(&mut self, st: &mut State, r0: Reg) -> Res<Flow> {
         if !r0.is_scalar() {
             return Err(fail(
-                Rule::ReturnValue,
+                SafetyRule::ReturnValue,
                 "R0 not a scalar value",
                 if r0.is_init() {
                     "a callback must return a number (0 to go on, 1 to stop), not a pointer"
@@ -811,7 +811,7 @@ impl<'a> Verifier<'a> {
                 has.push_str(&format!(" smax={}", r0.s.smax));
             }
             return Err(fail(
-                Rule::ReturnValue,
+                SafetyRule::ReturnValue,
                 format!("At callback return the register R0 has{has} should have been in [0, 1]"),
                 format!(
                     "the callback may return {}; callbacks return 0 (go on) or 1 (stop)",
@@ -899,7 +899,7 @@ impl<'a> Verifier<'a> {
         let (total, frames) = deepest(&self.cfg, 0, &depth_of);
         if total > crate::state::STACK_SIZE {
             return Err(Rejection {
-                rule: Rule::StackDepth,
+                rule: SafetyRule::StackDepth,
                 insn: 0,
                 kernel: format!("combined stack size of {frames} calls is {total}. Too large"),
                 reason: format!(

@@ -4,8 +4,8 @@
 //! says why not, in the kernel's words and in plain ones.
 //!
 //! [`verify`] checks one program of an object against its maps
-//! ([`MapInfo`]) with [`Options`]; the [`Report`] says whether it passed
-//! and, if not, the [`Rejection`] (its [`Rule`], instruction, the kernel's
+//! ([`MapView`]) with [`VerifyOptions`]; the [`VerifyReport`] says whether it passed
+//! and, if not, the [`Rejection`] (its [`SafetyRule`], instruction, the kernel's
 //! message and a plain one). The control-flow checks ([`Cfg`]) come first;
 //! then every path is walked with an abstract state (types, bounds and
 //! tnums per register, the stack byte by byte), pruning paths whose state
@@ -17,8 +17,8 @@
 //!
 //! ```
 //! let object = obj::Object::parse(programs::object("xdp_pass").unwrap()).unwrap();
-//! let maps = verifier::MapInfo::of_object(&object, &|_| None);
-//! let report = verifier::verify(&object.programs[0], &maps, &verifier::Options::default());
+//! let maps = verifier::MapView::of_object(&object, &|_| None);
+//! let report = verifier::verify(&object.programs[0], &maps, &verifier::VerifyOptions::default());
 //! assert!(report.result.is_ok());
 //! ```
 
@@ -58,7 +58,7 @@ pub const INSN_LIMIT: usize = 1_000_000;
 /// The classes of rejection, one per rule the verifier enforces.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Rule {
+pub enum SafetyRule {
     /// Jumps, calls, unreachable code, falling off the end, recursion.
     ControlFlow,
     /// A register read before it is written.
@@ -99,34 +99,34 @@ pub enum Rule {
     Unsupported,
 }
 
-impl Rule {
+impl SafetyRule {
     pub fn name(self) -> &'static str {
         match self {
-            Rule::ControlFlow => "control-flow",
-            Rule::UninitRegister => "uninit-register",
-            Rule::FramePointer => "frame-pointer",
-            Rule::InvalidDeref => "invalid-deref",
-            Rule::NullPointer => "null-pointer",
-            Rule::PacketBounds => "packet-bounds",
-            Rule::MapBounds => "map-bounds",
-            Rule::StackBounds => "stack-bounds",
-            Rule::CtxAccess => "ctx-access",
-            Rule::ReadOnly => "read-only",
-            Rule::PointerArithmetic => "pointer-arithmetic",
-            Rule::HelperArgument => "helper-argument",
-            Rule::UnknownHelper => "unknown-helper",
-            Rule::ReferenceLeak => "reference-leak",
-            Rule::InvalidInstruction => "invalid-instruction",
-            Rule::Complexity => "complexity",
-            Rule::StackDepth => "stack-depth",
-            Rule::ReturnValue => "return-value",
-            Rule::SpinLock => "spin-lock",
-            Rule::Unsupported => "unsupported",
+            SafetyRule::ControlFlow => "control-flow",
+            SafetyRule::UninitRegister => "uninit-register",
+            SafetyRule::FramePointer => "frame-pointer",
+            SafetyRule::InvalidDeref => "invalid-deref",
+            SafetyRule::NullPointer => "null-pointer",
+            SafetyRule::PacketBounds => "packet-bounds",
+            SafetyRule::MapBounds => "map-bounds",
+            SafetyRule::StackBounds => "stack-bounds",
+            SafetyRule::CtxAccess => "ctx-access",
+            SafetyRule::ReadOnly => "read-only",
+            SafetyRule::PointerArithmetic => "pointer-arithmetic",
+            SafetyRule::HelperArgument => "helper-argument",
+            SafetyRule::UnknownHelper => "unknown-helper",
+            SafetyRule::ReferenceLeak => "reference-leak",
+            SafetyRule::InvalidInstruction => "invalid-instruction",
+            SafetyRule::Complexity => "complexity",
+            SafetyRule::StackDepth => "stack-depth",
+            SafetyRule::ReturnValue => "return-value",
+            SafetyRule::SpinLock => "spin-lock",
+            SafetyRule::Unsupported => "unsupported",
         }
     }
 }
 
-impl fmt::Display for Rule {
+impl fmt::Display for SafetyRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -135,7 +135,7 @@ impl fmt::Display for Rule {
 /// Why a program is rejected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
-    pub rule: Rule,
+    pub rule: SafetyRule,
     /// The instruction (slot) at fault.
     pub insn: usize,
     /// The kernel's message for it.
@@ -157,7 +157,7 @@ impl fmt::Display for Rejection {
 
 /// The outcome of verifying one program.
 #[derive(Clone, Debug)]
-pub struct Report {
+pub struct VerifyReport {
     pub result: Result<(), Rejection>,
     pub insns_processed: usize,
     /// States stored for pruning.
@@ -173,7 +173,7 @@ pub struct Report {
 
 /// A map as the verifier sees it.
 #[derive(Clone, Debug)]
-pub struct MapInfo {
+pub struct MapView {
     pub name: String,
     pub map_type: MapType,
     pub key_size: u32,
@@ -193,16 +193,16 @@ pub struct MapInfo {
 /// `BPF_F_RDONLY_PROG`.
 const F_RDONLY_PROG: u32 = 1 << 7;
 
-impl MapInfo {
+impl MapView {
     /// The maps of an object, inner-map templates appended; `data`
     /// overrides a global data map's initial contents (after `--set`).
-    pub fn of_object(object: &Object, data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapInfo> {
-        MapInfo::of_maps(&object.maps, data)
+    pub fn of_object(object: &Object, data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapView> {
+        MapView::of_maps(&object.maps, data)
     }
 
     /// The same for a list of map definitions.
-    pub fn of_maps(maps: &[MapDef], data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapInfo> {
-        let mut out: Vec<MapInfo> = Vec::new();
+    pub fn of_maps(maps: &[MapDef], data: &dyn Fn(usize) -> Option<Vec<u8>>) -> Vec<MapView> {
+        let mut out: Vec<MapView> = Vec::new();
         let mut inner = Vec::new();
         for (i, def) in maps.iter().enumerate() {
             let readonly = matches!(def.origin, MapOrigin::Data { readonly: true, .. })
@@ -211,7 +211,7 @@ impl MapInfo {
                 MapOrigin::Data { readonly: true, .. } => data(i).or_else(|| def.data.clone()),
                 _ => None,
             };
-            out.push(MapInfo {
+            out.push(MapView {
                 name: def.name().to_string(),
                 map_type: def.spec.map_type,
                 key_size: def.spec.key_size,
@@ -228,7 +228,7 @@ impl MapInfo {
         }
         for (i, t) in inner {
             out[i].inner = Some(out.len());
-            out.push(MapInfo {
+            out.push(MapView {
                 name: format!("{}.inner", out[i].name),
                 map_type: t.spec.map_type,
                 key_size: t.spec.key_size,
@@ -246,7 +246,7 @@ impl MapInfo {
 
 /// How to verify.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct VerifyOptions {
     /// The loader's privileges: with `CAP_PERFMON` (root) the kernel lets
     /// pointers leak into maps and return values and uninitialised stack be
     /// read; without, it refuses both.
@@ -258,9 +258,9 @@ pub struct Options {
     pub helpers: Option<Vec<u32>>,
 }
 
-impl Default for Options {
+impl Default for VerifyOptions {
     fn default() -> Self {
-        Options {
+        VerifyOptions {
             privileged: true,
             log: false,
             insn_limit: INSN_LIMIT,
@@ -270,6 +270,6 @@ impl Default for Options {
 }
 
 /// Verifies `program` (one of `object`'s) against `maps`.
-pub fn verify(program: &Program, maps: &[MapInfo], opts: &Options) -> Report {
+pub fn verify(program: &Program, maps: &[MapView], opts: &VerifyOptions) -> VerifyReport {
     check::run(program, maps, opts)
 }

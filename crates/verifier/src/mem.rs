@@ -4,7 +4,7 @@
 
 use isa::{AtomicOp, Operand, Size};
 
-use crate::Rule;
+use crate::SafetyRule;
 use crate::alu::MAX_VAR_OFF;
 use crate::bounds::Scalar;
 use crate::check::{Res, Verifier, fail};
@@ -103,7 +103,7 @@ impl Verifier<'_> {
         }
         if !matches!(size, Size::W | Size::DW) {
             return Err(fail(
-                Rule::InvalidInstruction,
+                SafetyRule::InvalidInstruction,
                 "invalid atomic operand size",
                 "atomic operations work on 32- or 64-bit values only",
             ));
@@ -114,7 +114,7 @@ impl Verifier<'_> {
         ) && base.kind.is_pointer()
         {
             return Err(fail(
-                Rule::InvalidDeref,
+                SafetyRule::InvalidDeref,
                 format!(
                     "BPF_ATOMIC stores into R{dst} {} is not allowed",
                     base.kind.name()
@@ -127,7 +127,7 @@ impl Verifier<'_> {
         }
         if v.kind.is_pointer() && !self.opts.privileged {
             return Err(fail(
-                Rule::PointerArithmetic,
+                SafetyRule::PointerArithmetic,
                 format!("R{src} leaks addr into mem"),
                 "an atomic operation would store a pointer",
             ));
@@ -145,7 +145,7 @@ impl Verifier<'_> {
             let at = base.s.var.add(crate::tnum::Tnum::konst(fixed as u64));
             if !at.is_aligned(u64::from(n)) {
                 return Err(fail(
-                    Rule::InvalidDeref,
+                    SafetyRule::InvalidDeref,
                     format!(
                         "misaligned {desc}access off {}+{}+{off} size {n}",
                         base.s.var, base.off
@@ -157,7 +157,7 @@ impl Verifier<'_> {
         let old = self.access(st, dst, &base, off as i64, n, Access::Read, None)?;
         if old.kind.is_pointer() && fetch {
             return Err(fail(
-                Rule::InvalidDeref,
+                SafetyRule::InvalidDeref,
                 format!("R{dst} atomic on a spilled pointer"),
                 "an atomic operation on a stored pointer",
             ));
@@ -189,21 +189,21 @@ impl Verifier<'_> {
     pub fn ld_abs(&mut self, st: &mut State, size: Size, src: Option<u8>) -> Res<()> {
         if self.kind.is_xdp() {
             return Err(fail(
-                Rule::InvalidInstruction,
+                SafetyRule::InvalidInstruction,
                 "BPF_LD_[ABS|IND] instructions not allowed for this program type",
                 "XDP programs cannot use the legacy ld_abs/ld_ind packet loads: read through ctx->data instead",
             ));
         }
         if self.cfg.subprogs.len() > 1 {
             return Err(fail(
-                Rule::InvalidInstruction,
+                SafetyRule::InvalidInstruction,
                 "BPF_LD_[ABS|IND] instructions cannot be mixed with bpf-to-bpf calls",
                 "legacy packet loads cannot be used in a program with BPF function calls",
             ));
         }
         if size == Size::DW {
             return Err(fail(
-                Rule::InvalidInstruction,
+                SafetyRule::InvalidInstruction,
                 "invalid BPF_LD_[ABS|IND] size",
                 "legacy packet loads read 1, 2 or 4 bytes",
             ));
@@ -212,7 +212,7 @@ impl Verifier<'_> {
         let r6 = self.read(st, 6)?;
         if r6.kind != Kind::Ctx {
             return Err(fail(
-                Rule::InvalidInstruction,
+                SafetyRule::InvalidInstruction,
                 "at the time of BPF_LD_ABS|IND R6 != pointer to skb",
                 "legacy packet loads need the context pointer in r6",
             ));
@@ -221,7 +221,7 @@ impl Verifier<'_> {
             let v = self.read(st, r)?;
             if v.kind.is_pointer() {
                 return Err(fail(
-                    Rule::InvalidInstruction,
+                    SafetyRule::InvalidInstruction,
                     format!("R{r} leaks addr into packet load"),
                     "ld_ind takes a number, not a pointer",
                 ));
@@ -229,7 +229,7 @@ impl Verifier<'_> {
         }
         if let Some(h) = st.refs.first() {
             return Err(fail(
-                Rule::ReferenceLeak,
+                SafetyRule::ReferenceLeak,
                 "BPF_LD_[ABS|IND] would lead to reference leak",
                 format!(
                     "a legacy packet load may end the program while the reference from insn {} is held",
@@ -272,7 +272,7 @@ impl Verifier<'_> {
                     )
                 {
                     return Err(fail(
-                        Rule::ReadOnly,
+                        SafetyRule::ReadOnly,
                         "cannot write into packet",
                         "this program type cannot write packet data",
                     ));
@@ -284,7 +284,7 @@ impl Verifier<'_> {
                 let info = &self.maps[m];
                 if write && info.readonly {
                     return Err(fail(
-                        Rule::ReadOnly,
+                        SafetyRule::ReadOnly,
                         format!(
                             "write into map forbidden, value_size={} off={} size={size}",
                             info.value_size,
@@ -323,7 +323,7 @@ impl Verifier<'_> {
             Kind::MapKey(m) => {
                 if write {
                     return Err(fail(
-                        Rule::ReadOnly,
+                        SafetyRule::ReadOnly,
                         format!("write to change key R{regno} not allowed"),
                         "the key bpf_for_each_map_elem hands its callback is read-only",
                     ));
@@ -332,12 +332,12 @@ impl Verifier<'_> {
                 Ok(Reg::unknown())
             }
             Kind::NotInit => Err(fail(
-                Rule::UninitRegister,
+                SafetyRule::UninitRegister,
                 format!("R{regno} !read_ok"),
                 format!("r{regno} is used as a pointer but holds nothing"),
             )),
             kind if kind.maybe_null() => Err(fail(
-                Rule::NullPointer,
+                SafetyRule::NullPointer,
                 format!("R{regno} invalid mem access '{}'", kind.name()),
                 format!(
                     "r{regno} may be NULL here ({}): add a check like `if (!value) return {};` after the call that returned it, before this use",
@@ -346,7 +346,7 @@ impl Verifier<'_> {
                 ),
             ).with_origin(self.origins.get(&base.id).copied())),
             Kind::MapPtr(_) => Err(fail(
-                Rule::Unsupported,
+                SafetyRule::Unsupported,
                 format!("R{regno} reading struct bpf_map fields is not modelled"),
                 "the program reads the kernel's struct bpf_map through a map pointer, which sluice does not model",
             )),
@@ -355,7 +355,7 @@ impl Verifier<'_> {
                 let name = base.kind.name();
                 if write {
                     return Err(fail(
-                        Rule::ReadOnly,
+                        SafetyRule::ReadOnly,
                         format!("R{regno} cannot write into {name}"),
                         format!("r{regno} points to a socket ({name}), which programs may only read"),
                     ));
@@ -363,7 +363,7 @@ impl Verifier<'_> {
                 let at = off + base.off as i64;
                 if !crate::ctx::sock_access(common, at, size) {
                     return Err(fail(
-                        Rule::CtxAccess,
+                        SafetyRule::CtxAccess,
                         format!("R{regno} invalid {name} access off={at} size={size}"),
                         format!(
                             "struct bpf_sock has no {size}-byte field at offset {at} that a program may read through r{regno} ({name}){}",
@@ -378,14 +378,14 @@ impl Verifier<'_> {
                 Ok(Reg::unknown())
             }
             Kind::Scalar if base.is_null_const() => Err(fail(
-                Rule::NullPointer,
+                SafetyRule::NullPointer,
                 format!("R{regno} invalid mem access 'scalar'"),
                 format!(
                     "r{regno} is NULL on this path (a pointer check said so): do not dereference it here"
                 ),
             )),
             kind => Err(fail(
-                Rule::InvalidDeref,
+                SafetyRule::InvalidDeref,
                 format!("R{regno} invalid mem access '{}'", kind.name()),
                 match kind {
                     Kind::Scalar => {
@@ -414,7 +414,7 @@ impl Verifier<'_> {
     ) -> Res<Reg> {
         if base.off != 0 {
             return Err(fail(
-                Rule::CtxAccess,
+                SafetyRule::CtxAccess,
                 format!(
                     "dereference of modified ctx ptr R{regno} off={} disallowed",
                     base.off
@@ -427,7 +427,7 @@ impl Verifier<'_> {
         }
         if !base.s.is_const() {
             return Err(fail(
-                Rule::CtxAccess,
+                SafetyRule::CtxAccess,
                 format!("variable ctx access var_off={} disallowed", base.s.var),
                 "context fields must be read at constant offsets",
             ));
@@ -446,7 +446,7 @@ impl Verifier<'_> {
                 let _ = st;
                 let what = if write { "write" } else { "read" };
                 Err(fail(
-                    Rule::CtxAccess,
+                    SafetyRule::CtxAccess,
                     format!("invalid bpf_context access off={at} size={size}"),
                     format!(
                         "a {size}-byte {what} at offset {at} of the {} context is not allowed: check the field, its size and whether this program type may {what} it",
@@ -481,7 +481,7 @@ impl Verifier<'_> {
             .is_aligned(size as u64)
         {
             return Err(fail(
-                Rule::StackBounds,
+                SafetyRule::StackBounds,
                 format!(
                     "misaligned stack access off {}+{}+{off} size {size}",
                     base.s.var, base.off
@@ -498,7 +498,7 @@ impl Verifier<'_> {
             && value.is_some_and(|v| matches!(v.kind, Kind::Stack(_)))
         {
             return Err(fail(
-                Rule::StackBounds,
+                SafetyRule::StackBounds,
                 "cannot spill pointers to stack into stack frame of the caller",
                 "a stack pointer cannot be stored in a caller's stack",
             ));
@@ -543,7 +543,7 @@ impl Verifier<'_> {
                 let (slot, byte) = Frame::locate(a);
                 if f.slot(slot).bytes[byte] == Byte::Invalid && !self.opts.privileged {
                     return Err(fail(
-                        Rule::StackBounds,
+                        SafetyRule::StackBounds,
                         format!(
                             "invalid variable-offset read from stack R{regno} var_off={} off={fixed} size={size}",
                             base.s.var
@@ -571,7 +571,7 @@ impl Verifier<'_> {
         } else {
             if base.s.smax >= MAX_VAR_OFF || base.s.smin <= -MAX_VAR_OFF {
                 return Err(fail(
-                    Rule::StackBounds,
+                    SafetyRule::StackBounds,
                     format!("invalid unbounded variable-offset{extra} stack R{regno}"),
                     format!(
                         "the offset of stack pointer r{regno} is unbounded: check its range first"
@@ -593,7 +593,7 @@ impl Verifier<'_> {
                 )
             };
             return Err(fail(
-                Rule::StackBounds,
+                SafetyRule::StackBounds,
                 kernel,
                 format!(
                     "the access touches stack bytes {min}..{max} from the frame pointer; the stack is the 512 bytes below it (offsets -512..0)"
@@ -612,13 +612,13 @@ fn stack_write(f: &mut Frame, at: i64, size: u32, value: Reg, privileged: bool) 
     if value.kind.is_pointer() && size != 8 {
         if !privileged {
             return Err(fail(
-                Rule::PointerArithmetic,
+                SafetyRule::PointerArithmetic,
                 "invalid size of register spill",
                 "a pointer must be stored with all 8 bytes",
             ));
         }
         return Err(fail(
-            Rule::StackBounds,
+            SafetyRule::StackBounds,
             "invalid size of register spill",
             "a pointer must be stored to the stack with all 8 bytes",
         ));
@@ -673,7 +673,7 @@ fn stack_read(f: &Frame, at: i64, size: u32, privileged: bool) -> Res<Reg> {
         }
         if s.spill.kind.is_pointer() {
             return Err(fail(
-                Rule::StackBounds,
+                SafetyRule::StackBounds,
                 "invalid size of register fill",
                 "a pointer stored on the stack must be loaded back with all 8 bytes",
             ));
@@ -692,7 +692,7 @@ fn stack_read(f: &Frame, at: i64, size: u32, privileged: bool) -> Res<Reg> {
             Byte::Spill if s.spill.is_null_const() => {}
             Byte::Invalid if !privileged => {
                 return Err(fail(
-                    Rule::StackBounds,
+                    SafetyRule::StackBounds,
                     format!("invalid read from stack off {at}+{i} size {size}"),
                     format!(
                         "stack byte {} is read before anything was written to it",
@@ -714,7 +714,7 @@ fn stack_read(f: &Frame, at: i64, size: u32, privileged: bool) -> Res<Reg> {
 pub fn packet_check(regno: u8, base: &Reg, off: i64, size: u32) -> Res<()> {
     if base.s.smin < 0 {
         return Err(fail(
-            Rule::PacketBounds,
+            SafetyRule::PacketBounds,
             format!(
                 "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
             ),
@@ -726,7 +726,7 @@ pub fn packet_check(regno: u8, base: &Reg, off: i64, size: u32) -> Res<()> {
     let at = off + base.off as i64;
     if at < 0 || at + size as i64 > base.range as i64 {
         return Err(fail(
-            Rule::PacketBounds,
+            SafetyRule::PacketBounds,
             format!(
                 "invalid access to packet, off={at} size={size}, R{regno}(id={},off={},r={})\nR{regno} offset is outside of the packet",
                 base.id, base.off, base.range
@@ -753,7 +753,7 @@ pub fn region_check(regno: u8, base: &Reg, off: i64, size: u32, limit: u32, what
     };
     if base.s.smin < 0 && (base.s.smin == i64::MIN || base.s.smin + at < 0) {
         return Err(fail(
-            Rule::MapBounds,
+            SafetyRule::MapBounds,
             format!(
                 "R{regno} min value is negative, either use unsigned index or do a if (index >=0) check."
             ),
@@ -771,14 +771,14 @@ pub fn region_check(regno: u8, base: &Reg, off: i64, size: u32, limit: u32, what
             ));
         }
         return Err(fail(
-            Rule::MapBounds,
+            SafetyRule::MapBounds,
             kernel,
             format!("a {size}-byte access at offset {lo} is outside the {limit}-byte {what}"),
         ));
     }
     if base.s.umax >= MAX_VAR_OFF as u64 {
         return Err(fail(
-            Rule::MapBounds,
+            SafetyRule::MapBounds,
             format!("R{regno} unbounded memory access, make sure to bounds check any such access"),
             format!(
                 "the offset into the {what} in r{regno} has no upper bound: check it against the size first"
@@ -788,7 +788,7 @@ pub fn region_check(regno: u8, base: &Reg, off: i64, size: u32, limit: u32, what
     let hi = base.s.umax as i64 + at;
     if hi + size as i64 > limit as i64 {
         return Err(fail(
-            Rule::MapBounds,
+            SafetyRule::MapBounds,
             format!(
                 "{}\nR{regno} max value is outside of the allowed memory range",
                 kernel_oob(hi)

@@ -10,7 +10,7 @@
 
 use crate::check::{Res, Verifier, fail};
 use crate::state::{Kind, Lock, Reg, State};
-use crate::{MapInfo, Rule};
+use crate::{MapView, SafetyRule};
 
 /// `bpf_spin_lock` and `bpf_spin_unlock`.
 pub(crate) const SPIN_LOCK: u32 = 93;
@@ -21,7 +21,7 @@ pub(crate) const SPIN_UNLOCK: u32 = 94;
 pub(crate) fn call_allowed(st: &State, id: u32) -> Res<()> {
     match st.lock {
         Some(_) if id != SPIN_UNLOCK => Err(fail(
-            Rule::SpinLock,
+            SafetyRule::SpinLock,
             "function calls are not allowed while holding a lock",
             "the program calls a helper between bpf_spin_lock and bpf_spin_unlock: release the lock first (only bpf_spin_unlock, and the program's own functions, may be called while holding it)",
         )),
@@ -34,7 +34,7 @@ pub(crate) fn call_allowed(st: &State, id: u32) -> Res<()> {
 pub(crate) fn not_held(st: &State, what: &str) -> Res<()> {
     match st.lock {
         Some(_) => Err(fail(
-            Rule::SpinLock,
+            SafetyRule::SpinLock,
             format!("{what} cannot be used inside bpf_spin_lock-ed region"),
             format!("{what} while holding a bpf_spin_lock: call bpf_spin_unlock first"),
         )),
@@ -45,7 +45,7 @@ pub(crate) fn not_held(st: &State, what: &str) -> Res<()> {
 /// A `size`-byte access at `off` from `base`, a pointer into a value of
 /// `map`, must not overlap the lock's word (any offset the pointer may
 /// have counts).
-pub(crate) fn untouched(map: &MapInfo, base: &Reg, off: i64, size: u32) -> Res<()> {
+pub(crate) fn untouched(map: &MapView, base: &Reg, off: i64, size: u32) -> Res<()> {
     let Some(lock) = map.spin_lock else {
         return Ok(());
     };
@@ -56,7 +56,7 @@ pub(crate) fn untouched(map: &MapInfo, base: &Reg, off: i64, size: u32) -> Res<(
     );
     if lo < lock as i64 + 4 && (lock as i64) < hi {
         return Err(fail(
-            Rule::SpinLock,
+            SafetyRule::SpinLock,
             "bpf_spin_lock cannot be accessed directly by load/store",
             format!(
                 "bytes {lock}..{} of {}'s values are its bpf_spin_lock, which only bpf_spin_lock and bpf_spin_unlock may touch",
@@ -78,7 +78,7 @@ impl Verifier<'_> {
         let info = &self.maps[m];
         let Some(var) = reg.s.as_const() else {
             return Err(fail(
-                Rule::SpinLock,
+                SafetyRule::SpinLock,
                 format!(
                     "R{r} doesn't have constant offset. bpf_spin_lock has to be at the constant offset"
                 ),
@@ -87,7 +87,7 @@ impl Verifier<'_> {
         };
         let Some(at) = info.spin_lock else {
             return Err(fail(
-                Rule::SpinLock,
+                SafetyRule::SpinLock,
                 format!("map '{}' has no valid bpf_spin_lock", info.name),
                 format!(
                     "{}'s value type has no struct bpf_spin_lock member (the lock is found through the map's BTF)",
@@ -98,7 +98,7 @@ impl Verifier<'_> {
         let off = (var as i64).wrapping_add(reg.off as i64);
         if off != at as i64 {
             return Err(fail(
-                Rule::SpinLock,
+                SafetyRule::SpinLock,
                 format!("off {off} doesn't point to 'struct bpf_spin_lock' that is at {at}"),
                 format!(
                     "r{r} points at byte {off} of {}'s value, its bpf_spin_lock is at byte {at}",
@@ -114,12 +114,12 @@ impl Verifier<'_> {
         }
         match st.lock {
             None => Err(fail(
-                Rule::SpinLock,
+                SafetyRule::SpinLock,
                 "bpf_spin_unlock without taking a lock",
                 "bpf_spin_unlock on a path where no bpf_spin_lock was taken",
             )),
             Some(held) if held != lock => Err(fail(
-                Rule::SpinLock,
+                SafetyRule::SpinLock,
                 "bpf_spin_unlock of different lock",
                 "bpf_spin_unlock through a pointer that is not the one bpf_spin_lock took (another map value, or another lookup)",
             )),

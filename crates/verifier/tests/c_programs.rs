@@ -8,11 +8,11 @@
 fn verdicts(name: &str, source: &str, accept: bool) {
     let bytes = programs::compile::compile(name, source);
     let object = obj::Object::parse(&bytes).unwrap();
-    let maps = verifier::MapInfo::of_object(&object, &|_| None);
+    let maps = verifier::MapView::of_object(&object, &|_| None);
     let kernel = testkit::kernel_available("kernel verdicts on small C programs");
     assert!(!object.programs.is_empty());
     for p in &object.programs {
-        let ours = verifier::verify(p, &maps, &verifier::Options::default());
+        let ours = verifier::verify(p, &maps, &verifier::VerifyOptions::default());
         assert_eq!(
             ours.result.is_ok(),
             accept,
@@ -25,7 +25,7 @@ fn verdicts(name: &str, source: &str, accept: bool) {
         if let Err(e) = &ours.result {
             assert_ne!(
                 e.rule,
-                verifier::Rule::Unsupported,
+                verifier::SafetyRule::Unsupported,
                 "{name}/{}: a verdict, not `unsupported`: {}",
                 p.name,
                 e.kernel
@@ -337,11 +337,15 @@ char LICENSE[] SEC("license") = "GPL";
     verdicts("pkt_ringbuf_output", &refused, false);
     let bytes = programs::compile::compile("pkt_ringbuf_output", &refused);
     let object = obj::Object::parse(&bytes).unwrap();
-    let maps = verifier::MapInfo::of_object(&object, &|_| None);
-    let e = verifier::verify(&object.programs[0], &maps, &verifier::Options::default())
-        .result
-        .unwrap_err();
-    assert_eq!(e.rule, verifier::Rule::HelperArgument);
+    let maps = verifier::MapView::of_object(&object, &|_| None);
+    let e = verifier::verify(
+        &object.programs[0],
+        &maps,
+        &verifier::VerifyOptions::default(),
+    )
+    .result
+    .unwrap_err();
+    assert_eq!(e.rule, verifier::SafetyRule::HelperArgument);
     assert!(
         e.kernel
             .contains("helper access to the packet is not allowed"),

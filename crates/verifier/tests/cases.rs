@@ -19,7 +19,7 @@ use std::path::Path;
 
 use maps::{MapSpec, MapType};
 use obj::{MapDef, MapOrigin, Program, ProgramKind, XdpAttach};
-use verifier::{MapInfo, Options, Rule};
+use verifier::{MapView, SafetyRule, VerifyOptions};
 
 struct Case {
     file: String,
@@ -168,26 +168,26 @@ fn program(case: &Case) -> Program {
     }
 }
 
-fn rule_of(file: &str) -> Option<Rule> {
+fn rule_of(file: &str) -> Option<SafetyRule> {
     let all = [
-        Rule::ControlFlow,
-        Rule::UninitRegister,
-        Rule::FramePointer,
-        Rule::InvalidDeref,
-        Rule::NullPointer,
-        Rule::PacketBounds,
-        Rule::MapBounds,
-        Rule::StackBounds,
-        Rule::CtxAccess,
-        Rule::ReadOnly,
-        Rule::PointerArithmetic,
-        Rule::HelperArgument,
-        Rule::UnknownHelper,
-        Rule::ReferenceLeak,
-        Rule::InvalidInstruction,
-        Rule::Complexity,
-        Rule::StackDepth,
-        Rule::ReturnValue,
+        SafetyRule::ControlFlow,
+        SafetyRule::UninitRegister,
+        SafetyRule::FramePointer,
+        SafetyRule::InvalidDeref,
+        SafetyRule::NullPointer,
+        SafetyRule::PacketBounds,
+        SafetyRule::MapBounds,
+        SafetyRule::StackBounds,
+        SafetyRule::CtxAccess,
+        SafetyRule::ReadOnly,
+        SafetyRule::PointerArithmetic,
+        SafetyRule::HelperArgument,
+        SafetyRule::UnknownHelper,
+        SafetyRule::ReferenceLeak,
+        SafetyRule::InvalidInstruction,
+        SafetyRule::Complexity,
+        SafetyRule::StackDepth,
+        SafetyRule::ReturnValue,
     ];
     all.into_iter().find(|r| r.name() == file)
 }
@@ -204,11 +204,11 @@ fn every_case_gets_its_verdict_from_sluice_and_the_kernel() {
             continue;
         }
         let p = program(case);
-        let maps = MapInfo::of_maps(&case.maps, &|_| None);
-        let opts = Options {
+        let maps = MapView::of_maps(&case.maps, &|_| None);
+        let opts = VerifyOptions {
             helpers: runtime::helpers::ids_for(&case.kind),
             log: only.is_some(),
-            ..Options::default()
+            ..VerifyOptions::default()
         };
         let report = verifier::verify(&p, &maps, &opts);
         if only.is_some() {

@@ -30,9 +30,9 @@ fn every_program_of_the_project_is_accepted() {
     let mut failures = Vec::new();
     for (name, bytes) in objects {
         let object = obj::Object::parse(bytes).unwrap();
-        let maps = verifier::MapInfo::of_object(&object, &|_| None);
+        let maps = verifier::MapView::of_object(&object, &|_| None);
         for p in &object.programs {
-            let opts = verifier::Options {
+            let opts = verifier::VerifyOptions {
                 log: std::env::var_os("VLOG").is_some(),
                 ..Default::default()
             };
@@ -73,9 +73,9 @@ fn the_kernel_agrees_on_every_program() {
         .chain(programs::tools());
     for (name, bytes) in objects {
         let object = obj::Object::parse(bytes).unwrap();
-        let maps = verifier::MapInfo::of_object(&object, &|_| None);
+        let maps = verifier::MapView::of_object(&object, &|_| None);
         for p in &object.programs {
-            let ours = verifier::verify(p, &maps, &verifier::Options::default());
+            let ours = verifier::verify(p, &maps, &verifier::VerifyOptions::default());
             let theirs =
                 kernel::verify::verify_program(p, &object.maps, object.btf.as_ref(), &|_| None)
                     .unwrap();

@@ -234,17 +234,17 @@ const EXPECTED: &[(&str, Option<&str>)] = &[
 fn spin_lock_rules_agree_with_the_kernel() {
     let bytes = programs::compile::compile("spin_rules", SOURCE);
     let object = obj::Object::parse(&bytes).unwrap();
-    let maps = verifier::MapInfo::of_object(&object, &|_| None);
+    let maps = verifier::MapView::of_object(&object, &|_| None);
     let kernel = testkit::kernel_available("kernel verdicts on bpf_spin_lock programs");
     assert_eq!(object.programs.len(), EXPECTED.len());
     for &(name, message) in EXPECTED {
         let p = object.programs.iter().find(|p| p.name == name).unwrap();
-        let ours = verifier::verify(p, &maps, &verifier::Options::default());
+        let ours = verifier::verify(p, &maps, &verifier::VerifyOptions::default());
         match (message, &ours.result) {
             (None, Ok(_)) => {}
             (Some(m), Err(e)) => {
                 assert!(e.kernel.contains(m), "{name}: sluice says {}", e.kernel);
-                assert_eq!(e.rule, verifier::Rule::SpinLock, "{name}");
+                assert_eq!(e.rule, verifier::SafetyRule::SpinLock, "{name}");
             }
             (_, r) => panic!(
                 "{name}: sluice says {:?}",

@@ -3,16 +3,16 @@
 //! packet program the kernel accepts, and the kernel (when root) gives the
 //! same verdict.
 
-use verifier::{MapInfo, Options};
+use verifier::{MapView, VerifyOptions};
 
 fn check_object(label: &str, bytes: &[u8], kernel: bool, failures: &mut Vec<String>) -> usize {
     let object = obj::Object::parse(bytes).unwrap_or_else(|e| panic!("{label}: {e}"));
-    let maps = MapInfo::of_object(&object, &|_| None);
+    let maps = MapView::of_object(&object, &|_| None);
     let mut checked = 0;
     for p in object.programs.iter().filter(|p| p.kind.is_runnable()) {
-        let opts = Options {
+        let opts = VerifyOptions {
             helpers: runtime::helpers::ids_for(&p.kind),
-            ..Options::default()
+            ..VerifyOptions::default()
         };
         let ours = verifier::verify(p, &maps, &opts);
         let line = format!(

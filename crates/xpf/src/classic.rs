@@ -22,7 +22,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use cbpf::ancillary::{self, AD_OFF};
-use cbpf::{Decider, Decision, Engine, Insn, Meta};
+use cbpf::{Decider, Decision, FilterEngine, Insn, Meta};
 use obj::{Program, ProgramKind};
 use vm::{HelperTable, Memory, RegionKind, SimEnv, Vm};
 
@@ -105,7 +105,7 @@ impl Skb {
     }
 }
 
-impl Engine for Jit {
+impl FilterEngine for Jit {
     fn name(&self) -> &'static str {
         "jit"
     }
@@ -151,9 +151,9 @@ fn trusted_jit(program: Program) -> Result<Vm<SimEnv>, String> {
     let report = verifier::verify(
         &program,
         &[],
-        &verifier::Options {
+        &verifier::VerifyOptions {
             helpers: runtime::helpers::ids_for(&program.kind),
-            ..verifier::Options::default()
+            ..verifier::VerifyOptions::default()
         },
     );
     if let Err(r) = &report.result {
@@ -256,7 +256,7 @@ pub const TEST_RUN_REFUSES: &str =
 pub const WIRE_LEN: &str = "frames captured shorter than their wire length, for a program \
                             that reads len (a test run's len is the bytes given)";
 
-impl Engine for Kernel {
+impl FilterEngine for Kernel {
     fn name(&self) -> &'static str {
         "kernel"
     }

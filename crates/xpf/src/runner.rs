@@ -151,10 +151,10 @@ impl XpfRunner {
             if engine == XpfEngine::Jit {
                 let report = verifier::verify(
                     &object.programs[0],
-                    &verifier::MapInfo::of_object(&object, &|_| None),
-                    &verifier::Options {
+                    &verifier::MapView::of_object(&object, &|_| None),
+                    &verifier::VerifyOptions {
                         helpers: runtime::helpers::ids_for(&object.programs[0].kind),
-                        ..verifier::Options::default()
+                        ..verifier::VerifyOptions::default()
                     },
                 );
                 if let Err(e) = &report.result {

@@ -100,7 +100,7 @@ struct Report {
 }
 
 /// The printer's options from tcpdump's flags.
-fn print_options(a: &Args) -> Result<dissect::Options, String> {
+fn print_options(a: &Args) -> Result<dissect::PrintOptions, String> {
     let time = match a.time {
         0 => dissect::TimeFormat::Default,
         1 => dissect::TimeFormat::None,
@@ -122,7 +122,7 @@ fn print_options(a: &Args) -> Result<dissect::Options, String> {
     } else {
         dissect::Hex::None
     };
-    Ok(dissect::Options {
+    Ok(dissect::PrintOptions {
         numeric: true,
         link: a.link,
         time,
@@ -193,7 +193,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         // Ctrl-C or SIGTERM: stop reading, finish the output, report.
         stop: Some(crate::signals::stop_on_signals()),
     };
-    let mut engine: Box<dyn cbpf::Engine> = match a.engine {
+    let mut engine: Box<dyn cbpf::FilterEngine> = match a.engine {
         EngineArg::Interp => Box::new(cbpf::Interp),
         EngineArg::Jit => Box::new(xpf::classic::Jit),
         EngineArg::Kernel => Box::new(xpf::classic::Kernel::new()?),

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use profile::sim::{
-    Comparison, DEFAULT_RWND, ModelDelay, ProcessingDelay, Router, Scenario, Window, compare,
+    DEFAULT_RWND, ModelDelay, ProcessingDelay, Router, RouterComparison, Scenario, Window, compare,
 };
 
 use crate::report::print_json;
@@ -209,7 +209,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn rtt_csv(c: &Comparison) -> String {
+fn rtt_csv(c: &RouterComparison) -> String {
     let mut out = String::from("scenario,at_ns,rtt_ns,ack\n");
     for row in &c.rows {
         let name = row.name.replace(',', ";");
@@ -241,7 +241,7 @@ fn describe(s: &Scenario) -> String {
     )
 }
 
-fn print_text(c: &Comparison) {
+fn print_text(c: &RouterComparison) {
     let ms = |ns: f64| ns / 1e6;
     out!("{}", describe(&c.scenario));
     out!(

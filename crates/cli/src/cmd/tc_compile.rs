@@ -75,9 +75,9 @@ pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, Strin
     if tc.clsact(&dev).is_none() {
         return Err(format!("{}: {dev} has no clsact qdisc", path.display()));
     }
-    let mut opts = tccompile::Options {
+    let mut opts = tccompile::CompileOptions {
         xdp: !a.no_xdp,
-        ..tccompile::Options::default()
+        ..tccompile::CompileOptions::default()
     };
     for i in &a.ifindex {
         let (d, n) = i

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use verifier::{Options, Rule};
+use verifier::{SafetyRule, VerifyOptions};
 
 use crate::report::print_json;
 use crate::settings::ObjectSettings;
@@ -54,7 +54,7 @@ struct ProgramReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    rule: Option<Rule>,
+    rule: Option<SafetyRule>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,11 +109,11 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let ask_kernel = !a.no_kernel && kernel::privileged();
     let mut reports = Vec::new();
     for p in programs {
-        let vopts = Options {
+        let vopts = VerifyOptions {
             privileged: !a.unprivileged,
             log: a.log,
             helpers: runtime::helpers::ids_for(&p.kind),
-            ..Options::default()
+            ..VerifyOptions::default()
         };
         let r = verifier::verify(p, maps, &vopts);
         let mut pr = ProgramReport {
@@ -136,7 +136,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             log: r.log,
         };
         if let Err(e) = &r.result {
-            pr.verdict = if e.rule == Rule::Unsupported {
+            pr.verdict = if e.rule == SafetyRule::Unsupported {
                 "unsupported"
             } else {
                 "reject"

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use capture::xsk::{BindMode, PoolKind, XskConfig};
-use datapath::{App, Options, Summary, Totals};
+use datapath::{App, Totals, XskOptions, XskSummary};
 use kernel::attach::XdpMode;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -154,7 +154,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         .map_err(|e| e.to_string())?
         .frame(0);
     let c = &a.common;
-    let mut opts = Options::new(&a.dev, frame);
+    let mut opts = XskOptions::new(&a.dev, frame);
     opts.queues = c.queues.clone();
     opts.mode = c.xdp_mode();
     opts.xsk = c.config();
@@ -192,7 +192,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-fn print_summary(s: &Summary, json: bool) {
+fn print_summary(s: &XskSummary, json: bool) {
     let t = &s.totals;
     let per_s = |n: u64| n as f64 / s.seconds.max(1e-9);
     if json {

@@ -2,7 +2,7 @@
 //! into one record per packet, and the flag sets with the options that
 //! mirror them.
 
-use dissect::{Hex, Options, TimeFormat};
+use dissect::{Hex, PrintOptions, TimeFormat};
 use std::path::Path;
 use testkit::tool::{TCPDUMP, output};
 
@@ -60,44 +60,44 @@ pub fn tcpdump(file: &Path, flags: &[&str]) -> Vec<String> {
 }
 
 /// Every flag set the tests run, with the options that mirror it.
-pub fn flag_sets() -> Vec<(&'static [&'static str], Options)> {
-    let o = Options::default();
+pub fn flag_sets() -> Vec<(&'static [&'static str], PrintOptions)> {
+    let o = PrintOptions::default();
     vec![
         (&[], o),
-        (&["-e"], Options { link: true, ..o }),
+        (&["-e"], PrintOptions { link: true, ..o }),
         (
             &["-t"],
-            Options {
+            PrintOptions {
                 time: TimeFormat::None,
                 ..o
             },
         ),
         (
             &["-tt"],
-            Options {
+            PrintOptions {
                 time: TimeFormat::Epoch,
                 ..o
             },
         ),
         (
             &["-ttt"],
-            Options {
+            PrintOptions {
                 time: TimeFormat::Delta,
                 ..o
             },
         ),
-        (&["-v"], Options { verbose: 1, ..o }),
-        (&["-x"], Options { hex: Hex::X, ..o }),
+        (&["-v"], PrintOptions { verbose: 1, ..o }),
+        (&["-x"], PrintOptions { hex: Hex::X, ..o }),
         (
             &["-X"],
-            Options {
+            PrintOptions {
                 hex: Hex::XAscii,
                 ..o
             },
         ),
         (
             &["-A"],
-            Options {
+            PrintOptions {
                 hex: Hex::Ascii,
                 ..o
             },

@@ -40,7 +40,7 @@ use serde::Serialize;
 
 pub use delay::{ModelDelay, ModelFileError, ProcessingDelay};
 pub use net::{QueueStats, RouterStats};
-pub use report::{Compared, Comparison, RttStats, SimResult, compare};
+pub use report::{Compared, RouterComparison, SimResult, SimRttStats, compare};
 pub use tcp::SenderStats;
 
 /// How many segments the sender keeps in flight.
@@ -164,7 +164,7 @@ impl Router {
 /// One RTT sample: when the ACK arrived, the round trip it measured, and
 /// the segment it asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct RttSample {
+pub struct SimRttSample {
     pub at_ns: u64,
     pub rtt_ns: u64,
     pub ack: u64,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::events::Events;
 use super::tcp::{Packet, Receiver, Sender};
-use super::{ProcessingDelay, Router, RttSample, Scenario};
+use super::{ProcessingDelay, Router, Scenario, SimRttSample};
 
 /// One queue: what arrived, what had to wait, what was dropped.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -136,7 +136,7 @@ impl RouterStats {
 pub(crate) struct Outcome {
     pub end_ns: u64,
     pub complete: bool,
-    pub samples: Vec<RttSample>,
+    pub samples: Vec<SimRttSample>,
     pub sender: Sender,
     pub receiver: Receiver,
     pub router: RouterStats,
@@ -151,7 +151,7 @@ pub(crate) struct Net<'a> {
     sender: Sender,
     receiver: Receiver,
     router: RouterStats,
-    samples: Vec<RttSample>,
+    samples: Vec<SimRttSample>,
     out: Vec<Packet>,
 }
 
@@ -302,7 +302,7 @@ impl<'a> Net<'a> {
             }
             (Node::Source, Packet::Ack { next, echo_ns, .. }) => {
                 let rtt = now - echo_ns;
-                self.samples.push(RttSample {
+                self.samples.push(SimRttSample {
                     at_ns: now,
                     rtt_ns: rtt,
                     ack: next,

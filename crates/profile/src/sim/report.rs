@@ -5,11 +5,11 @@ use serde::Serialize;
 
 use super::net::{Outcome, RouterStats};
 use super::tcp::SenderStats;
-use super::{Router, RttSample, Scenario, SimError, simulate};
+use super::{Router, Scenario, SimError, SimRttSample, simulate};
 
 /// Mean, median and 99th percentile of the RTT samples (nearest rank).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct RttStats {
+pub struct SimRttStats {
     pub samples: u64,
     pub mean_ns: f64,
     pub median_ns: u64,
@@ -18,17 +18,17 @@ pub struct RttStats {
     pub max_ns: u64,
 }
 
-impl RttStats {
-    pub fn of(samples: &[RttSample]) -> RttStats {
+impl SimRttStats {
+    pub fn of(samples: &[SimRttSample]) -> SimRttStats {
         let mut v: Vec<u64> = samples.iter().map(|s| s.rtt_ns).collect();
         if v.is_empty() {
-            return RttStats::default();
+            return SimRttStats::default();
         }
         v.sort_unstable();
         let n = v.len();
         // Nearest rank: the smallest value with at least p of the samples at or below it.
         let rank = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        RttStats {
+        SimRttStats {
             samples: n as u64,
             mean_ns: v.iter().map(|&x| x as f64).sum::<f64>() / n as f64,
             median_ns: rank(0.5),
@@ -52,13 +52,13 @@ pub struct SimResult {
     /// Segments the sink received again.
     pub duplicates: u64,
     pub sender: SenderStats,
-    pub rtt: RttStats,
+    pub rtt: SimRttStats,
     /// Data delivered in order at the sink, from its first delivery to its
     /// last: `(bytes - the first segment's) * 8 / (t_last - t_first)`, in
     /// bits per second (0 with fewer than two deliveries).
     pub throughput_bps: f64,
     pub router: RouterStats,
-    pub samples: Vec<RttSample>,
+    pub samples: Vec<SimRttSample>,
 }
 
 impl SimResult {
@@ -77,7 +77,7 @@ impl SimResult {
             delivered_bytes: r.delivered_bytes,
             duplicates: r.duplicates,
             sender: o.sender.stats.clone(),
-            rtt: RttStats::of(&o.samples),
+            rtt: SimRttStats::of(&o.samples),
             throughput_bps,
             router: o.router,
             samples: o.samples,
@@ -102,14 +102,14 @@ pub struct Compared {
 
 /// One scenario through several routers, the first without processing.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Comparison {
+pub struct RouterComparison {
     pub scenario: Scenario,
     pub rows: Vec<Compared>,
 }
 
 /// Runs `s` without processing delay, then through each of `routers`
 /// (by name), and reports each beside the first.
-pub fn compare(s: &Scenario, routers: &[(String, Router)]) -> Result<Comparison, SimError> {
+pub fn compare(s: &Scenario, routers: &[(String, Router)]) -> Result<RouterComparison, SimError> {
     let mut all = vec![("no processing".to_string(), Router::none())];
     all.extend(routers.iter().cloned());
     let mut rows: Vec<Compared> = Vec::new();
@@ -127,7 +127,7 @@ pub fn compare(s: &Scenario, routers: &[(String, Router)]) -> Result<Comparison,
             result,
         });
     }
-    Ok(Comparison {
+    Ok(RouterComparison {
         scenario: s.clone(),
         rows,
     })
@@ -139,18 +139,18 @@ mod tests {
 
     #[test]
     fn nearest_rank_statistics() {
-        let samples: Vec<RttSample> = (1..=100)
+        let samples: Vec<SimRttSample> = (1..=100)
             .rev()
-            .map(|r| RttSample {
+            .map(|r| SimRttSample {
                 at_ns: 0,
                 rtt_ns: r,
                 ack: 0,
             })
             .collect();
-        let s = RttStats::of(&samples);
+        let s = SimRttStats::of(&samples);
         assert_eq!((s.samples, s.median_ns, s.p99_ns), (100, 50, 99));
         assert_eq!((s.min_ns, s.max_ns, s.mean_ns), (1, 100, 50.5));
-        assert_eq!(RttStats::of(&samples[..1]).p99_ns, 100);
-        assert_eq!(RttStats::of(&[]).samples, 0);
+        assert_eq!(SimRttStats::of(&samples[..1]).p99_ns, 100);
+        assert_eq!(SimRttStats::of(&[]).samples, 0);
     }
 }

@@ -11,7 +11,7 @@ use super::Hook;
 impl Hook {
     /// The deepest stack use, in bytes, of every program this hook may run
     /// from its entry frame ([`Hook::runnable`]), as the verifier reports
-    /// it (`verifier::Report::stack_depth`): trusted runs zero only that
+    /// it (`verifier::VerifyReport::stack_depth`): trusted runs zero only that
     /// much of the stack. Too small a value cannot break memory safety
     /// (the frame is the VM's own), only make runs depend on earlier ones.
     pub fn set_stack_depth(&mut self, bytes: usize) {

@@ -2,7 +2,7 @@
 //! may run, against the hook's own maps; a hook whose programs all pass
 //! runs without per-access checks.
 
-use verifier::{MapInfo, Options, Rule};
+use verifier::{MapView, SafetyRule, VerifyOptions};
 
 use super::Hook;
 
@@ -19,14 +19,14 @@ impl Hook {
             object.maps[i].data.as_ref()?;
             hook.maps()[i].user_lookup(&0u32.to_le_bytes()).ok()
         };
-        let mut maps = MapInfo::of_object(object, &data_of);
+        let mut maps = MapView::of_object(object, &data_of);
         for (info, map) in maps.iter_mut().zip(hook.maps()) {
             info.max_entries = map.spec().max_entries;
         }
         let entry = hook.program();
-        let opts = Options {
+        let opts = VerifyOptions {
             helpers: crate::helpers::ids_for(&entry.kind),
-            ..Options::default()
+            ..VerifyOptions::default()
         };
         let at = |p: &obj::Program, insn: usize| match p.line_at(insn) {
             Some(l) => format!("insn {insn} ({}:{})", l.file, l.line),
@@ -47,7 +47,7 @@ impl Hook {
             let Err(e) = report.result else {
                 continue;
             };
-            if e.rule != Rule::Unsupported && std::ptr::eq(p, entry) {
+            if e.rule != SafetyRule::Unsupported && std::ptr::eq(p, entry) {
                 return Err(format!(
                     "the verifier rejects {} at {}: {}\n  kernel-style: {}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
                     p.name,
@@ -56,7 +56,7 @@ impl Hook {
                     e.kernel.replace('\n', " / ")
                 ));
             }
-            let what = if e.rule == Rule::Unsupported {
+            let what = if e.rule == SafetyRule::Unsupported {
                 "is not verified"
             } else {
                 "(a tail-call target) is rejected"

@@ -21,7 +21,7 @@ use super::dpcls::Dpcls;
 use super::emc::Emc;
 use super::execute::{Output, execute};
 use super::offload::{Counts, Offload, Offloaded};
-use crate::flow::{Key, WORDS, extract, masked};
+use crate::flow::{PackedKey, WORDS, extract, masked};
 use crate::odp::DpAction;
 use crate::ofproto::{Ofproto, Touch};
 
@@ -57,11 +57,11 @@ impl Shared {
 /// A cached flow: packets equal to `key` under `mask` get `actions`.
 #[derive(Clone, Debug)]
 pub struct Megaflow {
-    pub mask: Key,
+    pub mask: PackedKey,
     /// Masked.
-    pub key: Key,
+    pub key: PackedKey,
     /// The whole key of the packet that made it (for revalidation).
-    pub first: Key,
+    pub first: PackedKey,
     pub actions: Vec<DpAction>,
     pub touched: Vec<Touch>,
     pub created_ns: u64,
@@ -76,7 +76,7 @@ pub struct Megaflow {
 
 impl Megaflow {
     /// The megaflow for packets like `first` under `mask`, made at `now`.
-    pub fn new(first: Key, mask: Key, actions: Vec<DpAction>, now: u64) -> Megaflow {
+    pub fn new(first: PackedKey, mask: PackedKey, actions: Vec<DpAction>, now: u64) -> Megaflow {
         Megaflow {
             mask,
             key: masked(&first, &mask),
@@ -244,7 +244,7 @@ impl Datapath {
     fn run(
         &mut self,
         frame: &[u8],
-        layout: crate::flow::Layout,
+        layout: crate::flow::FrameLayout,
         in_port: u32,
         actions: &[DpAction],
         out: &mut dyn Output,
@@ -255,7 +255,7 @@ impl Datapath {
     }
 
     /// The megaflow slot for `key` from the caches, counting the tier.
-    fn cached(&mut self, key: &Key) -> Option<u32> {
+    fn cached(&mut self, key: &PackedKey) -> Option<u32> {
         if !self.options.megaflows {
             return None;
         }
@@ -284,8 +284,8 @@ impl Datapath {
 
     fn install(
         &mut self,
-        key: Key,
-        mask: Key,
+        key: PackedKey,
+        mask: PackedKey,
         actions: Vec<DpAction>,
         touched: Vec<Touch>,
         now: u64,

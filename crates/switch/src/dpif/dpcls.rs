@@ -7,14 +7,14 @@
 
 use std::collections::HashMap;
 
-use crate::flow::{Key, masked};
+use crate::flow::{PackedKey, masked};
 
 /// Lookups between re-rankings of the subtables.
 pub const RANK_EVERY: u32 = 1 << 16;
 
 struct Subtable {
-    mask: Key,
-    flows: HashMap<Key, u32, foldhash::fast::RandomState>,
+    mask: PackedKey,
+    flows: HashMap<PackedKey, u32, foldhash::fast::RandomState>,
     hits: u64,
 }
 
@@ -28,7 +28,7 @@ pub struct Dpcls {
 impl Dpcls {
     /// The megaflow matching `key`, and how many subtables were probed.
     #[inline]
-    pub fn lookup(&mut self, key: &Key) -> (Option<u32>, usize) {
+    pub fn lookup(&mut self, key: &PackedKey) -> (Option<u32>, usize) {
         self.lookups += 1;
         if self.lookups >= RANK_EVERY {
             self.rank();
@@ -43,7 +43,7 @@ impl Dpcls {
     }
 
     /// Adds megaflow `slot` for (mask, masked key).
-    pub fn insert(&mut self, mask: &Key, key: &Key, slot: u32) {
+    pub fn insert(&mut self, mask: &PackedKey, key: &PackedKey, slot: u32) {
         let at = match self.subtables.iter().position(|s| s.mask == *mask) {
             Some(at) => at,
             None => {
@@ -59,7 +59,7 @@ impl Dpcls {
     }
 
     /// Removes the megaflow of (mask, masked key), if it is `slot`.
-    pub fn remove(&mut self, mask: &Key, key: &Key, slot: u32) {
+    pub fn remove(&mut self, mask: &PackedKey, key: &PackedKey, slot: u32) {
         if let Some(at) = self.subtables.iter().position(|s| s.mask == *mask) {
             let sub = &mut self.subtables[at];
             let k = masked(key, mask);

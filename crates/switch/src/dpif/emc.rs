@@ -5,14 +5,14 @@
 
 use std::hash::BuildHasher;
 
-use crate::flow::{Key, WORDS};
+use crate::flow::{PackedKey, WORDS};
 
 /// Entries (a power of two), as in Open vSwitch.
 pub const EMC_ENTRIES: usize = 8192;
 
 #[derive(Clone, Copy)]
 struct Entry {
-    key: Key,
+    key: PackedKey,
     slot: u32,
     generation: u32,
 }
@@ -36,13 +36,13 @@ impl Default for Emc {
 
 impl Emc {
     #[inline]
-    pub fn hash(&self, key: &Key) -> u64 {
+    pub fn hash(&self, key: &PackedKey) -> u64 {
         self.hasher.hash_one(key)
     }
 
     /// The megaflow slot and generation cached for `key`.
     #[inline]
-    pub fn lookup(&self, key: &Key, hash: u64) -> Option<(u32, u32)> {
+    pub fn lookup(&self, key: &PackedKey, hash: u64) -> Option<(u32, u32)> {
         let e = self.entries[hash as usize & (EMC_ENTRIES - 1)].as_ref()?;
         (e.key == *key).then_some((e.slot, e.generation))
     }
@@ -50,7 +50,7 @@ impl Emc {
     /// Caches `key` -> megaflow `slot` of `generation`, replacing the
     /// entry there.
     #[inline]
-    pub fn insert(&mut self, key: &Key, hash: u64, slot: u32, generation: u32) {
+    pub fn insert(&mut self, key: &PackedKey, hash: u64, slot: u32, generation: u32) {
         let e = &mut self.entries[hash as usize & (EMC_ENTRIES - 1)];
         if e.is_none() {
             self.used += 1;

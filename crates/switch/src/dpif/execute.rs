@@ -5,7 +5,8 @@
 use openflow::Field;
 
 use crate::flow::{
-    ETH_TYPE_IPV4, ETH_TYPE_IPV6, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, Layout,
+    ETH_TYPE_IPV4, ETH_TYPE_IPV6, FrameLayout, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP,
+    IPPROTO_UDP,
 };
 use crate::odp::{DpAction, ToController};
 
@@ -21,7 +22,7 @@ pub trait Output {
 /// on `in_port`.
 pub fn execute(
     frame: &mut Vec<u8>,
-    layout: Layout,
+    layout: FrameLayout,
     in_port: u32,
     actions: &[DpAction],
     out: &mut dyn Output,
@@ -43,7 +44,7 @@ pub fn execute(
     }
 }
 
-fn push_vlan(frame: &mut Vec<u8>, layout: &mut Layout, tpid: u16, tci: u16) {
+fn push_vlan(frame: &mut Vec<u8>, layout: &mut FrameLayout, tpid: u16, tci: u16) {
     if frame.len() < 14 {
         return;
     }
@@ -56,7 +57,7 @@ fn push_vlan(frame: &mut Vec<u8>, layout: &mut Layout, tpid: u16, tci: u16) {
     layout.l4 = layout.l4.map(|o| o + 4);
 }
 
-fn pop_vlan(frame: &mut Vec<u8>, layout: &mut Layout) {
+fn pop_vlan(frame: &mut Vec<u8>, layout: &mut FrameLayout) {
     if !layout.vlan || frame.len() < 18 {
         return;
     }
@@ -69,7 +70,7 @@ fn pop_vlan(frame: &mut Vec<u8>, layout: &mut Layout) {
 }
 
 /// The ethertype after the outer tag (or the frame's).
-fn eth_type(frame: &[u8], layout: &Layout) -> u16 {
+fn eth_type(frame: &[u8], layout: &FrameLayout) -> u16 {
     let at = if layout.vlan { 16 } else { 12 };
     frame
         .get(at..at + 2)
@@ -78,7 +79,7 @@ fn eth_type(frame: &[u8], layout: &Layout) -> u16 {
 
 /// The L4 protocol and where its checksum is, for a frame with an L4
 /// header.
-fn l4_checksum(frame: &[u8], layout: &Layout) -> Option<(usize, bool)> {
+fn l4_checksum(frame: &[u8], layout: &FrameLayout) -> Option<(usize, bool)> {
     let l3 = layout.l3?;
     let l4 = layout.l4?;
     let proto = match eth_type(frame, layout) {
@@ -115,7 +116,7 @@ fn l4_proto_v6(frame: &[u8], l3: usize, l4: usize) -> Option<u8> {
 
 /// Whether the L4 header is ICMP (for IPv4, or oddly inside IPv6): its
 /// checksum has no pseudo-header.
-fn is_icmpv4(frame: &[u8], layout: &Layout) -> bool {
+fn is_icmpv4(frame: &[u8], layout: &FrameLayout) -> bool {
     let (Some(l3), Some(l4)) = (layout.l3, layout.l4) else {
         return false;
     };
@@ -163,7 +164,7 @@ fn patch(frame: &mut [u8], base: usize, at: usize, new: &[u8], sums: &[(usize, b
     }
 }
 
-fn set_field(frame: &mut [u8], layout: &Layout, field: Field, value: u128) {
+fn set_field(frame: &mut [u8], layout: &FrameLayout, field: Field, value: u128) {
     use Field::*;
     let bytes = value.to_be_bytes();
     let last = |n: usize| &bytes[16 - n..];
@@ -268,7 +269,7 @@ fn set_field(frame: &mut [u8], layout: &Layout, field: Field, value: u128) {
     }
 }
 
-fn set_ttl(frame: &mut [u8], layout: &Layout, ttl: u8) {
+fn set_ttl(frame: &mut [u8], layout: &FrameLayout, ttl: u8) {
     let Some(o) = layout.l3 else { return };
     match eth_type(frame, layout) {
         ETH_TYPE_IPV4 => patch(frame, o, o + 8, &[ttl], &[(o + 10, false)]),

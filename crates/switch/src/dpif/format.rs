@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::datapath::Megaflow;
-use crate::flow::{Key, Slot, slot};
+use crate::flow::{FieldSlot, PackedKey, slot};
 use crate::odp::DpAction;
 
 fn mac(v: u128) -> String {
@@ -26,10 +26,10 @@ fn ipv6(v: u128) -> String {
 }
 
 /// A field in a dump: its name, place and how its value is written.
-type Shown<'a> = (&'a str, Slot, fn(u128) -> String);
+type Shown<'a> = (&'a str, FieldSlot, fn(u128) -> String);
 
 /// `name=value[/mask]` for each field the mask touches.
-fn group(out: &mut Vec<String>, title: &str, key: &Key, mask: &Key, fields: &[Shown]) {
+fn group(out: &mut Vec<String>, title: &str, key: &PackedKey, mask: &PackedKey, fields: &[Shown]) {
     let parts: Vec<String> = fields
         .iter()
         .filter_map(|(name, s, show)| {
@@ -56,7 +56,7 @@ fn group(out: &mut Vec<String>, title: &str, key: &Key, mask: &Key, fields: &[Sh
 }
 
 /// The match part of a megaflow.
-pub fn format_key(key: &Key, mask: &Key) -> String {
+pub fn format_key(key: &PackedKey, mask: &PackedKey) -> String {
     let num = |v: u128| v.to_string();
     let hex = |v: u128| format!("{v:#x}");
     let mut out = vec![format!("in_port({})", slot::IN_PORT.get(key))];

@@ -4,7 +4,7 @@
 //! there: the fields before it stay, the later ones read as zero, as in
 //! OVS, so no frame is an error.
 
-use super::key::{Key, WORDS, slot};
+use super::key::{PackedKey, WORDS, slot};
 
 /// `nw_frag` bits: the packet is a fragment; it is not the first one.
 pub const FRAG_ANY: u64 = 1;
@@ -28,7 +28,7 @@ pub const IPPROTO_SCTP: u8 = 132;
 /// Where a frame's layers start (byte offsets), for actions that rewrite
 /// headers.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
-pub struct Layout {
+pub struct FrameLayout {
     /// The outer 802.1Q tag's TPID, when there is one (at byte 12).
     pub vlan: bool,
     /// The network header, when the ethertype is IPv4, IPv6 or ARP and
@@ -60,9 +60,9 @@ fn be128(b: &[u8], at: usize) -> Option<u128> {
 }
 
 /// The key of `frame` arriving on `in_port`, and where its layers are.
-pub fn extract(frame: &[u8], in_port: u32) -> (Key, Layout) {
+pub fn extract(frame: &[u8], in_port: u32) -> (PackedKey, FrameLayout) {
     let mut key = [0u64; WORDS];
-    let mut layout = Layout::default();
+    let mut layout = FrameLayout::default();
     slot::IN_PORT.set(&mut key, u128::from(in_port));
     let (Some(dst), Some(src), Some(mut eth_type)) =
         (mac(frame, 0), mac(frame, 6), be16(frame, 12))
@@ -96,7 +96,7 @@ pub fn extract(frame: &[u8], in_port: u32) -> (Key, Layout) {
     (key, layout)
 }
 
-fn ipv4(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
+fn ipv4(f: &[u8], at: usize, key: &mut PackedKey, layout: &mut FrameLayout) {
     let Some(h) = f.get(at..at + 20) else { return };
     let ihl = usize::from(h[0] & 0x0f) * 4;
     if h[0] >> 4 != 4 || ihl < 20 || f.len() < at + ihl {
@@ -126,7 +126,7 @@ fn ipv4(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
     l4(f, at + ihl, h[9], key, layout);
 }
 
-fn ipv6(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
+fn ipv6(f: &[u8], at: usize, key: &mut PackedKey, layout: &mut FrameLayout) {
     let Some(h) = f.get(at..at + 40) else { return };
     if h[0] >> 4 != 6 {
         return;
@@ -177,7 +177,7 @@ fn ipv6(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
     l4(f, off, next, key, layout);
 }
 
-fn l4(f: &[u8], at: usize, proto: u8, key: &mut Key, layout: &mut Layout) {
+fn l4(f: &[u8], at: usize, proto: u8, key: &mut PackedKey, layout: &mut FrameLayout) {
     match proto {
         IPPROTO_TCP => {
             let (Some(sp), Some(dp), Some(flags)) =
@@ -223,7 +223,7 @@ fn l4(f: &[u8], at: usize, proto: u8, key: &mut Key, layout: &mut Layout) {
 
 /// A neighbor solicitation (135) or advertisement (136): the target and
 /// the link-layer address option that goes with it.
-fn neighbor_discovery(f: &[u8], at: usize, icmp_type: u8, key: &mut Key) {
+fn neighbor_discovery(f: &[u8], at: usize, icmp_type: u8, key: &mut PackedKey) {
     let Some(target) = be128(f, at + 8) else {
         return;
     };
@@ -250,7 +250,7 @@ fn neighbor_discovery(f: &[u8], at: usize, icmp_type: u8, key: &mut Key) {
     slot::ARP_THA.set(key, tll);
 }
 
-fn arp(f: &[u8], at: usize, key: &mut Key, layout: &mut Layout) {
+fn arp(f: &[u8], at: usize, key: &mut PackedKey, layout: &mut FrameLayout) {
     let Some(h) = f.get(at..at + 28) else { return };
     // Ethernet/IPv4 ARP only, as OVS.
     if h[0..2] != [0, 1] || h[2..4] != [8, 0] || h[4] != 6 || h[5] != 4 {

@@ -11,22 +11,22 @@ use openflow::Field;
 pub const WORDS: usize = 16;
 
 /// The header fields of one packet (and its metadata: port, OpenFlow
-/// metadata) at the positions [`Slot`] gives.
-pub type Key = [u64; WORDS];
+/// metadata) at the positions [`FieldSlot`] gives.
+pub type PackedKey = [u64; WORDS];
 
 /// Where a field's bits are: `bits` bits of word `word` from bit `shift`
 /// (the field's least significant bit); 128-bit fields take two words,
 /// the high half first.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub struct Slot {
+pub struct FieldSlot {
     pub word: usize,
     pub shift: u32,
     pub bits: u32,
 }
 
-impl Slot {
-    const fn new(word: usize, shift: u32, bits: u32) -> Slot {
-        Slot { word, shift, bits }
+impl FieldSlot {
+    const fn new(word: usize, shift: u32, bits: u32) -> FieldSlot {
+        FieldSlot { word, shift, bits }
     }
 
     #[inline]
@@ -40,7 +40,7 @@ impl Slot {
 
     /// The field's value in `key`.
     #[inline]
-    pub fn get(self, key: &Key) -> u128 {
+    pub fn get(self, key: &PackedKey) -> u128 {
         if self.bits > 64 {
             (u128::from(key[self.word]) << 64) | u128::from(key[self.word + 1])
         } else {
@@ -50,7 +50,7 @@ impl Slot {
 
     /// Sets the field in `key` to `value` (bits past the field ignored).
     #[inline]
-    pub fn set(self, key: &mut Key, value: u128) {
+    pub fn set(self, key: &mut PackedKey, value: u128) {
         if self.bits > 64 {
             key[self.word] = (value >> 64) as u64;
             key[self.word + 1] = value as u64;
@@ -62,7 +62,7 @@ impl Slot {
 
     /// Adds `mask` (the field's bits that matter) to a key-wide mask.
     #[inline]
-    pub fn or_mask(self, key_mask: &mut Key, mask: u128) {
+    pub fn or_mask(self, key_mask: &mut PackedKey, mask: u128) {
         let mask = mask & self.low_mask();
         if self.bits > 64 {
             key_mask[self.word] |= (mask >> 64) as u64;
@@ -74,60 +74,60 @@ impl Slot {
 
     /// The whole field in a key-wide mask.
     #[inline]
-    pub fn or_all(self, key_mask: &mut Key) {
+    pub fn or_all(self, key_mask: &mut PackedKey) {
         self.or_mask(key_mask, u128::MAX);
     }
 }
 
 /// The places of the key's fields.
 pub mod slot {
-    use super::Slot;
+    use super::FieldSlot;
 
-    pub const IN_PORT: Slot = Slot::new(0, 32, 32);
-    pub const ETH_TYPE: Slot = Slot::new(0, 16, 16);
+    pub const IN_PORT: FieldSlot = FieldSlot::new(0, 32, 32);
+    pub const ETH_TYPE: FieldSlot = FieldSlot::new(0, 16, 16);
     /// The 802.1Q TCI as OpenFlow sees it: PCP in bits 15-13, bit 12 set
     /// when a tag is present (`OFPVID_PRESENT`), the VID in bits 11-0.
-    pub const VLAN_TCI: Slot = Slot::new(0, 0, 16);
+    pub const VLAN_TCI: FieldSlot = FieldSlot::new(0, 0, 16);
     /// `vlan_vid`: the present bit and the VID.
-    pub const VLAN_VID: Slot = Slot::new(0, 0, 13);
-    pub const VLAN_PCP: Slot = Slot::new(0, 13, 3);
-    pub const METADATA: Slot = Slot::new(1, 0, 64);
-    pub const ETH_DST: Slot = Slot::new(2, 16, 48);
-    pub const NW_PROTO: Slot = Slot::new(2, 8, 8);
+    pub const VLAN_VID: FieldSlot = FieldSlot::new(0, 0, 13);
+    pub const VLAN_PCP: FieldSlot = FieldSlot::new(0, 13, 3);
+    pub const METADATA: FieldSlot = FieldSlot::new(1, 0, 64);
+    pub const ETH_DST: FieldSlot = FieldSlot::new(2, 16, 48);
+    pub const NW_PROTO: FieldSlot = FieldSlot::new(2, 8, 8);
     /// The IP TOS byte: DSCP in bits 7-2, ECN in bits 1-0.
-    pub const NW_TOS: Slot = Slot::new(2, 0, 8);
-    pub const IP_DSCP: Slot = Slot::new(2, 2, 6);
-    pub const IP_ECN: Slot = Slot::new(2, 0, 2);
-    pub const ETH_SRC: Slot = Slot::new(3, 16, 48);
-    pub const NW_TTL: Slot = Slot::new(3, 8, 8);
+    pub const NW_TOS: FieldSlot = FieldSlot::new(2, 0, 8);
+    pub const IP_DSCP: FieldSlot = FieldSlot::new(2, 2, 6);
+    pub const IP_ECN: FieldSlot = FieldSlot::new(2, 0, 2);
+    pub const ETH_SRC: FieldSlot = FieldSlot::new(3, 16, 48);
+    pub const NW_TTL: FieldSlot = FieldSlot::new(3, 8, 8);
     /// [`crate::flow::FRAG_ANY`] and [`crate::flow::FRAG_LATER`].
-    pub const NW_FRAG: Slot = Slot::new(3, 0, 8);
+    pub const NW_FRAG: FieldSlot = FieldSlot::new(3, 0, 8);
     /// IPv4 source, or ARP's sender protocol address.
-    pub const NW_SRC: Slot = Slot::new(4, 32, 32);
+    pub const NW_SRC: FieldSlot = FieldSlot::new(4, 32, 32);
     /// IPv4 destination, or ARP's target protocol address.
-    pub const NW_DST: Slot = Slot::new(4, 0, 32);
+    pub const NW_DST: FieldSlot = FieldSlot::new(4, 0, 32);
     /// L4 source port, or ICMP type.
-    pub const TP_SRC: Slot = Slot::new(5, 48, 16);
+    pub const TP_SRC: FieldSlot = FieldSlot::new(5, 48, 16);
     /// L4 destination port, or ICMP code.
-    pub const TP_DST: Slot = Slot::new(5, 32, 16);
-    pub const ICMP_TYPE: Slot = Slot::new(5, 48, 8);
-    pub const ICMP_CODE: Slot = Slot::new(5, 32, 8);
-    pub const TCP_FLAGS: Slot = Slot::new(5, 16, 12);
-    pub const ARP_OP: Slot = Slot::new(5, 0, 16);
-    pub const IPV6_SRC: Slot = Slot::new(6, 0, 128);
-    pub const IPV6_DST: Slot = Slot::new(8, 0, 128);
+    pub const TP_DST: FieldSlot = FieldSlot::new(5, 32, 16);
+    pub const ICMP_TYPE: FieldSlot = FieldSlot::new(5, 48, 8);
+    pub const ICMP_CODE: FieldSlot = FieldSlot::new(5, 32, 8);
+    pub const TCP_FLAGS: FieldSlot = FieldSlot::new(5, 16, 12);
+    pub const ARP_OP: FieldSlot = FieldSlot::new(5, 0, 16);
+    pub const IPV6_SRC: FieldSlot = FieldSlot::new(6, 0, 128);
+    pub const IPV6_DST: FieldSlot = FieldSlot::new(8, 0, 128);
     /// ARP's sender hardware address, or ND's source link-layer address.
-    pub const ARP_SHA: Slot = Slot::new(10, 16, 48);
+    pub const ARP_SHA: FieldSlot = FieldSlot::new(10, 16, 48);
     /// ARP's target hardware address, or ND's target link-layer address.
-    pub const ARP_THA: Slot = Slot::new(11, 16, 48);
-    pub const ND_TARGET: Slot = Slot::new(12, 0, 128);
-    pub const IPV6_FLABEL: Slot = Slot::new(14, 0, 20);
-    pub const TUNNEL_ID: Slot = Slot::new(15, 0, 64);
+    pub const ARP_THA: FieldSlot = FieldSlot::new(11, 16, 48);
+    pub const ND_TARGET: FieldSlot = FieldSlot::new(12, 0, 128);
+    pub const IPV6_FLABEL: FieldSlot = FieldSlot::new(14, 0, 20);
+    pub const TUNNEL_ID: FieldSlot = FieldSlot::new(15, 0, 64);
 }
 
 /// Where an OpenFlow match field lives in the key; `None` for fields this
 /// switch does not parse (MPLS, PBB, IPv6 extension headers).
-pub fn slot_of(field: Field) -> Option<Slot> {
+pub fn slot_of(field: Field) -> Option<FieldSlot> {
     use Field::*;
     Some(match field {
         InPort | InPhyPort => slot::IN_PORT,
@@ -161,7 +161,7 @@ pub fn slot_of(field: Field) -> Option<Slot> {
 
 /// `key` with only the bits of `mask`.
 #[inline]
-pub fn masked(key: &Key, mask: &Key) -> Key {
+pub fn masked(key: &PackedKey, mask: &PackedKey) -> PackedKey {
     let mut m = [0u64; WORDS];
     for i in 0..WORDS {
         m[i] = key[i] & mask[i];

@@ -2,12 +2,12 @@
 
 use openflow::{Match, error};
 
-use super::key::{Key, WORDS, slot_of};
+use super::key::{PackedKey, WORDS, slot_of};
 use crate::error::OfError;
 
 /// The mask and (masked) value of `m`: a key matches when its bits under
 /// the mask equal the value.
-pub fn key_match(m: &Match) -> Result<(Key, Key), OfError> {
+pub fn key_match(m: &Match) -> Result<(PackedKey, PackedKey), OfError> {
     let mut mask = [0u64; WORDS];
     let mut value = [0u64; WORDS];
     for oxm in &m.fields {
@@ -35,13 +35,13 @@ pub fn key_match(m: &Match) -> Result<(Key, Key), OfError> {
 }
 
 /// Whether some key matches both (mask, value) pairs.
-pub fn overlaps(a: &(Key, Key), b: &(Key, Key)) -> bool {
+pub fn overlaps(a: &(PackedKey, PackedKey), b: &(PackedKey, PackedKey)) -> bool {
     (0..WORDS).all(|i| (a.1[i] ^ b.1[i]) & a.0[i] & b.0[i] == 0)
 }
 
 /// Whether every key `narrow` matches, `wide` matches too (`wide` is
 /// OpenFlow's non-strict match of a modify or delete).
-pub fn covers(wide: &(Key, Key), narrow: &(Key, Key)) -> bool {
+pub fn covers(wide: &(PackedKey, PackedKey), narrow: &(PackedKey, PackedKey)) -> bool {
     (0..WORDS).all(|i| wide.0[i] & !narrow.0[i] == 0 && (narrow.1[i] ^ wide.1[i]) & wide.0[i] == 0)
 }
 

@@ -6,5 +6,5 @@ mod key;
 mod matching;
 
 pub use extract::*;
-pub use key::{Key, Slot, WORDS, masked, slot, slot_of};
+pub use key::{FieldSlot, PackedKey, WORDS, masked, slot, slot_of};
 pub use matching::{covers, key_match, overlaps};

@@ -13,8 +13,8 @@ use tss::RuleId;
 use super::Ofproto;
 use super::action_set::ActionSet;
 use crate::flow::{
-    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, FRAG_LATER, IPPROTO_ICMP, IPPROTO_ICMPV6,
-    IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, Key, Slot, WORDS, slot, slot_of,
+    ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, FRAG_LATER, FieldSlot, IPPROTO_ICMP,
+    IPPROTO_ICMPV6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, PackedKey, WORDS, slot, slot_of,
 };
 use crate::odp::{DpAction, ToController};
 
@@ -38,7 +38,7 @@ pub enum Touch {
 pub struct Translation {
     pub actions: Vec<DpAction>,
     /// The key bits the translation depended on.
-    pub mask: Key,
+    pub mask: PackedKey,
     pub touched: Vec<Touch>,
 }
 
@@ -51,14 +51,14 @@ pub const INVALID_TTL_TO_CONTROLLER: u16 = 1 << 2;
 struct Xlate<'a> {
     of: &'a Ofproto,
     in_port: u32,
-    mask: Key,
+    mask: PackedKey,
     touched: Vec<Touch>,
 }
 
 /// One branch of a translation: the flow as the actions so far changed
 /// it, and where its actions go.
 struct Branch {
-    flow: Key,
+    flow: PackedKey,
     actions: Vec<DpAction>,
     /// A failed TTL decrement ends the packet's processing.
     halted: bool,
@@ -67,13 +67,13 @@ struct Branch {
 impl Ofproto {
     /// Translates `key` (the flow of a packet that arrived on the key's
     /// in_port) through the tables from table 0.
-    pub fn translate(&self, key: &Key) -> Translation {
+    pub fn translate(&self, key: &PackedKey) -> Translation {
         self.translate_actions(key, None)
     }
 
     /// Translates `key` through a packet-out's `actions` (where
     /// `output:TABLE` runs the tables), or through the tables when `None`.
-    pub fn translate_actions(&self, key: &Key, actions: Option<&[Action]>) -> Translation {
+    pub fn translate_actions(&self, key: &PackedKey, actions: Option<&[Action]>) -> Translation {
         let mut x = Xlate {
             of: self,
             in_port: slot::IN_PORT.get(key) as u32,
@@ -105,7 +105,7 @@ impl Ofproto {
 
 impl Xlate<'_> {
     /// The value of a field of `b`'s flow, marking it as looked at.
-    fn look(&mut self, b: &Branch, s: Slot) -> u128 {
+    fn look(&mut self, b: &Branch, s: FieldSlot) -> u128 {
         s.or_all(&mut self.mask);
         s.get(&b.flow)
     }

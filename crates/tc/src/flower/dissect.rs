@@ -11,7 +11,7 @@
 //! header cut short stops the dissection where it is, as in the kernel;
 //! what was read stays. IP-in-IP stops at the outer header.
 
-use super::key::{ADDR_V4, ADDR_V6, FIRST_FRAG, FRAG, FlowKey, MPLS_MAX};
+use super::key::{ADDR_V4, ADDR_V6, FIRST_FRAG, FRAG, FlowerKey, MPLS_MAX};
 use crate::skb::Skb;
 
 const ETH_P_IP: u16 = 0x0800;
@@ -28,10 +28,10 @@ const MAX_HDRS: u32 = 15;
 
 /// The flow key of `skb` (every field flower can match; a rule's mask
 /// picks those it uses).
-pub fn dissect(skb: &Skb) -> FlowKey {
-    let mut k = FlowKey {
+pub fn dissect(skb: &Skb) -> FlowerKey {
+    let mut k = FlowerKey {
         ifindex: skb.ifindex,
-        ..FlowKey::default()
+        ..FlowerKey::default()
     };
     let d = &skb.data;
     let at = |off: usize, n: usize| d.get(off..off.checked_add(n)?);
@@ -128,7 +128,7 @@ pub fn dissect(skb: &Skb) -> FlowKey {
 
 /// IPv4: the protocol and, unless fragmented, where the transport header
 /// starts. `None`: the header is cut short or bad (the dissection ends).
-fn ipv4(d: &[u8], nhoff: usize, k: &mut FlowKey) -> Option<(u8, Option<usize>)> {
+fn ipv4(d: &[u8], nhoff: usize, k: &mut FlowerKey) -> Option<(u8, Option<usize>)> {
     let h = d.get(nhoff..nhoff + 20)?;
     let ihl = usize::from(h[0] & 0xf);
     if ihl < 5 {
@@ -154,7 +154,7 @@ fn ipv4(d: &[u8], nhoff: usize, k: &mut FlowKey) -> Option<(u8, Option<usize>)> 
 }
 
 /// IPv6 with its extension headers.
-fn ipv6(d: &[u8], nhoff: usize, k: &mut FlowKey) -> Option<(u8, Option<usize>)> {
+fn ipv6(d: &[u8], nhoff: usize, k: &mut FlowerKey) -> Option<(u8, Option<usize>)> {
     let h = d.get(nhoff..nhoff + 40)?;
     let vtc = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
     k.ip_tos = (vtc >> 20) as u8;
@@ -190,7 +190,7 @@ fn ipv6(d: &[u8], nhoff: usize, k: &mut FlowKey) -> Option<(u8, Option<usize>)> 
 }
 
 /// ARP for Ethernet and IPv4 only (`__skb_flow_dissect_arp`).
-fn arp(d: &[u8], nhoff: usize, k: &mut FlowKey) {
+fn arp(d: &[u8], nhoff: usize, k: &mut FlowerKey) {
     let Some(a) = d.get(nhoff..nhoff + 28) else {
         return;
     };
@@ -207,7 +207,7 @@ fn arp(d: &[u8], nhoff: usize, k: &mut FlowKey) {
 }
 
 /// The label stack, to the bottom of stack or `MPLS_MAX` entries.
-fn mpls(d: &[u8], nhoff: usize, k: &mut FlowKey) {
+fn mpls(d: &[u8], nhoff: usize, k: &mut FlowerKey) {
     let mut off = nhoff;
     for i in 0..MPLS_MAX {
         let Some(e) = d.get(off..off + 4) else {

@@ -6,11 +6,11 @@
 //! it by equality. Multi-byte fields hold their values as numbers (not
 //! network byte order): AND and equality do not care.
 
-/// `FLOW_DIS_IS_FRAGMENT` / `FLOW_DIS_FIRST_FRAG` in [`FlowKey::flags`].
+/// `FLOW_DIS_IS_FRAGMENT` / `FLOW_DIS_FIRST_FRAG` in [`FlowerKey::flags`].
 pub const FRAG: u32 = 1;
 pub const FIRST_FRAG: u32 = 2;
 
-/// [`FlowKey::addr_type`]: which addresses the key holds.
+/// [`FlowerKey::addr_type`]: which addresses the key holds.
 pub const ADDR_V4: u8 = 1;
 pub const ADDR_V6: u8 = 2;
 
@@ -20,7 +20,7 @@ pub const MPLS_MAX: usize = 7;
 /// The key: what flower matches on.
 #[repr(C, align(8))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct FlowKey {
+pub struct FlowerKey {
     /// `indev`: the interface the packet came in by.
     pub ifindex: u32,
     /// The dissector's control flags ([`FRAG`], [`FIRST_FRAG`]).
@@ -79,7 +79,7 @@ pub const KEY_WORDS: usize = KEY_BYTES / 8;
 
 // The fields above add up to the size: there is no implicit padding, so
 // every byte of a key is a field's byte (what makes the views below sound).
-const _: () = assert!(std::mem::size_of::<FlowKey>() == KEY_BYTES);
+const _: () = assert!(std::mem::size_of::<FlowerKey>() == KEY_BYTES);
 const _: () = assert!(
     4 + 4
         + 2
@@ -110,32 +110,32 @@ const _: () = assert!(
         == KEY_BYTES
 );
 
-impl FlowKey {
+impl FlowerKey {
     /// The key's bytes (in the machine's byte order for multi-byte fields).
     pub fn as_bytes(&self) -> &[u8; KEY_BYTES] {
-        // SAFETY: FlowKey is repr(C), exactly KEY_BYTES long with no
+        // SAFETY: FlowerKey is repr(C), exactly KEY_BYTES long with no
         // padding (asserted above), so all its bytes are initialised; u8
         // has alignment 1; the borrow keeps `self` alive and unchanged.
-        unsafe { &*(self as *const FlowKey).cast::<[u8; KEY_BYTES]>() }
+        unsafe { &*(self as *const FlowerKey).cast::<[u8; KEY_BYTES]>() }
     }
 
     /// The key as 64-bit words (what a tuple-space lookup hashes and
     /// compares).
     pub fn as_words(&self) -> &[u64; KEY_WORDS] {
-        // SAFETY: as for `as_bytes`; FlowKey is aligned to 8 (repr align),
+        // SAFETY: as for `as_bytes`; FlowerKey is aligned to 8 (repr align),
         // and every bit pattern of the bytes is a valid u64.
-        unsafe { &*(self as *const FlowKey).cast::<[u64; KEY_WORDS]>() }
+        unsafe { &*(self as *const FlowerKey).cast::<[u64; KEY_WORDS]>() }
     }
 
     fn as_words_mut(&mut self) -> &mut [u64; KEY_WORDS] {
         // SAFETY: as for `as_words`; and every bit pattern of the words is
-        // a valid FlowKey (all its fields are integers or integer arrays),
+        // a valid FlowerKey (all its fields are integers or integer arrays),
         // so writing any words leaves a valid key.
-        unsafe { &mut *(self as *mut FlowKey).cast::<[u64; KEY_WORDS]>() }
+        unsafe { &mut *(self as *mut FlowerKey).cast::<[u64; KEY_WORDS]>() }
     }
 
     /// `self & mask`, word by word.
-    pub fn masked(&self, mask: &FlowKey) -> FlowKey {
+    pub fn masked(&self, mask: &FlowerKey) -> FlowerKey {
         let mut out = *self;
         for (w, m) in out.as_words_mut().iter_mut().zip(mask.as_words()) {
             *w &= m;
@@ -179,17 +179,17 @@ mod tests {
 
     #[test]
     fn a_key_is_its_words_and_masks_word_by_word() {
-        let mut k = FlowKey {
+        let mut k = FlowerKey {
             n_proto: 0x0800,
             ip_proto: 6,
             dst_port: 80,
-            ..FlowKey::default()
+            ..FlowerKey::default()
         };
         k.src_ip[..4].copy_from_slice(&[10, 0, 0, 1]);
-        let mut m = FlowKey {
+        let mut m = FlowerKey {
             n_proto: 0xffff,
             ip_proto: 0xff,
-            ..FlowKey::default()
+            ..FlowerKey::default()
         };
         m.src_ip[..4].copy_from_slice(&[255, 255, 255, 0]);
         let km = k.masked(&m);
@@ -197,7 +197,7 @@ mod tests {
         assert_eq!((km.n_proto, km.ip_proto, km.dst_port), (0x0800, 6, 0));
         assert_eq!(k.as_bytes().len(), KEY_BYTES);
         assert_eq!(k.as_words().len(), KEY_WORDS);
-        assert!(FlowKey::default().is_zero() && !k.is_zero());
+        assert!(FlowerKey::default().is_zero() && !k.is_zero());
         // The words are the bytes.
         let b = k.as_bytes();
         let w0 = u64::from_ne_bytes(b[..8].try_into().unwrap());

@@ -1,5 +1,5 @@
 //! The flower classifier (the kernel's `cls_flower`): rules that match a
-//! packet's flow key ([`FlowKey`], filled by [`dissect`]) under a mask.
+//! packet's flow key ([`FlowerKey`], filled by [`dissect`]) under a mask.
 //! One flower filter (a `tcf_proto`) groups its rules by distinct mask,
 //! one hash table per mask from masked key to rule; masks are kept in the
 //! order they first appeared. Classifying dissects the packet once, then
@@ -30,19 +30,19 @@ use crate::skb::Skb;
 
 pub use dissect::dissect;
 pub use key::{
-    ADDR_V4, ADDR_V6, FIRST_FRAG, FRAG, FlowKey, KEY_BYTES, KEY_WORDS, MPLS_MAX, lse_fields,
+    ADDR_V4, ADDR_V6, FIRST_FRAG, FRAG, FlowerKey, KEY_BYTES, KEY_WORDS, MPLS_MAX, lse_fields,
 };
 pub use parse::{Attrs, Lse, SKIP_HW, SKIP_SW};
 
 /// One rule (`struct cls_fl_filter`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rule {
+pub struct FlowerRule {
     pub handle: u32,
     /// The key as given (what `show` prints).
-    pub key: FlowKey,
+    pub key: FlowerKey,
     /// The key under its mask (what lookups compare).
-    pub mkey: FlowKey,
-    pub mask: FlowKey,
+    pub mkey: FlowerKey,
+    pub mask: FlowerKey,
     /// `classid`/`flowid` (0: none).
     pub classid: u32,
     pub flags: u32,
@@ -53,9 +53,9 @@ pub struct Rule {
 /// The rules of one mask (`struct fl_flow_mask`).
 #[derive(Clone, Debug)]
 struct MaskGroup {
-    mask: FlowKey,
+    mask: FlowerKey,
     /// The masked keys' rules.
-    table: HashMap<FlowKey, u32>,
+    table: HashMap<FlowerKey, u32>,
     /// Its rules' handles in the order they were added.
     filters: Vec<u32>,
 }
@@ -64,10 +64,10 @@ struct MaskGroup {
 /// its place in the order classification tries rules (no priority needed:
 /// the first rule in this order whose masked key matches is the one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RuleRef<'a> {
+pub struct FlowerRuleRef<'a> {
     pub handle: u32,
-    pub key: &'a FlowKey,
-    pub mask: &'a FlowKey,
+    pub key: &'a FlowerKey,
+    pub mask: &'a FlowerKey,
     pub order: usize,
     /// A `skip_sw` rule is passed over (the next mask is tried).
     pub skip_sw: bool,
@@ -84,7 +84,7 @@ pub struct Flower {
     /// The rules by handle: hashed (by a fast hasher: handles are not
     /// chosen by an attacker), since the fast path finds a handle per
     /// packet and a tree of 100k rules costs a cache miss a level.
-    rules: HashMap<u32, Rule, foldhash::fast::RandomState>,
+    rules: HashMap<u32, FlowerRule, foldhash::fast::RandomState>,
     /// The handles in order (for show and handle allocation).
     handles: BTreeSet<u32>,
     masks: Vec<MaskGroup>,
@@ -119,12 +119,12 @@ impl Flower {
         self.devices.insert(name.to_string(), ifindex);
     }
 
-    pub fn rule(&self, handle: u32) -> Option<&Rule> {
+    pub fn rule(&self, handle: u32) -> Option<&FlowerRule> {
         self.rules.get(&handle)
     }
 
     /// The rules in handle order, as tc shows them.
-    fn in_order(&self) -> impl Iterator<Item = &Rule> {
+    fn in_order(&self) -> impl Iterator<Item = &FlowerRule> {
         self.handles.iter().map(|h| &self.rules[h])
     }
 
@@ -135,14 +135,14 @@ impl Flower {
 
     /// Every rule in the order classification tries them (masks in order,
     /// a mask's rules in the order they were added).
-    pub fn rules(&self) -> impl Iterator<Item = RuleRef<'_>> {
+    pub fn rules(&self) -> impl Iterator<Item = FlowerRuleRef<'_>> {
         self.masks
             .iter()
             .flat_map(|g| g.filters.iter().map(move |h| (g, h)))
             .enumerate()
             .map(|(order, (g, h))| {
                 let r = &self.rules[h];
-                RuleRef {
+                FlowerRuleRef {
                     handle: r.handle,
                     key: &r.mkey,
                     mask: &r.mask,
@@ -224,7 +224,7 @@ impl Flower {
         self.handles.insert(handle);
         self.rules.insert(
             handle,
-            Rule {
+            FlowerRule {
                 handle,
                 key,
                 mkey,
@@ -239,7 +239,7 @@ impl Flower {
     }
 
     /// The rule a packet's key finds under one mask (`fl_mask_lookup`).
-    fn lookup(&self, g: &MaskGroup, key: &FlowKey) -> Option<u32> {
+    fn lookup(&self, g: &MaskGroup, key: &FlowerKey) -> Option<u32> {
         let mut mkey = key.masked(&g.mask);
         if !g.mask.has_range() {
             return g.table.get(&mkey).copied();
@@ -279,7 +279,7 @@ impl Flower {
     }
 
     /// The rule `fl_classify` picks for a key (its handle), if any.
-    pub fn find(&self, key: &FlowKey) -> Option<u32> {
+    pub fn find(&self, key: &FlowerKey) -> Option<u32> {
         self.masks
             .iter()
             .filter_map(|g| self.lookup(g, key))

@@ -10,9 +10,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::{Map, Value, json};
 
-use super::Rule;
+use super::FlowerRule;
 use super::key::{
-    ADDR_V4, ADDR_V6, FIRST_FRAG, FRAG, FlowKey, LSE_BOS, LSE_LABEL, LSE_TC, LSE_TTL,
+    ADDR_V4, ADDR_V6, FIRST_FRAG, FRAG, FlowerKey, LSE_BOS, LSE_LABEL, LSE_TC, LSE_TTL,
 };
 use super::parse::{ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_RARP, SKIP_HW, SKIP_SW};
 use crate::action::Actions;
@@ -172,7 +172,7 @@ fn arp_op_name(op: u8) -> Option<&'static str> {
 }
 
 /// The keys, in `flower_print_opt`'s order.
-fn keys(o: &mut Out, k: &FlowKey, m: &FlowKey) {
+fn keys(o: &mut Out, k: &FlowerKey, m: &FlowerKey) {
     if m.vlan_id != 0 {
         o.uint("vlan_id", u32::from(k.vlan_id));
     }
@@ -309,7 +309,7 @@ fn keys(o: &mut Out, k: &FlowKey, m: &FlowKey) {
 }
 
 /// `fl_dump_key_mpls` and tc's two ways of printing it.
-fn mpls(o: &mut Out, k: &FlowKey, m: &FlowKey) {
+fn mpls(o: &mut Out, k: &FlowerKey, m: &FlowerKey) {
     if m.mpls_used == 0 {
         return;
     }
@@ -358,7 +358,7 @@ fn mpls(o: &mut Out, k: &FlowKey, m: &FlowKey) {
 }
 
 /// The whole entry: text, and the `options` object.
-fn render(r: &Rule, actions: &Actions, stats: bool) -> (String, Value) {
+fn render(r: &FlowerRule, actions: &Actions, stats: bool) -> (String, Value) {
     let mut o = Out {
         text: format!("handle 0x{:x} ", r.handle),
         keys: Map::new(),
@@ -403,10 +403,10 @@ fn render(r: &Rule, actions: &Actions, stats: bool) -> (String, Value) {
     (o.text, Value::Object(opts))
 }
 
-pub fn text(r: &Rule, actions: &Actions, stats: bool) -> String {
+pub fn text(r: &FlowerRule, actions: &Actions, stats: bool) -> String {
     render(r, actions, stats).0
 }
 
-pub fn json(r: &Rule, actions: &Actions, stats: bool) -> Value {
+pub fn json(r: &FlowerRule, actions: &Actions, stats: bool) -> Value {
     render(r, actions, stats).1
 }

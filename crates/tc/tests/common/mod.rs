@@ -1,6 +1,6 @@
 //! What the kernel tests share: a network namespace of the test's own
-//! with two veth pairs (testkit's), varied frames, and sending them into
-//! a veth.
+//! with two veth pairs (testkit's) and varied frames (testkit's
+//! `Netns::send_frames` sends them into a veth).
 #![allow(dead_code)]
 
 use testkit::Netns;
@@ -121,22 +121,4 @@ pub fn frames() -> Vec<Vec<u8>> {
         out.push(f);
     }
     out
-}
-
-/// Sends `frames` out of interface `dev_index` of namespace `ns`, a few
-/// dozen at a time so that the peer's backlog never overflows.
-pub fn send(ns: &str, dev_index: u32, frames: &[Vec<u8>]) {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            kernel::netdev::enter_netns(ns).unwrap();
-            let sock = kernel::PacketSocket::through_qdisc(dev_index).unwrap();
-            for (i, f) in frames.iter().enumerate() {
-                assert!(sock.send(f).unwrap(), "frame {i} refused by the link");
-                if i % 50 == 49 {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-            }
-        });
-    });
-    std::thread::sleep(std::time::Duration::from_millis(500));
 }

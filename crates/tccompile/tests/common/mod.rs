@@ -164,7 +164,7 @@ pub fn compiled() -> tccompile::Compiled {
         &config(),
         DEV,
         ClsactHook::Ingress,
-        &tccompile::Options::default(),
+        &tccompile::CompileOptions::default(),
     )
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -6,7 +6,7 @@ use maps::{MapSpec, MapType};
 use obj::{MapDef, MapOrigin, Object, Program, ProgramKind, XdpAttach};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 use verifier::randprog::{ARRAY_VALUE, HASH_VALUE, Rng};
-use verifier::{MapInfo, Options};
+use verifier::{MapView, VerifyOptions};
 
 fn map(name: &str, t: MapType, value: u32, entries: u32) -> MapDef {
     MapDef {
@@ -24,8 +24,8 @@ fn map(name: &str, t: MapType, value: u32, entries: u32) -> MapDef {
 /// The maps generated programs use, and how the verifier is run.
 pub struct Setup {
     maps: Vec<MapDef>,
-    infos: Vec<MapInfo>,
-    opts: Options,
+    infos: Vec<MapView>,
+    opts: VerifyOptions,
 }
 
 impl Setup {
@@ -34,18 +34,18 @@ impl Setup {
             map("array", MapType::Array, ARRAY_VALUE, 4),
             map("hash", MapType::Hash, HASH_VALUE, 8),
         ];
-        let infos = MapInfo::of_maps(&maps, &|_| None);
+        let infos = MapView::of_maps(&maps, &|_| None);
         let kind = ProgramKind::Xdp {
             attach: XdpAttach::Device,
             frags: false,
         };
-        let opts = Options {
+        let opts = VerifyOptions {
             helpers: runtime::helpers::ids_for(&kind),
             // Random callbacks with a precise counter never converge (as in
             // the kernel): give up on them early, it says nothing about
             // soundness.
             insn_limit: 20_000,
-            ..Options::default()
+            ..VerifyOptions::default()
         };
         Setup { maps, infos, opts }
     }

@@ -313,7 +313,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     let mut spec = HookSpec::new(a.object());
     spec.program = a.prog.clone();
-    spec.engine = engine::Engine::Interpreter;
+    spec.engine = engine::VmEngine::Interpreter;
     spec.cpus = crate::hooks::cores();
     let packets_spec = match &a.pcap {
         Some(path) => SourceSpec::new(Origin::Capture {

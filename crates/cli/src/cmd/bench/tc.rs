@@ -355,9 +355,9 @@ impl Drop for Objects {
 }
 
 fn compile(case: &Case, path: &Path) -> Result<Vec<u8>, String> {
-    let options = tccompile::Options {
+    let options = tccompile::CompileOptions {
         xdp: false,
-        ..tccompile::Options::default()
+        ..tccompile::CompileOptions::default()
     };
     tccompile::compile(
         &config(&case.lines(DEV))?,

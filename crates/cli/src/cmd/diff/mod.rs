@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use difftest::{Differ, Difference, Summary};
+use difftest::{DiffSummary, Differ, Difference};
 use serde::Serialize;
 
 use crate::cmd::run;
@@ -94,7 +94,7 @@ struct DiffReport<'a> {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     skipped: BTreeMap<String, u64>,
     #[serde(flatten)]
-    summary: &'a Summary,
+    summary: &'a DiffSummary,
 }
 
 pub fn run(a: Args) -> Result<ExitCode, String> {

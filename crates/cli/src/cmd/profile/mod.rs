@@ -320,7 +320,7 @@ fn baseline(hook: &runtime::Hook) -> Result<runtime::Hook, String> {
     let object = programs::object("xdp_pass").ok_or("xdp_pass is not built in")?;
     let mut spec = HookSpec::from_bytes("xdp_pass", object);
     // The JIT is enabled after verifying, and its failure is an error.
-    spec.engine = engine::Engine::Interpreter;
+    spec.engine = engine::VmEngine::Interpreter;
     let mut h = crate::hooks::build(&spec)?.hook;
     h.enable_jit().map_err(|e| e.to_string())?;
     Ok(h)

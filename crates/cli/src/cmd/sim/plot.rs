@@ -3,13 +3,13 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use profile::sim::Comparison;
+use profile::sim::RouterComparison;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-pub fn rtt_over_time(path: &Path, c: &Comparison) -> Result<(), String> {
+pub fn rtt_over_time(path: &Path, c: &RouterComparison) -> Result<(), String> {
     let samples = || c.rows.iter().flat_map(|r| &r.result.samples);
     let t1 = samples().map(|x| x.at_ns).max().unwrap_or(1) as f64 / 1e9;
     let top = samples().map(|x| x.rtt_ns).max().unwrap_or(1) as f64 / 1e6;
