@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use ::xpf::{XpfEngine, XpfRunOptions, XpfRunner, run_xpf};
 use cbpf::xpf::{self, Form, Switch, XpfOptions};
-use pipeline::{Capture, Generated, Source};
+use engine::SourceSpec;
 use serde::Serialize;
 
 use crate::report::print_json;
@@ -433,19 +433,15 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     };
     let mut runner = XpfRunner::new(&prog, a.instance.options(), engine, form)
         .map_err(|e| format!("{}: {e}", a.file.display()))?;
-    let mut source: Box<dyn Source> = match &a.pcap {
-        // Ctrl-C or SIGTERM: the capture (or the generated traffic) ends
-        // after what was read; the memory blocks are reported as they are.
-        Some(p) => Box::new(
-            Capture::open_with(p, Some(crate::signals::stop_on_signals()))
-                .map_err(|e| e.to_string())?,
-        ),
-        None => Box::new(
-            Generated::parse(&a.r#gen)
-                .map_err(|e| e.0)?
-                .stop_on(crate::signals::stop_on_signals()),
-        ),
+    let spec = match &a.pcap {
+        Some(path) => SourceSpec::capture(path),
+        None => SourceSpec::generated(a.r#gen.clone()),
     };
+    // Ctrl-C or SIGTERM: the capture (or the generated traffic) ends after
+    // what was read; the memory blocks are reported as they are.
+    let mut source = spec
+        .open(Some(crate::signals::stop_on_signals()))
+        .map_err(|e| e.to_string())?;
     let how = switch_mode(a.switch_mode);
     let opts = XpfRunOptions {
         limit: a.count,
