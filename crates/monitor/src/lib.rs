@@ -29,6 +29,7 @@
 //! ```
 
 mod attach;
+mod drive;
 mod ebpf;
 mod key;
 mod live;

@@ -308,7 +308,7 @@ fn run_pping(a: &RttArgs, metrics: &monitor::Metrics) -> Result<ExitCode, String
             }
             out!("{}", pping_line(s));
         })
-    });
+    })?;
     a.input.tell(source.as_ref());
     super::warn_out_of_order(
         &run.order,
