@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pipeline::{PacketInfo, Source, Step};
 
+use crate::error::MonitorError;
 use crate::metrics::Metrics;
 use crate::order::TimeOrder;
 
@@ -37,16 +38,16 @@ pub(crate) trait Application {
         info: &PacketInfo,
         data: &[u8],
         out: &mut Vec<Self::Record>,
-    ) -> Result<(), String>;
+    ) -> Result<(), MonitorError>;
 
     /// Brings `m`'s gauges up to date.
-    fn gauge(&mut self, _m: &Metrics) -> Result<(), String> {
+    fn gauge(&mut self, _m: &Metrics) -> Result<(), MonitorError> {
         Ok(())
     }
 
     /// After the last packet: what is still held comes out into `out`
     /// (a flow table's flows, at the end of the input).
-    fn finish(&mut self, _out: &mut Vec<Self::Record>) -> Result<(), String> {
+    fn finish(&mut self, _out: &mut Vec<Self::Record>) -> Result<(), MonitorError> {
         Ok(())
     }
 }
@@ -80,7 +81,7 @@ pub(crate) fn drive<A: Application>(
     app: &mut A,
     how: &Drive<'_>,
     mut hand_out: impl FnMut(&[A::Record]),
-) -> Result<Driven, String> {
+) -> Result<Driven, MonitorError> {
     let mut d = Driven::default();
     let mut out = Vec::with_capacity(BATCH);
     let mut failure = None;
@@ -107,7 +108,10 @@ pub(crate) fn drive<A: Application>(
         d.order.see(info.seq, info.timestamp_ns);
         how.progress.store(d.packets, Ordering::Relaxed);
         if let Err(why) = app.packet(info, data, &mut out) {
-            failure = Some(format!("packet {}: {why}", info.seq));
+            failure = Some(MonitorError::Packet {
+                seq: info.seq,
+                error: Box::new(why),
+            });
             return;
         }
         if out.len() >= BATCH {
@@ -150,15 +154,15 @@ mod tests {
             _: &PacketInfo,
             data: &[u8],
             out: &mut Vec<usize>,
-        ) -> Result<(), String> {
+        ) -> Result<(), MonitorError> {
             if data.len() == 13 {
-                return Err("thirteen".into());
+                return Err(MonitorError::record("thirteen"));
             }
             out.push(data.len());
             Ok(())
         }
 
-        fn finish(&mut self, out: &mut Vec<usize>) -> Result<(), String> {
+        fn finish(&mut self, out: &mut Vec<usize>) -> Result<(), MonitorError> {
             out.push(0);
             Ok(())
         }
@@ -205,6 +209,6 @@ mod tests {
             progress: &progress,
         };
         let err = drive(&mut frames(&[20, 13, 20]), &mut Lengths, &how, |_| {}).unwrap_err();
-        assert_eq!(err, "packet 2: thirteen");
+        assert_eq!(err.to_string(), "packet 2: thirteen");
     }
 }

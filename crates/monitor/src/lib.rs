@@ -31,6 +31,7 @@
 mod attach;
 mod drive;
 mod ebpf;
+mod error;
 mod key;
 mod live;
 mod metrics;
@@ -53,6 +54,7 @@ mod xpf;
 mod xpf_words;
 
 pub use ebpf::EbpfFlows;
+pub use error::MonitorError;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::Metrics;

@@ -34,6 +34,7 @@ use std::sync::atomic::AtomicU64;
 use pipeline::{PacketInfo, Source};
 
 use crate::drive::{Application, Drive, drive};
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::order::TimeOrder;
 use crate::rtt::{SYN, reverse, segment};
@@ -202,7 +203,7 @@ impl Application for Pping {
         info: &PacketInfo,
         data: &[u8],
         out: &mut Vec<PpingSample>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         out.extend(Pping::packet(self, info.timestamp_ns, data));
         Ok(())
     }
@@ -216,7 +217,7 @@ pub fn pping_samples(
     limit: Option<u64>,
     progress: &AtomicU64,
     mut each: impl FnMut(&PpingSample),
-) -> Result<PpingRun, String> {
+) -> Result<PpingRun, MonitorError> {
     let mut pping = Pping::new(max_age);
     let how = Drive {
         limit,

@@ -11,6 +11,7 @@ use pipeline::{PacketInfo, Source};
 use xpf::XpfEngine;
 
 use crate::drive::{Application, Drive, drive};
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::order::TimeOrder;
 use crate::rtt::{
@@ -83,7 +84,7 @@ impl Application for Measuring {
         info: &PacketInfo,
         data: &[u8],
         out: &mut Vec<RttSample>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         let now = info.timestamp_ns;
         let seg = segment(data);
         self.tcp += u64::from(seg.is_some());
@@ -122,7 +123,7 @@ pub fn measure_rtt(
     opts: &RttOptions,
     progress: &AtomicU64,
     mut each: impl FnMut(&[RttSample]),
-) -> Result<RttSummary, String> {
+) -> Result<RttSummary, MonitorError> {
     let engine = match opts.engine {
         RttEngine::Table => Engine::Table(Box::new(RttMeter::new(opts.meter))),
         RttEngine::Ebpf => Engine::Ebpf(Box::new(EbpfRtt::new(&opts.meter)?)),

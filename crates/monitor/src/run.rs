@@ -11,6 +11,7 @@ use xpf::XpfEngine;
 
 use crate::drive::{Application, Drive, drive};
 use crate::ebpf::EbpfFlows;
+use crate::error::MonitorError;
 use crate::key::observe;
 use crate::metrics::Metrics;
 use crate::table::{Ended, FlowTable, TableOptions};
@@ -48,7 +49,7 @@ enum Accountant {
 
 impl Accountant {
     /// Flows held now.
-    fn held(&mut self) -> Result<u64, String> {
+    fn held(&mut self) -> Result<u64, MonitorError> {
         Ok(match self {
             Accountant::Table(t) => t.len() as u64,
             Accountant::Ebpf(e) => e.held(),
@@ -58,7 +59,7 @@ impl Accountant {
 
     /// A full table's toll (flows evicted by the table, packets not
     /// accounted by the programs) and records lost.
-    fn dropped(&mut self) -> Result<(u64, u64), String> {
+    fn dropped(&mut self) -> Result<(u64, u64), MonitorError> {
         Ok(match self {
             Accountant::Table(t) => (t.evicted(), 0),
             Accountant::Ebpf(e) => (e.lacked(), e.lost()),
@@ -66,7 +67,7 @@ impl Accountant {
         })
     }
 
-    fn gauge(&mut self, m: &Metrics) -> Result<(), String> {
+    fn gauge(&mut self, m: &Metrics) -> Result<(), MonitorError> {
         m.flows_active.store(self.held()?, Ordering::Relaxed);
         let (full, lost) = self.dropped()?;
         m.drops("flows", "table_full", full);
@@ -114,7 +115,7 @@ impl Application for Accounting {
         info: &PacketInfo,
         data: &[u8],
         out: &mut Vec<Ended>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         let observed = observe(data);
         self.accounted += u64::from(observed.is_some());
         match &mut self.acc {
@@ -130,12 +131,12 @@ impl Application for Accounting {
         Ok(())
     }
 
-    fn gauge(&mut self, m: &Metrics) -> Result<(), String> {
+    fn gauge(&mut self, m: &Metrics) -> Result<(), MonitorError> {
         self.acc.gauge(m)
     }
 
     /// Every flow still held ends (the end of the input).
-    fn finish(&mut self, out: &mut Vec<Ended>) -> Result<(), String> {
+    fn finish(&mut self, out: &mut Vec<Ended>) -> Result<(), MonitorError> {
         match &mut self.acc {
             Accountant::Table(t) => t.flush(out),
             Accountant::Ebpf(e) => e.flush(out)?,
@@ -152,7 +153,7 @@ pub fn account_flows(
     opts: &FlowRunOptions,
     progress: &AtomicU64,
     mut each: impl FnMut(&[Ended]),
-) -> Result<FlowSummary, String> {
+) -> Result<FlowSummary, MonitorError> {
     let acc = match opts.engine {
         FlowEngine::Table => Accountant::Table(FlowTable::new(opts.table)),
         FlowEngine::Ebpf => Accountant::Ebpf(Box::new(EbpfFlows::new(&opts.table)?)),

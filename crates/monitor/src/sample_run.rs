@@ -8,6 +8,7 @@ use pipeline::{PacketInfo, Source};
 use xpf::XpfEngine;
 
 use crate::drive::{Application, Drive, drive};
+use crate::error::MonitorError;
 use crate::metrics::Metrics;
 use crate::sample::{SampleCounts, SampleRecord, Sampler};
 use crate::sample_ebpf::EbpfSampler;
@@ -68,8 +69,12 @@ pub struct SampleSummary {
 
 /// Parses a rate `B/A` (`1/100`), or a fraction of one (`0.01`, as `B`
 /// of 1,000,000).
-pub fn parse_rate(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("--rate {s}: B/A with 0 <= B <= A, A >= 1 (1/100), or a fraction (0.01)");
+pub fn parse_rate(s: &str) -> Result<(u32, u32), MonitorError> {
+    let bad = || {
+        MonitorError::Options(format!(
+            "--rate {s}: B/A with 0 <= B <= A, A >= 1 (1/100), or a fraction (0.01)"
+        ))
+    };
     let (a, b) = match s.split_once('/') {
         Some((b, a)) => (
             a.trim().parse::<u32>().map_err(|_| bad())?,
@@ -96,7 +101,7 @@ enum Engine {
 }
 
 impl Engine {
-    fn counts(&mut self) -> Result<SampleCounts, String> {
+    fn counts(&mut self) -> Result<SampleCounts, MonitorError> {
         Ok(match self {
             Engine::Reference(r) => r.counts(),
             Engine::Ebpf(e) => e.counts(),
@@ -113,7 +118,7 @@ impl Application for Engine {
         info: &PacketInfo,
         data: &[u8],
         out: &mut Vec<SampleRecord>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         let ts = info.timestamp_ns;
         match self {
             Engine::Reference(r) => {
@@ -126,7 +131,7 @@ impl Application for Engine {
     }
 
     /// Sampling's drops.
-    fn gauge(&mut self, m: &Metrics) -> Result<(), String> {
+    fn gauge(&mut self, m: &Metrics) -> Result<(), MonitorError> {
         let c = self.counts()?;
         m.drops("sample", "table_full", c.full);
         m.drops("sample", "records_lost", c.lost);
@@ -141,9 +146,9 @@ pub fn sample_trajectories(
     opts: &SampleOptions,
     progress: &AtomicU64,
     each: impl FnMut(&[SampleRecord]),
-) -> Result<SampleSummary, String> {
+) -> Result<SampleSummary, MonitorError> {
     if opts.a == 0 {
-        return Err("A must be at least 1".into());
+        return Err(MonitorError::Options("A must be at least 1".into()));
     }
     let mut engine = match opts.engine {
         SampleEngine::Reference => {

@@ -219,7 +219,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Command::Load(a) => load(a),
         Command::Mem(a) => mem(a),
         Command::Unload { dir } => {
-            let devs = ::xpf::xpf_detach(&dir)?;
+            let devs = ::xpf::xpf_detach(&dir).map_err(|e| e.to_string())?;
             out!(
                 "{}: unloaded{}",
                 dir.display(),
@@ -270,7 +270,7 @@ struct Shown {
 }
 
 fn mem(a: MemArgs) -> Result<ExitCode, String> {
-    let mut m = ::xpf::xpf_open(&a.dir)?;
+    let mut m = ::xpf::xpf_open(&a.dir).map_err(|e| e.to_string())?;
     let words = m.words();
     match a.op {
         MemOp::Show { all_words, json } => {
@@ -447,7 +447,7 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
         limit: a.count,
         switch_every: a.switch_every.map(|n| (n, how)),
     };
-    let summary = run_xpf(&mut runner, source.as_mut(), &opts)?;
+    let summary = run_xpf(&mut runner, source.as_mut(), &opts).map_err(|e| e.to_string())?;
     crate::report::warn_skipped(&engine::Skipped::of(source.as_ref()), "");
     let mem = runner.memory();
     let active = mem.active();
