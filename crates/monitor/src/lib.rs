@@ -10,6 +10,11 @@
 //! seen flow evicted: every ended flow comes out as an [`Ended`] with its
 //! [`EndReason`], none silently.
 //!
+//! Over a pipeline source, every application runs in one driver (the
+//! pipeline's observing loop: limit, progress, batches handed out, the
+//! metrics' gauges); errors are [`MonitorError`]s, whose messages are the
+//! command line's.
+//!
 //! ```
 //! use monitor::{FlowTable, TableOptions, observe};
 //! let mut frame = vec![0u8; 14 + 20 + 8];
