@@ -160,6 +160,13 @@ pub fn filter_capture_each(
         .filter(|&s| s > 0)
         .map_or(usize::MAX, |s| s as usize);
     let engine_name = engine.name();
+    // A loop of its own over the capture's records, not the pipeline's
+    // (`pipeline::Source`, which is above this crate anyway): tcpdump's
+    // semantics need each record as captured, with its own link type (a
+    // program compiled per link type, the output written in it), its
+    // length on the wire and the file's snapshot length, where a pipeline
+    // source gives Ethernet frames in batches; and `-c N` stops reading
+    // at the Nth match, with no batch read ahead.
     while opts.count.is_none_or(|c| summary.matched < c) {
         let frame = match source.next_raw() {
             None => {

@@ -22,6 +22,7 @@
 mod bpffs;
 mod compare;
 mod report;
+mod source;
 pub mod tc;
 
 use std::collections::BTreeMap;

@@ -42,6 +42,9 @@ pub enum Error {
     /// The packets' source did not open.
     #[error("{0}")]
     Source(#[from] SourceError),
+    /// The AF_XDP datapath did not open on the interface.
+    #[error("{0}")]
+    Datapath(#[from] datapath::DatapathError),
     /// The tcpdump expression did not compile.
     #[error("--filter {expr}: {cause}")]
     Filter {

@@ -154,6 +154,8 @@ pub use obj::{Object, Program, ProgramKind};
 pub use runtime::{Hook, PacketHook, PacketMeta, Verdict};
 // Runs: the engine, routes, sharding, sources.
 pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
+// Live sources: how the AF_XDP datapath's redirect program attaches.
+pub use kernel::attach::XdpMode;
 pub use profile::VmEngine;
 // Verification: sluice's verifier on one program.
 pub use verifier::{VerifyOptions, VerifyReport, verify};

@@ -1,5 +1,6 @@
 //! [`SourceSpec`]: where a run's packets come from (a capture, generated
-//! traffic, a live interface, frames in memory), with an optional tcpdump
+//! traffic, a live interface through AF_PACKET or AF_XDP, frames in
+//! memory), with an optional tcpdump
 //! filter before the hook; and [`Skipped`], the frames a capture had no
 //! Ethernet form for.
 
@@ -7,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
+use kernel::attach::XdpMode;
 use pipeline::{Capture, Foreign, Generated, Live, Packets, Source};
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +19,13 @@ use crate::Error;
 enum ForeignDef {
     Skip,
     Pass,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "XdpMode", rename_all = "lowercase")]
+enum XdpModeDef {
+    Native,
+    Skb,
 }
 
 /// The packets themselves.
@@ -35,6 +44,15 @@ pub enum Origin {
     /// The frames arriving on an interface, live (AF_PACKET; root or
     /// CAP_NET_RAW), until the stop flag.
     Interface { name: String },
+    /// The frames arriving on an interface, taken into user space by
+    /// sluice's AF_XDP datapath (the redirect program attached in `mode`;
+    /// the host's stack no longer sees them: for a mirror or tap port),
+    /// until the stop flag. Root.
+    AfXdp {
+        name: String,
+        #[serde(with = "XdpModeDef")]
+        mode: XdpMode,
+    },
     /// Ethernet frames in memory, with their timestamps (ns).
     Frames { frames: Vec<(u64, Vec<u8>)> },
 }
@@ -72,15 +90,23 @@ impl SourceSpec {
         })
     }
 
-    /// Opens the source. With `stop`, a capture or an interface reads no
-    /// more once it is set, and ends after the packets it holds.
+    /// Opens the source. With `stop`, a capture, generated traffic or an
+    /// interface reads no more once it is set, and ends after the packets
+    /// it holds.
     pub fn open(&self, stop: Option<&'static AtomicBool>) -> Result<Box<dyn Source>, Error> {
         let source: Box<dyn Source> = match &self.origin {
             Origin::Interface { name } => Box::new(Live::open(name, stop)?),
+            Origin::AfXdp { name, mode } => Box::new(datapath::XskSource::open(name, *mode, stop)?),
             Origin::Capture { path, foreign } => {
                 Box::new(Capture::open_with(path, stop)?.foreign(*foreign))
             }
-            Origin::Generated { specs } => Box::new(Generated::parse(specs)?),
+            Origin::Generated { specs } => {
+                let generated = Generated::parse(specs)?;
+                match stop {
+                    Some(stop) => Box::new(generated.stop_on(stop)),
+                    None => Box::new(generated),
+                }
+            }
             Origin::Frames { frames } => Box::new(Packets::new(frames.clone())),
         };
         match &self.filter {
@@ -98,11 +124,12 @@ impl SourceSpec {
     }
 
     /// What reports say was read: `capture F`, `capture from standard
-    /// input`, `generated SPEC + SPEC`, `interface IF (live)`, `N frames in
-    /// memory`.
+    /// input`, `generated SPEC + SPEC`, `interface IF (live)`, `interface
+    /// IF (live, AF_XDP)`, `N frames in memory`.
     pub fn describe(&self) -> String {
         match &self.origin {
             Origin::Interface { name } => format!("interface {name} (live)"),
+            Origin::AfXdp { name, .. } => format!("interface {name} (live, AF_XDP)"),
             Origin::Capture { path, .. } if capture::is_stdin(path) => {
                 "capture from standard input".to_string()
             }
@@ -115,7 +142,7 @@ impl SourceSpec {
     /// The interface read, when the packets arrive live.
     pub fn interface(&self) -> Option<&str> {
         match &self.origin {
-            Origin::Interface { name } => Some(name),
+            Origin::Interface { name } | Origin::AfXdp { name, .. } => Some(name),
             _ => None,
         }
     }

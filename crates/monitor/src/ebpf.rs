@@ -10,6 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};
 
@@ -38,18 +39,22 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
 }
 
 /// A flow from the map's key and value bytes.
-pub(crate) fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, String> {
+pub(crate) fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, MonitorError> {
     if k.len() < KEY || v.len() < VALUE {
-        return Err("a flow record of the wrong size".into());
+        return Err(MonitorError::record("a flow record of the wrong size"));
     }
-    let addr = |at: usize| -> Result<IpAddr, String> {
+    let addr = |at: usize| -> Result<IpAddr, MonitorError> {
         Ok(match k[37] {
             4 => IpAddr::V4(Ipv4Addr::new(k[at], k[at + 1], k[at + 2], k[at + 3])),
             6 => {
                 let b: [u8; 16] = k[at..at + 16].try_into().expect("16 bytes");
                 IpAddr::V6(Ipv6Addr::from(b))
             }
-            f => return Err(format!("a flow of address family {f}")),
+            f => {
+                return Err(MonitorError::record(format!(
+                    "a flow of address family {f}"
+                )));
+            }
         })
     };
     Ok(FlowEntry {
@@ -69,9 +74,12 @@ pub(crate) fn entry(k: &[u8], v: &[u8]) -> Result<FlowEntry, String> {
 }
 
 /// A `struct flow_record` from the ring buffer.
-pub(crate) fn record(r: &[u8]) -> Result<Ended, String> {
+pub(crate) fn record(r: &[u8]) -> Result<Ended, MonitorError> {
     if r.len() < RECORD {
-        return Err(format!("a ring-buffer record of {} bytes", r.len()));
+        return Err(MonitorError::record(format!(
+            "a ring-buffer record of {} bytes",
+            r.len()
+        )));
     }
     let code = u32::from_ne_bytes(r[KEY + VALUE..KEY + VALUE + 4].try_into().expect("4"));
     Ok(Ended {
@@ -85,21 +93,25 @@ pub(crate) fn per_cpu_sum(v: &[u8]) -> u64 {
     v.chunks_exact(8).map(|c| u64_at(c, 0)).sum()
 }
 
-fn reason(code: u32) -> Result<EndReason, String> {
+fn reason(code: u32) -> Result<EndReason, MonitorError> {
     Ok(match code {
         1 => EndReason::IdleTimeout,
         2 => EndReason::ActiveTimeout,
         3 => EndReason::EndOfFlow,
         4 => EndReason::ForcedEnd,
         5 => EndReason::LackOfResources,
-        n => return Err(format!("a flow record with end reason {n}")),
+        n => {
+            return Err(MonitorError::record(format!(
+                "a flow record with end reason {n}"
+            )));
+        }
     })
 }
 
 /// The program's object, its map sizes and timeouts set from `opts`.
-pub(crate) fn image(opts: &TableOptions) -> Result<Image, String> {
-    let bytes = programs::object("flows").ok_or("the flows program is not built")?;
-    let object = obj::Object::parse(bytes).map_err(|e| e.to_string())?;
+pub(crate) fn image(opts: &TableOptions) -> Result<Image, MonitorError> {
+    let bytes = programs::object("flows").ok_or(MonitorError::NotBuilt("flows"))?;
+    let object = obj::Object::parse(bytes)?;
     let capacity = u32::try_from(opts.capacity).unwrap_or(u32::MAX);
     let load = LoadOptions {
         map_sizes: [("flows".to_string(), capacity)].into(),
@@ -112,19 +124,22 @@ pub(crate) fn image(opts: &TableOptions) -> Result<Image, String> {
         ],
         ..LoadOptions::default()
     };
-    Image::load(object, &load).map_err(|e| e.to_string())
+    Ok(Image::load(object, &load)?)
 }
 
 impl EbpfFlows {
     /// The program with the table's size and timeouts.
-    pub fn new(opts: &TableOptions) -> Result<EbpfFlows, String> {
+    pub fn new(opts: &TableOptions) -> Result<EbpfFlows, MonitorError> {
         let image = image(opts)?;
-        let hook = Hook::new(image, 0, 0).map_err(|e| e.to_string())?;
+        let hook = Hook::new(image, 0, 0)?;
         let index = |name: &str| {
             hook.maps()
                 .iter()
                 .position(|m| m.name() == name)
-                .ok_or_else(|| format!("the flows program has no map {name}"))
+                .ok_or_else(|| MonitorError::NoMap {
+                    program: "flows".into(),
+                    map: name.into(),
+                })
         };
         Ok(EbpfFlows {
             flows: index("flows")?,
@@ -142,21 +157,21 @@ impl EbpfFlows {
         frame: &[u8],
         ts_ns: u64,
         out: &mut Vec<Ended>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         let meta = PacketMeta {
             timestamp_ns: ts_ns,
             ..PacketMeta::default()
         };
-        self.hook.run(frame, &meta).map_err(|e| e.to_string())?;
+        self.hook.run(frame, &meta)?;
         self.now_ns = self.now_ns.max(ts_ns);
         self.drain(out)
     }
 
     /// The records the program sent.
-    fn drain(&mut self, out: &mut Vec<Ended>) -> Result<(), String> {
+    fn drain(&mut self, out: &mut Vec<Ended>) -> Result<(), MonitorError> {
         let records = match self.hook.maps()[self.ended].ringbuf() {
             Some(mut rb) => rb.consume(),
-            None => return Err("the ended map is no ring buffer".into()),
+            None => return Err(MonitorError::NoRingBuffer("the ended map")),
         };
         for r in records {
             out.push(record(&r)?);
@@ -167,7 +182,7 @@ impl EbpfFlows {
     /// Ends every flow left in the map (the input ended): idle if no
     /// packet came for the idle timeout before the latest packet, else
     /// forced.
-    pub fn flush(&mut self, out: &mut Vec<Ended>) -> Result<(), String> {
+    pub fn flush(&mut self, out: &mut Vec<Ended>) -> Result<(), MonitorError> {
         self.drain(out)?;
         let map = &self.hook.maps()[self.flows];
         let mut left = Vec::new();
@@ -179,7 +194,7 @@ impl EbpfFlows {
                 EndReason::ForcedEnd
             };
             left.push(Ended { flow, reason });
-            map.delete(&k).map_err(|e| format!("{e:?}"))?;
+            map.delete(&k).map_err(MonitorError::map)?;
         }
         // In the order the table ends them: the least recently seen first.
         left.sort_by_key(|e| (e.flow.last_ns, e.flow.key));

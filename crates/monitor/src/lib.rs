@@ -10,6 +10,11 @@
 //! seen flow evicted: every ended flow comes out as an [`Ended`] with its
 //! [`EndReason`], none silently.
 //!
+//! Over a pipeline source, every application runs in one driver (the
+//! pipeline's observing loop: limit, progress, batches handed out, the
+//! metrics' gauges); errors are [`MonitorError`]s, whose messages are the
+//! command line's.
+//!
 //! ```
 //! use monitor::{FlowTable, TableOptions, observe};
 //! let mut frame = vec![0u8; 14 + 20 + 8];
@@ -29,7 +34,9 @@
 //! ```
 
 mod attach;
+mod drive;
 mod ebpf;
+mod error;
 mod key;
 mod live;
 mod metrics;
@@ -52,6 +59,7 @@ mod xpf;
 mod xpf_words;
 
 pub use ebpf::EbpfFlows;
+pub use error::MonitorError;
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::Metrics;

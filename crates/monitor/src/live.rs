@@ -15,6 +15,7 @@ use kernel::{KernelObject, MapInfo};
 
 use crate::attach::clock;
 use crate::ebpf::{entry, image, per_cpu_sum, record};
+use crate::error::MonitorError;
 use crate::metrics::Metrics;
 use crate::table::{EndReason, Ended, TableOptions};
 
@@ -40,23 +41,26 @@ pub fn live_flows(
     duration: Option<Duration>,
     metrics: Option<&Metrics>,
     mut each: impl FnMut(&[Ended]),
-) -> Result<LiveSummary, String> {
+) -> Result<LiveSummary, MonitorError> {
     let image = image(opts)?;
     let mut kopts = kernel::load_options(&image.object, &image.maps);
     let cap = u32::try_from(opts.capacity).unwrap_or(u32::MAX);
     kopts.max_entries.retain(|(n, _)| n != "flows");
     kopts.max_entries.push(("flows".into(), cap));
-    let bytes = programs::object("flows").ok_or("the flows program is not built")?;
-    let object = KernelObject::load(bytes, "flows", &kopts).map_err(|e| e.to_string())?;
-    let prog = object.program("xdp_flows").map_err(|e| e.to_string())?;
-    let maps = object.maps().map_err(|e| e.to_string())?;
-    let map = |name: &str| -> Result<&MapInfo, String> {
+    let bytes = programs::object("flows").ok_or(MonitorError::NotBuilt("flows"))?;
+    let object = KernelObject::load(bytes, "flows", &kopts)?;
+    let prog = object.program("xdp_flows")?;
+    let maps = object.maps()?;
+    let map = |name: &str| -> Result<&MapInfo, MonitorError> {
         maps.iter()
             .find(|m| kernel::same_map(&m.name, name))
-            .ok_or_else(|| format!("the loaded flows program has no map {name}"))
+            .ok_or_else(|| MonitorError::NoMap {
+                program: "loaded flows".into(),
+                map: name.into(),
+            })
     };
     let (flows, ended, stats) = (map("flows")?, map("ended")?, map("flow_stats")?);
-    let mut ring = RingReader::new(ended.fd).map_err(|e| e.to_string())?;
+    let mut ring = RingReader::new(ended.fd)?;
     // Wall-clock time of the kernel's monotonic clock's zero.
     let offset = clock(libc::CLOCK_REALTIME).saturating_sub(clock(libc::CLOCK_MONOTONIC));
     let wall = |mut e: Ended| {
@@ -72,9 +76,9 @@ pub fn live_flows(
         }
         each(&ended);
     };
-    let records = |ring: &mut RingReader, timeout: i32| -> Result<Vec<Ended>, String> {
+    let records = |ring: &mut RingReader, timeout: i32| -> Result<Vec<Ended>, MonitorError> {
         let mut out = Vec::new();
-        for r in ring.poll(timeout).map_err(|e| e.to_string())? {
+        for r in ring.poll(timeout)? {
             out.push(record(&r)?);
         }
         Ok(out)
@@ -88,10 +92,10 @@ pub fn live_flows(
             .flatten()
             .map_or(0, |v| per_cpu_sum(&v))
     };
-    let sweep = |all: bool| -> Result<Vec<Ended>, String> {
+    let sweep = |all: bool| -> Result<Vec<Ended>, MonitorError> {
         let now = clock(libc::CLOCK_MONOTONIC);
         let mut out = Vec::new();
-        let entries = flows.entries().map_err(|e| e.to_string())?;
+        let entries = flows.entries()?;
         let held = entries.len();
         for (k, v) in entries {
             let flow = entry(&k, &v)?;
@@ -104,7 +108,7 @@ pub fn live_flows(
             } else {
                 continue;
             };
-            flows.delete(&k).map_err(|e| e.to_string())?;
+            flows.delete(&k)?;
             out.push(Ended { flow, reason });
         }
         if let Some(m) = metrics {
@@ -118,8 +122,7 @@ pub fn live_flows(
     {
         // A bpf link of this process: detached when it is dropped or the
         // process ends (even by SIGKILL).
-        let _attached =
-            kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode).map_err(|e| e.to_string())?;
+        let _attached = kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode)?;
         let started = Instant::now();
         let mut swept = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {

@@ -9,6 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::rtt::{BUCKETS, MeterOptions, Method, RttCounters, RttSample, RttStats};
 
@@ -26,18 +27,22 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 /// The flow and method of a `struct rtt_key`.
-pub(crate) fn key(k: &[u8]) -> Result<(FlowKey, u8), String> {
+pub(crate) fn key(k: &[u8]) -> Result<(FlowKey, u8), MonitorError> {
     if k.len() < KEY {
-        return Err("an RTT key of the wrong size".into());
+        return Err(MonitorError::record("an RTT key of the wrong size"));
     }
-    let addr = |at: usize| -> Result<IpAddr, String> {
+    let addr = |at: usize| -> Result<IpAddr, MonitorError> {
         Ok(match k[37] {
             4 => IpAddr::V4(Ipv4Addr::new(k[at], k[at + 1], k[at + 2], k[at + 3])),
             6 => {
                 let b: [u8; 16] = k[at..at + 16].try_into().expect("16 bytes");
                 IpAddr::V6(Ipv6Addr::from(b))
             }
-            f => return Err(format!("an RTT key of address family {f}")),
+            f => {
+                return Err(MonitorError::record(format!(
+                    "an RTT key of address family {f}"
+                )));
+            }
         })
     };
     let port = |at: usize| u16::from_ne_bytes([k[at], k[at + 1]]);
@@ -53,14 +58,18 @@ pub(crate) fn key(k: &[u8]) -> Result<(FlowKey, u8), String> {
     ))
 }
 
-fn method(code: u8) -> Result<Method, String> {
-    Method::from_code(code).ok_or_else(|| format!("an RTT record of method {code}"))
+fn method(code: u8) -> Result<Method, MonitorError> {
+    Method::from_code(code)
+        .ok_or_else(|| MonitorError::record(format!("an RTT record of method {code}")))
 }
 
 /// A `struct rtt_record` from the ring buffer.
-pub(crate) fn record(r: &[u8]) -> Result<RttSample, String> {
+pub(crate) fn record(r: &[u8]) -> Result<RttSample, MonitorError> {
     if r.len() < RECORD {
-        return Err(format!("an RTT record of {} bytes", r.len()));
+        return Err(MonitorError::record(format!(
+            "an RTT record of {} bytes",
+            r.len()
+        )));
     }
     let (key, m) = key(r)?;
     Ok(RttSample {
@@ -72,9 +81,9 @@ pub(crate) fn record(r: &[u8]) -> Result<RttSample, String> {
 }
 
 /// A `struct rtt_stats` with its key.
-pub(crate) fn stats(k: &[u8], v: &[u8]) -> Result<((FlowKey, Method), RttStats), String> {
+pub(crate) fn stats(k: &[u8], v: &[u8]) -> Result<((FlowKey, Method), RttStats), MonitorError> {
     if v.len() < STATS {
-        return Err("RTT statistics of the wrong size".into());
+        return Err(MonitorError::record("RTT statistics of the wrong size"));
     }
     let (key, m) = key(k)?;
     let mut hist = [0; BUCKETS];
@@ -121,15 +130,15 @@ pub(crate) fn sizes(opts: &MeterOptions) -> Vec<(String, u32)> {
 }
 
 /// The program's object with the sizes and maximum age of `opts`.
-pub(crate) fn image(opts: &MeterOptions) -> Result<Image, String> {
-    let bytes = programs::object("rtt").ok_or("the rtt program is not built")?;
-    let object = obj::Object::parse(bytes).map_err(|e| e.to_string())?;
+pub(crate) fn image(opts: &MeterOptions) -> Result<Image, MonitorError> {
+    let bytes = programs::object("rtt").ok_or(MonitorError::NotBuilt("rtt"))?;
+    let object = obj::Object::parse(bytes)?;
     let load = LoadOptions {
         map_sizes: sizes(opts).into_iter().collect(),
         globals: vec![("max_age_ns".into(), i128::from(opts.max_age_ns))],
         ..LoadOptions::default()
     };
-    Image::load(object, &load).map_err(|e| e.to_string())
+    Ok(Image::load(object, &load)?)
 }
 
 /// `programs/rtt.c` on sluice's VM.
@@ -144,13 +153,16 @@ pub struct EbpfRtt {
 }
 
 impl EbpfRtt {
-    pub fn new(opts: &MeterOptions) -> Result<EbpfRtt, String> {
-        let hook = Hook::new(image(opts)?, 0, 0).map_err(|e| e.to_string())?;
+    pub fn new(opts: &MeterOptions) -> Result<EbpfRtt, MonitorError> {
+        let hook = Hook::new(image(opts)?, 0, 0)?;
         let index = |name: &str| {
             hook.maps()
                 .iter()
                 .position(|m| m.name() == name)
-                .ok_or_else(|| format!("the rtt program has no map {name}"))
+                .ok_or_else(|| MonitorError::NoMap {
+                    program: "rtt".into(),
+                    map: name.into(),
+                })
         };
         Ok(EbpfRtt {
             syns: index(SYNS)?,
@@ -169,15 +181,15 @@ impl EbpfRtt {
         frame: &[u8],
         ts_ns: u64,
         out: &mut Vec<RttSample>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         let meta = PacketMeta {
             timestamp_ns: ts_ns,
             ..PacketMeta::default()
         };
-        self.hook.run(frame, &meta).map_err(|e| e.to_string())?;
+        self.hook.run(frame, &meta)?;
         let records = match self.hook.maps()[self.samples].ringbuf() {
             Some(mut rb) => rb.consume(),
-            None => return Err("rtt_samples is no ring buffer".into()),
+            None => return Err(MonitorError::NoRingBuffer("rtt_samples")),
         };
         for r in records {
             out.push(record(&r)?);
@@ -186,12 +198,12 @@ impl EbpfRtt {
     }
 
     /// Deletes the SYNs and TSvals past the maximum age at `now`.
-    pub fn sweep(&mut self, now: u64) -> Result<(), String> {
+    pub fn sweep(&mut self, now: u64) -> Result<(), MonitorError> {
         for m in [self.syns, self.tsvals] {
             let map = &self.hook.maps()[m];
             for (k, v) in map.entries() {
                 if now.wrapping_sub(entry_time(&v)) > self.max_age_ns {
-                    map.delete(&k).map_err(|e| format!("{e:?}"))?;
+                    map.delete(&k).map_err(MonitorError::map)?;
                 }
             }
         }
@@ -199,7 +211,7 @@ impl EbpfRtt {
     }
 
     /// The statistics per flow and method.
-    pub fn stats(&self) -> Result<BTreeMap<(FlowKey, Method), RttStats>, String> {
+    pub fn stats(&self) -> Result<BTreeMap<(FlowKey, Method), RttStats>, MonitorError> {
         self.hook.maps()[self.flows]
             .entries()
             .iter()

@@ -14,6 +14,7 @@ use kernel::ringbuf::RingReader;
 use kernel::{KernelObject, MapInfo};
 
 use crate::attach::clock;
+use crate::error::MonitorError;
 use crate::rtt::{MeterOptions, RttCounters, RttSample};
 use crate::rtt_ebpf::{
     COUNTERS, FLOWS, SAMPLES, SYNS, TSVALS, entry_time, image, per_cpu_sum, record, sizes, stats,
@@ -30,31 +31,34 @@ pub fn live_rtt(
     stop: &AtomicBool,
     duration: Option<Duration>,
     mut each: impl FnMut(&[RttSample]),
-) -> Result<RttSummary, String> {
+) -> Result<RttSummary, MonitorError> {
     let image = image(opts)?;
     let mut kopts = kernel::load_options(&image.object, &image.maps);
     for (name, size) in sizes(opts) {
         kopts.max_entries.retain(|(n, _)| *n != name);
         kopts.max_entries.push((name, size));
     }
-    let bytes = programs::object("rtt").ok_or("the rtt program is not built")?;
-    let object = KernelObject::load(bytes, "rtt", &kopts).map_err(|e| e.to_string())?;
-    let prog = object.program("xdp_rtt").map_err(|e| e.to_string())?;
-    let maps = object.maps().map_err(|e| e.to_string())?;
-    let map = |name: &str| -> Result<&MapInfo, String> {
+    let bytes = programs::object("rtt").ok_or(MonitorError::NotBuilt("rtt"))?;
+    let object = KernelObject::load(bytes, "rtt", &kopts)?;
+    let prog = object.program("xdp_rtt")?;
+    let maps = object.maps()?;
+    let map = |name: &str| -> Result<&MapInfo, MonitorError> {
         maps.iter()
             .find(|m| kernel::same_map(&m.name, name))
-            .ok_or_else(|| format!("the loaded rtt program has no map {name}"))
+            .ok_or_else(|| MonitorError::NoMap {
+                program: "loaded rtt".into(),
+                map: name.into(),
+            })
     };
     let (syns, tsvals, flows) = (map(SYNS)?, map(TSVALS)?, map(FLOWS)?);
     let counters = map(COUNTERS)?;
-    let mut ring = RingReader::new(map(SAMPLES)?.fd).map_err(|e| e.to_string())?;
+    let mut ring = RingReader::new(map(SAMPLES)?.fd)?;
     let offset = clock(libc::CLOCK_REALTIME).saturating_sub(clock(libc::CLOCK_MONOTONIC));
     let mut summary = RttSummary::default();
     let mut read =
-        |ring: &mut RingReader, timeout: i32, s: &mut RttSummary| -> Result<(), String> {
+        |ring: &mut RingReader, timeout: i32, s: &mut RttSummary| -> Result<(), MonitorError> {
             let mut out = Vec::new();
-            for r in ring.poll(timeout).map_err(|e| e.to_string())? {
+            for r in ring.poll(timeout)? {
                 let mut x = record(&r)?;
                 x.time_ns += offset;
                 s.samples[usize::from(x.method.code())] += 1;
@@ -65,10 +69,10 @@ pub fn live_rtt(
             }
             Ok(())
         };
-    let sweep = || -> Result<(), String> {
+    let sweep = || -> Result<(), MonitorError> {
         let now = clock(libc::CLOCK_MONOTONIC);
         for m in [syns, tsvals] {
-            for (k, v) in m.entries().map_err(|e| e.to_string())? {
+            for (k, v) in m.entries()? {
                 if now.wrapping_sub(entry_time(&v)) > opts.max_age_ns {
                     // Gone already (the program deleted it): fine.
                     let _ = m.delete(&k);
@@ -80,8 +84,7 @@ pub fn live_rtt(
     {
         // A bpf link of this process: detached when it is dropped or the
         // process ends (even by SIGKILL).
-        let _attached =
-            kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode).map_err(|e| e.to_string())?;
+        let _attached = kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode)?;
         let started = Instant::now();
         let mut swept = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {
@@ -93,7 +96,7 @@ pub fn live_rtt(
         }
     }
     read(&mut ring, 0, &mut summary)?;
-    for (k, v) in flows.entries().map_err(|e| e.to_string())? {
+    for (k, v) in flows.entries()? {
         let (key, st) = stats(&k, &v)?;
         summary.flows.insert(key, st);
     }

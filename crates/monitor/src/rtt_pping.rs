@@ -29,10 +29,12 @@
 //!   minimum and direction mark).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-use pipeline::{Source, for_each_packet};
+use pipeline::{PacketInfo, Source};
 
+use crate::drive::{Application, Drive, drive};
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::order::TimeOrder;
 use crate::rtt::{SYN, reverse, segment};
@@ -193,6 +195,20 @@ pub struct PpingRun {
     pub order: TimeOrder,
 }
 
+impl Application for Pping {
+    type Record = PpingSample;
+
+    fn packet(
+        &mut self,
+        info: &PacketInfo,
+        data: &[u8],
+        out: &mut Vec<PpingSample>,
+    ) -> Result<(), MonitorError> {
+        out.extend(Pping::packet(self, info.timestamp_ns, data));
+        Ok(())
+    }
+}
+
 /// Runs pping's rules over `source` (at most `limit` packets); `each`
 /// gets every sample in order; `progress` counts the packets read.
 pub fn pping_samples(
@@ -201,23 +217,25 @@ pub fn pping_samples(
     limit: Option<u64>,
     progress: &AtomicU64,
     mut each: impl FnMut(&PpingSample),
-) -> PpingRun {
+) -> Result<PpingRun, MonitorError> {
     let mut pping = Pping::new(max_age);
-    let mut run = PpingRun::default();
-    let read = for_each_packet(source, limit, |info, data| {
-        run.packets += 1;
-        progress.store(run.packets, Ordering::Relaxed);
-        run.order.see(info.seq, info.timestamp_ns);
-        if let Some(s) = pping.packet(info.timestamp_ns, data) {
-            run.samples += 1;
-            each(&s);
-        }
-    });
-    if let Err(e) = read {
-        run.source_error = Some(e.to_string());
-    }
-    run.flows = pping.flows.len();
-    run
+    let how = Drive {
+        limit,
+        metrics: None,
+        progress,
+    };
+    let mut samples = 0;
+    let driven = drive(source, &mut pping, &how, |out| {
+        samples += out.len() as u64;
+        out.iter().for_each(&mut each);
+    })?;
+    Ok(PpingRun {
+        packets: driven.packets,
+        samples,
+        flows: pping.flows.len(),
+        source_error: driven.source_error,
+        order: driven.order,
+    })
 }
 
 /// pping's `fmtTimeDiff`: µs under 1 ms, ms under 1 s, else s; two

@@ -5,11 +5,13 @@
 //! the last sweep, by the packets' time, so that all keep the same state.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-use pipeline::{Source, for_each_packet};
+use pipeline::{PacketInfo, Source};
 use xpf::XpfEngine;
 
+use crate::drive::{Application, Drive, drive};
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::order::TimeOrder;
 use crate::rtt::{
@@ -66,8 +68,53 @@ enum Engine {
     Xpf(Box<XpfRtt>),
 }
 
-/// Samples are handed out in batches of this many.
-const BATCH: usize = 256;
+/// A meter as the driver runs it.
+struct Measuring {
+    engine: Engine,
+    clock: SweepClock,
+    /// Packets that carried a TCP segment.
+    tcp: u64,
+}
+
+impl Application for Measuring {
+    type Record = RttSample;
+
+    fn packet(
+        &mut self,
+        info: &PacketInfo,
+        data: &[u8],
+        out: &mut Vec<RttSample>,
+    ) -> Result<(), MonitorError> {
+        let now = info.timestamp_ns;
+        let seg = segment(data);
+        self.tcp += u64::from(seg.is_some());
+        let sweep = self.clock.due(now);
+        match &mut self.engine {
+            Engine::Table(m) => {
+                if sweep {
+                    m.sweep(now);
+                }
+                let now = m.clock(now);
+                if let Some(seg) = seg {
+                    m.packet(&seg, now, out);
+                }
+                Ok(())
+            }
+            Engine::Ebpf(e) => {
+                if sweep {
+                    e.sweep(now)?;
+                }
+                e.packet(data, now, out)
+            }
+            Engine::Xpf(e) => {
+                if sweep {
+                    e.sweep(now);
+                }
+                e.packet(data, now, out)
+            }
+        }
+    }
+}
 
 /// Measures every packet of `source`; `each` gets the samples; `progress`
 /// counts the packets read.
@@ -76,85 +123,41 @@ pub fn measure_rtt(
     opts: &RttOptions,
     progress: &AtomicU64,
     mut each: impl FnMut(&[RttSample]),
-) -> Result<RttSummary, String> {
-    let mut engine = match opts.engine {
+) -> Result<RttSummary, MonitorError> {
+    let engine = match opts.engine {
         RttEngine::Table => Engine::Table(Box::new(RttMeter::new(opts.meter))),
         RttEngine::Ebpf => Engine::Ebpf(Box::new(EbpfRtt::new(&opts.meter)?)),
         RttEngine::Xpf(x) => Engine::Xpf(Box::new(XpfRtt::new(&opts.meter, x)?)),
     };
-    let mut s = RttSummary::default();
-    let mut out = Vec::with_capacity(BATCH);
-    let mut failure = None;
-    let mut clock = SweepClock::default();
-    let mut hand_out = |out: &mut Vec<RttSample>, s: &mut RttSummary| {
-        for x in out.iter() {
-            s.samples[usize::from(x.method.code())] += 1;
+    let mut app = Measuring {
+        engine,
+        clock: SweepClock::default(),
+        tcp: 0,
+    };
+    let how = Drive {
+        limit: opts.limit,
+        metrics: None,
+        progress,
+    };
+    let mut samples = [0u64; 3];
+    let driven = drive(source, &mut app, &how, |out| {
+        for x in out {
+            samples[usize::from(x.method.code())] += 1;
         }
         each(out);
-        out.clear();
+    })?;
+    let (flows, counters) = match &mut app.engine {
+        Engine::Table(m) => (m.stats(), m.counters()),
+        Engine::Ebpf(e) => (e.stats()?, e.counters()),
+        Engine::Xpf(e) => (e.stats(), e.counters()?),
     };
-    let read = for_each_packet(source, opts.limit, |info, data| {
-        if failure.is_some() {
-            return;
-        }
-        s.packets += 1;
-        progress.store(s.packets, Ordering::Relaxed);
-        let now = info.timestamp_ns;
-        s.order.see(info.seq, now);
-        let seg = segment(data);
-        s.tcp += u64::from(seg.is_some());
-        let sweep = clock.due(now);
-        let r = match &mut engine {
-            Engine::Table(m) => {
-                if sweep {
-                    m.sweep(now);
-                }
-                let now = m.clock(now);
-                if let Some(seg) = seg {
-                    m.packet(&seg, now, &mut out);
-                }
-                Ok(())
-            }
-            Engine::Ebpf(e) => (|| {
-                if sweep {
-                    e.sweep(now)?;
-                }
-                e.packet(data, now, &mut out)
-            })(),
-            Engine::Xpf(e) => {
-                if sweep {
-                    e.sweep(now);
-                }
-                e.packet(data, now, &mut out)
-            }
-        };
-        if let Err(why) = r {
-            failure = Some(format!("packet {}: {why}", info.seq));
-        }
-        if out.len() >= BATCH {
-            hand_out(&mut out, &mut s);
-        }
-    });
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    if let Err(e) = read {
-        s.source_error = Some(e.to_string());
-    }
-    hand_out(&mut out, &mut s);
-    match &mut engine {
-        Engine::Table(m) => {
-            s.flows = m.stats();
-            s.counters = m.counters();
-        }
-        Engine::Ebpf(e) => {
-            s.flows = e.stats()?;
-            s.counters = e.counters();
-        }
-        Engine::Xpf(e) => {
-            s.flows = e.stats();
-            s.counters = e.counters()?;
-        }
-    }
-    Ok(s)
+    Ok(RttSummary {
+        packets: driven.packets,
+        tcp: app.tcp,
+        samples,
+        flows,
+        counters,
+        source_error: driven.source_error,
+        order: driven.order,
+    })
 }

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 use cbpf::xpf::{Form, XpfOptions};
 use xpf::{XpfEngine, XpfRunner};
 
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::rtt::{MeterOptions, Method, RttCounters, RttSample, RttStats};
 use crate::xpf_words::{address, read, take_log};
@@ -59,15 +60,15 @@ const TS_SLOT: u32 = 14;
 const BLOCK: u32 = 65_536;
 
 /// A table's slots for `capacity` entries, or why not.
-fn slots(capacity: usize, max: usize, what: &str) -> Result<u32, String> {
+fn slots(capacity: usize, max: usize, what: &str) -> Result<u32, MonitorError> {
     let n = capacity
         .max(8)
         .checked_next_power_of_two()
         .unwrap_or(usize::MAX);
     if capacity == 0 || n > max {
-        return Err(format!(
+        return Err(MonitorError::Options(format!(
             "a {what} table of {capacity}: the xPF program holds 1 to {max} (one block of memory)"
-        ));
+        )));
     }
     Ok(n as u32)
 }
@@ -84,7 +85,7 @@ fn join(s: u32, ns: u32, now_ns: u64) -> u64 {
 }
 
 /// A key's 10 words as a flow.
-fn key(w: &[u32]) -> Result<FlowKey, String> {
+fn key(w: &[u32]) -> Result<FlowKey, MonitorError> {
     let family = w[0] >> 8;
     let addr = |at: usize| address(family, w, at);
     Ok(FlowKey {
@@ -109,15 +110,18 @@ pub struct XpfRtt {
 
 impl XpfRtt {
     /// The program on `engine` with the sizes and maximum age of `opts`.
-    pub fn new(opts: &MeterOptions, engine: XpfEngine) -> Result<XpfRtt, String> {
+    pub fn new(opts: &MeterOptions, engine: XpfEngine) -> Result<XpfRtt, MonitorError> {
         let syns = slots(opts.syn_capacity, XPF_MAX_SYNS, "SYN")?;
         let tsvals = slots(opts.ts_capacity, XPF_MAX_TSVALS, "TSval")?;
         let syn_base = LOG + LOG_RECORDS * RECORD;
         let ts_base = syn_base + SYN_SLOT * syns;
         let words = ts_base + TS_SLOT * tsvals;
         debug_assert!(words <= BLOCK);
-        let text = programs::xpf("rtt").ok_or("programs/xpf/rtt.s is not built in")?;
-        let prog = cbpf::xpf::assemble(text).map_err(|e| format!("programs/xpf/rtt.s: {e}"))?;
+        let text = programs::xpf("rtt").ok_or(MonitorError::XpfNotBuilt("rtt"))?;
+        let prog = cbpf::xpf::assemble(text).map_err(|error| MonitorError::Assemble {
+            file: "programs/xpf/rtt.s",
+            error,
+        })?;
         let xpf = XpfOptions {
             words,
             blocks: 1,
@@ -138,8 +142,7 @@ impl XpfRtt {
             W_MAX_AGE,
             &[age_s, age_ns, syns - 1, tsvals - 1, LOG_RECORDS],
         )
-        .and_then(|()| mem.mwrite(block, W_BASES, &[syn_base, ts_base, LOG]))
-        .map_err(|e| e.to_string())?;
+        .and_then(|()| mem.mwrite(block, W_BASES, &[syn_base, ts_base, LOG]))?;
         Ok(XpfRtt {
             runner,
             flow_capacity: opts.flow_capacity,
@@ -155,7 +158,7 @@ impl XpfRtt {
         frame: &[u8],
         ts_ns: u64,
         out: &mut Vec<RttSample>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         self.runner.packet(frame, frame.len() as u32, ts_ns)?;
         let now = ts_ns.max(self.next_ns);
         self.next_ns = now.wrapping_add(1);
@@ -164,12 +167,12 @@ impl XpfRtt {
             let method = u8::try_from(r[0])
                 .ok()
                 .and_then(Method::from_code)
-                .ok_or_else(|| format!("an RTT record of method {}", r[0]))?;
+                .ok_or_else(|| MonitorError::record(format!("an RTT record of method {}", r[0])))?;
             if [r[13], r[14]] != [(now / 1_000_000_000) as u32, (now % 1_000_000_000) as u32] {
-                return Err(format!(
+                return Err(MonitorError::record(format!(
                     "the program's clock read {}.{:09}, user space's is {now} ns",
                     r[13], r[14]
-                ));
+                )));
             }
             let then = join(r[11], r[12], now);
             let sample = RttSample {
@@ -199,7 +202,7 @@ impl XpfRtt {
         self.stats.iter().map(|(k, v)| (*k, *v)).collect()
     }
 
-    pub fn counters(&mut self) -> Result<RttCounters, String> {
+    pub fn counters(&mut self) -> Result<RttCounters, MonitorError> {
         let w = read(&mut self.runner, 0, W_TS_FULL as usize + 1)?;
         let c = |at: u32| u64::from(w[at as usize]);
         Ok(RttCounters {
@@ -217,9 +220,10 @@ mod tests {
 
     #[test]
     fn sizes_round_up_and_the_largest_fit_a_block() {
-        assert_eq!(slots(1, 512, "SYN"), Ok(8));
-        assert_eq!(slots(300, 512, "SYN"), Ok(512));
-        assert!(slots(513, 512, "SYN").unwrap_err().contains("1 to 512"));
+        assert_eq!(slots(1, 512, "SYN").unwrap(), 8);
+        assert_eq!(slots(300, 512, "SYN").unwrap(), 512);
+        let why = slots(513, 512, "SYN").unwrap_err().to_string();
+        assert!(why.contains("1 to 512"), "{why}");
         assert!(slots(0, 512, "SYN").is_err());
         let words = LOG
             + LOG_RECORDS * RECORD

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pipeline::{Source, Step};
+use pipeline::{PacketInfo, Source};
 
 use xpf::XpfEngine;
 
+use crate::drive::{Application, Drive, drive};
 use crate::ebpf::EbpfFlows;
+use crate::error::MonitorError;
 use crate::key::observe;
 use crate::metrics::Metrics;
 use crate::table::{Ended, FlowTable, TableOptions};
@@ -34,13 +36,10 @@ pub struct FlowRunOptions {
     pub engine: FlowEngine,
     /// Stop after this many packets.
     pub limit: Option<u64>,
-    /// Kept up to date (every [`GAUGE_EVERY`] packets and at the end):
-    /// the flows held, and the drops.
+    /// Kept up to date (every 1024 packets, at the end of each batch the
+    /// source gives, and at the end): the flows held, and the drops.
     pub metrics: Option<Arc<Metrics>>,
 }
-
-/// How often (in packets) the metrics' gauges are brought up to date.
-pub const GAUGE_EVERY: u64 = 1024;
 
 enum Accountant {
     Table(FlowTable),
@@ -50,7 +49,7 @@ enum Accountant {
 
 impl Accountant {
     /// Flows held now.
-    fn held(&mut self) -> Result<u64, String> {
+    fn held(&mut self) -> Result<u64, MonitorError> {
         Ok(match self {
             Accountant::Table(t) => t.len() as u64,
             Accountant::Ebpf(e) => e.held(),
@@ -60,7 +59,7 @@ impl Accountant {
 
     /// A full table's toll (flows evicted by the table, packets not
     /// accounted by the programs) and records lost.
-    fn dropped(&mut self) -> Result<(u64, u64), String> {
+    fn dropped(&mut self) -> Result<(u64, u64), MonitorError> {
         Ok(match self {
             Accountant::Table(t) => (t.evicted(), 0),
             Accountant::Ebpf(e) => (e.lacked(), e.lost()),
@@ -68,7 +67,7 @@ impl Accountant {
         })
     }
 
-    fn gauge(&mut self, m: &Metrics) -> Result<(), String> {
+    fn gauge(&mut self, m: &Metrics) -> Result<(), MonitorError> {
         m.flows_active.store(self.held()?, Ordering::Relaxed);
         let (full, lost) = self.dropped()?;
         m.drops("flows", "table_full", full);
@@ -101,8 +100,51 @@ pub struct FlowSummary {
     pub order: crate::TimeOrder,
 }
 
-/// Ended flows are handed out in batches of this many.
-const BATCH: usize = 256;
+/// The flow accounting as the driver runs it.
+struct Accounting {
+    acc: Accountant,
+    /// Packets that carried IP.
+    accounted: u64,
+}
+
+impl Application for Accounting {
+    type Record = Ended;
+
+    fn packet(
+        &mut self,
+        info: &PacketInfo,
+        data: &[u8],
+        out: &mut Vec<Ended>,
+    ) -> Result<(), MonitorError> {
+        let observed = observe(data);
+        self.accounted += u64::from(observed.is_some());
+        match &mut self.acc {
+            Accountant::Table(t) => match observed {
+                Some(o) => t.account(&o, info.timestamp_ns, out),
+                None => {
+                    t.tick(info.timestamp_ns, out);
+                }
+            },
+            Accountant::Ebpf(e) => e.account(data, info.timestamp_ns, out)?,
+            Accountant::Xpf(x) => x.account(data, info.timestamp_ns, out)?,
+        }
+        Ok(())
+    }
+
+    fn gauge(&mut self, m: &Metrics) -> Result<(), MonitorError> {
+        self.acc.gauge(m)
+    }
+
+    /// Every flow still held ends (the end of the input).
+    fn finish(&mut self, out: &mut Vec<Ended>) -> Result<(), MonitorError> {
+        match &mut self.acc {
+            Accountant::Table(t) => t.flush(out),
+            Accountant::Ebpf(e) => e.flush(out)?,
+            Accountant::Xpf(x) => x.flush(out)?,
+        }
+        Ok(())
+    }
+}
 
 /// Accounts every packet of `source`; `each` gets the ended flows;
 /// `progress` counts the packets read (for a progress bar).
@@ -111,103 +153,39 @@ pub fn account_flows(
     opts: &FlowRunOptions,
     progress: &AtomicU64,
     mut each: impl FnMut(&[Ended]),
-) -> Result<FlowSummary, String> {
-    let mut acc = match opts.engine {
+) -> Result<FlowSummary, MonitorError> {
+    let acc = match opts.engine {
         FlowEngine::Table => Accountant::Table(FlowTable::new(opts.table)),
         FlowEngine::Ebpf => Accountant::Ebpf(Box::new(EbpfFlows::new(&opts.table)?)),
         FlowEngine::Xpf(engine) => Accountant::Xpf(Box::new(XpfFlows::new(&opts.table, engine)?)),
     };
-    let mut s = FlowSummary::default();
-    let mut ended = Vec::with_capacity(BATCH);
-    let mut failure = None;
-    let mut hand_out = |ended: &mut Vec<Ended>, s: &mut FlowSummary| {
-        for e in ended.iter() {
-            s.flows += 1;
-            s.by_reason[usize::from(e.reason.code())] += 1;
+    let mut app = Accounting { acc, accounted: 0 };
+    let how = Drive {
+        limit: opts.limit,
+        metrics: opts.metrics.as_deref(),
+        progress,
+    };
+    let (mut flows, mut by_reason) = (0, [0u64; 6]);
+    let driven = drive(source, &mut app, &how, |ended| {
+        for e in ended {
+            flows += 1;
+            by_reason[usize::from(e.reason.code())] += 1;
         }
         each(ended);
-        ended.clear();
+    })?;
+    let (evicted, lost) = match &mut app.acc {
+        Accountant::Table(t) => (t.evicted(), 0),
+        Accountant::Ebpf(e) => (e.lacked(), e.lost()),
+        Accountant::Xpf(x) => (x.lacked()?, x.lost()?),
     };
-    // What ended goes out at the end of each batch the source gives too
-    // (`None`): a stream that pauses (a pipe between bursts) ends a batch,
-    // and a scrape then sees every flow ended so far, not a batch still
-    // filling.
-    let read = pipeline::for_each_step(source, opts.limit, |step| {
-        let Step::Packet(info, data) = step else {
-            if !ended.is_empty() {
-                hand_out(&mut ended, &mut s);
-            }
-            if let Some(m) = &opts.metrics
-                && failure.is_none()
-                && let Err(why) = acc.gauge(m)
-            {
-                failure = Some(why);
-            }
-            return;
-        };
-        if failure.is_some() {
-            return;
-        }
-        s.packets += 1;
-        s.order.see(info.seq, info.timestamp_ns);
-        progress.store(s.packets, Ordering::Relaxed);
-        match &mut acc {
-            Accountant::Table(t) => {
-                if let Some(o) = observe(data) {
-                    s.accounted += 1;
-                    t.account(&o, info.timestamp_ns, &mut ended);
-                } else {
-                    t.tick(info.timestamp_ns, &mut ended);
-                }
-            }
-            Accountant::Ebpf(e) => {
-                s.accounted += u64::from(observe(data).is_some());
-                if let Err(why) = e.account(data, info.timestamp_ns, &mut ended) {
-                    failure = Some(format!("packet {}: {why}", info.seq));
-                }
-            }
-            Accountant::Xpf(x) => {
-                s.accounted += u64::from(observe(data).is_some());
-                if let Err(why) = x.account(data, info.timestamp_ns, &mut ended) {
-                    failure = Some(format!("packet {}: {why}", info.seq));
-                }
-            }
-        }
-        if ended.len() >= BATCH {
-            hand_out(&mut ended, &mut s);
-        }
-        if let Some(m) = &opts.metrics
-            && s.packets % GAUGE_EVERY == 0
-            && let Err(why) = acc.gauge(m)
-        {
-            failure = Some(why);
-        }
-    });
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    if let Err(e) = read {
-        s.source_error = Some(e.to_string());
-    }
-    match &mut acc {
-        Accountant::Table(t) => {
-            t.flush(&mut ended);
-            s.evicted = t.evicted();
-        }
-        Accountant::Ebpf(e) => {
-            e.flush(&mut ended)?;
-            s.evicted = e.lacked();
-            s.lost = e.lost();
-        }
-        Accountant::Xpf(x) => {
-            x.flush(&mut ended)?;
-            s.evicted = x.lacked()?;
-            s.lost = x.lost()?;
-        }
-    }
-    hand_out(&mut ended, &mut s);
-    if let Some(m) = &opts.metrics {
-        acc.gauge(m)?;
-    }
-    Ok(s)
+    Ok(FlowSummary {
+        packets: driven.packets,
+        accounted: app.accounted,
+        flows,
+        by_reason,
+        evicted,
+        lost,
+        source_error: driven.source_error,
+        order: driven.order,
+    })
 }

@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
 
 use crate::ebpf::per_cpu_sum;
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord, table_slots};
 
@@ -20,8 +21,8 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 /// A record from the ring buffer.
-pub(crate) fn record(r: &[u8]) -> Result<SampleRecord, String> {
-    let short = || format!("a sampling record of {} bytes", r.len());
+pub(crate) fn record(r: &[u8]) -> Result<SampleRecord, MonitorError> {
+    let short = || MonitorError::record(format!("a sampling record of {} bytes", r.len()));
     if r.len() < 8 {
         return Err(short());
     }
@@ -33,14 +34,18 @@ pub(crate) fn record(r: &[u8]) -> Result<SampleRecord, String> {
             time_ns: u64::from_ne_bytes(r[16..24].try_into().expect("8 bytes")),
         })),
         2 if r.len() >= FLOW => {
-            let addr = |at: usize| -> Result<IpAddr, String> {
+            let addr = |at: usize| -> Result<IpAddr, MonitorError> {
                 Ok(match r[45] {
                     4 => IpAddr::V4(Ipv4Addr::new(r[at], r[at + 1], r[at + 2], r[at + 3])),
                     6 => {
                         let b: [u8; 16] = r[at..at + 16].try_into().expect("16 bytes");
                         IpAddr::V6(Ipv6Addr::from(b))
                     }
-                    f => return Err(format!("a flow record of address family {f}")),
+                    f => {
+                        return Err(MonitorError::record(format!(
+                            "a flow record of address family {f}"
+                        )));
+                    }
                 })
             };
             Ok(SampleRecord::Flow(LabelFlow {
@@ -55,14 +60,16 @@ pub(crate) fn record(r: &[u8]) -> Result<SampleRecord, String> {
             }))
         }
         1 | 2 => Err(short()),
-        k => Err(format!("a sampling record of kind {k}")),
+        k => Err(MonitorError::record(format!(
+            "a sampling record of kind {k}"
+        ))),
     }
 }
 
 /// The program's object with `A`, `B` and the label table's size set.
-pub(crate) fn image(a: u32, b: u32, size: usize) -> Result<Image, String> {
-    let bytes = programs::object("sample").ok_or("the sample program is not built")?;
-    let object = obj::Object::parse(bytes).map_err(|e| e.to_string())?;
+pub(crate) fn image(a: u32, b: u32, size: usize) -> Result<Image, MonitorError> {
+    let bytes = programs::object("sample").ok_or(MonitorError::NotBuilt("sample"))?;
+    let object = obj::Object::parse(bytes)?;
     let slots = map_size(size)?;
     let load = LoadOptions {
         map_sizes: [("labels".to_string(), slots)].into(),
@@ -73,17 +80,17 @@ pub(crate) fn image(a: u32, b: u32, size: usize) -> Result<Image, String> {
         ],
         ..LoadOptions::default()
     };
-    Image::load(object, &load).map_err(|e| e.to_string())
+    Ok(Image::load(object, &load)?)
 }
 
 /// The label table's slots (a power of two, at most 2^24).
-pub(crate) fn map_size(size: usize) -> Result<u32, String> {
+pub(crate) fn map_size(size: usize) -> Result<u32, MonitorError> {
     let slots = table_slots(size);
     if slots > 1 << 24 {
-        return Err(format!(
+        return Err(MonitorError::Options(format!(
             "a label table of {size}: at most {} slots",
             1 << 24
-        ));
+        )));
     }
     Ok(slots as u32)
 }
@@ -109,13 +116,16 @@ pub struct EbpfSampler {
 impl EbpfSampler {
     /// The program sampling `b` of `a`, its label table of
     /// [`table_slots`]`(size)` slots.
-    pub fn new(a: u32, b: u32, size: usize) -> Result<EbpfSampler, String> {
-        let hook = Hook::new(image(a, b, size)?, 0, 0).map_err(|e| e.to_string())?;
+    pub fn new(a: u32, b: u32, size: usize) -> Result<EbpfSampler, MonitorError> {
+        let hook = Hook::new(image(a, b, size)?, 0, 0)?;
         let index = |name: &str| {
             hook.maps()
                 .iter()
                 .position(|m| m.name() == name)
-                .ok_or_else(|| format!("the sample program has no map {name}"))
+                .ok_or_else(|| MonitorError::NoMap {
+                    program: "sample".into(),
+                    map: name.into(),
+                })
         };
         Ok(EbpfSampler {
             samples: index("samples")?,
@@ -130,15 +140,15 @@ impl EbpfSampler {
         frame: &[u8],
         time_ns: u64,
         out: &mut Vec<SampleRecord>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         let meta = PacketMeta {
             timestamp_ns: time_ns,
             ..PacketMeta::default()
         };
-        self.hook.run(frame, &meta).map_err(|e| e.to_string())?;
+        self.hook.run(frame, &meta)?;
         let records = match self.hook.maps()[self.samples].ringbuf() {
             Some(mut rb) => rb.consume(),
-            None => return Err("the samples map is no ring buffer".into()),
+            None => return Err(MonitorError::NoRingBuffer("the samples map")),
         };
         for r in records {
             out.push(record(&r)?);

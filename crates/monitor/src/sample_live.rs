@@ -13,6 +13,7 @@ use kernel::{KernelObject, MapInfo};
 
 use crate::attach::clock;
 use crate::ebpf::per_cpu_sum;
+use crate::error::MonitorError;
 use crate::sample::{SampleCounts, SampleRecord};
 use crate::sample_ebpf::{counts, image, map_size, record};
 
@@ -30,29 +31,32 @@ pub fn live_sample(
     stop: &AtomicBool,
     duration: Option<Duration>,
     mut each: impl FnMut(&[SampleRecord]),
-) -> Result<SampleCounts, String> {
+) -> Result<SampleCounts, MonitorError> {
     if a == 0 {
-        return Err("A must be at least 1".into());
+        return Err(MonitorError::Options("A must be at least 1".into()));
     }
     let image = image(a, b, table)?;
     let mut kopts = kernel::load_options(&image.object, &image.maps);
     kopts.max_entries.retain(|(n, _)| n != "labels");
     kopts.max_entries.push(("labels".into(), map_size(table)?));
-    let bytes = programs::object("sample").ok_or("the sample program is not built")?;
-    let object = KernelObject::load(bytes, "sample", &kopts).map_err(|e| e.to_string())?;
-    let prog = object.program("xdp_sample").map_err(|e| e.to_string())?;
-    let maps = object.maps().map_err(|e| e.to_string())?;
-    let map = |name: &str| -> Result<&MapInfo, String> {
+    let bytes = programs::object("sample").ok_or(MonitorError::NotBuilt("sample"))?;
+    let object = KernelObject::load(bytes, "sample", &kopts)?;
+    let prog = object.program("xdp_sample")?;
+    let maps = object.maps()?;
+    let map = |name: &str| -> Result<&MapInfo, MonitorError> {
         maps.iter()
             .find(|m| kernel::same_map(&m.name, name))
-            .ok_or_else(|| format!("the loaded sample program has no map {name}"))
+            .ok_or_else(|| MonitorError::NoMap {
+                program: "loaded sample".into(),
+                map: name.into(),
+            })
     };
     let (samples, stats) = (map("samples")?, map("sample_stats")?);
-    let mut ring = RingReader::new(samples.fd).map_err(|e| e.to_string())?;
+    let mut ring = RingReader::new(samples.fd)?;
     let offset = clock(libc::CLOCK_REALTIME).saturating_sub(clock(libc::CLOCK_MONOTONIC));
-    let mut read = |ring: &mut RingReader, timeout: i32| -> Result<(), String> {
+    let mut read = |ring: &mut RingReader, timeout: i32| -> Result<(), MonitorError> {
         let mut out = Vec::new();
-        for r in ring.poll(timeout).map_err(|e| e.to_string())? {
+        for r in ring.poll(timeout)? {
             out.push(match record(&r)? {
                 SampleRecord::Sample(mut s) => {
                     s.time_ns += offset;
@@ -69,8 +73,7 @@ pub fn live_sample(
     {
         // A bpf link of this process: detached when it is dropped or the
         // process ends (even by SIGKILL).
-        let _attached =
-            kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode).map_err(|e| e.to_string())?;
+        let _attached = kernel::xdp_link::xdp_attach_owned(dev, prog.fd, mode)?;
         let started = Instant::now();
         while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| started.elapsed() < d) {
             read(&mut ring, 100)?;

@@ -2,13 +2,14 @@
 //! records*, handed to the caller in batches as they come.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-use pipeline::{Source, for_each_packet};
+use pipeline::{PacketInfo, Source};
 use xpf::XpfEngine;
 
+use crate::drive::{Application, Drive, drive};
+use crate::error::MonitorError;
 use crate::metrics::Metrics;
-use crate::run::GAUGE_EVERY;
 use crate::sample::{SampleCounts, SampleRecord, Sampler};
 use crate::sample_ebpf::EbpfSampler;
 use crate::sample_xpf::XpfSampler;
@@ -37,8 +38,8 @@ pub struct SampleOptions {
     pub engine: SampleEngine,
     /// Stop after this many packets.
     pub limit: Option<u64>,
-    /// Its drops kept up to date (every [`GAUGE_EVERY`] packets and at the
-    /// end).
+    /// Its drops kept up to date (every 1024 packets, at the end of each
+    /// batch the source gives, and at the end).
     pub metrics: Option<Arc<Metrics>>,
 }
 
@@ -68,8 +69,12 @@ pub struct SampleSummary {
 
 /// Parses a rate `B/A` (`1/100`), or a fraction of one (`0.01`, as `B`
 /// of 1,000,000).
-pub fn parse_rate(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("--rate {s}: B/A with 0 <= B <= A, A >= 1 (1/100), or a fraction (0.01)");
+pub fn parse_rate(s: &str) -> Result<(u32, u32), MonitorError> {
+    let bad = || {
+        MonitorError::Options(format!(
+            "--rate {s}: B/A with 0 <= B <= A, A >= 1 (1/100), or a fraction (0.01)"
+        ))
+    };
     let (a, b) = match s.split_once('/') {
         Some((b, a)) => (
             a.trim().parse::<u32>().map_err(|_| bad())?,
@@ -96,7 +101,7 @@ enum Engine {
 }
 
 impl Engine {
-    fn counts(&mut self) -> Result<SampleCounts, String> {
+    fn counts(&mut self) -> Result<SampleCounts, MonitorError> {
         Ok(match self {
             Engine::Reference(r) => r.counts(),
             Engine::Ebpf(e) => e.counts(),
@@ -105,14 +110,34 @@ impl Engine {
     }
 }
 
-/// Sets sampling's drops in `m`.
-fn gauge(m: &Metrics, c: &SampleCounts) {
-    m.drops("sample", "table_full", c.full);
-    m.drops("sample", "records_lost", c.lost);
-}
+impl Application for Engine {
+    type Record = SampleRecord;
 
-/// Records are handed out in batches of this many.
-const BATCH: usize = 256;
+    fn packet(
+        &mut self,
+        info: &PacketInfo,
+        data: &[u8],
+        out: &mut Vec<SampleRecord>,
+    ) -> Result<(), MonitorError> {
+        let ts = info.timestamp_ns;
+        match self {
+            Engine::Reference(r) => {
+                r.packet(data, ts, out);
+                Ok(())
+            }
+            Engine::Ebpf(e) => e.packet(data, ts, out),
+            Engine::Xpf(x) => x.packet(data, ts, out),
+        }
+    }
+
+    /// Sampling's drops.
+    fn gauge(&mut self, m: &Metrics) -> Result<(), MonitorError> {
+        let c = self.counts()?;
+        m.drops("sample", "table_full", c.full);
+        m.drops("sample", "records_lost", c.lost);
+        Ok(())
+    }
+}
 
 /// Samples every packet of `source`; `each` gets the records in order;
 /// `progress` counts the packets read.
@@ -120,10 +145,10 @@ pub fn sample_trajectories(
     source: &mut dyn Source,
     opts: &SampleOptions,
     progress: &AtomicU64,
-    mut each: impl FnMut(&[SampleRecord]),
-) -> Result<SampleSummary, String> {
+    each: impl FnMut(&[SampleRecord]),
+) -> Result<SampleSummary, MonitorError> {
     if opts.a == 0 {
-        return Err("A must be at least 1".into());
+        return Err(MonitorError::Options("A must be at least 1".into()));
     }
     let mut engine = match opts.engine {
         SampleEngine::Reference => {
@@ -134,50 +159,15 @@ pub fn sample_trajectories(
             Engine::Xpf(Box::new(XpfSampler::new(opts.a, opts.b, opts.table, e)?))
         }
     };
-    let mut s = SampleSummary::default();
-    let mut out = Vec::with_capacity(BATCH + 2);
-    let mut failure = None;
-    let read = for_each_packet(source, opts.limit, |info, data| {
-        if failure.is_some() {
-            return;
-        }
-        s.packets += 1;
-        progress.store(s.packets, Ordering::Relaxed);
-        let ts = info.timestamp_ns;
-        let done = match &mut engine {
-            Engine::Reference(r) => {
-                r.packet(data, ts, &mut out);
-                Ok(())
-            }
-            Engine::Ebpf(e) => e.packet(data, ts, &mut out),
-            Engine::Xpf(x) => x.packet(data, ts, &mut out),
-        };
-        if let Err(why) = done {
-            failure = Some(format!("packet {}: {why}", info.seq));
-        }
-        if out.len() >= BATCH {
-            each(&out);
-            out.clear();
-        }
-        if let Some(m) = &opts.metrics
-            && s.packets % GAUGE_EVERY == 0
-        {
-            match engine.counts() {
-                Ok(c) => gauge(m, &c),
-                Err(why) => failure = Some(why),
-            }
-        }
-    });
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    if let Err(e) = read {
-        s.source_error = Some(e.to_string());
-    }
-    each(&out);
-    s.counts = engine.counts()?;
-    if let Some(m) = &opts.metrics {
-        gauge(m, &s.counts);
-    }
-    Ok(s)
+    let how = Drive {
+        limit: opts.limit,
+        metrics: opts.metrics.as_deref(),
+        progress,
+    };
+    let driven = drive(source, &mut engine, &how, each)?;
+    Ok(SampleSummary {
+        packets: driven.packets,
+        counts: engine.counts()?,
+        source_error: driven.source_error,
+    })
 }

@@ -11,6 +11,7 @@
 use cbpf::xpf::{Form, XpfOptions};
 use xpf::{XpfEngine, XpfRunner};
 
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::sample::{LabelFlow, Sample, SampleCounts, SampleRecord, table_slots};
 use crate::xpf_words::{address, read, take_log};
@@ -43,7 +44,7 @@ fn u16s(w: u32) -> (u16, u16) {
 }
 
 /// A log record's words.
-fn record(w: &[u32]) -> Result<SampleRecord, String> {
+fn record(w: &[u32]) -> Result<SampleRecord, MonitorError> {
     match w[0] {
         1 => Ok(SampleRecord::Sample(Sample {
             label: w[1],
@@ -65,24 +66,27 @@ fn record(w: &[u32]) -> Result<SampleRecord, String> {
                 },
             }))
         }
-        k => Err(format!("a log record of kind {k}")),
+        k => Err(MonitorError::record(format!("a log record of kind {k}"))),
     }
 }
 
 impl XpfSampler {
     /// The program on `engine`, sampling `b` of `a`, its label table of
     /// [`table_slots`]`(size)` slots.
-    pub fn new(a: u32, b: u32, size: usize, engine: XpfEngine) -> Result<XpfSampler, String> {
+    pub fn new(a: u32, b: u32, size: usize, engine: XpfEngine) -> Result<XpfSampler, MonitorError> {
         let slots = table_slots(size);
         if slots > XPF_MAX_TABLE {
-            return Err(format!(
+            return Err(MonitorError::Options(format!(
                 "a label table of {size}: the xPF program holds at most {XPF_MAX_TABLE} slots"
-            ));
+            )));
         }
         let slots = slots as u32;
         let log = TABLE + slots;
         let words = log + LOG_RECORDS * RECORD;
-        let prog = cbpf::xpf::assemble(SAMPLE_XPF).map_err(|e| format!("sample.s: {e}"))?;
+        let prog = cbpf::xpf::assemble(SAMPLE_XPF).map_err(|error| MonitorError::Assemble {
+            file: "sample.s",
+            error,
+        })?;
         let opts = XpfOptions {
             words,
             blocks: 1,
@@ -92,9 +96,8 @@ impl XpfSampler {
         let mut runner = XpfRunner::new(&prog, opts, engine, Form::Socket)?;
         let mem = runner.memory();
         let active = mem.active();
-        mem.mwrite(active, W_A, &[a, b, 0, slots - 1, LOG_RECORDS])
-            .map_err(|e| e.to_string())?;
-        mem.mwrite(active, 13, &[log]).map_err(|e| e.to_string())?;
+        mem.mwrite(active, W_A, &[a, b, 0, slots - 1, LOG_RECORDS])?;
+        mem.mwrite(active, 13, &[log])?;
         Ok(XpfSampler { runner, log })
     }
 
@@ -104,7 +107,7 @@ impl XpfSampler {
         frame: &[u8],
         time_ns: u64,
         out: &mut Vec<SampleRecord>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         self.runner.packet(frame, frame.len() as u32, time_ns)?;
         let words = take_log(&mut self.runner, W_PENDING, self.log, LOG_RECORDS, RECORD)?;
         for r in words.chunks_exact(RECORD as usize) {
@@ -114,7 +117,7 @@ impl XpfSampler {
     }
 
     /// The program's counters.
-    pub fn counts(&mut self) -> Result<SampleCounts, String> {
+    pub fn counts(&mut self) -> Result<SampleCounts, MonitorError> {
         let w = read(&mut self.runner, 0, TABLE as usize)?;
         Ok(SampleCounts {
             hashed: u64::from(w[7]),

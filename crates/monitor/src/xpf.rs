@@ -10,6 +10,7 @@
 use cbpf::xpf::{Form, XpfOptions};
 use xpf::{XpfEngine, XpfRunner};
 
+use crate::error::MonitorError;
 use crate::key::FlowKey;
 use crate::table::{EndReason, Ended, FlowEntry, TableOptions};
 use crate::xpf_words::{address, read, take_log, write};
@@ -60,7 +61,7 @@ fn join(s: u32, ns: u32, now_ns: u64) -> u64 {
 
 /// A slot's (or a record's) words 1 to 19 as a flow; its times are the
 /// latest not after `now_ns`.
-fn entry(w: &[u32], now_ns: u64) -> Result<FlowEntry, String> {
+fn entry(w: &[u32], now_ns: u64) -> Result<FlowEntry, MonitorError> {
     let family = (w[10] >> 8) & 0xff;
     let addr = |at: usize| address(family, w, at);
     Ok(FlowEntry {
@@ -79,28 +80,35 @@ fn entry(w: &[u32], now_ns: u64) -> Result<FlowEntry, String> {
     })
 }
 
-fn reason(code: u32) -> Result<EndReason, String> {
+fn reason(code: u32) -> Result<EndReason, MonitorError> {
     Ok(match code {
         1 => EndReason::IdleTimeout,
         2 => EndReason::ActiveTimeout,
         3 => EndReason::EndOfFlow,
         5 => EndReason::LackOfResources,
-        n => return Err(format!("an xPF flow record with end reason {n}")),
+        n => {
+            return Err(MonitorError::record(format!(
+                "an xPF flow record with end reason {n}"
+            )));
+        }
     })
 }
 
 impl XpfFlows {
     /// The program on `engine`, its table sized for `opts.capacity` flows
     /// (at most [`XPF_MAX_FLOWS`]) and its timeouts set.
-    pub fn new(opts: &TableOptions, engine: XpfEngine) -> Result<XpfFlows, String> {
+    pub fn new(opts: &TableOptions, engine: XpfEngine) -> Result<XpfFlows, MonitorError> {
         if opts.capacity == 0 || opts.capacity > XPF_MAX_FLOWS {
-            return Err(format!(
+            return Err(MonitorError::Options(format!(
                 "a capacity of {} flows: the xPF table holds 1 to {XPF_MAX_FLOWS} (one block of memory)",
                 opts.capacity
-            ));
+            )));
         }
-        let text = programs::xpf("flows").ok_or("programs/xpf/flows.s is not built in")?;
-        let prog = cbpf::xpf::assemble(text).map_err(|e| format!("programs/xpf/flows.s: {e}"))?;
+        let text = programs::xpf("flows").ok_or(MonitorError::XpfNotBuilt("flows"))?;
+        let prog = cbpf::xpf::assemble(text).map_err(|error| MonitorError::Assemble {
+            file: "programs/xpf/flows.s",
+            error,
+        })?;
         let slots = (opts.capacity as u32).next_power_of_two().max(16);
         // A packet probes at most every slot (about 60 instructions each),
         // and copies at most two records and a fresh slot.
@@ -125,8 +133,7 @@ impl XpfFlows {
                 slots - 1,
                 opts.capacity as u32,
             ],
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         Ok(XpfFlows {
             runner,
             slots,
@@ -136,7 +143,7 @@ impl XpfFlows {
         })
     }
 
-    fn word(&mut self, at: u32) -> Result<u32, String> {
+    fn word(&mut self, at: u32) -> Result<u32, MonitorError> {
         Ok(read(&mut self.runner, at, 1)?[0])
     }
 
@@ -146,7 +153,7 @@ impl XpfFlows {
         frame: &[u8],
         ts_ns: u64,
         out: &mut Vec<Ended>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MonitorError> {
         self.runner.packet(frame, frame.len() as u32, ts_ns)?;
         self.now_ns = self.now_ns.max(ts_ns);
         // The program's clock, as `XpfRunner` keeps it: the packets'
@@ -165,7 +172,7 @@ impl XpfFlows {
     /// Ends every flow left in the table (the input ended): idle if no
     /// packet came for the idle timeout before the latest packet, else
     /// forced.
-    pub fn flush(&mut self, out: &mut Vec<Ended>) -> Result<(), String> {
+    pub fn flush(&mut self, out: &mut Vec<Ended>) -> Result<(), MonitorError> {
         let table = read(&mut self.runner, TABLE, (self.slots * SLOT) as usize)?;
         let mut left = Vec::new();
         for slot in table.chunks_exact(SLOT as usize).filter(|s| s[0] == 1) {
@@ -184,19 +191,19 @@ impl XpfFlows {
     }
 
     /// Flows in the table now.
-    pub fn held(&mut self) -> Result<u64, String> {
+    pub fn held(&mut self) -> Result<u64, MonitorError> {
         self.word(HELD).map(u64::from)
     }
 
     /// Packets a full table could not account (each sent as a record).
-    pub fn lacked(&mut self) -> Result<u64, String> {
+    pub fn lacked(&mut self) -> Result<u64, MonitorError> {
         self.word(LACKED).map(u64::from)
     }
 
     /// Records lost to a full log, and packets that ran over the budget
     /// (neither happens when the log is emptied after every packet and the
     /// budget covers a probe of every slot).
-    pub fn lost(&mut self) -> Result<u64, String> {
+    pub fn lost(&mut self) -> Result<u64, MonitorError> {
         Ok(u64::from(self.word(LOST)?) + u64::from(self.word(OVER_BUDGET)?))
     }
 }

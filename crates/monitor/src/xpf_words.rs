@@ -6,10 +6,11 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::error::MonitorError;
 use xpf::XpfRunner;
 
 /// The address of `family` (4 or 6) in the four words at `w[at..]`.
-pub(crate) fn address(family: u32, w: &[u32], at: usize) -> Result<IpAddr, String> {
+pub(crate) fn address(family: u32, w: &[u32], at: usize) -> Result<IpAddr, MonitorError> {
     Ok(match family {
         4 => IpAddr::V4(Ipv4Addr::from(w[at])),
         6 => IpAddr::V6(Ipv6Addr::from(
@@ -18,20 +19,24 @@ pub(crate) fn address(family: u32, w: &[u32], at: usize) -> Result<IpAddr, Strin
                 | (u128::from(w[at + 2]) << 32)
                 | u128::from(w[at + 3]),
         )),
-        f => return Err(format!("an address of family {f} in xPF memory")),
+        f => {
+            return Err(MonitorError::record(format!(
+                "an address of family {f} in xPF memory"
+            )));
+        }
     })
 }
 
 /// `n` words at `at` of the runner's active block.
-pub(crate) fn read(runner: &mut XpfRunner, at: u32, n: usize) -> Result<Vec<u32>, String> {
+pub(crate) fn read(runner: &mut XpfRunner, at: u32, n: usize) -> Result<Vec<u32>, MonitorError> {
     let m = runner.memory();
-    m.mread(m.active(), at, n).map_err(|e| e.to_string())
+    Ok(m.mread(m.active(), at, n)?)
 }
 
 /// Writes `words` at `at` of the runner's active block.
-pub(crate) fn write(runner: &mut XpfRunner, at: u32, words: &[u32]) -> Result<(), String> {
+pub(crate) fn write(runner: &mut XpfRunner, at: u32, words: &[u32]) -> Result<(), MonitorError> {
     let m = runner.memory();
-    m.mwrite(m.active(), at, words).map_err(|e| e.to_string())
+    Ok(m.mwrite(m.active(), at, words)?)
 }
 
 /// The log's pending records (at most `capacity`, each `words` long) as
@@ -42,7 +47,7 @@ pub(crate) fn take_log(
     log_at: u32,
     capacity: u32,
     words: u32,
-) -> Result<Vec<u32>, String> {
+) -> Result<Vec<u32>, MonitorError> {
     let pending = read(runner, pending_at, 1)?[0];
     if pending == 0 {
         return Ok(Vec::new());

@@ -155,6 +155,7 @@ fn the_xpf_program_agrees_on_every_engine_and_with_the_ebpf_program() {
     let Err(e) = monitor::XpfFlows::new(&table, XpfEngine::Jit) else {
         panic!("sluice's verifier proved programs/xpf/flows.s: run it on the JIT here");
     };
+    let e = e.to_string();
     assert!(e.contains("walked 1000000 instructions"), "{e}");
 }
 
@@ -199,7 +200,8 @@ fn a_full_xpf_table_sends_what_it_cannot_hold_as_counted_records() {
         &std::sync::atomic::AtomicU64::new(0),
         |_: &[Ended]| {},
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("the xPF table holds 1 to 2048"), "{e}");
 }
 

@@ -174,7 +174,10 @@ fn small_tables_count_what_they_refuse() {
             ts_capacity: ts,
             ..MeterOptions::default()
         };
-        let err = XpfRtt::new(&opts, XpfEngine::Interp).err().unwrap();
+        let err = XpfRtt::new(&opts, XpfEngine::Interp)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("the xPF program holds 1 to"), "{err}");
     }
 }

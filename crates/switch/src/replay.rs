@@ -140,6 +140,13 @@ pub fn replay(
     let start_ns = core.now();
     let mut first_ts = None;
     let mut last_tick = start_ns;
+    // A loop of its own over the pipeline's sources and sinks, not
+    // `pipeline::replay`: that drives one source through one hook, where
+    // here every port's capture is a source of its own, merged frame by
+    // frame in time order with the arriving port kept (a batch does not
+    // carry it); the switch's clock and timers follow the merged frames,
+    // the OpenFlow channel is served every 256 of them, and a frame goes
+    // out of any port's sink, not by a route.
     loop {
         for i in &mut inputs {
             i.refill()?;

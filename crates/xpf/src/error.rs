@@ -49,11 +49,3 @@ pub enum XpfError {
         source: std::io::Error,
     },
 }
-
-/// The command line's functions return `Result<_, String>`: an
-/// [`XpfError`] becomes its message there.
-impl From<XpfError> for String {
-    fn from(e: XpfError) -> String {
-        e.to_string()
-    }
-}

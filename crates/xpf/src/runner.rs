@@ -306,6 +306,13 @@ pub struct XpfSummary {
 }
 
 /// Runs every packet of `source` through `runner`.
+///
+/// The pipeline's own loop (`pipeline::for_each_packet`), not
+/// `pipeline::replay` with a `PacketHook`: an xPF run keeps no routes or
+/// per-verdict counters but the instance's memory, which user space
+/// switches between packets (`switch_every`) on the one instance there
+/// is (no sibling on other threads); a frame the engine refuses is not
+/// counted as run, and the first packet that fails ends the run.
 pub fn run_xpf(
     runner: &mut XpfRunner,
     source: &mut dyn Source,

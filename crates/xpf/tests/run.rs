@@ -48,8 +48,4 @@ fn errors_read_as_before() {
         e.to_string(),
         "packet 7: sluice's verifier refuses the translation: R0 !read_ok"
     );
-    assert_eq!(
-        String::from(e),
-        "packet 7: sluice's verifier refuses the translation: R0 !read_ok"
-    );
 }

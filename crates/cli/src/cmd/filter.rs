@@ -196,7 +196,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     let mut engine: Box<dyn cbpf::FilterEngine> = match a.engine {
         EngineArg::Interp => Box::new(cbpf::Interp),
         EngineArg::Jit => Box::new(xpf::classic::Jit),
-        EngineArg::Kernel => Box::new(xpf::classic::Kernel::new()?),
+        EngineArg::Kernel => Box::new(xpf::classic::Kernel::new().map_err(|e| e.to_string())?),
     };
     // Without -w (or JSON), a line per matching packet on standard output,
     // as tcpdump prints them; the counts then go to standard error.

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use ::xpf::{XpfEngine, XpfRunOptions, XpfRunner, run_xpf};
 use cbpf::xpf::{self, Form, Switch, XpfOptions};
-use pipeline::{Capture, Generated, Source};
+use engine::SourceSpec;
 use serde::Serialize;
 
 use crate::report::print_json;
@@ -219,7 +219,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         Command::Load(a) => load(a),
         Command::Mem(a) => mem(a),
         Command::Unload { dir } => {
-            let devs = ::xpf::xpf_detach(&dir)?;
+            let devs = ::xpf::xpf_detach(&dir).map_err(|e| e.to_string())?;
             out!(
                 "{}: unloaded{}",
                 dir.display(),
@@ -270,7 +270,7 @@ struct Shown {
 }
 
 fn mem(a: MemArgs) -> Result<ExitCode, String> {
-    let mut m = ::xpf::xpf_open(&a.dir)?;
+    let mut m = ::xpf::xpf_open(&a.dir).map_err(|e| e.to_string())?;
     let words = m.words();
     match a.op {
         MemOp::Show { all_words, json } => {
@@ -433,25 +433,21 @@ fn run_program(a: RunArgs) -> Result<ExitCode, String> {
     };
     let mut runner = XpfRunner::new(&prog, a.instance.options(), engine, form)
         .map_err(|e| format!("{}: {e}", a.file.display()))?;
-    let mut source: Box<dyn Source> = match &a.pcap {
-        // Ctrl-C or SIGTERM: the capture (or the generated traffic) ends
-        // after what was read; the memory blocks are reported as they are.
-        Some(p) => Box::new(
-            Capture::open_with(p, Some(crate::signals::stop_on_signals()))
-                .map_err(|e| e.to_string())?,
-        ),
-        None => Box::new(
-            Generated::parse(&a.r#gen)
-                .map_err(|e| e.0)?
-                .stop_on(crate::signals::stop_on_signals()),
-        ),
+    let spec = match &a.pcap {
+        Some(path) => SourceSpec::capture(path),
+        None => SourceSpec::generated(a.r#gen.clone()),
     };
+    // Ctrl-C or SIGTERM: the capture (or the generated traffic) ends after
+    // what was read; the memory blocks are reported as they are.
+    let mut source = spec
+        .open(Some(crate::signals::stop_on_signals()))
+        .map_err(|e| e.to_string())?;
     let how = switch_mode(a.switch_mode);
     let opts = XpfRunOptions {
         limit: a.count,
         switch_every: a.switch_every.map(|n| (n, how)),
     };
-    let summary = run_xpf(&mut runner, source.as_mut(), &opts)?;
+    let summary = run_xpf(&mut runner, source.as_mut(), &opts).map_err(|e| e.to_string())?;
     crate::report::warn_skipped(&engine::Skipped::of(source.as_ref()), "");
     let mem = runner.memory();
     let active = mem.active();

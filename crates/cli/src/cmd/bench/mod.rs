@@ -167,6 +167,10 @@ fn sluice_engine(
                 .unwrap_or_else(|e| format!("ERROR {e}"))
         })
         .collect();
+    // A timing loop of its own around the pipeline's worker, not
+    // `pipeline::replay`: the packets are read once, before, into batches
+    // in memory, so that the clock sees the program and not the reading,
+    // and the same batches run pass after pass until `seconds` are spent.
     let mut worker = pipeline::Worker::new(&mut h, &pipeline::Sinks::new(), m.ifindex);
     let ns = time_passes(seconds, packets.len(), || {
         for b in batches {

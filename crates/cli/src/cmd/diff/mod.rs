@@ -124,18 +124,14 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "sluice".into());
-    let mut differ = Differ::new(hook, &bytes, &name, a.show)
+    let differ = Differ::new(hook, &bytes, &name, a.show)
         .map_err(|e| format!("{}: {e}", object.display()))?;
     let mut source = a.source().open(None).map_err(|e| e.to_string())?;
     let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
-    crate::progress::with_progress(total, a.json, |count| {
-        pipeline::for_each_packet(source.as_mut(), a.limit, |info, data| {
-            differ.packet(info.seq - 1, info.timestamp_ns, data);
-            count.store(info.seq, std::sync::atomic::Ordering::Relaxed);
-        })
+    let summary = crate::progress::with_progress(total, a.json, |count| {
+        differ.compare_source(source.as_mut(), a.limit, count)
     })
     .map_err(|e| e.to_string())?;
-    let summary = differ.into_summary();
     let report = DiffReport {
         object: object.display().to_string(),
         program,

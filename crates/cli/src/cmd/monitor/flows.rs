@@ -262,14 +262,16 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             live.duration,
             opts.metrics.as_deref(),
             &mut handle,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         sum.ended(&live.by_reason);
         sum.evicted = live.lacked;
     } else {
         let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
             account_flows(source.as_mut(), &opts, count, &mut handle)
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         a.input.tell(source.as_ref());
         sum.packets = run.packets;
         sum.accounted = run.accounted;

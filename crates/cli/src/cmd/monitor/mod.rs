@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use pipeline::{Capture, Generated, Source};
+use engine::{Origin, Source, SourceSpec};
 
 mod flows;
 mod rtt;
@@ -133,25 +133,28 @@ impl Input {
         if self.dev.is_none() && (self.duration.is_some() || self.datapath.is_some()) {
             return Err("--duration and --datapath go with --dev".into());
         }
-        let source: Box<dyn Source> = match (&self.pcap, &self.dev) {
-            // Ctrl-C or SIGTERM: the capture (or, below, the generated
-            // traffic) ends after what was read, the application finishes
-            // its tables and exports, and reports.
-            (Some(p), _) => Box::new(
-                Capture::open_with(p, Some(crate::signals::stop_on_signals()))
-                    .map_err(|e| e.to_string())?,
-            ),
-            (None, Some(dev)) => self.live_source(dev)?,
-            (None, None) => Box::new(
-                Generated::parse(&self.r#gen)
-                    .map_err(|e| e.0)?
-                    .stop_on(crate::signals::stop_on_signals()),
-            ),
+        let source = match &self.dev {
+            Some(dev) if self.pcap.is_none() => self.live_source(dev)?,
+            // Ctrl-C or SIGTERM: the capture (or the generated traffic)
+            // ends after what was read, the application finishes its
+            // tables and exports, and reports.
+            _ => self
+                .spec()
+                .open(Some(crate::signals::stop_on_signals()))
+                .map_err(|e| e.to_string())?,
         };
         let total = source
             .expected()
             .map(|n| self.count.map_or(n, |c| c.min(n)));
         Ok((source, total))
+    }
+
+    /// The packets of `--pcap` or `--gen`.
+    fn spec(&self) -> SourceSpec {
+        match &self.pcap {
+            Some(path) => SourceSpec::capture(path),
+            None => SourceSpec::generated(self.r#gen.clone()),
+        }
     }
 }
 
@@ -184,19 +187,23 @@ impl Input {
     /// the source, and so does `--duration` (a timer sets the flag).
     fn live_source(&self, dev: &str) -> Result<Box<dyn Source>, String> {
         let stop = crate::cmd::xsk::stop_on_signals();
-        let source: Box<dyn Source> = match self.datapath.unwrap_or(DatapathArg::Kernel) {
-            DatapathArg::Afxdp => Box::new(
-                datapath::XskSource::open(dev, self.xdp_mode(), Some(stop))
-                    .map_err(|e| format!("--dev {dev} --datapath afxdp: {e}"))?,
+        let name = dev.to_string();
+        let (origin, datapath) = match self.datapath.unwrap_or(DatapathArg::Kernel) {
+            DatapathArg::Afxdp => (
+                Origin::AfXdp {
+                    name,
+                    mode: self.xdp_mode(),
+                },
+                "afxdp",
             ),
-            DatapathArg::Afpacket => Box::new(
-                pipeline::Live::open(dev, Some(stop))
-                    .map_err(|e| format!("--dev {dev} --datapath afpacket: {e}"))?,
-            ),
+            DatapathArg::Afpacket => (Origin::Interface { name }, "afpacket"),
             DatapathArg::Kernel => {
                 return Err("--datapath kernel runs the eBPF program in the kernel".into());
             }
         };
+        let source = SourceSpec::new(origin)
+            .open(Some(stop))
+            .map_err(|e| format!("--dev {dev} --datapath {datapath}: {e}"))?;
         if let Some(d) = self.duration()? {
             std::thread::spawn(move || {
                 std::thread::sleep(d);

@@ -205,12 +205,14 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
             live.stop,
             live.duration,
             &mut handle,
-        )?
+        )
+        .map_err(|e| e.to_string())?
     } else {
         let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
             monitor::measure_rtt(source.as_mut(), &opts, count, &mut handle)
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         a.input.tell(source.as_ref());
         run
     };
@@ -308,7 +310,8 @@ fn run_pping(a: &RttArgs, metrics: &monitor::Metrics) -> Result<ExitCode, String
             }
             out!("{}", pping_line(s));
         })
-    });
+    })
+    .map_err(|e| e.to_string())?;
     a.input.tell(source.as_ref());
     super::warn_out_of_order(
         &run.order,

@@ -119,7 +119,7 @@ fn line(r: &SampleRecord) -> Line {
 /// `(A, B)` from `--rate` or `-a`/`-b` (default 1/100).
 fn rate(a: &SampleArgs) -> Result<(u32, u32), String> {
     match (&a.rate, a.a, a.b) {
-        (Some(r), ..) => monitor::parse_rate(r),
+        (Some(r), ..) => monitor::parse_rate(r).map_err(|e| e.to_string()),
         (None, Some(m), Some(t)) if m >= 1 && t <= m => Ok((m, t)),
         (None, Some(m), Some(t)) => Err(format!("-a {m} -b {t}: A at least 1, B at most A")),
         _ => Ok((100, 1)),
@@ -189,12 +189,14 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
             live.stop,
             live.duration,
             &mut handle,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
     } else {
         let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
             sample_trajectories(source.as_mut(), &opts, count, &mut handle)
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         a.input.tell(source.as_ref());
         sum.packets = run.packets;
         sum.source_error = run.source_error;
