@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pipeline::{Source, SourceError, for_each_packet};
 
-use crate::{Differ, DiffSummary};
+use crate::{DiffSummary, Differ};
 
 impl Differ {
     /// Compares every packet of `source` (the first `limit` of them), in
