@@ -1,6 +1,7 @@
-//! Argument values shared by the commands that run programs: the engine
-//! and what a capture's frames without an Ethernet form become; each
-//! gives the engine crate's own type.
+//! Argument values shared by the commands that run programs: the engine,
+//! what a capture's frames without an Ethernet form become, and the clsact
+//! hook a tc configuration's packets arrive at; each gives the library's
+//! own type.
 
 /// Which engine runs the programs.
 #[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
@@ -32,6 +33,23 @@ impl From<ForeignFrames> for engine::Foreign {
         match f {
             ForeignFrames::Skip => engine::Foreign::Skip,
             ForeignFrames::Pass => engine::Foreign::Pass,
+        }
+    }
+}
+
+/// Which clsact hook packets arrive at.
+#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum TcHook {
+    #[default]
+    Ingress,
+    Egress,
+}
+
+impl From<TcHook> for tc::ClsactHook {
+    fn from(h: TcHook) -> tc::ClsactHook {
+        match h {
+            TcHook::Ingress => tc::ClsactHook::Ingress,
+            TcHook::Egress => tc::ClsactHook::Egress,
         }
     }
 }

@@ -71,7 +71,7 @@ impl Sink for Nowhere {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     let expr = (!a.expr.is_empty()).then(|| a.expr.join(" "));
-    let stop = crate::cmd::xsk::stop_on_signals();
+    let stop = crate::signals::stop_on_signals();
     let direction = match a.direction.as_str() {
         "in" => Direction::In,
         "out" => Direction::Out,

@@ -95,7 +95,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode, String> {
         ports: a.ports.clone(),
         ..options(c)
     };
-    let stop = xsk::stop_on_signals();
+    let stop = crate::signals::stop_on_signals();
     if !c.json {
         say!(
             "sluice datapath: {} on {} ({}, {} XDP); Ctrl-C stops",
@@ -156,7 +156,7 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
         ..options(c)
     };
     let mut runner = tc::Runner::at_ports(config, tc::ClsactHook::Ingress);
-    let stop = xsk::stop_on_signals();
+    let stop = crate::signals::stop_on_signals();
     if !c.json {
         say!(
             "sluice datapath: tc configuration {} on {} ({} XDP, one thread); Ctrl-C stops",

@@ -132,7 +132,7 @@ impl Common {
     }
 }
 
-pub use crate::signals::stop_on_signals;
+use crate::signals::stop_on_signals;
 
 /// Prints a line of live rates from the totals now and at the last tick.
 pub fn live_rates(last: &mut (Totals, Duration), t: &Totals, at: Duration) {

@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use difftest::{DiffSummary, Differ, Difference};
 use serde::Serialize;
 
-use crate::cmd::run;
 use crate::report::print_json;
 
 /// Prove the VM and the kernel agree: each packet through both, compared (needs root)
@@ -30,8 +29,8 @@ pub struct Args {
     #[arg(long, value_name = "DEV", requires = "tc")]
     pub tc_dev: Option<String>,
     /// With --tc: the hook frames arrive at
-    #[arg(long, value_enum, default_value_t = run::tc::TcHook::Ingress)]
-    pub tc_hook: run::tc::TcHook,
+    #[arg(long, value_enum, default_value_t = crate::args::TcHook::Ingress)]
+    pub tc_hook: crate::args::TcHook,
     /// Program to compare (a function name; needed when the object has several)
     #[arg(long)]
     pub prog: Option<String>,

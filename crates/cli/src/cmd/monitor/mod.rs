@@ -106,7 +106,7 @@ impl Input {
         Ok(Some(Live {
             dev,
             mode: self.xdp_mode(),
-            stop: crate::cmd::xsk::stop_on_signals(),
+            stop: crate::signals::stop_on_signals(),
             duration: self.duration()?,
         }))
     }
@@ -186,7 +186,7 @@ impl Input {
     /// `--dev` read in user space: the stop flag (Ctrl-C, SIGTERM) ends
     /// the source, and so does `--duration` (a timer sets the flag).
     fn live_source(&self, dev: &str) -> Result<Box<dyn Source>, String> {
-        let stop = crate::cmd::xsk::stop_on_signals();
+        let stop = crate::signals::stop_on_signals();
         let name = dev.to_string();
         let (origin, datapath) = match self.datapath.unwrap_or(DatapathArg::Kernel) {
             DatapathArg::Afxdp => (

@@ -27,8 +27,8 @@ pub struct Args {
     #[arg(long, value_name = "DEV", requires = "tc")]
     pub tc_dev: Option<String>,
     /// With --tc: the hook packets arrive at
-    #[arg(long, value_enum, default_value_t = tc::TcHook::Ingress)]
-    pub tc_hook: tc::TcHook,
+    #[arg(long, value_enum, default_value_t = crate::args::TcHook::Ingress)]
+    pub tc_hook: crate::args::TcHook,
     /// Program to run (a function name; needed when the object has several)
     #[arg(long)]
     pub prog: Option<String>,

@@ -8,27 +8,9 @@
 use std::process::ExitCode;
 
 use engine::{TcReport, TcRunSpec, TcSpec};
-use tc::ClsactHook;
 
 use super::Args;
 use crate::report::print_json;
-
-/// Which clsact hook packets arrive at.
-#[derive(clap::ValueEnum, Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub enum TcHook {
-    #[default]
-    Ingress,
-    Egress,
-}
-
-impl From<TcHook> for ClsactHook {
-    fn from(h: TcHook) -> ClsactHook {
-        match h {
-            TcHook::Ingress => ClsactHook::Ingress,
-            TcHook::Egress => ClsactHook::Egress,
-        }
-    }
-}
 
 /// The run the arguments describe.
 fn spec(a: &Args, file: &std::path::Path) -> TcRunSpec {
