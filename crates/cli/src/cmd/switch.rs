@@ -220,7 +220,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             } else {
                 Backend::AfPacket
             };
-            let stop = xsk::stop_on_signals();
+            let stop = crate::signals::stop_on_signals();
             if !c.json {
                 let devs: Vec<&str> = ports.iter().map(|p| p.dev.as_str()).collect();
                 say!(
@@ -328,7 +328,7 @@ fn open_channel(a: &Args, ports: &Ports, ctl: &Path) -> Result<Option<Channel>, 
 /// much time has passed or a signal comes, so that clients can look at
 /// (and change) the switch the captures went through.
 fn serve_after_replay(core: &Core, ch: &mut Channel, d: std::time::Duration) {
-    let stop = xsk::stop_on_signals();
+    let stop = crate::signals::stop_on_signals();
     let start = std::time::Instant::now();
     for e in ch.listening() {
         say!(
