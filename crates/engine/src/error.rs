@@ -65,7 +65,7 @@ pub enum Error {
     Replay(#[from] pipeline::ReplayError),
     /// A tc configuration not loaded, run or shown ([`TcRunSpec`](crate::TcRunSpec)).
     #[error("{0}")]
-    Tc(#[from] crate::tc_spec::TcError),
+    Tc(#[from] TcError),
 }
 
 /// What went wrong with the object itself.
@@ -83,4 +83,25 @@ pub enum ObjectError {
     /// The kernel (libbpf) refused the object ([`KernelSpec`](crate::KernelSpec)).
     #[error("{0}")]
     Kernel(#[from] kernel::Error),
+}
+
+/// Why a tc configuration gave no run (besides the source, the sinks and
+/// the replay, which are the [`Error`]s of any run).
+#[derive(Debug, thiserror::Error)]
+pub enum TcError {
+    /// The file not read, or a line tc would refuse.
+    #[error("{0}")]
+    Load(#[from] tc::LoadError),
+    /// No device named, and no qdisc to take packets.
+    #[error("--tc: the configuration has no qdisc (qdisc add dev DEV clsact)")]
+    NoQdisc,
+    /// No device named, and several with a qdisc.
+    #[error("--tc: packets arrive at which device? --tc-dev {}", .0.join("|"))]
+    WhichDevice(Vec<String>),
+    /// `tc filter show` refused (after the run).
+    #[error("{0}")]
+    Show(String),
+    /// `tc -j filter show` gave what is not JSON.
+    #[error("tc -j: {0}")]
+    Json(#[from] serde_json::Error),
 }

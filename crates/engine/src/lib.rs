@@ -134,7 +134,7 @@ mod tc_spec;
 mod verify;
 
 pub use contents::{Contents, ContentsError, MapUpdate};
-pub use error::{Error, ObjectError};
+pub use error::{Error, ObjectError, TcError};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
@@ -144,7 +144,7 @@ pub use settings::{Settings, SettingsError, parse_int};
 pub use sink::{SinkSpec, Target, open_sinks, route_name};
 pub use source::{Origin, Skipped, SourceSpec};
 pub use tc_report::{DeliveryReport, FilterShow, TcReport};
-pub use tc_spec::{TcBuilt, TcError, TcFinished, TcReplay, TcRunSpec, TcSpec};
+pub use tc_spec::{TcBuilt, TcFinished, TcReplay, TcRunSpec, TcSpec};
 pub use verify::Verifiable;
 
 // The layers below, as far as a user of this crate needs them.

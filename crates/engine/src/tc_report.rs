@@ -9,8 +9,8 @@ use pipeline::ReplaySummary;
 use serde::Serialize;
 use tc::{ClsactHook, Config, Sent, ShowOptions};
 
+use crate::error::TcError;
 use crate::source::Skipped;
-use crate::tc_spec::TcError;
 
 /// Packets mirred (or a classifier's program) sent to one device's hook.
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]

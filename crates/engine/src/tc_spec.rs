@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use tc::{ClsactHook, Config, Runner};
 
 use crate::Error;
+use crate::error::TcError;
 use crate::sink::SinkSpec;
 use crate::source::{Skipped, SourceSpec};
 use crate::tc_report::{Names, TcReport};
@@ -28,27 +29,6 @@ enum ClsactHookDef {
 
 fn ingress() -> ClsactHook {
     ClsactHook::Ingress
-}
-
-/// Why a tc configuration gave no run (besides the source, the sinks and
-/// the replay, which are the [`Error`]s of any run).
-#[derive(Debug, thiserror::Error)]
-pub enum TcError {
-    /// The file not read, or a line tc would refuse.
-    #[error("{0}")]
-    Load(#[from] tc::LoadError),
-    /// No device named, and no qdisc to take packets.
-    #[error("--tc: the configuration has no qdisc (qdisc add dev DEV clsact)")]
-    NoQdisc,
-    /// No device named, and several with a qdisc.
-    #[error("--tc: packets arrive at which device? --tc-dev {}", .0.join("|"))]
-    WhichDevice(Vec<String>),
-    /// `tc filter show` refused (after the run).
-    #[error("{0}")]
-    Show(String),
-    /// `tc -j filter show` gave what is not JSON.
-    #[error("tc -j: {0}")]
-    Json(#[from] serde_json::Error),
 }
 
 /// A tc configuration as a hook: packets arrive at `dev`'s `hook`.
