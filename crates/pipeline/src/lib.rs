@@ -28,10 +28,10 @@ pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, Counters, FIRST_ERRORS, PacketError, TRACE_LINES, Tally};
 pub use filtered::Filtered;
 pub use histogram::Histogram;
-pub use live::{Direction, Interface, Live, LiveStats, Port, PortCounts};
+pub use live::{Direction, Interface, InterfaceError, Live, LiveStats, Port, PortCounts};
 pub use record::{Recorded, record};
 pub use replay::{Options, ReplayError, Summary, replay};
-pub use shard::{Shard, flow_hash};
+pub use shard::{Shard, UnknownShard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{
     Capture, Foreign, Generated, Packets, Source, SourceError, Step, for_each_packet, for_each_step,

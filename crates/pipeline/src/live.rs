@@ -32,6 +32,31 @@ const POLL_MS: i32 = 50;
 /// Bytes received per frame: the largest frame a hook takes.
 const SLOT: usize = runtime::MAX_FRAME;
 
+/// An interface this network namespace does not have; the message lists
+/// those it has.
+#[derive(Debug, thiserror::Error)]
+pub enum InterfaceError {
+    /// A name no interface can have.
+    #[error("interface `{}`: the name has a NUL byte", name.escape_debug())]
+    NulInName { name: String },
+    /// No interface has this name.
+    #[error("interface `{name}`: {source}; this network namespace has: {}", has.join(", "))]
+    NoName {
+        name: String,
+        source: std::io::Error,
+        /// `name (index)` of every interface there is.
+        has: Vec<String>,
+    },
+    /// No interface has this index.
+    #[error("interface index {index}: {source}; this network namespace has: {}", has.join(", "))]
+    NoIndex {
+        index: u32,
+        source: std::io::Error,
+        /// `name (index)` of every interface there is.
+        has: Vec<String>,
+    },
+}
+
 /// A network interface of the calling thread's network namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Interface {
@@ -41,21 +66,18 @@ pub struct Interface {
 
 impl Interface {
     /// The interface named `name`.
-    pub fn by_name(name: &str) -> Result<Interface, String> {
-        let c = CString::new(name).map_err(|_| {
-            format!(
-                "interface `{}`: the name has a NUL byte",
-                name.escape_debug()
-            )
+    pub fn by_name(name: &str) -> Result<Interface, InterfaceError> {
+        let c = CString::new(name).map_err(|_| InterfaceError::NulInName {
+            name: name.to_string(),
         })?;
         // SAFETY: `c` is a valid NUL-terminated string.
         let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
         if index == 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(format!(
-                "interface `{name}`: {e}; this network namespace has: {}",
-                interface_names().join(", ")
-            ));
+            return Err(InterfaceError::NoName {
+                name: name.to_string(),
+                source: std::io::Error::last_os_error(),
+                has: interface_names(),
+            });
         }
         Ok(Interface {
             name: name.to_string(),
@@ -64,16 +86,16 @@ impl Interface {
     }
 
     /// The interface whose index is `index`.
-    pub fn by_index(index: u32) -> Result<Interface, String> {
+    pub fn by_index(index: u32) -> Result<Interface, InterfaceError> {
         let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
         // SAFETY: `buf` has the IF_NAMESIZE bytes if_indextoname writes at most.
         let p = unsafe { libc::if_indextoname(index, buf.as_mut_ptr()) };
         if p.is_null() {
-            let e = std::io::Error::last_os_error();
-            return Err(format!(
-                "interface index {index}: {e}; this network namespace has: {}",
-                interface_names().join(", ")
-            ));
+            return Err(InterfaceError::NoIndex {
+                index,
+                source: std::io::Error::last_os_error(),
+                has: interface_names(),
+            });
         }
         // SAFETY: if_indextoname wrote a NUL-terminated name into `buf`.
         let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
@@ -84,7 +106,7 @@ impl Interface {
     }
 
     /// A name, or else a number taken as an interface index.
-    pub fn lookup(name_or_index: &str) -> Result<Interface, String> {
+    pub fn lookup(name_or_index: &str) -> Result<Interface, InterfaceError> {
         match Interface::by_name(name_or_index) {
             Ok(i) => Ok(i),
             Err(e) => match name_or_index.parse::<u32>() {
@@ -197,7 +219,7 @@ impl Live {
     /// Reads interface `name` (or, when no interface has that name and it
     /// is a number, the interface with that index).
     pub fn open(name: &str, stop: Option<&'static AtomicBool>) -> Result<Live, SourceError> {
-        let iface = Interface::lookup(name).map_err(SourceError)?;
+        let iface = Interface::lookup(name).map_err(|e| SourceError(e.to_string()))?;
         Live::on(iface, stop, None, Direction::In)
     }
 
@@ -227,7 +249,7 @@ impl Live {
         if let Some(f) = filter {
             cbpf::check(f).map_err(|e| SourceError(format!("the filter: {e}")))?;
         }
-        let iface = Interface::lookup(name).map_err(SourceError)?;
+        let iface = Interface::lookup(name).map_err(|e| SourceError(e.to_string()))?;
         Live::on(iface, stop, filter, direction)
     }
 
@@ -236,7 +258,7 @@ impl Live {
         ifindex: u32,
         stop: Option<&'static AtomicBool>,
     ) -> Result<Live, SourceError> {
-        let iface = Interface::by_index(ifindex).map_err(SourceError)?;
+        let iface = Interface::by_index(ifindex).map_err(|e| SourceError(e.to_string()))?;
         Live::on(iface, stop, None, Direction::In)
     }
 
@@ -493,7 +515,7 @@ impl Port {
     /// Sends out of interface `name` (or, when no interface has that name
     /// and it is a number, the interface with that index).
     pub fn open(name: &str) -> Result<Port, SinkError> {
-        let iface = Interface::lookup(name).map_err(SinkError)?;
+        let iface = Interface::lookup(name).map_err(|e| SinkError(e.to_string()))?;
         // Bound to protocol 0: the socket receives nothing.
         let sock = packet_socket(&iface, 0, |_| Ok(())).map_err(SinkError)?;
         Ok(Port {

@@ -84,7 +84,8 @@ pub fn run_live(
     let (cache, duration) = (options.cache, options.duration);
     let mut refs = Vec::new();
     for p in ports {
-        let iface = Interface::by_name(&p.dev).map_err(SwitchError::Interface)?;
+        let iface =
+            Interface::by_name(&p.dev).map_err(|e| SwitchError::Interface(e.to_string()))?;
         core.add_port(crate::link::interface_port(&p.dev, p.port_no, &p.name));
         refs.push(PortRef {
             ifindex: iface.index,
