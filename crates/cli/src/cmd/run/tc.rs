@@ -94,10 +94,12 @@ fn shown(config: &Config) -> Vec<(String, ClsactHook)> {
 }
 
 fn show(config: &mut Config, dev: &str, hook: ClsactHook, json: bool) -> Result<String, String> {
-    config.run(
-        &["filter", "show", "dev", dev, hook.name()],
-        ShowOptions { stats: true, json },
-    )
+    config
+        .run(
+            &["filter", "show", "dev", dev, hook.name()],
+            ShowOptions { stats: true, json },
+        )
+        .map_err(|e| e.to_string())
 }
 
 pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
