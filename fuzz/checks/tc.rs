@@ -21,13 +21,13 @@ fn state(c: &mut Config, devs: &[String]) -> String {
     for d in devs {
         for hook in ["ingress", "egress"] {
             let w = ["filter", "show", "dev", d.as_str(), hook];
-            out += &c.run(&w, SHOW).unwrap_or_else(|e| e);
+            out += &c.run(&w, SHOW).unwrap_or_else(|e| e.to_string());
         }
     }
     for kind in tc::KINDS {
         out += &c
             .run(&["actions", "list", "action", kind], SHOW)
-            .unwrap_or_else(|e| e);
+            .unwrap_or_else(|e| e.to_string());
     }
     out += &c.run(&["qdisc", "show"], SHOW).unwrap_or_default();
     out

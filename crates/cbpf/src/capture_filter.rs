@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use capture::{PcapSink, PcapSource, SinkFormat};
 
-use crate::engine::{Decider, Decision, FilterEngine};
+use crate::engine::{Decider, Decision, EngineError, FilterEngine};
 use crate::expr::{DEFAULT_SNAPLEN, compile_expr_until};
 use crate::insn::Insn;
 use crate::interp::{Filter, Meta};
@@ -78,7 +78,7 @@ pub enum FilterError {
         expr: String,
         linktype: u32,
         engine: &'static str,
-        why: String,
+        why: EngineError,
     },
     #[error("stopped by a signal while libpcap compiled the expression ({chars} characters)")]
     CompileStopped { chars: usize },
@@ -87,7 +87,7 @@ pub enum FilterError {
         path: String,
         packet: u64,
         engine: &'static str,
-        why: String,
+        why: EngineError,
     },
 }
 
@@ -218,7 +218,7 @@ pub fn filter_capture_each(
             len: Some(frame.orig_len),
             ..Meta::default()
         };
-        let failed = |why: String| FilterError::Run {
+        let failed = |why: EngineError| FilterError::Run {
             path: input.display().to_string(),
             packet: summary.read,
             engine: engine_name,
@@ -234,7 +234,7 @@ pub fn filter_capture_each(
                 program
                     .classic
                     .run(data, &meta)
-                    .map_err(|e| failed(e.to_string()))?
+                    .map_err(|e| failed(e.into()))?
                     .ret
             }
         };

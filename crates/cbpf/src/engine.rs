@@ -12,7 +12,19 @@
 //! the reason.
 
 use crate::insn::Insn;
-use crate::interp::{Filter, Meta};
+use crate::interp::{Filter, Meta, RunError};
+
+/// Why an engine cannot run a program, or stopped on a packet.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The classic interpreter stopped on the packet.
+    #[error("{0}")]
+    Run(#[from] RunError),
+    /// The engine's own reason (its translation, its machine, the kernel),
+    /// in a few words to print.
+    #[error("{0}")]
+    Engine(String),
+}
 
 /// What an engine made of one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +38,7 @@ pub enum Decision {
 }
 
 /// Decides packets with one link type's program.
-pub type Decider = Box<dyn FnMut(&[u8], &Meta) -> Result<Decision, String>>;
+pub type Decider = Box<dyn FnMut(&[u8], &Meta) -> Result<Decision, EngineError>>;
 
 /// A way to run classic programs over packets.
 pub trait FilterEngine {
@@ -35,7 +47,7 @@ pub trait FilterEngine {
     /// A decider for `prog`, the program of link type `linktype` (checked
     /// by the kernel's checker, as [`crate::compile_expr`] returns it).
     /// Fails (with a reason to print) if the engine cannot run it.
-    fn decider(&mut self, linktype: u32, prog: &[Insn]) -> Result<Decider, String>;
+    fn decider(&mut self, linktype: u32, prog: &[Insn]) -> Result<Decider, EngineError>;
 }
 
 /// The classic interpreter ([`crate::run`]): decides every packet.
@@ -47,13 +59,10 @@ impl FilterEngine for Interp {
         "interp"
     }
 
-    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, EngineError> {
         let filter = Filter::new(prog);
         Ok(Box::new(move |data, meta| {
-            filter
-                .run(data, meta)
-                .map(|v| Decision::Ret(v.ret))
-                .map_err(|e| e.to_string())
+            Ok(Decision::Ret(filter.run(data, meta)?.ret))
         }))
     }
 }

@@ -37,7 +37,7 @@ pub use capture_filter::{
     FilterError, FilterOptions, FilterSummary, Matched, filter_capture, filter_capture_each,
 };
 pub use check::{CheckError, check, known_opcode};
-pub use engine::{Decider, Decision, FilterEngine, Interp, reads_len};
+pub use engine::{Decider, Decision, EngineError, FilterEngine, Interp, reads_len};
 pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr, compile_expr_until};
 pub use image::{image, image_c, image_decimal, image_line};
 pub use insn::{

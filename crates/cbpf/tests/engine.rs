@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use cbpf::{Decider, Decision, FilterEngine, FilterOptions, Insn, Interp, Meta, filter_capture};
+use cbpf::{
+    Decider, Decision, EngineError, FilterEngine, FilterOptions, Insn, Interp, Meta, filter_capture,
+};
 
 fn capture() -> PathBuf {
     testkit::capture("of10_s4810.pcap")
@@ -19,7 +21,7 @@ impl FilterEngine for Picky {
         "picky"
     }
 
-    fn decider(&mut self, linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+    fn decider(&mut self, linktype: u32, prog: &[Insn]) -> Result<Decider, EngineError> {
         let mut inner = Interp.decider(linktype, prog)?;
         let mut n = self.0;
         Ok(Box::new(move |data: &[u8], meta: &Meta| {
@@ -39,11 +41,11 @@ impl FilterEngine for Failing {
         "failing"
     }
 
-    fn decider(&mut self, _linktype: u32, _prog: &[Insn]) -> Result<Decider, String> {
+    fn decider(&mut self, _linktype: u32, _prog: &[Insn]) -> Result<Decider, EngineError> {
         match self.0 {
-            "program" => Err("no such machine".into()),
+            "program" => Err(EngineError::Engine("no such machine".into())),
             _ => Ok(Box::new(|_: &[u8], _: &Meta| {
-                Err("the machine broke".into())
+                Err(EngineError::Engine("the machine broke".into()))
             })),
         }
     }

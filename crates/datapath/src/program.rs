@@ -262,7 +262,7 @@ pub fn run<H: PacketHook>(
     let mut siblings = (1..threads)
         .map(|i| hook.sibling(i as u32))
         .collect::<Result<Vec<H>, _>>()
-        .map_err(DatapathError::Setup)?;
+        .map_err(|e| DatapathError::Setup(e.to_string()))?;
     let watches = (ports.iter())
         .map(|p| {
             let fds = p.queues.iter().map(|q| q.xsk.fd()).collect();

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::DiffError;
+
 /// `BPF_FS_MAGIC`, the `f_type` `statfs` reports for a BPF filesystem.
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 
@@ -30,7 +32,7 @@ pub struct PinRoot {
 
 impl PinRoot {
     /// `name`: unique among this process's runs.
-    pub fn new(name: &str) -> Result<PinRoot, String> {
+    pub fn new(name: &str) -> Result<PinRoot, DiffError> {
         let system = Path::new("/sys/fs/bpf");
         if is_bpffs(system) {
             return Ok(PinRoot {
@@ -56,9 +58,12 @@ impl PinRoot {
                 )
             } == 0;
         let dir = std::env::temp_dir().join(format!("{name}-bpffs"));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|source| DiffError::PinDir {
+            path: dir.clone(),
+            source,
+        })?;
         let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-            .map_err(|_| "temporary directory name has a NUL byte".to_string())?;
+            .map_err(|_| DiffError::NulInTempDir)?;
         // SAFETY: valid C strings; a new BPF filesystem instance.
         let r = unsafe {
             libc::mount(
@@ -70,13 +75,9 @@ impl PinRoot {
             )
         };
         if r != 0 {
-            let e = std::io::Error::last_os_error();
+            let source = std::io::Error::last_os_error();
             let _ = std::fs::remove_dir(&dir);
-            return Err(format!(
-                "no BPF filesystem is mounted on /sys/fs/bpf, and mounting one on {} failed \
-                 ({e}): mount one (mount -t bpf bpf /sys/fs/bpf) for objects that pin maps",
-                dir.display()
-            ));
+            return Err(DiffError::NoBpfFs { dir, source });
         }
         Ok(PinRoot {
             path: dir.join(name),

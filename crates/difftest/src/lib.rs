@@ -21,9 +21,12 @@
 
 mod bpffs;
 mod compare;
+mod error;
 mod report;
 mod source;
 pub mod tc;
+
+pub use error::DiffError;
 
 use std::collections::BTreeMap;
 
@@ -114,17 +117,14 @@ const FULL_EVERY_MIN: u64 = 64;
 
 /// Runs the calling thread on CPU 0 only, so the kernel's per-CPU map
 /// slots and `bpf_get_smp_processor_id` match the VM's CPU 0.
-fn pin_to_cpu0() -> Result<(), String> {
+fn pin_to_cpu0() -> Result<(), DiffError> {
     // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write into it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_ZERO(&mut set);
         libc::CPU_SET(0, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-            return Err(format!(
-                "cannot pin to CPU 0: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(DiffError::PinCpu(std::io::Error::last_os_error()));
         }
     }
     Ok(())
@@ -135,14 +135,14 @@ impl Differ {
     /// ELF bytes, `name` its name), gives programs that read the clock a
     /// shared one, and copies the VM's map contents into the kernel's maps.
     /// `keep`: divergences kept in full for the report.
-    pub fn new(hook: Hook, object: &[u8], name: &str, keep: usize) -> Result<Differ, String> {
+    pub fn new(hook: Hook, object: &[u8], name: &str, keep: usize) -> Result<Differ, DiffError> {
         let possible = kernel::possible_cpus();
         if let Some(m) = hook.maps().iter().find(|m| m.ncpus() as usize != possible) {
-            return Err(format!(
-                "map {}: the VM has {} CPUs, the kernel {possible}: load the VM with {possible}",
-                m.name(),
-                m.ncpus()
-            ));
+            return Err(DiffError::Cpus {
+                map: m.name().to_string(),
+                vm: m.ncpus() as usize,
+                kernel: possible,
+            });
         }
         pin_to_cpu0()?;
         let mut notes = Vec::new();
@@ -164,7 +164,9 @@ impl Differ {
             Err(all) => {
                 let mut alone = opts.clone();
                 alone.only = vec![hook.program().name.clone()];
-                let k = KernelObject::load(object, name, &alone).map_err(|_| all.to_string())?;
+                let Ok(k) = KernelObject::load(object, name, &alone) else {
+                    return Err(all.into());
+                };
                 notes.push(format!(
                     "the kernel refused the whole object, so only {} was loaded: {}",
                     hook.program().name,
@@ -176,7 +178,7 @@ impl Differ {
         // BPF_PROG_TEST_RUN refuses devmap and cpumap entry programs: the
         // kernel runs a plain-XDP copy of their instructions.
         kobj.plain_xdp();
-        let clock = kobj.share_clock().map_err(|e| e.to_string())?;
+        let clock = kobj.share_clock()?;
         if kobj
             .plain_xdp_copies()
             .iter()
@@ -193,10 +195,8 @@ impl Differ {
                 }
             ));
         }
-        let prog = kobj
-            .program(&hook.program().name)
-            .map_err(|e| e.to_string())?;
-        let kmaps = kobj.maps().map_err(|e| e.to_string())?;
+        let prog = kobj.program(&hook.program().name)?;
+        let kmaps = kobj.maps()?;
         let maps = hook
             .maps()
             .iter()
@@ -283,7 +283,7 @@ impl Differ {
     }
 
     /// Copies every compared VM map into its kernel twin.
-    pub fn sync_all(&mut self) -> Result<(), String> {
+    pub fn sync_all(&mut self) -> Result<(), DiffError> {
         for i in 0..self.maps.len() {
             self.sync(i, false)?;
         }
@@ -292,7 +292,7 @@ impl Differ {
 
     /// Copies VM map `i` into its kernel twin; `fresh`: the kernel's map
     /// is as created (arrays all zeros), so zero entries need no writes.
-    fn sync(&self, i: usize, fresh: bool) -> Result<(), String> {
+    fn sync(&self, i: usize, fresh: bool) -> Result<(), DiffError> {
         let Pairing::Bytes(k) = &self.maps[i] else {
             return Ok(());
         };
@@ -314,33 +314,32 @@ impl Differ {
                 } else {
                     compare::map(vm, k, &mut ignored)
                 };
-                let keys =
-                    keys.map_err(|()| format!("map {}: cannot read the kernel's map", vm.name()))?;
+                let keys = keys.map_err(|()| DiffError::KernelMap(vm.name().to_string()))?;
                 return self.resync_keys(i, &keys);
             }
             // Entries never written are zeros on both sides.
             for (key, value) in vm.entries_skipping_zeros().0 {
-                k.update(&key, &value, 0).map_err(|e| e.to_string())?;
+                k.update(&key, &value, 0)?;
             }
             return Ok(());
         }
         let want: BTreeMap<Vec<u8>, Vec<u8>> = vm.entries().into_iter().collect();
         if !fresh {
-            for key in k.keys().map_err(|e| e.to_string())? {
+            for key in k.keys()? {
                 if !want.contains_key(&key) {
-                    k.delete(&key).map_err(|e| e.to_string())?;
+                    k.delete(&key)?;
                 }
             }
         }
         for (key, value) in &want {
-            k.update(key, value, 0).map_err(|e| e.to_string())?;
+            k.update(key, value, 0)?;
         }
         Ok(())
     }
 
     /// Brings entries `keys` of kernel map `i` to the VM's values (arrays;
     /// other maps are copied whole, their keys being exact only there).
-    fn resync_keys(&self, i: usize, keys: &[Vec<u8>]) -> Result<(), String> {
+    fn resync_keys(&self, i: usize, keys: &[Vec<u8>]) -> Result<(), DiffError> {
         let Pairing::Bytes(k) = &self.maps[i] else {
             return Ok(());
         };
@@ -353,7 +352,7 @@ impl Differ {
         }
         for key in keys {
             if let Ok(value) = vm.user_lookup(key) {
-                k.update(key, &value, 0).map_err(|e| e.to_string())?;
+                k.update(key, &value, 0)?;
             }
         }
         Ok(())
@@ -425,7 +424,7 @@ impl Differ {
     }
 
     /// Brings the kernel's maps back to the VM's state where they differ.
-    fn resync(&self, differing: &[(usize, Option<Vec<Vec<u8>>>)]) -> Result<(), String> {
+    fn resync(&self, differing: &[(usize, Option<Vec<Vec<u8>>>)]) -> Result<(), DiffError> {
         for (i, keys) in differing {
             match keys {
                 Some(keys) => self.resync_keys(*i, keys)?,
@@ -453,7 +452,9 @@ impl Differ {
             return;
         }
         if let Err(e) = self.resync(&differing) {
-            diffs.push(Difference::Resync { error: e });
+            diffs.push(Difference::Resync {
+                error: e.to_string(),
+            });
         }
         if let Some((at, why)) = self.uncertain_since_full.take() {
             let reason = format!("after packet {at}: {why}");
@@ -666,7 +667,9 @@ impl Differ {
         // Bring the kernel back to the VM's state, so the next packet
         // starts from the same maps again.
         if let Err(e) = self.resync(&differing) {
-            diffs.push(Difference::Resync { error: e });
+            diffs.push(Difference::Resync {
+                error: e.to_string(),
+            });
         }
         if !uncertain.is_empty() {
             return not_comparable(uncertain.join("; "));

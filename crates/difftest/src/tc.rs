@@ -18,6 +18,8 @@ use runtime::{PacketHook, PacketMeta, TcAction, Verdict};
 use serde::Serialize;
 use tc::{ClsactHook, Config, Runner, ShowOptions};
 
+use crate::error::DiffError;
+
 /// Frames sent before a pause, and the pause: the veth peer's backlog
 /// (`netdev_max_backlog`) must not overflow, or the kernel would never see
 /// some frames.
@@ -93,9 +95,9 @@ pub fn tc_diff(
     dev: &str,
     hook: ClsactHook,
     frames: &[Vec<u8>],
-) -> Result<TcDiff, String> {
+) -> Result<TcDiff, DiffError> {
     if !kernel::privileged() {
-        return Err("comparing with the kernel's tc needs root (network namespaces, tc)".into());
+        return Err(DiffError::NotRoot);
     }
     // Every device a line names (mirred's targets among them): the
     // namespace will have each, so sluice's check knows them all first.
@@ -114,32 +116,27 @@ pub fn tc_diff(
     }
     probe.run_batch(lines, ShowOptions::default())?;
     if let Some(long) = names.iter().find(|n| n.len() > 13) {
-        return Err(format!(
-            "device name {long} is too long for a veth pair here (13 characters at most)"
-        ));
+        return Err(DiffError::LongDeviceName(long.clone()));
     }
-    let ns = Netns::create("tcdiff").map_err(|e| e.to_string())?;
+    let ns = Netns::create("tcdiff")?;
     let largest = frames.iter().map(Vec::len).max().unwrap_or(0);
     let mtu = largest.saturating_sub(14).clamp(1500, 65535);
     let mut config = Config::default();
     for n in &names {
-        ns.veth(n, &peer(n)).map_err(|e| e.to_string())?;
+        ns.veth(n, &peer(n))?;
         for d in [n.clone(), peer(n)] {
-            ns.exec(&["ip", "link", "set", &d, "mtu", &mtu.to_string()], None)
-                .map_err(|e| e.to_string())?;
+            ns.exec(&["ip", "link", "set", &d, "mtu", &mtu.to_string()], None)?;
         }
-        config
-            .devices
-            .set(n, ns.ifindex(n).map_err(|e| e.to_string())?);
+        config.devices.set(n, ns.ifindex(n)?);
     }
     config.run_batch(lines, ShowOptions::default())?;
-    kernel::tc::batch(&ns, lines).map_err(|e| e.to_string())?;
+    kernel::tc::batch(&ns, lines)?;
 
     let sender = match hook {
         ClsactHook::Ingress => peer(dev),
         ClsactHook::Egress => dev.to_string(),
     };
-    let sender = ns.ifindex(&sender).map_err(|e| e.to_string())?;
+    let sender = ns.ifindex(&sender)?;
     let sent = send(ns.name(), sender, frames, mtu)?;
     std::thread::sleep(Duration::from_millis(300));
 
@@ -150,7 +147,7 @@ pub fn tc_diff(
             timestamp_ns: i as u64,
             ..PacketMeta::default()
         };
-        let out = runner.run(f, &meta).map_err(|e| e.to_string())?;
+        let out = runner.run(f, &meta)?;
         packets += 1;
         drops += u64::from(out.verdict == Verdict::Tc(TcAction::Shot));
     }
@@ -169,18 +166,14 @@ pub fn tc_diff(
             if sluice.trim().is_empty() {
                 continue;
             }
-            let kernel = ns
-                .exec(&["tc", "-s", "filter", "show", "dev", d, h.name()], None)
-                .map_err(|e| e.to_string())?;
+            let kernel = ns.exec(&["tc", "-s", "filter", "show", "dev", d, h.name()], None)?;
             hooks.push(hook_diff(d, h, &kernel, &sluice));
         }
     }
-    let qdisc = ns
-        .exec(
-            &["tc", "-s", "qdisc", "show", "dev", dev, hook.name()],
-            None,
-        )
-        .map_err(|e| e.to_string())?;
+    let qdisc = ns.exec(
+        &["tc", "-s", "qdisc", "show", "dev", dev, hook.name()],
+        None,
+    )?;
     Ok(TcDiff {
         namespace: ns.name().to_string(),
         frames: sent.len() as u64,
@@ -198,7 +191,7 @@ fn send<'f>(
     ifindex: u32,
     frames: &'f [Vec<u8>],
     mtu: usize,
-) -> Result<Vec<&'f [u8]>, String> {
+) -> Result<Vec<&'f [u8]>, DiffError> {
     let sendable: Vec<&[u8]> = frames
         .iter()
         .map(Vec::as_slice)
@@ -206,12 +199,12 @@ fn send<'f>(
         .collect();
     let ns = ns.to_string();
     std::thread::scope(|s| {
-        s.spawn(|| -> Result<Vec<&'f [u8]>, String> {
-            kernel::netdev::enter_netns(&ns).map_err(|e| e.to_string())?;
-            let sock = PacketSocket::through_qdisc(ifindex).map_err(|e| e.to_string())?;
+        s.spawn(|| -> Result<Vec<&'f [u8]>, DiffError> {
+            kernel::netdev::enter_netns(&ns)?;
+            let sock = PacketSocket::through_qdisc(ifindex)?;
             let mut left = Vec::new();
             for (i, f) in sendable.iter().enumerate() {
-                if sock.send(f).map_err(|e| e.to_string())? {
+                if sock.send(f)? {
                     left.push(*f);
                 }
                 if i % BURST == BURST - 1 {
@@ -221,7 +214,7 @@ fn send<'f>(
             Ok(left)
         })
         .join()
-        .map_err(|_| "the sending thread failed".to_string())?
+        .map_err(|_| DiffError::Sender)?
     })
 }
 
@@ -311,16 +304,16 @@ fn hook_diff(dev: &str, hook: ClsactHook, kernel: &str, sluice: &str) -> HookDif
 }
 
 /// The `Sent B bytes P pkt (dropped D, ...)` of a qdisc: (P, D).
-fn qdisc_counts(text: &str) -> Result<(u64, u64), String> {
+fn qdisc_counts(text: &str) -> Result<(u64, u64), DiffError> {
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("Sent "))
-        .ok_or_else(|| format!("no counters in tc's qdisc show: {text}"))?;
+        .ok_or_else(|| DiffError::NoQdiscCounters(text.to_string()))?;
     let w: Vec<&str> = line.split_whitespace().collect();
-    let num = |i: usize| -> Result<u64, String> {
+    let num = |i: usize| -> Result<u64, DiffError> {
         w.get(i)
             .and_then(|s| s.trim_end_matches(',').parse().ok())
-            .ok_or_else(|| format!("unexpected qdisc counters: {line}"))
+            .ok_or_else(|| DiffError::QdiscCounters(line.to_string()))
     };
     Ok((num(3)?, num(6)?))
 }
@@ -350,7 +343,10 @@ mod tests {
     #[test]
     fn qdisc_counts_read_packets_and_drops() {
         let q = "qdisc clsact ffff: parent ffff:fff1\n Sent 4242 bytes 40 pkt (dropped 3, overlimits 0 requeues 0)\n";
-        assert_eq!(qdisc_counts(q), Ok((40, 3)));
-        assert!(qdisc_counts("qdisc clsact").is_err());
+        assert_eq!(qdisc_counts(q).unwrap(), (40, 3));
+        assert!(matches!(
+            qdisc_counts("qdisc clsact"),
+            Err(DiffError::NoQdiscCounters(_))
+        ));
     }
 }

@@ -38,7 +38,7 @@ pub enum Error {
     Pin { path: PathBuf, reason: String },
     /// The verifier refused the program (the message says what to do).
     #[error("{0}")]
-    Rejected(String),
+    Rejected(#[from] runtime::Rejection),
     /// The packets' source did not open.
     #[error("{0}")]
     Source(#[from] SourceError),

@@ -28,11 +28,11 @@ pub use batch::{BATCH, Batch, PacketInfo};
 pub use counters::{CloneTarget, FIRST_ERRORS, PacketError, ReplayCounters, TRACE_LINES, Tally};
 pub use filtered::Filtered;
 pub use histogram::Histogram;
-pub use kernel::netdev::Interface;
+pub use kernel::netdev::{Interface, InterfaceError};
 pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
 pub use record::{Recorded, record};
 pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
-pub use shard::{Shard, flow_hash};
+pub use shard::{Shard, UnknownShard, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{
     Capture, Foreign, Generated, Packets, Source, SourceError, Step, for_each_packet, for_each_step,

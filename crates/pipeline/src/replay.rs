@@ -64,8 +64,15 @@ pub struct ReplaySummary {
 pub enum ReplayError {
     #[error("{0}")]
     Sink(#[from] SinkError),
+    /// The hook has no sibling for a worker.
     #[error("worker {worker}: {why}")]
-    Worker { worker: usize, why: String },
+    Sibling {
+        worker: usize,
+        why: runtime::SiblingError,
+    },
+    /// A worker's thread panicked.
+    #[error("worker {0}: panicked")]
+    Panicked(usize),
 }
 
 /// Whether the replay stops reading now: the stop flag is set and the
@@ -185,7 +192,7 @@ fn siblings<H: PacketHook>(hook: &H, threads: usize) -> Result<Vec<H>, ReplayErr
     (1..threads)
         .map(|w| {
             hook.sibling(w as u32)
-                .map_err(|e| ReplayError::Worker { worker: w, why: e })
+                .map_err(|e| ReplayError::Sibling { worker: w, why: e })
         })
         .collect()
 }
@@ -219,8 +226,7 @@ fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<W
         .enumerate()
         .map(|(w, h)| {
             h.join().unwrap_or_else(|_| {
-                let why = "panicked".to_string();
-                let err = Err(ReplayError::Worker { worker: w, why });
+                let err = Err(ReplayError::Panicked(w));
                 (ReplayCounters::default(), None, err)
             })
         })

@@ -18,16 +18,19 @@ pub enum Shard {
     RoundRobin,
 }
 
+/// A sharding `--shard` does not take.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sharding `{0}` (symmetric, directional or round-robin)")]
+pub struct UnknownShard(pub String);
+
 impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
+    type Err = UnknownShard;
+    fn from_str(s: &str) -> Result<Shard, UnknownShard> {
         match s {
             "symmetric" => Ok(Shard::Symmetric),
             "directional" => Ok(Shard::Directional),
             "round-robin" => Ok(Shard::RoundRobin),
-            _ => Err(format!(
-                "unknown sharding `{s}` (symmetric, directional or round-robin)"
-            )),
+            _ => Err(UnknownShard(s.to_string())),
         }
     }
 }

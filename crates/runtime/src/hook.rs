@@ -16,6 +16,7 @@ use crate::lowmem::LowBuf;
 mod fast;
 mod sibling;
 mod verify;
+pub use verify::Rejection;
 
 /// `XDP_PACKET_HEADROOM`.
 pub const HEADROOM: usize = 256;

@@ -19,10 +19,11 @@ pub const LRU_EVICTION: &str = "an LRU eviction";
 
 pub use env::{Cloned, CtxKind, Env, PacketView, Redirect, RedirectTarget};
 pub use handles::{map_handle, map_index};
+pub use hook::Rejection;
 pub use hook::{
     FRAG_SIZE, Hook, HookError, MAX_PACKET as MAX_FRAME, Outcome, PacketMeta, SkbFields, TcAction,
     Verdict, XDP_LINEAR_MAX, XdpAction,
 };
 pub use image::{FindProgramError, Image, ImageError, LoadOptions};
-pub use packet_hook::PacketHook;
+pub use packet_hook::{PacketHook, SiblingError};
 pub use tunnel_info::TunnelInfo;

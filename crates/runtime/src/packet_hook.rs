@@ -5,7 +5,18 @@
 
 use vm::VmError;
 
-use crate::hook::{Hook, Outcome, PacketMeta};
+use crate::hook::{Hook, HookError, Outcome, PacketMeta};
+
+/// Why a hook has no sibling for another worker.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SiblingError {
+    /// A program's hook could not set up the worker's per-CPU state.
+    #[error("{0}")]
+    Hook(#[from] HookError),
+    /// The hook's state belongs to one thread (the text says why).
+    #[error("{0}")]
+    OneThread(&'static str),
+}
 
 pub trait PacketHook: Send {
     /// Runs one packet; the outcome borrows what the hook keeps for it.
@@ -18,7 +29,7 @@ pub trait PacketHook: Send {
 
     /// Another hook on the same shared state (maps), for worker `cpu`;
     /// a hook whose state cannot be shared says why.
-    fn sibling(&self, cpu: u32) -> Result<Self, String>
+    fn sibling(&self, cpu: u32) -> Result<Self, SiblingError>
     where
         Self: Sized;
 
@@ -38,7 +49,7 @@ impl PacketHook for Hook {
         Hook::is_counting(self)
     }
 
-    fn sibling(&self, cpu: u32) -> Result<Hook, String> {
-        Hook::sibling(self, cpu).map_err(|e| e.to_string())
+    fn sibling(&self, cpu: u32) -> Result<Hook, SiblingError> {
+        Ok(Hook::sibling(self, cpu)?)
     }
 }

@@ -275,7 +275,7 @@ impl PacketHook for Pmd<'_> {
         })
     }
 
-    fn sibling(&self, cpu: u32) -> Result<Self, String> {
+    fn sibling(&self, cpu: u32) -> Result<Self, runtime::SiblingError> {
         Ok(Pmd::new(
             self.core,
             cpu as usize,

@@ -13,6 +13,7 @@ use crate::act::{
     ActionHead, ActionStats, csum::Csum, pedit::Pedit, police::Police, skbedit::Skbedit, vlan::Vlan,
 };
 use crate::control::Control;
+use crate::error::TcError;
 use crate::skb::Skb;
 
 /// gact's random determination: `random determ CONTROL N` gives every Nth
@@ -233,7 +234,7 @@ impl Actions {
 
     /// Adds `action` (index 0: the kind's next free index) and returns its
     /// reference; an index in use is refused.
-    pub fn add(&mut self, mut action: Action) -> Result<ActionRef, String> {
+    pub fn add(&mut self, mut action: Action) -> Result<ActionRef, TcError> {
         let kind = action.kind.name();
         if action.index == 0 {
             action.index = self.next_index(kind);
@@ -243,10 +244,10 @@ impl Actions {
             index: action.index,
         };
         if self.table.contains_key(&r) {
-            return Err(format!(
-                "action {kind} index {} exists already",
-                action.index
-            ));
+            return Err(TcError::ActionExists {
+                kind,
+                index: action.index,
+            });
         }
         self.table.insert(r.clone(), action);
         Ok(r)
@@ -268,11 +269,11 @@ impl Actions {
     }
 
     /// Binds a rule to an existing action.
-    pub fn bind(&mut self, r: &ActionRef) -> Result<(), String> {
-        let a = self
-            .table
-            .get_mut(r)
-            .ok_or_else(|| format!("action {} index {} does not exist", r.kind, r.index))?;
+    pub fn bind(&mut self, r: &ActionRef) -> Result<(), TcError> {
+        let a = self.table.get_mut(r).ok_or(TcError::NoAction {
+            kind: r.kind,
+            index: r.index,
+        })?;
         a.refs += 1;
         a.binds += 1;
         Ok(())
@@ -292,16 +293,17 @@ impl Actions {
     }
 
     /// `tc actions del`: removes an action no rule is bound to.
-    pub fn remove(&mut self, r: &ActionRef) -> Result<Action, String> {
+    pub fn remove(&mut self, r: &ActionRef) -> Result<Action, TcError> {
         match self.table.get(r) {
-            None => Err(format!(
-                "action {} index {} does not exist",
-                r.kind, r.index
-            )),
-            Some(a) if a.binds > 0 => Err(format!(
-                "action {} index {} is bound to {} filter(s)",
-                r.kind, r.index, a.binds
-            )),
+            None => Err(TcError::NoAction {
+                kind: r.kind,
+                index: r.index,
+            }),
+            Some(a) if a.binds > 0 => Err(TcError::ActionBound {
+                kind: r.kind,
+                index: r.index,
+                binds: a.binds,
+            }),
             Some(_) => Ok(self.table.remove(r).expect("present")),
         }
     }
@@ -449,7 +451,7 @@ mod tests {
                 .is_err()
         );
         a.bind(&g).unwrap();
-        assert!(a.remove(&g).unwrap_err().contains("bound to 1"));
+        assert!(a.remove(&g).unwrap_err().to_string().contains("bound to 1"));
         a.release(std::slice::from_ref(&g));
         // The table's reference keeps it after the rule went.
         assert!(a.remove(&g).is_ok());

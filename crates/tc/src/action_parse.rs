@@ -6,6 +6,7 @@
 use crate::act;
 use crate::action::{Action, ActionRef, Actions, KINDS, Kind, Mirred, Random, kind_name};
 use crate::control::{Control, parse_control};
+use crate::error::TcError;
 
 /// Parses the actions at the start of `words` (each introduced by
 /// `action` or `actions`), adds them to `table` (a rule then holds a
@@ -14,9 +15,9 @@ use crate::control::{Control, parse_control};
 pub fn parse_actions(
     words: &[&str],
     table: &mut Actions,
-) -> Result<(Vec<ActionRef>, usize), String> {
+) -> Result<(Vec<ActionRef>, usize), TcError> {
     if let Some(e) = crate::control::bad_goto(words) {
-        return Err(e);
+        return Err(e.into());
     }
     let mut refs = Vec::new();
     let mut at = 0;
@@ -37,7 +38,7 @@ pub fn parse_actions(
 }
 
 /// One action (the words after `action`).
-fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), String> {
+fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), TcError> {
     let Some(&first) = words.first() else {
         return Err("\"action\" needs an action kind after it".into());
     };
@@ -86,7 +87,8 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
             return Err(format!(
                 "unknown action \"{other}\" (sluice has {})",
                 KINDS.join(", ")
-            ));
+            )
+            .into());
         }
     };
     let mut kind = kind;
@@ -98,7 +100,7 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
                 let determ = match *how {
                     "determ" => true,
                     "netrand" => false,
-                    w => return Err(format!("random \"{w}\": determ or netrand")),
+                    w => return Err(format!("random \"{w}\": determ or netrand").into()),
                 };
                 let (other, used) = parse_control(rest).ok_or_else(|| {
                     format!("random {how}: an action (drop, pass, ...) must follow")
@@ -145,18 +147,18 @@ fn parse_one(words: &[&str], table: &mut Actions) -> Result<(ActionRef, usize), 
 }
 
 /// `mirred {egress|ingress} {redirect|mirror} dev DEV`.
-fn parse_mirred(words: &[&str]) -> Result<(Kind, Control, usize), String> {
+fn parse_mirred(words: &[&str]) -> Result<(Kind, Control, usize), TcError> {
     let (ingress, mirror, dev) = match words {
         [_, dir, how, "dev", dev, ..] => {
             let ingress = match *dir {
                 "egress" => false,
                 "ingress" => true,
-                w => return Err(format!("mirred \"{w}\": egress or ingress")),
+                w => return Err(format!("mirred \"{w}\": egress or ingress").into()),
             };
             let mirror = match *how {
                 "mirror" => true,
                 "redirect" => false,
-                w => return Err(format!("mirred {dir} \"{w}\": redirect or mirror")),
+                w => return Err(format!("mirred {dir} \"{w}\": redirect or mirror").into()),
             };
             (ingress, mirror, *dev)
         }
@@ -215,7 +217,7 @@ mod tests {
         assert_eq!(t.get(&refs[2]).unwrap().binds, 2);
         // A new action at an index in use is refused.
         let e = parse_actions(&["action", "gact", "drop", "index", "1"], &mut t).unwrap_err();
-        assert!(e.contains("exists already"), "{e}");
+        assert!(e.to_string().contains("exists already"), "{e}");
     }
 
     #[test]
@@ -241,7 +243,7 @@ mod tests {
             (&["action"][..], "needs an action kind"),
         ] {
             let e = parse_actions(w, &mut t).unwrap_err();
-            assert!(e.contains(why), "{w:?}: {e}");
+            assert!(e.to_string().contains(why), "{w:?}: {e}");
         }
     }
 }

@@ -2,6 +2,8 @@
 //! (a keyword by any prefix), C's `strtoul` with its bases, and the
 //! message for a keyword whose value is missing.
 
+use crate::error::TcError;
+
 /// iproute2's `matches`: `word` is a non-empty prefix of `full`.
 pub(crate) fn matches(word: &str, full: &str) -> bool {
     !word.is_empty() && full.starts_with(word)
@@ -43,8 +45,8 @@ pub(crate) fn get_int(s: &str) -> Option<i32> {
 }
 
 /// tc's words when a keyword ends the command without its value.
-pub(crate) fn incomplete() -> String {
-    "Command line is not complete. Try option \"help\"".into()
+pub(crate) fn incomplete() -> TcError {
+    TcError::Syntax("Command line is not complete. Try option \"help\"".into())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use runtime::{PacketHook, PacketMeta};
 
 use crate::config::{ClsactHook, Config};
+use crate::error::TcError;
 use crate::runner::Runner;
 
 /// Which classifier a rule set uses.
@@ -204,13 +205,18 @@ pub struct Rate {
 /// Runs `frames` round and round into `dev`'s ingress under `config`, for
 /// about `time`, as `sluice run --tc` runs them (a [`Runner`]: the frame
 /// copied into an skb, classified, its actions run).
-pub fn rate(config: Config, dev: &str, frames: &[Vec<u8>], time: Duration) -> Result<Rate, String> {
+pub fn rate(
+    config: Config,
+    dev: &str,
+    frames: &[Vec<u8>],
+    time: Duration,
+) -> Result<Rate, TcError> {
     if frames.is_empty() {
-        return Err("no frames".into());
+        return Err(TcError::NoFrames);
     }
     let mut runner = Runner::new(config, dev, ClsactHook::Ingress);
     let meta = PacketMeta::default();
-    let first = runner.run(&frames[0], &meta).map_err(|e| e.to_string())?;
+    let first = runner.run(&frames[0], &meta)?;
     let classid = first.skb.map_or(0, |s| s.tc_classid);
     let start = Instant::now();
     let mut packets = 0u64;
@@ -219,7 +225,7 @@ pub fn rate(config: Config, dev: &str, frames: &[Vec<u8>], time: Duration) -> Re
     while start.elapsed() < time {
         for _ in 0..reps {
             for f in frames {
-                runner.run(f, &meta).map_err(|e| e.to_string())?;
+                runner.run(f, &meta)?;
             }
         }
         packets += (reps * frames.len()) as u64;

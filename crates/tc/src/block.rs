@@ -14,6 +14,7 @@ use runtime::TcAction;
 use crate::action::{Actions, Emitted};
 use crate::classifier::{Cx, Filter};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::fast::{FastStats, Found, Plan};
 use crate::protocol::ETH_P_ALL;
 use crate::skb::Skb;
@@ -62,15 +63,15 @@ impl Block {
 
     /// Adds a filter; a priority in use in the chain is refused (a new
     /// rule for an existing filter goes to [`Block::filter_mut`]).
-    pub fn add(&mut self, chain: u32, filter: Filter) -> Result<(), String> {
+    pub fn add(&mut self, chain: u32, filter: Filter) -> Result<(), TcError> {
         self.fast.invalidate();
         let list = self.chains.entry(chain).or_default();
         match list.binary_search_by_key(&filter.prio, |f| f.prio) {
             Ok(_) => {
-                return Err(format!(
-                    "chain {chain} has a filter at priority {} already",
-                    filter.prio
-                ));
+                return Err(TcError::PrioInUse {
+                    chain,
+                    prio: filter.prio,
+                });
             }
             Err(at) => list.insert(at, filter),
         }
@@ -83,16 +84,13 @@ impl Block {
         chain: u32,
         prio: u16,
         actions: &mut Actions,
-    ) -> Result<Filter, String> {
+    ) -> Result<Filter, TcError> {
         self.fast.invalidate();
-        let list = self
-            .chains
-            .get_mut(&chain)
-            .ok_or_else(|| format!("no chain {chain}"))?;
+        let list = self.chains.get_mut(&chain).ok_or(TcError::NoChain(chain))?;
         let at = list
             .iter()
             .position(|f| f.prio == prio)
-            .ok_or_else(|| format!("no filter at priority {prio} in chain {chain}"))?;
+            .ok_or(TcError::NoFilter { chain, prio })?;
         let f = list.remove(at);
         if list.is_empty() {
             self.chains.remove(&chain);

@@ -23,6 +23,7 @@ use crate::action_show::{action_json, action_text};
 use crate::argv::{get_u32, incomplete, matches};
 use crate::classifier::{Classifier, Cx, Match};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::handle::{format_classid, parse_classid};
 use crate::skb::Skb;
 
@@ -60,13 +61,13 @@ pub struct Bpf {
     next_id: u32,
 }
 
-fn parse_handle(h: &str) -> Result<u32, String> {
-    get_u32(h, 0).ok_or_else(|| format!("Illegal \"handle\" \"{h}\""))
+fn parse_handle(h: &str) -> Result<u32, TcError> {
+    get_u32(h, 0).ok_or_else(|| TcError::Syntax(format!("Illegal \"handle\" \"{h}\"")))
 }
 
 /// Loads the program of `section` from `file` for a tc hook and verifies
 /// it.
-fn load(file: &str, section: &str) -> Result<(Hook, String, bool), String> {
+fn load(file: &str, section: &str) -> Result<(Hook, String, bool), TcError> {
     let unable = "\nUnable to load program";
     // Bounded: `obj /dev/zero` is refused, not read without end.
     let data = capture::read_whole(std::path::Path::new(file), capture::Limit::OBJECT, None)
@@ -81,7 +82,8 @@ fn load(file: &str, section: &str) -> Result<(Hook, String, bool), String> {
     if object.programs[index].kind != obj::ProgramKind::SchedCls {
         return Err(format!(
             "{file}: sec {section} is no tc classifier (section tc or classifier){unable}"
-        ));
+        )
+        .into());
     }
     let image =
         Image::load(object, &LoadOptions::default()).map_err(|e| format!("{file}: {e}{unable}"))?;
@@ -92,7 +94,12 @@ fn load(file: &str, section: &str) -> Result<(Hook, String, bool), String> {
 }
 
 impl Bpf {
-    fn parse(&mut self, handle: u32, args: &[&str], actions: &mut Actions) -> Result<Prog, String> {
+    fn parse(
+        &mut self,
+        handle: u32,
+        args: &[&str],
+        actions: &mut Actions,
+    ) -> Result<Prog, TcError> {
         let mut w = args;
         if let [first, rest @ ..] = w
             && matches(first, "run")
@@ -102,7 +109,7 @@ impl Bpf {
         let (mut file, mut section) = (None, "classifier".to_string());
         let (mut direct, mut classid, mut flags) = (false, 0, 0);
         let mut refs: Vec<ActionRef> = Vec::new();
-        let fail = |refs: &[ActionRef], actions: &mut Actions, e: String| {
+        let fail = |refs: &[ActionRef], actions: &mut Actions, e: TcError| {
             actions.release(refs);
             Err(e)
         };
@@ -134,10 +141,10 @@ impl Bpf {
                     return fail(
                         &refs,
                         actions,
-                        format!(
+                        TcError::Syntax(format!(
                             "{word}: sluice's cls_bpf runs eBPF objects (obj FILE [sec NAME]); \
                              classic bytecode and pinned programs are not supported"
-                        ),
+                        )),
                     );
                 }
                 "police" => {
@@ -160,11 +167,23 @@ impl Bpf {
                             refs.extend(r);
                             w = &w[used.max(1)..];
                         }
-                        Err(e) => return fail(&refs, actions, format!("{e}\nIllegal \"action\"")),
+                        Err(e) => {
+                            return fail(
+                                &refs,
+                                actions,
+                                TcError::Syntax(format!("{e}\nIllegal \"action\"")),
+                            );
+                        }
                     }
                     continue;
                 }
-                other => return fail(&refs, actions, format!("What is \"{other}\"?")),
+                other => {
+                    return fail(
+                        &refs,
+                        actions,
+                        TcError::Syntax(format!("What is \"{other}\"?")),
+                    );
+                }
             }
             w = rest;
         }
@@ -295,7 +314,7 @@ impl Classifier for Bpf {
         handle: Option<&str>,
         args: &[&str],
         actions: &mut Actions,
-    ) -> Result<(), String> {
+    ) -> Result<(), TcError> {
         let handle = match handle.map(parse_handle).transpose()? {
             Some(h) if h != 0 => {
                 if self.progs.iter().any(|p| p.handle == h) {
@@ -312,7 +331,7 @@ impl Classifier for Bpf {
         Ok(())
     }
 
-    fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, String> {
+    fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, TcError> {
         let h = parse_handle(handle)?;
         let at = self
             .progs

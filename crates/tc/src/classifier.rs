@@ -5,6 +5,7 @@
 
 use crate::action::{Actions, Emitted};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::skb::Skb;
 
 /// One filter (a classifier at a chain, priority and protocol), as a
@@ -67,7 +68,7 @@ pub trait Classifier: Send + std::fmt::Debug {
         handle: Option<&str>,
         args: &[&str],
         actions: &mut Actions,
-    ) -> Result<(), String>;
+    ) -> Result<(), TcError>;
 
     /// `tc filter change|replace`: changes the rule `handle` names (as
     /// the kernel's `change` of an existing handle); `None` when the
@@ -80,13 +81,13 @@ pub trait Classifier: Send + std::fmt::Debug {
         _args: &[&str],
         _actions: &mut Actions,
         _create: bool,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), TcError>> {
         None
     }
 
     /// Removes the rule `handle` (and releases its actions' references);
     /// `Ok(true)` when no rule is left.
-    fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, String>;
+    fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, TcError>;
 
     /// The first match whose actions do not say `continue`, if any.
     fn classify(&mut self, skb: &mut Skb, cx: &mut Cx<'_>) -> Option<Match>;

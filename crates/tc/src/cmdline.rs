@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::action_parse::parse_actions;
 use crate::classifier::Filter;
 use crate::config::{ClsactHook, Config};
+use crate::error::TcError;
 use crate::handle::{EGRESS, INGRESS, parse_classid};
 use crate::kinds::new_classifier_for;
 use crate::protocol::{ETH_P_ALL, parse_protocol, protocol_name};
@@ -75,7 +76,7 @@ pub fn words(line: &str) -> Vec<String> {
 impl Config {
     /// Runs a batch (a `-batch` file's text): every command in order; the
     /// first failing one stops the batch, named by its line number.
-    pub fn run_batch(&mut self, text: &str, show: ShowOptions) -> Result<String, String> {
+    pub fn run_batch(&mut self, text: &str, show: ShowOptions) -> Result<String, TcError> {
         // A device with a clsact qdisc anywhere in the batch exists from
         // its first line on (a rule may name it before its qdisc line),
         // as every device exists before `tc -batch` starts; in the order
@@ -110,31 +111,30 @@ impl Config {
                 continue;
             }
             let w: Vec<&str> = w.iter().map(String::as_str).collect();
-            out += &self
-                .run(&w, show)
-                .map_err(|e| format!("line {first_line}: {e}"))?;
+            out += &self.run(&w, show).map_err(|e| TcError::AtLine {
+                line: first_line,
+                source: Box::new(e),
+            })?;
         }
         if !pending.is_empty() {
             // A `\` on the last line continues into nothing: tc stops there.
-            return Err(format!("line {first_line}: Missing continuation line"));
+            return Err(TcError::MissingContinuation(first_line));
         }
         Ok(out)
     }
 
     /// Runs one command (the words after `tc`); what it prints.
-    pub fn run(&mut self, w: &[&str], show: ShowOptions) -> Result<String, String> {
+    pub fn run(&mut self, w: &[&str], show: ShowOptions) -> Result<String, TcError> {
         match w {
             ["qdisc", rest @ ..] => self.qdisc(rest, show),
             ["filter", rest @ ..] => self.filter(rest, show),
             ["actions" | "action", rest @ ..] => self.actions_cmd(rest, show),
-            [obj, ..] => Err(format!(
-                "Object \"{obj}\" is unknown, try \"tc help\" (sluice takes qdisc, filter and actions)."
-            )),
+            [obj, ..] => Err(TcError::UnknownObject(obj.to_string())),
             [] => Ok(String::new()),
         }
     }
 
-    fn qdisc(&mut self, w: &[&str], show: ShowOptions) -> Result<String, String> {
+    fn qdisc(&mut self, w: &[&str], show: ShowOptions) -> Result<String, TcError> {
         match w {
             ["add", "dev", dev, "clsact"] => self.add_clsact(dev).map(|()| String::new()),
             ["del" | "delete", "dev", dev, "clsact"] => {
@@ -142,12 +142,12 @@ impl Config {
             }
             ["add" | "del" | "delete" | "replace", "dev", _, kind, ..] => Err(format!(
                 "qdisc \"{kind}\": sluice's tc has the clsact qdisc only (its ingress and egress hooks)"
-            )),
+            ).into()),
             ["show" | "list" | "ls", rest @ ..] => {
                 let only = match rest {
                     ["dev", d] => Some(*d),
                     [] => None,
-                    _ => return Err(format!("qdisc show: unexpected \"{}\"", rest.join(" "))),
+                    _ => return Err(format!("qdisc show: unexpected \"{}\"", rest.join(" ")).into()),
                 };
                 let names: Vec<&str> = self
                     .qdiscs()
@@ -169,11 +169,11 @@ impl Config {
             _ => Err(format!(
                 "Command \"{}\" is unknown: qdisc add|del dev DEV clsact, qdisc show [dev DEV]",
                 w.join(" ")
-            )),
+            ).into()),
         }
     }
 
-    fn filter(&mut self, w: &[&str], show: ShowOptions) -> Result<String, String> {
+    fn filter(&mut self, w: &[&str], show: ShowOptions) -> Result<String, TcError> {
         let Some((&verb, rest)) = w.split_first() else {
             return Err("filter: add, change, replace, del or show".into());
         };
@@ -188,13 +188,11 @@ impl Config {
                 Ok(String::new())
             }
             "show" | "list" | "ls" => self.filter_show(&spec, show),
-            v => Err(format!(
-                "Command \"{v}\" is unknown, try \"tc filter help\"."
-            )),
+            v => Err(format!("Command \"{v}\" is unknown, try \"tc filter help\".").into()),
         }
     }
 
-    fn filter_add(&mut self, s: &FilterSpec, verb: &str) -> Result<(), String> {
+    fn filter_add(&mut self, s: &FilterSpec, verb: &str) -> Result<(), TcError> {
         let dev = s.dev.as_deref().ok_or("Error: \"dev\" is required")?;
         let hook = s
             .hook
@@ -205,7 +203,7 @@ impl Config {
             .ok_or("Error: Filter kind and protocol must be specified.")?;
         let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
         if let Some(e) = self.devices.missing_mirred_target(&args) {
-            return Err(e);
+            return Err(e.into());
         }
         // An `indev` of this namespace's own gets an index, kept if the
         // rule is.
@@ -232,7 +230,7 @@ impl Config {
         hook: ClsactHook,
         dev: &str,
         devices: &crate::devices::Devices,
-    ) -> Result<(), String> {
+    ) -> Result<(), TcError> {
         let u32_common = self.clsact(dev).map(|q| q.u32.clone());
         let (block, actions) = self.block_mut(dev, hook)?;
         let protocol = s.protocol.unwrap_or(ETH_P_ALL);
@@ -284,7 +282,7 @@ impl Config {
         )
     }
 
-    fn filter_del(&mut self, s: &FilterSpec) -> Result<(), String> {
+    fn filter_del(&mut self, s: &FilterSpec) -> Result<(), TcError> {
         let dev = s.dev.as_deref().ok_or("Error: \"dev\" is required")?;
         let hook = s
             .hook
@@ -309,7 +307,7 @@ impl Config {
         }
     }
 
-    fn filter_show(&self, s: &FilterSpec, show: ShowOptions) -> Result<String, String> {
+    fn filter_show(&self, s: &FilterSpec, show: ShowOptions) -> Result<String, TcError> {
         let dev = s.dev.as_deref().ok_or("Error: \"dev\" is required")?;
         let Some(q) = self.clsact(dev) else {
             return Ok(String::new());
@@ -370,7 +368,7 @@ impl Config {
         })
     }
 
-    fn actions_cmd(&mut self, w: &[&str], show: ShowOptions) -> Result<String, String> {
+    fn actions_cmd(&mut self, w: &[&str], show: ShowOptions) -> Result<String, TcError> {
         match w {
             ["add" | "replace", rest @ ..] => {
                 let mut words: Vec<&str> = Vec::with_capacity(rest.len() + 1);
@@ -379,12 +377,12 @@ impl Config {
                 }
                 words.extend_from_slice(rest);
                 if let Some(e) = self.devices.missing_mirred_target(&words) {
-                    return Err(e);
+                    return Err(e.into());
                 }
                 let (refs, used) = parse_actions(&words, &mut self.actions)?;
                 if used < words.len() {
                     self.actions.release(&refs);
-                    return Err(format!("actions add: unexpected \"{}\"", words[used]));
+                    return Err(format!("actions add: unexpected \"{}\"", words[used]).into());
                 }
                 // Made on their own: the table holds them, no rule is bound.
                 for r in &refs {
@@ -415,7 +413,7 @@ impl Config {
 }
 
 /// `[action] KIND index N`.
-fn action_index(w: &[&str]) -> Result<(&'static str, u32), String> {
+fn action_index(w: &[&str]) -> Result<(&'static str, u32), TcError> {
     let w = match w {
         ["action", rest @ ..] => rest,
         r => r,
@@ -446,13 +444,13 @@ struct FilterSpec {
 }
 
 impl FilterSpec {
-    fn parse(w: &[&str]) -> Result<FilterSpec, String> {
+    fn parse(w: &[&str]) -> Result<FilterSpec, TcError> {
         let mut s = FilterSpec::default();
         let mut i = 0;
-        let value = |i: usize, what: &str| -> Result<&str, String> {
+        let value = |i: usize, what: &str| -> Result<&str, TcError> {
             w.get(i + 1)
                 .copied()
-                .ok_or_else(|| format!("Error: \"{what}\" needs a value after it"))
+                .ok_or_else(|| TcError::Syntax(format!("Error: \"{what}\" needs a value after it")))
         };
         while i < w.len() {
             match w[i] {
@@ -477,7 +475,8 @@ impl FilterSpec {
                             return Err(format!(
                                 "parent \"{p}\": sluice's tc has the clsact hooks only \
                                  (ingress = ffff:fff2, egress = ffff:fff3)"
-                            ));
+                            )
+                            .into());
                         }
                     });
                     i += 2;
@@ -506,8 +505,7 @@ impl FilterSpec {
                     i += 2;
                 }
                 "protocol" | "proto" => {
-                    s.protocol =
-                        Some(parse_protocol(value(i, "protocol")?).map_err(|e| e.to_string())?);
+                    s.protocol = Some(parse_protocol(value(i, "protocol")?)?);
                     i += 2;
                 }
                 "handle" => {
@@ -548,10 +546,11 @@ mod tests {
         );
     }
 
+    /// What a command prints, or the message of its error.
     fn run(c: &mut Config, line: &str) -> Result<String, String> {
         let w = words(line);
         let w: Vec<&str> = w.iter().map(String::as_str).collect();
-        c.run(&w, ShowOptions::default())
+        c.run(&w, ShowOptions::default()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -612,7 +611,10 @@ mod tests {
                 ShowOptions::default(),
             )
             .unwrap_err();
-        assert!(e.starts_with("line 3: ") && e.contains("\"bogus\""), "{e}");
+        assert!(
+            e.to_string().starts_with("line 3: ") && e.to_string().contains("\"bogus\""),
+            "{e}"
+        );
         assert_eq!(words("a 'b c' \"\" d"), ["a", "b c", "", "d"]);
         // A `\` on the last line: tc's "Missing continuation line", not
         // a line dropped in silence.
@@ -622,7 +624,8 @@ mod tests {
                 ShowOptions::default(),
             )
             .unwrap_err();
-        assert_eq!(e, "line 2: Missing continuation line");
+        assert_eq!(e, TcError::MissingContinuation(2));
+        assert_eq!(e.to_string(), "line 2: Missing continuation line");
     }
 
     #[test]

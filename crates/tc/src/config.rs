@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::action::Actions;
 use crate::block::{Block, Classification};
 use crate::devices::Devices;
+use crate::error::TcError;
 use crate::skb::Skb;
 
 /// A device's clsact qdisc.
@@ -48,11 +49,9 @@ pub struct Config {
 
 impl Config {
     /// `tc qdisc add dev DEV clsact`.
-    pub fn add_clsact(&mut self, dev: &str) -> Result<(), String> {
+    pub fn add_clsact(&mut self, dev: &str) -> Result<(), TcError> {
         if self.qdiscs.contains_key(dev) {
-            return Err(format!(
-                "Error: Exclusivity flag on, cannot modify. (dev {dev} has a clsact qdisc)"
-            ));
+            return Err(TcError::QdiscExists(dev.to_string()));
         }
         let mut q = Clsact::default();
         q.ingress.set_fast(!self.linear);
@@ -64,10 +63,8 @@ impl Config {
 
     /// `tc qdisc del dev DEV clsact`: the qdisc, its filters and their
     /// actions go.
-    pub fn del_clsact(&mut self, dev: &str) -> Result<(), String> {
-        let mut q = self.qdiscs.remove(dev).ok_or_else(|| {
-            format!("Error: Cannot find specified qdisc on specified device ({dev}).")
-        })?;
+    pub fn del_clsact(&mut self, dev: &str) -> Result<(), TcError> {
+        let mut q = (self.qdiscs.remove(dev)).ok_or_else(|| TcError::NoQdisc(dev.to_string()))?;
         for block in [&mut q.ingress, &mut q.egress] {
             block.clear(&mut self.actions);
         }
@@ -98,12 +95,9 @@ impl Config {
         &mut self,
         dev: &str,
         hook: ClsactHook,
-    ) -> Result<(&mut Block, &mut Actions), String> {
-        let q = self.qdiscs.get_mut(dev).ok_or_else(|| {
-            format!(
-                "Error: Cannot find specified qdisc on specified device ({dev}: add clsact first)."
-            )
-        })?;
+    ) -> Result<(&mut Block, &mut Actions), TcError> {
+        let q =
+            (self.qdiscs.get_mut(dev)).ok_or_else(|| TcError::NoQdiscForFilter(dev.to_string()))?;
         let block = match hook {
             ClsactHook::Ingress => &mut q.ingress,
             ClsactHook::Egress => &mut q.egress,

@@ -2,6 +2,8 @@
 //! written `MAJ:MIN` in hexadecimal (`1:10` is 0x0001_0010, `ffff:` is
 //! 0xffff_0000), as iproute2 reads and prints them.
 
+use crate::error::TcError;
+
 /// `TC_H_ROOT`.
 pub const ROOT: u32 = 0xffff_ffff;
 /// The clsact (and ingress) qdisc's handle, `ffff:`.
@@ -12,32 +14,37 @@ pub const EGRESS: u32 = 0xffff_fff3;
 
 /// Reads a class id or handle: `root`, `none`, `MAJ:MIN`, `MAJ:`, `:MIN`,
 /// or a bare hexadecimal number (the whole 32 bits).
-pub fn parse_classid(s: &str) -> Result<u32, String> {
-    let bad = |why: &str| format!("invalid class ID \"{s}\": {why}");
+pub fn parse_classid(s: &str) -> Result<u32, TcError> {
+    let bad = |why: &'static str| TcError::ClassId {
+        given: s.to_string(),
+        why,
+    };
     match s {
         "root" => return Ok(ROOT),
         "none" => return Ok(0),
         _ => {}
     }
-    let hex = |t: &str, what: &str| -> Result<u32, String> {
+    let hex = |t: &str, what: &'static str| -> Result<u32, TcError> {
         if t.is_empty() {
             return Ok(0);
         }
         let t = t.strip_prefix("0x").unwrap_or(t);
-        let v =
-            u32::from_str_radix(t, 16).map_err(|_| bad(&format!("{what} is not hexadecimal")))?;
+        let v = u32::from_str_radix(t, 16).map_err(|_| bad(what))?;
         Ok(v)
     };
     match s.split_once(':') {
         Some((maj, min)) => {
-            let (maj, min) = (hex(maj, "the major")?, hex(min, "the minor")?);
+            let (maj, min) = (
+                hex(maj, "the major is not hexadecimal")?,
+                hex(min, "the minor is not hexadecimal")?,
+            );
             if maj > 0xffff || min > 0xffff {
                 return Err(bad("a part is over 16 bits"));
             }
             Ok(maj << 16 | min)
         }
         None if s.is_empty() => Err(bad("empty")),
-        None => hex(s, "it"),
+        None => hex(s, "it is not hexadecimal"),
     }
 }
 
@@ -69,7 +76,12 @@ mod tests {
         }
         assert_eq!(format_classid(0x0001_0010), "1:10");
         assert_eq!(format_classid(CLSACT), "ffff:");
-        assert!(parse_classid("1:10000").unwrap_err().contains("16 bits"));
+        assert!(
+            parse_classid("1:10000")
+                .unwrap_err()
+                .to_string()
+                .contains("16 bits")
+        );
         assert!(parse_classid("x:1").is_err());
         assert!(parse_classid("").is_err());
     }

@@ -2,6 +2,7 @@
 
 use crate::bpf::Bpf;
 use crate::classifier::Classifier;
+use crate::error::TcError;
 use crate::flower::Flower;
 use crate::matchall::Matchall;
 use crate::protocol::ETH_P_ALL;
@@ -9,21 +10,19 @@ use crate::u32::U32;
 
 /// A new, empty classifier of `kind` (as after `tc filter add ... KIND`),
 /// for a filter of protocol `all`.
-pub fn new_classifier(kind: &str) -> Result<Box<dyn Classifier>, String> {
+pub fn new_classifier(kind: &str) -> Result<Box<dyn Classifier>, TcError> {
     new_classifier_for(kind, ETH_P_ALL)
 }
 
 /// A new, empty classifier of `kind` for a filter of `protocol` (flower
 /// reads its keys against the protocol, as tc does).
-pub fn new_classifier_for(kind: &str, protocol: u16) -> Result<Box<dyn Classifier>, String> {
+pub fn new_classifier_for(kind: &str, protocol: u16) -> Result<Box<dyn Classifier>, TcError> {
     match kind {
         "u32" => Ok(Box::new(U32::new())),
         "matchall" => Ok(Box::new(Matchall::default())),
         "bpf" => Ok(Box::new(Bpf::default())),
         "flower" => Ok(Box::new(Flower::new(protocol))),
-        other => Err(format!(
-            "Unknown filter \"{other}\": sluice has u32, flower, matchall and bpf"
-        )),
+        other => Err(TcError::UnknownKind(other.to_string())),
     }
 }
 
@@ -42,7 +41,7 @@ mod tests {
         for k in ["matchall", "bpf"] {
             assert_eq!(new_classifier(k).unwrap().kind(), k);
         }
-        let e = new_classifier("basic").unwrap_err();
+        let e = new_classifier("basic").unwrap_err().to_string();
         assert!(e.contains("\"basic\"") && e.contains("flower"), "{e}");
     }
 }

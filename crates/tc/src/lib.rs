@@ -35,6 +35,7 @@ mod conf_file;
 mod config;
 mod control;
 mod devices;
+mod error;
 mod fast;
 pub mod flower;
 mod handle;
@@ -60,6 +61,7 @@ pub use conf_file::{
 pub use config::{Clsact, ClsactHook, Config};
 pub use control::{Control, parse_control};
 pub use devices::Devices;
+pub use error::TcError;
 pub use fast::FastStats;
 pub use flower::{Flower, FlowerKey};
 pub use handle::{CLSACT, EGRESS, INGRESS, ROOT, format_classid, parse_classid};

@@ -11,6 +11,7 @@ use crate::action_parse::parse_actions;
 use crate::action_show::{action_json, action_text};
 use crate::argv::{get_u32, incomplete, matches};
 use crate::classifier::{Classifier, Cx, Match};
+use crate::error::TcError;
 use crate::handle::{format_classid, parse_classid};
 use crate::skb::Skb;
 
@@ -33,8 +34,9 @@ pub struct Matchall {
 }
 
 /// Whether `w` is a prefix of `word` (iproute2's `matches`).
-fn parse_handle(h: &str) -> Result<u32, String> {
-    get_u32(h, 0).ok_or_else(|| format!("Illegal handle \"{h}\", must be numeric."))
+fn parse_handle(h: &str) -> Result<u32, TcError> {
+    get_u32(h, 0)
+        .ok_or_else(|| TcError::Syntax(format!("Illegal handle \"{h}\", must be numeric.")))
 }
 
 impl Matchall {
@@ -71,7 +73,7 @@ impl Classifier for Matchall {
         handle: Option<&str>,
         args: &[&str],
         actions: &mut Actions,
-    ) -> Result<(), String> {
+    ) -> Result<(), TcError> {
         let handle = handle.map(parse_handle).transpose()?.unwrap_or(0);
         if self.rule.is_some() {
             return Err("RTNETLINK answers: File exists (a matchall filter holds one rule)".into());
@@ -82,7 +84,7 @@ impl Classifier for Matchall {
             ..Rule::default()
         };
         let mut at = 0;
-        let fail = |rule: &Rule, actions: &mut Actions, e: String| {
+        let fail = |rule: &Rule, actions: &mut Actions, e: TcError| {
             actions.release(&rule.actions);
             Err(e)
         };
@@ -103,7 +105,13 @@ impl Classifier for Matchall {
                 }
                 let (refs, used) = match parse_actions(&args[at..], actions) {
                     Ok(r) => r,
-                    Err(e) => return fail(&rule, actions, format!("{e}\nIllegal \"action\"")),
+                    Err(e) => {
+                        return fail(
+                            &rule,
+                            actions,
+                            TcError::Syntax(format!("{e}\nIllegal \"action\"")),
+                        );
+                    }
                 };
                 rule.actions.extend(refs);
                 at += used.max(1);
@@ -114,7 +122,7 @@ impl Classifier for Matchall {
                 rule.flags |= if w == "skip_hw" { SKIP_HW } else { SKIP_SW };
                 at += 1;
             } else {
-                return fail(&rule, actions, format!("What is \"{w}\"?"));
+                return fail(&rule, actions, TcError::Syntax(format!("What is \"{w}\"?")));
             }
         }
         if rule.flags == SKIP_HW | SKIP_SW {
@@ -128,7 +136,7 @@ impl Classifier for Matchall {
         Ok(())
     }
 
-    fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, String> {
+    fn delete(&mut self, handle: &str, actions: &mut Actions) -> Result<bool, TcError> {
         let h = parse_handle(handle)?;
         match &self.rule {
             Some(r) if r.handle == h => {
@@ -136,9 +144,7 @@ impl Classifier for Matchall {
                 self.rule = None;
                 Ok(true)
             }
-            _ => Err(format!(
-                "Error: Filter with specified handle {handle} not found."
-            )),
+            _ => Err(format!("Error: Filter with specified handle {handle} not found.").into()),
         }
     }
 
@@ -261,22 +267,29 @@ mod tests {
         assert!(
             add(&mut m, &mut a, "skip_sw")
                 .unwrap_err()
+                .to_string()
                 .contains("not complete")
         );
         assert!(
             add(&mut m, &mut a, "skip_sw skip_hw classid 1:1")
                 .unwrap_err()
+                .to_string()
                 .contains("mutually")
         );
         assert_eq!(
-            add(&mut m, &mut a, "bogus").unwrap_err(),
+            add(&mut m, &mut a, "bogus").unwrap_err().to_string(),
             "What is \"bogus\"?"
         );
         assert!(add(&mut m, &mut a, "action drop classid zz").is_err());
         // Nothing was kept: the action of the refused rule is gone.
         assert_eq!(a.iter().count(), 0);
         add(&mut m, &mut a, "cl 1:2 action drop").unwrap();
-        assert!(add(&mut m, &mut a, "").unwrap_err().contains("File exists"));
+        assert!(
+            add(&mut m, &mut a, "")
+                .unwrap_err()
+                .to_string()
+                .contains("File exists")
+        );
         assert_eq!(m.delete("1", &mut a), Ok(true));
         assert_eq!(a.iter().count(), 0);
     }

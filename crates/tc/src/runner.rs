@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use runtime::{
-    Cloned, Outcome, PacketHook, PacketMeta, Redirect, RedirectTarget, SkbFields, TcAction, Verdict,
+    Cloned, Outcome, PacketHook, PacketMeta, Redirect, RedirectTarget, SiblingError, SkbFields,
+    TcAction, Verdict,
 };
 use vm::{Stats, VmError};
 
@@ -225,10 +226,11 @@ impl PacketHook for Runner {
         })
     }
 
-    fn sibling(&self, _cpu: u32) -> Result<Runner, String> {
-        Err("a tc configuration runs on one thread (its counters and \
-             policers are shared by every packet)"
-            .into())
+    fn sibling(&self, _cpu: u32) -> Result<Runner, SiblingError> {
+        Err(SiblingError::OneThread(
+            "a tc configuration runs on one thread (its counters and \
+             policers are shared by every packet)",
+        ))
     }
 }
 

@@ -50,7 +50,9 @@ fn one(words: &str) -> (Actions, ActionRef) {
 
 fn err(words: &str) -> String {
     let w: Vec<&str> = words.split_whitespace().collect();
-    parse_actions(&w, &mut Actions::default()).unwrap_err()
+    parse_actions(&w, &mut Actions::default())
+        .unwrap_err()
+        .to_string()
 }
 
 fn run(t: &mut Actions, list: &[ActionRef], frame: &[u8]) -> (Control, Skb) {
@@ -461,7 +463,7 @@ fn an_abbreviated_action_keyword_is_refused() {
         let show = tc::ShowOptions::default();
         c.run_batch("qdisc add dev v0 clsact", show).unwrap();
         let line = format!("filter add dev v0 ingress prio 1 protocol ip {kind} act");
-        let e = c.run_batch(&line, show).unwrap_err();
+        let e = c.run_batch(&line, show).unwrap_err().to_string();
         assert!(e.contains("bad action type act"), "{kind}: {e}");
     }
 }

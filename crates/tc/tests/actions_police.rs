@@ -167,6 +167,6 @@ fn police_prints_as_iproute2_and_refuses_bad_words_by_name() {
             &mut Actions::default(),
         )
         .unwrap_err();
-        assert!(e.contains(why), "{w}: {e}");
+        assert!(e.to_string().contains(why), "{w}: {e}");
     }
 }

@@ -99,7 +99,10 @@ fn bpf_agrees_with_the_kernel() {
         let mut argv = vec!["tc"];
         argv.extend(&w);
         let kernel = ns.run(&argv).unwrap_err().stderr;
-        let sluice = config.run(&w, ShowOptions::default()).unwrap_err();
+        let sluice = config
+            .run(&w, ShowOptions::default())
+            .unwrap_err()
+            .to_string();
         // sluice may say more after tc's words.
         let first = |s: &str| s.lines().next().unwrap_or("").to_string();
         assert!(

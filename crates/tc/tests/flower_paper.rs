@@ -109,21 +109,24 @@ fn the_rules_show_as_tc_prints_them_and_bad_ones_change_nothing() {
              dst_ip 192.168.1.1 src_port 1025 dst_port 81",
             ShowOptions::default(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("File exists"), "{e}");
     let e = c
         .run_batch(
             "filter add dev v0 ingress protocol ip prio 1 flower ip_proto udp dst_port 80 sport 1",
             ShowOptions::default(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("What is \"sport\"?"), "{e}");
     let e = c
         .run_batch(
             "filter add dev v0 ingress prio 2 flower ip_proto tcp",
             ShowOptions::default(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("Illegal \"eth_type\" for ip proto"), "{e}");
     assert_eq!(
         c.run(

@@ -179,8 +179,13 @@ fn bad_rules_are_refused_by_name_and_change_nothing() {
     ] {
         let before = (u.show(&actions, true), actions.clone());
         let e = u.add(h, &words(r), &mut actions).unwrap_err();
-        assert!(e.contains(why), "{r}: {e}");
+        assert!(e.to_string().contains(why), "{r}: {e}");
         assert_eq!((u.show(&actions, true), actions.clone()), before, "{r}");
     }
-    assert!(new_classifier("basic").unwrap_err().contains("\"basic\""));
+    assert!(
+        new_classifier("basic")
+            .unwrap_err()
+            .to_string()
+            .contains("\"basic\"")
+    );
 }

@@ -22,7 +22,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use cbpf::ancillary::{self, AD_OFF};
-use cbpf::{Decider, Decision, FilterEngine, Insn, Meta};
+use cbpf::{Decider, Decision, EngineError, FilterEngine, Insn, Meta};
 use obj::{Program, ProgramKind};
 use vm::{HelperTable, Memory, RegionKind, SimEnv, Vm};
 
@@ -63,15 +63,19 @@ fn absolute_loads(prog: &[Insn]) -> impl Iterator<Item = u32> + '_ {
 /// (`SKF_NET_OFF`, `SKF_LL_OFF`), which the translation leaves to
 /// `ld_abs` at a negative offset (the kernel resolves them from its skb,
 /// sluice's VM ends the program with 0).
-fn translate(prog: &[Insn]) -> Result<Vec<isa::Insn>, String> {
+/// An engine's own reason, in its words.
+fn engine(why: impl ToString) -> EngineError {
+    EngineError::Engine(why.to_string())
+}
+
+fn translate(prog: &[Insn]) -> Result<Vec<isa::Insn>, EngineError> {
     if absolute_loads(prog).any(|k| (ancillary::LL_OFF..AD_OFF).contains(&k)) {
-        return Err(
+        return Err(engine(
             "it reads the SKF_NET_OFF/SKF_LL_OFF windows, which only the \
-                    interpreter gives from the capture"
-                .into(),
-        );
+                    interpreter gives from the capture",
+        ));
     }
-    cbpf::to_ebpf(prog).map_err(|e| format!("no eBPF translation: {e}"))
+    cbpf::to_ebpf(prog).map_err(|e| engine(format!("no eBPF translation: {e}")))
 }
 
 /// The translation in sluice's JIT, after sluice's verifier.
@@ -110,7 +114,7 @@ impl FilterEngine for Jit {
         "jit"
     }
 
-    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, EngineError> {
         if !cbpf::reads_len(prog) && !absolute_loads(prog).any(|k| k >= ancillary::LL_OFF) {
             return xdp_decider(prog);
         }
@@ -138,8 +142,7 @@ impl FilterEngine for Jit {
             let ctx = mem.add_protected(RegionKind::Context, &mut skb.0);
             let r0 = machine.run_r0(&mut env, &mut mem, [ctx, 0, 0, 0, 0], false);
             regions = mem.into_regions();
-            r0.map(|r| Decision::Ret(r as u32))
-                .map_err(|e| e.to_string())
+            r0.map(|r| Decision::Ret(r as u32)).map_err(engine)
         }))
     }
 }
@@ -147,7 +150,7 @@ impl FilterEngine for Jit {
 /// `program` (a translation without maps) verified by sluice's verifier
 /// and compiled to native code that runs without per-access checks; the
 /// caller gives each run the context and packet the program type has.
-fn trusted_jit(program: Program) -> Result<Vm<SimEnv>, String> {
+fn trusted_jit(program: Program) -> Result<Vm<SimEnv>, EngineError> {
     let report = verifier::verify(
         &program,
         &[],
@@ -157,18 +160,20 @@ fn trusted_jit(program: Program) -> Result<Vm<SimEnv>, String> {
         },
     );
     if let Err(r) = &report.result {
-        return Err(format!("sluice's verifier refuses the translation: {r}"));
+        return Err(engine(format!(
+            "sluice's verifier refuses the translation: {r}"
+        )));
     }
     let mut helpers = HelperTable::<SimEnv>::new();
     vm::register_basic(&mut helpers);
-    let code = vm::Program::new(program.insns).map_err(|e| e.to_string())?;
-    let mut machine = Vm::new(code, &helpers).map_err(|e| e.to_string())?;
+    let code = vm::Program::new(program.insns).map_err(engine)?;
+    let mut machine = Vm::new(code, &helpers).map_err(engine)?;
     // SAFETY: the verifier accepted the only program, which uses no maps,
     // for its program type; the callers map that type's whole context and
     // the packet on every run.
     unsafe { machine.trust_verified() };
     machine.set_stack_depth(report.stack_depth);
-    machine.enable_jit().map_err(|e| e.to_string())?;
+    machine.enable_jit().map_err(engine)?;
     Ok(machine)
 }
 
@@ -186,8 +191,8 @@ pub const OVER_64K: &str = "frames over 64 KiB, past what an XDP frame holds";
 /// interpreter's the wire length) nor ancillary fields or the skb's
 /// windows. Each frame is copied below 4 GiB, where `xdp_md`'s 32-bit
 /// fields can hold its addresses.
-fn xdp_decider(prog: &[Insn]) -> Result<Decider, String> {
-    let insns = cbpf::to_xdp(prog).map_err(|e| format!("no XDP translation: {e}"))?;
+fn xdp_decider(prog: &[Insn]) -> Result<Decider, EngineError> {
+    let insns = cbpf::to_xdp(prog).map_err(|e| engine(format!("no XDP translation: {e}")))?;
     let program = Program {
         kind: ProgramKind::Xdp {
             attach: obj::XdpAttach::Device,
@@ -200,7 +205,7 @@ fn xdp_decider(prog: &[Insn]) -> Result<Decider, String> {
     // copied into `frame` (the program reads nothing else).
     let mut machine = trusted_jit(program)?;
     const ROOM: usize = 1 << 16;
-    let mut frame = runtime::LowBuf::new(ROOM).map_err(|e| e.to_string())?;
+    let mut frame = runtime::LowBuf::new(ROOM).map_err(engine)?;
     let mut ctx = Box::new(XdpMd([0; 24]));
     let mut env = SimEnv::default();
     let mut regions = Vec::new();
@@ -225,8 +230,7 @@ fn xdp_decider(prog: &[Insn]) -> Result<Decider, String> {
         regions = mem.into_regions();
         // XDP_PASS is a match (the filter's value is not kept: only
         // whether it is zero matters here).
-        r0.map(|r| Decision::Ret(u32::from(r == 2)))
-            .map_err(|e| e.to_string())
+        r0.map(|r| Decision::Ret(u32::from(r == 2))).map_err(engine)
     }))
 }
 
@@ -261,22 +265,25 @@ impl FilterEngine for Kernel {
         "kernel"
     }
 
-    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, String> {
+    fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, EngineError> {
         let insns = translate(prog)?;
         if absolute_loads(prog).any(|k| k >= AD_OFF) {
             // The test run sets the skb's metadata itself (the protocol
             // from the frame, the CPU, ...), not from the capture.
-            return Err(
+            return Err(engine(
                 "it reads ancillary fields (SKF_AD_*), which a kernel test run \
-                        sets itself; use --engine interp or jit"
-                    .into(),
-            );
+                        sets itself; use --engine interp or jit",
+            ));
         }
         let (ruling, fd) =
             kernel::verify::load_keep(&isa::encode(&insns), "sluice_filter", SCHED_CLS, 0, 0)
-                .map_err(|e| e.to_string())?;
-        let fd: OwnedFd =
-            fd.ok_or_else(|| format!("the kernel refuses the translation: {}", ruling.log))?;
+                .map_err(engine)?;
+        let fd: OwnedFd = fd.ok_or_else(|| {
+            engine(format!(
+                "the kernel refuses the translation: {}",
+                ruling.log
+            ))
+        })?;
         let reads_len = cbpf::reads_len(prog);
         Ok(Box::new(move |data: &[u8], meta: &Meta| {
             if data.len() < 14 {
@@ -294,7 +301,7 @@ impl FilterEngine for Kernel {
                 Err(e) if e.kind == kernel::ErrorKind::Invalid => {
                     Ok(Decision::Refused(TEST_RUN_REFUSES))
                 }
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(engine(e)),
             }
         }))
     }

@@ -10,7 +10,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use cbpf::xpf::{
-    self, Form, Handle, Instance, MapBlocks, MapValues, Memory, MemoryOps, Switch, XpfOptions,
+    self, Form, Handle, Instance, MapBlocks, MapValueError, MapValues, Memory, MemoryOps, Switch,
+    XpfOptions,
 };
 use cbpf::{Insn, Meta};
 use runtime::{Hook, Image, LoadOptions, PacketMeta};
@@ -36,25 +37,37 @@ pub enum XpfEngine {
 struct VmMaps(Arc<[maps::Map]>);
 
 impl MapValues for VmMaps {
-    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, MapValueError> {
         self.0[map]
             .user_lookup(&key.to_ne_bytes())
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| MapValueError::Store(format!("{e:?}")))
     }
-    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), MapValueError> {
         self.0[map]
             .user_update(&key.to_ne_bytes(), value, 0)
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| MapValueError::Store(format!("{e:?}")))
     }
-    fn read_part(&self, map: usize, key: u32, at: usize, out: &mut [u8]) -> Result<(), String> {
+    fn read_part(
+        &self,
+        map: usize,
+        key: u32,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<(), MapValueError> {
         self.0[map]
             .array_read(key, at, out)
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| MapValueError::Store(format!("{e:?}")))
     }
-    fn write_part(&mut self, map: usize, key: u32, at: usize, bytes: &[u8]) -> Result<(), String> {
+    fn write_part(
+        &mut self,
+        map: usize,
+        key: u32,
+        at: usize,
+        bytes: &[u8],
+    ) -> Result<(), MapValueError> {
         self.0[map]
             .array_write(key, at, bytes)
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| MapValueError::Store(format!("{e:?}")))
     }
 }
 
@@ -81,18 +94,18 @@ impl KernelMaps {
 }
 
 impl MapValues for KernelMaps {
-    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String> {
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, MapValueError> {
         self.0[map]
             .0
             .lookup(&key.to_ne_bytes())
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("the kernel's map has no key {key}"))
+            .map_err(|e| MapValueError::Store(e.to_string()))?
+            .ok_or_else(|| MapValueError::Store(format!("the kernel's map has no key {key}")))
     }
-    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String> {
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), MapValueError> {
         self.0[map]
             .0
             .update(&key.to_ne_bytes(), value, 0)
-            .map_err(|e| e.to_string())
+            .map_err(|e| MapValueError::Store(e.to_string()))
     }
 }
 

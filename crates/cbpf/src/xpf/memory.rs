@@ -31,14 +31,19 @@ pub enum Switch {
     Copy,
 }
 
+/// A word `mswitch` does not take (it takes keep, zero or copy).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: keep, zero or copy")]
+pub struct UnknownSwitch(pub String);
+
 impl std::str::FromStr for Switch {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Switch, String> {
+    type Err = UnknownSwitch;
+    fn from_str(s: &str) -> Result<Switch, UnknownSwitch> {
         match s {
             "keep" => Ok(Switch::Keep),
             "zero" => Ok(Switch::Zero),
             "copy" => Ok(Switch::Copy),
-            _ => Err(format!("`{s}`: keep, zero or copy")),
+            _ => Err(UnknownSwitch(s.to_string())),
         }
     }
 }
@@ -276,32 +281,55 @@ impl<B: Blocks> Memory<B> {
     }
 }
 
+/// Why a map value was not read or written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MapValueError {
+    /// The value ends before the bytes asked for.
+    #[error("the value of {0} is short")]
+    Short(u32),
+    /// The maps refused (in their own words).
+    #[error("{0}")]
+    Store(String),
+}
+
 /// Map values, as the eBPF translation keeps memory: map 0's value `i` is
 /// block `i` (its words in host order), map 1's value 0 the active index.
 /// Implemented over sluice's maps and the kernel's by who holds them.
 pub trait MapValues {
     /// The value of `key` in `map`.
-    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, String>;
+    fn value(&self, map: usize, key: u32) -> Result<Vec<u8>, MapValueError>;
     /// Sets the value of `key` in `map`.
-    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), String>;
+    fn set_value(&mut self, map: usize, key: u32, value: &[u8]) -> Result<(), MapValueError>;
 
     /// `out.len()` bytes of the value of `key` from byte `at` (a store
     /// that can reach into a value saves copying all of it).
-    fn read_part(&self, map: usize, key: u32, at: usize, out: &mut [u8]) -> Result<(), String> {
+    fn read_part(
+        &self,
+        map: usize,
+        key: u32,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<(), MapValueError> {
         let value = self.value(map, key)?;
         let part = value
             .get(at..at + out.len())
-            .ok_or_else(|| format!("the value of {key} is short"))?;
+            .ok_or(MapValueError::Short(key))?;
         out.copy_from_slice(part);
         Ok(())
     }
 
     /// Writes `bytes` into the value of `key` from byte `at`.
-    fn write_part(&mut self, map: usize, key: u32, at: usize, bytes: &[u8]) -> Result<(), String> {
+    fn write_part(
+        &mut self,
+        map: usize,
+        key: u32,
+        at: usize,
+        bytes: &[u8],
+    ) -> Result<(), MapValueError> {
         let mut value = self.value(map, key)?;
         value
             .get_mut(at..at + bytes.len())
-            .ok_or_else(|| format!("the value of {key} is short"))?
+            .ok_or(MapValueError::Short(key))?
             .copy_from_slice(bytes);
         self.set_value(map, key, &value)
     }
@@ -336,11 +364,13 @@ impl<V: MapValues> Blocks for MapBlocks<V> {
         let mut value = [0u8; 16];
         value[..4].copy_from_slice(&active.to_ne_bytes());
         value[8..].copy_from_slice(&allocated.to_ne_bytes());
-        self.0.set_value(1, 0, &value).map_err(MemError::Store)
+        self.0
+            .set_value(1, 0, &value)
+            .map_err(|e| MemError::Store(e.to_string()))
     }
 
     fn saved(&self) -> Result<Option<(u32, u64)>, MemError> {
-        let v = self.0.value(1, 0).map_err(MemError::Store)?;
+        let v = (self.0.value(1, 0)).map_err(|e| MemError::Store(e.to_string()))?;
         if v.len() < 16 {
             return Ok(None);
         }

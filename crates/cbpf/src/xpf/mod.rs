@@ -42,7 +42,8 @@ pub(crate) use check::{Bank, Shape, ja_target, shape as shape_of};
 pub use image::image;
 pub use instance::{Instance, XpfVerdict};
 pub use memory::{
-    Blocks, Handle, MapBlocks, MapValues, MemError, Memory, MemoryOps, Switch, VecBlocks,
+    Blocks, Handle, MapBlocks, MapValueError, MapValues, MemError, Memory, MemoryOps, Switch,
+    UnknownSwitch, VecBlocks,
 };
 
 pub use crate::insn::xpf::{TIME_NSEC, TIME_SEC, is_time_load};
@@ -79,17 +80,28 @@ impl Default for XpfOptions {
     }
 }
 
+/// A size of [`XpfOptions`] out of range, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    #[error("{0} words per block: 1 to {MAX_WORDS}")]
+    Words(u32),
+    #[error("{0} blocks: 1 to {MAX_BLOCKS}")]
+    Blocks(u32),
+    #[error("a budget of {0}: at most {max}", max = i32::MAX)]
+    Budget(u32),
+}
+
 impl XpfOptions {
     /// Refuses sizes out of range, by name.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), OptionsError> {
         if !(1..=MAX_WORDS).contains(&self.words) {
-            return Err(format!("{} words per block: 1 to {MAX_WORDS}", self.words));
+            return Err(OptionsError::Words(self.words));
         }
         if !(1..=MAX_BLOCKS).contains(&self.blocks) {
-            return Err(format!("{} blocks: 1 to {MAX_BLOCKS}", self.blocks));
+            return Err(OptionsError::Blocks(self.blocks));
         }
         if self.budget > i32::MAX as u32 {
-            return Err(format!("a budget of {}: at most {}", self.budget, i32::MAX));
+            return Err(OptionsError::Budget(self.budget));
         }
         Ok(())
     }

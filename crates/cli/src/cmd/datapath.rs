@@ -178,7 +178,7 @@ fn run_tc(a: &Args, file: &std::path::Path) -> Result<std::process::ExitCode, St
             if shown.trim().is_empty() {
                 continue;
             }
-            let j = config.run(&words, show(true))?;
+            let j = config.run(&words, show(true)).map_err(|e| e.to_string())?;
             filters.insert(
                 format!("{dev} {hook}"),
                 serde_json::from_str(&j).map_err(|e| e.to_string())?,

@@ -209,7 +209,7 @@ pub fn run(mut a: Args) -> Result<ExitCode, String> {
             (out, kept)
         }
         (None, false) => {
-            let out = config.run(&words, show)?;
+            let out = config.run(&words, show).map_err(|e| e.to_string())?;
             let kept = if changes(&words) {
                 vec![a.command.join(" ")]
             } else {

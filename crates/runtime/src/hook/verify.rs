@@ -6,13 +6,30 @@ use verifier::{MapView, SafetyRule, VerifyOptions};
 
 use super::Hook;
 
+/// The verifier rejects the program a hook starts with; the message names
+/// the instruction, the rule in the kernel's words and what to do next.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the verifier rejects {program} at {at}: {reason}\n  kernel-style: {kernel}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)"
+)]
+pub struct Rejection {
+    /// The program's name.
+    pub program: String,
+    /// The instruction (and its source line, when the object has them).
+    pub at: String,
+    /// Why, in sluice's words.
+    pub reason: String,
+    /// Why, as the kernel's verifier says it (on one line).
+    pub kernel: String,
+}
+
 impl Hook {
     /// Verifies the programs this hook is about to run (the entry and its
     /// tail-call targets) with sluice's verifier. A rejected entry is an
     /// error (the caller may run it anyway, with run-time checks); when
     /// every program is accepted the hook runs without per-access checks;
     /// otherwise the note returned says why the checks stay.
-    pub fn verify_for_run(&mut self) -> Result<Option<String>, String> {
+    pub fn verify_for_run(&mut self) -> Result<Option<String>, Rejection> {
         let hook = &*self;
         let object = hook.object();
         let data_of = |i: usize| -> Option<Vec<u8>> {
@@ -48,13 +65,12 @@ impl Hook {
                 continue;
             };
             if e.rule != SafetyRule::Unsupported && std::ptr::eq(p, entry) {
-                return Err(format!(
-                    "the verifier rejects {} at {}: {}\n  kernel-style: {}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
-                    p.name,
-                    at(p, e.insn),
-                    e.reason,
-                    e.kernel.replace('\n', " / ")
-                ));
+                return Err(Rejection {
+                    program: p.name.clone(),
+                    at: at(p, e.insn),
+                    reason: e.reason.clone(),
+                    kernel: e.kernel.replace('\n', " / "),
+                });
             }
             let what = if e.rule == SafetyRule::Unsupported {
                 "is not verified"

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{ActionHead, ActionStats, control_at, control_json, csum_add, csum_fold};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::skb::Skb;
 
 pub const IP4H: u8 = 1;
@@ -176,7 +177,7 @@ impl Csum {
 }
 
 /// `csum TARGET [and|or|+ TARGET]...` (`words[0]` is `csum`).
-pub fn parse(words: &[&str]) -> Result<(Csum, Control, usize), String> {
+pub fn parse(words: &[&str]) -> Result<(Csum, Control, usize), TcError> {
     let mut flags = 0;
     let mut i = 1;
     while let Some(&w) = words.get(i) {
@@ -190,7 +191,8 @@ pub fn parse(words: &[&str]) -> Result<(Csum, Control, usize), String> {
                 return Err(format!(
                     "csum {w}: sluice does not compute {w} checksums (ip4h, icmp, igmp, tcp \
                      and udp are done)"
-                ));
+                )
+                .into());
             }
             "and" | "or" | "+" => 0,
             _ => break,
@@ -199,7 +201,7 @@ pub fn parse(words: &[&str]) -> Result<(Csum, Control, usize), String> {
     }
     if flags == 0 {
         return Err(match words.get(i) {
-            Some(w) => format!("Illegal csum construct ({w})"),
+            Some(w) => TcError::Syntax(format!("Illegal csum construct ({w})")),
             None => "Illegal csum construct, empty <UPDATE> list".into(),
         });
     }

@@ -18,6 +18,7 @@ pub mod vlan;
 use serde_json::{Value, json};
 
 use crate::control::Control;
+use crate::error::TcError;
 
 /// An action's counters, as `tc -s actions show` prints them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -168,22 +169,24 @@ pub(crate) fn control_json(c: Control) -> Value {
 }
 
 /// iproute2's `invarg`: `Error: argument "ARG" is wrong: WHY`.
-pub(crate) fn invarg(why: &str, arg: &str) -> String {
-    format!("Error: argument \"{arg}\" is wrong: {why}")
+pub(crate) fn invarg(why: &str, arg: &str) -> TcError {
+    TcError::Syntax(format!("Error: argument \"{arg}\" is wrong: {why}"))
 }
 
 /// iproute2's `duparg`.
-pub(crate) fn duparg(key: &str, arg: &str) -> String {
-    format!("Error: duplicate \"{key}\": \"{arg}\" is the second value.")
+pub(crate) fn duparg(key: &str, arg: &str) -> TcError {
+    TcError::Syntax(format!(
+        "Error: duplicate \"{key}\": \"{arg}\" is the second value."
+    ))
 }
 
 /// The word after `words[i]`, or an error naming `words[i]` (`NEXT_ARG`).
-pub(crate) fn next<'a>(words: &[&'a str], i: usize) -> Result<&'a str, String> {
+pub(crate) fn next<'a>(words: &[&'a str], i: usize) -> Result<&'a str, TcError> {
     words.get(i + 1).copied().ok_or_else(|| {
-        format!(
+        TcError::Syntax(format!(
             "Command line is not complete. Try option \"help\" (after \"{}\")",
             words[i]
-        )
+        ))
     })
 }
 

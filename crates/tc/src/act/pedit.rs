@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::{ActionHead, ActionStats, control_at, control_json, next};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::skb::Skb;
 
 /// The kernel's limit of keys (`MAX_OFFS` in iproute2).
@@ -172,9 +173,9 @@ struct Sel {
 
 impl Sel {
     /// `pack_key`.
-    fn pack(&mut self, t: &TKey, val: u32, mask: u32) -> Result<(), String> {
+    fn pack(&mut self, t: &TKey, val: u32, mask: u32) -> Result<(), TcError> {
         if self.keys.len() >= MAX_KEYS {
-            return Err(format!("pedit: at most {MAX_KEYS} keys"));
+            return Err(format!("pedit: at most {MAX_KEYS} keys").into());
         }
         if t.off % 4 != 0 {
             return Err("offsets MUST be in 32 bit boundaries".into());
@@ -195,20 +196,20 @@ impl Sel {
         Ok(())
     }
 
-    fn pack32(&mut self, retain: u32, t: &TKey, v: u32, m: u32) -> Result<(), String> {
+    fn pack32(&mut self, retain: u32, t: &TKey, v: u32, m: u32) -> Result<(), TcError> {
         if t.off % 4 != 0 {
             return Err("pack_key32: 32 bit offsets must begin in 32bit boundaries".into());
         }
         self.pack(t, v & retain, m | !retain)
     }
 
-    fn pack16(&mut self, retain: u32, t: &mut TKey, v: u32, m: u32) -> Result<(), String> {
+    fn pack16(&mut self, retain: u32, t: &mut TKey, v: u32, m: u32) -> Result<(), TcError> {
         if v > 0xffff || m > 0xffff {
             return Err("pack_key16 bad value".into());
         }
         let ind = (t.off & 3) as usize;
         if ind == 3 {
-            return Err(format!("pack_key16 bad index value {ind}"));
+            return Err(format!("pack_key16 bad index value {ind}").into());
         }
         const M: [u32; 3] = [0x0000_ffff, 0xff00_00ff, 0xffff_0000];
         let stride = 8 * (2 - ind as u32);
@@ -220,9 +221,9 @@ impl Sel {
         )
     }
 
-    fn pack8(&mut self, retain: u32, t: &mut TKey, v: u32, m: u32) -> Result<(), String> {
+    fn pack8(&mut self, retain: u32, t: &mut TKey, v: u32, m: u32) -> Result<(), TcError> {
         if v > 0xff || m > 0xff {
-            return Err(format!("pack_key8 bad value (val {v:x} mask {m:x})"));
+            return Err(format!("pack_key8 bad value (val {v:x} mask {m:x})").into());
         }
         const M: [u32; 4] = [0x00ff_ffff, 0xff00_ffff, 0xffff_00ff, 0xffff_ff00];
         let ind = (t.off & 3) as usize;
@@ -248,7 +249,7 @@ fn parse_cmd(
     sel: &mut Sel,
     t: &mut TKey,
     allow_dec: bool,
-) -> Result<usize, String> {
+) -> Result<usize, TcError> {
     let cmd = *words
         .get(i)
         .ok_or("pedit: a command (set, add, ...) must follow the field")?;
@@ -270,7 +271,7 @@ fn parse_cmd(
             }
             let w = next(words, i)?;
             i += 1;
-            let bad = || format!("pedit: \"{w}\" is not a value for {cmd}");
+            let bad = || TcError::Syntax(format!("pedit: \"{w}\" is not a value for {cmd}"));
             match ty {
                 Ty::U32 => v = super::parse_u32(w).ok_or_else(bad)?,
                 Ty::Ipv4 => {
@@ -319,7 +320,7 @@ fn parse_cmd(
         w => {
             return Err(format!(
                 "pedit: \"{w}\" is not a command (set, add, invert, clear, retain, decrement, preserve)"
-            ));
+            ).into());
         }
     }
     i += 1;
@@ -410,7 +411,7 @@ fn field(sel: &Sel, hdr: &str, f: &str) -> Option<(Htype, i32, u32, Ty, u32, boo
 
 /// `munge offset N u8|u16|u32 [at A [offmask] M [shift] S] CMD` or
 /// `munge HEADER FIELD CMD` at `words[i]` (the word after `munge`).
-fn parse_munge(words: &[&str], mut i: usize, sel: &mut Sel) -> Result<usize, String> {
+fn parse_munge(words: &[&str], mut i: usize, sel: &mut Sel) -> Result<usize, TcError> {
     let w = *words
         .get(i)
         .ok_or("pedit: munge needs offset or a header")?;
@@ -431,18 +432,18 @@ fn parse_munge(words: &[&str], mut i: usize, sel: &mut Sel) -> Result<usize, Str
             "u32" => (4, 0xffff_ffff),
             "u16" => (2, 0xffff),
             "u8" => (1, 0xff),
-            _ => return Err(format!("pedit: \"{l}\" is not u8, u16 or u32")),
+            _ => return Err(format!("pedit: \"{l}\" is not u8, u16 or u32").into()),
         };
         i += 3;
         if words.get(i) == Some(&"at") {
-            let num = |i: usize, hex: bool| -> Result<u32, String> {
+            let num = |i: usize, hex: bool| -> Result<u32, TcError> {
                 let w = *words.get(i).ok_or("pedit: at needs AT OFFMASK SHIFT")?;
                 let v = if hex {
                     u32::from_str_radix(w.trim_start_matches("0x"), 16).ok()
                 } else {
                     super::parse_u32(w)
                 };
-                v.ok_or_else(|| format!("pedit: at: \"{w}\" is not a number"))
+                v.ok_or_else(|| TcError::Syntax(format!("pedit: at: \"{w}\" is not a number")))
             };
             t.at = num(i + 1, false)?;
             i += 2;
@@ -461,15 +462,13 @@ fn parse_munge(words: &[&str], mut i: usize, sel: &mut Sel) -> Result<usize, Str
     }
     let f = next(words, i)?;
     if !matches!(w, "eth" | "ip" | "ip6" | "tcp" | "udp") {
-        return Err(format!(
-            "pedit: \"{w}\" is not offset, eth, ip, ip6, tcp or udp"
-        ));
+        return Err(format!("pedit: \"{w}\" is not offset, eth, ip, ip6, tcp or udp").into());
     }
     let Some((htype, off, len, ty, retain, dec)) = field(sel, w, f) else {
         return Err(if w != "eth" && w != "ip" && !sel.extended {
-            format!("pedit: \"{w} {f}\" needs 'pedit ex munge ...'")
+            TcError::Syntax(format!("pedit: \"{w} {f}\" needs 'pedit ex munge ...'"))
         } else {
-            format!("pedit: \"{f}\" is not a field of {w} (here)")
+            TcError::Syntax(format!("pedit: \"{f}\" is not a field of {w} (here)"))
         });
     };
     (t.htype, t.off) = (htype, off);
@@ -483,7 +482,7 @@ fn parse_munge(words: &[&str], mut i: usize, sel: &mut Sel) -> Result<usize, Str
 }
 
 /// `pedit [ex] munge ... [munge ...] [CONTROL]` (`words[0]` is `pedit`).
-pub fn parse(words: &[&str]) -> Result<(Pedit, Control, usize), String> {
+pub fn parse(words: &[&str]) -> Result<(Pedit, Control, usize), TcError> {
     let mut sel = Sel {
         extended: false,
         keys: Vec::new(),
@@ -498,7 +497,9 @@ pub fn parse(words: &[&str]) -> Result<(Pedit, Control, usize), String> {
     }
     if sel.keys.is_empty() {
         return Err(match words.get(i) {
-            Some(w) => format!("Bad pedit construct ({w}): pedit requires keys (munge ...)"),
+            Some(w) => TcError::Syntax(format!(
+                "Bad pedit construct ({w}): pedit requires keys (munge ...)"
+            )),
             None => "pedit requires keys (munge ...)".into(),
         });
     }

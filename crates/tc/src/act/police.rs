@@ -13,6 +13,7 @@ use super::{
     ActionHead, ActionStats, control_json, duparg, invarg, next, sprint_rate, sprint_size,
 };
 use crate::control::{Control, parse_control};
+use crate::error::TcError;
 
 /// `/proc/net/psched`'s ticks per microsecond as iproute2 reads it on a
 /// current kernel (1000/64).
@@ -174,7 +175,7 @@ impl Police {
 
 /// `police ...` (`words[0]` is `police`): the policer, its exceed
 /// control, and the words taken, as iproute2's `act_parse_police`.
-pub fn parse(words: &[&str]) -> Result<(Police, Control, usize), String> {
+pub fn parse(words: &[&str]) -> Result<(Police, Control, usize), TcError> {
     let mut exceed = Control::Act(runtime::TcAction::Reclassify);
     let mut conform = Control::OK;
     let (mut rate, mut peak, mut pps, mut pps_burst) = (0u64, 0u64, 0u64, 0u64);

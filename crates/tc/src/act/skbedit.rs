@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::{ActionHead, ActionStats, control_at, control_json, next};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::handle::{format_classid, parse_classid};
 use crate::skb::Skb;
 
@@ -54,7 +55,7 @@ impl Skbedit {
 }
 
 /// `skbedit ...` (`words[0]` is `skbedit`), as iproute2's `parse_skbedit`.
-pub fn parse(words: &[&str]) -> Result<(Skbedit, Control, usize), String> {
+pub fn parse(words: &[&str]) -> Result<(Skbedit, Control, usize), TcError> {
     let mut e = Skbedit::default();
     let mut i = 1;
     while let Some(&w) = words.get(i) {
@@ -84,11 +85,11 @@ pub fn parse(words: &[&str]) -> Result<(Skbedit, Control, usize), String> {
             "ptype" => {
                 let v = next(words, i)?;
                 return Err(match v {
-                    "host" | "otherhost" | "broadcast" | "multicast" => format!(
+                    "host" | "otherhost" | "broadcast" | "multicast" => TcError::Syntax(format!(
                         "skbedit ptype {v}: sluice's skb has no packet type (it does not deliver \
                          packets to a host), so ptype has no meaning here"
-                    ),
-                    _ => format!("Illegal ptype ({v})"),
+                    )),
+                    _ => TcError::Syntax(format!("Illegal ptype ({v})")),
                 });
             }
             "inheritdsfield" => {
@@ -102,9 +103,9 @@ pub fn parse(words: &[&str]) -> Result<(Skbedit, Control, usize), String> {
     }
     if e == Skbedit::default() {
         return Err(match words.get(i) {
-            Some(w) => format!(
+            Some(w) => TcError::Syntax(format!(
                 "skbedit: \"{w}\" is not queue_mapping, priority, mark, ptype or inheritdsfield"
-            ),
+            )),
             None => "skbedit needs queue_mapping, priority, mark, ptype or inheritdsfield".into(),
         });
     }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{ActionHead, ActionStats, control_at, control_json, invarg, next};
 use crate::control::Control;
+use crate::error::TcError;
 use crate::skb::Skb;
 
 const ETH_P_8021Q: u16 = 0x8100;
@@ -82,7 +83,7 @@ impl Vlan {
 
 /// `vlan ...` (`words[0]` is `vlan`), as iproute2's `parse_vlan` with the
 /// kernel's checks.
-pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), String> {
+pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), TcError> {
     let mut op = None;
     let (mut id, mut protocol, mut priority) = (None, None, None);
     let mut i = 1;
@@ -90,9 +91,7 @@ pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), String> {
         let pushing = matches!(op, Some(VlanOp::Push | VlanOp::Modify));
         match w {
             "pop" | "push" | "modify" if op.is_some() => {
-                return Err(format!(
-                    "vlan: unexpected \"{w}\" (one of pop, push, modify)"
-                ));
+                return Err(format!("vlan: unexpected \"{w}\" (one of pop, push, modify)").into());
             }
             "pop" => op = Some(VlanOp::Pop),
             "push" => op = Some(VlanOp::Push),
@@ -100,7 +99,8 @@ pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), String> {
             "pop_eth" | "push_eth" => {
                 return Err(format!(
                     "vlan {w}: sluice's packets always have an Ethernet header; {w} is not taken"
-                ));
+                )
+                .into());
             }
             "id" | "protocol" | "priority" if !pushing => {
                 return Err(invarg("only valid for push/modify", w));
@@ -113,7 +113,8 @@ pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), String> {
                 if n >= 0x0fff {
                     return Err(format!(
                         "vlan id {n}: Specified VLAN ID is out of range (0 to 4094)"
-                    ));
+                    )
+                    .into());
                 }
                 id = Some(n);
                 i += 1;
@@ -125,7 +126,8 @@ pub fn parse(words: &[&str]) -> Result<(Vlan, Control, usize), String> {
                     Ok(_) => {
                         return Err(format!(
                             "vlan protocol \"{v}\": protocol not supported (802.1Q or 802.1ad)"
-                        ));
+                        )
+                        .into());
                     }
                     Err(_) => return Err(invarg("protocol is invalid", v)),
                 });

@@ -4,13 +4,15 @@
 //! `protocol all`, ports under another `ip_proto`): what tc already
 //! refused never gets here.
 
+use crate::error::TcError;
+
 use super::key::{ADDR_V4, ADDR_V6, FlowerKey, LSE_BOS, LSE_LABEL, LSE_TC, LSE_TTL};
 use super::parse::{
     Attrs, ETH_P_ARP, ETH_P_IP, ETH_P_IPV6, ETH_P_MPLS_MC, ETH_P_MPLS_UC, ETH_P_RARP, eth_type_vlan,
 };
 
 /// A rule's key (as given, unmasked: what `show` prints) and its mask.
-pub fn set_key(a: &Attrs, ifindex: u32) -> Result<(FlowerKey, FlowerKey), String> {
+pub fn set_key(a: &Attrs, ifindex: u32) -> Result<(FlowerKey, FlowerKey), TcError> {
     let mut k = FlowerKey::default();
     let mut m = FlowerKey::default();
     if a.indev.is_some() {
@@ -159,7 +161,7 @@ pub fn set_key(a: &Attrs, ifindex: u32) -> Result<(FlowerKey, FlowerKey), String
 
 /// `fl_set_key_mpls`: the old attributes set entry 0; `mpls lse` entries
 /// set their depth's.
-fn set_mpls(a: &Attrs, k: &mut FlowerKey, m: &mut FlowerKey) -> Result<(), String> {
+fn set_mpls(a: &Attrs, k: &mut FlowerKey, m: &mut FlowerKey) -> Result<(), TcError> {
     let mut lse =
         |i: usize, label: Option<u32>, tc: Option<u8>, bos: Option<u8>, ttl: Option<u8>| {
             let (mut v, mut mm) = (0u32, 0u32);
@@ -194,7 +196,8 @@ fn set_mpls(a: &Attrs, k: &mut FlowerKey, m: &mut FlowerKey) -> Result<(), Strin
             return Err(format!(
                 "Error: MPLS label stack entry of depth {} given twice.",
                 l.depth
-            ));
+            )
+            .into());
         }
         seen |= 1 << i;
         lse(i, l.label, l.tc, l.bos, l.ttl);

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::action::{ActionRef, Actions};
 use crate::classifier::{Classifier, Cx, Match};
+use crate::error::TcError;
 use crate::protocol::ETH_P_ALL;
 use crate::skb::Skb;
 
@@ -178,7 +179,7 @@ impl Flower {
 
     /// The kernel's part of adding (`fl_change` for a new handle): checks
     /// everything before changing anything.
-    fn apply(&mut self, a: Attrs) -> Result<(), String> {
+    fn apply(&mut self, a: Attrs) -> Result<(), TcError> {
         if a.flags & SKIP_HW != 0 && a.flags & SKIP_SW != 0 {
             return Err(
                 "RTNETLINK answers: Invalid argument (skip_hw and skip_sw together)".into(),
@@ -305,13 +306,13 @@ impl Classifier for Flower {
         handle: Option<&str>,
         args: &[&str],
         actions: &mut Actions,
-    ) -> Result<(), String> {
+    ) -> Result<(), TcError> {
         let a = parse::parse(handle, self.protocol, args, actions)?;
         let refs = a.actions.clone();
         self.apply(a).inspect_err(|_| actions.release(&refs))
     }
 
-    fn delete(&mut self, h: &str, actions: &mut Actions) -> Result<bool, String> {
+    fn delete(&mut self, h: &str, actions: &mut Actions) -> Result<bool, TcError> {
         let handle = parse::parse_handle(h).ok_or("Illegal \"handle\"")?;
         let r = self
             .rules

@@ -13,6 +13,7 @@ use super::values::{
 };
 use crate::action::{ActionRef, Actions};
 use crate::action_parse::parse_actions;
+use crate::error::TcError;
 use crate::protocol::{ETH_P_ALL, parse_protocol};
 
 /// `TCA_CLS_FLAGS_SKIP_HW` / `_SKIP_SW` / `_VERBOSE`.
@@ -99,12 +100,12 @@ struct Words<'a, 'b> {
 
 impl<'a> Words<'a, '_> {
     /// `NEXT_ARG`: the value after a keyword.
-    fn value(&mut self) -> Result<&'a str, String> {
+    fn value(&mut self) -> Result<&'a str, TcError> {
         self.at += 1;
         self.w
             .get(self.at)
             .copied()
-            .ok_or_else(|| "Command line is not complete. Try option \"help\"".to_string())
+            .ok_or_else(crate::argv::incomplete)
     }
 }
 
@@ -184,7 +185,7 @@ pub fn parse(
     protocol: u16,
     args: &[&str],
     table: &mut Actions,
-) -> Result<Attrs, String> {
+) -> Result<Attrs, TcError> {
     let mut a = Attrs::default();
     let r = parse_into(&mut a, handle, protocol, args, table);
     if r.is_err() {
@@ -199,7 +200,7 @@ fn parse_into(
     protocol: u16,
     args: &[&str],
     table: &mut Actions,
-) -> Result<(), String> {
+) -> Result<(), TcError> {
     if let Some(h) = handle {
         a.handle = get_u32(h, 0).ok_or("Illegal \"handle\"")?;
     }
@@ -212,9 +213,9 @@ fn parse_into(
     let mut w = Words { w: args, at: 0 };
     while let Some(&word) = args.get(w.at) {
         let Some(kw) = keyword(word) else {
-            return Err(format!("What is \"{word}\"?"));
+            return Err(format!("What is \"{word}\"?").into());
         };
-        let illegal = |why: String| format!("Illegal \"{kw}\": {why}");
+        let illegal = |why: String| TcError::Syntax(format!("Illegal \"{kw}\": {why}"));
         match kw {
             "classid" | "flowid" => {
                 let v = w.value()?;
@@ -262,14 +263,15 @@ fn parse_into(
             "skip_sw" => a.flags |= SKIP_SW,
             "ct_state" | "ct_zone" | "ct_mark" | "ct_label" => {
                 w.value()?;
-                return Err(format!("{kw}: sluice has no connection tracking"));
+                return Err(format!("{kw}: sluice has no connection tracking").into());
             }
             "indev" => {
                 let v = w.value()?;
                 if v.is_empty() || v.len() >= 16 || v.contains(['/', ' ']) {
                     return Err(format!(
                         "Error: argument \"{v}\" is wrong: \"indev\" not a valid ifname"
-                    ));
+                    )
+                    .into());
                 }
                 a.indev = Some(v.to_string());
             }
@@ -322,7 +324,7 @@ fn parse_into(
                     return Err(format!(
                         "Can't set \"{kw}\" if ethertype isn't 802.1Q or 802.1AD and num_of_vlans {}",
                         if inner { "less than 2" } else { "is 0" }
-                    ));
+                    ).into());
                 }
                 let t = parse_protocol(v).map_err(|_| {
                     format!("Error: argument \"{v}\" is wrong: invalid vlan_ethtype")
@@ -354,10 +356,10 @@ fn parse_into(
             "mpls_label" | "mpls_tc" | "mpls_bos" | "mpls_ttl" => {
                 let v = w.value()?;
                 if eth_type != ETH_P_MPLS_UC && eth_type != ETH_P_MPLS_MC {
-                    return Err(format!("Can't set \"{kw}\" if ethertype isn't MPLS"));
+                    return Err(format!("Can't set \"{kw}\" if ethertype isn't MPLS").into());
                 }
                 if mpls_new {
-                    return Err(format!("Can't set \"{kw}\" if \"mpls\" is set"));
+                    return Err(format!("Can't set \"{kw}\" if \"mpls\" is set").into());
                 }
                 mpls_old = true;
                 let (max, what) = match kw {
@@ -378,7 +380,7 @@ fn parse_into(
             }
             "dst_mac" | "src_mac" | "arp_tha" | "arp_sha" => {
                 let v = w.value()?;
-                let m = masked_mac(v).map_err(illegal)?;
+                let m = masked_mac(v).map_err(|e| illegal(e.to_string()))?;
                 match kw {
                     "dst_mac" => a.dst_mac = Some(m),
                     "src_mac" => a.src_mac = Some(m),
@@ -389,9 +391,9 @@ fn parse_into(
             "ip_proto" => {
                 let v = w.value()?;
                 let wrong = || {
-                    format!(
+                    TcError::Syntax(format!(
                         "Illegal \"eth_type\" for ip proto\nIllegal \"ip_proto\": \"{v}\" needs protocol ip or ipv6 (icmp: ip, icmpv6: ipv6)"
-                    )
+                    ))
                 };
                 if eth_type != ETH_P_IP && eth_type != ETH_P_IPV6 {
                     return Err(wrong());
@@ -447,7 +449,7 @@ fn parse_into(
                 let dst = kw == "dst_ip";
                 match eth_type {
                     ETH_P_IP => {
-                        let p = prefix4(v).map_err(illegal)?;
+                        let p = prefix4(v).map_err(|e| illegal(e.to_string()))?;
                         if dst {
                             a.ipv4_dst = Some(p);
                         } else {
@@ -455,7 +457,7 @@ fn parse_into(
                         }
                     }
                     ETH_P_IPV6 => {
-                        let p = prefix6(v).map_err(illegal)?;
+                        let p = prefix6(v).map_err(|e| illegal(e.to_string()))?;
                         if dst {
                             a.ipv6_dst = Some(p);
                         } else {
@@ -468,7 +470,7 @@ fn parse_into(
             "dst_port" | "src_port" => {
                 let v = w.value()?;
                 let dst = kw == "dst_port";
-                parse_port(a, v, ip_proto, dst).map_err(illegal)?;
+                parse_port(a, v, ip_proto, dst).map_err(|e| illegal(e.to_string()))?;
             }
             "tcp_flags" => {
                 let v = w.value()?;
@@ -500,7 +502,8 @@ fn parse_into(
                     _ => {
                         return Err(format!(
                             "{name}: it needs ip_proto icmp (protocol ip) or icmpv6 (protocol ipv6)"
-                        ));
+                        )
+                        .into());
                     }
                 };
                 let (x, m) = masked_u8(v, None)
@@ -526,7 +529,7 @@ fn parse_into(
                         a.arp_op = Some(op);
                     }
                     _ => {
-                        let p = prefix4(v).map_err(illegal)?;
+                        let p = prefix4(v).map_err(|e| illegal(e.to_string()))?;
                         if kw == "arp_tip" {
                             a.arp_tip = Some(p);
                         } else {
@@ -537,21 +540,22 @@ fn parse_into(
             }
             "l2tpv3_sid" | "pppoe_sid" | "ppp_proto" => {
                 w.value()?;
-                return Err(format!("{kw}: not modelled by sluice yet"));
+                return Err(format!("{kw}: not modelled by sluice yet").into());
             }
             "enc_dst_ip" | "enc_src_ip" | "enc_key_id" | "enc_dst_port" | "enc_tos" | "enc_ttl"
             | "geneve_opts" | "vxlan_opts" | "erspan_opts" | "gtp_opts" => {
                 w.value()?;
                 return Err(format!(
                     "{kw}: sluice has no tunnel metadata (a packet here carries no tunnel key)"
-                ));
+                )
+                .into());
             }
             "action" => {
                 let (refs, used) = parse_actions(&args[w.at..], table)
                     .map_err(|e| format!("Illegal \"action\": {e}"))?;
                 if used == 0 {
                     // An abbreviation ("act"): tc takes it for an action kind.
-                    return Err(format!("bad action type {word}"));
+                    return Err(format!("bad action type {word}").into());
                 }
                 a.actions.extend(refs);
                 w.at += used;
@@ -571,9 +575,9 @@ fn parse_into(
 }
 
 /// `flower_parse_port`: `PORT`, `MIN-MAX` or `PORT/MASK`.
-fn parse_port(a: &mut Attrs, v: &str, ip_proto: u8, dst: bool) -> Result<(), String> {
+fn parse_port(a: &mut Attrs, v: &str, ip_proto: u8, dst: bool) -> Result<(), TcError> {
     let l4 = matches!(ip_proto, 6 | 17 | 132);
-    let need = || "it needs ip_proto tcp, udp or sctp".to_string();
+    let need = || TcError::from("it needs ip_proto tcp, udp or sctp");
     let range = match v.split_once('-') {
         Some((lo, hi)) => get_u16(lo, 10).zip(get_u16(hi, 10)),
         None => get_u16(v, 10).map(|p| (p, 0)),
@@ -618,14 +622,14 @@ fn parse_port(a: &mut Attrs, v: &str, ip_proto: u8, dst: bool) -> Result<(), Str
             }
         }
         _ => {
-            return Err(format!("\"{v}\": a port from 1, MIN-MAX or PORT/MASK"));
+            return Err(format!("\"{v}\": a port from 1, MIN-MAX or PORT/MASK").into());
         }
     }
     Ok(())
 }
 
 /// One `lse depth N [label L] [tc T] [bos B] [ttl T]` (after `lse`).
-fn parse_lse(w: &mut Words<'_, '_>) -> Result<Lse, String> {
+fn parse_lse(w: &mut Words<'_, '_>) -> Result<Lse, TcError> {
     let mut l = Lse::default();
     while let Some(&word) = w.w.get(w.at) {
         let field = ["depth", "label", "tc", "bos", "ttl"]
@@ -633,7 +637,7 @@ fn parse_lse(w: &mut Words<'_, '_>) -> Result<Lse, String> {
             .find(|f| matches(word, f));
         let Some(field) = field else { break };
         let v = w.value()?;
-        let bad = || format!("Illegal \"{field}\"");
+        let bad = || TcError::Syntax(format!("Illegal \"{field}\""));
         match field {
             "depth" => l.depth = get_u8(v, 10).filter(|&d| d >= 1).ok_or_else(bad)?,
             "label" => l.label = Some(get_u32(v, 10).filter(|&x| x <= 0xfffff).ok_or_else(bad)?),
@@ -650,7 +654,8 @@ fn parse_lse(w: &mut Words<'_, '_>) -> Result<Lse, String> {
         return Err(format!(
             "Error: Invalid MPLS depth {} (sluice and the kernel hold {MPLS_MAX} entries).",
             l.depth
-        ));
+        )
+        .into());
     }
     Ok(l)
 }

@@ -12,9 +12,10 @@ use crate::control::Control;
 const IP: u16 = 0x0800;
 const IPV6: u16 = 0x86dd;
 
+/// A rule added, or the message of its error.
 fn add(f: &mut Flower, a: &mut Actions, handle: Option<&str>, words: &str) -> Result<(), String> {
     let w: Vec<&str> = words.split_whitespace().collect();
-    f.add(handle, &w, a)
+    f.add(handle, &w, a).map_err(|e| e.to_string())
 }
 
 fn flower(protocol: u16, rules: &[&str]) -> (Flower, Actions) {
@@ -435,7 +436,7 @@ fn handles_skip_sw_and_deleting() {
         Some(0x1_0005)
     );
     assert_eq!(
-        f.delete("1", &mut a).unwrap_err(),
+        f.delete("1", &mut a).unwrap_err().to_string(),
         "Error: Specified filter handle not found."
     );
     add(&mut f, &mut a, None, "classid 1:8").unwrap();

@@ -4,6 +4,8 @@
 
 use std::net::Ipv6Addr;
 
+use crate::error::TcError;
+
 pub(super) use crate::argv::{matches, strtoul as num};
 
 /// A value and its mask.
@@ -38,8 +40,8 @@ pub(super) fn mac(s: &str) -> Option<[u8; 6]> {
 }
 
 /// `flower_parse_eth_addr`: `MAC`, `MAC/BITS` or `MAC/MASK`.
-pub(super) fn masked_mac(s: &str) -> Result<Masked<[u8; 6]>, String> {
-    let bad = || format!("\"{s}\" is invalid lladdr");
+pub(super) fn masked_mac(s: &str) -> Result<Masked<[u8; 6]>, TcError> {
+    let bad = || TcError::Syntax(format!("\"{s}\" is invalid lladdr"));
     let (a, m) = match s.split_once('/') {
         Some((a, m)) => (a, Some(m)),
         None => (s, None),
@@ -116,7 +118,7 @@ pub(super) fn mask_bits(m: &[u8]) -> Option<u32> {
 }
 
 /// `get_prefix` for IPv4: `A.B.C.D[/LEN|/MASK]`.
-pub(super) fn prefix4(s: &str) -> Result<Masked<[u8; 4]>, String> {
+pub(super) fn prefix4(s: &str) -> Result<Masked<[u8; 4]>, TcError> {
     let (a, l) = match s.split_once('/') {
         Some((a, l)) => (a, Some(l)),
         None => (s, None),
@@ -126,7 +128,7 @@ pub(super) fn prefix4(s: &str) -> Result<Masked<[u8; 4]>, String> {
         None => 32,
         Some(l) => match num(l, 0) {
             Some(b) if b <= 32 => b as u32,
-            Some(_) => return Err(format!("\"{l}\": a prefix length of at most 32")),
+            Some(_) => return Err(format!("\"{l}\": a prefix length of at most 32").into()),
             None => ipv4(l)
                 .and_then(|m| mask_bits(&m))
                 .ok_or_else(|| format!("\"{l}\" is not a prefix length nor a contiguous mask"))?,
@@ -136,7 +138,7 @@ pub(super) fn prefix4(s: &str) -> Result<Masked<[u8; 4]>, String> {
 }
 
 /// `get_prefix` for IPv6: `ADDR[/LEN]`.
-pub(super) fn prefix6(s: &str) -> Result<Masked<[u8; 16]>, String> {
+pub(super) fn prefix6(s: &str) -> Result<Masked<[u8; 16]>, TcError> {
     let (a, l) = match s.split_once('/') {
         Some((a, l)) => (a, Some(l)),
         None => (s, None),
@@ -148,7 +150,7 @@ pub(super) fn prefix6(s: &str) -> Result<Masked<[u8; 16]>, String> {
         None => 128,
         Some(l) => match num(l, 0) {
             Some(b) if b <= 128 => b as u32,
-            _ => return Err(format!("\"{l}\": a prefix length of at most 128")),
+            _ => return Err(format!("\"{l}\": a prefix length of at most 128").into()),
         },
     };
     Ok((addr.octets(), prefix_mask(bits)))

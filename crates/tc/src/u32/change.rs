@@ -6,6 +6,7 @@
 
 use super::{Knode, U32, handle, parse};
 use crate::action::Actions;
+use crate::error::TcError;
 
 impl U32 {
     /// Changes the rule `handle` names; `None` when there is no such rule
@@ -16,12 +17,12 @@ impl U32 {
         args: &[&str],
         actions: &mut Actions,
         create: bool,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), TcError>> {
         let missing = || {
             (!create).then(|| {
                 Err(
                     "Error: Need both RTM_NEWTFILTER and NLM_F_CREATE to create a new filter."
-                        .to_string(),
+                        .into(),
                 )
             })
         };
@@ -49,7 +50,7 @@ impl U32 {
         found: Option<usize>,
         spec: parse::Spec,
         actions: &mut Actions,
-    ) -> Result<(), String> {
+    ) -> Result<(), TcError> {
         let Some(i) = found else {
             return Err("Error: cls_u32: Key node id cannot be zero.".into());
         };
@@ -72,7 +73,8 @@ impl U32 {
                     return Err(format!(
                         "Error: cls_u32: Link hash table not found. (link {})",
                         handle::format(l)
-                    ));
+                    )
+                    .into());
                 }
                 if l == self.root {
                     return Err("Error: cls_u32: Not linking to root node.".into());

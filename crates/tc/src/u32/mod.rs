@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::action::{ActionRef, Actions};
 use crate::classifier::{Classifier, Cx, Match};
+use crate::error::TcError;
 use crate::skb::Skb;
 
 pub use handle::{format as format_handle, parse as parse_handle};
@@ -269,7 +270,7 @@ impl U32 {
 
     /// The kernel's part of adding (`u32_change` for a new handle): checks
     /// everything before changing anything.
-    fn apply(&mut self, spec: Spec) -> Result<(), String> {
+    fn apply(&mut self, spec: Spec) -> Result<(), TcError> {
         let mut h = spec.handle;
         if spec.empty {
             if h != 0 {
@@ -371,7 +372,8 @@ impl U32 {
                 return Err(format!(
                     "Error: cls_u32: Link hash table not found. (link {})",
                     handle::format(l)
-                ));
+                )
+                .into());
             }
             if l == self.root {
                 return Err("Error: cls_u32: Not linking to root node.".into());
@@ -432,7 +434,7 @@ impl Classifier for U32 {
         handle: Option<&str>,
         args: &[&str],
         actions: &mut Actions,
-    ) -> Result<(), String> {
+    ) -> Result<(), TcError> {
         let spec = parse::parse(handle, args, actions)?;
         let refs = spec.actions.clone();
         self.apply(spec).inspect_err(|_| actions.release(&refs))
@@ -444,11 +446,11 @@ impl Classifier for U32 {
         args: &[&str],
         actions: &mut Actions,
         create: bool,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), TcError>> {
         self.change_rule(handle, args, actions, create)
     }
 
-    fn delete(&mut self, h: &str, actions: &mut Actions) -> Result<bool, String> {
+    fn delete(&mut self, h: &str, actions: &mut Actions) -> Result<bool, TcError> {
         let handle = handle::parse(h).ok_or_else(|| format!("Illegal filter ID \"{h}\""))?;
         let (ht, i) = self
             .get(handle)

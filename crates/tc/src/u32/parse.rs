@@ -10,6 +10,7 @@ use super::sel::{EAT, OFFSET, Sel, TERMINAL, VAROFFSET, sample_fold};
 use crate::action::{ActionRef, Actions};
 use crate::action_parse::parse_actions;
 use crate::argv::{get_int, get_u32, matches};
+use crate::error::TcError;
 
 /// `TCA_CLS_FLAGS_SKIP_HW` / `_SKIP_SW`.
 pub const SKIP_HW: u32 = 1;
@@ -46,7 +47,7 @@ impl<'a> Words<'a, '_> {
         self.w.get(self.at).copied()
     }
     /// The next word, or tc's "not complete" error.
-    fn next(&mut self) -> Result<&'a str, String> {
+    fn next(&mut self) -> Result<&'a str, TcError> {
         let w = self
             .peek()
             .ok_or_else(|| "Command line is not complete. Try option \"help\"".to_string())?;
@@ -57,7 +58,7 @@ impl<'a> Words<'a, '_> {
 
 /// Parses the words after `u32`; `handle` is the filter's `handle` word.
 /// Actions are added to `table`; on an error they are released again.
-pub fn parse(handle: Option<&str>, words: &[&str], table: &mut Actions) -> Result<Spec, String> {
+pub fn parse(handle: Option<&str>, words: &[&str], table: &mut Actions) -> Result<Spec, TcError> {
     let mut spec = Spec::default();
     let r = parse_into(&mut spec, handle, words, table);
     if r.is_err() {
@@ -71,7 +72,7 @@ fn parse_into(
     handle: Option<&str>,
     words: &[&str],
     table: &mut Actions,
-) -> Result<(), String> {
+) -> Result<(), TcError> {
     if let Some(h) = handle {
         spec.handle = handle::parse(h).ok_or_else(|| {
             format!("Illegal filter ID \"{h}\" (HT:BUCKET:NODE, below 1000:100:1000)")
@@ -115,18 +116,14 @@ fn parse_into(
             let v = w.next()?;
             let l = handle::parse(v).ok_or_else(|| format!("Illegal \"link\" \"{v}\""))?;
             if l != 0 && handle::node(l) != 0 {
-                return Err(format!(
-                    "\"link\" must be a hash table (\"{v}\" names a node)"
-                ));
+                return Err(format!("\"link\" must be a hash table (\"{v}\" names a node)").into());
             }
             spec.link = Some(l);
         } else if word == "ht" {
             let v = w.next()?;
             let ht = handle::parse(v).ok_or_else(|| format!("Illegal \"ht\" \"{v}\""))?;
             if handle.is_some() && handle::node(ht) != 0 {
-                return Err(format!(
-                    "\"ht\" must be a hash table (\"{v}\" names a node)"
-                ));
+                return Err(format!("\"ht\" must be a hash table (\"{v}\" names a node)").into());
             }
             spec.htid = if sample_ok {
                 (spec.htid & 0xff000) | (ht & 0xfff0_0000)
@@ -161,7 +158,7 @@ fn parse_into(
                 .map_err(|e| format!("Illegal \"action\": {e}"))?;
             if used == 0 {
                 // An abbreviation ("act"): tc takes it for an action kind.
-                return Err(format!("bad action type {word}"));
+                return Err(format!("bad action type {word}").into());
             }
             spec.actions.extend(refs);
             w.at += used - 1;
@@ -181,7 +178,7 @@ fn parse_into(
         } else if word == "skip_sw" {
             spec.flags |= SKIP_SW;
         } else {
-            return Err(format!("What is \"{word}\"?"));
+            return Err(format!("What is \"{word}\"?").into());
         }
     }
     if terminal {
@@ -189,7 +186,7 @@ fn parse_into(
     }
     if order != 0 {
         if handle::node(spec.handle) != 0 && order != handle::node(spec.handle) {
-            return Err(format!("\"order\" {order} contradicts \"handle\""));
+            return Err(format!("\"order\" {order} contradicts \"handle\"").into());
         }
         spec.handle |= order;
     }
@@ -208,7 +205,7 @@ fn parse_divisor(v: &str) -> Option<u32> {
 }
 
 /// `at [nexthdr+]OFF` after a value and mask, if present.
-fn parse_at(w: &mut Words<'_, '_>, off: &mut i32, offmask: &mut i32) -> Result<(), String> {
+fn parse_at(w: &mut Words<'_, '_>, off: &mut i32, offmask: &mut i32) -> Result<(), TcError> {
     if w.peek() != Some("at") {
         return Ok(());
     }
@@ -226,7 +223,7 @@ fn parse_at(w: &mut Words<'_, '_>, off: &mut i32, offmask: &mut i32) -> Result<(
 }
 
 /// Value (base 0) and mask (hexadecimal).
-fn val_mask(w: &mut Words<'_, '_>) -> Result<(u32, u32), String> {
+fn val_mask(w: &mut Words<'_, '_>) -> Result<(u32, u32), TcError> {
     let v = w.next()?;
     let val = get_u32(v, 0).ok_or_else(|| format!("value \"{v}\" is not a 32-bit number"))?;
     let m = w.next()?;
@@ -249,12 +246,10 @@ fn parse_field(
     width: Width,
     off: i32,
     offmask: i32,
-) -> Result<(), String> {
+) -> Result<(), TcError> {
     let (val, mask) = val_mask(w)?;
     if matches!(width, Width::W8) && (val > 0xff || mask > 0xff) {
-        return Err(format!(
-            "u8 value {val:#x} or mask {mask:#x} is wider than 8 bits"
-        ));
+        return Err(format!("u8 value {val:#x} or mask {mask:#x} is wider than 8 bits").into());
     }
     let (mut off, mut offmask) = (off, offmask);
     parse_at(w, &mut off, &mut offmask)?;
@@ -265,7 +260,7 @@ fn parse_field(
     }
 }
 
-fn parse_ip_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), String> {
+fn parse_ip_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), TcError> {
     let a = w.next()?;
     let (addr, len) = a.split_once('/').unwrap_or((a, "32"));
     let ip: std::net::Ipv4Addr = addr
@@ -282,7 +277,7 @@ fn parse_ip_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), S
     sel.pack(u32::from(ip), mask, off, offmask)
 }
 
-fn parse_ip6_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), String> {
+fn parse_ip6_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), TcError> {
     let a = w.next()?;
     let (addr, len) = a.split_once('/').unwrap_or((a, "128"));
     let ip: std::net::Ipv6Addr = addr
@@ -311,14 +306,14 @@ fn parse_ip6_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), 
     Ok(())
 }
 
-fn parse_ether_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), String> {
+fn parse_ether_addr(w: &mut Words<'_, '_>, sel: &mut Sel, off: i32) -> Result<(), TcError> {
     let a = w.next()?;
     let bytes: Vec<u32> = a
         .split(':')
         .filter_map(|b| u32::from_str_radix(b, 16).ok())
         .collect();
     if bytes.len() != 6 || bytes.iter().any(|&b| b > 0xff) {
-        return Err(format!("improperly formed address '{a}'"));
+        return Err(format!("improperly formed address '{a}'").into());
     }
     let (mut off, mut offmask) = (off, 0);
     parse_at(w, &mut off, &mut offmask)?;
@@ -333,17 +328,17 @@ fn parse_selector<'a>(
     w: &mut Words<'a, '_>,
     sel: &mut Sel,
     mark: &mut Option<(u32, u32)>,
-) -> Result<(), String> {
+) -> Result<(), TcError> {
     let kind = w.next()?;
-    let what = |w: &mut Words<'a, '_>| -> Result<&'a str, String> {
+    let what = |w: &mut Words<'a, '_>| -> Result<&'a str, TcError> {
         let f = w.next()?;
         // tc wants a word after the field, even after `nofrag`.
         if w.peek().is_none() {
-            return Err(format!("{kind} {f}: a value must follow"));
+            return Err(format!("{kind} {f}: a value must follow").into());
         }
         Ok(f)
     };
-    let unknown = |f: &str| Err(format!("unknown field \"{kind} {f}\""));
+    let unknown = |f: &str| Err(format!("unknown field \"{kind} {f}\"").into());
     if matches(kind, "u32") {
         parse_field(w, sel, Width::W32, 0, 0)
     } else if matches(kind, "u16") {
@@ -378,7 +373,8 @@ fn parse_selector<'a>(
                 if val > 0xff || mask > 0xff {
                     return Err(format!(
                         "priority {val:#x} or mask {mask:#x} is wider than 8 bits"
-                    ));
+                    )
+                    .into());
                 }
                 sel.pack(val << 20, mask << 20, 0, 0)
             }
@@ -419,12 +415,12 @@ fn parse_selector<'a>(
             f => unknown(f),
         }
     } else {
-        Err(format!("unknown selector \"{kind}\""))
+        Err(format!("unknown selector \"{kind}\"").into())
     }
 }
 
 /// `offset [plus P] [at OFF] [mask M] [shift S] [eat]`.
-fn parse_offset(w: &mut Words<'_, '_>, sel: &mut Sel) -> Result<(), String> {
+fn parse_offset(w: &mut Words<'_, '_>, sel: &mut Sel) -> Result<(), TcError> {
     while let Some(word) = w.peek() {
         if matches(word, "plus") {
             w.at += 1;
@@ -463,7 +459,7 @@ fn parse_offset(w: &mut Words<'_, '_>, sel: &mut Sel) -> Result<(), String> {
 }
 
 /// `hashkey [mask M] [at OFF]` (OFF a multiple of 4).
-fn parse_hashkey(w: &mut Words<'_, '_>, sel: &mut Sel) -> Result<(), String> {
+fn parse_hashkey(w: &mut Words<'_, '_>, sel: &mut Sel) -> Result<(), TcError> {
     while let Some(word) = w.peek() {
         if matches(word, "mask") {
             w.at += 1;
@@ -490,7 +486,7 @@ mod tests {
 
     fn p(words: &str) -> Result<Spec, String> {
         let w: Vec<&str> = words.split_whitespace().collect();
-        parse(None, &w, &mut Actions::default())
+        parse(None, &w, &mut Actions::default()).map_err(|e| e.to_string())
     }
 
     fn keys(words: &str) -> Vec<(u32, u32, i32, i32)> {
@@ -604,7 +600,7 @@ mod tests {
             assert!(e.contains(why), "{w}: {e}");
         }
         let e = parse(Some("1000:"), &["divisor", "1"], &mut Actions::default()).unwrap_err();
-        assert!(e.contains("Illegal filter ID"), "{e}");
+        assert!(e.to_string().contains("Illegal filter ID"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! already used merges into that key, and a value is always `value & mask`.
 //! Words here are host-order numbers of the big-endian words on the wire.
 
+use crate::error::TcError;
+
 /// `TC_U32_TERMINAL`: the rule ends the walk (it has a class or actions).
 pub const TERMINAL: u8 = 1;
 /// `TC_U32_OFFSET`: the next header is at a fixed `plus`.
@@ -48,7 +50,7 @@ pub struct Sel {
 impl Sel {
     /// iproute2's `pack_key`: merges into a key at the same offset and
     /// offset mask (refusing contradicting bits) or appends a new one.
-    pub fn pack(&mut self, val: u32, mask: u32, off: i32, offmask: i32) -> Result<(), String> {
+    pub fn pack(&mut self, val: u32, mask: u32, off: i32, offmask: i32) -> Result<(), TcError> {
         let val = val & mask;
         if let Some(k) = self
             .keys
@@ -59,17 +61,18 @@ impl Sel {
                 return Err(format!(
                     "contradicts an earlier key at {off} ({:08x}/{:08x})",
                     k.val, k.mask
-                ));
+                )
+                .into());
             }
             k.val |= val;
             k.mask |= mask;
             return Ok(());
         }
         if self.keys.len() >= MAX_KEYS {
-            return Err(format!("more than {MAX_KEYS} keys"));
+            return Err(format!("more than {MAX_KEYS} keys").into());
         }
         if off % 4 != 0 {
-            return Err(format!("offset {off} is not a multiple of 4"));
+            return Err(format!("offset {off} is not a multiple of 4").into());
         }
         self.keys.push(Key {
             val,
@@ -81,22 +84,18 @@ impl Sel {
     }
 
     /// `pack_key16`: a 16-bit field at `off` (its half of the word).
-    pub fn pack16(&mut self, val: u32, mask: u32, off: i32, offmask: i32) -> Result<(), String> {
+    pub fn pack16(&mut self, val: u32, mask: u32, off: i32, offmask: i32) -> Result<(), TcError> {
         if val > 0xffff || mask > 0xffff {
-            return Err(format!(
-                "value {val:#x} or mask {mask:#x} is wider than 16 bits"
-            ));
+            return Err(format!("value {val:#x} or mask {mask:#x} is wider than 16 bits").into());
         }
         let shift = if off & 3 == 0 { 16 } else { 0 };
         self.pack(val << shift, mask << shift, off & !3, offmask)
     }
 
     /// `pack_key8`: an 8-bit field at `off` (its byte of the word).
-    pub fn pack8(&mut self, val: u32, mask: u32, off: i32, offmask: i32) -> Result<(), String> {
+    pub fn pack8(&mut self, val: u32, mask: u32, off: i32, offmask: i32) -> Result<(), TcError> {
         if val > 0xff || mask > 0xff {
-            return Err(format!(
-                "value {val:#x} or mask {mask:#x} is wider than 8 bits"
-            ));
+            return Err(format!("value {val:#x} or mask {mask:#x} is wider than 8 bits").into());
         }
         let shift = 8 * (3 - (off & 3)) as u32;
         self.pack(val << shift, mask << shift, off & !3, offmask)
@@ -164,18 +163,30 @@ mod tests {
         s.pack(0xffff_ffff, 0x0f00_0000, 0, 0).unwrap();
         assert_eq!(s.keys[3].val, 0x0f00_0000);
         // Contradiction, width, alignment.
-        assert!(s.pack8(9, 0xff, 20, 0).unwrap_err().contains("contradicts"));
+        assert!(
+            s.pack8(9, 0xff, 20, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("contradicts")
+        );
         assert!(
             s.pack8(0x1ff, 0xff, 0, 0)
                 .unwrap_err()
+                .to_string()
                 .contains("wider than 8")
         );
         assert!(
             s.pack16(1, 0x1_0000, 0, 0)
                 .unwrap_err()
+                .to_string()
                 .contains("wider than 16")
         );
-        assert!(s.pack(1, 1, 2, 0).unwrap_err().contains("multiple of 4"));
+        assert!(
+            s.pack(1, 1, 2, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("multiple of 4")
+        );
     }
 
     #[test]

@@ -4,9 +4,10 @@
 
 use super::*;
 
+/// A rule added, or the message of its error.
 fn add(u: &mut U32, a: &mut Actions, handle: Option<&str>, words: &str) -> Result<(), String> {
     let w: Vec<&str> = words.split_whitespace().collect();
-    u.add(handle, &w, a)
+    u.add(handle, &w, a).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -141,8 +142,18 @@ fn deleting_rules_and_tables() {
     )
     .unwrap();
     add(&mut u, &mut a, None, "match u32 0 0 link 1:").unwrap();
-    assert!(u.delete("1:", &mut a).unwrap_err().contains("in-use"));
-    assert!(u.delete("800:", &mut a).unwrap_err().contains("root"));
+    assert!(
+        u.delete("1:", &mut a)
+            .unwrap_err()
+            .to_string()
+            .contains("in-use")
+    );
+    assert!(
+        u.delete("800:", &mut a)
+            .unwrap_err()
+            .to_string()
+            .contains("root")
+    );
     assert_eq!(u.delete("800::800", &mut a), Ok(false));
     assert_eq!(a.iter().count(), 1);
     assert_eq!(u.delete("1:", &mut a), Ok(true));
@@ -151,7 +162,12 @@ fn deleting_rules_and_tables() {
         0,
         "the table's rules released their actions"
     );
-    assert!(u.delete("1:", &mut a).unwrap_err().contains("not found"));
+    assert!(
+        u.delete("1:", &mut a)
+            .unwrap_err()
+            .to_string()
+            .contains("not found")
+    );
 }
 
 #[test]

@@ -91,7 +91,8 @@ struct Report {
 
 fn config(lines: &str) -> Result<Config, String> {
     let mut c = Config::default();
-    c.run_batch(lines, ShowOptions::default())?;
+    c.run_batch(lines, ShowOptions::default())
+        .map_err(|e| e.to_string())?;
     Ok(c)
 }
 
@@ -225,7 +226,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         if !a.no_trie {
             let lines = trie_lines(DEV);
             let frames = trie_frames(4096);
-            let r = rate(config(&lines)?, DEV, &frames, time)?;
+            let r = rate(config(&lines)?, DEV, &frames, time).map_err(|e| e.to_string())?;
             trie.push(("sluice", mpps(r.ns_per_packet)));
             if with_kernel {
                 let k = kernel::tc::kernel_rate(&lines, DEV, &frames, time)
@@ -292,7 +293,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 /// sluice's time per packet for a case's frame under `lines`, checking
 /// the frame got the case's class.
 fn sluice_rate(lines: &str, case: &Case, time: Duration) -> Result<f64, String> {
-    let r = rate(config(lines)?, DEV, &[case.frame()], time)?;
+    let r = rate(config(lines)?, DEV, &[case.frame()], time).map_err(|e| e.to_string())?;
     if r.classid != case.classid() {
         return Err(format!(
             "{} ({} rules): the frame got class {:#x}, not {:#x}",
