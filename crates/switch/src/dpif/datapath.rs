@@ -20,8 +20,9 @@ use std::sync::{Arc, Mutex};
 use super::dpcls::Dpcls;
 use super::emc::Emc;
 use super::execute::{Output, execute};
-use super::offload::{Counts, Offload, Offloaded};
-use crate::flow::{PackedKey, WORDS, extract, masked};
+use super::megaflow::{Counts, Megaflow, Offloaded};
+use super::offload::Offload;
+use crate::flow::{PackedKey, WORDS, extract};
 use crate::odp::DpAction;
 use crate::ofproto::{Ofproto, Touch};
 
@@ -51,45 +52,6 @@ impl Shared {
 
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
-    }
-}
-
-/// A cached flow: packets equal to `key` under `mask` get `actions`.
-#[derive(Clone, Debug)]
-pub struct Megaflow {
-    pub mask: PackedKey,
-    /// Masked.
-    pub key: PackedKey,
-    /// The whole key of the packet that made it (for revalidation).
-    pub first: PackedKey,
-    pub actions: Vec<DpAction>,
-    pub touched: Vec<Touch>,
-    pub created_ns: u64,
-    pub used_ns: u64,
-    pub packets: u64,
-    pub bytes: u64,
-    /// Counts not yet credited to the OpenFlow entries.
-    unpushed: (u64, u64),
-    /// In the lower cache too.
-    pub offloaded: Option<Offloaded>,
-}
-
-impl Megaflow {
-    /// The megaflow for packets like `first` under `mask`, made at `now`.
-    pub fn new(first: PackedKey, mask: PackedKey, actions: Vec<DpAction>, now: u64) -> Megaflow {
-        Megaflow {
-            mask,
-            key: masked(&first, &mask),
-            first,
-            actions,
-            touched: Vec::new(),
-            created_ns: now,
-            used_ns: now,
-            packets: 0,
-            bytes: 0,
-            unpushed: (0, 0),
-            offloaded: None,
-        }
     }
 }
 

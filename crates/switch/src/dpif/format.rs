@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::datapath::Megaflow;
+use super::megaflow::Megaflow;
 use crate::flow::{FieldSlot, PackedKey, slot};
 use crate::odp::DpAction;
 

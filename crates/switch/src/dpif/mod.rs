@@ -7,9 +7,11 @@ mod dpcls;
 mod emc;
 mod execute;
 mod format;
+mod megaflow;
 mod offload;
 
-pub use datapath::{CacheOptions, Datapath, Megaflow, Shared, TierStats};
+pub use datapath::{CacheOptions, Datapath, Shared, TierStats};
 pub use execute::{Output, execute};
 pub use format::format_megaflow;
-pub use offload::{Counts, Offload, Offloaded};
+pub use megaflow::{Counts, Megaflow, Offloaded};
+pub use offload::Offload;

@@ -6,25 +6,7 @@
 //! (`xdp_offload.rs`) is one: it depends on this trait, never the other
 //! way round.
 
-use super::datapath::Megaflow;
-
-/// Packets and bytes a lower cache forwarded for one megaflow, since it
-/// took it (cumulative).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub packets: u64,
-    pub bytes: u64,
-}
-
-impl Counts {
-    /// What came after `earlier`.
-    pub fn since(self, earlier: Counts) -> Counts {
-        Counts {
-            packets: self.packets.wrapping_sub(earlier.packets),
-            bytes: self.bytes.wrapping_sub(earlier.bytes),
-        }
-    }
-}
+use super::megaflow::{Counts, Megaflow};
 
 /// A lower cache, shared by the datapaths of every packet thread.
 pub trait Offload: Send + Sync {
@@ -39,12 +21,4 @@ pub trait Offload: Send + Sync {
     /// Takes megaflow `mf` (installed as `handle`) out; its counts once
     /// no packet can reach it any more.
     fn remove(&self, handle: u32, mf: &Megaflow) -> Counts;
-}
-
-/// A megaflow in a lower cache: its handle and the counts already taken
-/// into the megaflow.
-#[derive(Copy, Clone, Debug)]
-pub struct Offloaded {
-    pub handle: u32,
-    pub seen: Counts,
 }
