@@ -361,7 +361,16 @@ pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) ->
 /// Parses a key or value of `size` bytes: `hex:0a0b..` (memory order), an
 /// integer (little-endian in `size` bytes), an IP address (network order),
 /// or for an LPM trie key `ADDR/LEN`.
-pub fn parse(text: &str, size: usize, map_type: MapType, is_key: bool) -> Result<Vec<u8>, String> {
+pub fn parse(
+    text: &str,
+    size: usize,
+    map_type: MapType,
+    is_key: bool,
+) -> Result<Vec<u8>, MapTextError> {
+    parse_text(text, size, map_type, is_key).map_err(MapTextError)
+}
+
+fn parse_text(text: &str, size: usize, map_type: MapType, is_key: bool) -> Result<Vec<u8>, String> {
     let t = text.trim();
     if let Some(h) = t.strip_prefix("hex:") {
         let bytes = hex_bytes(h).ok_or_else(|| format!("`{t}` is not hex"))?;
@@ -428,3 +437,18 @@ fn fit(bytes: Vec<u8>, size: usize, text: &str) -> Result<Vec<u8>, String> {
         ))
     }
 }
+
+/// A key or value [`parse`] does not take; the message says what it
+/// expected.
+// Display and Error by hand: the fuzz checks include this file by path,
+// without the crate's dependencies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapTextError(pub String);
+
+impl std::fmt::Display for MapTextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for MapTextError {}

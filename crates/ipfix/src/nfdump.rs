@@ -184,7 +184,11 @@ pub fn finished_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Every record of nfcapd's finished files in `dir`, as `nfdump -o raw`
 /// prints them.
-pub fn read_files(dir: &Path) -> Result<Vec<Seen>, String> {
+pub fn read_files(dir: &Path) -> Result<Vec<Seen>, NfdumpError> {
+    read_files_text(dir).map_err(NfdumpError)
+}
+
+fn read_files_text(dir: &Path) -> Result<Vec<Seen>, String> {
     let mut got = Vec::new();
     for file in finished_files(dir) {
         let out = Command::new("nfdump")
@@ -200,3 +204,8 @@ pub fn read_files(dir: &Path) -> Result<Vec<Seen>, String> {
     }
     Ok(got)
 }
+
+/// nfdump did not run, failed, or printed what is not a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NfdumpError(pub String);

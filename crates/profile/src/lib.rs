@@ -33,7 +33,7 @@ pub mod sim;
 
 pub use calibrate::{Calibration, NOT_MEASURED, calibrate};
 pub use cost::{PacketCost, Profile, ProfileError, VmEngine, profile, warm_up};
-pub use cpu::{BadCpu, Cpu};
+pub use cpu::{BadCpu, Cpu, CpuSpecError};
 pub use export::{model_csv, model_json};
 pub use fit::{Line, fit_line, fit_plane};
 pub use model::{CostModel, Fitted, LengthRow, Outlier};

@@ -546,14 +546,17 @@ pub fn map(a: MapArgs) -> Result<ExitCode, String> {
         MapCommand::Update { pinned, key, value } => {
             let m = PinnedMap::open(&pinned).map_err(|e| e.to_string())?;
             let t = maps::MapType::from_id(m.info.map_type).map_err(|e| e.to_string())?;
-            let k = mapfmt::parse(&key, m.info.key_size as usize, t, true)?;
-            let v = mapfmt::parse(&value, m.info.user_value_len(), t, false)?;
+            let k = mapfmt::parse(&key, m.info.key_size as usize, t, true)
+                .map_err(|e| e.to_string())?;
+            let v = mapfmt::parse(&value, m.info.user_value_len(), t, false)
+                .map_err(|e| e.to_string())?;
             m.info.update(&k, &v, 0).map_err(|e| e.to_string())?;
         }
         MapCommand::Delete { pinned, key } => {
             let m = PinnedMap::open(&pinned).map_err(|e| e.to_string())?;
             let t = maps::MapType::from_id(m.info.map_type).map_err(|e| e.to_string())?;
-            let k = mapfmt::parse(&key, m.info.key_size as usize, t, true)?;
+            let k = mapfmt::parse(&key, m.info.key_size as usize, t, true)
+                .map_err(|e| e.to_string())?;
             m.info.delete(&k).map_err(|e| e.to_string())?;
         }
     }
