@@ -16,6 +16,8 @@ pub struct RunResult {
     json: String,
     /// One row per packet (without `per_packet=False`).
     table: Option<RecordBatch>,
+    /// `packets=N, verdicts={...}`, for `repr`.
+    summary: String,
 }
 
 impl RunResult {
@@ -28,7 +30,21 @@ impl RunResult {
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let json =
             serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(RunResult { json, table })
+        let verdicts: Vec<String> = report
+            .verdicts
+            .iter()
+            .map(|(v, n)| format!("{v:?}: {n}"))
+            .collect();
+        let summary = format!(
+            "packets={}, verdicts={{{}}}",
+            report.packets,
+            verdicts.join(", ")
+        );
+        Ok(RunResult {
+            json,
+            table,
+            summary,
+        })
     }
 }
 
@@ -81,6 +97,6 @@ impl RunResult {
     }
 
     fn __repr__(&self) -> String {
-        format!("sluice.RunResult({})", self.json.len())
+        format!("sluice.RunResult({})", self.summary)
     }
 }

@@ -77,3 +77,12 @@ def test_a_verifier_rejection_raises_with_its_line(compile_c):
         prog.run(gen="udp,count=1")
     assert isinstance(e.value, sluice.Error)
     assert "unchecked.c" in str(e.value), str(e.value)
+
+
+def test_the_package_is_typed_and_documented():
+    root = Path(sluice.__file__).parent
+    assert (root / "_sluice.pyi").exists()
+    assert (root / "py.typed").exists()
+    for name in sluice.__all__:
+        assert getattr(sluice, name).__doc__, name
+    assert "exactly one of" in sluice.Program.run.__doc__

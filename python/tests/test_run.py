@@ -67,6 +67,7 @@ def test_generated_traffic_and_limit(bpf):
     res = prog.run(gen=["udp,count=50", "tcp,count=50"], limit=30)
     assert res.count == 30
     assert res.packets.num_rows == 30
+    assert repr(res) == 'sluice.RunResult(packets=30, verdicts={"PASS": 30})'
 
 
 def test_threads_and_engines_agree(bpf):
