@@ -4,10 +4,12 @@
 #
 #   ./dev.sh demo    run the main job end to end on the embedded default
 #   ./dev.sh test    run the whole test suite (what CI runs): every test
-#                    binary, even after a failure, then one summary of what failed
+#                    binary, even after a failure, then one summary of what failed;
+#                    then the Python package's wheel and its pytest suite
 #   ./dev.sh stress-test  the kernel-facing suites with stress-ng loading
 #                    every core (tests must hold on a busy machine)
 #   ./dev.sh setup   only install the system packages and the Rust toolchain
+#   ./dev.sh python  build the Python package's wheel, install it, run its tests
 #   ./dev.sh bench   run the benchmarks
 #   ./dev.sh fuzz    run every fuzz target briefly (needs the nightly toolchain)
 #   ./dev.sh sanitize  the maps and hooks shared by worker threads under ThreadSanitizer,
@@ -143,12 +145,48 @@ setup_osken() {
     cp tools/osken-requirements.txt "$OSKEN/requirements.txt"
 }
 
+# The Python package (python/, docs/python.md): its build and test tools
+# from PyPI in a venv of our own, the versions of
+# tools/python-requirements.txt (maturin, pyarrow, pandas, pytest).
+PYVENV=target/python-venv
+setup_python() {
+    [ -x "$PYVENV/bin/maturin" ] && cmp -s tools/python-requirements.txt "$PYVENV/requirements.txt" && return 0
+    say "installing the Python package's tools with pip (into $PYVENV)"
+    rm -rf "$PYVENV"
+    python3 -m venv "$PYVENV"
+    "$PYVENV/bin/pip" install -q --disable-pip-version-check -r tools/python-requirements.txt
+    cp tools/python-requirements.txt "$PYVENV/requirements.txt"
+}
+
+# Builds the `sluice` wheel from the checkout with maturin (the dev profile:
+# the engine's crates are already built by the test run, and the ones on
+# the packet path are optimised even there), installs it into the venv and
+# runs python/tests/ with pytest: against the example objects, the shared
+# captures and this build's `sluice` binary (for `sluice run --json`).
+test_python() {
+    local t0=$SECONDS target=${CARGO_TARGET_DIR:-$PWD/target} wheel rc=0
+    # Called where a failure must not end the script (set -e is off): each
+    # step's failure returns.
+    setup_python || return 1
+    cargo build -q --locked -p programs -p sluice || return 1
+    rm -rf "$target/wheels"
+    (cd python && "../$PYVENV/bin/maturin" build -q --locked --profile dev -o "$target/wheels") || return 1
+    wheel=$(ls "$target"/wheels/sluice-*.whl) || return 1
+    "$PYVENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel" || return 1
+    SLUICE_BIN="$target/debug/sluice" SLUICE_BPF_DIR="$target/bpf" \
+        SLUICE_PCAP_DIR="${SLUICE_PCAP_DIR:-$PWD/../shared/pcaps/tcpdump}" \
+        "$PYVENV/bin/python" -m pytest -q -p no:cacheprovider python/tests || rc=$?
+    say "python package: wheel built, installed and tested in $((SECONDS - t0)) s"
+    return "$rc"
+}
+
 setup() {
     setup_apt
     setup_rust
     setup_thirdparty
     setup_sources
     setup_osken
+    setup_python
 }
 
 # Every fuzz target (fuzz/Cargo.toml), in order.
@@ -317,7 +355,16 @@ test)
     run_tests target/test-logs/test.log --workspace --locked || tests_ok=$?
     # The suite's summary line, visible in CI logs (the test above asserts it).
     cargo run -q --locked -p sluice -- conformance "${SLUICE_CONFORMANCE_DIR:-../shared/conformance/bpf_conformance/tests}" | tail -n 1
+    # The Python package: its wheel built, installed, its pytest suite run.
+    python_ok=0
+    test_python || python_ok=$?
     [ "$tests_ok" -eq 0 ] || { say "the suite failed (log: target/test-logs/test.log)"; exit 1; }
+    [ "$python_ok" -eq 0 ] || { say "the Python package's tests failed"; exit 1; }
+    ;;
+python)
+    setup_apt
+    setup_rust
+    test_python
     ;;
 stress-test)
     # The kernel-facing suites with stress-ng keeping every core busy
@@ -422,7 +469,7 @@ sanitize)
     fi
     ;;
 *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = help ] || exit 2
     ;;
 esac

@@ -137,7 +137,8 @@ impl HookSpec {
         })
     }
 
-    fn with_object(object: ObjectSource) -> HookSpec {
+    /// The spec of `object`, every other field at its default.
+    pub fn with_object(object: ObjectSource) -> HookSpec {
         HookSpec {
             object,
             program: None,

@@ -17,6 +17,8 @@
 //!   through the hook (the pipeline's loop, on every thread asked for);
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
 //!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
+//!   With [`RunSpec::per_packet`], it also holds one row per packet
+//!   ([`PacketTable`]: verdict, redirect, cost), in columns.
 //!
 //! A tc configuration runs in place of a program: a [`TcSpec`] (a file of
 //! `tc` lines, the device and clsact hook packets arrive at) in a
@@ -123,6 +125,7 @@ pub mod files;
 mod hook_spec;
 mod kernel_spec;
 pub mod mapfmt;
+mod packet_table;
 mod pin;
 mod report;
 mod run_spec;
@@ -138,6 +141,7 @@ pub use error::{Error, ObjectError, TcError};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
+pub use packet_table::PacketTable;
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use runtime::{Hook, RedirectTarget};
+use runtime::{Hook, Redirect, RedirectTarget};
 use serde::Serialize;
 
 use crate::mapfmt::{self, MapDump};
+use crate::packet_table::PacketTable;
 use crate::sink::SentPort;
 use crate::source::Skipped;
 
@@ -117,6 +118,10 @@ pub struct RunReport {
     /// [`RunSpec::run`](crate::RunSpec::run) built it; not serialized.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// One row per packet, when [`RunSpec::per_packet`](crate::RunSpec)
+    /// asked for it; not serialized.
+    #[serde(skip)]
+    pub packet_table: Option<PacketTable>,
 }
 
 impl RunReport {
@@ -145,27 +150,7 @@ impl RunReport {
         let map_names: Vec<String> = hook.maps().iter().map(|m| m.name().to_string()).collect();
         let mut redirects = BTreeMap::new();
         for (r, n) in c.redirects.iter() {
-            let key = match r.target {
-                RedirectTarget::Device {
-                    ifindex,
-                    ingress: false,
-                } => format!("ifindex {ifindex}"),
-                RedirectTarget::Device {
-                    ifindex,
-                    ingress: true,
-                } => format!("ifindex {ifindex} ingress"),
-                RedirectTarget::Cpu(c) => format!("cpu {c}"),
-                RedirectTarget::Socket(q) => format!("xsk queue {q}"),
-                RedirectTarget::Broadcast { exclude_ingress } => {
-                    let map = r.map.map_or("?", |m| map_names[m].as_str());
-                    if exclude_ingress {
-                        format!("broadcast {map} (not ingress)")
-                    } else {
-                        format!("broadcast {map}")
-                    }
-                }
-            };
-            *redirects.entry(key).or_default() += n;
+            *redirects.entry(redirect_name(&r, &map_names)).or_default() += n;
         }
         let clones = c
             .clones
@@ -297,6 +282,36 @@ impl RunReport {
             source_error: s.source_error.as_ref().map(|e| e.to_string()),
             stopped: s.stopped,
             notes: Vec::new(),
+            packet_table: None,
+        }
+    }
+}
+
+/// What reports call a redirect's target: `ifindex N`, `ifindex N
+/// ingress`, `cpu N`, `xsk queue N`, `broadcast MAP`, `broadcast MAP (not
+/// ingress)`; `map_names` names the hook's maps.
+pub(crate) fn redirect_name(r: &Redirect, map_names: &[String]) -> String {
+    match r.target {
+        RedirectTarget::Device {
+            ifindex,
+            ingress: false,
+        } => format!("ifindex {ifindex}"),
+        RedirectTarget::Device {
+            ifindex,
+            ingress: true,
+        } => format!("ifindex {ifindex} ingress"),
+        RedirectTarget::Cpu(c) => format!("cpu {c}"),
+        RedirectTarget::Socket(q) => format!("xsk queue {q}"),
+        RedirectTarget::Broadcast { exclude_ingress } => {
+            let map = r
+                .map
+                .and_then(|m| map_names.get(m))
+                .map_or("?", String::as_str);
+            if exclude_ingress {
+                format!("broadcast {map} (not ingress)")
+            } else {
+                format!("broadcast {map}")
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::hook_spec::HookSpec;
+use crate::packet_table::PacketTable;
 use crate::report::{Read, RunReport};
 use crate::sink::{SentPort, SinkSpec};
 use crate::source::{Skipped, SourceSpec};
@@ -53,6 +54,10 @@ pub struct RunSpec {
     /// Entries shown per map in the report.
     #[serde(default = "sixteen")]
     pub map_entries: usize,
+    /// Keep one record per packet: the report's
+    /// [`RunReport::packet_table`] (not serialized).
+    #[serde(default)]
+    pub per_packet: bool,
 }
 
 /// A run started: the hook built, the source and sinks open.
@@ -84,6 +89,7 @@ impl RunSpec {
             limit: None,
             ifindex: None,
             map_entries: sixteen(),
+            per_packet: false,
         }
     }
 
@@ -162,8 +168,9 @@ impl Replay<'_> {
             limit: spec.limit,
             ifindex: spec.ifindex.or(arrival).unwrap_or(1),
             stop: self.stop,
+            per_packet: spec.per_packet,
         };
-        let summary = pipeline::replay(
+        let mut summary = pipeline::replay(
             &mut self.hook,
             self.source.as_mut(),
             self.sinks,
@@ -177,13 +184,15 @@ impl Replay<'_> {
             ports: &self.ports,
             skipped: Skipped::of(self.source.as_ref()),
         };
-        let report = RunReport::new(
+        let log = summary.counters.log.take();
+        let mut report = RunReport::new(
             spec.hook.object.name(),
             spec.map_entries,
             &mut self.hook,
             &summary,
             &read,
         );
+        report.packet_table = log.map(|log| PacketTable::new(log, &self.hook));
         Ok(Finished {
             report,
             hook: self.hook,

@@ -8,6 +8,7 @@ use runtime::{Redirect, Verdict};
 use vm::{RegionKind, VmError};
 
 use crate::histogram::Histogram;
+use crate::packet_log::PacketLog;
 
 /// A packet whose run stopped with an error.
 #[derive(Clone, Debug)]
@@ -80,6 +81,9 @@ pub struct ReplayCounters {
     /// The first `bpf_trace_printk` lines, by packet order.
     pub trace: Vec<(u64, String)>,
     pub trace_lines: u64,
+    /// One record per packet, when the replay keeps them
+    /// ([`ReplayOptions::per_packet`](crate::ReplayOptions)).
+    pub log: Option<PacketLog>,
 }
 
 /// How many errors and trace lines a report keeps.
@@ -127,5 +131,8 @@ impl ReplayCounters {
         self.trace.sort_by_key(|t| t.0);
         self.trace.truncate(TRACE_LINES);
         self.trace_lines += o.trace_lines;
+        if let Some(log) = &o.log {
+            self.log.get_or_insert_default().merge(log);
+        }
     }
 }

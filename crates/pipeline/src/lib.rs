@@ -7,7 +7,8 @@
 //! runs them; each verdict takes its [`Route`] to the sinks the [`Sinks`]
 //! table names (pcap writers, memory, an interface: [`InterfaceSink`]);
 //! [`ReplayCounters`] gather verdicts, costs, redirects and errors where the
-//! work is done. [`replay`] runs the loop on the caller's thread, or on
+//! work is done, and, when asked, one record per packet ([`PacketLog`]).
+//! [`replay`] runs the loop on the caller's thread, or on
 //! several workers sharded by flow ([`Shard`]), each with its own hook on
 //! the same maps.
 
@@ -17,6 +18,7 @@ mod filtered;
 mod histogram;
 mod live;
 mod ordered;
+mod packet_log;
 mod record;
 mod replay;
 mod shard;
@@ -30,6 +32,7 @@ pub use filtered::Filtered;
 pub use histogram::Histogram;
 pub use kernel::netdev::{Interface, InterfaceError};
 pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
+pub use packet_log::PacketLog;
 pub use record::{Recorded, record};
 pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
 pub use shard::{Shard, UnknownShard, flow_hash};

@@ -34,6 +34,9 @@ pub struct ReplayOptions {
     /// Set (by a signal handler, say) to stop reading: the packets read so
     /// far are run, the sinks finished, the summary says it stopped.
     pub stop: Option<&'static AtomicBool>,
+    /// Keep one record per packet ([`ReplayCounters::log`]), in the
+    /// source's order.
+    pub per_packet: bool,
 }
 
 impl Default for ReplayOptions {
@@ -44,6 +47,7 @@ impl Default for ReplayOptions {
             limit: None,
             ifindex: 1,
             stop: None,
+            per_packet: false,
         }
     }
 }
@@ -129,7 +133,7 @@ pub fn replay<H: PacketHook>(
         };
         let workers: Vec<Worker<H>> = std::iter::once(hook)
             .chain(siblings.iter_mut())
-            .map(|h| Worker::new(h, &sinks, opts.ifindex))
+            .map(|h| worker(h, &sinks, opts))
             .collect();
         let writes = !sinks.is_empty();
         let forks: Option<Vec<_>> = (1..threads).map(|_| source.fork()).collect();
@@ -153,6 +157,19 @@ pub fn replay<H: PacketHook>(
     })
 }
 
+/// A worker on `hook` as `opts` ask.
+fn worker<'h, H: PacketHook>(
+    hook: &'h mut H,
+    sinks: &Sinks,
+    opts: &ReplayOptions,
+) -> Worker<'h, H> {
+    let mut worker = Worker::new(hook, sinks, opts.ifindex);
+    if opts.per_packet {
+        worker.log_packets();
+    }
+    worker
+}
+
 type Outcome = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
 fn one_thread<H: PacketHook>(
@@ -162,7 +179,7 @@ fn one_thread<H: PacketHook>(
     opts: &ReplayOptions,
     progress: Option<&AtomicU64>,
 ) -> Outcome {
-    let mut worker = Worker::new(hook, &sinks, opts.ifindex);
+    let mut worker = worker(hook, &sinks, opts);
     let mut batch = Batch::new();
     let mut source_error = None;
     let mut result = Ok(());

@@ -5,6 +5,7 @@ use runtime::{PacketHook, PacketMeta};
 
 use crate::batch::Batch;
 use crate::counters::ReplayCounters;
+use crate::packet_log::{Entry, PacketLog};
 use crate::sink::{Outputs, Route, SinkError, Sinks};
 
 pub struct Worker<'h, H: PacketHook = runtime::Hook> {
@@ -30,6 +31,11 @@ impl<'h, H: PacketHook> Worker<'h, H> {
             outputs: Outputs::default(),
             wants: Route::ALL.map(|r| sinks.wants(r)),
         }
+    }
+
+    /// Keeps one record per packet from now on ([`ReplayCounters::log`]).
+    pub fn log_packets(&mut self) {
+        self.counters.log.get_or_insert_with(PacketLog::default);
     }
 
     /// Runs every packet of `batch`.
@@ -58,6 +64,15 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                     if let Some(r) = o.redirect {
                         c.redirects.add(r, 1);
                     }
+                    if let Some(log) = &mut c.log {
+                        let e = Entry {
+                            verdict: Some(o.verdict),
+                            redirect: o.redirect,
+                            insns: o.stats.insns,
+                            helper_calls: o.stats.helper_calls,
+                        };
+                        log.push(info, data.len(), e);
+                    }
                     for clone in o.clones {
                         c.clones.add((clone.ifindex, clone.ingress), 1);
                         // Copies leave as redirected packets do.
@@ -74,7 +89,18 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                             .push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
                     }
                 }
-                Err(e) => c.error(info.seq, e),
+                Err(e) => {
+                    c.error(info.seq, e);
+                    if let Some(log) = &mut c.log {
+                        let e = Entry {
+                            verdict: None,
+                            redirect: None,
+                            insns: 0,
+                            helper_calls: 0,
+                        };
+                        log.push(info, data.len(), e);
+                    }
+                }
             }
         }
     }

@@ -213,6 +213,7 @@ impl Args {
             limit: self.limit,
             ifindex: self.ifindex,
             map_entries: self.map_entries,
+            per_packet: false,
         })
     }
 }

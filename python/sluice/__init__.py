@@ -1,0 +1,40 @@
+"""sluice from Python: eBPF packet programs run over captures in sluice's
+userspace VM (verified, JIT-compiled), the results as Arrow tables.
+
+    >>> import sluice
+    >>> prog = sluice.Object("xdp_count.o").program()
+    >>> res = prog.run(pcap="trace.pcap")
+    >>> res.verdicts
+    {'PASS': 10}
+    >>> res.packets.to_pandas()
+
+:class:`Object` opens an object (a path or bytes), :meth:`Object.program`
+picks a program, :meth:`Program.run` replays packets through it and gives a
+:class:`RunResult`: the report of ``sluice run --json`` (:attr:`RunResult.report`),
+its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
+(:attr:`RunResult.packets`, a ``pyarrow.Table``). Errors raise
+:class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
+:class:`VerifierError`) with the messages of the ``sluice`` command line.
+"""
+
+from ._sluice import (
+    Error,
+    Object,
+    ObjectError,
+    PacketStream,
+    Program,
+    RunResult,
+    SourceError,
+    VerifierError,
+)
+
+__all__ = [
+    "Error",
+    "Object",
+    "ObjectError",
+    "PacketStream",
+    "Program",
+    "RunResult",
+    "SourceError",
+    "VerifierError",
+]

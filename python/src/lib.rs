@@ -1,0 +1,30 @@
+//! `sluice._sluice`: the native module of the `sluice` Python package.
+//!
+//! It binds the `engine` crate (and nothing below it) for Python: an
+//! [`object::Object`] (an ELF file or its bytes) gives
+//! [`program::Program`]s, whose `run` replays packets (a capture,
+//! packets in memory, generated traffic) with the GIL released and gives a
+//! [`result::RunResult`]: the report of `sluice run --json` and, per
+//! packet, an Arrow table handed to pyarrow through the Arrow C stream
+//! interface ([`table`]). Errors are the exceptions of [`errors`], with
+//! the command line's messages.
+
+use pyo3::prelude::*;
+
+mod errors;
+mod object;
+mod program;
+mod result;
+mod run_args;
+mod table;
+
+/// The module: its classes and exceptions.
+#[pymodule]
+fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<object::Object>()?;
+    m.add_class::<program::Program>()?;
+    m.add_class::<result::RunResult>()?;
+    m.add_class::<table::PacketStream>()?;
+    errors::register(m)?;
+    Ok(())
+}

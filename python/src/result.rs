@@ -1,0 +1,102 @@
+//! [`RunResult`]: what `Program.run` gives: the report of `sluice run
+//! --json` (as a dict), its verdict counts, and the per-packet table.
+
+use arrow_array::RecordBatch;
+use engine::RunReport;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::table::{PacketStream, record_batch};
+
+/// The result of :meth:`Program.run`.
+#[pyclass(module = "sluice", frozen)]
+pub struct RunResult {
+    /// The report as `sluice run --json` prints it.
+    json: String,
+    /// One row per packet (without `per_packet=False`).
+    table: Option<RecordBatch>,
+    /// `packets=N, verdicts={...}`, for `repr`.
+    summary: String,
+}
+
+impl RunResult {
+    pub(crate) fn new(mut report: RunReport) -> PyResult<RunResult> {
+        let table = report
+            .packet_table
+            .take()
+            .map(record_batch)
+            .transpose()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let json =
+            serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let verdicts: Vec<String> = report
+            .verdicts
+            .iter()
+            .map(|(v, n)| format!("{v:?}: {n}"))
+            .collect();
+        let summary = format!(
+            "packets={}, verdicts={{{}}}",
+            report.packets,
+            verdicts.join(", ")
+        );
+        Ok(RunResult {
+            json,
+            table,
+            summary,
+        })
+    }
+}
+
+#[pymethods]
+impl RunResult {
+    /// The whole report as a dict: what ``sluice run --json`` prints for the
+    /// same run (verdicts, costs, redirects, errors, maps).
+    #[getter]
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (&self.json,))
+    }
+
+    /// Packets per verdict, as the report's ``verdicts``:
+    /// ``{"PASS": 9, "DROP": 1}`` (``ERROR``: runs that stopped with an error).
+    #[getter]
+    fn verdicts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        Ok(self
+            .report(py)?
+            .get_item("verdicts")?
+            .cast_into::<PyDict>()?)
+    }
+
+    /// Packets run.
+    #[getter]
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        self.report(py)?.get_item("packets")?.extract()
+    }
+
+    /// One row per packet, a ``pyarrow.Table``: ``index`` (from 1),
+    /// ``timestamp``, ``length``, ``verdict``, ``redirect`` (null without
+    /// one), ``instructions``, ``helper_calls``. ``None`` when the run
+    /// kept no rows (``per_packet=False``). The columns are the engine's
+    /// buffers, not copied.
+    #[getter]
+    fn packets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.table {
+            Some(batch) => {
+                let stream = PacketStream::new(batch.clone());
+                py.import("pyarrow")?.call_method1("table", (stream,))
+            }
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// The per-packet table for any reader of the Arrow PyCapsule
+    /// interface (polars, DuckDB) without pyarrow.
+    #[getter]
+    fn packet_stream(&self) -> Option<PacketStream> {
+        self.table.clone().map(PacketStream::new)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("sluice.RunResult({})", self.summary)
+    }
+}

@@ -1,0 +1,102 @@
+//! The per-packet table as Arrow: [`record_batch`] wraps the engine's
+//! [`PacketTable`] columns in Arrow arrays without copying them (a `Vec`
+//! becomes an Arrow buffer as it is), and [`PacketStream`] hands them to
+//! pyarrow (or polars, DuckDB: any reader of the Arrow PyCapsule
+//! interface) through the Arrow C stream interface.
+
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::types::{UInt8Type, UInt16Type};
+use arrow_array::{
+    ArrayRef, DictionaryArray, RecordBatch, RecordBatchIterator, StringArray,
+    TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+};
+use arrow_buffer::{Buffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
+use engine::PacketTable;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+/// The columns, in order: name, type, nullable.
+fn schema() -> Schema {
+    let dict = |key: DataType| DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8));
+    let utc = Some("UTC".into());
+    Schema::new(vec![
+        Field::new("index", DataType::UInt64, false),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Nanosecond, utc),
+            false,
+        ),
+        Field::new("length", DataType::UInt32, false),
+        Field::new("verdict", dict(DataType::UInt8), false),
+        Field::new("redirect", dict(DataType::UInt16), true),
+        Field::new("instructions", DataType::UInt64, false),
+        Field::new("helper_calls", DataType::UInt64, false),
+    ])
+}
+
+/// `t` as one record batch; the numeric columns are `t`'s vectors,
+/// moved, not copied.
+pub(crate) fn record_batch(t: PacketTable) -> Result<RecordBatch, ArrowError> {
+    let rows = t.len();
+    // Timestamps are u64 ns; Arrow's are i64: the same buffer, reinterpreted.
+    let ts = ScalarBuffer::<i64>::new(Buffer::from_vec(t.timestamp_ns), 0, rows);
+    let verdict = DictionaryArray::<UInt8Type>::try_new(
+        UInt8Array::new(t.verdict.into(), None),
+        Arc::new(StringArray::from(t.verdict_names)),
+    )?;
+    let redirect = DictionaryArray::<UInt16Type>::try_new(
+        UInt16Array::from(t.redirect),
+        Arc::new(StringArray::from(t.redirect_names)),
+    )?;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::new(t.index.into(), None)),
+        Arc::new(TimestampNanosecondArray::new(ts, None).with_timezone("UTC")),
+        Arc::new(UInt32Array::new(t.length.into(), None)),
+        Arc::new(verdict),
+        Arc::new(redirect),
+        Arc::new(UInt64Array::new(t.instructions.into(), None)),
+        Arc::new(UInt64Array::new(t.helper_calls.into(), None)),
+    ];
+    RecordBatch::try_new(Arc::new(schema()), columns)
+}
+
+/// A run's per-packet table, readable through the Arrow PyCapsule
+/// interface (``pyarrow.table(stream)``). Each read shares the same
+/// buffers: nothing is copied.
+#[pyclass(module = "sluice", frozen)]
+pub struct PacketStream {
+    batch: RecordBatch,
+}
+
+impl PacketStream {
+    pub(crate) fn new(batch: RecordBatch) -> PacketStream {
+        PacketStream { batch }
+    }
+}
+
+#[pymethods]
+impl PacketStream {
+    /// The table as an ``ArrowArrayStream`` PyCapsule (the Arrow PyCapsule
+    /// interface). A requested schema other than the table's own is not
+    /// supported.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batch = self.batch.clone();
+        let reader = RecordBatchIterator::new([Ok(batch)], self.batch.schema());
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    /// Rows.
+    fn __len__(&self) -> usize {
+        self.batch.num_rows()
+    }
+}
