@@ -186,7 +186,6 @@ setup() {
     setup_thirdparty
     setup_sources
     setup_osken
-    setup_python
 }
 
 # Every fuzz target (fuzz/Cargo.toml), in order.
