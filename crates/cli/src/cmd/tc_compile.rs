@@ -37,7 +37,7 @@ struct Args {
 
 /// Runs `sluice tc compile WORDS...`; `config` is sluice tc's `--config`,
 /// read as `sluice tc` reads it (its checks on owner and mode).
-pub fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, String> {
+pub(crate) fn run(config: &std::path::Path, words: &[String]) -> Result<ExitCode, String> {
     let a = match Args::try_parse_from(
         std::iter::once("sluice tc compile".to_string()).chain(words.iter().cloned()),
     ) {

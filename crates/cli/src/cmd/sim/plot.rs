@@ -9,7 +9,7 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-pub fn rtt_over_time(path: &Path, c: &RouterComparison) -> Result<(), String> {
+pub(crate) fn rtt_over_time(path: &Path, c: &RouterComparison) -> Result<(), String> {
     let samples = || c.rows.iter().flat_map(|r| &r.result.samples);
     let t1 = samples().map(|x| x.at_ns).max().unwrap_or(1) as f64 / 1e9;
     let top = samples().map(|x| x.rtt_ns).max().unwrap_or(1) as f64 / 1e6;
