@@ -345,32 +345,11 @@ impl MapBtf {
 /// found; `None` if they reach a kind a map's types have no use for
 /// (functions, variables, sections).
 fn encode_types(btf: &Btf, roots: &[TypeId]) -> Option<(Vec<u8>, HashMap<TypeId, u32>)> {
-    let refs = |k: &BtfKind| -> Option<Vec<TypeId>> {
-        Some(match k {
-            BtfKind::Void
-            | BtfKind::Int { .. }
-            | BtfKind::Enum { .. }
-            | BtfKind::Fwd { .. }
-            | BtfKind::Float { .. } => vec![],
-            BtfKind::Ptr(t)
-            | BtfKind::Typedef(t)
-            | BtfKind::Volatile(t)
-            | BtfKind::Const(t)
-            | BtfKind::Restrict(t)
-            | BtfKind::TypeTag(t) => vec![*t],
-            BtfKind::Array { elem, index, .. } => vec![*elem, *index],
-            BtfKind::Struct { members, .. } | BtfKind::Union { members, .. } => {
-                members.iter().map(|m| m.ty).collect()
-            }
-            BtfKind::FuncProto { ret, params } => std::iter::once(*ret)
-                .chain(params.iter().map(|p| p.1))
-                .collect(),
-            // A global data map's value is its section (a lock in
-            // `.data.A` is found through it).
-            BtfKind::Var { ty, .. } => vec![*ty],
-            BtfKind::Datasec { vars, .. } => vars.iter().map(|v| v.ty).collect(),
-            BtfKind::Func { .. } | BtfKind::DeclTag { .. } => return None,
-        })
+    // A global data map's value is its section (a lock in `.data.A` is
+    // found through it), so variables and sections are walked too.
+    let refs = |k: &BtfKind| match k {
+        BtfKind::Func { .. } | BtfKind::DeclTag { .. } => None,
+        _ => Some(k.refs()),
     };
     let mut ids: HashMap<TypeId, u32> = HashMap::new();
     let mut order = Vec::new();

@@ -132,8 +132,9 @@ impl BtfKind {
         }
     }
 
-    /// Types this one refers to, for validation.
-    fn refs(&self) -> Vec<TypeId> {
+    /// Types this one refers to (validation walks them; the kernel crate
+    /// encodes the types a map's BTF reaches through them).
+    pub fn refs(&self) -> Vec<TypeId> {
         match self {
             BtfKind::Ptr(t)
             | BtfKind::Typedef(t)
