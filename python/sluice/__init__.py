@@ -14,7 +14,14 @@ picks a program, :meth:`Program.run` replays packets through it and gives a
 its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
 (:attr:`RunResult.packets`, a ``pyarrow.Table``). Errors raise
 :class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
-:class:`VerifierError`) with the messages of the ``sluice`` command line.
+:class:`VerifierError`, :class:`MapError`) with the messages of the
+``sluice`` command line.
+
+A program holds its maps as a program loaded in the kernel does: runs
+continue on them, :attr:`Program.maps` reads and writes them (a
+:class:`Map` is dict-like, :meth:`Map.to_arrow` a table), :meth:`Program.reset`
+starts again. :meth:`Program.verify` checks it as ``sluice verify`` does
+(a :class:`VerifyResult`).
 """
 
 from ._sluice import (
@@ -28,6 +35,9 @@ from ._sluice import (
     VerifierError,
 )
 
+# Maps and verify().
+from ._sluice import Map, MapError, Maps, VerifyResult
+
 __all__ = [
     "Error",
     "Object",
@@ -37,4 +47,9 @@ __all__ = [
     "RunResult",
     "SourceError",
     "VerifierError",
+    # Maps and verify().
+    "Map",
+    "MapError",
+    "Maps",
+    "VerifyResult",
 ]

@@ -7,16 +7,22 @@
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
 //! interface ([`table`]). Errors are the exceptions of [`errors`], with
-//! the command line's messages.
+//! the command line's messages. A program holds its maps between runs
+//! ([`maps`], keys and values converted in [`values`], tables in
+//! [`map_table`]); [`verify`] checks it as `sluice verify` does.
 
 use pyo3::prelude::*;
 
 mod errors;
+mod map_table;
+mod maps;
 mod object;
 mod program;
 mod result;
 mod run_args;
 mod table;
+mod values;
+mod verify;
 
 /// The module: its classes and exceptions.
 #[pymodule]
@@ -25,6 +31,11 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<program::Program>()?;
     m.add_class::<result::RunResult>()?;
     m.add_class::<table::PacketStream>()?;
+    // Maps and verify().
+    m.add_class::<maps::Maps>()?;
+    m.add_class::<maps::Map>()?;
+    m.add_class::<maps::Names>()?;
+    m.add_class::<verify::VerifyResult>()?;
     errors::register(m)?;
     Ok(())
 }
