@@ -90,6 +90,9 @@ def test_two_million_rows_cost_their_size_once(bpf):
     # of its size.
     read = with_rows["after_read"] - with_rows["after_run"]
     assert read < 0.05 * nbytes, f"reading the table grew memory by {read} bytes ({nbytes} in the table)"
+    # What the run leaves resident is the table, once.
+    held = with_rows["after_run"] - with_rows["before"]
+    assert 0.9 * nbytes < held < 1.1 * nbytes, f"the run left {held / nbytes:.2f}x the table resident"
     # The run's peak, over the same run keeping no rows: the table once,
     # plus what the engine holds while it records the rows. Its per-packet
     # log keeps about 76 bytes a row (a 32-byte Option<Redirect> and an 8-byte
