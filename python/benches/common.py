@@ -55,6 +55,20 @@ def best(f, runs=3):
     return min(times), result
 
 
+def best_of_each(fs, runs=5):
+    """[(seconds, result)] per function of FS: the fastest of RUNS calls
+    each, the calls interleaved (a, b, c, a, b, c, ...) so that a change in
+    the machine's load falls on all of them alike."""
+    times = [[] for _ in fs]
+    results = [None] * len(fs)
+    for _ in range(runs):
+        for i, f in enumerate(fs):
+            t0 = time.perf_counter()
+            results[i] = f()
+            times[i].append(time.perf_counter() - t0)
+    return [(min(t), r) for t, r in zip(times, results)]
+
+
 def line(what, seconds, packets):
     """A result line: what, seconds, packets per second."""
     print(f"  {what:<48} {seconds:8.3f} s  {packets / seconds / 1e6:8.2f} M packets/s")

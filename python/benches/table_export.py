@@ -12,7 +12,7 @@ from common import PACKETS, best, capture, obj
 def main():
     pcap = capture()
     prog = sluice.Object(obj("xdp_ddos")).program()
-    print(f"(2) the per-packet table of xdp_ddos over {PACKETS:,} packets, best of 5:")
+    print(f"(2) the per-packet table of xdp_ddos over {PACKETS:,} packets (runs: best of 3; reads: best of 5):")
     t_without, _ = best(lambda: prog.run(pcap=pcap, per_packet=False))
     t_with, res = best(lambda: prog.run(pcap=pcap))
     rows = res.count
