@@ -111,6 +111,8 @@ class RunResult:
     @property
     def packet_stream(self) -> Optional[PacketStream]:
         """The per-packet table through the Arrow PyCapsule interface."""
+    def _column_addresses(self) -> dict[str, int]:
+        """Diagnostics: per column, the address of its values' buffer as the native module allocated it."""
 
 class PacketStream:
     """A run's per-packet table, readable through the Arrow PyCapsule interface."""

@@ -63,6 +63,23 @@ pub(crate) fn record_batch(t: PacketTable) -> Result<RecordBatch, ArrowError> {
     RecordBatch::try_new(Arc::new(schema()), columns)
 }
 
+/// Per column, the address of its values' buffer (for a dictionary column,
+/// its codes'), where the Rust side allocated it: what pyarrow's
+/// `Array.buffers()[1].address` gives when the table reached it uncopied.
+pub(crate) fn buffer_addresses(batch: &RecordBatch) -> Vec<(String, usize)> {
+    let schema = batch.schema();
+    schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .filter_map(|(field, column)| {
+            let data = column.to_data();
+            let values = data.buffers().first()?;
+            Some((field.name().clone(), values.as_ptr() as usize))
+        })
+        .collect()
+}
+
 /// A run's per-packet table, readable through the Arrow PyCapsule
 /// interface (``pyarrow.table(stream)``). Each read shares the same
 /// buffers: nothing is copied.
