@@ -15,9 +15,13 @@ its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
 (:attr:`RunResult.packets`, a ``pyarrow.Table``). Errors raise
 :class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
 :class:`VerifierError`) with the messages of the ``sluice`` command line.
+``run(coverage=True)`` also counts the C source lines, branches and
+functions the packets ran (:attr:`RunResult.coverage`, a :class:`Coverage`
+that adds up over runs and writes lcov).
 """
 
 from ._sluice import (
+    Coverage,
     Error,
     Object,
     ObjectError,
@@ -29,6 +33,7 @@ from ._sluice import (
 )
 
 __all__ = [
+    "Coverage",
     "Error",
     "Object",
     "ObjectError",

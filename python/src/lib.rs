@@ -6,11 +6,13 @@
 //! packets in memory, generated traffic) with the GIL released and gives a
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
-//! interface ([`table`]). Errors are the exceptions of [`errors`], with
+//! interface ([`table`]), and with `coverage=True` the source lines,
+//! branches and functions run ([`coverage::Coverage`]). Errors are the exceptions of [`errors`], with
 //! the command line's messages.
 
 use pyo3::prelude::*;
 
+mod coverage;
 mod errors;
 mod object;
 mod program;
@@ -25,6 +27,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<program::Program>()?;
     m.add_class::<result::RunResult>()?;
     m.add_class::<table::PacketStream>()?;
+    m.add_class::<coverage::Coverage>()?;
     errors::register(m)?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::coverage::Coverage;
 use crate::table::{PacketStream, record_batch};
 
 /// The result of :meth:`Program.run`.
@@ -18,6 +19,8 @@ pub struct RunResult {
     table: Option<RecordBatch>,
     /// `packets=N, verdicts={...}`, for `repr`.
     summary: String,
+    /// The lines, branches and functions run (with `coverage=True`).
+    coverage: Option<engine::Coverage>,
 }
 
 impl RunResult {
@@ -30,6 +33,7 @@ impl RunResult {
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let json =
             serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let coverage = report.coverage.take();
         let verdicts: Vec<String> = report
             .verdicts
             .iter()
@@ -44,6 +48,7 @@ impl RunResult {
             json,
             table,
             summary,
+            coverage,
         })
     }
 }
@@ -75,9 +80,13 @@ impl RunResult {
 
     /// One row per packet, a ``pyarrow.Table``: ``index`` (from 1),
     /// ``timestamp``, ``length``, ``verdict``, ``redirect`` (null without
-    /// one), ``instructions``, ``helper_calls``. ``None`` when the run
-    /// kept no rows (``per_packet=False``). The columns are the engine's
-    /// buffers, not copied.
+    /// one), ``instructions``, ``helper_calls``; with ``count_memory=True``
+    /// ``stack_loads``, ``stack_stores``, ``context_loads``, ...,
+    /// ``map_stores`` (the report's ``memory_per_packet`` regions);
+    /// ``error`` (the message of the error the run stopped with, null
+    /// otherwise). ``None`` when the run kept no rows
+    /// (``per_packet=False``). The columns are the engine's buffers, not
+    /// copied.
     #[getter]
     fn packets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match &self.table {
@@ -94,6 +103,13 @@ impl RunResult {
     #[getter]
     fn packet_stream(&self) -> Option<PacketStream> {
         self.table.clone().map(PacketStream::new)
+    }
+
+    /// The source lines, branches and functions the packets ran, a
+    /// :class:`Coverage` (``None`` without ``coverage=True``).
+    #[getter]
+    fn coverage(&self) -> Option<Coverage> {
+        self.coverage.clone().map(Coverage::new)
     }
 
     fn __repr__(&self) -> String {
