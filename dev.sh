@@ -27,14 +27,15 @@ cd "$(dirname "$0")"
 # openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with;
 # python3-venv for os-ken, the controller it is tested with; iputils-ping and
 # ethtool for the hosts of the switch's namespace tests; stress-ng to load
-# the cores under `./dev.sh stress-test`.
+# the cores under `./dev.sh stress-test`; lcov for genhtml, which draws the
+# coverage `sluice run --coverage` writes (its tests run it).
 APT_PACKAGES=(
     build-essential pkg-config curl ca-certificates git
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
     nfdump tshark python3 python3-venv openvswitch-common iputils-ping ethtool
-    fonts-dejavu-core stress-ng
+    fonts-dejavu-core stress-ng lcov
 )
 RUST_TOOLCHAIN=1.95.0
 

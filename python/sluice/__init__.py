@@ -16,6 +16,9 @@ its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
 :class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
 :class:`VerifierError`, :class:`MapError`) with the messages of the
 ``sluice`` command line.
+``run(coverage=True)`` also counts the C source lines, branches and
+functions the packets ran (:attr:`RunResult.coverage`, a :class:`Coverage`
+that adds up over runs and writes lcov).
 
 A program holds its maps as a program loaded in the kernel does: runs
 continue on them, :attr:`Program.maps` reads and writes them (a
@@ -25,6 +28,7 @@ starts again. :meth:`Program.verify` checks it as ``sluice verify`` does
 """
 
 from ._sluice import (
+    Coverage,
     Error,
     Object,
     ObjectError,
@@ -39,6 +43,7 @@ from ._sluice import (
 from ._sluice import Map, MapError, Maps, VerifyResult
 
 __all__ = [
+    "Coverage",
     "Error",
     "Object",
     "ObjectError",

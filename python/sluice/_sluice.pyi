@@ -87,6 +87,8 @@ class Program:
         filter: Optional[str] = None,
         per_packet: bool = True,
         map_entries: int = 16,
+        count_memory: bool = False,
+        coverage: bool = False,
     ) -> RunResult:
         """Runs the program over exactly one of ``pcap``, ``packets``, ``gen``."""
 
@@ -113,6 +115,9 @@ class RunResult:
         """The per-packet table through the Arrow PyCapsule interface."""
     def _column_addresses(self) -> dict[str, int]:
         """Diagnostics: per column, the address of its values' buffer as the native module allocated it."""
+    @property
+    def coverage(self) -> Optional[Coverage]:
+        """The source lines, branches and functions run (``None`` without ``coverage=True``)."""
 
 class PacketStream:
     """A run's per-packet table, readable through the Arrow PyCapsule interface."""
@@ -197,3 +202,28 @@ class VerifyResult:
     @property
     def report(self) -> dict[str, Any]:
         """One program of ``sluice verify --json``."""
+class Coverage:
+    """Coverage of C source by packet runs; coverages add up (``a + b``, ``a += b``, ``a.add(b)``)."""
+
+    def __init__(self) -> None:
+        """An empty coverage, to add runs' coverages to."""
+    @property
+    def lines(self) -> dict[Tuple[str, int], int]:
+        """``{(file, line): count}``: how often each source line with instructions ran."""
+    @property
+    def branches(self) -> dict[Tuple[str, int, int, int], Optional[int]]:
+        """``{(file, line, block, branch): count}``: branch 0 the jump taken, 1 the fall-through; ``None``: never reached."""
+    @property
+    def functions(self) -> dict[Tuple[str, str], int]:
+        """``{(file, name): calls}``: the program and its subprograms."""
+    @property
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Found and hit lines, branches and functions, as the report's ``coverage``."""
+    def lcov(self, test_name: str = "") -> str:
+        """The lcov tracefile, as ``sluice run --coverage FILE`` writes it."""
+    def write(self, path: Union[str, os.PathLike[str]], test_name: str = "") -> None:
+        """Writes :meth:`lcov` to ``path`` (``genhtml path`` draws it); raises :class:`Error`."""
+    def add(self, other: Coverage) -> None:
+        """Adds ``other``'s counts, in place."""
+    def __add__(self, other: Coverage) -> Coverage: ...
+    def __iadd__(self, other: Coverage) -> Coverage: ...

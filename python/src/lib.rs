@@ -6,13 +6,16 @@
 //! packets in memory, generated traffic) with the GIL released and gives a
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
-//! interface ([`table`]). Errors are the exceptions of [`errors`], with
-//! the command line's messages. A program holds its maps between runs
-//! ([`maps`], keys and values converted in [`values`], tables in
-//! [`map_table`]); [`verify`] checks it as `sluice verify` does.
+//! interface ([`table`]), and with `coverage=True` the source lines,
+//! branches and functions run ([`coverage::Coverage`]). Errors are the
+//! exceptions of [`errors`], with the command line's messages. A program
+//! holds its maps between runs ([`maps`], keys and values converted in
+//! [`values`], tables in [`map_table`]); [`verify`] checks it as `sluice
+//! verify` does.
 
 use pyo3::prelude::*;
 
+mod coverage;
 mod errors;
 mod map_table;
 mod maps;
@@ -36,6 +39,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<maps::Map>()?;
     m.add_class::<maps::Names>()?;
     m.add_class::<verify::VerifyResult>()?;
+    m.add_class::<coverage::Coverage>()?;
     errors::register(m)?;
     Ok(())
 }

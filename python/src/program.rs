@@ -141,6 +141,7 @@ impl Program {
             VmEngine::Interpreter => hook.disable_jit(),
             VmEngine::Jit => {}
         }
+        hook.set_counting(spec.hook.count_memory);
         let mut report = spec.run_on(hook, None, None).map_err(errors::to_py)?;
         report.notes = notes;
         let maps = HookMaps::of(&loaded.built.hook);
@@ -209,14 +210,20 @@ impl Program {
     /// packets. ``filter``: a tcpdump expression; only the packets it
     /// matches are run. ``per_packet``: keep one row per packet
     /// (:attr:`RunResult.packets`). ``map_entries``: entries shown per map
-    /// in the report.
+    /// in the report. ``count_memory``: count memory accesses per region
+    /// (the report's ``memory_per_packet``, the table's ``*_loads`` and
+    /// ``*_stores`` columns), as ``--count-memory``. ``coverage``: count
+    /// the source lines, branches and functions run
+    /// (:attr:`RunResult.coverage`), as ``--coverage``; the run is then
+    /// interpreted step by step.
     ///
     /// The GIL is released while packets run. Raises ``sluice.SourceError``
     /// when the source does not open, ``sluice.VerifierError`` when the
     /// verifier rejects the program, ``sluice.Error`` otherwise.
     #[pyo3(signature = (
         pcap = None, packets = None, r#gen = None, *, threads = 1, engine = "jit",
-        limit = None, filter = None, per_packet = true, map_entries = 16
+        limit = None, filter = None, per_packet = true, map_entries = 16,
+        count_memory = false, coverage = false
     ))]
     #[allow(clippy::too_many_arguments)]
     fn run(
@@ -231,16 +238,20 @@ impl Program {
         filter: Option<String>,
         per_packet: bool,
         map_entries: usize,
+        count_memory: bool,
+        coverage: bool,
     ) -> PyResult<RunResult> {
         let mut source = run_args::source(pcap, packets, r#gen)?;
         source.filter = filter;
         let mut hook = self.hook.clone();
         hook.engine = run_args::vm_engine(engine)?;
+        hook.count_memory = count_memory;
         let mut spec = RunSpec::new(hook, source);
         spec.threads = threads;
         spec.limit = limit;
         spec.per_packet = per_packet;
         spec.map_entries = map_entries;
+        spec.coverage = coverage;
         py.detach(|| self.run_spec(&spec))
     }
 

@@ -7,6 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::coverage::Coverage;
 use crate::table::{PacketStream, buffer_addresses, record_batch};
 
 /// The result of :meth:`Program.run`.
@@ -20,6 +21,8 @@ pub struct RunResult {
     summary: String,
     /// The entries each map's dump in the report lists, as values.
     maps: Vec<(String, Vec<(Value, Value)>)>,
+    /// The lines, branches and functions run (with `coverage=True`).
+    coverage: Option<engine::Coverage>,
 }
 
 impl RunResult {
@@ -36,6 +39,7 @@ impl RunResult {
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let json =
             serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let coverage = report.coverage.take();
         let verdicts: Vec<String> = report
             .verdicts
             .iter()
@@ -51,6 +55,7 @@ impl RunResult {
             table,
             summary,
             maps,
+            coverage,
         })
     }
 }
@@ -104,9 +109,13 @@ impl RunResult {
 
     /// One row per packet, a ``pyarrow.Table``: ``index`` (from 1),
     /// ``timestamp``, ``length``, ``verdict``, ``redirect`` (null without
-    /// one), ``instructions``, ``helper_calls``. ``None`` when the run
-    /// kept no rows (``per_packet=False``). The columns are the engine's
-    /// buffers, not copied.
+    /// one), ``instructions``, ``helper_calls``; with ``count_memory=True``
+    /// ``stack_loads``, ``stack_stores``, ``context_loads``, ...,
+    /// ``map_stores`` (the report's ``memory_per_packet`` regions);
+    /// ``error`` (the message of the error the run stopped with, null
+    /// otherwise). ``None`` when the run kept no rows
+    /// (``per_packet=False``). The columns are the engine's buffers, not
+    /// copied.
     #[getter]
     fn packets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match &self.table {
@@ -141,6 +150,13 @@ impl RunResult {
             addresses.set_item(name, address)?;
         }
         Ok(addresses)
+    }
+
+    /// The source lines, branches and functions the packets ran, a
+    /// :class:`Coverage` (``None`` without ``coverage=True``).
+    #[getter]
+    fn coverage(&self) -> Option<Coverage> {
+        self.coverage.clone().map(Coverage::new)
     }
 
     fn __repr__(&self) -> String {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::types::{UInt8Type, UInt16Type};
+use arrow_array::types::{UInt8Type, UInt16Type, UInt32Type};
 use arrow_array::{
     ArrayRef, DictionaryArray, RecordBatch, RecordBatchIterator, StringArray,
     TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
@@ -18,23 +18,36 @@ use engine::PacketTable;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-/// The columns, in order: name, type, nullable.
-fn schema() -> Schema {
+/// The columns, in order: name, type, nullable; `regions` the kinds of
+/// region memory accesses were counted in (none without counting), each
+/// giving `REGION_loads` and `REGION_stores` after `helper_calls`.
+fn schema(regions: &[&str]) -> Schema {
     let dict = |key: DataType| DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8));
     let utc = Some("UTC".into());
-    Schema::new(vec![
-        Field::new("index", DataType::UInt64, false),
-        Field::new(
-            "timestamp",
-            DataType::Timestamp(TimeUnit::Nanosecond, utc),
-            false,
-        ),
-        Field::new("length", DataType::UInt32, false),
-        Field::new("verdict", dict(DataType::UInt8), false),
-        Field::new("redirect", dict(DataType::UInt16), true),
-        Field::new("instructions", DataType::UInt64, false),
-        Field::new("helper_calls", DataType::UInt64, false),
-    ])
+    Schema::new(
+        vec![
+            Field::new("index", DataType::UInt64, false),
+            Field::new(
+                "timestamp",
+                DataType::Timestamp(TimeUnit::Nanosecond, utc),
+                false,
+            ),
+            Field::new("length", DataType::UInt32, false),
+            Field::new("verdict", dict(DataType::UInt8), false),
+            Field::new("redirect", dict(DataType::UInt16), true),
+            Field::new("instructions", DataType::UInt64, false),
+            Field::new("helper_calls", DataType::UInt64, false),
+        ]
+        .into_iter()
+        .chain(regions.iter().flat_map(|r| {
+            [
+                Field::new(format!("{r}_loads"), DataType::UInt64, false),
+                Field::new(format!("{r}_stores"), DataType::UInt64, false),
+            ]
+        }))
+        .chain([Field::new("error", dict(DataType::UInt32), true)])
+        .collect::<Vec<_>>(),
+    )
 }
 
 /// `t` as one record batch; the numeric columns are `t`'s vectors,
@@ -51,7 +64,12 @@ pub(crate) fn record_batch(t: PacketTable) -> Result<RecordBatch, ArrowError> {
         UInt16Array::from(t.redirect),
         Arc::new(StringArray::from(t.redirect_names)),
     )?;
-    let columns: Vec<ArrayRef> = vec![
+    let error = DictionaryArray::<UInt32Type>::try_new(
+        UInt32Array::from(t.error),
+        Arc::new(StringArray::from(t.error_messages)),
+    )?;
+    let regions: Vec<&str> = t.memory.iter().map(|m| m.region).collect();
+    let mut columns: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::new(t.index.into(), None)),
         Arc::new(TimestampNanosecondArray::new(ts, None).with_timezone("UTC")),
         Arc::new(UInt32Array::new(t.length.into(), None)),
@@ -60,7 +78,12 @@ pub(crate) fn record_batch(t: PacketTable) -> Result<RecordBatch, ArrowError> {
         Arc::new(UInt64Array::new(t.instructions.into(), None)),
         Arc::new(UInt64Array::new(t.helper_calls.into(), None)),
     ];
-    RecordBatch::try_new(Arc::new(schema()), columns)
+    for m in t.memory {
+        columns.push(Arc::new(UInt64Array::new(m.loads.into(), None)));
+        columns.push(Arc::new(UInt64Array::new(m.stores.into(), None)));
+    }
+    columns.push(Arc::new(error));
+    RecordBatch::try_new(Arc::new(schema(&regions)), columns)
 }
 
 /// Per column, the address of its values' buffer (for a dictionary column,

@@ -87,7 +87,8 @@ def test_the_per_packet_table(bpf):
     t = res.packets
     assert isinstance(t, pa.Table)
     assert t.column_names == [
-        "index", "timestamp", "length", "verdict", "redirect", "instructions", "helper_calls"
+        "index", "timestamp", "length", "verdict", "redirect", "instructions", "helper_calls",
+        "error",
     ]
     assert t.num_rows == 1000
     assert t.column("index").to_pylist() == list(range(1, 1001))

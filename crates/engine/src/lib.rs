@@ -18,7 +18,9 @@
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,
 //!   errors, maps; it serializes (serde) as `sluice run --json` prints it.
 //!   With [`RunSpec::per_packet`], it also holds one row per packet
-//!   ([`PacketTable`]: verdict, redirect, cost), in columns.
+//!   ([`PacketTable`]: verdict, redirect, cost, memory accesses, error),
+//!   in columns; with [`RunSpec::coverage`], the source lines, branches
+//!   and functions the packets ran ([`Coverage`], written as lcov).
 //!
 //! A tc configuration runs in place of a program: a [`TcSpec`] (a file of
 //! `tc` lines, the device and clsact hook packets arrive at) in a
@@ -147,7 +149,7 @@ pub use error::{Error, ObjectError, TcError};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
-pub use packet_table::PacketTable;
+pub use packet_table::{PacketTable, RegionColumns};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
@@ -177,5 +179,8 @@ pub use verifier::{SafetyRule, VerifyOptions, VerifyReport, verify};
 pub use cbpf::{ExprError, compile_expr};
 // Flows: the flow table of flow monitoring.
 pub use monitor::{Ended, FlowKey, FlowTable, TableOptions};
+// Coverage: source lines, branches and functions a run exercised
+// (`RunSpec::coverage`), summed over runs, as lcov tracefiles.
+pub use coverage::{Coverage, CoverageError, FileCoverage, Summary as CoverageSummary};
 // Profiles: per-packet costs and the cost model fitted to them.
 pub use profile::{CostModel, Profile, profile as profile_packets};

@@ -1,12 +1,24 @@
 //! [`PacketTable`]: a run's packets, one row each, in columns ready to be
 //! handed on without a pass per row (the Python package makes them an
-//! Arrow table): the pipeline's [`PacketLog`] with verdicts and redirect
-//! targets named as the report names them.
+//! Arrow table): the pipeline's [`PacketLog`] with verdicts, redirect
+//! targets and errors named as the report names them.
+
+use std::collections::HashMap;
 
 use pipeline::PacketLog;
 use runtime::{Hook, Redirect, Verdict};
 
-use crate::report::redirect_name;
+use crate::report::{REGIONS, redirect_name};
+
+/// Memory accesses in one kind of region, per row (0 for an error).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RegionColumns {
+    /// `stack`, `context`, `packet` or `map` (the keys of the report's
+    /// `memory_per_packet`).
+    pub region: &'static str,
+    pub loads: Vec<u64>,
+    pub stores: Vec<u64>,
+}
 
 /// Per packet, in the source's order; every column has one entry per row.
 /// Verdicts and redirect targets are codes into their name lists
@@ -33,6 +45,16 @@ pub struct PacketTable {
     pub instructions: Vec<u64>,
     /// Helper calls made (0 for an error).
     pub helper_calls: Vec<u64>,
+    /// Loads and stores per kind of region, when the hook counted memory
+    /// accesses ([`HookSpec::count_memory`](crate::HookSpec)); empty
+    /// otherwise.
+    pub memory: Vec<RegionColumns>,
+    /// Per row, a code into [`PacketTable::error_messages`]; `None` for a
+    /// packet the program ran to its end.
+    pub error: Vec<Option<u32>>,
+    /// The messages of the errors runs stopped with (as the report's
+    /// `first_errors`).
+    pub error_messages: Vec<String>,
 }
 
 /// Codes for the distinct values of a column (few: a program returns a
@@ -87,6 +109,22 @@ impl PacketTable {
                 })
             })
             .collect();
+        let (error, error_messages) = errors(&log);
+        let memory = if log.counts_memory && log.loads[0].len() == log.len() {
+            let [l0, l1, l2, l3] = log.loads;
+            let [s0, s1, s2, s3] = log.stores;
+            [(l0, s0), (l1, s1), (l2, s2), (l3, s3)]
+                .into_iter()
+                .zip(REGIONS)
+                .map(|((loads, stores), region)| RegionColumns {
+                    region,
+                    loads,
+                    stores,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         PacketTable {
             index: log.seq,
             timestamp_ns: log.timestamp_ns,
@@ -97,6 +135,9 @@ impl PacketTable {
             redirect_names: redirects.names,
             instructions: log.insns,
             helper_calls: log.helper_calls,
+            memory,
+            error,
+            error_messages,
         }
     }
 
@@ -112,5 +153,56 @@ impl PacketTable {
     /// Row `i`'s verdict name.
     pub fn verdict_of(&self, i: usize) -> &str {
         &self.verdict_names[self.verdict[i] as usize]
+    }
+
+    /// Row `i`'s error message, if its run stopped with one.
+    pub fn error_of(&self, i: usize) -> Option<&str> {
+        self.error[i].map(|c| self.error_messages[c as usize].as_str())
+    }
+}
+
+/// The error column of `log` (codes per row) and its messages, each once.
+fn errors(log: &PacketLog) -> (Vec<Option<u32>>, Vec<String>) {
+    let mut column = vec![None; log.len()];
+    let mut messages = Vec::new();
+    let mut codes: HashMap<&str, u32> = HashMap::new();
+    // Both in the source's order: one pass.
+    let mut row = 0;
+    for (seq, message) in &log.errors {
+        while row < log.seq.len() && log.seq[row] < *seq {
+            row += 1;
+        }
+        if row == log.seq.len() {
+            break;
+        }
+        let code = *codes.entry(message).or_insert_with(|| {
+            messages.push(message.clone());
+            u32::try_from(messages.len() - 1).unwrap_or(u32::MAX)
+        });
+        column[row] = Some(code);
+    }
+    (column, messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_land_on_their_rows_each_message_once() {
+        let log = PacketLog {
+            seq: vec![1, 2, 3, 5, 8],
+            errors: vec![
+                (2, "bad".into()),
+                (5, "worse".into()),
+                (8, "bad".into()),
+                // No such row: ignored.
+                (9, "lost".into()),
+            ],
+            ..PacketLog::default()
+        };
+        let (column, messages) = errors(&log);
+        assert_eq!(column, [None, Some(0), None, Some(1), Some(0)]);
+        assert_eq!(messages, ["bad", "worse"]);
     }
 }

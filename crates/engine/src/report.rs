@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use coverage::Coverage;
 use runtime::{Hook, Redirect, RedirectTarget};
 use serde::Serialize;
 
@@ -122,7 +123,24 @@ pub struct RunReport {
     /// asked for it; not serialized.
     #[serde(skip)]
     pub packet_table: Option<PacketTable>,
+    /// The source lines, branches and functions run, when
+    /// [`RunSpec::coverage`](crate::RunSpec) asked for it; serialized as
+    /// its summary (found and hit lines, branches, functions).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "coverage_summary"
+    )]
+    pub coverage: Option<Coverage>,
 }
+
+/// A coverage as its summary.
+fn coverage_summary<S: serde::Serializer>(c: &Option<Coverage>, s: S) -> Result<S::Ok, S::Error> {
+    c.as_ref().map(Coverage::summary).serialize(s)
+}
+
+/// The kinds of region memory accesses are counted in, in the VM's order
+/// (`vm::RegionKind`): the keys of [`RunReport::memory_per_packet`].
+pub(crate) const REGIONS: [&str; 4] = ["stack", "context", "packet", "map"];
 
 impl RunReport {
     /// The report of `hook`'s run summed up in `s`; `object` names the
@@ -207,12 +225,11 @@ impl RunReport {
             .map(|(i, m)| mapfmt::dump(m, object.maps.get(i), btf, map_entries))
             .collect();
         let n = c.packets.max(1) as f64;
-        let kinds = ["stack", "context", "packet", "map"];
         let memory_per_packet = hook.is_counting().then(|| {
-            (0..4)
+            (0..REGIONS.len())
                 .map(|k| {
                     (
-                        kinds[k].to_string(),
+                        REGIONS[k].to_string(),
                         [c.loads[k] as f64 / n, c.stores[k] as f64 / n],
                     )
                 })
@@ -230,7 +247,7 @@ impl RunReport {
         RunReport {
             object: object_name,
             program: prog.name.clone(),
-            engine: if hook.jit_enabled() {
+            engine: if hook.jit_enabled() && !hook.is_covering() {
                 "jit"
             } else {
                 "interpreter"
@@ -283,6 +300,7 @@ impl RunReport {
             stopped: s.stopped,
             notes: Vec::new(),
             packet_table: None,
+            coverage: None,
         }
     }
 }

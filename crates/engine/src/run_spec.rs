@@ -16,6 +16,7 @@ use crate::packet_table::PacketTable;
 use crate::report::{Read, RunReport};
 use crate::sink::{SentPort, SinkSpec};
 use crate::source::{Skipped, SourceSpec};
+use coverage::Coverage;
 
 #[derive(Serialize, Deserialize)]
 #[serde(remote = "Shard", rename_all = "kebab-case")]
@@ -58,6 +59,11 @@ pub struct RunSpec {
     /// [`RunReport::packet_table`] (not serialized).
     #[serde(default)]
     pub per_packet: bool,
+    /// Count which source lines, branches and functions the packets ran:
+    /// the report's [`RunReport::coverage`]. Implies the interpreter
+    /// (covering runs are interpreted step by step).
+    #[serde(default)]
+    pub coverage: bool,
 }
 
 /// A run started: the hook built, the source and sinks open.
@@ -90,6 +96,7 @@ impl RunSpec {
             ifindex: None,
             map_entries: sixteen(),
             per_packet: false,
+            coverage: false,
         }
     }
 
@@ -102,10 +109,13 @@ impl RunSpec {
     }
 
     /// The hook to build: [`RunSpec::hook`] with a simulated CPU for each
-    /// worker thread at least.
+    /// worker thread at least, and the interpreter for a coverage run.
     pub fn hook_spec(&self) -> HookSpec {
         let mut spec = self.hook.clone();
         spec.cpus = spec.cpus.max(self.worker_threads() as u32).max(1);
+        if self.coverage {
+            spec.engine = profile::VmEngine::Interpreter;
+        }
         spec
     }
 
@@ -139,16 +149,28 @@ impl RunSpec {
     ) -> Result<RunReport, Error> {
         let mut source = self.source.open(stop)?;
         let (sinks, ports) = crate::sink::open(&self.sinks)?;
-        replay(self, hook, source.as_mut(), sinks, &ports, stop, progress)
+        if self.coverage {
+            hook.set_coverage(true);
+        }
+        let report = replay(self, hook, source.as_mut(), sinks, &ports, stop, progress);
+        // A kept hook runs at full speed again after a coverage run.
+        if self.coverage {
+            hook.set_coverage(false);
+        }
+        report
     }
 
     /// Opens the source and the sinks for `hook` (built from
-    /// [`RunSpec::hook_spec`]).
+    /// [`RunSpec::hook_spec`]); with [`RunSpec::coverage`], the hook
+    /// counts coverage from zero.
     pub fn start(
         &self,
-        hook: Hook,
+        mut hook: Hook,
         stop: Option<&'static AtomicBool>,
     ) -> Result<Replay<'_>, Error> {
+        if self.coverage {
+            hook.set_coverage(true);
+        }
         let source = self.source.open(stop)?;
         let (sinks, ports) = crate::sink::open(&self.sinks)?;
         Ok(Replay {
@@ -227,6 +249,7 @@ fn replay(
         skipped: Skipped::of(source),
     };
     let log = summary.counters.log.take();
+    let counts = summary.counters.coverage.take();
     let mut report = RunReport::new(
         spec.hook.object.name(),
         spec.map_entries,
@@ -235,5 +258,14 @@ fn replay(
         &read,
     );
     report.packet_table = log.map(|log| PacketTable::new(log, hook));
+    report.coverage = counts.map(|counts| {
+        let mut cover = Coverage::new();
+        for (i, p) in counts.programs.iter().enumerate() {
+            if let Some(program) = hook.program_of_vm(i) {
+                cover.add_program(program, &p.runs, &p.taken);
+            }
+        }
+        cover
+    });
     Ok(report)
 }

@@ -84,6 +84,9 @@ pub struct ReplayCounters {
     /// One record per packet, when the replay keeps them
     /// ([`ReplayOptions::per_packet`](crate::ReplayOptions)).
     pub log: Option<PacketLog>,
+    /// How often each instruction ran and each conditional jump jumped,
+    /// when the hook counts coverage ([`PacketHook::take_coverage`](runtime::PacketHook)).
+    pub coverage: Option<vm::Coverage>,
 }
 
 /// How many errors and trace lines a report keeps.
@@ -133,6 +136,9 @@ impl ReplayCounters {
         self.trace_lines += o.trace_lines;
         if let Some(log) = &o.log {
             self.log.get_or_insert_default().merge(log);
+        }
+        if let Some(cover) = &o.coverage {
+            self.coverage.get_or_insert_default().merge(cover);
         }
     }
 }

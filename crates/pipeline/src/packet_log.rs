@@ -4,6 +4,7 @@
 //! Arrow table) without a pass per row.
 
 use runtime::{Redirect, Verdict};
+use vm::RegionKind;
 
 use crate::batch::PacketInfo;
 
@@ -23,6 +24,18 @@ pub struct PacketLog {
     pub insns: Vec<u64>,
     /// Helper calls made (0 where the run stopped with an error).
     pub helper_calls: Vec<u64>,
+    /// Whether the hook counted memory accesses: [`PacketLog::loads`] and
+    /// [`PacketLog::stores`] then have a row per packet.
+    pub counts_memory: bool,
+    /// Loads per region kind (indexed by `RegionKind as usize`), when the
+    /// hook counts memory accesses (0 where the run stopped with an
+    /// error); empty columns otherwise.
+    pub loads: [Vec<u64>; RegionKind::COUNT],
+    /// Stores per region kind, as [`PacketLog::loads`].
+    pub stores: [Vec<u64>; RegionKind::COUNT],
+    /// The packets whose run stopped with an error: position in the
+    /// source (as [`PacketLog::seq`]) and the error's message, in order.
+    pub errors: Vec<(u64, String)>,
 }
 
 /// What one packet's run gave, for [`PacketLog::push`].
@@ -31,6 +44,10 @@ pub(crate) struct Entry {
     pub redirect: Option<Redirect>,
     pub insns: u64,
     pub helper_calls: u64,
+    /// Loads and stores per region kind, when the hook counts them.
+    pub memory: Option<([u64; RegionKind::COUNT], [u64; RegionKind::COUNT])>,
+    /// The error the run stopped with.
+    pub error: Option<String>,
 }
 
 impl PacketLog {
@@ -51,6 +68,15 @@ impl PacketLog {
         self.redirect.push(e.redirect);
         self.insns.push(e.insns);
         self.helper_calls.push(e.helper_calls);
+        if let Some((loads, stores)) = e.memory {
+            for k in 0..RegionKind::COUNT {
+                self.loads[k].push(loads[k]);
+                self.stores[k].push(stores[k]);
+            }
+        }
+        if let Some(message) = e.error {
+            self.errors.push((info.seq, message));
+        }
     }
 
     /// Adds another worker's records, keeping the source's order.
@@ -62,8 +88,15 @@ impl PacketLog {
         self.redirect.extend_from_slice(&o.redirect);
         self.insns.extend_from_slice(&o.insns);
         self.helper_calls.extend_from_slice(&o.helper_calls);
+        self.counts_memory |= o.counts_memory;
+        for k in 0..RegionKind::COUNT {
+            self.loads[k].extend_from_slice(&o.loads[k]);
+            self.stores[k].extend_from_slice(&o.stores[k]);
+        }
+        self.errors.extend(o.errors.iter().cloned());
         if !self.seq.is_sorted() {
             self.sort();
+            self.errors.sort_by_key(|e| e.0);
         }
     }
 
@@ -81,6 +114,12 @@ impl PacketLog {
         permute(&mut self.redirect, &order);
         permute(&mut self.insns, &order);
         permute(&mut self.helper_calls, &order);
+        for k in 0..RegionKind::COUNT {
+            if self.loads[k].len() == order.len() {
+                permute(&mut self.loads[k], &order);
+                permute(&mut self.stores[k], &order);
+            }
+        }
     }
 }
 
@@ -101,6 +140,8 @@ mod tests {
                 redirect: None,
                 insns: info.seq,
                 helper_calls: 0,
+                memory: Some(([info.seq, 0, 0, 0], [0, 0, info.seq, 0])),
+                error: (info.seq % 2 == 0).then(|| format!("error {}", info.seq)),
             };
             l.push(info, data.len(), e);
         }
@@ -115,5 +156,10 @@ mod tests {
         assert_eq!(a.timestamp_ns, [10, 20, 30, 40, 50, 60]);
         assert_eq!(a.insns, [1, 2, 3, 4, 5, 6]);
         assert_eq!(a.length, [3; 6]);
+        assert_eq!(a.loads[0], [1, 2, 3, 4, 5, 6]);
+        assert_eq!(a.stores[2], [1, 2, 3, 4, 5, 6]);
+        let errors: Vec<u64> = a.errors.iter().map(|e| e.0).collect();
+        assert_eq!(errors, [2, 4, 6]);
+        assert_eq!(a.errors[1].1, "error 4");
     }
 }

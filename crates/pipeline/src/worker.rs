@@ -35,7 +35,11 @@ impl<'h, H: PacketHook> Worker<'h, H> {
 
     /// Keeps one record per packet from now on ([`ReplayCounters::log`]).
     pub fn log_packets(&mut self) {
-        self.counters.log.get_or_insert_with(PacketLog::default);
+        let counts_memory = self.hook.is_counting();
+        self.counters.log.get_or_insert_with(|| PacketLog {
+            counts_memory,
+            ..PacketLog::default()
+        });
     }
 
     /// Runs every packet of `batch`.
@@ -70,6 +74,8 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                             redirect: o.redirect,
                             insns: o.stats.insns,
                             helper_calls: o.stats.helper_calls,
+                            memory: counting.then_some((o.stats.loads, o.stats.stores)),
+                            error: None,
                         };
                         log.push(info, data.len(), e);
                     }
@@ -90,16 +96,19 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                     }
                 }
                 Err(e) => {
-                    c.error(info.seq, e);
                     if let Some(log) = &mut c.log {
-                        let e = Entry {
+                        let none = [0; vm::RegionKind::COUNT];
+                        let entry = Entry {
                             verdict: None,
                             redirect: None,
                             insns: 0,
                             helper_calls: 0,
+                            memory: counting.then_some((none, none)),
+                            error: Some(e.to_string()),
                         };
-                        log.push(info, data.len(), e);
+                        log.push(info, data.len(), entry);
                     }
+                    c.error(info.seq, e);
                 }
             }
         }
@@ -130,7 +139,9 @@ impl<'h, H: PacketHook> Worker<'h, H> {
         &self.counters
     }
 
-    pub fn into_counters(self) -> ReplayCounters {
+    /// The counts, with the hook's coverage counts when it keeps them.
+    pub fn into_counters(mut self) -> ReplayCounters {
+        self.counters.coverage = self.hook.take_coverage();
         self.counters
     }
 }

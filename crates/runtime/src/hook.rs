@@ -440,6 +440,25 @@ impl Hook {
         self.counting
     }
 
+    /// Counts each instruction run and each conditional jump's way, from
+    /// zero (`true`), or stops (`false`): runs are then interpreted step
+    /// by step whatever the engine ([`vm::Vm::set_coverage`]). Siblings
+    /// made afterwards count too, each its own counts.
+    pub fn set_coverage(&mut self, on: bool) {
+        self.vm.set_coverage(on);
+    }
+
+    /// Whether runs count coverage ([`Hook::set_coverage`]).
+    pub fn is_covering(&self) -> bool {
+        self.vm.is_covering()
+    }
+
+    /// The coverage counts so far, per VM program (see
+    /// [`Hook::program_of_vm`]); counting goes on from zero.
+    pub fn take_coverage(&mut self) -> Option<vm::Coverage> {
+        self.vm.take_coverage()
+    }
+
     /// The loads and stores of the last counting run by place: `stack`,
     /// `packet`, `context`, `map:NAME` per map, and `scratch` (keys
     /// helpers hand to callbacks). Of the last program only, when a

@@ -27,6 +27,12 @@ pub trait PacketHook: Send {
         false
     }
 
+    /// The coverage counts of the runs so far, counting on from zero
+    /// (`None`: the hook does not count them, [`Hook::set_coverage`]).
+    fn take_coverage(&mut self) -> Option<vm::Coverage> {
+        None
+    }
+
     /// Another hook on the same shared state (maps), for worker `cpu`;
     /// a hook whose state cannot be shared says why.
     fn sibling(&self, cpu: u32) -> Result<Self, SiblingError>
@@ -47,6 +53,10 @@ impl PacketHook for Hook {
 
     fn is_counting(&self) -> bool {
         Hook::is_counting(self)
+    }
+
+    fn take_coverage(&mut self) -> Option<vm::Coverage> {
+        Hook::take_coverage(self)
     }
 
     fn sibling(&self, cpu: u32) -> Result<Hook, SiblingError> {

@@ -1,5 +1,5 @@
 //! The tools sluice is compared with: tcpdump, tshark, nfdump and nfcapd,
-//! ovs-ofctl. Whether one is there (if not, an attempt to install it, then
+//! ovs-ofctl; genhtml, which draws coverage. Whether one is there (if not, an attempt to install it, then
 //! a loud skip, or a failure under `SLUICE_REQUIRE_KERNEL=1`), running it
 //! with a clear message when it is missing, and a time limit so that a
 //! test never hangs on a tool.
@@ -39,6 +39,10 @@ pub const OVS_OFCTL: Tool = Tool {
     program: "ovs-ofctl",
     package: "openvswitch-common",
 };
+pub const GENHTML: Tool = Tool {
+    program: "genhtml",
+    package: "lcov",
+};
 
 impl Tool {
     /// Whether the tool is there for test `what` (see [`tools_for_test`]).
@@ -72,7 +76,7 @@ impl Tool {
 }
 
 /// The tools above, to name a missing one's package.
-const KNOWN: [Tool; 5] = [TCPDUMP, TSHARK, NFDUMP, NFCAPD, OVS_OFCTL];
+const KNOWN: [Tool; 6] = [TCPDUMP, TSHARK, NFDUMP, NFCAPD, OVS_OFCTL, GENHTML];
 
 /// Runs `cmd` (a tool with its arguments, environment, input) to its end:
 /// its output, whatever its status; when it does not start, a failure

@@ -5,7 +5,9 @@
 //! packet, map values), with its own 512-byte stack per call frame. Every
 //! memory access is checked; errors name the instruction, address and
 //! region. Two modes: [`Vm::run`] counts executed instructions only,
-//! [`Vm::run_counting`] also counts memory accesses per region. Programs
+//! [`Vm::run_counting`] also counts memory accesses per region;
+//! [`Vm::set_coverage`] makes runs count each instruction and each
+//! conditional jump's way ([`Coverage`]). Programs
 //! the verifier accepted may skip the per-access checks
 //! ([`Vm::trust_verified`]).
 //!
@@ -19,6 +21,7 @@
 //! assert_eq!(out.stats.insns, 2);
 //! ```
 
+mod cover;
 mod error;
 pub mod helpers;
 mod interp;
@@ -30,6 +33,7 @@ mod op;
 mod program;
 mod trusted;
 
+pub use cover::{Coverage, ProgramCoverage};
 pub use error::{VmError, VmErrorKind};
 pub use helpers::{
     BasicEnv, Callback, Helper, HelperCtx, HelperError, HelperFn, HelperTable, Resume, SimEnv,
@@ -160,6 +164,8 @@ pub struct Vm<E> {
     stack_depth: usize,
     /// Per program, the array lookups trusted native code does inline.
     array_lookups: Vec<Vec<(usize, Lookup)>>,
+    /// Coverage counts, when runs count them (`Vm::set_coverage`).
+    cover: Option<Box<Coverage>>,
     /// Machine code for the programs, when the JIT is enabled.
     #[cfg(target_arch = "x86_64")]
     jit: Option<jit::Jit>,
@@ -215,6 +221,7 @@ impl<E> Vm<E> {
             machine: None,
             stack_depth: STACK_SIZE,
             array_lookups: Vec::new(),
+            cover: None,
             #[cfg(target_arch = "x86_64")]
             jit: None,
         })
@@ -369,6 +376,13 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<u64, VmError> {
+        if self.cover.is_some() {
+            return if self.trusted {
+                self.execute_covering::<COUNT, false>(env, mem, args)
+            } else {
+                self.execute_covering::<COUNT, true>(env, mem, args)
+            };
+        }
         #[cfg(target_arch = "x86_64")]
         if self.jit.is_some() {
             return if self.trusted {

@@ -183,3 +183,11 @@ pub enum Op {
     /// Past the last instruction of a program that can run off its end.
     FellOff,
 }
+
+impl Op {
+    /// Whether the operation is a conditional jump (`Jeq64Imm` to
+    /// `Jsle32Reg`: one that may or may not jump).
+    pub(crate) fn is_conditional_jump(self) -> bool {
+        (Op::Jeq64Imm as u8..=Op::Jsle32Reg as u8).contains(&(self as u8))
+    }
+}

@@ -17,7 +17,8 @@ impl Hook {
     /// kernel runs one program on every CPU. It has its own VM state,
     /// packet buffer and run state ([`Env`]), its own pseudo-random
     /// numbers ([`vm::SimEnv::for_cpu`]), and this hook's settings: the
-    /// instruction budget, access counting, the routing table, the JIT if
+    /// instruction budget, access counting, coverage counting (its own
+    /// counts, from zero), the routing table, the JIT if
     /// enabled here, and trust if this hook is trusted.
     ///
     /// `cpu` picks the per-CPU maps' slot, so it must be below the CPU
@@ -44,6 +45,7 @@ impl Hook {
         )?;
         vm.set_entry(self.env.vm_program_of[self.program].expect("the entry is loaded"));
         vm.set_budget(self.vm.budget());
+        vm.set_coverage(self.vm.is_covering());
         if self.vm.is_trusted() {
             // SAFETY: trust transfers. The verifier accepted every program
             // of this hook's VM (the caller of `trust_verified` promised)

@@ -111,6 +111,11 @@ pub struct Args {
     /// Count memory accesses per region too
     #[arg(long)]
     pub count_memory: bool,
+    /// Write the source lines, branches and functions the packets ran to
+    /// FILE, an lcov tracefile (`genhtml FILE` draws it); runs in the
+    /// interpreter, step by step (docs/coverage.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "tc")]
+    pub coverage: Option<PathBuf>,
     /// Entries shown per map
     #[arg(long, default_value_t = 16)]
     pub map_entries: usize,
@@ -214,6 +219,7 @@ impl Args {
             ifindex: self.ifindex,
             map_entries: self.map_entries,
             per_packet: false,
+            coverage: self.coverage.is_some(),
         })
     }
 }
@@ -222,7 +228,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     if let Some(file) = &a.tc {
         return tc::run(&a, file);
     }
-    replay(&a.spec()?, a.json)
+    replay(&a.spec()?, a.json, a.coverage.as_deref())
 }
 
 /// The files among `sinks`.
@@ -233,10 +239,15 @@ pub(super) fn files(sinks: &[SinkSpec]) -> impl Iterator<Item = Option<&std::pat
     })
 }
 
-/// Builds the hook (its notes told), replays, saves pinned maps and prints
-/// the report; the exit status says whether every packet ran and the
-/// input ended cleanly.
-pub(crate) fn replay(spec: &RunSpec, json: bool) -> Result<ExitCode, String> {
+/// Builds the hook (its notes told), replays, saves pinned maps, writes
+/// the coverage to `coverage` (with [`RunSpec::coverage`]) and prints the
+/// report; the exit status says whether every packet ran and the input
+/// ended cleanly.
+pub(crate) fn replay(
+    spec: &RunSpec,
+    json: bool,
+    coverage: Option<&std::path::Path>,
+) -> Result<ExitCode, String> {
     let built = crate::hooks::build(&spec.hook_spec())?;
     // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
     let stop = crate::signals::stop_on_signals();
@@ -247,6 +258,9 @@ pub(crate) fn replay(spec: &RunSpec, json: bool) -> Result<ExitCode, String> {
     let finished = crate::progress::with_progress(total, json, |count| replay.finish(Some(count)))
         .map_err(|e| e.to_string())?;
     let report = finished.report;
+    if let (Some(path), Some(cover)) = (coverage, &report.coverage) {
+        cover.write(path, "").map_err(|e| e.to_string())?;
+    }
     crate::report::outputs_on_stdout(files(&spec.sinks))?;
     crate::report::warn_skipped(
         &report.skipped,

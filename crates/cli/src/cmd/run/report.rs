@@ -98,6 +98,18 @@ fn text(r: &RunReport) -> String {
             .collect();
         say!("memory/packet {}", v.join(", "));
     }
+    if let Some(c) = &r.coverage {
+        let s = c.summary();
+        say!(
+            "coverage      lines {}/{}  branches {}/{}  functions {}/{}",
+            s.lines.hit,
+            s.lines.found,
+            s.branches.hit,
+            s.branches.found,
+            s.functions.hit,
+            s.functions.found
+        );
+    }
     if !r.link_types.is_empty() {
         let v: Vec<String> = r
             .link_types
