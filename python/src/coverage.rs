@@ -132,15 +132,6 @@ impl Coverage {
     }
 
     fn __repr__(&self) -> String {
-        let s = self.inner.summary();
-        format!(
-            "sluice.Coverage(lines {}/{}, branches {}/{}, functions {}/{})",
-            s.lines.hit,
-            s.lines.found,
-            s.branches.hit,
-            s.branches.found,
-            s.functions.hit,
-            s.functions.found
-        )
+        format!("sluice.Coverage({})", self.inner.summary())
     }
 }

@@ -140,6 +140,18 @@ pub struct Summary {
     pub functions: Tally,
 }
 
+/// `lines 3/4  branches 1/2  functions 2/2` (hit/found), as reports show it.
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (l, b, n) = (self.lines, self.branches, self.functions);
+        write!(
+            f,
+            "lines {}/{}  branches {}/{}  functions {}/{}",
+            l.hit, l.found, b.hit, b.found, n.hit, n.found
+        )
+    }
+}
+
 /// Coverage per source file, summed over the runs and programs added.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Coverage {

@@ -10,6 +10,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use obj::{Btf, BtfKind, TypeId};
 
+use crate::mapfmt::union_first_name;
+
 /// How a key or value is laid out in memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -562,18 +564,6 @@ fn build(btf: &Btf, ty: TypeId, field: &str, depth: usize, left: &Cell<usize>) -
         },
         _ => return None,
     })
-}
-
-/// The name of a union's first member.
-fn union_first_name(btf: &Btf, ty: TypeId) -> Option<String> {
-    let t = btf.get(btf.skip_mods_and_typedefs(ty).ok()?)?;
-    match &t.kind {
-        BtfKind::Union { members, .. } => members
-            .first()
-            .map(|m| m.name.clone())
-            .filter(|n| !n.is_empty()),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -214,7 +214,7 @@ pub(crate) fn addr_like(field: &str) -> bool {
 }
 
 /// The name of a union's first member (the one a union is shown as).
-fn union_first_name(btf: &Btf, ty: TypeId) -> Option<String> {
+pub(crate) fn union_first_name(btf: &Btf, ty: TypeId) -> Option<String> {
     let t = btf.get(btf.skip_mods_and_typedefs(ty).ok()?)?;
     match &t.kind {
         BtfKind::Union { members, .. } => members

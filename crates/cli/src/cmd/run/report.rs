@@ -99,16 +99,7 @@ fn text(r: &RunReport) -> String {
         say!("memory/packet {}", v.join(", "));
     }
     if let Some(c) = &r.coverage {
-        let s = c.summary();
-        say!(
-            "coverage      lines {}/{}  branches {}/{}  functions {}/{}",
-            s.lines.hit,
-            s.lines.found,
-            s.branches.hit,
-            s.branches.found,
-            s.functions.hit,
-            s.functions.found
-        );
+        say!("coverage      {}", c.summary());
     }
     if !r.link_types.is_empty() {
         let v: Vec<String> = r
