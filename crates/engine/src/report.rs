@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::mapfmt::{self, MapDump};
 use crate::packet_table::PacketTable;
+use crate::sink::Output;
 use crate::sink::SentPort;
 use crate::source::Skipped;
 
@@ -122,6 +123,10 @@ pub struct RunReport {
     /// asked for it; not serialized.
     #[serde(skip)]
     pub packet_table: Option<PacketTable>,
+    /// The packets of the routes kept in memory ([`Target::Memory`](crate::Target));
+    /// not serialized.
+    #[serde(skip)]
+    pub output: Output,
 }
 
 impl RunReport {
@@ -283,6 +288,7 @@ impl RunReport {
             stopped: s.stopped,
             notes: Vec::new(),
             packet_table: None,
+            output: Output::new(),
         }
     }
 }

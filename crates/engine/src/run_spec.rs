@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use pipeline::{Interface, Shard, Sinks, Source};
+use pipeline::{Collected, Interface, Route, Shard, Sinks, Source};
 use runtime::Hook;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ use crate::Error;
 use crate::hook_spec::HookSpec;
 use crate::packet_table::PacketTable;
 use crate::report::{Read, RunReport};
-use crate::sink::{SentPort, SinkSpec};
+use crate::sink::{Opened, SentPort, SinkSpec};
 use crate::source::{Skipped, SourceSpec};
 
 #[derive(Serialize, Deserialize)]
@@ -67,6 +67,7 @@ pub struct Replay<'a> {
     source: Box<dyn Source>,
     sinks: Sinks,
     ports: Vec<SentPort>,
+    kept: Vec<(Route, Collected)>,
     stop: Option<&'static AtomicBool>,
 }
 
@@ -133,13 +134,14 @@ impl RunSpec {
         stop: Option<&'static AtomicBool>,
     ) -> Result<Replay<'_>, Error> {
         let source = self.source.open(stop)?;
-        let (sinks, ports) = crate::sink::open(&self.sinks)?;
+        let opened = crate::sink::open(&self.sinks)?;
         Ok(Replay {
             spec: self,
             hook,
             source,
-            sinks,
-            ports,
+            sinks: opened.sinks,
+            ports: opened.ports,
+            kept: opened.kept,
             stop,
         })
     }
@@ -193,6 +195,7 @@ impl Replay<'_> {
             &read,
         );
         report.packet_table = log.map(|log| PacketTable::new(log, &self.hook));
+        report.output = Opened::output(&self.kept);
         Ok(Finished {
             report,
             hook: self.hook,
