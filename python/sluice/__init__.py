@@ -15,26 +15,46 @@ its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
 (:attr:`RunResult.packets`, a ``pyarrow.Table``). Errors raise
 :class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
 :class:`VerifierError`) with the messages of the ``sluice`` command line.
+
+:class:`Filter` compiles a tcpdump expression (its program, ``sluice filter
+-d``'s text, :meth:`Filter.matches`) and filters captures
+(:meth:`Filter.run`, a :class:`FilterResult`); :class:`Tc` runs packets
+through a tc configuration (:meth:`Tc.run`, a :class:`TcResult` with every
+filter's counters). Every ``run`` takes a capture's path, bytes or file
+object, packets in memory or generated traffic, and stops on Ctrl-C
+(``KeyboardInterrupt``, its ``result`` the partial result).
 """
 
 from ._sluice import (
     Error,
+    Filter,
+    FilterError,
+    FilterResult,
     Object,
     ObjectError,
     PacketStream,
     Program,
     RunResult,
     SourceError,
+    Tc,
+    TcError,
+    TcResult,
     VerifierError,
 )
 
 __all__ = [
     "Error",
+    "Filter",
+    "FilterError",
+    "FilterResult",
     "Object",
     "ObjectError",
     "PacketStream",
     "Program",
     "RunResult",
     "SourceError",
+    "Tc",
+    "TcError",
+    "TcResult",
     "VerifierError",
 ]

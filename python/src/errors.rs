@@ -26,6 +26,18 @@ create_exception!(
 );
 create_exception!(
     sluice,
+    FilterError,
+    Error,
+    "A tcpdump expression did not compile (libpcap's message), or packets could not be filtered."
+);
+create_exception!(
+    sluice,
+    TcError,
+    Error,
+    "A tc configuration did not load: a line tc would refuse, no qdisc, no device to take packets."
+);
+create_exception!(
+    sluice,
     VerifierError,
     Error,
     "The verifier rejected the program; the message says where and why."
@@ -38,6 +50,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ObjectError", py.get_type::<ObjectError>())?;
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("VerifierError", py.get_type::<VerifierError>())?;
+    m.add("FilterError", py.get_type::<FilterError>())?;
+    m.add("TcError", py.get_type::<TcError>())?;
     Ok(())
 }
 
@@ -48,6 +62,10 @@ pub(crate) fn to_py(e: engine::Error) -> PyErr {
         engine::Error::Object { .. } => ObjectError::new_err(message),
         engine::Error::Rejected(_) => VerifierError::new_err(message),
         engine::Error::Source(_) => SourceError::new_err(message),
+        engine::Error::Filter { .. } | engine::Error::Expr { .. } | engine::Error::FilterRun(_) => {
+            FilterError::new_err(message)
+        }
+        engine::Error::Tc(_) => TcError::new_err(message),
         _ => Error::new_err(message),
     }
 }
@@ -57,5 +75,44 @@ pub(crate) fn object_error(e: engine::Error) -> PyErr {
     match e {
         engine::Error::Rejected(_) => to_py(e),
         _ => ObjectError::new_err(e.to_string()),
+    }
+}
+
+/// The command line's message for a capture that ended early (a cut or
+/// corrupt record) after `packets` packets: `None` when it did not.
+pub(crate) fn ended_early(source_error: Option<&str>, packets: u64) -> Option<String> {
+    source_error.map(|e| format!("the capture ended early after {packets} packets: {e}"))
+}
+
+/// The end of a run: its result `T`, or the exception to raise. A signal
+/// handler's exception (`KeyboardInterrupt`) comes first, with the partial
+/// result as its `result` when the run gave one; then a capture that
+/// ended early (`early`, the message): a `SourceError`, the result of the
+/// packets before it as its `result`.
+pub(crate) fn finish<T>(
+    py: Python<'_>,
+    result: PyResult<(T, Option<String>)>,
+    interrupt: Option<PyErr>,
+) -> PyResult<Py<T>>
+where
+    T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>,
+{
+    let attach = |e: PyErr, obj: &Py<T>| {
+        let _ = e.value(py).setattr("result", obj.clone_ref(py));
+        e
+    };
+    match (result, interrupt) {
+        (Err(_), Some(interrupt)) => Err(interrupt),
+        (Err(e), None) => Err(e),
+        (Ok((value, early)), interrupt) => {
+            let obj = Py::new(py, value)?;
+            if let Some(interrupt) = interrupt {
+                return Err(attach(interrupt, &obj));
+            }
+            match early {
+                Some(message) => Err(attach(SourceError::new_err(message), &obj)),
+                None => Ok(obj),
+            }
+        }
     }
 }

@@ -6,17 +6,27 @@
 //! packets in memory, generated traffic) with the GIL released and gives a
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
-//! interface ([`table`]). Errors are the exceptions of [`errors`], with
-//! the command line's messages.
+//! interface ([`table`]). A [`filter::Filter`] is a tcpdump expression
+//! (its program, its `-d` text, packets filtered as `sluice filter`); a
+//! [`tc::Tc`] a tc configuration packets run through (`sluice run --tc`).
+//! Every run takes its packets from [`source`] and stops on Ctrl-C
+//! ([`interrupt`]). Errors are the exceptions of [`errors`], with the
+//! command line's messages.
 
 use pyo3::prelude::*;
 
 mod errors;
+mod filter;
+mod interrupt;
 mod object;
+mod output;
 mod program;
 mod result;
 mod run_args;
+mod source;
 mod table;
+mod tc;
+mod tc_table;
 
 /// The module: its classes and exceptions.
 #[pymodule]
@@ -25,6 +35,10 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<program::Program>()?;
     m.add_class::<result::RunResult>()?;
     m.add_class::<table::PacketStream>()?;
+    m.add_class::<filter::Filter>()?;
+    m.add_class::<filter::FilterResult>()?;
+    m.add_class::<tc::Tc>()?;
+    m.add_class::<tc::TcResult>()?;
     errors::register(m)?;
     Ok(())
 }

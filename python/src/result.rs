@@ -1,5 +1,6 @@
 //! [`RunResult`]: what `Program.run` gives: the report of `sluice run
-//! --json` (as a dict), its verdict counts, and the per-packet table.
+//! --json` (as a dict), its verdict counts, the per-packet table, and the
+//! packets of the routes kept in memory.
 
 use arrow_array::RecordBatch;
 use engine::RunReport;
@@ -7,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::output::Kept;
 use crate::table::{PacketStream, record_batch};
 
 /// The result of :meth:`Program.run`.
@@ -18,10 +20,13 @@ pub struct RunResult {
     table: Option<RecordBatch>,
     /// `packets=N, verdicts={...}`, for `repr`.
     summary: String,
+    /// The packets of the routes `output=` kept.
+    kept: Kept,
 }
 
 impl RunResult {
-    pub(crate) fn new(mut report: RunReport) -> PyResult<RunResult> {
+    pub(crate) fn new(mut report: RunReport, sinks: &[engine::SinkSpec]) -> PyResult<RunResult> {
+        let kept = Kept::new(std::mem::take(&mut report.output), sinks);
         let table = report
             .packet_table
             .take()
@@ -44,6 +49,7 @@ impl RunResult {
             json,
             table,
             summary,
+            kept,
         })
     }
 }
@@ -94,6 +100,30 @@ impl RunResult {
     #[getter]
     fn packet_stream(&self) -> Option<PacketStream> {
         self.table.clone().map(PacketStream::new)
+    }
+
+    /// The packets the run sent to ``route`` (``"pass"``, ``"tx"``,
+    /// ``"redirect"``, ``"drop"``; a verdict's name such as ``"TX"`` too),
+    /// as the program left them, in the run's order: a list of ``bytes``,
+    /// or with ``scapy=True`` of scapy ``Ether`` packets (their ``time``
+    /// the packet's). The run keeps them only when asked:
+    /// ``run(..., output="tx")`` (or a list of routes, or ``True``); a
+    /// route not kept raises ``ValueError``.
+    #[pyo3(signature = (route, *, scapy = false))]
+    fn output<'py>(
+        &self,
+        py: Python<'py>,
+        route: &str,
+        scapy: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        self.kept.packets(py, route, scapy)
+    }
+
+    /// Whether a signal (Ctrl-C) stopped the run before its source's end.
+    #[getter]
+    fn stopped(&self, py: Python<'_>) -> PyResult<bool> {
+        let report = self.report(py)?;
+        Ok(report.contains("stopped")? && report.get_item("stopped")?.is_truthy()?)
     }
 
     fn __repr__(&self) -> String {
