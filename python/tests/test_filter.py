@@ -140,3 +140,14 @@ def test_run_errors(tmp_path):
         sluice.Filter("ip").run(pcap=tmp_path / "missing.pcap")
     with pytest.raises(TypeError, match="exactly one of"):
         sluice.Filter("ip").run()
+
+
+@pytest.mark.parametrize("name", ["nflog.pcap", "LINKTYPE_PKTAP.pcap"])
+def test_a_link_type_libpcap_cannot_filter_is_the_clis_error(name, pcaps, sluice_bin):
+    pcap = str(pcaps / name)
+    out = cli(sluice_bin, "-r", pcap, "ip", "--json")
+    assert out.returncode != 0
+    want = out.stderr.strip().splitlines()[-1].removeprefix("sluice: ")
+    with pytest.raises(sluice.FilterError) as e:
+        sluice.Filter("ip").run(pcap=open(pcap, "rb"))
+    assert str(e.value) == want
