@@ -148,9 +148,9 @@ impl SourceSpec {
         }
     }
 
-    /// What reports say was read: `capture F` (a file, or bytes named F), `capture from standard
-    /// input`, `generated SPEC + SPEC`, `interface IF (live)`, `interface
-    /// IF (live, AF_XDP)`, `N frames in memory`.
+    /// What reports say was read: `capture F` (a file, or bytes named F),
+    /// `capture from standard input`, `generated SPEC + SPEC`, `interface
+    /// IF (live)`, `interface IF (live, AF_XDP)`, `N frames in memory`.
     pub fn describe(&self) -> String {
         match &self.origin {
             Origin::Interface { name } => format!("interface {name} (live)"),
