@@ -25,17 +25,31 @@ continue on them, :attr:`Program.maps` reads and writes them (a
 :class:`Map` is dict-like, :meth:`Map.to_arrow` a table), :meth:`Program.reset`
 starts again. :meth:`Program.verify` checks it as ``sluice verify`` does
 (a :class:`VerifyResult`).
+
+:class:`Filter` compiles a tcpdump expression (its program, ``sluice filter
+-d``'s text, :meth:`Filter.matches`) and filters captures
+(:meth:`Filter.run`, a :class:`FilterResult`); :class:`Tc` runs packets
+through a tc configuration (:meth:`Tc.run`, a :class:`TcResult` with every
+filter's counters). Every ``run`` takes a capture's path, bytes or file
+object, packets in memory or generated traffic, and stops on Ctrl-C
+(``KeyboardInterrupt``, its ``result`` the partial result).
 """
 
 from ._sluice import (
     Coverage,
     Error,
+    Filter,
+    FilterError,
+    FilterResult,
     Object,
     ObjectError,
     PacketStream,
     Program,
     RunResult,
     SourceError,
+    Tc,
+    TcError,
+    TcResult,
     VerifierError,
 )
 
@@ -45,12 +59,18 @@ from ._sluice import Map, MapError, Maps, VerifyResult
 __all__ = [
     "Coverage",
     "Error",
+    "Filter",
+    "FilterError",
+    "FilterResult",
     "Object",
     "ObjectError",
     "PacketStream",
     "Program",
     "RunResult",
     "SourceError",
+    "Tc",
+    "TcError",
+    "TcResult",
     "VerifierError",
     # Maps and verify().
     "Map",

@@ -2,11 +2,15 @@
 
 import ipaddress
 import os
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow
 
 _Packet = Union[bytes, bytearray, Tuple[int, Union[bytes, bytearray]], Any]
+# A capture: its path, its bytes, or a binary file object (with .read()).
+_Capture = Union[str, os.PathLike[str], bytes, bytearray, BinaryIO]
+# Routes kept in memory: True (all), a route ("tx") or a list of routes.
+_Output = Union[bool, str, Sequence[str], None]
 
 class Error(Exception):
     """An error of sluice's engine; its message is the one the `sluice` command line prints."""
@@ -28,6 +32,12 @@ class VerifierError(Error):
 
 class MapError(Error):
     """A map operation failed: no such map, a key or value that does not fit, an update refused."""
+
+class FilterError(Error):
+    """A tcpdump expression did not compile (libpcap's message), or packets could not be filtered."""
+
+class TcError(Error):
+    """A tc configuration did not load: a line tc would refuse, no qdisc, no device to take packets."""
 
 class Object:
     """An eBPF object file built by ``clang -target bpf``: a path, or its bytes."""
@@ -77,7 +87,7 @@ class Program:
         """Checks the program as ``sluice verify`` does."""
     def run(
         self,
-        pcap: Union[str, os.PathLike[str], None] = None,
+        pcap: Optional[_Capture] = None,
         packets: Optional[Iterable[_Packet]] = None,
         gen: Union[str, Sequence[str], None] = None,
         *,
@@ -89,8 +99,12 @@ class Program:
         map_entries: int = 16,
         count_memory: bool = False,
         coverage: bool = False,
+        output: _Output = None,
     ) -> RunResult:
-        """Runs the program over exactly one of ``pcap``, ``packets``, ``gen``."""
+        """Runs the program over exactly one of ``pcap``, ``packets``, ``gen``.
+
+        Ctrl-C raises ``KeyboardInterrupt`` with the partial result as its ``result``.
+        """
 
 class RunResult:
     """The result of :meth:`Program.run`."""
@@ -118,6 +132,11 @@ class RunResult:
     @property
     def coverage(self) -> Optional[Coverage]:
         """The source lines, branches and functions run (``None`` without ``coverage=True``)."""
+    @property
+    def stopped(self) -> bool:
+        """Whether a signal (Ctrl-C) stopped the run before its source's end."""
+    def output(self, route: str, *, scapy: bool = False) -> list[Any]:
+        """The packets of ``route`` (``run(output=...)`` kept them): ``bytes``, or scapy ``Ether``."""
 
 class PacketStream:
     """A run's per-packet table, readable through the Arrow PyCapsule interface."""
@@ -227,3 +246,103 @@ class Coverage:
         """Adds ``other``'s counts, in place."""
     def __add__(self, other: Coverage) -> Coverage: ...
     def __iadd__(self, other: Coverage) -> Coverage: ...
+class Filter:
+    """A tcpdump expression, compiled by libpcap as tcpdump compiles it."""
+
+    def __init__(
+        self,
+        expr: str,
+        *,
+        linktype: Union[int, str, None] = None,
+        snaplen: Optional[int] = None,
+        pcap: Optional[_Capture] = None,
+    ) -> None: ...
+    @property
+    def expr(self) -> str: ...
+    @property
+    def linktype(self) -> int:
+        """The LINKTYPE number compiled for (1: Ethernet)."""
+    @property
+    def snaplen(self) -> int: ...
+    @property
+    def instructions(self) -> list[Tuple[int, int, int, int]]:
+        """The classic BPF program: ``(code, jt, jf, k)`` tuples."""
+    def dump(self, form: str = "d") -> str:
+        """The program as ``tcpdump -d`` (``"dd"``: ``-dd``, ``"ddd"``: ``-ddd``) prints it."""
+    def matches(self, packet: _Packet, *, wire_len: Optional[int] = None) -> bool:
+        """Whether the filter accepts ``packet``."""
+    def run(
+        self,
+        pcap: Optional[_Capture] = None,
+        packets: Optional[Iterable[_Packet]] = None,
+        gen: Union[str, Sequence[str], None] = None,
+        *,
+        write: Union[str, os.PathLike[str], None] = None,
+        count: Optional[int] = None,
+    ) -> FilterResult:
+        """Filters packets as ``sluice filter -r`` does."""
+
+class FilterResult:
+    """The result of :meth:`Filter.run`."""
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The report of ``sluice filter -r F EXPR --json``."""
+    @property
+    def read(self) -> int: ...
+    @property
+    def matched(self) -> int: ...
+    @property
+    def stopped(self) -> bool: ...
+    @property
+    def packets(self) -> pyarrow.Table:
+        """The matching packets: ``index``, ``timestamp``, ``length``, ``wire_length``."""
+
+class Tc:
+    """A tc configuration: lines of ``tc`` commands, or a file of them."""
+
+    def __init__(
+        self,
+        lines: Union[str, Sequence[str], None] = None,
+        *,
+        path: Union[str, os.PathLike[str], None] = None,
+        name: Optional[str] = None,
+    ) -> None: ...
+    @property
+    def name(self) -> str: ...
+    def run(
+        self,
+        pcap: Optional[_Capture] = None,
+        packets: Optional[Iterable[_Packet]] = None,
+        gen: Union[str, Sequence[str], None] = None,
+        *,
+        dev: Optional[str] = None,
+        hook: str = "ingress",
+        limit: Optional[int] = None,
+        output: _Output = None,
+    ) -> TcResult:
+        """Runs packets through the configuration, as ``sluice run --tc FILE`` does."""
+
+class TcResult:
+    """The result of :meth:`Tc.run`."""
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The report of ``sluice run --tc FILE --json``."""
+    @property
+    def verdicts(self) -> dict[str, int]: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def sent(self) -> list[dict[str, Any]]:
+        """Where mirred sent packets: ``dev``, ``hook``, ``delivered``, ``consumed``."""
+    @property
+    def shown(self) -> dict[str, str]:
+        """``tc -s filter show`` text per ``"DEV HOOK"``."""
+    @property
+    def filters(self) -> pyarrow.Table:
+        """Every filter's actions and counters, a row per action."""
+    @property
+    def stopped(self) -> bool: ...
+    def output(self, route: str, *, scapy: bool = False) -> list[Any]:
+        """The packets of ``route`` (``run(output=...)`` kept them)."""

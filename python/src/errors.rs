@@ -26,6 +26,18 @@ create_exception!(
 );
 create_exception!(
     sluice,
+    FilterError,
+    Error,
+    "A tcpdump expression did not compile (libpcap's message), or packets could not be filtered."
+);
+create_exception!(
+    sluice,
+    TcError,
+    Error,
+    "A tc configuration did not load: a line tc would refuse, no qdisc, no device to take packets."
+);
+create_exception!(
+    sluice,
     VerifierError,
     Error,
     "The verifier rejected the program; the message says where and why. Attributes: ``program``, ``insn`` (the instruction at fault), ``line`` (its source line, ``FILE:LINE``, or None), ``explanation`` (why, with what to do), ``kernel_message`` (the kernel verifier's words)."
@@ -47,6 +59,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SourceError", py.get_type::<SourceError>())?;
     m.add("VerifierError", py.get_type::<VerifierError>())?;
     m.add("MapError", py.get_type::<MapError>())?;
+    m.add("FilterError", py.get_type::<FilterError>())?;
+    m.add("TcError", py.get_type::<TcError>())?;
     Ok(())
 }
 
@@ -57,6 +71,10 @@ pub(crate) fn to_py(e: engine::Error) -> PyErr {
         engine::Error::Object { .. } => ObjectError::new_err(message),
         engine::Error::Rejected(r) => rejected(&r, message),
         engine::Error::Source(_) => SourceError::new_err(message),
+        engine::Error::Filter { .. } | engine::Error::Expr { .. } | engine::Error::FilterRun(_) => {
+            FilterError::new_err(message)
+        }
+        engine::Error::Tc(_) => TcError::new_err(message),
         _ => Error::new_err(message),
     }
 }
@@ -92,4 +110,43 @@ fn rejected(r: &engine::Rejection, message: String) -> PyErr {
 /// The `sluice.MapError` for `e`.
 pub(crate) fn map_error(e: engine::MapError) -> PyErr {
     MapError::new_err(e.to_string())
+}
+
+/// The command line's message for a capture that ended early (a cut or
+/// corrupt record) after `packets` packets: `None` when it did not.
+pub(crate) fn ended_early(source_error: Option<&str>, packets: u64) -> Option<String> {
+    source_error.map(|e| format!("the capture ended early after {packets} packets: {e}"))
+}
+
+/// The end of a run: its result `T`, or the exception to raise. A signal
+/// handler's exception (`KeyboardInterrupt`) comes first, with the partial
+/// result as its `result` when the run gave one; then a capture that
+/// ended early (`early`, the message): a `SourceError`, the result of the
+/// packets before it as its `result`.
+pub(crate) fn finish<T>(
+    py: Python<'_>,
+    result: PyResult<(T, Option<String>)>,
+    interrupt: Option<PyErr>,
+) -> PyResult<Py<T>>
+where
+    T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>,
+{
+    let attach = |e: PyErr, obj: &Py<T>| {
+        let _ = e.value(py).setattr("result", obj.clone_ref(py));
+        e
+    };
+    match (result, interrupt) {
+        (Err(_), Some(interrupt)) => Err(interrupt),
+        (Err(e), None) => Err(e),
+        (Ok((value, early)), interrupt) => {
+            let obj = Py::new(py, value)?;
+            if let Some(interrupt) = interrupt {
+                return Err(attach(interrupt, &obj));
+            }
+            match early {
+                Some(message) => Err(attach(SourceError::new_err(message), &obj)),
+                None => Ok(obj),
+            }
+        }
+    }
 }

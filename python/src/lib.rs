@@ -7,23 +7,33 @@
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
 //! interface ([`table`]), and with `coverage=True` the source lines,
-//! branches and functions run ([`coverage::Coverage`]). Errors are the
-//! exceptions of [`errors`], with the command line's messages. A program
-//! holds its maps between runs ([`maps`], keys and values converted in
+//! branches and functions run ([`coverage::Coverage`]). A program holds
+//! its maps between runs ([`maps`], keys and values converted in
 //! [`values`], tables in [`map_table`]); [`verify`] checks it as `sluice
-//! verify` does.
+//! verify` does. A [`filter::Filter`] is a tcpdump expression (its
+//! program, its `-d` text, packets filtered as `sluice filter`); a
+//! [`tc::Tc`] a tc configuration packets run through (`sluice run --tc`).
+//! Every run takes its packets from [`source`] and stops on Ctrl-C
+//! ([`interrupt`]). Errors are the exceptions of [`errors`], with the
+//! command line's messages.
 
 use pyo3::prelude::*;
 
 mod coverage;
 mod errors;
+mod filter;
+mod interrupt;
 mod map_table;
 mod maps;
 mod object;
+mod output;
 mod program;
 mod result;
 mod run_args;
+mod source;
 mod table;
+mod tc;
+mod tc_table;
 mod values;
 mod verify;
 
@@ -40,6 +50,10 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<maps::Names>()?;
     m.add_class::<verify::VerifyResult>()?;
     m.add_class::<coverage::Coverage>()?;
+    m.add_class::<filter::Filter>()?;
+    m.add_class::<filter::FilterResult>()?;
+    m.add_class::<tc::Tc>()?;
+    m.add_class::<tc::TcResult>()?;
     errors::register(m)?;
     Ok(())
 }

@@ -16,6 +16,7 @@ use crate::maps::Maps;
 use crate::result::RunResult;
 use crate::run_args;
 use crate::verify::VerifyResult;
+use crate::{interrupt, output, source};
 
 /// The hook as loaded: the program, its maps, verified or not yet.
 struct Loaded {
@@ -110,8 +111,13 @@ impl Program {
         Ok(())
     }
 
-    /// Runs `spec` on the hook, verified first if it is not yet.
-    fn run_spec(&self, spec: &RunSpec) -> PyResult<RunResult> {
+    /// Runs `spec` on the hook, verified first if it is not yet, until
+    /// `stop`; with the message of a capture that ended early.
+    fn run_spec(
+        &self,
+        spec: &RunSpec,
+        stop: &'static AtomicBool,
+    ) -> PyResult<(RunResult, Option<String>)> {
         let mut loaded = lock(&self.loaded);
         let threads = spec.worker_threads() as u32;
         let pristine = self.pristine.load(Ordering::Relaxed);
@@ -142,7 +148,8 @@ impl Program {
             VmEngine::Jit => {}
         }
         hook.set_counting(spec.hook.count_memory);
-        let mut report = spec.run_on(hook, None, None).map_err(errors::to_py)?;
+        let mut report = spec.run_on(hook, Some(stop), None).map_err(errors::to_py)?;
+        let early = errors::ended_early(report.source_error.as_deref(), report.packets);
         report.notes = notes;
         let maps = HookMaps::of(&loaded.built.hook);
         let values = report
@@ -155,7 +162,7 @@ impl Program {
                 ))
             })
             .collect();
-        RunResult::new(report, values)
+        Ok((RunResult::new(report, values, &spec.sinks)?, early))
     }
 }
 
@@ -191,8 +198,9 @@ impl Program {
     /// Runs the program over packets, as ``sluice run`` does, and returns a
     /// :class:`RunResult`.
     ///
-    /// The packets: exactly one of ``pcap`` (a pcap or pcapng file's path),
-    /// ``packets`` (Ethernet frames: ``bytes``, ``(timestamp_ns, bytes)``
+    /// The packets: exactly one of ``pcap`` (a pcap or pcapng capture: its
+    /// path, a binary file object such as ``io.BytesIO`` or an open file,
+    /// or its bytes), ``packets`` (Ethernet frames: ``bytes``, ``(timestamp_ns, bytes)``
     /// pairs, or scapy packets) and ``gen`` (a generator spec such as
     /// ``"udp,flows=10,count=1000"``, or a list of them).
     ///
@@ -216,20 +224,27 @@ impl Program {
     /// the source lines, branches and functions run
     /// (:attr:`RunResult.coverage`), as ``--coverage``; the run is then
     /// interpreted step by step.
+    /// ``output``: keep the packets of these routes in
+    /// memory (``"tx"``, a list of routes, or ``True`` for all), for
+    /// :meth:`RunResult.output`.
     ///
-    /// The GIL is released while packets run. Raises ``sluice.SourceError``
-    /// when the source does not open, ``sluice.VerifierError`` when the
-    /// verifier rejects the program, ``sluice.Error`` otherwise.
+    /// The GIL is released while packets run. Ctrl-C (SIGINT) stops the
+    /// run after the packets it read and raises ``KeyboardInterrupt``,
+    /// whose ``result`` is the partial :class:`RunResult` (its report
+    /// says ``stopped``). Raises ``sluice.SourceError`` when the source
+    /// does not open, or a capture ends early on a cut or corrupt record
+    /// (its ``result``: the packets before it), ``sluice.VerifierError``
+    /// when the verifier rejects the program, ``sluice.Error`` otherwise.
     #[pyo3(signature = (
         pcap = None, packets = None, r#gen = None, *, threads = 1, engine = "jit",
         limit = None, filter = None, per_packet = true, map_entries = 16,
-        count_memory = false, coverage = false
+        count_memory = false, coverage = false, output = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         py: Python<'_>,
-        pcap: Option<std::path::PathBuf>,
+        pcap: Option<&Bound<'_, PyAny>>,
         packets: Option<&Bound<'_, PyAny>>,
         r#gen: Option<&Bound<'_, PyAny>>,
         threads: usize,
@@ -240,8 +255,9 @@ impl Program {
         map_entries: usize,
         count_memory: bool,
         coverage: bool,
-    ) -> PyResult<RunResult> {
-        let mut source = run_args::source(pcap, packets, r#gen)?;
+        output: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<RunResult>> {
+        let mut source = source::source(pcap, packets, r#gen)?;
         source.filter = filter;
         let mut hook = self.hook.clone();
         hook.engine = run_args::vm_engine(engine)?;
@@ -252,7 +268,9 @@ impl Program {
         spec.per_packet = per_packet;
         spec.map_entries = map_entries;
         spec.coverage = coverage;
-        py.detach(|| self.run_spec(&spec))
+        spec.sinks = output::sinks(output)?;
+        let (result, interrupt) = interrupt::run(py, |stop| self.run_spec(&spec, stop));
+        errors::finish(py, result, interrupt)
     }
 
     /// Starts again from fresh maps: the program loaded anew with its

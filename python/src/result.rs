@@ -1,5 +1,6 @@
 //! [`RunResult`]: what `Program.run` gives: the report of `sluice run
-//! --json` (as a dict), its verdict counts, and the per-packet table.
+//! --json` (as a dict), its verdict counts, the per-packet table, and the
+//! packets of the routes kept in memory.
 
 use arrow_array::RecordBatch;
 use engine::{RunReport, Value};
@@ -8,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::coverage::Coverage;
+use crate::output::Kept;
 use crate::table::{PacketStream, buffer_addresses, record_batch};
 
 /// The result of :meth:`Program.run`.
@@ -23,14 +25,19 @@ pub struct RunResult {
     maps: Vec<(String, Vec<(Value, Value)>)>,
     /// The lines, branches and functions run (with `coverage=True`).
     coverage: Option<engine::Coverage>,
+    /// The packets of the routes `output=` kept.
+    kept: Kept,
 }
 
 impl RunResult {
-    /// `maps`: the entries the report's map dumps list, decoded.
+    /// `maps`: the entries the report's map dumps list, decoded; `sinks`:
+    /// the run's, to know which routes it kept in memory.
     pub(crate) fn new(
         mut report: RunReport,
         maps: Vec<(String, Vec<(Value, Value)>)>,
+        sinks: &[engine::SinkSpec],
     ) -> PyResult<RunResult> {
+        let kept = Kept::new(std::mem::take(&mut report.output), sinks);
         let table = report
             .packet_table
             .take()
@@ -56,6 +63,7 @@ impl RunResult {
             summary,
             maps,
             coverage,
+            kept,
         })
     }
 }
@@ -157,6 +165,30 @@ impl RunResult {
     #[getter]
     fn coverage(&self) -> Option<Coverage> {
         self.coverage.clone().map(Coverage::new)
+    }
+
+    /// The packets the run sent to ``route`` (``"pass"``, ``"tx"``,
+    /// ``"redirect"``, ``"drop"``; a verdict's name such as ``"TX"`` too),
+    /// as the program left them, in the run's order: a list of ``bytes``,
+    /// or with ``scapy=True`` of scapy ``Ether`` packets (their ``time``
+    /// the packet's). The run keeps them only when asked:
+    /// ``run(..., output="tx")`` (or a list of routes, or ``True``); a
+    /// route not kept raises ``ValueError``.
+    #[pyo3(signature = (route, *, scapy = false))]
+    fn output<'py>(
+        &self,
+        py: Python<'py>,
+        route: &str,
+        scapy: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        self.kept.packets(py, route, scapy)
+    }
+
+    /// Whether a signal (Ctrl-C) stopped the run before its source's end.
+    #[getter]
+    fn stopped(&self, py: Python<'_>) -> PyResult<bool> {
+        let report = self.report(py)?;
+        Ok(report.contains("stopped")? && report.get_item("stopped")?.is_truthy()?)
     }
 
     fn __repr__(&self) -> String {

@@ -126,6 +126,8 @@ pub fn filter_capture(
 
 /// A record the filter accepted, as read (cut at the snapshot length).
 pub struct Matched<'a> {
+    /// The record's position in the capture, from 1.
+    pub index: u64,
     pub data: &'a [u8],
     /// Its length on the wire.
     pub orig_len: u32,
@@ -144,7 +146,22 @@ pub fn filter_capture_each(
 ) -> Result<FilterSummary, FilterError> {
     // Given the stop flag, the source ends cleanly after the packets it
     // holds once the flag is set (a pipe kept open too).
-    let mut source = PcapSource::open_with(input, opts.stop)?;
+    let source = PcapSource::open_with(input, opts.stop)?;
+    filter_source_each(source, expr, engine, opts, each)
+}
+
+/// [`filter_capture_each`] over a capture already open (a file, or bytes
+/// in memory through [`PcapSource::from_reader`]); its path names it in
+/// errors. A source opened without the stop flag still looks at it
+/// before each record.
+pub fn filter_source_each(
+    mut source: PcapSource,
+    expr: &str,
+    engine: &mut dyn FilterEngine,
+    opts: &FilterOptions,
+    each: &mut dyn FnMut(&Matched),
+) -> Result<FilterSummary, FilterError> {
+    let input = source.path().to_path_buf();
     let mut programs: Vec<Program> = Vec::new();
     // The last link type's program (a capture rarely has more than one).
     let mut cur = usize::MAX;
@@ -168,6 +185,13 @@ pub fn filter_capture_each(
     // source gives Ethernet frames in batches; and `-c N` stops reading
     // at the Nth match, with no batch read ahead.
     while opts.count.is_none_or(|c| summary.matched < c) {
+        if opts
+            .stop
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            summary.stopped = true;
+            break;
+        }
         let frame = match source.next_raw() {
             None => {
                 summary.stopped = source.stopped();
@@ -243,6 +267,7 @@ pub fn filter_capture_each(
         }
         summary.matched += 1;
         each(&Matched {
+            index: summary.read,
             data,
             orig_len: frame.orig_len,
             linktype,

@@ -35,6 +35,7 @@ pub mod xpf;
 pub use asm::{AsmError, assemble};
 pub use capture_filter::{
     FilterError, FilterOptions, FilterSummary, Matched, filter_capture, filter_capture_each,
+    filter_source_each,
 };
 pub use check::{CheckError, check, known_opcode};
 pub use engine::{Decider, Decision, EngineError, FilterEngine, Interp, reads_len};

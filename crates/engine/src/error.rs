@@ -51,6 +51,20 @@ pub enum Error {
         expr: String,
         cause: cbpf::ExprError,
     },
+    /// A tcpdump expression given on its own did not compile (as `sluice
+    /// filter` says it: `EXPR: libpcap's message`).
+    #[error("{expr}: {cause}")]
+    Expr {
+        expr: String,
+        cause: cbpf::ExprError,
+    },
+    /// Packets not filtered ([`FilterRunSpec`](crate::FilterRunSpec)): the
+    /// output not written, a program the interpreter could not run.
+    #[error("{0}")]
+    FilterRun(cbpf::FilterError),
+    /// A link type name not known.
+    #[error("{0}")]
+    Linktype(#[from] capture::UnknownLinkType),
     /// An output file not created.
     #[error("{0}")]
     Sink(#[from] SinkError),

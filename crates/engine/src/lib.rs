@@ -26,6 +26,12 @@
 //! `tc` lines, the device and clsact hook packets arrive at) in a
 //! [`TcRunSpec`], whose [`TcRunSpec::run`] gives a [`TcReport`] (verdicts,
 //! where mirred sent packets, every hook's filters with their counters).
+//! A tcpdump expression is a [`CompiledFilter`] (its classic BPF program,
+//! its `tcpdump -d` text, a packet matched); a [`FilterRunSpec`] filters
+//! packets as `sluice filter` does, its [`FilterReport`] holding the
+//! matching packets ([`MatchTable`]). A route's packets can be kept in
+//! memory ([`Target::Memory`]): the report's [`Output`].
+//!
 //! A [`KernelSpec`] loads an object into the kernel with the globals and
 //! map sizes the same [`Settings`] give in the VM. [`files`] reads the
 //! input files every front end reads whole, bounded.
@@ -127,6 +133,7 @@
 mod contents;
 mod error;
 pub mod files;
+mod filter;
 mod hook_maps;
 mod hook_spec;
 mod kernel_spec;
@@ -146,6 +153,10 @@ mod verify;
 
 pub use contents::{Contents, ContentsError, MapUpdate};
 pub use error::{Error, ObjectError, TcError};
+pub use filter::{
+    CompiledFilter, DumpForm, FilterReport, FilterRunSpec, MatchTable, capture_link,
+    linktype_from_name,
+};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
@@ -153,7 +164,7 @@ pub use packet_table::{PacketTable, RegionColumns};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
-pub use sink::{SinkSpec, Target, open_sinks, route_name};
+pub use sink::{Output, SinkSpec, Target, open_sinks, route_name};
 pub use source::{Origin, Skipped, SourceSpec};
 pub use tc_report::{DeliveryReport, FilterShow, TcReport};
 pub use tc_spec::{TcBuilt, TcFinished, TcReplay, TcRunSpec, TcSpec};
@@ -176,7 +187,9 @@ pub use profile::VmEngine;
 // Verification: sluice's verifier on one program.
 pub use verifier::{SafetyRule, VerifyOptions, VerifyReport, verify};
 // Filters: tcpdump expressions compiled to classic BPF.
-pub use cbpf::{ExprError, compile_expr};
+pub use cbpf::{DEFAULT_SNAPLEN, ETHERNET, ExprError, Insn, compile_expr};
+// tc: the clsact hooks packets arrive at.
+pub use tc::ClsactHook;
 // Flows: the flow table of flow monitoring.
 pub use monitor::{Ended, FlowKey, FlowTable, TableOptions};
 // Coverage: source lines, branches and functions a run exercised

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::mapfmt::{self, MapDump};
 use crate::packet_table::PacketTable;
+use crate::sink::Output;
 use crate::sink::SentPort;
 use crate::source::Skipped;
 
@@ -131,6 +132,10 @@ pub struct RunReport {
         serialize_with = "coverage_summary"
     )]
     pub coverage: Option<Coverage>,
+    /// The packets of the routes kept in memory ([`Target::Memory`](crate::Target));
+    /// not serialized.
+    #[serde(skip)]
+    pub output: Output,
 }
 
 /// A coverage as its summary.
@@ -301,6 +306,7 @@ impl RunReport {
             notes: Vec::new(),
             packet_table: None,
             coverage: None,
+            output: Output::new(),
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use pipeline::{Interface, Shard, Sinks, Source};
+use pipeline::{Interface, Shard, Source};
 use runtime::Hook;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ use crate::Error;
 use crate::hook_spec::HookSpec;
 use crate::packet_table::PacketTable;
 use crate::report::{Read, RunReport};
-use crate::sink::{SentPort, SinkSpec};
+use crate::sink::{Opened, SinkSpec};
 use crate::source::{Skipped, SourceSpec};
 use coverage::Coverage;
 
@@ -71,8 +71,7 @@ pub struct Replay<'a> {
     spec: &'a RunSpec,
     hook: Hook,
     source: Box<dyn Source>,
-    sinks: Sinks,
-    ports: Vec<SentPort>,
+    opened: Opened,
     stop: Option<&'static AtomicBool>,
 }
 
@@ -148,11 +147,11 @@ impl RunSpec {
         progress: Option<&AtomicU64>,
     ) -> Result<RunReport, Error> {
         let mut source = self.source.open(stop)?;
-        let (sinks, ports) = crate::sink::open(&self.sinks)?;
+        let opened = crate::sink::open(&self.sinks)?;
         if self.coverage {
             hook.set_coverage(true);
         }
-        let report = replay(self, hook, source.as_mut(), sinks, &ports, stop, progress);
+        let report = replay(self, hook, source.as_mut(), opened, stop, progress);
         // A kept hook runs at full speed again after a coverage run.
         if self.coverage {
             hook.set_coverage(false);
@@ -172,13 +171,12 @@ impl RunSpec {
             hook.set_coverage(true);
         }
         let source = self.source.open(stop)?;
-        let (sinks, ports) = crate::sink::open(&self.sinks)?;
+        let opened = crate::sink::open(&self.sinks)?;
         Ok(Replay {
             spec: self,
             hook,
             source,
-            sinks,
-            ports,
+            opened,
             stop,
         })
     }
@@ -199,19 +197,10 @@ impl Replay<'_> {
             spec,
             mut hook,
             mut source,
-            sinks,
-            ports,
+            opened,
             stop,
         } = self;
-        let report = replay(
-            spec,
-            &mut hook,
-            source.as_mut(),
-            sinks,
-            &ports,
-            stop,
-            progress,
-        )?;
+        let report = replay(spec, &mut hook, source.as_mut(), opened, stop, progress)?;
         Ok(Finished { report, hook })
     }
 }
@@ -222,11 +211,11 @@ fn replay(
     spec: &RunSpec,
     hook: &mut Hook,
     source: &mut dyn Source,
-    sinks: Sinks,
-    ports: &[SentPort],
+    opened: Opened,
     stop: Option<&'static AtomicBool>,
     progress: Option<&AtomicU64>,
 ) -> Result<RunReport, Error> {
+    let Opened { sinks, ports, kept } = opened;
     // The hook sees the interface read, unless told otherwise.
     let arrival = spec
         .source
@@ -245,7 +234,7 @@ fn replay(
     let read = Read {
         source: spec.source.describe(),
         note: source.note(),
-        ports,
+        ports: &ports,
         skipped: Skipped::of(source),
     };
     let log = summary.counters.log.take();
@@ -258,6 +247,7 @@ fn replay(
         &read,
     );
     report.packet_table = log.map(|log| PacketTable::new(log, hook));
+    report.output = Opened::output(&kept);
     report.coverage = counts.map(|counts| {
         let mut cover = Coverage::new();
         for (i, p) in counts.programs.iter().enumerate() {

@@ -1,11 +1,12 @@
 //! [`SinkSpec`]: where the packets of a route (pass, tx, redirect, drop)
-//! go: a pcap or pcapng file, or out of an interface; and what was sent
-//! out of each interface.
+//! go: a pcap or pcapng file, out of an interface, or kept in memory
+//! ([`Output`]); and what was sent out of each interface.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pipeline::{InterfaceSink, PcapWriter, PortCounts, Route, Sinks};
+use pipeline::{Collect, Collected, InterfaceSink, PcapWriter, PortCounts, Route, Sinks};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
@@ -28,7 +29,15 @@ pub enum Target {
     File(PathBuf),
     /// Sent out of an interface (AF_PACKET).
     Interface(String),
+    /// Kept in memory, in the order the run gave them: the report's
+    /// [`Output`] (a front end's own use of the packets, not a file).
+    Memory,
 }
+
+/// The packets of the routes a run kept in memory ([`Target::Memory`]):
+/// `(timestamp_ns, frame)` per route name (`pass`, `tx`, `redirect`,
+/// `drop`, as [`route_name`]), each in the order the run gave them.
+pub type Output = BTreeMap<&'static str, Vec<(u64, Vec<u8>)>>;
 
 /// The packets of one route, sent to one target (a route with several
 /// specs goes to all of them).
@@ -56,15 +65,37 @@ pub fn route_name(route: Route) -> &'static str {
     }
 }
 
+/// The outputs of a run, open: the sinks, the interfaces sent to, the
+/// routes kept in memory.
+pub(crate) struct Opened {
+    pub sinks: Sinks,
+    pub ports: Vec<SentPort>,
+    pub kept: Vec<(Route, Collected)>,
+}
+
+impl Opened {
+    /// What the routes kept in memory took (after the replay).
+    pub(crate) fn output(kept: &[(Route, Collected)]) -> Output {
+        let mut out = Output::new();
+        for (route, packets) in kept {
+            let mut packets = packets.lock().unwrap_or_else(|e| e.into_inner());
+            out.entry(route_name(*route))
+                .or_default()
+                .append(&mut packets);
+        }
+        out
+    }
+}
+
 /// Opens the outputs `specs` name, for a replay of the caller's own
 /// (`pipeline::replay` over any [`PacketHook`](runtime::PacketHook)).
 pub fn open_sinks(specs: &[SinkSpec]) -> Result<Sinks, Error> {
-    Ok(open(specs)?.0)
+    Ok(open(specs)?.sinks)
 }
 
 /// Opens the outputs `specs` name: files first (in route order), then
-/// interfaces.
-pub(crate) fn open(specs: &[SinkSpec]) -> Result<(Sinks, Vec<SentPort>), Error> {
+/// interfaces, then memory (once per route).
+pub(crate) fn open(specs: &[SinkSpec]) -> Result<Opened, Error> {
     let stdout = specs
         .iter()
         .filter(|s| matches!(&s.to, Target::File(p) if capture::is_stdout(p)))
@@ -95,5 +126,16 @@ pub(crate) fn open(specs: &[SinkSpec]) -> Result<(Sinks, Vec<SentPort>), Error> 
             }
         }
     }
-    Ok((sinks, ports))
+    let mut kept = Vec::new();
+    for route in Route::ALL {
+        if specs
+            .iter()
+            .any(|s| s.route == route && s.to == Target::Memory)
+        {
+            let sink = Collect::default();
+            kept.push((route, sink.packets.clone()));
+            sinks.add(&[route], Box::new(sink));
+        }
+    }
+    Ok(Opened { sinks, ports, kept })
 }

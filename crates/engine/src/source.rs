@@ -39,6 +39,14 @@ pub enum Origin {
         #[serde(default, with = "ForeignDef")]
         foreign: Foreign,
     },
+    /// A whole pcap or pcapng capture held in memory (a file object's
+    /// bytes); `name` names it in reports and errors, as a path does.
+    CaptureBytes {
+        name: String,
+        bytes: Vec<u8>,
+        #[serde(default, with = "ForeignDef")]
+        foreign: Foreign,
+    },
     /// Generated traffic, streams mixed: `udp,flows=1000,size=64,count=1000`.
     Generated { specs: Vec<String> },
     /// The frames arriving on an interface, live (AF_PACKET; root or
@@ -90,6 +98,16 @@ impl SourceSpec {
         })
     }
 
+    /// The capture `bytes` hold (see [`Origin::CaptureBytes`]), frames
+    /// without an Ethernet form skipped.
+    pub fn capture_bytes(name: impl Into<String>, bytes: Vec<u8>) -> SourceSpec {
+        SourceSpec::new(Origin::CaptureBytes {
+            name: name.into(),
+            bytes,
+            foreign: Foreign::Skip,
+        })
+    }
+
     /// Opens the source. With `stop`, a capture, generated traffic or an
     /// interface reads no more once it is set, and ends after the packets
     /// it holds.
@@ -100,6 +118,13 @@ impl SourceSpec {
             Origin::Capture { path, foreign } => {
                 Box::new(Capture::open_with(path, stop)?.foreign(*foreign))
             }
+            Origin::CaptureBytes {
+                name,
+                bytes,
+                foreign,
+            } => Box::new(
+                Capture::from_bytes(name.as_ref(), bytes.as_slice().into())?.foreign(*foreign),
+            ),
             Origin::Generated { specs } => {
                 let generated = Generated::parse(specs)?;
                 match stop {
@@ -123,9 +148,9 @@ impl SourceSpec {
         }
     }
 
-    /// What reports say was read: `capture F`, `capture from standard
-    /// input`, `generated SPEC + SPEC`, `interface IF (live)`, `interface
-    /// IF (live, AF_XDP)`, `N frames in memory`.
+    /// What reports say was read: `capture F` (a file, or bytes named F),
+    /// `capture from standard input`, `generated SPEC + SPEC`, `interface
+    /// IF (live)`, `interface IF (live, AF_XDP)`, `N frames in memory`.
     pub fn describe(&self) -> String {
         match &self.origin {
             Origin::Interface { name } => format!("interface {name} (live)"),
@@ -134,6 +159,7 @@ impl SourceSpec {
                 "capture from standard input".to_string()
             }
             Origin::Capture { path, .. } => format!("capture {}", path.display()),
+            Origin::CaptureBytes { name, .. } => format!("capture {name}"),
             Origin::Generated { specs } => format!("generated {}", specs.join(" + ")),
             Origin::Frames { frames } => format!("{} frames in memory", frames.len()),
         }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use tc::{ClsactHook, Config, Sent, ShowOptions};
 
 use crate::error::TcError;
+use crate::sink::Output;
 use crate::source::Skipped;
 
 /// Packets mirred (or a classifier's program) sent to one device's hook.
@@ -71,6 +72,10 @@ pub struct TcReport {
     /// not serialized.
     #[serde(skip)]
     pub source_error: Option<String>,
+    /// The packets of the routes kept in memory ([`Target::Memory`](crate::Target));
+    /// not serialized.
+    #[serde(skip)]
+    pub output: Output,
 }
 
 /// What the report says besides the counters: the run's names.
@@ -126,6 +131,7 @@ impl TcReport {
             shown,
             skipped: names.skipped,
             source_error: summary.source_error.as_ref().map(|e| e.to_string()),
+            output: Output::new(),
         })
     }
 }

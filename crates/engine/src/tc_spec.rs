@@ -10,13 +10,13 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use pipeline::{Sinks, Source};
+use pipeline::{Collected, Route, Sinks, Source};
 use serde::{Deserialize, Serialize};
 use tc::{ClsactHook, Config, Runner};
 
 use crate::Error;
 use crate::error::TcError;
-use crate::sink::SinkSpec;
+use crate::sink::{Opened, SinkSpec};
 use crate::source::{Skipped, SourceSpec};
 use crate::tc_report::{Names, TcReport};
 
@@ -43,6 +43,10 @@ pub struct TcSpec {
     /// The clsact hook packets arrive at.
     #[serde(default = "ingress", with = "ClsactHookDef")]
     pub hook: ClsactHook,
+    /// The configuration's lines, in place of the file's (`config` then
+    /// only names them in reports and errors).
+    #[serde(default)]
+    pub lines: Option<String>,
 }
 
 /// A configuration built from a [`TcSpec`]: its runner, and the device
@@ -60,6 +64,16 @@ impl TcSpec {
             config: config.into(),
             dev: None,
             hook: ClsactHook::Ingress,
+            lines: None,
+        }
+    }
+
+    /// The configuration of `lines` (tc commands, one a line, as a
+    /// `tc -batch` file holds them), named `name` in reports and errors.
+    pub fn from_lines(name: impl Into<PathBuf>, lines: impl Into<String>) -> TcSpec {
+        TcSpec {
+            lines: Some(lines.into()),
+            ..TcSpec::new(name)
         }
     }
 
@@ -79,10 +93,15 @@ impl TcSpec {
         }
     }
 
-    /// Reads the file (no more once `stop` is set), runs its lines into
-    /// a configuration and puts it at the arrival device's hook.
+    /// Reads the file (no more once `stop` is set) or takes the lines
+    /// given, runs them into a configuration and puts it at the arrival
+    /// device's hook.
     pub fn build(&self, stop: Option<&'static AtomicBool>) -> Result<TcBuilt, Error> {
-        let config = Config::load(&self.config, &[], stop).map_err(TcError::from)?;
+        let config = match &self.lines {
+            Some(text) => Config::from_lines(text, &self.config, &[]),
+            None => Config::load(&self.config, &[], stop),
+        }
+        .map_err(TcError::from)?;
         let dev = self.arrival(&config)?;
         let runner = Runner::new(config, &dev, self.hook);
         Ok(TcBuilt { runner, dev })
@@ -109,6 +128,7 @@ pub struct TcReplay<'a> {
     built: TcBuilt,
     source: Box<dyn Source>,
     sinks: Sinks,
+    kept: Vec<(Route, Collected)>,
     stop: Option<&'static AtomicBool>,
 }
 
@@ -145,12 +165,13 @@ impl TcRunSpec {
     pub fn start(&self, stop: Option<&'static AtomicBool>) -> Result<TcReplay<'_>, Error> {
         let built = self.tc.build(stop)?;
         let source = self.source.open(stop)?;
-        let (sinks, _) = crate::sink::open(&self.sinks)?;
+        let opened = crate::sink::open(&self.sinks)?;
         Ok(TcReplay {
             spec: self,
             built,
             source,
-            sinks,
+            sinks: opened.sinks,
+            kept: opened.kept,
             stop,
         })
     }
@@ -193,7 +214,8 @@ impl TcReplay<'_> {
         };
         let sent = runner.sent().clone();
         let mut config = runner.into_config();
-        let report = TcReport::new(names, &summary, &sent, &mut config)?;
+        let mut report = TcReport::new(names, &summary, &sent, &mut config)?;
+        report.output = Opened::output(&self.kept);
         Ok(TcFinished { report, config })
     }
 }

@@ -103,6 +103,8 @@ pub struct Capture {
     skipped: Vec<(u32, u64)>,
     /// Frames read shorter than on the wire.
     snapped: u64,
+    /// A capture in memory: its name and bytes, to read again (a fork).
+    bytes: Option<(std::path::PathBuf, std::sync::Arc<[u8]>)>,
 }
 
 impl Capture {
@@ -128,6 +130,25 @@ impl Capture {
             foreign: Foreign::Skip,
             skipped: Vec::new(),
             snapped: 0,
+            bytes: None,
+        })
+    }
+
+    /// A whole capture (pcap or pcapng) held in memory; `name` names it in
+    /// errors, as a file's path does. The replay's stop flag ends it
+    /// between batches.
+    pub fn from_bytes(name: &Path, bytes: std::sync::Arc<[u8]>) -> Result<Capture, SourceError> {
+        let cursor = std::io::Cursor::new(bytes.clone());
+        let reader = capture::PcapSource::from_reader(name, Box::new(cursor))
+            .map_err(|e| SourceError(e.to_string()))?;
+        Ok(Capture {
+            reader,
+            stop: None,
+            seq: 0,
+            foreign: Foreign::Skip,
+            skipped: Vec::new(),
+            snapped: 0,
+            bytes: Some((name.to_path_buf(), bytes)),
         })
     }
 
@@ -147,8 +168,13 @@ impl Capture {
 }
 
 impl Source for Capture {
-    /// A file opened again; a stream (a pipe, standard input) is read once.
+    /// A file opened again, bytes in memory read again; a stream (a pipe,
+    /// standard input) is read once.
     fn fork(&self) -> Option<Box<dyn Source>> {
+        if let Some((name, bytes)) = &self.bytes {
+            let fork = Capture::from_bytes(name, bytes.clone()).ok()?;
+            return Some(Box::new(fork.foreign(self.foreign)));
+        }
         if self.reader.is_stream() {
             return None;
         }
@@ -291,11 +317,22 @@ impl Source for Generated {
         max: u64,
         keep: &mut dyn FnMut(u64, &[u8]) -> bool,
     ) -> (u64, Result<(), SourceError>) {
-        if self.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+        let stopped = |stop: Option<&AtomicBool>| stop.is_some_and(|s| s.load(Ordering::Relaxed));
+        if stopped(self.stop) {
             return (0, Ok(()));
         }
-        let (packets, seq) = (&mut self.packets, &mut self.seq);
-        fill_ethernet(batch, max, keep, seq, || packets.next())
+        let (packets, seq, stop) = (&mut self.packets, &mut self.seq, self.stop);
+        // A fork keeps few packets of its own (`keep`): the flag is looked
+        // at as packets are made, not only per batch, lest it make them
+        // all before a batch fills.
+        let mut made = 0u32;
+        fill_ethernet(batch, max, keep, seq, || {
+            made = made.wrapping_add(1);
+            if made.is_multiple_of(4096) && stopped(stop) {
+                return None;
+            }
+            packets.next()
+        })
     }
 
     fn expected(&self) -> Option<u64> {

@@ -27,6 +27,7 @@ pub fn run(a: &Args, file: &std::path::Path) -> Result<ExitCode, String> {
         config: file.to_path_buf(),
         dev: a.tc_dev.clone(),
         hook: a.tc_hook.into(),
+        lines: None,
     };
     let lines = tc::read_lines(file, Some(crate::signals::flag())).map_err(|e| e.to_string())?;
     let config = tc::Config::from_lines(&lines, file, &[]).map_err(|e| e.to_string())?;

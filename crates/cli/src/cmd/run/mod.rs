@@ -235,7 +235,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 pub(super) fn files(sinks: &[SinkSpec]) -> impl Iterator<Item = Option<&std::path::Path>> {
     sinks.iter().map(|s| match &s.to {
         Target::File(p) => Some(p.as_path()),
-        Target::Interface(_) => None,
+        Target::Interface(_) | Target::Memory => None,
     })
 }
 

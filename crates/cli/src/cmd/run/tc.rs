@@ -19,6 +19,7 @@ fn spec(a: &Args, file: &std::path::Path) -> TcRunSpec {
             config: file.to_path_buf(),
             dev: a.tc_dev.clone(),
             hook: a.tc_hook.into(),
+            lines: None,
         },
         source: a.source(),
         sinks: a.sinks(),

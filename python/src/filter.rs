@@ -1,0 +1,277 @@
+//! [`Filter`]: a tcpdump expression compiled by libpcap (the engine's
+//! [`CompiledFilter`]): its classic BPF program, its `tcpdump -d` text, a
+//! packet matched; `Filter.run` filters packets as `sluice filter` does
+//! and gives a [`FilterResult`]: the report of `sluice filter --json`
+//! and the matching packets as an Arrow table.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, TimestampNanosecondArray, UInt32Array, UInt64Array};
+use arrow_buffer::{Buffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
+use engine::{CompiledFilter, DumpForm, FilterReport, FilterRunSpec, MatchTable};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::table::PacketStream;
+use crate::{errors, interrupt, source};
+
+/// A tcpdump expression, compiled by libpcap as tcpdump compiles it.
+///
+/// ``Filter(expr, linktype="EN10MB", snaplen=262144)`` compiles for
+/// packets of that link type (a name tcpdump's ``-y`` takes, or a
+/// LINKTYPE number) and snapshot length; ``Filter(expr, pcap=...)`` for
+/// the link type and snapshot length of a capture (a path, a binary file
+/// object, or its bytes), as ``tcpdump -r F -d`` does. A bad expression
+/// raises ``sluice.FilterError`` with the message of ``sluice filter``.
+#[pyclass(module = "sluice", frozen)]
+pub struct Filter {
+    compiled: CompiledFilter,
+}
+
+/// `linktype=`: a LINKTYPE number, or a name (`EN10MB`, `RAW`, ...).
+fn linktype(value: &Bound<'_, PyAny>) -> PyResult<u32> {
+    if let Ok(n) = value.extract::<u32>() {
+        return Ok(n);
+    }
+    let name: String = value.extract().map_err(|_| {
+        PyTypeError::new_err("linktype=: a LINKTYPE number or a name such as \"EN10MB\"")
+    })?;
+    engine::linktype_from_name(&name).map_err(errors::to_py)
+}
+
+#[pymethods]
+impl Filter {
+    #[new]
+    #[pyo3(signature = (expr, *, linktype = None, snaplen = None, pcap = None))]
+    fn new(
+        py: Python<'_>,
+        expr: String,
+        linktype: Option<&Bound<'_, PyAny>>,
+        snaplen: Option<u32>,
+        pcap: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Filter> {
+        let (lt, snap) = match (pcap, linktype) {
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err(
+                    "Filter() takes linktype= or pcap= (the capture's), not both",
+                ));
+            }
+            (Some(pcap), None) => {
+                let spec = source::source(Some(pcap), None, None)?;
+                py.detach(|| engine::capture_link(&spec.origin))
+                    .map_err(errors::to_py)?
+            }
+            (None, Some(lt)) => (self::linktype(lt)?, engine::DEFAULT_SNAPLEN),
+            (None, None) => (engine::ETHERNET, engine::DEFAULT_SNAPLEN),
+        };
+        let snap = snaplen.unwrap_or(snap);
+        let compiled = py
+            .detach(|| CompiledFilter::compile(&expr, lt, snap))
+            .map_err(errors::to_py)?;
+        Ok(Filter { compiled })
+    }
+
+    /// The expression.
+    #[getter]
+    fn expr(&self) -> String {
+        self.compiled.expr.clone()
+    }
+
+    /// The LINKTYPE number compiled for (1: Ethernet).
+    #[getter]
+    fn linktype(&self) -> u32 {
+        self.compiled.linktype
+    }
+
+    /// The snapshot length compiled for.
+    #[getter]
+    fn snaplen(&self) -> u32 {
+        self.compiled.snaplen
+    }
+
+    /// The classic BPF program: ``(code, jt, jf, k)`` tuples, as
+    /// ``tcpdump -ddd`` prints them.
+    #[getter]
+    fn instructions(&self) -> Vec<(u16, u8, u8, u32)> {
+        (self.compiled.instructions().iter())
+            .map(|i| (i.code, i.jt, i.jf, i.k))
+            .collect()
+    }
+
+    /// The program as ``tcpdump -d`` prints it (``sluice filter -d``);
+    /// ``form="dd"`` as C (``-dd``), ``"ddd"`` in decimal (``-ddd``).
+    #[pyo3(signature = (form = "d"))]
+    fn dump(&self, form: &str) -> PyResult<String> {
+        let form = match form {
+            "d" => DumpForm::Mnemonics,
+            "dd" => DumpForm::C,
+            "ddd" => DumpForm::Decimal,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "form={other:?}: \"d\", \"dd\" or \"ddd\""
+                )));
+            }
+        };
+        Ok(self.compiled.dump(form))
+    }
+
+    /// Whether the filter accepts ``packet`` (``bytes``, or a scapy
+    /// packet), a packet of the filter's link type as captured;
+    /// ``wire_len`` its length on the wire (default: its length).
+    #[pyo3(signature = (packet, *, wire_len = None))]
+    fn matches(&self, packet: &Bound<'_, PyAny>, wire_len: Option<u32>) -> PyResult<bool> {
+        let (_, data) = source::frame(packet)?;
+        self.compiled
+            .matches(&data, wire_len)
+            .map_err(errors::to_py)
+    }
+
+    /// Filters packets as ``sluice filter -r`` does and returns a
+    /// :class:`FilterResult`.
+    ///
+    /// Exactly one of ``pcap`` (a capture: a path, a binary file object,
+    /// or its bytes; each record through the program for its own link
+    /// type, as tcpdump), ``packets`` (frames in memory, of the filter's
+    /// link type: ``bytes``, ``(timestamp_ns, bytes)`` pairs, scapy
+    /// packets) and ``gen`` (generated traffic). ``write``: write the
+    /// matching packets to this capture file (``-w``; pcapng for a
+    /// ``.pcapng`` name). ``count``: stop after this many matches
+    /// (``-c``). The classic interpreter decides (``--engine interp``).
+    ///
+    /// The GIL is released while packets are filtered; Ctrl-C stops it and
+    /// raises ``KeyboardInterrupt`` with the partial result as its
+    /// ``result``. A capture that does not open raises
+    /// ``sluice.SourceError``; one that ends early on a cut or corrupt
+    /// record too, after the packets before it (its ``result``).
+    #[pyo3(signature = (pcap = None, packets = None, r#gen = None, *, write = None, count = None))]
+    fn run(
+        &self,
+        py: Python<'_>,
+        pcap: Option<&Bound<'_, PyAny>>,
+        packets: Option<&Bound<'_, PyAny>>,
+        r#gen: Option<&Bound<'_, PyAny>>,
+        write: Option<std::path::PathBuf>,
+        count: Option<u64>,
+    ) -> PyResult<Py<FilterResult>> {
+        if count == Some(0) {
+            return Err(PyValueError::new_err(
+                "invalid packet count 0 (count= takes 1 or more)",
+            ));
+        }
+        let origin = source::source(pcap, packets, r#gen)?.origin;
+        let mut spec = FilterRunSpec::new(self.compiled.expr.clone(), origin);
+        spec.linktype = self.compiled.linktype;
+        spec.write = write;
+        spec.count = count;
+        let (report, interrupt) = interrupt::run(py, |stop| spec.run(Some(stop)));
+        let result = report.map_err(errors::to_py).and_then(|r| {
+            let early = errors::ended_early(r.capture_error.as_deref(), r.read);
+            Ok((FilterResult::new(r)?, early))
+        });
+        errors::finish(py, result, interrupt)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "sluice.Filter({:?}, linktype={})",
+            self.compiled.expr, self.compiled.linktype
+        )
+    }
+}
+
+/// The result of :meth:`Filter.run`.
+#[pyclass(module = "sluice", frozen)]
+pub struct FilterResult {
+    /// The report as `sluice filter --json` prints it.
+    json: String,
+    read: u64,
+    matched: u64,
+    stopped: bool,
+    table: RecordBatch,
+}
+
+impl FilterResult {
+    fn new(mut report: FilterReport) -> PyResult<FilterResult> {
+        let table = match_batch(std::mem::take(&mut report.matches))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let json =
+            serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(FilterResult {
+            json,
+            read: report.read,
+            matched: report.matched,
+            stopped: report.stopped,
+            table,
+        })
+    }
+}
+
+/// The matching packets' columns as one record batch (the vectors moved).
+fn match_batch(t: MatchTable) -> Result<RecordBatch, ArrowError> {
+    let rows = t.len();
+    let utc = Some("UTC".into());
+    let schema = Schema::new(vec![
+        Field::new("index", DataType::UInt64, false),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Nanosecond, utc),
+            false,
+        ),
+        Field::new("length", DataType::UInt32, false),
+        Field::new("wire_length", DataType::UInt32, false),
+    ]);
+    let ts = ScalarBuffer::<i64>::new(Buffer::from_vec(t.timestamp_ns), 0, rows);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::new(t.index.into(), None)),
+        Arc::new(TimestampNanosecondArray::new(ts, None).with_timezone("UTC")),
+        Arc::new(UInt32Array::new(t.length.into(), None)),
+        Arc::new(UInt32Array::new(t.wire_length.into(), None)),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns)
+}
+
+#[pymethods]
+impl FilterResult {
+    /// The report as a dict: what ``sluice filter -r F EXPR --json``
+    /// prints (input, expression, engine, read, matched, written,
+    /// programs per link type, ...).
+    #[getter]
+    fn report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        py.import("json")?.call_method1("loads", (&self.json,))
+    }
+
+    /// Packets read.
+    #[getter]
+    fn read(&self) -> u64 {
+        self.read
+    }
+
+    /// Packets the filter matched.
+    #[getter]
+    fn matched(&self) -> u64 {
+        self.matched
+    }
+
+    /// Whether a signal (Ctrl-C) stopped it before the source's end.
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The matching packets, a ``pyarrow.Table``: ``index`` (the packet's
+    /// position in the source, from 1), ``timestamp``, ``length`` (bytes
+    /// filtered, as captured) and ``wire_length``.
+    #[getter]
+    fn packets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = PacketStream::new(self.table.clone());
+        py.import("pyarrow")?.call_method1("table", (stream,))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "sluice.FilterResult(read={}, matched={})",
+            self.read, self.matched
+        )
+    }
+}
