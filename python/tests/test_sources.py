@@ -28,20 +28,21 @@ def cli_error(sluice_bin, *args):
 
 def test_bytes_and_file_objects_run_as_the_file(bpf, pcaps):
     path = pcaps / "IGMP_V2.pcap"
-    prog = sluice.Object(bpf("xdp_count")).program()
-    by_path = prog.run(pcap=str(path))
+    obj = sluice.Object(bpf("xdp_count"))
+    # A fresh program each run: a program keeps its maps between runs.
+    by_path = obj.program().run(pcap=str(path))
     data = path.read_bytes()
-    by_bytes = prog.run(pcap=data)
-    by_bytesio = prog.run(pcap=io.BytesIO(data))
+    by_bytes = obj.program().run(pcap=data)
+    by_bytesio = obj.program().run(pcap=io.BytesIO(data))
     with open(path, "rb") as f:
-        by_file = prog.run(pcap=f)
+        by_file = obj.program().run(pcap=f)
     for res in (by_bytes, by_bytesio, by_file):
         assert untimed(res.report) == untimed(by_path.report)
         assert res.packets.column("length").to_pylist() == by_path.packets.column("length").to_pylist()
     assert by_bytes.report["source"] == "capture <bytes>"
     assert by_bytesio.report["source"] == "capture <file object>"
     assert by_file.report["source"] == f"capture {path}"
-    assert prog.run(pcap=bytearray(data), threads=2).count == by_path.count
+    assert obj.program().run(pcap=bytearray(data), threads=2).count == by_path.count
 
 
 def test_a_text_file_object_is_refused(bpf, tmp_path):
