@@ -15,26 +15,43 @@ its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
 (:attr:`RunResult.packets`, a ``pyarrow.Table``). Errors raise
 :class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
 :class:`VerifierError`) with the messages of the ``sluice`` command line.
+
+:meth:`Program.profile` profiles a program's cost per packet (a
+:class:`Profile`: the cost model's ``alpha`` and ``beta``, a table per
+packet, :meth:`Profile.plot`). :func:`flows`, :func:`rtt` and :func:`sample`
+run ``sluice monitor``'s applications (flow accounting, passive RTT,
+trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
+``pyarrow.Table``.
 """
 
 from ._sluice import (
     Error,
+    MonitorResult,
     Object,
     ObjectError,
     PacketStream,
+    Profile,
     Program,
     RunResult,
     SourceError,
     VerifierError,
+    flows,
+    rtt,
+    sample,
 )
 
 __all__ = [
     "Error",
+    "MonitorResult",
     "Object",
     "ObjectError",
     "PacketStream",
+    "Profile",
     "Program",
     "RunResult",
     "SourceError",
     "VerifierError",
+    "flows",
+    "rtt",
+    "sample",
 ]

@@ -59,3 +59,8 @@ pub(crate) fn object_error(e: engine::Error) -> PyErr {
         _ => ObjectError::new_err(e.to_string()),
     }
 }
+
+/// The exception for `e`, a table not made or not written.
+pub(crate) fn table_error(e: tables::TableError) -> PyErr {
+    Error::new_err(e.to_string())
+}

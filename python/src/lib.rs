@@ -6,13 +6,18 @@
 //! packets in memory, generated traffic) with the GIL released and gives a
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
-//! interface ([`table`]). Errors are the exceptions of [`errors`], with
-//! the command line's messages.
+//! interface ([`table`]); `profile` gives a [`profile::Profile`] (the
+//! cost model, a table per packet). [`monitor`]'s `flows`, `rtt` and
+//! `sample` run `sluice monitor`'s applications, their records a table.
+//! Errors are the exceptions of [`errors`], with the command line's
+//! messages.
 
 use pyo3::prelude::*;
 
 mod errors;
+mod monitor;
 mod object;
+mod profile;
 mod program;
 mod result;
 mod run_args;
@@ -25,6 +30,11 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<program::Program>()?;
     m.add_class::<result::RunResult>()?;
     m.add_class::<table::PacketStream>()?;
+    m.add_class::<monitor::MonitorResult>()?;
+    m.add_class::<profile::Profile>()?;
+    m.add_function(wrap_pyfunction!(monitor::flows, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::rtt, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::sample, m)?)?;
     errors::register(m)?;
     Ok(())
 }

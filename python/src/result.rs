@@ -7,7 +7,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::table::{PacketStream, record_batch};
+use crate::errors;
+use crate::table::{PacketStream, pyarrow_table};
 
 /// The result of :meth:`Program.run`.
 #[pyclass(module = "sluice", frozen)]
@@ -25,9 +26,9 @@ impl RunResult {
         let table = report
             .packet_table
             .take()
-            .map(record_batch)
+            .map(tables::packets)
             .transpose()
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(errors::table_error)?;
         let json =
             serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let verdicts: Vec<String> = report
@@ -81,10 +82,7 @@ impl RunResult {
     #[getter]
     fn packets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match &self.table {
-            Some(batch) => {
-                let stream = PacketStream::new(batch.clone());
-                py.import("pyarrow")?.call_method1("table", (stream,))
-            }
+            Some(batch) => pyarrow_table(py, batch),
             None => Ok(py.None().into_bound(py)),
         }
     }

@@ -1,71 +1,26 @@
-//! The per-packet table as Arrow: [`record_batch`] wraps the engine's
-//! [`PacketTable`] columns in Arrow arrays without copying them (a `Vec`
-//! becomes an Arrow buffer as it is), and [`PacketStream`] hands them to
-//! pyarrow (or polars, DuckDB: any reader of the Arrow PyCapsule
-//! interface) through the Arrow C stream interface.
-
-use std::sync::Arc;
+//! Tables handed to Python: the record batches the `tables` crate makes
+//! (a run's packets, without copying the engine's columns; flows, RTT
+//! samples, trajectory samples, a profile's packets) go to pyarrow (or
+//! polars, DuckDB: any reader of the Arrow PyCapsule interface) through
+//! the Arrow C stream interface ([`PacketStream`], [`pyarrow_table`]).
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::types::{UInt8Type, UInt16Type};
-use arrow_array::{
-    ArrayRef, DictionaryArray, RecordBatch, RecordBatchIterator, StringArray,
-    TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
-};
-use arrow_buffer::{Buffer, ScalarBuffer};
-use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
-use engine::PacketTable;
+use arrow_array::{RecordBatch, RecordBatchIterator};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-/// The columns, in order: name, type, nullable.
-fn schema() -> Schema {
-    let dict = |key: DataType| DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8));
-    let utc = Some("UTC".into());
-    Schema::new(vec![
-        Field::new("index", DataType::UInt64, false),
-        Field::new(
-            "timestamp",
-            DataType::Timestamp(TimeUnit::Nanosecond, utc),
-            false,
-        ),
-        Field::new("length", DataType::UInt32, false),
-        Field::new("verdict", dict(DataType::UInt8), false),
-        Field::new("redirect", dict(DataType::UInt16), true),
-        Field::new("instructions", DataType::UInt64, false),
-        Field::new("helper_calls", DataType::UInt64, false),
-    ])
+/// `batch` as a `pyarrow.Table` (its buffers shared, not copied).
+pub(crate) fn pyarrow_table<'py>(
+    py: Python<'py>,
+    batch: &RecordBatch,
+) -> PyResult<Bound<'py, PyAny>> {
+    let stream = PacketStream::new(batch.clone());
+    py.import("pyarrow")?.call_method1("table", (stream,))
 }
 
-/// `t` as one record batch; the numeric columns are `t`'s vectors,
-/// moved, not copied.
-pub(crate) fn record_batch(t: PacketTable) -> Result<RecordBatch, ArrowError> {
-    let rows = t.len();
-    // Timestamps are u64 ns; Arrow's are i64: the same buffer, reinterpreted.
-    let ts = ScalarBuffer::<i64>::new(Buffer::from_vec(t.timestamp_ns), 0, rows);
-    let verdict = DictionaryArray::<UInt8Type>::try_new(
-        UInt8Array::new(t.verdict.into(), None),
-        Arc::new(StringArray::from(t.verdict_names)),
-    )?;
-    let redirect = DictionaryArray::<UInt16Type>::try_new(
-        UInt16Array::from(t.redirect),
-        Arc::new(StringArray::from(t.redirect_names)),
-    )?;
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::new(t.index.into(), None)),
-        Arc::new(TimestampNanosecondArray::new(ts, None).with_timezone("UTC")),
-        Arc::new(UInt32Array::new(t.length.into(), None)),
-        Arc::new(verdict),
-        Arc::new(redirect),
-        Arc::new(UInt64Array::new(t.instructions.into(), None)),
-        Arc::new(UInt64Array::new(t.helper_calls.into(), None)),
-    ];
-    RecordBatch::try_new(Arc::new(schema()), columns)
-}
-
-/// A run's per-packet table, readable through the Arrow PyCapsule
-/// interface (``pyarrow.table(stream)``). Each read shares the same
-/// buffers: nothing is copied.
+/// A table (a run's packets, or any of sluice's tables), readable through
+/// the Arrow PyCapsule interface (``pyarrow.table(stream)``). Each read
+/// shares the same buffers: nothing is copied.
 #[pyclass(module = "sluice", frozen)]
 pub struct PacketStream {
     batch: RecordBatch,
