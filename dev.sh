@@ -10,7 +10,7 @@
 #                    every core (tests must hold on a busy machine)
 #   ./dev.sh setup   only install the system packages and the Rust toolchain
 #   ./dev.sh python  build the Python package's wheel, install it, run its tests
-#   ./dev.sh bench   run the benchmarks
+#   ./dev.sh bench   run the benchmarks (`./dev.sh bench python`: the Python package's only)
 #   ./dev.sh fuzz    run every fuzz target briefly (needs the nightly toolchain)
 #   ./dev.sh sanitize  the maps and hooks shared by worker threads under ThreadSanitizer,
 #                    then the maps crate and the VM's memory regions under Miri
@@ -178,6 +178,23 @@ test_python() {
         "$PYVENV/bin/python" -m pytest -q -p no:cacheprovider python/tests || rc=$?
     say "python package: wheel built, installed and tested in $((SECONDS - t0)) s"
     return "$rc"
+}
+
+# The Python package's benchmarks (python/benches/, docs/performance.md):
+# a release-profile wheel (in a folder of its own: test_python's is the
+# dev profile) and the release `sluice`, then each benchmark script.
+bench_python() {
+    local target=${CARGO_TARGET_DIR:-$PWD/target} b
+    setup_python
+    cargo build -q --release --locked -p programs -p sluice
+    rm -rf "$target/wheels-release"
+    (cd python && "../$PYVENV/bin/maturin" build -q --locked --release -o "$target/wheels-release")
+    "$PYVENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps \
+        "$target"/wheels-release/sluice-*.whl
+    for b in run_vs_cli table_export baselines; do
+        SLUICE_BIN="$target/release/sluice" SLUICE_BPF_DIR="$target/bpf" \
+            "$PYVENV/bin/python" "python/benches/$b.py"
+    done
 }
 
 setup() {
@@ -394,6 +411,10 @@ stress-test)
     ;;
 bench)
     setup
+    if [ "${2:-}" = python ]; then
+        bench_python
+        exit
+    fi
     cargo bench -p vm --bench interp
     cargo bench -p sluice --bench per_packet
     cargo bench -p sluice --bench replay
@@ -401,6 +422,7 @@ bench)
     cargo bench -p sluice --bench figure1
     cargo bench -p sluice --bench switch
     cargo bench -p sluice --bench lpm
+    bench_python
     ;;
 fuzz)
     # System packages (libpcap for `expr`) and Rust; no third-party programs.

@@ -14,7 +14,14 @@ picks a program, :meth:`Program.run` replays packets through it and gives a
 its verdict counts (:attr:`RunResult.verdicts`) and one row per packet
 (:attr:`RunResult.packets`, a ``pyarrow.Table``). Errors raise
 :class:`Error` (or :class:`ObjectError`, :class:`SourceError`,
-:class:`VerifierError`) with the messages of the ``sluice`` command line.
+:class:`VerifierError`, :class:`MapError`) with the messages of the
+``sluice`` command line.
+
+A program holds its maps as a program loaded in the kernel does: runs
+continue on them, :attr:`Program.maps` reads and writes them (a
+:class:`Map` is dict-like, :meth:`Map.to_arrow` a table), :meth:`Program.reset`
+starts again. :meth:`Program.verify` checks it as ``sluice verify`` does
+(a :class:`VerifyResult`).
 
 :meth:`Program.profile` profiles a program's cost per packet (a
 :class:`Profile`: the cost model's ``alpha`` and ``beta``, a table per
@@ -40,6 +47,9 @@ from ._sluice import (
     sample,
 )
 
+# Maps and verify().
+from ._sluice import Map, MapError, Maps, VerifyResult
+
 __all__ = [
     "Error",
     "MonitorResult",
@@ -51,6 +61,12 @@ __all__ = [
     "RunResult",
     "SourceError",
     "VerifierError",
+    # Maps and verify().
+    "Map",
+    "MapError",
+    "Maps",
+    "VerifyResult",
+    # Flows, RTT, sampling and profiles.
     "flows",
     "rtt",
     "sample",

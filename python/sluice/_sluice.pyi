@@ -1,7 +1,8 @@
 """Type stubs of sluice's native module (python/src/, PyO3)."""
 
+import ipaddress
 import os
-from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow
 
@@ -19,6 +20,15 @@ class SourceError(Error):
 class VerifierError(Error):
     """The verifier rejected the program; the message says where and why."""
 
+    program: str
+    insn: int
+    line: Optional[str]
+    explanation: str
+    kernel_message: str
+
+class MapError(Error):
+    """A map operation failed: no such map, a key or value that does not fit, an update refused."""
+
 class Object:
     """An eBPF object file built by ``clang -target bpf``: a path, or its bytes."""
 
@@ -31,8 +41,20 @@ class Object:
     @property
     def programs(self) -> list[str]:
         """The names of the object's programs, in the object's order."""
-    def program(self, name: Optional[str] = None) -> Program:
-        """The program ``name``; without a name, the object's only runnable program."""
+    @property
+    def maps(self) -> list[dict[str, Any]]:
+        """The object's maps as declared: name, type, key_size, value_size, max_entries, flags, cpus."""
+    def program(
+        self,
+        name: Optional[str] = None,
+        *,
+        set: Optional[Mapping[str, int]] = None,
+        map_size: Optional[Mapping[str, int]] = None,
+        map_size_default: Optional[int] = None,
+        maps: Optional[Mapping[str, Mapping[Any, Any]]] = None,
+        cpus: int = 1,
+    ) -> Program:
+        """The program ``name``, loaded with its globals, map sizes and map contents."""
 
 class Program:
     """A program of an :class:`Object`, from :meth:`Object.program`."""
@@ -41,6 +63,18 @@ class Program:
     def name(self) -> str: ...
     @property
     def object(self) -> str: ...
+    @property
+    def cpus(self) -> int:
+        """The CPUs the per-CPU maps hold a value for."""
+    @property
+    def maps(self) -> Maps:
+        """The program's maps by name."""
+    def reset(self) -> None:
+        """Starts again from fresh maps."""
+    def verify(
+        self, *, kernel: Optional[bool] = None, unprivileged: bool = False, log: bool = False
+    ) -> VerifyResult:
+        """Checks the program as ``sluice verify`` does."""
     def run(
         self,
         pcap: Union[str, os.PathLike[str], None] = None,
@@ -81,17 +115,100 @@ class RunResult:
     def count(self) -> int:
         """Packets run."""
     @property
+    def maps(self) -> dict[str, dict[Any, Any]]:
+        """The report's maps as Python values: ``{map: {key: value}}``."""
+    @property
     def packets(self) -> Optional[pyarrow.Table]:
         """One row per packet (``None`` with ``per_packet=False``)."""
     @property
     def packet_stream(self) -> Optional[PacketStream]:
         """The per-packet table through the Arrow PyCapsule interface."""
+    def _column_addresses(self) -> dict[str, int]:
+        """Diagnostics: per column, the address of its values' buffer as the native module allocated it."""
 
 class PacketStream:
     """A table (a run's packets, or another of sluice's), readable through the Arrow PyCapsule interface."""
 
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
     def __len__(self) -> int: ...
+
+_Key = Union[int, bytes, bytearray, str, dict[str, Any], tuple[Any, ...], ipaddress.IPv4Address,
+             ipaddress.IPv6Address, ipaddress.IPv4Network, ipaddress.IPv6Network]
+
+class Maps(Mapping[str, "Map"]):
+    """A program's maps by name (:attr:`Program.maps`)."""
+
+    def __getitem__(self, name: str) -> Map: ...
+    def __contains__(self, name: object) -> bool: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def keys(self) -> list[str]: ...  # type: ignore[override]
+
+class Map:
+    """One map of a program, like a dict: keys and values decoded through BTF."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def info(self) -> dict[str, Any]:
+        """name, type, key_size, value_size, max_entries, flags, cpus."""
+    def __getitem__(self, key: _Key) -> Any: ...
+    def __setitem__(self, key: _Key, value: Any) -> None: ...
+    def __delitem__(self, key: _Key) -> None: ...
+    def __contains__(self, key: _Key) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def get(self, key: _Key, default: Any = None) -> Any: ...
+    def keys(self) -> list[Any]: ...
+    def values(self) -> list[Any]: ...
+    def items(self) -> list[tuple[Any, Any]]: ...
+    def to_dict(self) -> dict[Any, Any]: ...
+    def to_arrow(self) -> pyarrow.Table:
+        """The map as a table: key and value columns decoded through BTF."""
+
+class VerifyResult:
+    """What :meth:`Program.verify` found."""
+
+    @property
+    def accepted(self) -> bool: ...
+    @property
+    def verdict(self) -> str:
+        """``"accept"``, ``"reject"`` or ``"unsupported"``."""
+    @property
+    def program(self) -> str: ...
+    @property
+    def insn(self) -> Optional[int]: ...
+    @property
+    def line(self) -> Optional[str]:
+        """``FILE:LINE`` of the instruction at fault."""
+    @property
+    def source(self) -> Optional[str]: ...
+    @property
+    def disasm(self) -> Optional[str]: ...
+    @property
+    def explanation(self) -> Optional[str]: ...
+    @property
+    def kernel_message(self) -> Optional[str]: ...
+    @property
+    def rule(self) -> Optional[str]: ...
+    @property
+    def registers(self) -> Optional[str]: ...
+    @property
+    def insns_processed(self) -> int: ...
+    @property
+    def states(self) -> int: ...
+    @property
+    def stack_depth(self) -> int: ...
+    @property
+    def kernel(self) -> Optional[dict[str, Any]]:
+        """The kernel's verdict, when it was asked."""
+    @property
+    def agrees(self) -> Optional[bool]: ...
+    @property
+    def log(self) -> list[str]: ...
+    @property
+    def report(self) -> dict[str, Any]:
+        """One program of ``sluice verify --json``."""
 
 class Profile:
     """A program's profile, from :meth:`Program.profile`."""

@@ -6,15 +6,19 @@
 //! packets in memory, generated traffic) with the GIL released and gives a
 //! [`result::RunResult`]: the report of `sluice run --json` and, per
 //! packet, an Arrow table handed to pyarrow through the Arrow C stream
-//! interface ([`table`]); `profile` gives a [`profile::Profile`] (the
-//! cost model, a table per packet). [`monitor`]'s `flows`, `rtt` and
-//! `sample` run `sluice monitor`'s applications, their records a table.
-//! Errors are the exceptions of [`errors`], with the command line's
-//! messages.
+//! interface ([`table`]). Errors are the exceptions of [`errors`], with
+//! the command line's messages. A program holds its maps between runs
+//! ([`maps`], keys and values converted in [`values`], tables in
+//! [`map_table`]); [`verify`] checks it as `sluice verify` does;
+//! `profile` gives a [`profile::Profile`] (the cost model, a table per
+//! packet). [`monitor`]'s `flows`, `rtt` and `sample` run `sluice
+//! monitor`'s applications, their records a table.
 
 use pyo3::prelude::*;
 
 mod errors;
+mod map_table;
+mod maps;
 mod monitor;
 mod object;
 mod profile;
@@ -22,6 +26,8 @@ mod program;
 mod result;
 mod run_args;
 mod table;
+mod values;
+mod verify;
 
 /// The module: its classes and exceptions.
 #[pymodule]
@@ -30,6 +36,11 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<program::Program>()?;
     m.add_class::<result::RunResult>()?;
     m.add_class::<table::PacketStream>()?;
+    // Maps and verify().
+    m.add_class::<maps::Maps>()?;
+    m.add_class::<maps::Map>()?;
+    m.add_class::<maps::Names>()?;
+    m.add_class::<verify::VerifyResult>()?;
     m.add_class::<monitor::MonitorResult>()?;
     m.add_class::<profile::Profile>()?;
     m.add_function(wrap_pyfunction!(monitor::flows, m)?)?;

@@ -3,12 +3,16 @@
 
 use std::path::PathBuf;
 
-use engine::{HookSpec, ObjectError, ObjectSource};
-use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use std::collections::HashMap;
 
-use crate::errors;
+use engine::{HookSpec, MapInfo, MapValue, ObjectError, ObjectSource, Value};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict};
+
+use crate::errors::{self, MapError};
+use crate::maps::info_dict;
 use crate::program::Program;
+use crate::values::{from_py, map_value_from_py};
 
 /// An eBPF object file built by ``clang -target bpf``.
 ///
@@ -21,6 +25,7 @@ use crate::program::Program;
 pub struct Object {
     source: ObjectSource,
     programs: Vec<String>,
+    maps: Vec<MapInfo>,
 }
 
 #[pymethods]
@@ -35,10 +40,14 @@ impl Object {
         } else {
             ObjectSource::Path(source.extract::<PathBuf>()?)
         };
-        let programs = py
-            .detach(|| program_names(&source))
+        let (programs, maps) = py
+            .detach(|| contents(&source))
             .map_err(errors::object_error)?;
-        Ok(Object { source, programs })
+        Ok(Object {
+            source,
+            programs,
+            maps,
+        })
     }
 
     /// What reports and errors call the object: its path, or the name given
@@ -55,19 +64,60 @@ impl Object {
         self.programs.clone()
     }
 
-    /// The program ``name``; without a name, the object's only runnable
-    /// program. Raises ``sluice.ObjectError`` when there is no such
-    /// program, or several and none named (the command line's
-    /// ``--prog`` messages).
-    #[pyo3(signature = (name = None))]
-    fn program(&self, py: Python<'_>, name: Option<String>) -> PyResult<Program> {
+    /// The object's maps as it declares them, in its order: dicts
+    /// ``{"name", "type" (as bpftool names it), "key_size", "value_size",
+    /// "max_entries" (before ``map_size=``), "flags", "cpus"}``.
+    #[getter]
+    fn maps<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.maps.iter().map(|m| info_dict(py, m)).collect()
+    }
+
+    /// The program ``name``, loaded with its maps; without a name, the
+    /// object's only runnable program. Raises ``sluice.ObjectError`` when
+    /// there is no such program, or several and none named (the command
+    /// line's ``--prog`` messages).
+    ///
+    /// Before loading, as ``sluice run`` takes them: ``set`` sets globals
+    /// (``{"rate_pps": 1000}``: ``--set NAME=VALUE``), ``map_size`` maps'
+    /// max_entries (``{"flows": 4096}``: ``--map-size NAME=N``),
+    /// ``map_size_default`` the size of maps that declare 0
+    /// (``--map-size-default``); a global or map the object lacks raises
+    /// ``sluice.ObjectError`` with the command line's message. ``maps``:
+    /// contents written after loading (``{"map": {key: value}}``, keys and
+    /// values as :class:`Map` takes them; ``sluice.MapError`` when one does
+    /// not fit). ``cpus``: the CPUs per-CPU maps hold a value for.
+    #[pyo3(signature = (
+        name = None, *, set = None, map_size = None, map_size_default = None, maps = None,
+        cpus = 1
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn program(
+        &self,
+        py: Python<'_>,
+        name: Option<String>,
+        set: Option<HashMap<String, i128>>,
+        map_size: Option<HashMap<String, i128>>,
+        map_size_default: Option<u32>,
+        maps: Option<&Bound<'_, PyDict>>,
+        cpus: u32,
+    ) -> PyResult<Program> {
         let mut hook = HookSpec::with_object(self.source.clone());
         hook.program = name;
-        let chosen = py
-            .detach(|| hook.load().map(|built| built.hook.program().name.clone()))
-            .map_err(errors::object_error)?;
-        hook.program = Some(chosen);
-        Ok(Program::new(hook))
+        hook.cpus = cpus.max(1);
+        let pairs = |m: Option<HashMap<String, i128>>| -> Vec<String> {
+            let mut v: Vec<String> = m
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            v.sort();
+            v
+        };
+        hook.settings.set = pairs(set);
+        hook.settings.map_size = pairs(map_size);
+        hook.settings.map_size_default = map_size_default;
+        let initial = initial_contents(maps)?;
+        py.detach(|| Program::new(hook, initial))
     }
 
     fn __repr__(&self) -> String {
@@ -80,12 +130,34 @@ fn bytes_source(name: Option<String>, bytes: Vec<u8>) -> ObjectSource {
     ObjectSource::Bytes { name, bytes }
 }
 
-/// The names of the programs of the object `source` holds.
-fn program_names(source: &ObjectSource) -> Result<Vec<String>, engine::Error> {
+/// The names of the programs of the object `source` holds, and its maps.
+fn contents(source: &ObjectSource) -> Result<(Vec<String>, Vec<MapInfo>), engine::Error> {
     let data = source.bytes(None)?;
     let object = engine::Object::parse(&data).map_err(|e| engine::Error::Object {
         name: source.name(),
         cause: ObjectError::Parse(e),
     })?;
-    Ok(object.programs.iter().map(|p| p.name.clone()).collect())
+    let programs = object.programs.iter().map(|p| p.name.clone()).collect();
+    Ok((programs, MapInfo::of_object(&object)))
+}
+
+/// `maps=`: `{map: {key: value}}`, converted (per-CPU or not is known
+/// only once loaded: a list is taken as per-CPU values there).
+fn initial_contents(maps: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, Value, MapValue)>> {
+    let mut out = Vec::new();
+    let Some(maps) = maps else {
+        return Ok(out);
+    };
+    for (name, entries) in maps.iter() {
+        let name: String = name.extract()?;
+        let entries = entries.cast_into::<PyDict>().map_err(|_| {
+            MapError::new_err(format!(
+                "maps={{{name:?}: ...}}: the entries are a dict {{key: value}}"
+            ))
+        })?;
+        for (k, v) in entries.iter() {
+            out.push((name.clone(), from_py(&k)?, map_value_from_py(&v, true)?));
+        }
+    }
+    Ok(out)
 }

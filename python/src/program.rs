@@ -1,24 +1,160 @@
-//! [`Program`]: one program of an object, ready to run: `run` replays
-//! packets through it (a fresh hook and maps each run, as `sluice run`)
-//! with the GIL released.
+//! [`Program`]: one program of an object, loaded as the kernel holds a
+//! loaded program: its hook and maps, made once (with its settings and
+//! initial map contents) and kept. `run` replays packets through it with
+//! the GIL released, on the maps as they are; `reset` starts again from
+//! fresh maps; `maps` reads and writes them; `verify` checks it as
+//! `sluice verify` does.
 
-use engine::{HookSpec, RunSpec};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use engine::{Built, HookMaps, HookSpec, MapValue, RunSpec, Value, VmEngine};
 use pyo3::prelude::*;
 
-use crate::errors;
+use crate::errors::{self, MapError};
+use crate::maps::Maps;
 use crate::result::RunResult;
 use crate::run_args;
+use crate::verify::VerifyResult;
+
+/// The hook as loaded: the program, its maps, verified or not yet.
+struct Loaded {
+    built: Built,
+    verified: bool,
+    /// The CPUs per-CPU maps hold a value for.
+    cpus: u32,
+}
 
 /// A program of an :class:`Object`, from :meth:`Object.program`.
 #[pyclass(module = "sluice", frozen)]
 pub struct Program {
     hook: HookSpec,
+    /// Written into the maps each time they are made (`maps=`).
+    initial: Vec<(String, Value, MapValue)>,
+    loaded: Mutex<Loaded>,
+    maps: Mutex<HookMaps>,
+    /// No run yet, and no map written since the maps were made: they may
+    /// be made again with more CPUs without losing anything.
+    pristine: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Loads `hook` with `cpus` CPUs and writes `initial` into its maps.
+fn load(
+    hook: &HookSpec,
+    cpus: u32,
+    initial: &[(String, Value, MapValue)],
+) -> PyResult<(Loaded, HookMaps)> {
+    let mut spec = hook.clone();
+    spec.cpus = cpus.max(1);
+    let built = spec.load().map_err(errors::object_error)?;
+    let maps = HookMaps::of(&built.hook);
+    for (name, key, value) in initial {
+        maps.get(name)
+            .and_then(|m| m.update(key, value))
+            .map_err(errors::map_error)?;
+    }
+    let loaded = Loaded {
+        built,
+        verified: false,
+        cpus: spec.cpus,
+    };
+    Ok((loaded, maps))
+}
+
+/// The fewest CPUs the per-CPU maps hold values for (`None`: no per-CPU map).
+fn per_cpu(maps: &HookMaps) -> Option<u32> {
+    maps.names()
+        .iter()
+        .filter_map(|n| maps.get(n).ok()?.per_cpu())
+        .min()
 }
 
 impl Program {
-    /// `hook` names its program.
-    pub(crate) fn new(hook: HookSpec) -> Program {
-        Program { hook }
+    /// `hook` loaded with `hook.cpus` CPUs, `initial` written into its
+    /// maps; without a program named, the object's only runnable one.
+    pub(crate) fn new(
+        mut hook: HookSpec,
+        initial: Vec<(String, Value, MapValue)>,
+    ) -> PyResult<Program> {
+        let (loaded, maps) = load(&hook, hook.cpus, &initial)?;
+        hook.program = Some(loaded.built.hook.program().name.clone());
+        Ok(Program {
+            hook,
+            initial,
+            loaded: Mutex::new(loaded),
+            maps: Mutex::new(maps),
+            pristine: AtomicBool::new(true),
+        })
+    }
+
+    /// The maps as they are now.
+    pub(crate) fn hook_maps(&self) -> HookMaps {
+        lock(&self.maps).clone()
+    }
+
+    /// A map is about to be written from Python.
+    pub(crate) fn touched(&self) {
+        self.pristine.store(false, Ordering::Relaxed);
+    }
+
+    /// Makes the hook and maps again, `cpus` CPUs for per-CPU maps.
+    fn reload(&self, loaded: &mut Loaded, cpus: u32) -> PyResult<()> {
+        let (fresh, maps) = load(&self.hook, cpus, &self.initial)?;
+        *loaded = fresh;
+        *lock(&self.maps) = maps;
+        self.pristine.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Runs `spec` on the hook, verified first if it is not yet.
+    fn run_spec(&self, spec: &RunSpec) -> PyResult<RunResult> {
+        let mut loaded = lock(&self.loaded);
+        let threads = spec.worker_threads() as u32;
+        let pristine = self.pristine.load(Ordering::Relaxed);
+        if loaded.cpus < threads && per_cpu(&self.hook_maps()).is_some() {
+            if !pristine {
+                return Err(MapError::new_err(format!(
+                    "threads={threads}: this program's per-CPU maps hold values for {} CPUs; \
+                     give cpus={threads} to Object.program(), or reset() to start again from fresh maps",
+                    loaded.cpus
+                )));
+            }
+            self.reload(&mut loaded, threads)?;
+        }
+        if !loaded.verified {
+            loaded.built.verify().map_err(errors::to_py)?;
+            loaded.verified = true;
+        }
+        self.pristine.store(false, Ordering::Relaxed);
+        let mut notes = loaded.built.notes.clone();
+        let hook = &mut loaded.built.hook;
+        match spec.hook.engine {
+            VmEngine::Jit if !hook.jit_enabled() => {
+                if let Err(e) = hook.enable_jit() {
+                    notes.push(e.to_string());
+                }
+            }
+            VmEngine::Interpreter => hook.disable_jit(),
+            VmEngine::Jit => {}
+        }
+        let mut report = spec.run_on(hook, None, None).map_err(errors::to_py)?;
+        report.notes = notes;
+        let maps = HookMaps::of(&loaded.built.hook);
+        let values = report
+            .maps
+            .iter()
+            .filter_map(|d| {
+                Some((
+                    d.name.clone(),
+                    maps.get(&d.name).ok()?.report_entries(spec.map_entries),
+                ))
+            })
+            .collect();
+        RunResult::new(report, values)
     }
 }
 
@@ -36,6 +172,21 @@ impl Program {
         self.hook.object.name()
     }
 
+    /// The CPUs the program's per-CPU maps hold a value for: ``cpus=`` of
+    /// :meth:`Object.program` (1 by default), or the threads of the first
+    /// run when it asked for more.
+    #[getter]
+    fn cpus(&self, py: Python<'_>) -> u32 {
+        py.detach(|| lock(&self.loaded).cpus)
+    }
+
+    /// The program's maps by name, a mapping of :class:`Map`: read and
+    /// written as user space does (``bpf()``), between runs or during one.
+    #[getter]
+    fn maps(slf: &Bound<'_, Self>) -> Maps {
+        Maps::new(slf.clone().unbind())
+    }
+
     /// Runs the program over packets, as ``sluice run`` does, and returns a
     /// :class:`RunResult`.
     ///
@@ -44,10 +195,19 @@ impl Program {
     /// pairs, or scapy packets) and ``gen`` (a generator spec such as
     /// ``"udp,flows=10,count=1000"``, or a list of them).
     ///
-    /// ``threads``: worker threads on the same maps (0: one per core).
-    /// ``engine``: ``"jit"`` or ``"interpreter"``. ``limit``: stop after
-    /// this many packets. ``filter``: a tcpdump expression; only the
-    /// packets it matches are run. ``per_packet``: keep one row per packet
+    /// The run continues on the program's maps as they are (as earlier
+    /// runs and map writes left them) and leaves them changed, as packets
+    /// do to a program loaded in the kernel; :meth:`reset` starts again from
+    /// fresh maps. The first run of a fresh program is ``sluice run`` on the
+    /// same inputs. The program is verified before its first run.
+    ///
+    /// ``threads``: worker threads on the same maps (0: one per core); a
+    /// per-CPU map needs a CPU per thread: a program not run yet (and whose
+    /// maps were not written) is made again with as many; otherwise give
+    /// ``cpus=`` to :meth:`Object.program` up front (``sluice.MapError``).
+    /// ``engine``: ``"jit"`` or ``"interpreter"``. ``limit``: stop after this many
+    /// packets. ``filter``: a tcpdump expression; only the packets it
+    /// matches are run. ``per_packet``: keep one row per packet
     /// (:attr:`RunResult.packets`). ``map_entries``: entries shown per map
     /// in the report.
     ///
@@ -81,8 +241,34 @@ impl Program {
         spec.limit = limit;
         spec.per_packet = per_packet;
         spec.map_entries = map_entries;
-        let report = py.detach(|| spec.run(None, None)).map_err(errors::to_py)?;
-        RunResult::new(report)
+        py.detach(|| self.run_spec(&spec))
+    }
+
+    /// Starts again from fresh maps: the program loaded anew with its
+    /// settings and ``maps=`` contents, as :meth:`Object.program` gave it.
+    fn reset(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            let mut loaded = lock(&self.loaded);
+            let cpus = self.hook.cpus;
+            self.reload(&mut loaded, cpus)
+        })
+    }
+
+    /// Checks the program with sluice's verifier, as ``sluice verify``
+    /// does, and returns a :class:`VerifyResult` (a rejection is a result,
+    /// not an exception). ``kernel``: ask the running kernel too (None:
+    /// when running as root, as ``sluice verify`` does). ``unprivileged``:
+    /// check as a loader without CAP_PERFMON. ``log``: keep the verifier's
+    /// walk (:attr:`VerifyResult.log`).
+    #[pyo3(signature = (*, kernel = None, unprivileged = false, log = false))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        kernel: Option<bool>,
+        unprivileged: bool,
+        log: bool,
+    ) -> PyResult<VerifyResult> {
+        py.detach(|| crate::verify::verify(&self.hook, kernel, unprivileged, log))
     }
 
     /// Profiles the program's cost per packet, as ``sluice profile`` does,
@@ -95,8 +281,10 @@ impl Program {
     /// counts are the same). ``limit``: packets taken at most. ``filter``:
     /// a tcpdump expression; only the packets it matches are profiled.
     /// ``warm_up``: run the packets once, uncounted, first (the steady
-    /// state of per-flow state). The GIL is released while packets run;
-    /// raises as :meth:`run` does.
+    /// state of per-flow state). The profile runs a fresh copy of the
+    /// program (its settings, not the maps it holds), as ``sluice profile``
+    /// does. The GIL is released while packets run; raises as :meth:`run`
+    /// does.
     #[pyo3(signature = (
         pcap = None, packets = None, r#gen = None, *, engine = "jit", limit = None,
         filter = None, warm_up = false

@@ -2,13 +2,13 @@
 //! --json` (as a dict), its verdict counts, and the per-packet table.
 
 use arrow_array::RecordBatch;
-use engine::RunReport;
+use engine::{RunReport, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors;
-use crate::table::{PacketStream, pyarrow_table};
+use crate::table::{PacketStream, buffer_addresses, pyarrow_table};
 
 /// The result of :meth:`Program.run`.
 #[pyclass(module = "sluice", frozen)]
@@ -19,10 +19,16 @@ pub struct RunResult {
     table: Option<RecordBatch>,
     /// `packets=N, verdicts={...}`, for `repr`.
     summary: String,
+    /// The entries each map's dump in the report lists, as values.
+    maps: Vec<(String, Vec<(Value, Value)>)>,
 }
 
 impl RunResult {
-    pub(crate) fn new(mut report: RunReport) -> PyResult<RunResult> {
+    /// `maps`: the entries the report's map dumps list, decoded.
+    pub(crate) fn new(
+        mut report: RunReport,
+        maps: Vec<(String, Vec<(Value, Value)>)>,
+    ) -> PyResult<RunResult> {
         let table = report
             .packet_table
             .take()
@@ -45,6 +51,7 @@ impl RunResult {
             json,
             table,
             summary,
+            maps,
         })
     }
 }
@@ -74,6 +81,28 @@ impl RunResult {
         self.report(py)?.get_item("packets")?.extract()
     }
 
+    /// The report's maps as Python values: ``{map: {key: value}}``, the
+    /// entries the report lists (values not all zeros, at most
+    /// ``map_entries`` per map), decoded as :class:`Map` reads decode them;
+    /// a per-CPU value as the report gives it (summed over CPUs when it is
+    /// made of integer counters, else CPU 0's). Struct keys are tuples of
+    /// their members' values. The maps as the run left them.
+    #[getter]
+    fn maps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (name, entries) in &self.maps {
+            let d = PyDict::new(py);
+            for (k, v) in entries {
+                d.set_item(
+                    crate::maps::hashable(py, crate::values::to_py(py, k)?)?,
+                    crate::values::to_py(py, v)?,
+                )?;
+            }
+            out.set_item(name, d)?;
+        }
+        Ok(out)
+    }
+
     /// One row per packet, a ``pyarrow.Table``: ``index`` (from 1),
     /// ``timestamp``, ``length``, ``verdict``, ``redirect`` (null without
     /// one), ``instructions``, ``helper_calls``. ``None`` when the run
@@ -92,6 +121,24 @@ impl RunResult {
     #[getter]
     fn packet_stream(&self) -> Option<PacketStream> {
         self.table.clone().map(PacketStream::new)
+    }
+
+    /// Diagnostics: per column of the per-packet table, the address of the
+    /// buffer its values live in, as the native module allocated it
+    /// (``{"instructions": 140..., ...}``; a dictionary column: its codes).
+    /// pyarrow's ``Array.buffers()[1].address`` is the same when the table
+    /// reached it without a copy. Empty with ``per_packet=False``.
+    fn _column_addresses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let addresses = PyDict::new(py);
+        for (name, address) in self
+            .table
+            .as_ref()
+            .map(buffer_addresses)
+            .unwrap_or_default()
+        {
+            addresses.set_item(name, address)?;
+        }
+        Ok(addresses)
     }
 
     fn __repr__(&self) -> String {

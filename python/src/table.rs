@@ -18,6 +18,23 @@ pub(crate) fn pyarrow_table<'py>(
     py.import("pyarrow")?.call_method1("table", (stream,))
 }
 
+/// Per column, the address of its values' buffer (for a dictionary column,
+/// its codes'), where the Rust side allocated it: what pyarrow's
+/// `Array.buffers()[1].address` gives when the table reached it uncopied.
+pub(crate) fn buffer_addresses(batch: &RecordBatch) -> Vec<(String, usize)> {
+    let schema = batch.schema();
+    schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .filter_map(|(field, column)| {
+            let data = column.to_data();
+            let values = data.buffers().first()?;
+            Some((field.name().clone(), values.as_ptr() as usize))
+        })
+        .collect()
+}
+
 /// A table (a run's packets, or any of sluice's tables), readable through
 /// the Arrow PyCapsule interface (``pyarrow.table(stream)``). Each read
 /// shares the same buffers: nothing is copied.

@@ -33,8 +33,11 @@
 //! input files every front end reads whole, bounded.
 //!
 //! [`Verifiable`] makes an object ready for verifying its programs one by
-//! one ([`verify`]), as `sluice verify` does. Errors are [`Error`]s, whose
-//! messages are the command line's.
+//! one ([`verify`]), as `sluice verify` does; [`Verifiable::check`] gives
+//! `sluice verify`'s [`ProgramVerdict`] on one (the kernel's beside it).
+//! [`HookMaps`] reads and writes a built hook's maps as user space does
+//! (`bpf()`), keys and values as [`Value`]s laid out by BTF ([`Shape`]).
+//! Errors are [`Error`]s, whose messages are the command line's.
 //!
 //! Build a hook, run it over a capture, read a map:
 //!
@@ -126,8 +129,10 @@
 mod contents;
 mod error;
 pub mod files;
+mod hook_maps;
 mod hook_spec;
 mod kernel_spec;
+pub mod map_value;
 pub mod mapfmt;
 mod monitor_spec;
 mod packet_table;
@@ -140,6 +145,7 @@ mod sink;
 mod source;
 mod tc_report;
 mod tc_spec;
+mod verdict;
 mod verify;
 
 pub use contents::{Contents, ContentsError, MapUpdate};
@@ -158,19 +164,23 @@ pub use source::{Origin, Skipped, SourceSpec};
 pub use tc_report::{DeliveryReport, FilterShow, TcReport};
 pub use tc_spec::{TcBuilt, TcFinished, TcReplay, TcRunSpec, TcSpec};
 pub use verify::Verifiable;
+// Maps from user space, and verdicts on programs (the Python package's maps and verify()).
+pub use hook_maps::{HookMap, HookMaps, MapError, MapInfo, MapValue};
+pub use map_value::{MapValueError, Member, Shape, Value};
+pub use verdict::{CheckOptions, KernelVerdict, ProgramVerdict};
 
 // The layers below, as far as a user of this crate needs them.
 // Objects: a parsed ELF object and its programs.
 pub use obj::{Object, Program, ProgramKind};
 // Hooks: a program over packets, one at a time.
-pub use runtime::{Hook, PacketHook, PacketMeta, Verdict};
+pub use runtime::{Hook, PacketHook, PacketMeta, Rejection, Verdict};
 // Runs: the engine, routes, sharding, sources.
 pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
 // Live sources: how the AF_XDP datapath's redirect program attaches.
 pub use kernel::attach::XdpMode;
 pub use profile::VmEngine;
 // Verification: sluice's verifier on one program.
-pub use verifier::{VerifyOptions, VerifyReport, verify};
+pub use verifier::{SafetyRule, VerifyOptions, VerifyReport, verify};
 // Filters: tcpdump expressions compiled to classic BPF.
 pub use cbpf::{ExprError, compile_expr};
 // Flows: the flow table of flow monitoring.

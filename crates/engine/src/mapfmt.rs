@@ -80,11 +80,7 @@ fn format_named(
     left.set(left.get() - 1);
     let id = btf.skip_mods_and_typedefs(ty).ok()?;
     let t = btf.get(id)?;
-    let addr_like = field.contains("addr")
-        || field.contains("ip")
-        || field == "vip"
-        || field == "dst"
-        || field == "src";
+    let addr_like = addr_like(field);
     Some(match &t.kind {
         BtfKind::Struct { .. } if t.name == "in6_addr" => {
             std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes.get(..16)?).ok()?).to_string()
@@ -208,6 +204,15 @@ fn format_named(
     })
 }
 
+/// Whether a member of this name holds an address (printed as one).
+pub(crate) fn addr_like(field: &str) -> bool {
+    field.contains("addr")
+        || field.contains("ip")
+        || field == "vip"
+        || field == "dst"
+        || field == "src"
+}
+
 /// The name of a union's first member (the one a union is shown as).
 fn union_first_name(btf: &Btf, ty: TypeId) -> Option<String> {
     let t = btf.get(btf.skip_mods_and_typedefs(ty).ok()?)?;
@@ -280,7 +285,7 @@ fn counter_fields(
 
 /// The per-CPU copies of a value added field by field (wrapping, as
 /// counters do), when BTF shows it is made of integers.
-fn sum_cpus(btf: Option<&Btf>, ty: Option<TypeId>, copies: &[&[u8]]) -> Option<Vec<u8>> {
+pub(crate) fn sum_cpus(btf: Option<&Btf>, ty: Option<TypeId>, copies: &[&[u8]]) -> Option<Vec<u8>> {
     let mut fields = Vec::new();
     counter_fields(btf?, ty?, 0, 0, &Cell::new(MAX_PIECES), &mut fields)?;
     let mut sum = copies.first()?.to_vec();

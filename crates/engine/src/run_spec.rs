@@ -125,6 +125,23 @@ impl RunSpec {
         Ok(report)
     }
 
+    /// Replays the packets through `hook`, built before (from
+    /// [`RunSpec::hook_spec`], or with as many CPUs as worker threads), and
+    /// reports. The hook keeps its maps as the run leaves them, and stays
+    /// the caller's when the run fails: runs one after another see the
+    /// same maps, as a program loaded in the kernel does. The report's
+    /// notes are left to the caller (the hook's build noted them).
+    pub fn run_on(
+        &self,
+        hook: &mut Hook,
+        stop: Option<&'static AtomicBool>,
+        progress: Option<&AtomicU64>,
+    ) -> Result<RunReport, Error> {
+        let mut source = self.source.open(stop)?;
+        let (sinks, ports) = crate::sink::open(&self.sinks)?;
+        replay(self, hook, source.as_mut(), sinks, &ports, stop, progress)
+    }
+
     /// Opens the source and the sinks for `hook` (built from
     /// [`RunSpec::hook_spec`]).
     pub fn start(
@@ -155,47 +172,68 @@ impl Replay<'_> {
     }
 
     /// Replays, saves the pinned maps and reports.
-    pub fn finish(mut self, progress: Option<&AtomicU64>) -> Result<Finished, Error> {
-        let spec = self.spec;
-        // The hook sees the interface read, unless told otherwise.
-        let arrival = spec
-            .source
-            .interface()
-            .map(|name| Interface::lookup(name).map_or(1, |i| i.index));
-        let opts = pipeline::ReplayOptions {
-            threads: spec.worker_threads(),
-            shard: spec.shard,
-            limit: spec.limit,
-            ifindex: spec.ifindex.or(arrival).unwrap_or(1),
-            stop: self.stop,
-            per_packet: spec.per_packet,
-        };
-        let mut summary = pipeline::replay(
-            &mut self.hook,
-            self.source.as_mut(),
-            self.sinks,
-            &opts,
+    pub fn finish(self, progress: Option<&AtomicU64>) -> Result<Finished, Error> {
+        let Replay {
+            spec,
+            mut hook,
+            mut source,
+            sinks,
+            ports,
+            stop,
+        } = self;
+        let report = replay(
+            spec,
+            &mut hook,
+            source.as_mut(),
+            sinks,
+            &ports,
+            stop,
             progress,
         )?;
-        spec.hook.save_pins(&self.hook)?;
-        let read = Read {
-            source: spec.source.describe(),
-            note: self.source.note(),
-            ports: &self.ports,
-            skipped: Skipped::of(self.source.as_ref()),
-        };
-        let log = summary.counters.log.take();
-        let mut report = RunReport::new(
-            spec.hook.object.name(),
-            spec.map_entries,
-            &mut self.hook,
-            &summary,
-            &read,
-        );
-        report.packet_table = log.map(|log| PacketTable::new(log, &self.hook));
-        Ok(Finished {
-            report,
-            hook: self.hook,
-        })
+        Ok(Finished { report, hook })
     }
+}
+
+/// Replays `spec`'s packets from `source` through `hook`, saves the pinned
+/// maps and reports.
+fn replay(
+    spec: &RunSpec,
+    hook: &mut Hook,
+    source: &mut dyn Source,
+    sinks: Sinks,
+    ports: &[SentPort],
+    stop: Option<&'static AtomicBool>,
+    progress: Option<&AtomicU64>,
+) -> Result<RunReport, Error> {
+    // The hook sees the interface read, unless told otherwise.
+    let arrival = spec
+        .source
+        .interface()
+        .map(|name| Interface::lookup(name).map_or(1, |i| i.index));
+    let opts = pipeline::ReplayOptions {
+        threads: spec.worker_threads(),
+        shard: spec.shard,
+        limit: spec.limit,
+        ifindex: spec.ifindex.or(arrival).unwrap_or(1),
+        stop,
+        per_packet: spec.per_packet,
+    };
+    let mut summary = pipeline::replay(hook, source, sinks, &opts, progress)?;
+    spec.hook.save_pins(hook)?;
+    let read = Read {
+        source: spec.source.describe(),
+        note: source.note(),
+        ports,
+        skipped: Skipped::of(source),
+    };
+    let log = summary.counters.log.take();
+    let mut report = RunReport::new(
+        spec.hook.object.name(),
+        spec.map_entries,
+        hook,
+        &summary,
+        &read,
+    );
+    report.packet_table = log.map(|log| PacketTable::new(log, hook));
+    Ok(report)
 }

@@ -412,6 +412,12 @@ impl Hook {
         }
     }
 
+    /// Runs the programs on the interpreter from now on.
+    pub fn disable_jit(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        self.vm.disable_jit();
+    }
+
     pub fn jit_enabled(&self) -> bool {
         #[cfg(target_arch = "x86_64")]
         {

@@ -10,17 +10,28 @@ use super::Hook;
 /// the instruction, the rule in the kernel's words and what to do next.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "the verifier rejects {program} at {at}: {reason}\n  kernel-style: {kernel}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)"
+    "the verifier rejects {program} at {}: {reason}\n  kernel-style: {kernel}\n  (`sluice verify` explains more; --no-verify replays it anyway, with run-time checks)",
+    at(*insn, line.as_deref())
 )]
 pub struct Rejection {
     /// The program's name.
     pub program: String,
-    /// The instruction (and its source line, when the object has them).
-    pub at: String,
+    /// The instruction at fault.
+    pub insn: usize,
+    /// Its source line, `FILE:LINE`, when the object has line info.
+    pub line: Option<String>,
     /// Why, in sluice's words.
     pub reason: String,
     /// Why, as the kernel's verifier says it (on one line).
     pub kernel: String,
+}
+
+/// `insn N (FILE:LINE)`, or `insn N` without line info.
+fn at(insn: usize, line: Option<&str>) -> String {
+    match line {
+        Some(l) => format!("insn {insn} ({l})"),
+        None => format!("insn {insn}"),
+    }
 }
 
 impl Hook {
@@ -45,9 +56,8 @@ impl Hook {
             helpers: crate::helpers::ids_for(&entry.kind),
             ..VerifyOptions::default()
         };
-        let at = |p: &obj::Program, insn: usize| match p.line_at(insn) {
-            Some(l) => format!("insn {insn} ({}:{})", l.file, l.line),
-            None => format!("insn {insn}"),
+        let line = |p: &obj::Program, insn: usize| {
+            p.line_at(insn).map(|l| format!("{}:{}", l.file, l.line))
         };
         // The entry first, so its rejection is the one reported.
         let mut order: Vec<&obj::Program> = vec![entry];
@@ -67,7 +77,8 @@ impl Hook {
             if e.rule != SafetyRule::Unsupported && std::ptr::eq(p, entry) {
                 return Err(Rejection {
                     program: p.name.clone(),
-                    at: at(p, e.insn),
+                    insn: e.insn,
+                    line: line(p, e.insn),
                     reason: e.reason.clone(),
                     kernel: e.kernel.replace('\n', " / "),
                 });
@@ -80,7 +91,7 @@ impl Hook {
             unproven = Some(format!(
                 "{} {what} ({}: {}); replaying with run-time checks",
                 p.name,
-                at(p, e.insn),
+                at(e.insn, line(p, e.insn).as_deref()),
                 e.reason
             ));
             break;
