@@ -33,6 +33,13 @@ through a tc configuration (:meth:`Tc.run`, a :class:`TcResult` with every
 filter's counters). Every ``run`` takes a capture's path, bytes or file
 object, packets in memory or generated traffic, and stops on Ctrl-C
 (``KeyboardInterrupt``, its ``result`` the partial result).
+
+:meth:`Program.profile` profiles a program's cost per packet (a
+:class:`Profile`: the cost model's ``alpha`` and ``beta``, a table per
+packet, :meth:`Profile.plot`). :func:`flows`, :func:`rtt` and :func:`sample`
+run ``sluice monitor``'s applications (flow accounting, passive RTT,
+trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
+``pyarrow.Table``.
 """
 
 from ._sluice import (
@@ -41,9 +48,11 @@ from ._sluice import (
     Filter,
     FilterError,
     FilterResult,
+    MonitorResult,
     Object,
     ObjectError,
     PacketStream,
+    Profile,
     Program,
     RunResult,
     SourceError,
@@ -51,6 +60,9 @@ from ._sluice import (
     TcError,
     TcResult,
     VerifierError,
+    flows,
+    rtt,
+    sample,
 )
 
 # Maps and verify().
@@ -62,9 +74,11 @@ __all__ = [
     "Filter",
     "FilterError",
     "FilterResult",
+    "MonitorResult",
     "Object",
     "ObjectError",
     "PacketStream",
+    "Profile",
     "Program",
     "RunResult",
     "SourceError",
@@ -77,4 +91,8 @@ __all__ = [
     "MapError",
     "Maps",
     "VerifyResult",
+    # Flows, RTT, sampling and profiles.
+    "flows",
+    "rtt",
+    "sample",
 ]

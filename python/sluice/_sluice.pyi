@@ -105,6 +105,18 @@ class Program:
 
         Ctrl-C raises ``KeyboardInterrupt`` with the partial result as its ``result``.
         """
+    def profile(
+        self,
+        pcap: Union[str, os.PathLike[str], None] = None,
+        packets: Optional[Iterable[_Packet]] = None,
+        gen: Union[str, Sequence[str], None] = None,
+        *,
+        engine: str = "jit",
+        limit: Optional[int] = None,
+        filter: Optional[str] = None,
+        warm_up: bool = False,
+    ) -> Profile:
+        """Profiles the program's cost per packet, as ``sluice profile`` does."""
 
 class RunResult:
     """The result of :meth:`Program.run`."""
@@ -139,7 +151,7 @@ class RunResult:
         """The packets of ``route`` (``run(output=...)`` kept them): ``bytes``, or scapy ``Ether``."""
 
 class PacketStream:
-    """A run's per-packet table, readable through the Arrow PyCapsule interface."""
+    """A table (a run's packets, or another of sluice's), readable through the Arrow PyCapsule interface."""
 
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
     def __len__(self) -> int: ...
@@ -346,3 +358,87 @@ class TcResult:
     def stopped(self) -> bool: ...
     def output(self, route: str, *, scapy: bool = False) -> list[Any]:
         """The packets of ``route`` (``run(output=...)`` kept them)."""
+
+class Profile:
+    """A program's profile, from :meth:`Program.profile`."""
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The report of ``sluice profile --json`` (without the processors)."""
+    @property
+    def alpha(self) -> float:
+        """Instructions per packet at length 0 (the fit's intercept)."""
+    @property
+    def beta(self) -> float:
+        """Instructions per byte (the fit's slope)."""
+    @property
+    def gamma(self) -> float:
+        """Memory accesses per packet at length 0."""
+    @property
+    def delta(self) -> float:
+        """Memory accesses per byte."""
+    @property
+    def packets(self) -> pyarrow.Table:
+        """One row per packet: seq, len, insns, branches, ... verdict."""
+    @property
+    def packet_stream(self) -> PacketStream:
+        """The per-packet table through the Arrow PyCapsule interface."""
+    def plot(self) -> Any:
+        """A matplotlib ``Figure``: instructions against length, the fitted line."""
+
+class MonitorResult:
+    """What :func:`flows`, :func:`rtt` and :func:`sample` give."""
+
+    @property
+    def records(self) -> pyarrow.Table:
+        """One row per record: ended flows (IPFIX names), RTT samples, sampling's records."""
+    @property
+    def record_stream(self) -> PacketStream:
+        """The records through the Arrow PyCapsule interface."""
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The summary of ``sluice monitor KIND --json``."""
+    def __len__(self) -> int: ...
+
+def flows(
+    pcap: Union[str, os.PathLike[str], None] = None,
+    packets: Optional[Iterable[_Packet]] = None,
+    gen: Union[str, Sequence[str], None] = None,
+    *,
+    engine: str = "table",
+    capacity: Optional[int] = None,
+    idle: float = 15.0,
+    active: float = 1800.0,
+    count: Optional[int] = None,
+) -> MonitorResult:
+    """Flow accounting, as ``sluice monitor flows``: one row per ended flow."""
+
+def rtt(
+    pcap: Union[str, os.PathLike[str], None] = None,
+    packets: Optional[Iterable[_Packet]] = None,
+    gen: Union[str, Sequence[str], None] = None,
+    *,
+    engine: str = "table",
+    xpf_engine: str = "interp",
+    syn_table: Optional[int] = None,
+    ts_table: Optional[int] = None,
+    flow_table: int = 65536,
+    max_age: float = 10.0,
+    count: Optional[int] = None,
+) -> MonitorResult:
+    """Passive RTT, as ``sluice monitor rtt``: one row per sample."""
+
+def sample(
+    pcap: Union[str, os.PathLike[str], None] = None,
+    packets: Optional[Iterable[_Packet]] = None,
+    gen: Union[str, Sequence[str], None] = None,
+    *,
+    engine: str = "ebpf",
+    xpf_engine: str = "interp",
+    rate: Optional[str] = None,
+    a: Optional[int] = None,
+    b: Optional[int] = None,
+    table: int = 4096,
+    count: Optional[int] = None,
+) -> MonitorResult:
+    """Trajectory sampling, as ``sluice monitor sample``: one row per record."""

@@ -150,3 +150,8 @@ where
         }
     }
 }
+
+/// The exception for `e`, a table not made or not written.
+pub(crate) fn table_error(e: tables::TableError) -> PyErr {
+    Error::new_err(e.to_string())
+}

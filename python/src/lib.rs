@@ -15,7 +15,9 @@
 //! [`tc::Tc`] a tc configuration packets run through (`sluice run --tc`).
 //! Every run takes its packets from [`source`] and stops on Ctrl-C
 //! ([`interrupt`]). Errors are the exceptions of [`errors`], with the
-//! command line's messages.
+//! command line's messages. `profile` gives a [`profile::Profile`] (the
+//! cost model, a table per packet); [`monitor`]'s `flows`, `rtt` and
+//! `sample` run `sluice monitor`'s applications, their records a table.
 
 use pyo3::prelude::*;
 
@@ -25,8 +27,10 @@ mod filter;
 mod interrupt;
 mod map_table;
 mod maps;
+mod monitor;
 mod object;
 mod output;
+mod profile;
 mod program;
 mod result;
 mod run_args;
@@ -54,6 +58,11 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<filter::FilterResult>()?;
     m.add_class::<tc::Tc>()?;
     m.add_class::<tc::TcResult>()?;
+    m.add_class::<monitor::MonitorResult>()?;
+    m.add_class::<profile::Profile>()?;
+    m.add_function(wrap_pyfunction!(monitor::flows, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::rtt, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::sample, m)?)?;
     errors::register(m)?;
     Ok(())
 }

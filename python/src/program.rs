@@ -300,6 +300,43 @@ impl Program {
         py.detach(|| crate::verify::verify(&self.hook, kernel, unprivileged, log))
     }
 
+    /// Profiles the program's cost per packet, as ``sluice profile`` does,
+    /// and returns a :class:`Profile`: the cost model (``alpha``,
+    /// ``beta``, ``gamma``, ``delta``, as ``sluice profile --json`` reports
+    /// them), one row per packet, and a plot.
+    ///
+    /// The packets: exactly one of ``pcap``, ``packets`` and ``gen`` (as
+    /// :meth:`run`). ``engine``: ``"jit"`` or ``"interpreter"`` (the
+    /// counts are the same). ``limit``: packets taken at most. ``filter``:
+    /// a tcpdump expression; only the packets it matches are profiled.
+    /// ``warm_up``: run the packets once, uncounted, first (the steady
+    /// state of per-flow state). The profile runs a fresh copy of the
+    /// program (its settings, not the maps it holds), as ``sluice profile``
+    /// does. The GIL is released while packets run; raises as :meth:`run`
+    /// does.
+    #[pyo3(signature = (
+        pcap = None, packets = None, r#gen = None, *, engine = "jit", limit = None,
+        filter = None, warm_up = false
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn profile(
+        &self,
+        py: Python<'_>,
+        pcap: Option<&Bound<'_, PyAny>>,
+        packets: Option<&Bound<'_, PyAny>>,
+        r#gen: Option<&Bound<'_, PyAny>>,
+        engine: &str,
+        limit: Option<u64>,
+        filter: Option<String>,
+        warm_up: bool,
+    ) -> PyResult<crate::profile::Profile> {
+        let mut source = crate::source::source(pcap, packets, r#gen)?;
+        source.filter = filter;
+        let mut hook = self.hook.clone();
+        hook.engine = run_args::vm_engine(engine)?;
+        crate::profile::run(py, hook, source, limit, warm_up)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "sluice.Program({:?} in {:?})",

@@ -9,8 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::coverage::Coverage;
+use crate::errors;
 use crate::output::Kept;
-use crate::table::{PacketStream, buffer_addresses, record_batch};
+use crate::table::{PacketStream, buffer_addresses, pyarrow_table};
 
 /// The result of :meth:`Program.run`.
 #[pyclass(module = "sluice", frozen)]
@@ -41,9 +42,9 @@ impl RunResult {
         let table = report
             .packet_table
             .take()
-            .map(record_batch)
+            .map(tables::packets)
             .transpose()
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(errors::table_error)?;
         let json =
             serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let coverage = report.coverage.take();
@@ -127,10 +128,7 @@ impl RunResult {
     #[getter]
     fn packets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match &self.table {
-            Some(batch) => {
-                let stream = PacketStream::new(batch.clone());
-                py.import("pyarrow")?.call_method1("table", (stream,))
-            }
+            Some(batch) => pyarrow_table(py, batch),
             None => Ok(py.None().into_bound(py)),
         }
     }

@@ -1,89 +1,21 @@
-//! The per-packet table as Arrow: [`record_batch`] wraps the engine's
-//! [`PacketTable`] columns in Arrow arrays without copying them (a `Vec`
-//! becomes an Arrow buffer as it is), and [`PacketStream`] hands them to
-//! pyarrow (or polars, DuckDB: any reader of the Arrow PyCapsule
-//! interface) through the Arrow C stream interface.
-
-use std::sync::Arc;
+//! Tables handed to Python: the record batches the `tables` crate makes
+//! (a run's packets, without copying the engine's columns; flows, RTT
+//! samples, trajectory samples, a profile's packets) go to pyarrow (or
+//! polars, DuckDB: any reader of the Arrow PyCapsule interface) through
+//! the Arrow C stream interface ([`PacketStream`], [`pyarrow_table`]).
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::types::{UInt8Type, UInt16Type, UInt32Type};
-use arrow_array::{
-    ArrayRef, DictionaryArray, RecordBatch, RecordBatchIterator, StringArray,
-    TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
-};
-use arrow_buffer::{Buffer, ScalarBuffer};
-use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
-use engine::PacketTable;
+use arrow_array::{RecordBatch, RecordBatchIterator};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-/// The columns, in order: name, type, nullable; `regions` the kinds of
-/// region memory accesses were counted in (none without counting), each
-/// giving `REGION_loads` and `REGION_stores` after `helper_calls`.
-fn schema(regions: &[&str]) -> Schema {
-    let dict = |key: DataType| DataType::Dictionary(Box::new(key), Box::new(DataType::Utf8));
-    let utc = Some("UTC".into());
-    Schema::new(
-        vec![
-            Field::new("index", DataType::UInt64, false),
-            Field::new(
-                "timestamp",
-                DataType::Timestamp(TimeUnit::Nanosecond, utc),
-                false,
-            ),
-            Field::new("length", DataType::UInt32, false),
-            Field::new("verdict", dict(DataType::UInt8), false),
-            Field::new("redirect", dict(DataType::UInt16), true),
-            Field::new("instructions", DataType::UInt64, false),
-            Field::new("helper_calls", DataType::UInt64, false),
-        ]
-        .into_iter()
-        .chain(regions.iter().flat_map(|r| {
-            [
-                Field::new(format!("{r}_loads"), DataType::UInt64, false),
-                Field::new(format!("{r}_stores"), DataType::UInt64, false),
-            ]
-        }))
-        .chain([Field::new("error", dict(DataType::UInt32), true)])
-        .collect::<Vec<_>>(),
-    )
-}
-
-/// `t` as one record batch; the numeric columns are `t`'s vectors,
-/// moved, not copied.
-pub(crate) fn record_batch(t: PacketTable) -> Result<RecordBatch, ArrowError> {
-    let rows = t.len();
-    // Timestamps are u64 ns; Arrow's are i64: the same buffer, reinterpreted.
-    let ts = ScalarBuffer::<i64>::new(Buffer::from_vec(t.timestamp_ns), 0, rows);
-    let verdict = DictionaryArray::<UInt8Type>::try_new(
-        UInt8Array::new(t.verdict.into(), None),
-        Arc::new(StringArray::from(t.verdict_names)),
-    )?;
-    let redirect = DictionaryArray::<UInt16Type>::try_new(
-        UInt16Array::from(t.redirect),
-        Arc::new(StringArray::from(t.redirect_names)),
-    )?;
-    let error = DictionaryArray::<UInt32Type>::try_new(
-        UInt32Array::from(t.error),
-        Arc::new(StringArray::from(t.error_messages)),
-    )?;
-    let regions: Vec<&str> = t.memory.iter().map(|m| m.region).collect();
-    let mut columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::new(t.index.into(), None)),
-        Arc::new(TimestampNanosecondArray::new(ts, None).with_timezone("UTC")),
-        Arc::new(UInt32Array::new(t.length.into(), None)),
-        Arc::new(verdict),
-        Arc::new(redirect),
-        Arc::new(UInt64Array::new(t.instructions.into(), None)),
-        Arc::new(UInt64Array::new(t.helper_calls.into(), None)),
-    ];
-    for m in t.memory {
-        columns.push(Arc::new(UInt64Array::new(m.loads.into(), None)));
-        columns.push(Arc::new(UInt64Array::new(m.stores.into(), None)));
-    }
-    columns.push(Arc::new(error));
-    RecordBatch::try_new(Arc::new(schema(&regions)), columns)
+/// `batch` as a `pyarrow.Table` (its buffers shared, not copied).
+pub(crate) fn pyarrow_table<'py>(
+    py: Python<'py>,
+    batch: &RecordBatch,
+) -> PyResult<Bound<'py, PyAny>> {
+    let stream = PacketStream::new(batch.clone());
+    py.import("pyarrow")?.call_method1("table", (stream,))
 }
 
 /// Per column, the address of its values' buffer (for a dictionary column,
@@ -103,9 +35,9 @@ pub(crate) fn buffer_addresses(batch: &RecordBatch) -> Vec<(String, usize)> {
         .collect()
 }
 
-/// A run's per-packet table, readable through the Arrow PyCapsule
-/// interface (``pyarrow.table(stream)``). Each read shares the same
-/// buffers: nothing is copied.
+/// A table (a run's packets, or any of sluice's tables), readable through
+/// the Arrow PyCapsule interface (``pyarrow.table(stream)``). Each read
+/// shares the same buffers: nothing is copied.
 #[pyclass(module = "sluice", frozen)]
 pub struct PacketStream {
     batch: RecordBatch,

@@ -8,6 +8,7 @@ mod contents;
 mod files;
 mod hooks;
 mod input;
+mod out_table;
 mod plotfont;
 mod progress;
 mod report;

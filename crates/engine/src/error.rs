@@ -80,6 +80,15 @@ pub enum Error {
     /// A tc configuration not loaded, run or shown ([`TcRunSpec`](crate::TcRunSpec)).
     #[error("{0}")]
     Tc(#[from] TcError),
+    /// A monitoring application's option out of range, or its run failed
+    /// ([`FlowsSpec`](crate::FlowsSpec), [`RttSpec`](crate::RttSpec),
+    /// [`SampleSpec`](crate::SampleSpec)).
+    #[error("{0}")]
+    Monitor(#[from] monitor::MonitorError),
+    /// A profile's packets did not read, or none ran to a verdict
+    /// ([`ProfileSpec`](crate::ProfileSpec)).
+    #[error("{0}")]
+    Profile(#[from] profile::ProfileError),
 }
 
 /// What went wrong with the object itself.

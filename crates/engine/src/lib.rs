@@ -33,7 +33,11 @@
 //! memory ([`Target::Memory`]): the report's [`Output`].
 //!
 //! A [`KernelSpec`] loads an object into the kernel with the globals and
-//! map sizes the same [`Settings`] give in the VM. [`files`] reads the
+//! map sizes the same [`Settings`] give in the VM. [`FlowsSpec`],
+//! [`RttSpec`] and [`SampleSpec`] run `sluice monitor`'s applications
+//! (flow accounting, passive RTT, trajectory sampling) over a source; a
+//! [`ProfileSpec`] profiles a program's cost per packet and fits its
+//! model ([`Profiled`]), as `sluice profile` does. [`files`] reads the
 //! input files every front end reads whole, bounded.
 //!
 //! [`Verifiable`] makes an object ready for verifying its programs one by
@@ -139,8 +143,10 @@ mod hook_spec;
 mod kernel_spec;
 pub mod map_value;
 pub mod mapfmt;
+mod monitor_spec;
 mod packet_table;
 mod pin;
+mod profile_spec;
 mod report;
 mod run_spec;
 mod settings;
@@ -160,7 +166,9 @@ pub use filter::{
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
+pub use monitor_spec::{FlowsSpec, RttSpec, SampleSpec};
 pub use packet_table::{PacketTable, RegionColumns};
+pub use profile_spec::{ProfileSpec, Profiled, Profiling};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
@@ -195,5 +203,11 @@ pub use monitor::{Ended, FlowKey, FlowTable, TableOptions};
 // Coverage: source lines, branches and functions a run exercised
 // (`RunSpec::coverage`), summed over runs, as lcov tracefiles.
 pub use coverage::{Coverage, CoverageError, FileCoverage, Summary as CoverageSummary};
+// Monitoring: who runs each application, what it gives, its summary.
+pub use monitor::{
+    EndReason, FlowEngine, FlowSummary, LabelFlow, Method, Metrics, MonitorError, RttEngine,
+    RttSample, RttSummary, Sample, SampleEngine, SampleRecord, SampleSummary,
+};
+pub use xpf::XpfEngine;
 // Profiles: per-packet costs and the cost model fitted to them.
-pub use profile::{CostModel, Profile, profile as profile_packets};
+pub use profile::{CostModel, PacketCost, Profile, ProfileError, profile as profile_packets};

@@ -73,5 +73,5 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         out!("{cmd}\n");
     }
     // Like `sluice run`: verified first, then replayed without checks.
-    crate::cmd::run::replay(&spec, a.json, None)
+    crate::cmd::run::replay(&spec, a.json, None, None)
 }

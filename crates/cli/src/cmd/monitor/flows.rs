@@ -10,10 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use monitor::{Ended, FlowEngine, FlowRunOptions, TableOptions, account_flows};
+use engine::FlowsSpec;
+use monitor::{Ended, FlowEngine};
 use serde::Serialize;
-
-use super::seconds;
 
 #[derive(clap::Args)]
 pub struct FlowArgs {
@@ -49,6 +48,9 @@ pub struct FlowArgs {
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
+    /// Write one row per ended flow, columns named as IPFIX's information elements, to FILE: Parquet, or Arrow IPC for .arrow/.feather/.ipc, CSV for .csv (docs/tables.md)
+    #[arg(long, value_name = "FILE")]
+    out_table: Option<PathBuf>,
     /// A JSON line per ended flow, then one with the summary
     #[arg(long)]
     json: bool,
@@ -162,23 +164,21 @@ impl Summary {
 pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     let metrics = Arc::new(monitor::Metrics::default());
     metrics.accounting.store(true, Ordering::Relaxed);
-    let opts = FlowRunOptions {
-        table: TableOptions {
-            capacity: a.capacity.unwrap_or(match a.engine {
-                EngineArg::Xpf => monitor::XPF_MAX_FLOWS,
-                _ => TableOptions::default().capacity,
-            }),
-            idle_timeout_ns: seconds(a.idle, "idle")?,
-            active_timeout_ns: seconds(a.active, "active")?,
-        },
+    let spec = FlowsSpec {
+        source: a.input.spec(),
         engine: match a.engine {
             EngineArg::Table => FlowEngine::Table,
             EngineArg::Ebpf => FlowEngine::Ebpf,
             EngineArg::Xpf => FlowEngine::Xpf(xpf::XpfEngine::Interp),
         },
+        capacity: a.capacity,
+        idle: a.idle,
+        active: a.active,
         limit: a.input.count,
         metrics: a.metrics.is_some().then(|| metrics.clone()),
     };
+    let opts = spec.options().map_err(|e| e.to_string())?;
+    crate::out_table::check(a.out_table.as_deref())?;
     let mut exporters = Vec::new();
     let mut sum = Summary::default();
     // A collector that cannot be reached now is reported, not fatal.
@@ -215,7 +215,11 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let mut listed: Vec<Ended> = Vec::new();
+    let mut rows: Vec<Ended> = Vec::new();
     let mut handle = |ended: &[Ended]| {
+        if a.out_table.is_some() {
+            rows.extend_from_slice(ended);
+        }
         let records: Vec<ipfix::Flow> = ended.iter().map(Ended::to_ipfix).collect();
         for e in ended {
             metrics.packets.fetch_add(e.flow.packets, Ordering::Relaxed);
@@ -269,7 +273,7 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
     } else {
         let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
-            account_flows(source.as_mut(), &opts, count, &mut handle)
+            spec.run_on(source.as_mut(), count, &mut handle)
         })
         .map_err(|e| e.to_string())?;
         a.input.tell(source.as_ref());
@@ -284,6 +288,9 @@ pub fn run(a: FlowArgs) -> Result<ExitCode, String> {
             &run.order,
             "flows time out as their packets are read, not as they crossed the wire",
         );
+    }
+    if let Some(path) = &a.out_table {
+        crate::out_table::write(path, tables::flows(&rows))?;
     }
     // A file that could not be written whole (a full disk) ends at its last
     // whole message; the summary is printed, then what was lost, and the

@@ -8,10 +8,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use monitor::{
-    BUCKETS, MeterOptions, RttEngine, RttOptions, RttSample, RttStats, RttSummary, XPF_MAX_SYNS,
-    XPF_MAX_TSVALS,
-};
+use engine::RttSpec;
+use monitor::{BUCKETS, MeterOptions, RttEngine, RttSample, RttStats, RttSummary};
 use serde::Serialize;
 use xpf::XpfEngine;
 
@@ -45,6 +43,9 @@ pub struct RttArgs {
     /// Serve Prometheus metrics (an RTT histogram) at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
+    /// Write one row per sample (src, dst, src_port, dst_port, method, rtt_ns, time_ns) to FILE: Parquet, or Arrow IPC for .arrow/.feather/.ipc, CSV for .csv (docs/tables.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "pping")]
+    out_table: Option<std::path::PathBuf>,
     /// A JSON line per sample, one per flow and method, then one with the summary
     #[arg(long, conflicts_with = "pping")]
     json: bool,
@@ -123,36 +124,8 @@ struct Summary {
 }
 
 pub fn run(a: RttArgs) -> Result<ExitCode, String> {
-    // The xPF program's tables fit one block of memory: smaller defaults.
-    let xpf = matches!(a.engine, EngineArg::Xpf) && !a.input.in_kernel();
-    let defaults = MeterOptions::default();
-    let syn_table = a.syn_table.unwrap_or(if xpf {
-        XPF_MAX_SYNS
-    } else {
-        defaults.syn_capacity
-    });
-    let ts_table = a.ts_table.unwrap_or(if xpf {
-        XPF_MAX_TSVALS
-    } else {
-        defaults.ts_capacity
-    });
-    let meter = MeterOptions {
-        syn_capacity: syn_table,
-        ts_capacity: ts_table,
-        flow_capacity: a.flow_table,
-        max_age_ns: seconds(a.max_age, "max-age")?,
-    };
-    for (n, what) in [
-        (syn_table, "syn-table"),
-        (ts_table, "ts-table"),
-        (a.flow_table, "flow-table"),
-    ] {
-        if n == 0 || n > u32::MAX as usize {
-            return Err(format!("--{what} {n}: 1 to {}", u32::MAX));
-        }
-    }
-    let opts = RttOptions {
-        meter,
+    let spec = RttSpec {
+        source: a.input.spec(),
         engine: match a.engine {
             EngineArg::Table => RttEngine::Table,
             EngineArg::Ebpf => RttEngine::Ebpf,
@@ -162,8 +135,14 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
                 XpfArg::Jit => XpfEngine::Jit,
             }),
         },
+        syn_table: a.syn_table,
+        ts_table: a.ts_table,
+        flow_table: a.flow_table,
+        max_age: a.max_age,
         limit: a.input.count,
     };
+    let opts = spec.options().map_err(|e| e.to_string())?;
+    crate::out_table::check(a.out_table.as_deref())?;
     let metrics = Arc::new(monitor::Metrics::default());
     let _server = match &a.metrics {
         Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
@@ -172,7 +151,11 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
     if a.pping {
         return run_pping(&a, &metrics);
     }
+    let mut rows: Vec<RttSample> = Vec::new();
     let mut handle = |samples: &[RttSample]| {
+        if a.out_table.is_some() {
+            rows.extend_from_slice(samples);
+        }
         for s in samples {
             metrics.rtt(s.rtt_ns);
             if a.json {
@@ -210,12 +193,15 @@ pub fn run(a: RttArgs) -> Result<ExitCode, String> {
     } else {
         let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
-            monitor::measure_rtt(source.as_mut(), &opts, count, &mut handle)
+            spec.run_on(source.as_mut(), count, &mut handle)
         })
         .map_err(|e| e.to_string())?;
         a.input.tell(source.as_ref());
         run
     };
+    if let Some(path) = &a.out_table {
+        crate::out_table::write(path, tables::rtt(&rows))?;
+    }
     for (reason, n) in [
         ("syn_table_full", run.counters.syn_full),
         ("ts_table_full", run.counters.ts_full),

@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use monitor::{SampleCounts, SampleEngine, SampleOptions, SampleRecord, sample_trajectories};
+use engine::SampleSpec;
+use monitor::{SampleCounts, SampleEngine, SampleOptions, SampleRecord};
 use serde::Serialize;
 use xpf::XpfEngine;
 
@@ -42,6 +43,9 @@ pub struct SampleArgs {
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics while it runs (a bare PORT: loopback; a client whose request is slow, idle or over 16 KiB is cut off, docs/monitor.md)
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
+    /// Write one row per record (flow records and samples, in order) to FILE: Parquet, or Arrow IPC for .arrow/.feather/.ipc, CSV for .csv (docs/tables.md)
+    #[arg(long, value_name = "FILE")]
+    out_table: Option<std::path::PathBuf>,
     /// A JSON line per record (flow records before the first sample of their label), then one with the summary
     #[arg(long)]
     json: bool,
@@ -116,23 +120,14 @@ fn line(r: &SampleRecord) -> Line {
     }
 }
 
-/// `(A, B)` from `--rate` or `-a`/`-b` (default 1/100).
-fn rate(a: &SampleArgs) -> Result<(u32, u32), String> {
-    match (&a.rate, a.a, a.b) {
-        (Some(r), ..) => monitor::parse_rate(r).map_err(|e| e.to_string()),
-        (None, Some(m), Some(t)) if m >= 1 && t <= m => Ok((m, t)),
-        (None, Some(m), Some(t)) => Err(format!("-a {m} -b {t}: A at least 1, B at most A")),
-        _ => Ok((100, 1)),
-    }
-}
-
 pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
-    let (ma, mb) = rate(&a)?;
     let metrics = Arc::new(monitor::Metrics::default());
     metrics.sampling.store(true, Ordering::Relaxed);
-    let opts = SampleOptions {
-        a: ma,
-        b: mb,
+    let spec = SampleSpec {
+        source: a.input.spec(),
+        rate: a.rate.clone(),
+        a: a.a,
+        b: a.b,
         table: a.table,
         engine: match a.engine {
             EngineArg::Ebpf => SampleEngine::Ebpf,
@@ -146,12 +141,18 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
         limit: a.input.count,
         metrics: a.metrics.is_some().then(|| metrics.clone()),
     };
+    let (ma, mb) = spec.rate().map_err(|e| e.to_string())?;
+    crate::out_table::check(a.out_table.as_deref())?;
     let _server = match &a.metrics {
         Some(spec) => Some(monitor::MetricsServer::start(spec, metrics.clone())?),
         None => None,
     };
     let mut listed: Vec<SampleRecord> = Vec::new();
+    let mut rows: Vec<SampleRecord> = Vec::new();
     let mut handle = |records: &[SampleRecord]| {
+        if a.out_table.is_some() {
+            rows.extend_from_slice(records);
+        }
         for r in records {
             match r {
                 SampleRecord::Sample(_) => metrics.samples.fetch_add(1, Ordering::Relaxed),
@@ -194,7 +195,7 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
     } else {
         let (mut source, total) = a.input.source()?;
         let run = crate::progress::with_progress(total, a.json, |count| {
-            sample_trajectories(source.as_mut(), &opts, count, &mut handle)
+            spec.run_on(source.as_mut(), count, &mut handle)
         })
         .map_err(|e| e.to_string())?;
         a.input.tell(source.as_ref());
@@ -202,6 +203,9 @@ pub fn run(a: SampleArgs) -> Result<ExitCode, String> {
         sum.source_error = run.source_error;
         sum.stopped = a.input.stopped();
         counts = run.counts;
+    }
+    if let Some(path) = &a.out_table {
+        crate::out_table::write(path, tables::samples(&rows))?;
     }
     sum.hashed = counts.hashed;
     sum.sampled = counts.sampled;

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use profile::{Calibration, CostModel, Cpu};
 use serde::Serialize;
 
-use engine::{HookSpec, Origin, SourceSpec};
+use engine::{HookSpec, Origin, ProfileSpec, SourceSpec};
 
 use crate::progress::with_progress;
 use crate::report::print_json;
@@ -71,6 +71,9 @@ pub struct Args {
     /// Write every packet's costs as CSV to FILE
     #[arg(long, value_name = "FILE")]
     per_packet: Option<PathBuf>,
+    /// Write one row per packet (its costs and verdict) to FILE: Parquet, or Arrow IPC for .arrow/.feather/.ipc, CSV for .csv (docs/tables.md)
+    #[arg(long, value_name = "FILE")]
+    out_table: Option<PathBuf>,
     #[command(flatten)]
     settings: ObjectSettings,
     /// Map contents before the run
@@ -212,53 +215,33 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     for spec in a.cpu.iter().filter(|c| *c != "host") {
         cpus_of(spec)?;
     }
-    let packets = source(&a)?;
-    let mut hook = crate::hooks::build(&hook_spec(&a, a.engine))?.hook;
-    let program = hook.program().name.clone();
-    let mut warnings = Vec::new();
-    // An ESP program's SA (esp_sa entry 0) starts with its SPI: 0, no SA.
-    let no_sa = hook.object().map_index("esp_sa").is_some_and(|i| {
-        hook.maps()[i]
-            .user_lookup(&0u32.to_le_bytes())
-            .is_ok_and(|v| v.get(..4).is_some_and(|spi| spi == [0; 4]))
-    });
-    if no_sa {
-        warnings.push(format!(
-            "{program} has no security association (no --sa SPI:KEY): it passes every packet unencrypted, and the profile is of that path"
-        ));
-    }
-    if a.warm_up {
-        profile::warm_up(&mut hook, open(&packets)?.as_mut(), a.limit)
-            .map_err(|e| e.to_string())?;
-    }
-    let mut source = open(&packets)?;
-    let total = source.expected().map(|n| a.limit.map_or(n, |l| l.min(n)));
-    let profiled = with_progress(total, a.json, |count| {
-        profile::profile(&mut hook, &program, source.as_mut(), a.limit, &mut |n| {
-            count.store(n, std::sync::atomic::Ordering::Relaxed)
-        })
-    })
-    .map_err(|e| e.to_string())?;
+    crate::out_table::check(a.out_table.as_deref())?;
+    let spec = ProfileSpec {
+        hook: hook_spec(&a, a.engine),
+        source: source(&a)?,
+        limit: a.limit,
+        warm_up: a.warm_up,
+    };
+    let packets = &spec.source;
+    let hook = crate::hooks::build(&spec.hook)?.hook;
+    let profiling = spec.start(hook).map_err(|e| e.to_string())?;
+    let total = profiling.expected();
+    let profiled = with_progress(total, a.json, |count| profiling.finish(Some(count)))
+        .map_err(|e| e.to_string())?;
     crate::report::warn_skipped(
-        &engine::Skipped::of(source.as_ref()),
+        &profiled.skipped,
         " (--foreign pass gives them to the program as captured)",
     );
-    let snapped = source.snapped();
-    if snapped > 0 {
-        warnings.push(format!(
-            "{snapped} of the capture's frames were cut by its snapshot length: they are profiled at their captured length, and a program that checks lengths against the headers (the RFC 1812 router) takes them for broken packets"
-        ));
-    }
-    for w in &warnings {
+    for w in &profiled.warnings {
         say!("sluice: warning: {w}");
     }
-    let mut model = CostModel::fit(&profiled);
-    model.notes.extend(warnings);
+    let model = profiled.model;
+    let profiled = profiled.profile;
 
     let calibration = if wants_host {
         let mut jit = crate::hooks::build(&hook_spec(&a, crate::args::Engine::Jit))?.hook;
         let mut baseline = baseline(&jit)?;
-        let mut source = open(&packets)?;
+        let mut source = open(packets)?;
         let c = profile::calibrate(
             &mut jit,
             &mut baseline,
@@ -288,6 +271,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     }
     if let Some(path) = &a.per_packet {
         write_per_packet(path, &profiled)?;
+    }
+    if let Some(path) = &a.out_table {
+        crate::out_table::write(path, tables::profile(&profiled))?;
     }
     if let Some(dir) = &a.plot {
         plot::all(dir, &model, &profiled, &cpus, calibration.as_ref())?;

@@ -126,6 +126,9 @@ pub struct Args {
     /// interpreter
     #[arg(long, value_enum, default_value_t = Engine::Jit)]
     pub engine: Engine,
+    /// Write one row per packet (index, timestamp, length, verdict, redirect, instructions, helper calls) to FILE: Parquet, or Arrow IPC for .arrow/.feather/.ipc, CSV for .csv (docs/tables.md)
+    #[arg(long, value_name = "FILE")]
+    pub out_table: Option<std::path::PathBuf>,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
@@ -218,7 +221,7 @@ impl Args {
             limit: self.limit,
             ifindex: self.ifindex,
             map_entries: self.map_entries,
-            per_packet: false,
+            per_packet: self.out_table.is_some(),
             coverage: self.coverage.is_some(),
         })
     }
@@ -226,9 +229,21 @@ impl Args {
 
 pub fn run(a: Args) -> Result<ExitCode, String> {
     if let Some(file) = &a.tc {
+        if a.out_table.is_some() {
+            return Err(
+                "--out-table goes with an object: a tc configuration's run has no per-packet rows"
+                    .into(),
+            );
+        }
         return tc::run(&a, file);
     }
-    replay(&a.spec()?, a.json, a.coverage.as_deref())
+    crate::out_table::check(a.out_table.as_deref())?;
+    replay(
+        &a.spec()?,
+        a.json,
+        a.coverage.as_deref(),
+        a.out_table.as_deref(),
+    )
 }
 
 /// The files among `sinks`.
@@ -240,13 +255,15 @@ pub(super) fn files(sinks: &[SinkSpec]) -> impl Iterator<Item = Option<&std::pat
 }
 
 /// Builds the hook (its notes told), replays, saves pinned maps, writes
-/// the coverage to `coverage` (with [`RunSpec::coverage`]) and prints the
-/// report; the exit status says whether every packet ran and the input
-/// ended cleanly.
+/// the coverage to `coverage` (with [`RunSpec::coverage`]) and the
+/// per-packet table to `out_table` (when the spec keeps it), and prints
+/// the report; the exit status says whether every packet ran and the
+/// input ended cleanly.
 pub(crate) fn replay(
     spec: &RunSpec,
     json: bool,
     coverage: Option<&std::path::Path>,
+    out_table: Option<&std::path::Path>,
 ) -> Result<ExitCode, String> {
     let built = crate::hooks::build(&spec.hook_spec())?;
     // Ctrl-C or SIGTERM: stop reading, finish the outputs, report.
@@ -257,9 +274,12 @@ pub(crate) fn replay(
     let total = replay.expected();
     let finished = crate::progress::with_progress(total, json, |count| replay.finish(Some(count)))
         .map_err(|e| e.to_string())?;
-    let report = finished.report;
+    let mut report = finished.report;
     if let (Some(path), Some(cover)) = (coverage, &report.coverage) {
         cover.write(path, "").map_err(|e| e.to_string())?;
+    }
+    if let (Some(path), Some(rows)) = (out_table, report.packet_table.take()) {
+        crate::out_table::write(path, tables::packets(rows))?;
     }
     crate::report::outputs_on_stdout(files(&spec.sinks))?;
     crate::report::warn_skipped(
