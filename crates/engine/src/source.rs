@@ -39,6 +39,19 @@ pub enum Origin {
         #[serde(default, with = "ForeignDef")]
         foreign: Foreign,
     },
+    /// The records of a capture file whose first byte lies in `[start,
+    /// end)`: one shard of a plan (`sluice shards`, docs/shards.md), read
+    /// from `proven` when given (a position [`capture::check`] proved),
+    /// else from the guess of its first record.
+    Range {
+        path: PathBuf,
+        start: u64,
+        end: u64,
+        #[serde(default)]
+        proven: Option<capture::Position>,
+        #[serde(default, with = "ForeignDef")]
+        foreign: Foreign,
+    },
     /// Generated traffic, streams mixed: `udp,flows=1000,size=64,count=1000`.
     Generated { specs: Vec<String> },
     /// The frames arriving on an interface, live (AF_PACKET; root or
@@ -100,6 +113,23 @@ impl SourceSpec {
             Origin::Capture { path, foreign } => {
                 Box::new(Capture::open_with(path, stop)?.foreign(*foreign))
             }
+            Origin::Range {
+                path,
+                start,
+                end,
+                proven,
+                foreign,
+            } => {
+                let shard = capture::Shard {
+                    path: path.clone(),
+                    start: *start,
+                    end: *end,
+                    size: std::fs::metadata(path).map_or(*end, |m| m.len()),
+                };
+                let reader = capture::PcapSource::open_range_with(&shard, proven.as_ref(), stop)
+                    .map_err(|e| pipeline::SourceError(e.to_string()))?;
+                Box::new(Capture::from_reader(reader, stop).foreign(*foreign))
+            }
             Origin::Generated { specs } => {
                 let generated = Generated::parse(specs)?;
                 match stop {
@@ -123,8 +153,8 @@ impl SourceSpec {
         }
     }
 
-    /// What reports say was read: `capture F`, `capture from standard
-    /// input`, `generated SPEC + SPEC`, `interface IF (live)`, `interface
+    /// What reports say was read: `capture F`, `capture F [START, END)`,
+    /// `capture from standard input`, `generated SPEC + SPEC`, `interface IF (live)`, `interface
     /// IF (live, AF_XDP)`, `N frames in memory`.
     pub fn describe(&self) -> String {
         match &self.origin {
@@ -134,6 +164,9 @@ impl SourceSpec {
                 "capture from standard input".to_string()
             }
             Origin::Capture { path, .. } => format!("capture {}", path.display()),
+            Origin::Range {
+                path, start, end, ..
+            } => format!("capture {} [{start}, {end})", path.display()),
             Origin::Generated { specs } => format!("generated {}", specs.join(" + ")),
             Origin::Frames { frames } => format!("{} frames in memory", frames.len()),
         }

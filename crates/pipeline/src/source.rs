@@ -121,14 +121,21 @@ impl Capture {
     ) -> Result<Capture, SourceError> {
         let reader =
             capture::PcapSource::open_with(path, stop).map_err(|e| SourceError(e.to_string()))?;
-        Ok(Capture {
+        Ok(Capture::from_reader(reader, stop))
+    }
+
+    /// A capture read by `reader` (one byte range of a file, say:
+    /// [`capture::PcapSource::open_range_with`]), that skips frames
+    /// without an Ethernet form; `stop` as for [`open_with`](Capture::open_with).
+    pub fn from_reader(reader: capture::PcapSource, stop: Option<&'static AtomicBool>) -> Capture {
+        Capture {
             reader,
             stop,
             seq: 0,
             foreign: Foreign::Skip,
             skipped: Vec::new(),
             snapped: 0,
-        })
+        }
     }
 
     /// What to do with frames without an Ethernet form.
