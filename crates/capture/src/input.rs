@@ -139,6 +139,19 @@ impl Input {
         }
     }
 
+    /// `file`, whose next byte is at `offset` of its input (a byte range of
+    /// a regular file), read no more once `stop` is set.
+    pub(crate) fn at(
+        file: Box<dyn Read + Send>,
+        offset: u64,
+        stop: Option<&'static AtomicBool>,
+    ) -> Input {
+        let mut input = Input::new(file);
+        input.offset = offset;
+        input.stop = stop;
+        input
+    }
+
     /// An opened file; a stream is polled while a stop flag is set.
     pub(crate) fn of(opened: Opened, stop: Option<&'static AtomicBool>) -> Input {
         let fd = opened.file.as_raw_fd();

@@ -1,14 +1,20 @@
 //! Sources and sinks of packets. Sources and sinks never look inside
-//! packets beyond their link layer.
+//! packets beyond their link layer. A capture list can be planned as
+//! shards ([`plan`]), byte ranges of a file read on their own
+//! ([`PcapSource::open_range`]) and proven exact ([`check`]).
 
 mod error;
 mod frame;
+mod guess;
 mod input;
 mod ip_links;
 mod juniper;
 mod linktype;
 mod pcap;
 mod pcapng;
+mod proof;
+mod range;
+mod shard;
 mod sink;
 mod whole;
 mod wifi;
@@ -23,6 +29,10 @@ pub use frame::{
 pub use input::{STDIN, is_stdin, is_stream};
 pub use linktype::{UnknownLinkType, describe_linktype, linktype_from_name, linktype_name};
 pub use pcap::PcapSource;
+pub use pcapng::Interface;
+pub use proof::{Checked, Redo, check, read_checked};
+pub use range::{Boundary, Position, ReaderState};
+pub use shard::{Shard, ShardError, parse_split, plan};
 pub use sink::{PcapSink, SinkFormat, is_stdout};
 pub use whole::{
     LIMIT_VAR, Limit, WholeFileError, WholeFileReason, effective_limit, read as read_whole,

@@ -15,7 +15,7 @@ use crate::pcapng::PcapNgRecords;
 /// The largest classic pcap record (16-byte header and data) read. A
 /// larger one is taken as a corrupt header; this is the bound pcap-file's
 /// reader had (its 8 MB buffer), which this crate used before.
-const MAX_RECORD: usize = 8_000_000;
+pub(crate) const MAX_RECORD: usize = 8_000_000;
 
 /// Records of a classic pcap file, parsed from a large buffer.
 struct PcapRecords {
@@ -26,6 +26,8 @@ struct PcapRecords {
     linktype: u32,
     /// The header's snapshot length.
     snaplen: u32,
+    /// No record starting at or past this offset is read (a byte range's end).
+    end: u64,
 }
 
 impl PcapRecords {
@@ -34,6 +36,9 @@ impl PcapRecords {
     #[inline]
     fn next_raw(&mut self) -> Option<Result<RawFrame<'_>, String>> {
         let input = &mut self.input;
+        if input.offset >= self.end {
+            return None;
+        }
         if input.have() < 16 {
             match input.fill(16) {
                 Ok(true) => {}
@@ -95,6 +100,17 @@ pub struct PcapSource {
     reader: Reader,
     count: usize,
     failed: bool,
+    /// A byte range's reader: what its [`Boundary`](crate::Boundary) needs.
+    range: Option<Box<Ranged>>,
+}
+
+/// What a byte range's reader keeps for its proof.
+pub(crate) struct Ranged {
+    pub(crate) shard: crate::Shard,
+    pub(crate) first: crate::Position,
+    /// Whether the reader came to its range's end (or the file's).
+    pub(crate) ended: bool,
+    pub(crate) error: Option<IoError>,
 }
 
 /// The link type; the field's upper bits carry FCS information.
@@ -132,7 +148,7 @@ impl PcapSource {
         PcapSource::from_input(path, Input::new(reader))
     }
 
-    fn from_input(path: &Path, mut input: Input) -> Result<PcapSource, IoError> {
+    pub(crate) fn from_input(path: &Path, mut input: Input) -> Result<PcapSource, IoError> {
         let err = |reason: String| IoError::reading(path, reason);
         let early = |input: &Input, e: std::io::Error| match input.stopped {
             true => err("stopped by a signal before the capture's header was read".into()),
@@ -163,6 +179,7 @@ impl PcapSource {
                 },
                 linktype: datalink_number(header.datalink),
                 snaplen: header.snaplen,
+                end: u64::MAX,
             })
         };
         Ok(PcapSource {
@@ -170,7 +187,106 @@ impl PcapSource {
             reader,
             count: 0,
             failed: false,
+            range: None,
         })
+    }
+
+    /// The reader's state at this point: for pcapng, the section's byte
+    /// order and interfaces.
+    pub(crate) fn state(&self) -> crate::ReaderState {
+        match &self.reader {
+            Reader::Pcap(_) => crate::ReaderState::Pcap,
+            Reader::PcapNg(r) => {
+                let (big_endian, interfaces) = r.state();
+                crate::ReaderState::PcapNg {
+                    big_endian,
+                    interfaces: interfaces.to_vec(),
+                }
+            }
+        }
+    }
+
+    /// Where the next record starts in the file.
+    pub(crate) fn offset(&self) -> u64 {
+        self.input().offset
+    }
+
+    /// What the guess of a range's first record needs: a classic pcap
+    /// file's byte order, resolution and snapshot length; for pcapng the
+    /// blocks before the first packet are read, and their states are the
+    /// guesses.
+    pub(crate) fn shape(&mut self) -> crate::guess::Shape {
+        match &mut self.reader {
+            Reader::Pcap(r) => crate::guess::Shape::Pcap(crate::guess::PcapShape {
+                big_endian: r.big_endian,
+                nano: r.frac_ns == 1,
+                snaplen: r.snaplen,
+            }),
+            Reader::PcapNg(r) => crate::guess::Shape::PcapNg(
+                r.leading_states()
+                    .into_iter()
+                    .map(|(offset, big_endian, interfaces)| crate::Position {
+                        offset,
+                        state: crate::ReaderState::PcapNg {
+                            big_endian,
+                            interfaces,
+                        },
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Makes this the reader of `shard` from `first`: records are read
+    /// from `input` (positioned at `first.offset`) in state `first.state`,
+    /// up to the first starting at or past the shard's end. Without
+    /// `input` the reader stays where it is (a range from the file's header).
+    pub(crate) fn into_range(
+        mut self,
+        shard: &crate::Shard,
+        first: crate::Position,
+        input: Option<Input>,
+    ) -> Result<PcapSource, IoError> {
+        let end = shard.end;
+        match (&mut self.reader, &first.state, input) {
+            (Reader::Pcap(r), crate::ReaderState::Pcap, Some(input)) => {
+                r.input = input;
+                r.end = end;
+            }
+            (Reader::Pcap(r), crate::ReaderState::Pcap, None) => r.end = end,
+            (Reader::PcapNg(r), crate::ReaderState::PcapNg { .. }, None) => r.set_end(end),
+            (
+                Reader::PcapNg(r),
+                crate::ReaderState::PcapNg {
+                    big_endian,
+                    interfaces,
+                },
+                Some(input),
+            ) => **r = PcapNgRecords::resume(input, *big_endian, interfaces.clone(), end),
+            (reader, state, _) => {
+                let file = match reader {
+                    Reader::Pcap(_) => "a classic pcap file",
+                    Reader::PcapNg(_) => "a pcapng file",
+                };
+                let given = match state {
+                    crate::ReaderState::Pcap => "classic pcap",
+                    crate::ReaderState::PcapNg { .. } => "pcapng",
+                };
+                let reason = format!("a {given} reader's position given for {file}");
+                return Err(IoError::reading(&self.path, reason));
+            }
+        }
+        self.range = Some(Box::new(Ranged {
+            shard: shard.clone(),
+            first,
+            ended: false,
+            error: None,
+        }));
+        Ok(self)
+    }
+
+    pub(crate) fn ranged(&self) -> Option<&Ranged> {
+        self.range.as_deref()
     }
 
     /// The path it was opened with (`-`: standard input).
@@ -258,6 +374,7 @@ impl PcapSource {
             reader,
             count,
             failed,
+            range,
         } = self;
         if *failed {
             return None;
@@ -266,19 +383,29 @@ impl PcapSource {
             Reader::Pcap(r) => r.next_raw(),
             Reader::PcapNg(r) => r.next_raw(),
         };
-        match result? {
+        let Some(result) = result else {
+            if let Some(range) = range {
+                range.ended = true;
+            }
+            return None;
+        };
+        match result {
             Ok(frame) => {
                 *count += 1;
                 Some(Ok(frame))
             }
             Err(reason) => {
                 *failed = true;
-                Some(Err(IoError {
+                let e = IoError {
                     path: display_name(path),
                     packet: Some(*count + 1),
                     reason,
                     op: None,
-                }))
+                };
+                if let Some(range) = range {
+                    range.error = Some(e.clone());
+                }
+                Some(Err(e))
             }
         }
     }

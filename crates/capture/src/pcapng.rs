@@ -9,26 +9,30 @@ use crate::input::Input;
 use crate::input::read_failed;
 
 /// Block types.
-const SECTION_HEADER: u32 = 0x0a0d_0d0a;
+pub(crate) const SECTION_HEADER: u32 = 0x0a0d_0d0a;
 const INTERFACE_DESCRIPTION: u32 = 1;
-const PACKET: u32 = 2;
+pub(crate) const PACKET: u32 = 2;
 const SIMPLE_PACKET: u32 = 3;
-const ENHANCED_PACKET: u32 = 6;
-const BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
+pub(crate) const ENHANCED_PACKET: u32 = 6;
+pub(crate) const BYTE_ORDER_MAGIC: u32 = 0x1a2b_3c4d;
 
 /// The largest block read: a larger length is taken as a corrupt header
 /// (libpcap starts at 16 MiB too).
-const MAX_BLOCK: usize = 16 << 20;
+pub(crate) const MAX_BLOCK: usize = 16 << 20;
 
-/// An interface of the current section.
-#[derive(Copy, Clone, Debug)]
-struct Interface {
-    linktype: u32,
-    snaplen: u32,
+/// An interface of a pcapng section, as its description block gave it
+/// (the reader's state a byte range of the file starts with: see
+/// [`ReaderState`](crate::ReaderState)).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Interface {
+    /// The LINKTYPE_* number.
+    pub linktype: u32,
+    /// The snapshot length (0: none).
+    pub snaplen: u32,
     /// `if_tsresol` (default 6: microseconds).
-    tsresol: u8,
+    pub tsresol: u8,
     /// `if_tsoffset`: seconds added to every timestamp.
-    tsoffset: i64,
+    pub tsoffset: i64,
 }
 
 /// Blocks of a pcapng file, parsed from a large buffer.
@@ -36,6 +40,8 @@ pub(crate) struct PcapNgRecords {
     input: Input,
     big_endian: bool,
     interfaces: Vec<Interface>,
+    /// No block starting at or past this offset is read (a byte range's end).
+    end: u64,
 }
 
 /// What went wrong in a block, and where.
@@ -51,11 +57,55 @@ impl PcapNgRecords {
             input,
             big_endian: false,
             interfaces: Vec::new(),
+            end: u64::MAX,
         };
         match r.next_block() {
             Some(Ok(Block::Section)) => Ok(r),
             Some(Err(e)) => Err(e),
             _ => Err("no section header block".into()),
+        }
+    }
+
+    /// Blocks from `input`, positioned at a block's start, in a section of
+    /// byte order `big_endian` whose interfaces so far are `interfaces`;
+    /// none starting at or past `end` is read.
+    pub(crate) fn resume(
+        input: Input,
+        big_endian: bool,
+        interfaces: Vec<Interface>,
+        end: u64,
+    ) -> PcapNgRecords {
+        PcapNgRecords {
+            input,
+            big_endian,
+            interfaces,
+            end,
+        }
+    }
+
+    /// Reads no block starting at or past `end`.
+    pub(crate) fn set_end(&mut self, end: u64) {
+        self.end = end;
+    }
+
+    /// The section's byte order and interfaces at this point.
+    pub(crate) fn state(&self) -> (bool, &[Interface]) {
+        (self.big_endian, &self.interfaces)
+    }
+
+    /// Reads the blocks before the first packet (the section header's
+    /// interfaces, usually): the states packets are likely read in, with
+    /// the offset each holds from (the last: the first packet block's).
+    /// Stops at the first error, keeping what was read.
+    pub(crate) fn leading_states(&mut self) -> Vec<(u64, bool, Vec<Interface>)> {
+        let mut states = Vec::new();
+        loop {
+            let state = (self.input.offset, self.big_endian, self.interfaces.clone());
+            states.push(state);
+            match self.next_block() {
+                Some(Ok(Block::Packet { .. })) | Some(Err(_)) | None => return states,
+                Some(Ok(_)) => {}
+            }
         }
     }
 
@@ -86,6 +136,9 @@ impl PcapNgRecords {
     /// file offset (the block is `buf[pos..pos + len]`, not consumed).
     fn read_block(&mut self) -> Option<Result<(u32, usize, u64), String>> {
         let offset = self.input.offset;
+        if offset >= self.end {
+            return None;
+        }
         if self.input.have() < 12 {
             match self.input.fill(12) {
                 Ok(true) => {}

@@ -100,7 +100,7 @@ pub fn effective_limit(limit: Limit) -> Result<Limit, WholeFileReason> {
 }
 
 /// `123`, `64K`, `256M`, `1G` (binary multiples).
-fn parse_size(s: &str) -> Option<u64> {
+pub(crate) fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim();
     let (digits, shift) = match s.char_indices().last()? {
         (i, 'k' | 'K') => (&s[..i], 10),

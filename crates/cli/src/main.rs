@@ -57,6 +57,8 @@ enum Command {
     Xpf(cmd::xpf::Args),
     /// Capture frames from an interface through a tcpdump expression the kernel runs (needs root)
     Capture(cmd::capture::Args),
+    /// Plan captures as shards (whole small files, byte ranges of large ones) and check that the ranges read every record once
+    Shards(cmd::shards::Args),
     /// Check that programs are safe, as the kernel's verifier would, and explain why not
     Verify(cmd::verify::Args),
     /// Compare the VM with the kernel packet by packet (BPF_PROG_TEST_RUN), or a tc configuration with the real tc (needs root)
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(*a),
         Command::Filter(a) => cmd::filter::run(a),
         Command::Capture(a) => cmd::capture::run(a),
+        Command::Shards(a) => cmd::shards::run(a),
         Command::Xpf(a) => cmd::xpf::run(a),
         Command::Monitor(a) => cmd::monitor::run(a),
         Command::Tc(a) => cmd::tc::run(a),

@@ -11,8 +11,8 @@
 //!   maps, the engine (JIT or interpreter), verification. [`HookSpec::build`]
 //!   gives a verified, ready [`Hook`], and what building it noted;
 //! - a **run specification** ([`RunSpec`]): the hook, its packets
-//!   ([`SourceSpec`]: a capture, generated traffic, a live interface, frames
-//!   in memory; a tcpdump filter), where each route's packets go
+//!   ([`SourceSpec`]: a capture or one byte range of it, generated
+//!   traffic, a live interface, frames in memory; a tcpdump filter), where each route's packets go
 //!   ([`SinkSpec`]), threads, limits. [`RunSpec::run`] replays the packets
 //!   through the hook (the pipeline's loop, on every thread asked for);
 //! - a **report** ([`RunReport`]): verdicts, costs, histograms, redirects,

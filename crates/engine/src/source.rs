@@ -47,6 +47,19 @@ pub enum Origin {
         #[serde(default, with = "ForeignDef")]
         foreign: Foreign,
     },
+    /// The records of a capture file whose first byte lies in `[start,
+    /// end)`: one shard of a plan (`sluice shards`, docs/shards.md), read
+    /// from `proven` when given (a position [`capture::check`] proved),
+    /// else from the guess of its first record.
+    Range {
+        path: PathBuf,
+        start: u64,
+        end: u64,
+        #[serde(default)]
+        proven: Option<capture::Position>,
+        #[serde(default, with = "ForeignDef")]
+        foreign: Foreign,
+    },
     /// Generated traffic, streams mixed: `udp,flows=1000,size=64,count=1000`.
     Generated { specs: Vec<String> },
     /// The frames arriving on an interface, live (AF_PACKET; root or
@@ -125,6 +138,23 @@ impl SourceSpec {
             } => Box::new(
                 Capture::from_bytes(name.as_ref(), bytes.as_slice().into())?.foreign(*foreign),
             ),
+            Origin::Range {
+                path,
+                start,
+                end,
+                proven,
+                foreign,
+            } => {
+                let shard = capture::Shard {
+                    path: path.clone(),
+                    start: *start,
+                    end: *end,
+                    size: std::fs::metadata(path).map_or(*end, |m| m.len()),
+                };
+                let reader = capture::PcapSource::open_range_with(&shard, proven.as_ref(), stop)
+                    .map_err(|e| pipeline::SourceError(e.to_string()))?;
+                Box::new(Capture::from_reader(reader, stop).foreign(*foreign))
+            }
             Origin::Generated { specs } => {
                 let generated = Generated::parse(specs)?;
                 match stop {
@@ -149,8 +179,9 @@ impl SourceSpec {
     }
 
     /// What reports say was read: `capture F` (a file, or bytes named F),
-    /// `capture from standard input`, `generated SPEC + SPEC`, `interface
-    /// IF (live)`, `interface IF (live, AF_XDP)`, `N frames in memory`.
+    /// `capture F [START, END)`, `capture from standard input`, `generated
+    /// SPEC + SPEC`, `interface IF (live)`, `interface IF (live, AF_XDP)`,
+    /// `N frames in memory`.
     pub fn describe(&self) -> String {
         match &self.origin {
             Origin::Interface { name } => format!("interface {name} (live)"),
@@ -160,6 +191,9 @@ impl SourceSpec {
             }
             Origin::Capture { path, .. } => format!("capture {}", path.display()),
             Origin::CaptureBytes { name, .. } => format!("capture {name}"),
+            Origin::Range {
+                path, start, end, ..
+            } => format!("capture {} [{start}, {end})", path.display()),
             Origin::Generated { specs } => format!("generated {}", specs.join(" + ")),
             Origin::Frames { frames } => format!("{} frames in memory", frames.len()),
         }

@@ -123,7 +123,14 @@ impl Capture {
     ) -> Result<Capture, SourceError> {
         let reader =
             capture::PcapSource::open_with(path, stop).map_err(|e| SourceError(e.to_string()))?;
-        Ok(Capture {
+        Ok(Capture::from_reader(reader, stop))
+    }
+
+    /// A capture read by `reader` (one byte range of a file, say:
+    /// [`capture::PcapSource::open_range_with`]), that skips frames
+    /// without an Ethernet form; `stop` as for [`open_with`](Capture::open_with).
+    pub fn from_reader(reader: capture::PcapSource, stop: Option<&'static AtomicBool>) -> Capture {
+        Capture {
             reader,
             stop,
             seq: 0,
@@ -131,7 +138,7 @@ impl Capture {
             skipped: Vec::new(),
             snapped: 0,
             bytes: None,
-        })
+        }
     }
 
     /// A whole capture (pcap or pcapng) held in memory; `name` names it in
@@ -141,15 +148,9 @@ impl Capture {
         let cursor = std::io::Cursor::new(bytes.clone());
         let reader = capture::PcapSource::from_reader(name, Box::new(cursor))
             .map_err(|e| SourceError(e.to_string()))?;
-        Ok(Capture {
-            reader,
-            stop: None,
-            seq: 0,
-            foreign: Foreign::Skip,
-            skipped: Vec::new(),
-            snapped: 0,
-            bytes: Some((name.to_path_buf(), bytes)),
-        })
+        let mut capture = Capture::from_reader(reader, None);
+        capture.bytes = Some((name.to_path_buf(), bytes));
+        Ok(capture)
     }
 
     /// What to do with frames without an Ethernet form.

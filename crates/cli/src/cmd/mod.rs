@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod monitor;
 pub mod profile;
 pub mod run;
+pub mod shards;
 pub mod sim;
 pub mod switch;
 pub mod tc;
