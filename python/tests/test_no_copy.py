@@ -84,21 +84,23 @@ def test_two_million_rows_cost_their_size_once(bpf):
     assert without["rows"] == with_rows["rows"] == 2_000_000
     nbytes = with_rows["nbytes"]
     # index, timestamp, instructions, helper_calls: 8 bytes a row; length 4,
-    # verdict 1, redirect 2 and its validity bit.
-    assert nbytes >= 2_000_000 * 39
+    # verdict 1, redirect 2 and error 4, each with a validity bit.
+    assert nbytes >= 2_000_000 * 43
     # Reading the table into pyarrow and computing on it allocates nothing
     # of its size.
     read = with_rows["after_read"] - with_rows["after_run"]
     assert read < 0.05 * nbytes, f"reading the table grew memory by {read} bytes ({nbytes} in the table)"
-    # What the run leaves resident is the table, once.
+    # What the run leaves resident is the table, once: less the values of
+    # the redirect and error columns, which no packet here has (zeroed
+    # memory the system has not handed out yet: 6 of the 43 bytes a row).
     held = with_rows["after_run"] - with_rows["before"]
-    assert 0.9 * nbytes < held < 1.1 * nbytes, f"the run left {held / nbytes:.2f}x the table resident"
+    assert 0.8 * nbytes < held < 1.1 * nbytes, f"the run left {held / nbytes:.2f}x the table resident"
     # The run's peak, over the same run keeping no rows: the table once,
-    # plus what the engine holds while it records the rows. Its per-packet
-    # log keeps about 76 bytes a row (a 32-byte Option<Redirect> and an 8-byte
-    # Option<Verdict> among them) until the table (39 bytes a row) is made
-    # of it: about 2.1x the table, not the 1.3x issue 43 aims at
-    # (docs/python.md, "Not yet"). Two copies of the log would be 4x.
+    # plus what the engine holds while it makes the table of its per-packet
+    # log (the log's columns move into the table; its 8-byte verdicts live
+    # until their 1-byte codes are made; redirects and errors are kept per
+    # packet that has one). Issue 43's bound: 1.3x the table. A second copy
+    # of any column would break it.
     grown = (with_rows["peak"] - with_rows["before"]) - (without["peak"] - without["before"])
     print(f"peak memory grew {grown / nbytes:.2f}x the table's {nbytes} bytes")
-    assert nbytes < grown < 2.5 * nbytes, f"peak memory grew {grown / nbytes:.2f}x the table's {nbytes} bytes"
+    assert 0.8 * nbytes < grown < 1.3 * nbytes, f"peak memory grew {grown / nbytes:.2f}x the table's {nbytes} bytes"

@@ -84,7 +84,11 @@ def test_its_counts_are_the_clis(executed, bpf, sluice_bin):
     text = printed(nb)
     cli = json.loads(
         subprocess.run(
-            [sluice_bin, "run", bpf("xdp_ddos"), "--pcap", str(capture), "--threads", "1", "--json"],
+            [
+                sluice_bin, "run", bpf("xdp_ddos"), "--pcap", str(capture), "--threads", "1", "--json",
+                "--map-update", "blocklist_v4", "10.66.0.0/16", "0",
+                "--map-update", "protected_ports", "53", "1",
+            ],
             check=True,
             capture_output=True,
             text=True,
@@ -98,7 +102,9 @@ def test_its_counts_are_the_clis(executed, bpf, sluice_bin):
     assert int(value(text, "dropped packets")) == cli["verdicts"]["DROP"]
     # 200 + 20 + 1 + 50 sources; the one at 25,000 packets/s is over its rate.
     assert int(value(text, "sources")) == 271
-    assert int(value(text, "sources with drops")) >= 1
+    # The 20 blocked sources drop all they send, the fast one its excess.
+    assert int(value(text, "sources with drops")) >= 21
+    assert int(value(text, "blocked prefixes")) == 1
     stats = next(m for m in cli["maps"] if m["name"] == "drop_stats")
     for entry in stats["entries"]:
         assert value(text, f"drop_stats[{entry['key']}]") == entry["value"]

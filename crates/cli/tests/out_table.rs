@@ -119,7 +119,7 @@ fn run_writes_a_row_per_packet_with_the_reports_verdicts() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "index,timestamp,length,verdict,redirect,instructions,helper_calls"
+        "index,timestamp,length,verdict,redirect,instructions,helper_calls,error"
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 7);

@@ -20,10 +20,13 @@ pub struct RegionColumns {
     pub stores: Vec<u64>,
 }
 
-/// Per packet, in the source's order; every column has one entry per row.
-/// Verdicts and redirect targets are codes into their name lists
-/// (dictionary-encoded), the names those of [`RunReport`](crate::RunReport)'s
-/// `verdicts` and `redirects`.
+/// Per packet, in the source's order; every column has one entry per row,
+/// but for redirects and errors, which few packets have: those list the
+/// rows that have one (a column of options would be the table's widest,
+/// and its peak memory). Verdicts, redirect targets and errors are codes
+/// into their name lists (dictionary-encoded), the names those of
+/// [`RunReport`](crate::RunReport)'s `verdicts`, `redirects` and
+/// `first_errors`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PacketTable {
     /// The packet's position in the source, from 1.
@@ -36,9 +39,9 @@ pub struct PacketTable {
     pub verdict: Vec<u8>,
     /// `PASS`, `DROP`, ...; `ERROR` for a run that stopped with an error.
     pub verdict_names: Vec<String>,
-    /// Per row, a code into [`PacketTable::redirect_names`]; `None`
-    /// without a redirect.
-    pub redirect: Vec<Option<u16>>,
+    /// The rows with a redirect, in order: the row and a code into
+    /// [`PacketTable::redirect_names`].
+    pub redirects: Vec<(usize, u16)>,
     /// `ifindex 3`, `cpu 1`, ... (as the report's `redirects` keys).
     pub redirect_names: Vec<String>,
     /// Instructions run (0 for an error).
@@ -49,9 +52,9 @@ pub struct PacketTable {
     /// accesses ([`HookSpec::count_memory`](crate::HookSpec)); empty
     /// otherwise.
     pub memory: Vec<RegionColumns>,
-    /// Per row, a code into [`PacketTable::error_messages`]; `None` for a
-    /// packet the program ran to its end.
-    pub error: Vec<Option<u32>>,
+    /// The rows whose run stopped with an error, in order: the row and a
+    /// code into [`PacketTable::error_messages`].
+    pub errors: Vec<(usize, u32)>,
     /// The messages of the errors runs stopped with (as the report's
     /// `first_errors`).
     pub error_messages: Vec<String>,
@@ -98,18 +101,14 @@ impl PacketTable {
                 u8::try_from(verdicts.code(*v, name)).unwrap_or(u8::MAX)
             })
             .collect();
-        let mut redirects: Codes<Redirect> = Codes::new();
-        let redirect = log
-            .redirect
-            .iter()
-            .map(|r| {
-                r.map(|r| {
-                    let code = redirects.code(r, || redirect_name(&r, &map_names));
-                    u16::try_from(code).unwrap_or(u16::MAX)
-                })
+        let mut targets: Codes<Redirect> = Codes::new();
+        let redirects = rows_of(&log.seq, &log.redirects)
+            .map(|(row, r)| {
+                let code = targets.code(*r, || redirect_name(r, &map_names));
+                (row, u16::try_from(code).unwrap_or(u16::MAX))
             })
             .collect();
-        let (error, error_messages) = errors(&log);
+        let (errors, error_messages) = errors(&log);
         let memory = if log.counts_memory && log.loads[0].len() == log.len() {
             let [l0, l1, l2, l3] = log.loads;
             let [s0, s1, s2, s3] = log.stores;
@@ -131,12 +130,12 @@ impl PacketTable {
             length: log.length,
             verdict,
             verdict_names: verdicts.names,
-            redirect,
-            redirect_names: redirects.names,
+            redirects,
+            redirect_names: targets.names,
             instructions: log.insns,
             helper_calls: log.helper_calls,
             memory,
-            error,
+            errors,
             error_messages,
         }
     }
@@ -155,33 +154,49 @@ impl PacketTable {
         &self.verdict_names[self.verdict[i] as usize]
     }
 
+    /// Row `i`'s redirect target, if the program redirected it.
+    pub fn redirect_of(&self, i: usize) -> Option<&str> {
+        let at = self.redirects.binary_search_by_key(&i, |r| r.0).ok()?;
+        Some(&self.redirect_names[self.redirects[at].1 as usize])
+    }
+
     /// Row `i`'s error message, if its run stopped with one.
     pub fn error_of(&self, i: usize) -> Option<&str> {
-        self.error[i].map(|c| self.error_messages[c as usize].as_str())
+        let at = self.errors.binary_search_by_key(&i, |e| e.0).ok()?;
+        Some(&self.error_messages[self.errors[at].1 as usize])
     }
 }
 
-/// The error column of `log` (codes per row) and its messages, each once.
-fn errors(log: &PacketLog) -> (Vec<Option<u32>>, Vec<String>) {
-    let mut column = vec![None; log.len()];
-    let mut messages = Vec::new();
-    let mut codes: HashMap<&str, u32> = HashMap::new();
-    // Both in the source's order: one pass.
+/// The rows of `sparse`'s entries (keyed by a packet's position in the
+/// source, in order, as `seq` is): one pass over both; an entry of no
+/// row is left out.
+fn rows_of<'a, T>(
+    seq: &'a [u64],
+    sparse: &'a [(u64, T)],
+) -> impl Iterator<Item = (usize, &'a T)> + 'a {
     let mut row = 0;
-    for (seq, message) in &log.errors {
-        while row < log.seq.len() && log.seq[row] < *seq {
+    sparse.iter().filter_map(move |(at, value)| {
+        while row < seq.len() && seq[row] < *at {
             row += 1;
         }
-        if row == log.seq.len() {
-            break;
-        }
-        let code = *codes.entry(message).or_insert_with(|| {
-            messages.push(message.clone());
-            u32::try_from(messages.len() - 1).unwrap_or(u32::MAX)
-        });
-        column[row] = Some(code);
-    }
-    (column, messages)
+        (row < seq.len() && seq[row] == *at).then_some((row, value))
+    })
+}
+
+/// The rows with an error (row, code) and the messages, each once.
+fn errors(log: &PacketLog) -> (Vec<(usize, u32)>, Vec<String>) {
+    let mut messages = Vec::new();
+    let mut codes: HashMap<&str, u32> = HashMap::new();
+    let rows = rows_of(&log.seq, &log.errors)
+        .map(|(row, message)| {
+            let code = *codes.entry(message).or_insert_with(|| {
+                messages.push(message.clone());
+                u32::try_from(messages.len() - 1).unwrap_or(u32::MAX)
+            });
+            (row, code)
+        })
+        .collect();
+    (rows, messages)
 }
 
 #[cfg(test)]
@@ -194,15 +209,16 @@ mod tests {
             seq: vec![1, 2, 3, 5, 8],
             errors: vec![
                 (2, "bad".into()),
+                // No such row (a packet not logged): left out.
+                (4, "lost".into()),
                 (5, "worse".into()),
                 (8, "bad".into()),
-                // No such row: ignored.
                 (9, "lost".into()),
             ],
             ..PacketLog::default()
         };
-        let (column, messages) = errors(&log);
-        assert_eq!(column, [None, Some(0), None, Some(1), Some(0)]);
+        let (rows, messages) = errors(&log);
+        assert_eq!(rows, [(1, 0), (3, 1), (4, 0)]);
         assert_eq!(messages, ["bad", "worse"]);
     }
 }

@@ -53,7 +53,7 @@ fn the_table_has_a_row_per_packet_and_the_reports_verdicts() {
             "{:?}",
             report.verdicts
         );
-        assert!(table.redirect.iter().all(Option::is_none));
+        assert!(table.redirects.is_empty());
     }
 }
 

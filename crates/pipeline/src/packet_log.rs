@@ -18,8 +18,11 @@ pub struct PacketLog {
     pub length: Vec<u32>,
     /// The verdict; `None` where the run stopped with an error.
     pub verdict: Vec<Option<Verdict>>,
-    /// Where a redirect sent the packet.
-    pub redirect: Vec<Option<Redirect>>,
+    /// The packets a redirect sent somewhere: position in the source (as
+    /// [`PacketLog::seq`]) and where, in order. Sparse, as most packets
+    /// are not redirected: a column of `Option<Redirect>` would be the
+    /// log's widest.
+    pub redirects: Vec<(u64, Redirect)>,
     /// Instructions run (0 where the run stopped with an error).
     pub insns: Vec<u64>,
     /// Helper calls made (0 where the run stopped with an error).
@@ -65,7 +68,9 @@ impl PacketLog {
         self.timestamp_ns.push(info.timestamp_ns);
         self.length.push(u32::try_from(length).unwrap_or(u32::MAX));
         self.verdict.push(e.verdict);
-        self.redirect.push(e.redirect);
+        if let Some(r) = e.redirect {
+            self.redirects.push((info.seq, r));
+        }
         self.insns.push(e.insns);
         self.helper_calls.push(e.helper_calls);
         if let Some((loads, stores)) = e.memory {
@@ -85,7 +90,7 @@ impl PacketLog {
         self.timestamp_ns.extend_from_slice(&o.timestamp_ns);
         self.length.extend_from_slice(&o.length);
         self.verdict.extend_from_slice(&o.verdict);
-        self.redirect.extend_from_slice(&o.redirect);
+        self.redirects.extend_from_slice(&o.redirects);
         self.insns.extend_from_slice(&o.insns);
         self.helper_calls.extend_from_slice(&o.helper_calls);
         self.counts_memory |= o.counts_memory;
@@ -97,6 +102,7 @@ impl PacketLog {
         if !self.seq.is_sorted() {
             self.sort();
             self.errors.sort_by_key(|e| e.0);
+            self.redirects.sort_by_key(|r| r.0);
         }
     }
 
@@ -111,7 +117,6 @@ impl PacketLog {
         permute(&mut self.timestamp_ns, &order);
         permute(&mut self.length, &order);
         permute(&mut self.verdict, &order);
-        permute(&mut self.redirect, &order);
         permute(&mut self.insns, &order);
         permute(&mut self.helper_calls, &order);
         for k in 0..RegionKind::COUNT {
@@ -137,7 +142,10 @@ mod tests {
         for (info, data) in b.iter() {
             let e = Entry {
                 verdict: None,
-                redirect: None,
+                redirect: (info.seq % 3 == 0).then_some(Redirect {
+                    target: runtime::RedirectTarget::Cpu(info.seq as u32),
+                    map: None,
+                }),
                 insns: info.seq,
                 helper_calls: 0,
                 memory: Some(([info.seq, 0, 0, 0], [0, 0, info.seq, 0])),
@@ -161,5 +169,7 @@ mod tests {
         let errors: Vec<u64> = a.errors.iter().map(|e| e.0).collect();
         assert_eq!(errors, [2, 4, 6]);
         assert_eq!(a.errors[1].1, "error 4");
+        let redirected: Vec<u64> = a.redirects.iter().map(|r| r.0).collect();
+        assert_eq!(redirected, [3, 6]);
     }
 }

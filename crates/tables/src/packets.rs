@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use arrow_array::types::{UInt8Type, UInt16Type, UInt32Type};
 use arrow_array::{
-    ArrayRef, DictionaryArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt8Array,
-    UInt16Array, UInt32Array, UInt64Array,
+    ArrayRef, ArrowPrimitiveType, DictionaryArray, PrimitiveArray, RecordBatch, StringArray,
+    TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
-use arrow_buffer::{Buffer, ScalarBuffer};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use engine::PacketTable;
 
@@ -72,11 +72,11 @@ pub fn packets(t: PacketTable) -> Result<RecordBatch, TableError> {
         Arc::new(StringArray::from(t.verdict_names)),
     )?;
     let redirect = DictionaryArray::<UInt16Type>::try_new(
-        UInt16Array::from(t.redirect),
+        sparse::<UInt16Type>(rows, &t.redirects),
         Arc::new(StringArray::from(t.redirect_names)),
     )?;
     let error = DictionaryArray::<UInt32Type>::try_new(
-        UInt32Array::from(t.error),
+        sparse::<UInt32Type>(rows, &t.errors),
         Arc::new(StringArray::from(t.error_messages)),
     )?;
     let regions: Vec<&str> = t.memory.iter().map(|m| m.region).collect();
@@ -95,4 +95,20 @@ pub fn packets(t: PacketTable) -> Result<RecordBatch, TableError> {
     }
     columns.push(Arc::new(error));
     Ok(RecordBatch::try_new(Arc::new(schema(&regions)), columns)?)
+}
+
+/// A column of `rows` codes, null but at the rows `entries` lists. The
+/// values start as zeroed memory the system hands out untouched, so a
+/// column of few entries costs about its validity bitmap (a bit a row).
+fn sparse<K: ArrowPrimitiveType>(rows: usize, entries: &[(usize, K::Native)]) -> PrimitiveArray<K> {
+    let mut values = vec![K::Native::default(); rows];
+    let mut valid = BooleanBufferBuilder::new(rows);
+    valid.append_n(rows, false);
+    for &(row, code) in entries {
+        if row < rows {
+            values[row] = code;
+            valid.set_bit(row, true);
+        }
+    }
+    PrimitiveArray::new(values.into(), Some(NullBuffer::new(valid.finish())))
 }

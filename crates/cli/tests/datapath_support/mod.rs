@@ -26,8 +26,9 @@ pub fn xdp_attached(ns: &str) -> Vec<(String, u64)> {
     found
 }
 
-/// Waits (5 s at most) until `ns` has an XDP program on each of `devs`;
-/// their ids.
+/// Waits (20 s at most: a debug `sluice` loading and verifying its
+/// program on a busy machine takes seconds) until `ns` has an XDP program
+/// on each of `devs`; their ids.
 pub fn wait_xdp_on(ns: &str, devs: &[&str]) -> Vec<u64> {
     let t0 = Instant::now();
     loop {
@@ -42,8 +43,8 @@ pub fn wait_xdp_on(ns: &str, devs: &[&str]) -> Vec<u64> {
             return ids;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "no XDP program on {devs:?} in {ns}: {attached:?}"
+            t0.elapsed() < Duration::from_secs(20),
+            "no XDP program on {devs:?} in {ns} after 20 s: {attached:?}"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
