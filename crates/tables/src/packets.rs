@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow_array::types::{UInt8Type, UInt16Type, UInt32Type};
 use arrow_array::{
     ArrayRef, ArrowPrimitiveType, DictionaryArray, PrimitiveArray, RecordBatch, StringArray,
-    TimestampNanosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    TimestampNanosecondArray, UInt8Array, UInt32Array, UInt64Array,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
