@@ -5,11 +5,8 @@
 //! line per matching packet as `tcpdump -n` prints it (crate `dissect`);
 //! `-d`, `-dd`, `-ddd` print the program as tcpdump does.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-use serde::Serialize;
 
 use crate::report::print_json;
 
@@ -74,29 +71,6 @@ enum EngineArg {
     Jit,
     /// The eBPF translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN); the packets the kernel cannot run as classic BPF would (under 14 bytes, refused by the test run, or cut shorter than their wire length for a filter that reads len) are decided by the interpreter and counted
     Kernel,
-}
-
-#[derive(Serialize)]
-struct Report {
-    input: String,
-    expression: String,
-    engine: &'static str,
-    read: u64,
-    matched: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    written: Option<String>,
-    /// Link types met, with the number of instructions of their program.
-    programs: Vec<(u32, usize)>,
-    /// Packets the engine refused and the interpreter decided.
-    decided_by_interpreter: u64,
-    /// The same by reason.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    interpreter_reasons: BTreeMap<&'static str, u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    capture_error: Option<String>,
-    /// Stopped by SIGINT or SIGTERM before the capture's end.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    stopped: bool,
 }
 
 /// The printer's options from tcpdump's flags.
@@ -236,7 +210,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         }
     }
     let s = s?;
-    let report = Report {
+    let report = engine::FilterReport {
         input: input.display().to_string(),
         expression: expr,
         engine: s.engine,
@@ -248,6 +222,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         programs: s.programs.iter().map(|(l, p)| (*l, p.len())).collect(),
         capture_error: s.capture_error.clone(),
         stopped: s.stopped,
+        matches: engine::MatchTable::default(),
     };
     if a.json {
         print_json(&report)?;
