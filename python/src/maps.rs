@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::errors::map_error;
 use crate::program::Program;
-use crate::values::{from_py, map_value_from_py, map_value_to_py, to_py};
+use crate::values::{from_py, hashable, map_value_from_py, map_value_to_py, to_py};
 
 /// A program's maps by name (:attr:`Program.maps`): ``maps["name"]`` is a
 /// :class:`Map`; iterating gives the names, in the object's order.
@@ -287,17 +287,4 @@ impl Map {
             i.name, i.map_type, i.key_size, i.value_size, i.max_entries
         ))
     }
-}
-
-/// A dict key for `obj`: dicts become tuples of their values, lists tuples.
-pub(crate) fn hashable<'py>(
-    py: Python<'py>,
-    obj: Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    if let Ok(d) = obj.cast::<PyDict>() {
-        let items: PyResult<Vec<Bound<'py, PyAny>>> =
-            d.values().iter().map(|v| hashable(py, v)).collect();
-        return Ok(PyTuple::new(py, items?)?.into_any());
-    }
-    Ok(obj)
 }

@@ -107,7 +107,7 @@ impl RunResult {
             let d = PyDict::new(py);
             for (k, v) in entries {
                 d.set_item(
-                    crate::maps::hashable(py, crate::values::to_py(py, k)?)?,
+                    crate::values::hashable(py, crate::values::to_py(py, k)?)?,
                     crate::values::to_py(py, v)?,
                 )?;
             }

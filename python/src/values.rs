@@ -137,3 +137,16 @@ pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map_or_else(|_| "?".to_string(), |n| n.to_string())
 }
+
+/// A dict key for `obj`: dicts become tuples of their values, lists tuples.
+pub(crate) fn hashable<'py>(
+    py: Python<'py>,
+    obj: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let items: PyResult<Vec<Bound<'py, PyAny>>> =
+            d.values().iter().map(|v| hashable(py, v)).collect();
+        return Ok(PyTuple::new(py, items?)?.into_any());
+    }
+    Ok(obj)
+}

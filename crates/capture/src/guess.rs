@@ -8,8 +8,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use crate::Position;
-use crate::pcap::MAX_RECORD;
 use crate::pcapng::{BYTE_ORDER_MAGIC, ENHANCED_PACKET, MAX_BLOCK, PACKET, SECTION_HEADER};
+
+/// The largest classic pcap record (16-byte header and data) read. A
+/// larger one is taken as a corrupt header; this is the bound pcap-file's
+/// reader had (its 8 MB buffer), which this crate used before.
+pub(crate) const MAX_RECORD: usize = 8_000_000;
 
 /// Records a chain must run to (or reach the file's end) to be believed.
 const CHAIN: usize = 8;

@@ -9,13 +9,9 @@ use pcap_file::{DataLink, Endianness, TsResolution};
 
 use crate::error::{IoError, cause};
 use crate::frame::{Frame, FrameInfo, RawFrame};
+use crate::guess::MAX_RECORD;
 use crate::input::{Input, display_name, is_stdin, read_failed};
 use crate::pcapng::PcapNgRecords;
-
-/// The largest classic pcap record (16-byte header and data) read. A
-/// larger one is taken as a corrupt header; this is the bound pcap-file's
-/// reader had (its 8 MB buffer), which this crate used before.
-pub(crate) const MAX_RECORD: usize = 8_000_000;
 
 /// Records of a classic pcap file, parsed from a large buffer.
 struct PcapRecords {

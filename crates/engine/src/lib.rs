@@ -144,6 +144,7 @@ mod kernel_spec;
 pub mod map_value;
 pub mod mapfmt;
 mod monitor_spec;
+mod names;
 mod packet_table;
 mod pin;
 mod profile_spec;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use pipeline::PacketLog;
 use runtime::{Hook, Redirect, Verdict};
 
-use crate::report::{REGIONS, redirect_name};
+use crate::names::{REGIONS, redirect_name};
 
 /// Memory accesses in one kind of region, per row (0 for an error).
 #[derive(Clone, Debug, Default, PartialEq)]

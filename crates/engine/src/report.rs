@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use coverage::Coverage;
-use runtime::{Hook, Redirect, RedirectTarget};
+use runtime::Hook;
 use serde::Serialize;
 
 use crate::mapfmt::{self, MapDump};
+use crate::names::{REGIONS, redirect_name};
 use crate::packet_table::PacketTable;
 use crate::sink::Output;
 use crate::sink::SentPort;
@@ -142,10 +143,6 @@ pub struct RunReport {
 fn coverage_summary<S: serde::Serializer>(c: &Option<Coverage>, s: S) -> Result<S::Ok, S::Error> {
     c.as_ref().map(Coverage::summary).serialize(s)
 }
-
-/// The kinds of region memory accesses are counted in, in the VM's order
-/// (`vm::RegionKind`): the keys of [`RunReport::memory_per_packet`].
-pub(crate) const REGIONS: [&str; 4] = ["stack", "context", "packet", "map"];
 
 impl RunReport {
     /// The report of `hook`'s run summed up in `s`; `object` names the
@@ -307,35 +304,6 @@ impl RunReport {
             packet_table: None,
             coverage: None,
             output: Output::new(),
-        }
-    }
-}
-
-/// What reports call a redirect's target: `ifindex N`, `ifindex N
-/// ingress`, `cpu N`, `xsk queue N`, `broadcast MAP`, `broadcast MAP (not
-/// ingress)`; `map_names` names the hook's maps.
-pub(crate) fn redirect_name(r: &Redirect, map_names: &[String]) -> String {
-    match r.target {
-        RedirectTarget::Device {
-            ifindex,
-            ingress: false,
-        } => format!("ifindex {ifindex}"),
-        RedirectTarget::Device {
-            ifindex,
-            ingress: true,
-        } => format!("ifindex {ifindex} ingress"),
-        RedirectTarget::Cpu(c) => format!("cpu {c}"),
-        RedirectTarget::Socket(q) => format!("xsk queue {q}"),
-        RedirectTarget::Broadcast { exclude_ingress } => {
-            let map = r
-                .map
-                .and_then(|m| map_names.get(m))
-                .map_or("?", String::as_str);
-            if exclude_ingress {
-                format!("broadcast {map} (not ingress)")
-            } else {
-                format!("broadcast {map}")
-            }
         }
     }
 }

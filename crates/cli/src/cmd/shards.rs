@@ -52,7 +52,7 @@ struct CheckReport<'a> {
     errors: Vec<String>,
 }
 
-pub fn run(a: Args) -> Result<ExitCode, String> {
+pub(crate) fn run(a: Args) -> Result<ExitCode, String> {
     let shards = capture::plan(&a.inputs, a.split).map_err(|e| e.to_string())?;
     let checked = match a.check {
         true => Some(capture::read_checked(&shards, |_, _| ()).map_err(|e| e.to_string())?),
