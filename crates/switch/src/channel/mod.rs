@@ -39,10 +39,9 @@ use stream::Stream;
 use tls::TlsConfig;
 use unix::SocketFile;
 
-/// Quiet time before the switch probes a connection with an echo, and
-/// after which a silent peer is dropped.
-const PROBE_AFTER: Duration = Duration::from_secs(5);
-const DROP_AFTER: Duration = Duration::from_secs(15);
+/// A silent peer is dropped after this many probe intervals without a
+/// word (the first interval ends with an echo request).
+const PROBES_BEFORE_DROP: u32 = 3;
 /// Reconnection back-off: from the first to the largest wait.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(8);
@@ -61,6 +60,10 @@ pub struct Limits {
     /// Messages handled per connection and poll, so that one busy peer
     /// does not keep the others waiting.
     pub messages_per_poll: usize,
+    /// Quiet time after which the switch probes a connection with an echo
+    /// request (Open vSwitch's `inactivity_probe`); a peer silent for
+    /// three of these is dropped.
+    pub inactivity_probe: Duration,
 }
 
 impl Default for Limits {
@@ -69,6 +72,7 @@ impl Default for Limits {
             backlog: 1 << 20,
             slow_reader: Duration::from_secs(10),
             messages_per_poll: 50,
+            inactivity_probe: Duration::from_secs(5),
         }
     }
 }
@@ -323,10 +327,10 @@ impl Channel {
         }
         c.behind_since = None;
         let quiet = now.duration_since(c.heard);
-        if quiet > DROP_AFTER {
+        if quiet > limits.inactivity_probe * PROBES_BEFORE_DROP {
             return Some(format!("no answer for {} s", quiet.as_secs()));
         }
-        if quiet > PROBE_AFTER && !c.probed {
+        if quiet > limits.inactivity_probe && !c.probed {
             c.output
                 .extend_from_slice(&Message::EchoRequest(Vec::new()).encode(0));
             c.probed = true;
