@@ -40,6 +40,12 @@ packet, :meth:`Profile.plot`). :func:`flows`, :func:`rtt` and :func:`sample`
 run ``sluice monitor``'s applications (flow accounting, passive RTT,
 trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
 ``pyarrow.Table``.
+
+:func:`plan` cuts a capture list into :class:`Shard` objects (whole files, byte
+ranges), :meth:`Program.run_shard` runs one (a :class:`ShardResult`),
+:func:`check` lists the ranges to read again (:class:`Redo`) and
+:meth:`Program.merge` gives the one process's :class:`RunResult`; all pickle,
+for a cluster's workers.
 """
 
 from ._sluice import (
@@ -68,6 +74,9 @@ from ._sluice import (
 # Maps and verify().
 from ._sluice import Map, MapError, Maps, VerifyResult
 
+# Shards of a capture list, runs over them, their merge.
+from ._sluice import MergeError, Redo, Shard, ShardResult, check, plan
+
 __all__ = [
     "Coverage",
     "Error",
@@ -95,4 +104,11 @@ __all__ = [
     "flows",
     "rtt",
     "sample",
+    # Shards.
+    "MergeError",
+    "Redo",
+    "Shard",
+    "ShardResult",
+    "check",
+    "plan",
 ]

@@ -181,6 +181,10 @@ pub use merge::{
     MapPolicies, MapPolicy, MergeError, Merged, MergedReport, merge_runs, merge_runs_on,
 };
 pub use shard_run::{Bytes, MapContents, RangeRun, ShardRun};
+/// Shards: a capture list planned as byte ranges, read and proven exact.
+pub mod shards {
+    pub use capture::{Boundary, Position, Redo, Shard, ShardError, check, parse_split, plan};
+}
 pub use sink::{Output, SinkSpec, Target, open_sinks, route_name};
 pub use source::{Origin, Skipped, SourceSpec};
 pub use tc_report::{DeliveryReport, FilterShow, TcReport};
