@@ -168,6 +168,8 @@ pub use filter::{
 };
 pub use filter_shard::{FilterPart, merge_filter, partition_path};
 pub use flows_shard::{FlowsPart, MergedFlows, PartsError, boundary_bytes, merge_flows};
+// Shards: byte ranges of captures, and the proof of where each was read.
+pub use capture::{Boundary, Position, Shard as CaptureShard};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
