@@ -76,6 +76,9 @@ from ._sluice import Map, MapError, Maps, VerifyResult
 
 # Shards of a capture list, runs over them, their merge.
 from ._sluice import MergeError, Redo, Shard, ShardResult, check, plan
+# Flows and filters over shards (pickling's constructors too).
+from ._sluice import FilterShard, FlowsShard, flows_shard, merge_flows
+from ._sluice import _filter_shard_from_bytes, _flows_shard_from_bytes
 
 __all__ = [
     "Coverage",
@@ -111,4 +114,9 @@ __all__ = [
     "ShardResult",
     "check",
     "plan",
+    # Flows and filters over shards.
+    "FilterShard",
+    "FlowsShard",
+    "flows_shard",
+    "merge_flows",
 ]

@@ -23,6 +23,7 @@
 
 use pyo3::prelude::*;
 
+mod cluster_flows;
 mod coverage;
 mod errors;
 mod filter;
@@ -77,6 +78,13 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard::_redo_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(shard_result::_shard_result_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(program::_program_from_bytes, m)?)?;
+    // Flows and filters over shards (docs/shards.md).
+    m.add_class::<cluster_flows::FlowsShard>()?;
+    m.add_class::<cluster_flows::FilterShard>()?;
+    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::merge_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::filter_shard_from_bytes, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -89,6 +89,9 @@ pub enum Error {
     /// ([`merge_runs`](crate::merge_runs), [`ShardRun`](crate::ShardRun)).
     #[error("{0}")]
     Merge(#[from] crate::merge::MergeError),
+    /// Shards' parts (flows, filters) that cannot be made or merged.
+    #[error("{0}")]
+    Parts(#[from] crate::flows_shard::PartsError),
     /// A profile's packets did not read, or none ran to a verdict
     /// ([`ProfileSpec`](crate::ProfileSpec)).
     #[error("{0}")]
