@@ -85,6 +85,10 @@ pub enum Error {
     /// [`SampleSpec`](crate::SampleSpec)).
     #[error("{0}")]
     Monitor(#[from] monitor::MonitorError),
+    /// A flow-affine partition not made, or buckets that do not go
+    /// together ([`partition`](crate::partition), [`BucketRunSpec`](crate::BucketRunSpec)).
+    #[error("{0}")]
+    Partition(#[from] crate::bucket::PartitionError),
     /// A profile's packets did not read, or none ran to a verdict
     /// ([`ProfileSpec`](crate::ProfileSpec)).
     #[error("{0}")]
