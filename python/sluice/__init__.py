@@ -43,6 +43,7 @@ trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
 """
 
 from ._sluice import (
+    BucketResult,
     Coverage,
     Error,
     Filter,
@@ -52,6 +53,7 @@ from ._sluice import (
     Object,
     ObjectError,
     PacketStream,
+    Partition,
     Profile,
     Program,
     RunResult,
@@ -69,6 +71,7 @@ from ._sluice import (
 from ._sluice import Map, MapError, Maps, VerifyResult
 
 __all__ = [
+    "BucketResult",
     "Coverage",
     "Error",
     "Filter",
@@ -78,6 +81,7 @@ __all__ = [
     "Object",
     "ObjectError",
     "PacketStream",
+    "Partition",
     "Profile",
     "Program",
     "RunResult",
