@@ -40,6 +40,11 @@ packet, :meth:`Profile.plot`). :func:`flows`, :func:`rtt` and :func:`sample`
 run ``sluice monitor``'s applications (flow accounting, passive RTT,
 trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
 ``pyarrow.Table``.
+
+:meth:`Program.partition` splits a range of a capture by flow into the buckets
+of N workers (a :class:`Partition` and a blob per bucket), and
+:meth:`Program.run_bucket` runs one bucket as worker B of ``sluice run
+--threads N`` (a :class:`BucketResult`): flow-affine runs on a cluster.
 """
 
 from ._sluice import (
