@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::bucket::{Bucket, PartitionError, shard_name};
 use crate::hook_spec::HookSpec;
+use crate::packet_table::PacketTable;
 use crate::report::{Read, RunReport};
 use crate::source::Skipped;
 
@@ -32,12 +33,14 @@ pub struct BucketRunSpec {
     pub ifindex: Option<u32>,
     /// Entries shown per map in the report.
     pub map_entries: usize,
-    /// Keep one record per packet (the counters' log).
+    /// Keep one record per packet: the report's
+    /// [`RunReport::packet_table`], packets numbered as in the whole plan.
     #[serde(default)]
     pub per_packet: bool,
 }
 
-/// A bucket run: its counters, its report, and its hook with the maps as
+/// A bucket run: its counters (without the per-packet log, which is
+/// the report's table), its report, and its hook with the maps as
 /// the run left them (only this worker's flows in them; per-CPU maps hold
 /// values in the slot of CPU `bucket`).
 pub struct BucketRun {
@@ -126,7 +129,7 @@ impl BucketRunSpec {
         worker.run(&batch);
         let counters = worker.into_counters();
         drop(sibling);
-        let summary = pipeline::ReplaySummary {
+        let mut summary = pipeline::ReplaySummary {
             counters,
             threads: self.buckets,
             seconds: start.elapsed().as_secs_f64(),
@@ -144,13 +147,15 @@ impl BucketRunSpec {
             ports: &[],
             skipped: Skipped::default(),
         };
-        let report = RunReport::new(
+        let log = summary.counters.log.take();
+        let mut report = RunReport::new(
             self.hook.object.name(),
             self.map_entries,
             &mut hook,
             &summary,
             &read,
         );
+        report.packet_table = log.map(|log| PacketTable::new(log, &hook));
         Ok(BucketRun {
             counters: summary.counters,
             report,
