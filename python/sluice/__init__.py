@@ -46,9 +46,15 @@ ranges), :meth:`Program.run_shard` runs one (a :class:`ShardResult`),
 :func:`check` lists the ranges to read again (:class:`Redo`) and
 :meth:`Program.merge` gives the one process's :class:`RunResult`; all pickle,
 for a cluster's workers.
+
+:meth:`Program.partition` splits a range of a capture by flow into the buckets
+of N workers (a :class:`Partition` and a blob per bucket), and
+:meth:`Program.run_bucket` runs one bucket as worker B of ``sluice run
+--threads N`` (a :class:`BucketResult`): flow-affine runs on a cluster.
 """
 
 from ._sluice import (
+    BucketResult,
     Coverage,
     Error,
     Filter,
@@ -58,6 +64,7 @@ from ._sluice import (
     Object,
     ObjectError,
     PacketStream,
+    Partition,
     Profile,
     Program,
     RunResult,
@@ -81,6 +88,7 @@ from ._sluice import FilterShard, FlowsShard, flows_shard, merge_flows
 from ._sluice import _filter_shard_from_bytes, _flows_shard_from_bytes
 
 __all__ = [
+    "BucketResult",
     "Coverage",
     "Error",
     "Filter",
@@ -90,6 +98,7 @@ __all__ = [
     "Object",
     "ObjectError",
     "PacketStream",
+    "Partition",
     "Profile",
     "Program",
     "RunResult",
