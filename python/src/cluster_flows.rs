@@ -8,84 +8,35 @@
 //! for `sluice.check`).
 
 use engine::{
-    CompiledFilter, FilterPart, FilterRunSpec, FlowEngine, FlowsPart, FlowsSpec,
-    Origin, Position, SourceSpec, TableOptions,
+    CompiledFilter, FilterPart, FilterRunSpec, FlowEngine, FlowsPart, FlowsSpec, Origin,
+    SourceSpec, TableOptions,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 
 use crate::filter::FilterResult;
 use crate::monitor::{MonitorResult, flows_summary};
 use crate::{errors, interrupt};
 
-/// A value of `shard` (a dict's item, or an attribute).
-fn field<'py>(shard: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if let Ok(d) = shard.cast::<PyDict>() {
-        return d.get_item(name);
-    }
-    match shard.getattr(name) {
-        Ok(v) => Ok(Some(v)),
-        Err(_) => Ok(None),
-    }
-}
-
 /// `shard=`: a `sluice.Shard`, or anything with `path`, `start`, `end`,
 /// `size` (items of a dict or attributes), and its `index` (0 without).
-pub(crate) fn shard_arg(shard: &Bound<'_, PyAny>) -> PyResult<(engine::shards::Shard, usize)> {
-    let need = |name: &str| -> PyResult<Bound<'_, PyAny>> {
-        field(shard, name)?.ok_or_else(|| {
-            PyTypeError::new_err(format!(
-                "shard=: a sluice.Shard or a dict with path, start, end and size (no {name})"
-            ))
-        })
-    };
-    let s = engine::shards::Shard {
-        path: need("path")?.extract()?,
-        start: need("start")?.extract()?,
-        end: need("end")?.extract()?,
-        size: need("size")?.extract()?,
-    };
-    if s.start > s.end {
+fn shard_arg(shard: &Bound<'_, PyAny>) -> PyResult<(engine::shards::Shard, usize)> {
+    let s = crate::shard::shard_arg(shard)?;
+    if s.shard.start > s.shard.end {
         return Err(PyValueError::new_err(format!(
             "shard=: start {} is past end {}",
-            s.start, s.end
+            s.shard.start, s.shard.end
         )));
     }
-    let index = match field(shard, "index")? {
-        Some(i) if !i.is_none() => i.extract()?,
-        _ => 0,
-    };
-    Ok((s, index))
-}
-
-/// `proven=`: a position (a dict, as a boundary's `"next"` is: `offset`
-/// and the reader's `state`), or an object with one as `position` (a
-/// `sluice.Redo`'s), or `None`.
-pub(crate) fn proven_arg(
-    py: Python<'_>,
-    p: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<Position>> {
-    let Some(mut p) = p.filter(|p| !p.is_none()).cloned() else {
-        return Ok(None);
-    };
-    if !p.is_instance_of::<PyDict>()
-        && let Ok(inner) = p.getattr("position")
-    {
-        p = inner;
-    }
-    let text: String = py
-        .import("json")?
-        .call_method1("dumps", (&p,))
-        .and_then(|t| t.extract())
-        .map_err(|_| PyTypeError::new_err("proven=: a position (a dict: offset and state)"))?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| PyValueError::new_err(format!("proven=: not a position: {e}")))
+    Ok((s.shard, s.index))
 }
 
 /// A boundary as a dict (its JSON form).
-fn boundary_dict<'py>(py: Python<'py>, b: &engine::shards::Boundary) -> PyResult<Bound<'py, PyAny>> {
+fn boundary_dict<'py>(
+    py: Python<'py>,
+    b: &engine::shards::Boundary,
+) -> PyResult<Bound<'py, PyAny>> {
     let text = serde_json::to_string(b).map_err(|e| PyValueError::new_err(e.to_string()))?;
     py.import("json")?.call_method1("loads", (text,))
 }
@@ -241,7 +192,7 @@ pub(crate) fn flows_shard(
     active: f64,
 ) -> PyResult<FlowsShard> {
     let (shard, index) = shard_arg(shard)?;
-    let proven = proven_arg(py, proven)?;
+    let proven = crate::shard::position_arg(proven)?;
     let spec = flows_spec(engine, capacity, idle, active)?;
     let (part, interrupt) = interrupt::run(py, |stop| {
         spec.run_range(&shard, proven.as_ref(), Some(stop), None)
@@ -401,7 +352,7 @@ pub(crate) fn filter_shard(
     output_dir: Option<std::path::PathBuf>,
 ) -> PyResult<FilterShard> {
     let (shard, index) = shard_arg(shard)?;
-    let proven = proven_arg(py, proven)?;
+    let proven = crate::shard::position_arg(proven)?;
     let origin = Origin::Capture {
         path: shard.path.clone(),
         foreign: Default::default(),

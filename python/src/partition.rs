@@ -157,26 +157,7 @@ fn range_of(
     shard: &Bound<'_, PyAny>,
     proven: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(SourceSpec, u32)> {
-    let proven = match proven {
-        None => None,
-        Some(p) => {
-            let text: String = if let Ok(s) = p.extract::<String>() {
-                s
-            } else if let Ok(b) = p.extract::<Vec<u8>>() {
-                String::from_utf8_lossy(&b).into_owned()
-            } else {
-                let json = p.py().import("json")?;
-                json.call_method1("dumps", (p,))?.extract()?
-            };
-            // The type of `Origin::Range`'s `proven`.
-            let position = serde_json::from_str(&text).map_err(|e| {
-                PyValueError::new_err(format!(
-                    "proven=: not a position of a capture (offset, state): {e}"
-                ))
-            })?;
-            Some(position)
-        }
-    };
+    let proven = crate::shard::position_arg(proven)?;
     if let Ok(path) = shard.extract::<std::path::PathBuf>() {
         if proven.is_some() {
             return Err(PyTypeError::new_err(
@@ -185,28 +166,13 @@ fn range_of(
         }
         return Ok((SourceSpec::capture(path), 0));
     }
-    let field = |name: &str| {
-        shard.getattr(name).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "shard: a sluice.Shard (path, start, end) or a capture's path, not {}",
-                shard
-                    .get_type()
-                    .name()
-                    .map_or("?".into(), |n| n.to_string())
-            ))
-        })
-    };
-    let path: std::path::PathBuf = field("path")?.extract()?;
-    let start: u64 = field("start")?.extract()?;
-    let end: u64 = field("end")?.extract()?;
-    let index: u32 = match shard.getattr("index") {
-        Ok(i) if !i.is_none() => i.extract()?,
-        _ => 0,
-    };
+    let s = crate::shard::shard_arg(shard)?;
+    let index = u32::try_from(s.index)
+        .map_err(|_| PyValueError::new_err(format!("shard: index {} too large", s.index)))?;
     let origin = Origin::Range {
-        path,
-        start,
-        end,
+        path: s.shard.path,
+        start: s.shard.start,
+        end: s.shard.end,
         proven,
         foreign: Foreign::Skip,
     };

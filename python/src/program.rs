@@ -409,6 +409,7 @@ impl Program {
         ciborium::into_writer(&(&self.hook, &self.initial), &mut bytes)
             .map_err(|e| errors::Error::new_err(e.to_string()))?;
         crate::shard::reduce(py, "_program_from_bytes", &bytes)
+    }
 
     /// Flow-affine mode, its shuffle: reads one range of a capture (a
     /// :class:`Shard` of :func:`sluice.plan`, or a capture's path for the

@@ -127,23 +127,24 @@ pub(crate) fn _shard_from_bytes(bytes: &[u8]) -> PyResult<Shard> {
 /// A shard argument: a :class:`Shard`, or any object (or dict) with
 /// ``path``, ``start``, ``end``, ``size`` and ``index``.
 pub(crate) fn shard_arg(obj: &Bound<'_, PyAny>) -> PyResult<Shard> {
+    let missing = |name: &str| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "shard=: a sluice.Shard or a dict with path, start, end and size (no {name})"
+        ))
+    };
     if let Ok(s) = obj.cast::<Shard>() {
         return Ok(s.get().clone());
     }
     let field = |name: &str| -> PyResult<Bound<'_, PyAny>> {
         match obj.cast::<PyDict>() {
-            Ok(d) => d.get_item(name)?.ok_or_else(|| {
-                errors::Error::new_err(format!(
-                    "shard: no `{name}` (path, start, end, size, index)"
-                ))
-            }),
-            Err(_) => obj.getattr(name),
+            Ok(d) => d.get_item(name)?.ok_or_else(|| missing(name)),
+            Err(_) => obj.getattr(name).map_err(|_| missing(name)),
         }
     };
     let path: std::path::PathBuf = field("path")?.extract()?;
     let index = match field("index") {
-        Ok(i) => i.extract()?,
-        Err(_) => 0,
+        Ok(i) if !i.is_none() => i.extract()?,
+        _ => 0,
     };
     Ok(Shard::new(
         path,
@@ -155,21 +156,29 @@ pub(crate) fn shard_arg(obj: &Bound<'_, PyAny>) -> PyResult<Shard> {
 }
 
 /// A position argument (``proven=``): ``None``, a dict as
-/// :attr:`Redo.position` gives it, or its JSON text.
+/// :attr:`Redo.position` gives it (or a boundary's ``next``), its JSON
+/// text or bytes, or an object with one as ``position`` (a :class:`Redo`).
 pub(crate) fn position_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Position>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+    let Some(mut obj) = obj.filter(|o| !o.is_none()).cloned() else {
         return Ok(None);
     };
-    let text: String = match obj.cast::<PyString>() {
-        Ok(s) => s.to_string(),
-        Err(_) => obj
-            .py()
+    if !obj.is_instance_of::<PyDict>()
+        && let Ok(inner) = obj.getattr("position")
+    {
+        obj = inner;
+    }
+    let text: String = if let Ok(s) = obj.cast::<PyString>() {
+        s.to_string()
+    } else if let Ok(b) = obj.extract::<Vec<u8>>() {
+        String::from_utf8_lossy(&b).into_owned()
+    } else {
+        obj.py()
             .import("json")?
-            .call_method1("dumps", (obj,))?
-            .extract()?,
+            .call_method1("dumps", (&obj,))?
+            .extract()?
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
-        errors::Error::new_err(format!(
+        pyo3::exceptions::PyValueError::new_err(format!(
             "proven=: not a position (a dict as Redo.position gives it): {e}"
         ))
     })

@@ -172,5 +172,5 @@ def test_bad_arguments_raise_sluice_errors(bpf, sluice_bin, capture):
         prog.partition("/nonexistent/x.pcap", 2)
     with pytest.raises(ValueError, match="proven=: not a position"):
         prog.partition(shards[1], 2, proven={"offset": "x"})
-    with pytest.raises(TypeError, match="shard: a sluice.Shard"):
+    with pytest.raises(TypeError, match="shard=: a sluice.Shard"):
         prog.partition(42, 2)
