@@ -206,8 +206,9 @@ pub(crate) fn flows_shard(
 
 /// Merges the :class:`FlowsShard` of every shard of a plan (in plan
 /// order, proven: ``sluice.check`` finds nothing to read again) into
-/// what :func:`flows` gives over each whole capture (several files: one
-/// after another, each file's flows ending at its end): the same ended
+/// what :func:`flows` gives over the whole capture (several files: one
+/// stream, read one after another, a flow going on across a file's
+/// end, as over their concatenation): the same ended
 /// flows in the same order, the same summary. When the merge may differ
 /// from one read (a range starting earlier than the packets before it, a
 /// table that may have filled), the summary says why in ``"inexact"``.

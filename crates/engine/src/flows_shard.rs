@@ -212,8 +212,9 @@ pub(crate) fn files(boundaries: &[Boundary]) -> Vec<(Vec<usize>, Option<capture:
 }
 
 /// Merges the parts of every range of a plan (in plan order, each proven:
-/// [`capture::check`] finds nothing to read again) into one read's flows
-/// per file. `options`, when given, must be those the parts were
+/// [`capture::check`] finds nothing to read again) into the flows of one
+/// read of the files one after another (a flow goes on across a file's
+/// end, as over a capture list split by time). `options`, when given, must be those the parts were
 /// accounted with.
 pub fn merge_flows(
     parts: &[FlowsPart],
@@ -225,29 +226,39 @@ pub fn merge_flows(
     let mut summary = FlowSummary::default();
     let mut order = TimeOrder::default();
     let (mut ended, mut inexact) = (Vec::new(), Vec::new());
+    // The files one after another are one stream (as one process reading
+    // them in plan order sees them): a flow goes on across a file's end.
+    let mut join = FlowsJoin::new(opts);
+    let mut first_path = None;
     for (indices, error) in files(&boundaries) {
-        let mut join = FlowsJoin::new(opts);
         for &i in &indices {
             join.add(&parts[i].range).map_err(|e| {
                 let shard = parts[i].boundary.shard.describe();
                 monitor::MonitorError::Options(format!("{shard}: {e}"))
             })?;
         }
-        let j = join.finish()?;
-        let path = parts[indices[0]].boundary.shard.path.display();
-        inexact.extend(j.inexact.into_iter().map(|w| format!("{path}: {w}")));
-        summary.packets += j.packets;
-        summary.accounted += j.accounted;
-        summary.flows += j.ended.len() as u64;
-        for (sum, n) in summary.by_reason.iter_mut().zip(j.by_reason) {
-            *sum += n;
-        }
-        order.backwards += j.backwards;
+        first_path.get_or_insert(parts[indices[0]].boundary.shard.path.clone());
         if summary.source_error.is_none() {
             summary.source_error = error.map(|e| e.to_string());
         }
-        ended.extend(j.ended);
     }
+    let j = join.finish()?;
+    let many = files(&boundaries).len() > 1;
+    let path = first_path
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    inexact.extend(j.inexact.into_iter().map(|w| match many {
+        true => w,
+        false => format!("{path}: {w}"),
+    }));
+    summary.packets += j.packets;
+    summary.accounted += j.accounted;
+    summary.flows += j.ended.len() as u64;
+    for (sum, n) in summary.by_reason.iter_mut().zip(j.by_reason) {
+        *sum += n;
+    }
+    order.backwards += j.backwards;
+    ended.extend(j.ended);
     summary.order = order;
     Ok(MergedFlows {
         summary,
