@@ -674,7 +674,7 @@ def merge_flows(
     idle: Optional[float] = None,
     active: Optional[float] = None,
 ) -> MonitorResult:
-    """The shards' parts (plan order, proven) merged: what :func:`flows` gives over each whole capture."""
+    """The shards' parts (plan order, proven) merged: what :func:`flows` gives over the captures read one after another."""
 
 def _flows_shard_from_bytes(data: bytes) -> FlowsShard: ...
 def _filter_shard_from_bytes(data: bytes) -> FilterShard: ...
