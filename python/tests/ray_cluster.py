@@ -36,7 +36,9 @@ def free_ports(n):
 class Cluster:
     """Two Ray nodes on this machine; ``address`` is the head's."""
 
-    def __init__(self, marks, cpus=1, object_store=300 << 20):
+    def __init__(self, marks, cpus=1, object_store=300 << 20, pin=None):
+        # pin: a CPU per node (taskset -c), for the benchmark's single-CPU nodes.
+        self.pin = pin or [None, None]
         self.root = Path(tempfile.mkdtemp(prefix="sluice-ray-"))
         self.marks = marks
         self.procs = []
@@ -45,15 +47,15 @@ class Cluster:
         self.env = env
         try:
             gcs, *head_ports = free_ports(7)
-            self._start("head", ["--head", f"--port={gcs}", "--include-dashboard=false"], head_ports, cpus, object_store)
+            self._start(0, "head", ["--head", f"--port={gcs}", "--include-dashboard=false"], head_ports, cpus, object_store)
             self.address = f"127.0.0.1:{gcs}"
-            self._start("node", [f"--address={self.address}"], free_ports(6), cpus, object_store)
+            self._start(1, "node", [f"--address={self.address}"], free_ports(6), cpus, object_store)
             self._wait_nodes(2)
         except BaseException:
             self.stop()
             raise
 
-    def _start(self, name, args, ports, cpus, object_store):
+    def _start(self, k, name, args, ports, cpus, object_store):
         nm, om, agent, agent_grpc, runtime_env, metrics = ports
         workers = ",".join(map(str, free_ports(24)))
         log = open(self.root / f"{name}.log", "wb")
@@ -66,6 +68,8 @@ class Cluster:
             f"--worker-port-list={workers}", f"--object-store-memory={object_store}",
             f"--temp-dir={self.root / 'ray'}", "--disable-usage-stats",
         ]  # fmt: skip
+        if self.pin[k] is not None:
+            cmd = ["taskset", "-c", str(self.pin[k]), *cmd]
         # A session of its own: the process group holds every process it starts.
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         self.procs.append(proc)

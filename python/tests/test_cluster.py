@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import sluice
@@ -81,26 +82,43 @@ def test_16_captures_run(cluster, captures, bpf, sluice_bin):
     assert res.map_policies["proto_stats"] == "sum"
 
 
-def test_16_captures_flows(cluster, captures, sluice_bin):
-    paths, whole = captures
-    res = sluice.cluster.flows(paths, address=cluster, progress=False)
-    lines = cli_json(sluice_bin, "monitor", "flows", "--pcap", whole).splitlines()
-    one = [json.loads(line) for line in lines[:-1]]
-    summary = json.loads(lines[-1])["summary"]
-    assert res.summary["flows"] == summary["flows"] and res.summary["packets"] == summary["packets"]
-    assert summary["idle_timeout"] > 0 and summary["end_of_flow"] > 0
-    # The records as one process gives them (the Arrow table of sluice.flows).
-    alone = sluice.flows(pcap=whole)
-    key = [(c, "ascending") for c in alone.records.column_names]
-    assert res.records.sort_by(key).equals(alone.records.sort_by(key))
-    assert len(one) == len(alone)
+def flows_lines(sluice_bin, paths):
+    """``sluice monitor flows --json`` over each capture, one after another:
+    (the flows' lines, the summaries summed)."""
+    lines, summary = [], {}
+    for p in paths:
+        out = cli_json(sluice_bin, "monitor", "flows", "--pcap", p).splitlines()
+        lines += out[:-1]
+        for k, v in json.loads(out[-1])["summary"].items():
+            summary[k] = summary.get(k, 0) + v
+    return lines, summary
+
+
+def same_flows(res, sluice_bin, paths, address, split):
+    """Asserts merged flows equal one process's, in Python and on the command line."""
+    lines, summary = flows_lines(sluice_bin, paths)
+    assert not res.summary.get("inexact"), res.summary
+    assert {k: res.summary[k] for k in summary} == summary
+    alone = pa.concat_tables(sluice.flows(pcap=p).records for p in paths)
+    assert res.records.equals(alone)
     # sluice-cluster flows --json prints the lines sluice monitor flows --json prints.
     out = subprocess.run(
-        [SLUICE_CLUSTER, "flows", *paths, "--address", cluster, "--json"], capture_output=True, check=True, text=True
-    )
-    got = out.stdout.splitlines()
-    assert sorted(got[:-1]) == sorted(lines[:-1])
-    assert json.loads(got[-1]) == json.loads(lines[-1])
+        [SLUICE_CLUSTER, "flows", *paths, "--address", address, "--split", str(split), "--json"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout.splitlines()
+    assert [json.loads(x) for x in out[:-1]] == [json.loads(x) for x in lines]
+    return summary
+
+
+def test_16_captures_flows(cluster, captures, sluice_bin):
+    paths, _ = captures
+    res = sluice.cluster.flows(paths, address=cluster, split=16 << 10, progress=False)
+    summary = same_flows(res, sluice_bin, paths, cluster, 16 << 10)
+    assert summary["idle_timeout"] > 0 and summary["end_of_flow"] > 0
+    # Some flows crossed a range's end: they are one record each all the same.
+    assert len(sluice.plan(paths, 16 << 10)) > len(paths)
 
 
 def test_16_captures_filter(cluster, captures, sluice_bin):
@@ -165,6 +183,9 @@ def test_big_capture_32_ranges_worker_killed(cluster, marks, bpf, sluice_bin, tm
         one = json.loads(cli_json(sluice_bin, "run", bpf("xdp_count"), "--pcap", str(big), "--threads", "1"))
         same_run(merged, one)
         assert merged["packets"] == 1_000_000
+        # Flow accounting over the same 32 ranges, flows joined across their ends.
+        res = sluice.cluster.flows([str(big)], address=cluster, split=split, progress=False)
+        same_flows(res, sluice_bin, [str(big)], cluster, split)
     finally:
         big.unlink(missing_ok=True)
 

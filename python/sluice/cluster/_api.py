@@ -89,7 +89,7 @@ def run(
     and glob patterns, planned by :func:`sluice.plan` with ``split``
     (bytes). One task per range (``threads`` threads and Ray CPUs each),
     retried ``retries`` times if its worker is lost; ``policies``:
-    ``{map: "sum" | "union" | "last" | "per_shard"}`` over the defaults.
+    ``{map: "sum" | "union" | "last" | "keep"}`` over the defaults.
     ``table_dir`` / ``output_dir``: per-packet tables and output packets
     written there as partitions. ``flow_affine``: partition packets by
     flow into ``buckets`` (default: the cluster's CPUs) through Ray's
@@ -162,17 +162,18 @@ def flows(
     split=None,
     progress=True,
     retries=RETRIES,
-    engine="table",
     capacity=None,
     idle=15.0,
     active=1800.0,
 ):
     """Flow accounting over captures on Ray, as ``sluice monitor flows``
-    over them in one process: a :class:`sluice.MonitorResult` (flows seen
-    in several ranges joined into one record, timeouts applied as one
-    process applies them). Options as :func:`sluice.flows`; the others as
-    :func:`run`."""
-    options = {"engine": engine, "capacity": capacity, "idle": idle, "active": active}
+    over each capture in one process, one after another: a
+    :class:`sluice.MonitorResult` (a flow seen in several ranges of a file
+    is one record, its timeouts applied as one process applies them; the
+    summary's ``"inexact"`` says when that could not be known).
+    ``capacity``, ``idle``, ``active``: as :func:`sluice.flows` (its
+    ``"table"`` engine); the others as :func:`run`."""
+    options = {"capacity": capacity, "idle": idle, "active": active}
     ray = connect(address)
     shards = sluice.plan(_paths(captures), split)
     task = _tasks().flows_range.options(max_retries=retries)

@@ -70,17 +70,19 @@ def run_text(r):
 
 
 def _merged(merged):
-    """The ``merged`` section's lines: its scalars, then its tables."""
-    if not isinstance(merged, dict):
-        return [f"  {merged}"]
-    lines = []
-    for k, v in merged.items():
-        if isinstance(v, dict):
-            lines.append(f"  {k:<12}" + ("  ".join(f"{a}={b}" for a, b in v.items()) or "-"))
-        elif isinstance(v, list):
-            lines.append(f"  {k:<12}{len(v)}")
-        else:
-            lines.append(f"  {k:<12}{v}")
+    """The ``merged`` part's lines: the ranges, the maps' policies, the maps kept per range."""
+    lines = [
+        f"  {merged.get('shards', 0)} ranges merged, {merged.get('redone', 0)} of them read again"
+        " from a proven position"
+    ]
+    policies = merged.get("map_policies", {})
+    if policies:
+        lines.append("  map policies  " + "  ".join(f"{m}: {p}" for m, p in policies.items()))
+    for name, dumps in merged.get("kept", {}).items():
+        lines.append(f"  {name} kept per range:")
+        for i, d in enumerate(dumps):
+            entries = ", ".join(f"{e['key']} => {e['value']}" for e in d.get("entries", []))
+            lines.append(f"    range {i}: {d.get('len', 0)} entries" + (f": {entries}" if entries else ""))
     return lines
 
 

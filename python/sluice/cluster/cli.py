@@ -99,7 +99,7 @@ def parser():
         type=_assignment,
         action="append",
         default=[],
-        help="how a map is merged: sum, union, last or per_shard",
+        help="how a map is merged: sum, union, last or keep (per range)",
     )
     run.add_argument(
         "--set", metavar="NAME=VALUE", type=_integer_assignment, action="append", default=[], help="set a global"
@@ -114,9 +114,10 @@ def parser():
     filt.add_argument("--output-dir", metavar="DIR", help="write matching packets here (pcap partitions)")
     _common(filt)
 
-    flows = sub.add_parser("flows", help="flow accounting over captures: the records of `sluice monitor flows`")
+    flows = sub.add_parser(
+        "flows", help="flow accounting over captures (the table engine): the records of `sluice monitor flows`"
+    )
     flows.add_argument("captures", metavar="CAPTURE", nargs="+", help="captures: files and glob patterns")
-    flows.add_argument("--engine", choices=["table", "ebpf", "xpf"], default="table", help="who accounts")
     flows.add_argument("--capacity", metavar="N", type=_positive, help="flows kept at once")
     flows.add_argument("--idle", metavar="S", type=float, default=15.0, help="seconds without a packet that end a flow")
     flows.add_argument("--active", metavar="S", type=float, default=1800.0, help="seconds after which a flow restarts")
@@ -156,17 +157,26 @@ def _flows(a, progress):
         address=a.address,
         split=a.split,
         progress=progress,
-        engine=a.engine,
         capacity=a.capacity,
         idle=a.idle,
         active=a.active,
     )
-    records = [{k: v for k, v in r.items() if v is not None} for r in result.records.to_pylist()]
+    records = [{k: v for k, v in r.items() if v is not None} for r in _plain(result.records).to_pylist()]
     if not a.json:
         return _text.flows_text(result.summary, records)
     lines = [json.dumps(r, separators=(",", ":")) for r in records]
     lines.append(json.dumps({"summary": result.summary}, separators=(",", ":"), sort_keys=True))
     return "\n".join(lines) + "\n"
+
+
+def _plain(table):
+    """``table`` with its timestamps as integers (as ``--json`` prints them)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(pa.int64()))
+    return table
 
 
 def main(argv=None):
