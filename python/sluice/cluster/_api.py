@@ -205,11 +205,12 @@ def filter(
     if not shards:
         raise ClusterError("the captures hold no file")
     compiled = expr if isinstance(expr, sluice.Filter) else sluice.Filter(expr, pcap=shards[0].path)
-    ref = ray.put(compiled)
+    # What the tasks compile again (a Filter is not pickled: its expression is).
+    spec = (compiled.expr, compiled.linktype, compiled.snaplen)
     task = _tasks().filter_range.options(max_retries=retries)
     bar = Progress("sluice filter", len(shards), progress)
     try:
-        parts = _proven(ray, shards, lambda i, s, proven: task.remote(ref, s, i, proven, output_dir), bar)
+        parts = _proven(ray, shards, lambda i, s, proven: task.remote(spec, s, i, proven, output_dir), bar)
     finally:
         bar.close()
     return compiled.merge(parts)

@@ -48,10 +48,14 @@ def flows_range(shard, index, proven, options):
 
 
 @ray.remote
-def filter_range(compiled, shard, index, proven, output_dir):
-    """``Filter.run_shard`` over one range: a ``sluice.FilterShard``."""
+def filter_range(spec, shard, index, proven, output_dir):
+    """``Filter.run_shard`` over one range: a ``sluice.FilterShard``;
+    ``spec``: the filter's (expression, link type, snapshot length)."""
+    expr, linktype, snaplen = spec
     with marked("filter", index):
-        return compiled.run_shard(shard, proven=proven, output_dir=output_dir)
+        return sluice.Filter(expr, linktype=linktype, snaplen=snaplen).run_shard(
+            shard, proven=proven, output_dir=output_dir
+        )
 
 
 @ray.remote
