@@ -11,6 +11,9 @@ from ._ray import ClusterError, Progress, connect, gather
 
 # Ray runs a task again this many times after its worker or node is lost.
 RETRIES = 3
+# Files larger than this are cut into ranges of about this size when no
+# split= is given (`sluice shards`'s default, 64M).
+SPLIT = 64 << 20
 
 
 def _paths(captures):
@@ -87,7 +90,7 @@ def run(
     :class:`sluice.Object`) whose program ``program`` is loaded with
     ``set`` (globals) and ``maps`` (map contents). ``captures``: paths
     and glob patterns, planned by :func:`sluice.plan` with ``split``
-    (bytes). One task per range (``threads`` threads and Ray CPUs each),
+    (bytes, or text such as ``"64M"``; default 64 MiB). One task per range (``threads`` threads and Ray CPUs each),
     retried ``retries`` times if its worker is lost; ``policies``:
     ``{map: "sum" | "union" | "last" | "keep"}`` over the defaults.
     ``table_dir`` / ``output_dir``: per-packet tables and output packets
@@ -100,7 +103,7 @@ def run(
     prog = _program(obj_or_program, program, set, maps)
     threads = _positive("threads", threads)
     ray = connect(address)
-    shards = sluice.plan(_paths(captures), split)
+    shards = sluice.plan(_paths(captures), SPLIT if split is None else split)
     ref = ray.put(prog)
     if flow_affine:
         if buckets is None:
@@ -175,7 +178,7 @@ def flows(
     ``"table"`` engine); the others as :func:`run`."""
     options = {"capacity": capacity, "idle": idle, "active": active}
     ray = connect(address)
-    shards = sluice.plan(_paths(captures), split)
+    shards = sluice.plan(_paths(captures), SPLIT if split is None else split)
     task = _tasks().flows_range.options(max_retries=retries)
     bar = Progress("sluice flows", len(shards), progress)
     try:
@@ -201,7 +204,7 @@ def filter(
     :class:`sluice.Filter`; ``output_dir``: matching packets written there
     as pcap partitions. The others as :func:`run`."""
     ray = connect(address)
-    shards = sluice.plan(_paths(captures), split)
+    shards = sluice.plan(_paths(captures), SPLIT if split is None else split)
     if not shards:
         raise ClusterError("the captures hold no file")
     compiled = expr if isinstance(expr, sluice.Filter) else sluice.Filter(expr, pcap=shards[0].path)

@@ -66,7 +66,7 @@ def _common(p):
         "--split",
         metavar="BYTES",
         type=_size,
-        help="cut files larger than this into byte ranges of about this size (bytes, or with K, M or G)",
+        help="cut files larger than this into byte ranges of about this size (bytes, or with K, M or G) [default: 64M]",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument(
