@@ -68,6 +68,10 @@ from ._sluice import (
 # Maps and verify().
 from ._sluice import Map, MapError, Maps, VerifyResult
 
+# Flows and filters over shards (pickling's constructors too).
+from ._sluice import FilterShard, FlowsShard, flows_shard, merge_flows
+from ._sluice import _filter_shard_from_bytes, _flows_shard_from_bytes
+
 __all__ = [
     "Coverage",
     "Error",
@@ -95,4 +99,9 @@ __all__ = [
     "flows",
     "rtt",
     "sample",
+    # Flows and filters over shards.
+    "FilterShard",
+    "FlowsShard",
+    "flows_shard",
+    "merge_flows",
 ]

@@ -293,6 +293,15 @@ class Filter:
         count: Optional[int] = None,
     ) -> FilterResult:
         """Filters packets as ``sluice filter -r`` does."""
+    def run_shard(
+        self,
+        shard: Any,
+        proven: Optional[Any] = None,
+        output_dir: Union[str, os.PathLike[str], None] = None,
+    ) -> FilterShard:
+        """Filters one shard of a plan (a ``Shard`` or a dict: path, start, end, size, index); ``output_dir``: its ``part-{index:05}.pcap``."""
+    def merge(self, parts: Iterable[FilterShard]) -> FilterResult:
+        """The shards' parts (plan order, proven) merged: what :meth:`run` gives over the whole capture."""
 
 class FilterResult:
     """The result of :meth:`Filter.run`."""
@@ -412,6 +421,64 @@ def flows(
     count: Optional[int] = None,
 ) -> MonitorResult:
     """Flow accounting, as ``sluice monitor flows``: one row per ended flow."""
+
+class FlowsShard:
+    """One shard's flow accounting (:func:`flows_shard`), for :func:`merge_flows`; pickles as its bytes."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def packets(self) -> int: ...
+    @property
+    def boundary(self) -> dict[str, Any]:
+        """The range's boundary: shard, first, next, frames, error (docs/shards.md)."""
+    def _boundary_bytes(self) -> bytes: ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> FlowsShard: ...
+
+class FilterShard:
+    """One shard filtered (:meth:`Filter.run_shard`), for :meth:`Filter.merge`; pickles as its bytes."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def read(self) -> int: ...
+    @property
+    def matched(self) -> int: ...
+    @property
+    def written(self) -> Optional[str]:
+        """The partition written (``output_dir/part-{index:05}.pcap``), or None."""
+    @property
+    def boundary(self) -> dict[str, Any]: ...
+    def _boundary_bytes(self) -> bytes: ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> FilterShard: ...
+
+def flows_shard(
+    shard: Any,
+    proven: Optional[Any] = None,
+    *,
+    engine: str = "table",
+    capacity: Optional[int] = None,
+    idle: float = 15.0,
+    active: float = 1800.0,
+) -> FlowsShard:
+    """Flow accounting over one shard of a plan, for :func:`merge_flows`."""
+
+def merge_flows(
+    parts: Iterable[FlowsShard],
+    *,
+    engine: Optional[str] = None,
+    capacity: Optional[int] = None,
+    idle: Optional[float] = None,
+    active: Optional[float] = None,
+) -> MonitorResult:
+    """The shards' parts (plan order, proven) merged: what :func:`flows` gives over each whole capture."""
+
+def _flows_shard_from_bytes(data: bytes) -> FlowsShard: ...
+def _filter_shard_from_bytes(data: bytes) -> FilterShard: ...
 
 def rtt(
     pcap: Union[str, os.PathLike[str], None] = None,

@@ -26,7 +26,7 @@ use crate::{errors, interrupt, source};
 /// raises ``sluice.FilterError`` with the message of ``sluice filter``.
 #[pyclass(module = "sluice", frozen)]
 pub struct Filter {
-    compiled: CompiledFilter,
+    pub(crate) compiled: CompiledFilter,
 }
 
 /// `linktype=`: a LINKTYPE number, or a name (`EN10MB`, `RAW`, ...).
@@ -172,6 +172,31 @@ impl Filter {
         errors::finish(py, result, interrupt)
     }
 
+    /// Filters the records of one shard of a plan (``sluice.plan``) and
+    /// returns a :class:`FilterShard` for :meth:`Filter.merge`. ``shard``:
+    /// a ``sluice.Shard`` or a dict with ``path``, ``start``, ``end``,
+    /// ``size`` (and ``index``); ``proven``: the position to read it from
+    /// (a ``sluice.Redo``'s ``position``), else its first record's guess.
+    /// ``output_dir``: write the matching packets to
+    /// ``output_dir/part-{index:05}.pcap`` (whole or not at all).
+    #[pyo3(signature = (shard, proven = None, output_dir = None))]
+    fn run_shard(
+        &self,
+        py: Python<'_>,
+        shard: &Bound<'_, PyAny>,
+        proven: Option<&Bound<'_, PyAny>>,
+        output_dir: Option<std::path::PathBuf>,
+    ) -> PyResult<crate::cluster_flows::FilterShard> {
+        crate::cluster_flows::filter_shard(py, &self.compiled, shard, proven, output_dir)
+    }
+
+    /// Merges the :class:`FilterShard` of every shard of a plan (in plan
+    /// order, proven: ``sluice.check`` finds nothing) into what
+    /// :meth:`run` gives over the whole capture.
+    fn merge(&self, py: Python<'_>, parts: &Bound<'_, PyAny>) -> PyResult<Py<FilterResult>> {
+        crate::cluster_flows::merge_filter(py, parts)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "sluice.Filter({:?}, linktype={})",
@@ -192,7 +217,7 @@ pub struct FilterResult {
 }
 
 impl FilterResult {
-    fn new(mut report: FilterReport) -> PyResult<FilterResult> {
+    pub(crate) fn new(mut report: FilterReport) -> PyResult<FilterResult> {
         let table = match_batch(std::mem::take(&mut report.matches))
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let json =

@@ -21,6 +21,7 @@
 
 use pyo3::prelude::*;
 
+mod cluster_flows;
 mod coverage;
 mod errors;
 mod filter;
@@ -63,6 +64,13 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(monitor::flows, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::rtt, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::sample, m)?)?;
+    // Flows and filters over shards (docs/shards.md).
+    m.add_class::<cluster_flows::FlowsShard>()?;
+    m.add_class::<cluster_flows::FilterShard>()?;
+    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::merge_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::filter_shard_from_bytes, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -25,7 +25,7 @@ pub struct MonitorResult {
 }
 
 impl MonitorResult {
-    fn new(kind: &'static str, records: RecordBatch, summary: Value) -> MonitorResult {
+    pub(crate) fn new(kind: &'static str, records: RecordBatch, summary: Value) -> MonitorResult {
         MonitorResult {
             kind,
             records,
@@ -146,6 +146,13 @@ pub(crate) fn flows(
         return Err(e);
     }
     let run = run.map_err(errors::to_py)?;
+    let summary = flows_summary(run);
+    let records = tables::flows(&rows).map_err(errors::table_error)?;
+    Ok(MonitorResult::new("flows", records, summary))
+}
+
+/// The summary of `sluice monitor flows --json` for `run`.
+pub(crate) fn flows_summary(run: engine::FlowSummary) -> Value {
     let r = &run.by_reason;
     let mut summary = json!({
         "packets": run.packets,
@@ -159,8 +166,7 @@ pub(crate) fn flows(
         "stopped": false,
     });
     optional(&mut summary, run.source_error, run.order.backwards);
-    let records = tables::flows(&rows).map_err(errors::table_error)?;
-    Ok(MonitorResult::new("flows", records, summary))
+    summary
 }
 
 /// Measures round-trip times passively, as ``sluice monitor rtt --json``

@@ -285,6 +285,13 @@ impl PcapSource {
         self.range.as_deref()
     }
 
+    /// A range's reader: its shard and the position it began at (to open
+    /// the same range again: [`open_range_at`](Self::open_range_at));
+    /// `None` for a reader of a whole capture.
+    pub fn range_start(&self) -> Option<(&crate::Shard, &crate::Position)> {
+        self.ranged().map(|r| (&r.shard, &r.first))
+    }
+
     /// The path it was opened with (`-`: standard input).
     pub fn path(&self) -> &Path {
         &self.path

@@ -41,6 +41,9 @@ pub struct Position {
 /// end (`next`: the first record starting at or past it, found by
 /// following record lengths from `first`), with its frames and the error
 /// it ended on. `next` is exact when `first` is: see [`check`](crate::check).
+/// It serializes with its error as text, and deserializes back (the
+/// error's packet number and reason read from the text:
+/// [`IoError::from_text`]), for boundaries sent between processes.
 #[derive(Clone, Debug, Serialize)]
 pub struct Boundary {
     pub shard: Shard,
@@ -57,6 +60,29 @@ pub struct Boundary {
 
 fn error_text<S: serde::Serializer>(e: &Option<IoError>, s: S) -> Result<S::Ok, S::Error> {
     e.as_ref().map(|e| e.to_string()).serialize(s)
+}
+
+impl<'de> Deserialize<'de> for Boundary {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Boundary, D::Error> {
+        /// A boundary as it serializes: its error as text.
+        #[derive(Deserialize)]
+        struct Sent {
+            shard: Shard,
+            first: Position,
+            next: Option<Position>,
+            frames: u64,
+            error: Option<String>,
+        }
+        let b = Sent::deserialize(d)?;
+        let name = display_name(&b.shard.path);
+        Ok(Boundary {
+            error: b.error.map(|text| IoError::from_text(&name, &text)),
+            shard: b.shard,
+            first: b.first,
+            next: b.next,
+            frames: b.frames,
+        })
+    }
 }
 
 /// Bytes of a file from `pos`, each read stopping at `end` while short of

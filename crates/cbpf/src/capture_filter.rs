@@ -151,16 +151,18 @@ pub fn filter_capture_each(
 }
 
 /// [`filter_capture_each`] over a capture already open (a file, or bytes
-/// in memory through [`PcapSource::from_reader`]); its path names it in
+/// in memory through [`PcapSource::from_reader`], or one byte range of a
+/// file, lent so that its boundary can be read after); its path names it in
 /// errors. A source opened without the stop flag still looks at it
 /// before each record.
 pub fn filter_source_each(
-    mut source: PcapSource,
+    mut source: impl std::borrow::BorrowMut<PcapSource>,
     expr: &str,
     engine: &mut dyn FilterEngine,
     opts: &FilterOptions,
     each: &mut dyn FnMut(&Matched),
 ) -> Result<FilterSummary, FilterError> {
+    let source: &mut PcapSource = source.borrow_mut();
     let input = source.path().to_path_buf();
     let mut programs: Vec<Program> = Vec::new();
     // The last link type's program (a capture rarely has more than one).

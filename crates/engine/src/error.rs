@@ -85,6 +85,9 @@ pub enum Error {
     /// [`SampleSpec`](crate::SampleSpec)).
     #[error("{0}")]
     Monitor(#[from] monitor::MonitorError),
+    /// Shards' parts (flows, filters) that cannot be made or merged.
+    #[error("{0}")]
+    Parts(#[from] crate::flows_shard::PartsError),
     /// A profile's packets did not read, or none ran to a verdict
     /// ([`ProfileSpec`](crate::ProfileSpec)).
     #[error("{0}")]

@@ -163,7 +163,7 @@ pub struct FilterRunSpec {
 }
 
 /// The packets a filter matched, in columns, in the source's order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct MatchTable {
     /// The packet's position in the source, from 1.
     pub index: Vec<u64>,

@@ -138,6 +138,8 @@ mod contents;
 mod error;
 pub mod files;
 mod filter;
+mod filter_shard;
+mod flows_shard;
 mod hook_maps;
 mod hook_spec;
 mod kernel_spec;
@@ -164,6 +166,10 @@ pub use filter::{
     CompiledFilter, DumpForm, FilterReport, FilterRunSpec, MatchTable, capture_link,
     linktype_from_name,
 };
+pub use filter_shard::{FilterPart, merge_filter, partition_path};
+pub use flows_shard::{FlowsPart, MergedFlows, PartsError, boundary_bytes, merge_flows};
+// Shards: byte ranges of captures, and the proof of where each was read.
+pub use capture::{Boundary, Position, Shard as CaptureShard};
 pub use hook_spec::{BtfTarget, Built, HookSpec, ObjectSource};
 pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};

@@ -14,7 +14,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A flow's key: one direction of a conversation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct FlowKey {
     pub src: IpAddr,
     pub dst: IpAddr,

@@ -10,6 +10,10 @@
 //! seen flow evicted: every ended flow comes out as an [`Ended`] with its
 //! [`EndReason`], none silently.
 //!
+//! One byte range of a capture is accounted on its own
+//! ([`account_range`]: each key's head raw, the flows after it ended) and
+//! ranges are joined into one read's result ([`FlowsJoin`]).
+//!
 //! Over a pipeline source, every application runs in one driver (the
 //! pipeline's observing loop: limit, progress, batches handed out, the
 //! metrics' gauges); errors are [`MonitorError`]s, whose messages are the
@@ -37,6 +41,8 @@ mod attach;
 mod drive;
 mod ebpf;
 mod error;
+mod flows_join;
+mod flows_range;
 mod key;
 mod live;
 mod metrics;
@@ -60,6 +66,10 @@ mod xpf_words;
 
 pub use ebpf::EbpfFlows;
 pub use error::MonitorError;
+pub use flows_join::{FlowsJoin, Joined};
+pub use flows_range::{
+    EndOrder, FlowsRange, HeadEnd, HeadPacket, KeyPart, PartEnded, account_range,
+};
 pub use key::{FlowKey, Observed, observe};
 pub use live::{LiveSummary, live_flows};
 pub use metrics::Metrics;

@@ -15,7 +15,7 @@ pub use ipfix::EndReason;
 use crate::key::{FlowKey, Observed};
 
 /// Size and timeouts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableOptions {
     /// Flows kept at once.
     pub capacity: usize,
@@ -37,7 +37,7 @@ impl Default for TableOptions {
 }
 
 /// One flow's totals.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FlowEntry {
     pub key: FlowKey,
     pub packets: u64,

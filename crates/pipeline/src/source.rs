@@ -50,6 +50,14 @@ pub trait Source: Send {
         0
     }
 
+    /// A byte range of a capture read to its end: the proof of where its
+    /// reader began and where its records crossed the range's end
+    /// ([`capture::Boundary`], docs/shards.md); `None` for other sources,
+    /// and before the end.
+    fn boundary(&self) -> Option<capture::Boundary> {
+        None
+    }
+
     /// Another source over the same packets, from the first, for a worker
     /// that reads them all and keeps its share (a file is opened again,
     /// traffic generated again); `None` where packets can be read once
@@ -179,6 +187,14 @@ impl Source for Capture {
         if self.reader.is_stream() {
             return None;
         }
+        // A byte range is read again from where it began.
+        if let Some((shard, first)) = self.reader.range_start() {
+            let reader =
+                capture::PcapSource::open_range_with(shard, Some(first), self.stop).ok()?;
+            return Some(Box::new(
+                Capture::from_reader(reader, self.stop).foreign(self.foreign),
+            ));
+        }
         let fork = Capture::open_with(self.reader.path(), self.stop).ok()?;
         Some(Box::new(fork.foreign(self.foreign)))
     }
@@ -193,6 +209,10 @@ impl Source for Capture {
 
     fn snapped(&self) -> u64 {
         self.snapped
+    }
+
+    fn boundary(&self) -> Option<capture::Boundary> {
+        self.reader.boundary()
     }
 
     fn fill(&mut self, batch: &mut Batch) -> Result<(), SourceError> {
