@@ -40,9 +40,15 @@ packet, :meth:`Profile.plot`). :func:`flows`, :func:`rtt` and :func:`sample`
 run ``sluice monitor``'s applications (flow accounting, passive RTT,
 trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
 ``pyarrow.Table``.
+
+:meth:`Program.partition` splits a range of a capture by flow into the buckets
+of N workers (a :class:`Partition` and a blob per bucket), and
+:meth:`Program.run_bucket` runs one bucket as worker B of ``sluice run
+--threads N`` (a :class:`BucketResult`): flow-affine runs on a cluster.
 """
 
 from ._sluice import (
+    BucketResult,
     Coverage,
     Error,
     Filter,
@@ -52,6 +58,7 @@ from ._sluice import (
     Object,
     ObjectError,
     PacketStream,
+    Partition,
     Profile,
     Program,
     RunResult,
@@ -73,6 +80,7 @@ from ._sluice import FilterShard, FlowsShard, flows_shard, merge_flows
 from ._sluice import _filter_shard_from_bytes, _flows_shard_from_bytes
 
 __all__ = [
+    "BucketResult",
     "Coverage",
     "Error",
     "Filter",
@@ -82,6 +90,7 @@ __all__ = [
     "Object",
     "ObjectError",
     "PacketStream",
+    "Partition",
     "Profile",
     "Program",
     "RunResult",

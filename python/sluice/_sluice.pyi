@@ -117,6 +117,85 @@ class Program:
         warm_up: bool = False,
     ) -> Profile:
         """Profiles the program's cost per packet, as ``sluice profile`` does."""
+    def partition(
+        self,
+        shard: Any,
+        buckets: int,
+        proven: Union[Mapping[str, Any], str, bytes, None] = None,
+        *,
+        sharding: str = "symmetric",
+        filter: Optional[str] = None,
+    ) -> tuple[Partition, list[bytes]]:
+        """Flow-affine mode: one range (a :class:`Shard`, or a capture's path) split by
+        flow into the buckets of ``buckets`` workers; one blob per bucket."""
+    def run_bucket(
+        self,
+        bucket: int,
+        buckets: int,
+        blobs: Sequence[bytes],
+        *,
+        engine: str = "jit",
+        map_entries: int = 16,
+    ) -> BucketResult:
+        """Flow-affine mode: bucket ``bucket``'s blobs (one per range, in plan order) run
+        as worker ``bucket`` of ``sluice run --threads BUCKETS``, on fresh maps."""
+
+class Partition:
+    """One range split by flow into buckets, from :meth:`Program.partition`. Picklable."""
+
+    @property
+    def index(self) -> int:
+        """The range's place in the plan."""
+    @property
+    def sharding(self) -> str:
+        """``"symmetric"`` or ``"directional"``."""
+    @property
+    def buckets(self) -> int:
+        """The number of buckets (workers)."""
+    @property
+    def boundary(self) -> Optional[dict[str, Any]]:
+        """The range's reader's ``first``, ``next``, ``frames`` and ``error``; None for a whole capture."""
+    @property
+    def frames(self) -> int:
+        """Frames the range read (skipped ones included)."""
+    @property
+    def packets(self) -> int:
+        """Packets put in the buckets."""
+    @property
+    def per_bucket(self) -> list[int]:
+        """Packets per bucket."""
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Frames skipped for want of an Ethernet form, per link type."""
+    @property
+    def snapped(self) -> int:
+        """Frames captured shorter than on the wire."""
+    @property
+    def source_error(self) -> Optional[str]:
+        """The error the range's reading ended on."""
+    def _boundary_bytes(self) -> Optional[bytes]:
+        """The boundary as JSON bytes, for :func:`check`."""
+
+class BucketResult:
+    """One bucket's run, from :meth:`Program.run_bucket`. Picklable."""
+
+    @property
+    def bucket(self) -> int:
+        """The worker this run was."""
+    @property
+    def buckets(self) -> int:
+        """The workers of the run (``--threads``)."""
+    @property
+    def report(self) -> dict[str, Any]:
+        """The bucket's report, with the keys of ``sluice run --json``."""
+    @property
+    def packets(self) -> int:
+        """The packets the bucket ran."""
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """Packets per verdict."""
+    def to_json(self) -> str:
+        """The report as JSON text."""
 
 class RunResult:
     """The result of :meth:`Program.run`."""

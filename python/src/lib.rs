@@ -31,6 +31,7 @@ mod maps;
 mod monitor;
 mod object;
 mod output;
+mod partition;
 mod profile;
 mod program;
 mod result;
@@ -61,6 +62,8 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tc::TcResult>()?;
     m.add_class::<monitor::MonitorResult>()?;
     m.add_class::<profile::Profile>()?;
+    m.add_class::<partition::Partition>()?;
+    m.add_class::<partition::BucketResult>()?;
     m.add_function(wrap_pyfunction!(monitor::flows, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::rtt, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::sample, m)?)?;

@@ -337,6 +337,61 @@ impl Program {
         crate::profile::run(py, hook, source, limit, warm_up)
     }
 
+    /// Flow-affine mode, its shuffle: reads one range of a capture (a
+    /// :class:`Shard` of :func:`sluice.plan`, or a capture's path for the
+    /// whole file) and splits its packets by flow into the buckets of
+    /// ``buckets`` workers, as ``sluice run --threads BUCKETS --shard
+    /// SHARDING`` spreads them. Returns ``(Partition, blobs)``: one
+    /// ``bytes`` per bucket, its packets in source order tagged with their
+    /// global order (the range's ``index``, their number in it), with
+    /// timestamps, wire lengths and link types. ``proven``: the position
+    /// to read the range from (:attr:`Redo.position`). ``filter``: a
+    /// tcpdump expression; only the packets it matches are kept. Raises
+    /// ``sluice.SourceError`` when the capture does not open, or ends
+    /// early (its ``result``: the tuple of the packets before it).
+    #[pyo3(signature = (shard, buckets, proven = None, *, sharding = "symmetric", filter = None))]
+    fn partition<'py>(
+        &self,
+        py: Python<'py>,
+        shard: &Bound<'py, PyAny>,
+        buckets: usize,
+        proven: Option<&Bound<'py, PyAny>>,
+        sharding: &str,
+        filter: Option<String>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        crate::partition::partition(py, shard, buckets, proven, sharding, filter)
+    }
+
+    /// Flow-affine mode, its run: the program over bucket ``bucket`` of
+    /// ``buckets`` (``blobs``: that bucket's blob of every range, in plan
+    /// order, from :meth:`partition`) in source order, as worker
+    /// ``bucket`` of ``sluice run --threads BUCKETS`` runs them: on fresh
+    /// maps (the program's settings and ``maps=`` contents, not the maps
+    /// it holds) with ``buckets`` CPUs, as CPU ``bucket``. Returns a
+    /// :class:`BucketResult`; merging the buckets' (verdicts summed,
+    /// each worker's entries taken) gives ``sluice run --threads
+    /// BUCKETS``'s for programs whose state is per flow. ``engine`` and
+    /// ``map_entries`` as for :meth:`run`. Raises ``sluice.Error`` for a
+    /// blob of another bucket, sharding or order.
+    #[pyo3(signature = (bucket, buckets, blobs, *, engine = "jit", map_entries = 16))]
+    fn run_bucket(
+        &self,
+        py: Python<'_>,
+        bucket: usize,
+        buckets: usize,
+        blobs: Vec<pyo3::pybacked::PyBackedBytes>,
+        engine: &str,
+        map_entries: usize,
+    ) -> PyResult<crate::partition::BucketResult> {
+        let mut hook = self.hook.clone();
+        hook.engine = run_args::vm_engine(engine)?;
+        let mut spec = engine::BucketRunSpec::new(hook, bucket, buckets);
+        spec.map_entries = map_entries;
+        let (mut loaded, _) = load(&spec.hook, spec.hook_spec().cpus, &self.initial)?;
+        py.detach(|| loaded.built.verify()).map_err(errors::to_py)?;
+        crate::partition::run_bucket(py, loaded.built, spec, blobs)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "sluice.Program({:?} in {:?})",

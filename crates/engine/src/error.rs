@@ -88,6 +88,10 @@ pub enum Error {
     /// Shards' parts (flows, filters) that cannot be made or merged.
     #[error("{0}")]
     Parts(#[from] crate::flows_shard::PartsError),
+    /// A flow-affine partition not made, or buckets that do not go
+    /// together ([`partition`](crate::partition), [`BucketRunSpec`](crate::BucketRunSpec)).
+    #[error("{0}")]
+    Partition(#[from] crate::bucket::PartitionError),
     /// A profile's packets did not read, or none ran to a verdict
     /// ([`ProfileSpec`](crate::ProfileSpec)).
     #[error("{0}")]

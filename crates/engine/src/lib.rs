@@ -134,6 +134,8 @@
 //! assert_eq!(outcome.verdict.name(), "PASS");
 //! ```
 
+mod bucket;
+mod bucket_run;
 mod contents;
 mod error;
 pub mod files;
@@ -148,6 +150,7 @@ pub mod mapfmt;
 mod monitor_spec;
 mod names;
 mod packet_table;
+mod partition;
 mod pin;
 mod profile_spec;
 mod report;
@@ -160,6 +163,9 @@ mod tc_spec;
 mod verdict;
 mod verify;
 
+// Flow-affine runs: a range split into the buckets of N workers, each run as its worker.
+pub use bucket::{Bucket, BucketPacket, PartitionError};
+pub use bucket_run::{BucketRun, BucketRunSpec};
 pub use contents::{Contents, ContentsError, MapUpdate};
 pub use error::{Error, ObjectError, TcError};
 pub use filter::{
@@ -175,6 +181,7 @@ pub use kernel_spec::KernelSpec;
 pub use mapfmt::{EntryDump, MapDump};
 pub use monitor_spec::{FlowsSpec, RttSpec, SampleSpec};
 pub use packet_table::{PacketTable, RegionColumns};
+pub use partition::{Partition, partition};
 pub use profile_spec::{ProfileSpec, Profiled, Profiling};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};

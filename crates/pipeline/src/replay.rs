@@ -16,7 +16,7 @@ use runtime::PacketHook;
 use crate::batch::Batch;
 use crate::counters::ReplayCounters;
 use crate::ordered::{DoneOnDrop, Ordered};
-use crate::shard::{Shard, flow_hash};
+use crate::shard::Shard;
 use crate::sink::{SinkError, Sinks};
 use crate::source::{Source, SourceError};
 use crate::worker::Worker;
@@ -214,15 +214,6 @@ fn siblings<H: PacketHook>(hook: &H, threads: usize) -> Result<Vec<H>, ReplayErr
         .collect()
 }
 
-/// Which worker a packet belongs to.
-fn owner(shard: Shard, threads: usize, seq: u64, data: &[u8]) -> usize {
-    match shard {
-        Shard::Symmetric => (flow_hash(data, true) % threads as u64) as usize,
-        Shard::Directional => (flow_hash(data, false) % threads as u64) as usize,
-        Shard::RoundRobin => (seq % threads as u64) as usize,
-    }
-}
-
 /// How a worker ended: its counts, how its source ended, its error.
 type WorkerEnd = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
@@ -303,7 +294,7 @@ fn forked<H: PacketHook>(
                     };
                     let mut batch = Batch::new();
                     let (mut read, mut source_error) = (0u64, None);
-                    let mut mine = |seq: u64, data: &[u8]| owner(shard, threads, seq, data) == w;
+                    let mut mine = |seq: u64, data: &[u8]| shard.worker(threads, seq, data) == w;
                     while source_error.is_none() {
                         let max = opts.limit.map_or(u64::MAX, |l| l.saturating_sub(read));
                         if max == 0 || stop_now(src, opts) {
@@ -395,7 +386,7 @@ fn sharded<H: PacketHook>(
             let short = !input.is_full();
             let marks = ordered.is_some_and(|o| o.take_mark_request());
             for (info, data) in input.iter() {
-                let w = owner(opts.shard, threads, info.seq, data);
+                let w = opts.shard.worker(threads, info.seq, data);
                 pending[w].push(info.seq, info.timestamp_ns, info.link, data);
                 if pending[w].is_full() {
                     let fresh = recycle.try_recv().unwrap_or_else(|_| Batch::new());

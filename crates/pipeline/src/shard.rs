@@ -18,6 +18,21 @@ pub enum Shard {
     RoundRobin,
 }
 
+impl Shard {
+    /// The worker (of `workers`) that runs a packet: the dispatcher of
+    /// `sluice run --threads N` and a flow-affine partition ask this one
+    /// function. `seq` is the packet's number in the source, from 1
+    /// (round robin goes by it); `frame` its Ethernet bytes.
+    pub fn worker(self, workers: usize, seq: u64, frame: &[u8]) -> usize {
+        let n = workers.max(1) as u64;
+        match self {
+            Shard::Symmetric => (flow_hash(frame, true) % n) as usize,
+            Shard::Directional => (flow_hash(frame, false) % n) as usize,
+            Shard::RoundRobin => (seq % n) as usize,
+        }
+    }
+}
+
 /// A sharding `--shard` does not take.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown sharding `{0}` (symmetric, directional or round-robin)")]
