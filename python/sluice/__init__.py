@@ -41,6 +41,12 @@ run ``sluice monitor``'s applications (flow accounting, passive RTT,
 trajectory sampling) and give a :class:`MonitorResult` whose ``records`` is a
 ``pyarrow.Table``.
 
+:func:`plan` cuts a capture list into :class:`Shard` objects (whole files, byte
+ranges), :meth:`Program.run_shard` runs one (a :class:`ShardResult`),
+:func:`check` lists the ranges to read again (:class:`Redo`) and
+:meth:`Program.merge` gives the one process's :class:`RunResult`; all pickle,
+for a cluster's workers.
+
 :meth:`Program.partition` splits a range of a capture by flow into the buckets
 of N workers (a :class:`Partition` and a blob per bucket), and
 :meth:`Program.run_bucket` runs one bucket as worker B of ``sluice run
@@ -75,6 +81,9 @@ from ._sluice import (
 # Maps and verify().
 from ._sluice import Map, MapError, Maps, VerifyResult
 
+# Shards of a capture list, runs over them, their merge.
+from ._sluice import MergeError, Redo, Shard, ShardResult, check, plan
+
 # Flows and filters over shards (pickling's constructors too).
 from ._sluice import FilterShard, FlowsShard, flows_shard, merge_flows
 from ._sluice import _filter_shard_from_bytes, _flows_shard_from_bytes
@@ -108,6 +117,13 @@ __all__ = [
     "flows",
     "rtt",
     "sample",
+    # Shards.
+    "MergeError",
+    "Redo",
+    "Shard",
+    "ShardResult",
+    "check",
+    "plan",
     # Flows and filters over shards.
     "FilterShard",
     "FlowsShard",

@@ -117,6 +117,35 @@ class Program:
         warm_up: bool = False,
     ) -> Profile:
         """Profiles the program's cost per packet, as ``sluice profile`` does."""
+    def run_shard(
+        self,
+        shard: Union[Shard, Mapping[str, Any], Any],
+        proven: Optional[Mapping[str, Any]] = None,
+        *,
+        threads: int = 1,
+        cpu: Optional[int] = None,
+        table_dir: Union[str, os.PathLike[str], None] = None,
+        output_dir: Union[str, os.PathLike[str], None] = None,
+    ) -> ShardResult:
+        """Runs the program over one shard on fresh maps: the range's counts, maps and proof, raw.
+
+        ``table_dir``: ``part-{index:05}.parquet``; ``output_dir``: ``{route}/part-{index:05}.pcap``
+        (written atomically). ``proven``: :attr:`Redo.position` for a range :func:`check` listed.
+        """
+    def merge(
+        self,
+        results: Sequence[ShardResult],
+        policies: Optional[Mapping[str, str]] = None,
+        *,
+        map_entries: int = 16,
+    ) -> RunResult:
+        """Merges the runs over every shard of a plan (plan order, proven) into one process's result.
+
+        ``policies``: ``{map: "sum" | "union" | "last" | "keep"}`` over the defaults.
+        Raises :class:`MergeError` for a range not proven or missing.
+        """
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        """Pickles as its specification (object, settings, ``maps=``), not the maps it holds."""
     def partition(
         self,
         shard: Any,
@@ -197,6 +226,92 @@ class BucketResult:
     def to_json(self) -> str:
         """The report as JSON text."""
 
+class Shard:
+    """A piece of work over a capture list, from :func:`plan`: the records of ``path`` whose first byte lies in ``[start, end)``."""
+
+    def __init__(
+        self, path: Union[str, os.PathLike[str]], start: int, end: int, size: int, index: int = 0
+    ) -> None: ...
+    @property
+    def path(self) -> str:
+        """The capture file."""
+    @property
+    def start(self) -> int:
+        """The first byte of the range."""
+    @property
+    def end(self) -> int:
+        """The byte after the range."""
+    @property
+    def size(self) -> int:
+        """The file's size when planned."""
+    @property
+    def index(self) -> int:
+        """The shard's place in the plan."""
+    @property
+    def whole(self) -> bool:
+        """Whether the shard is its whole file."""
+
+class ShardResult:
+    """The result of :meth:`Program.run_shard`: one range's run, raw; pickles."""
+
+    @property
+    def index(self) -> int:
+        """The shard's place in the plan."""
+    @property
+    def shard(self) -> Shard:
+        """The shard run."""
+    @property
+    def boundary(self) -> dict[str, Any]:
+        """The proof of the range's reading: ``shard``, ``first``, ``next``, ``frames``, ``error``."""
+    def _boundary_bytes(self) -> bytes:
+        """The boundary serialized, as :func:`check` takes it."""
+    @property
+    def packets(self) -> int:
+        """Packets the range's run ran."""
+    @property
+    def frames(self) -> int:
+        """Frames the range's reader read."""
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """Packets per verdict in the range."""
+    @property
+    def report(self) -> dict[str, Any]:
+        """The range's own report (``sluice run --json`` over its packets)."""
+    @property
+    def redone(self) -> bool:
+        """Whether the range was read from a proven position given to it."""
+    @property
+    def table_path(self) -> Optional[str]:
+        """The Parquet file of the range's per-packet table (``table_dir=``)."""
+    @property
+    def output_paths(self) -> dict[str, str]:
+        """Each route's capture file (``output_dir=``)."""
+
+class Redo:
+    """A range to read again, from :func:`check`: ``prog.run_shard(redo.shard, proven=redo.position)``."""
+
+    @property
+    def index(self) -> int:
+        """The range's place in the plan."""
+    @property
+    def shard(self) -> Shard:
+        """The range."""
+    @property
+    def position(self) -> dict[str, Any]:
+        """The proven position to read it from: ``offset`` and ``state``."""
+
+class MergeError(Error):
+    """Runs over shards not merged: a range not proven, a range missing, a policy for no map."""
+
+def plan(
+    inputs: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]],
+    split: Union[int, str, None] = None,
+) -> list[Shard]:
+    """Cuts a capture list (paths, glob patterns) into shards: whole files, byte ranges of about ``split`` bytes."""
+
+def check(results: Sequence[Any]) -> list[Redo]:
+    """The ranges whose start the range before them does not prove: read them again from ``redo.position``."""
+
 class RunResult:
     """The result of :meth:`Program.run`."""
 
@@ -226,6 +341,11 @@ class RunResult:
     @property
     def stopped(self) -> bool:
         """Whether a signal (Ctrl-C) stopped the run before its source's end."""
+    def to_json(self) -> str:
+        """The report as JSON text: what ``sluice run --json`` prints."""
+    @property
+    def map_policies(self) -> Optional[dict[str, str]]:
+        """A merged result's map policies (:meth:`Program.merge`); ``None`` for a run."""
     def output(self, route: str, *, scapy: bool = False) -> list[Any]:
         """The packets of ``route`` (``run(output=...)`` kept them): ``bytes``, or scapy ``Ether``."""
 

@@ -51,6 +51,14 @@ create_exception!(
     "A map operation failed: no such map, a key or value that does not fit the map's layout (an unknown BTF field, a value too big), an update the map refuses (full, read-only), a run with more threads than the maps have CPUs."
 );
 
+// Runs over shards (Program.merge).
+create_exception!(
+    sluice,
+    MergeError,
+    Error,
+    "Runs over shards not merged: a range whose start is not proven (sluice.check lists it), a range missing, a policy for no map or not a policy."
+);
+
 /// Adds the exceptions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -61,6 +69,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MapError", py.get_type::<MapError>())?;
     m.add("FilterError", py.get_type::<FilterError>())?;
     m.add("TcError", py.get_type::<TcError>())?;
+    m.add("MergeError", py.get_type::<MergeError>())?;
     Ok(())
 }
 
@@ -75,6 +84,7 @@ pub(crate) fn to_py(e: engine::Error) -> PyErr {
             FilterError::new_err(message)
         }
         engine::Error::Tc(_) => TcError::new_err(message),
+        engine::Error::Merge(_) => MergeError::new_err(message),
         _ => Error::new_err(message),
     }
 }

@@ -18,6 +18,8 @@
 //! command line's messages. `profile` gives a [`profile::Profile`] (the
 //! cost model, a table per packet); [`monitor`]'s `flows`, `rtt` and
 //! `sample` run `sluice monitor`'s applications, their records a table.
+//! [`shard`] plans a capture list as shards and checks their proof;
+//! [`shard_result`] runs a program over one and merges the runs.
 
 use pyo3::prelude::*;
 
@@ -36,6 +38,8 @@ mod profile;
 mod program;
 mod result;
 mod run_args;
+mod shard;
+mod shard_result;
 mod source;
 mod table;
 mod tc;
@@ -74,6 +78,16 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cluster_flows::merge_flows, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_flows::flows_shard_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_flows::filter_shard_from_bytes, m)?)?;
+    // Shards of a capture list, runs over them, their merge (docs/shards.md).
+    m.add_class::<shard::Shard>()?;
+    m.add_class::<shard::Redo>()?;
+    m.add_class::<shard_result::ShardResult>()?;
+    m.add_function(wrap_pyfunction!(shard::plan, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::check, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::_shard_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(shard::_redo_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_result::_shard_result_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(program::_program_from_bytes, m)?)?;
     errors::register(m)?;
     Ok(())
 }

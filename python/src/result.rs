@@ -182,6 +182,22 @@ impl RunResult {
         self.kept.packets(py, route, scapy)
     }
 
+    /// The report as JSON text: what ``sluice run --json`` prints.
+    fn to_json(&self) -> String {
+        self.json.clone()
+    }
+
+    /// A merged result's map policies (:meth:`Program.merge`):
+    /// ``{map: "sum" | "union" | "last" | "keep"}``; ``None`` for a run.
+    #[getter]
+    fn map_policies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let report = self.report(py)?;
+        match report.get_item("merged") {
+            Ok(merged) => merged.get_item("map_policies"),
+            Err(_) => Ok(py.None().into_bound(py)),
+        }
+    }
+
     /// Whether a signal (Ctrl-C) stopped the run before its source's end.
     #[getter]
     fn stopped(&self, py: Python<'_>) -> PyResult<bool> {

@@ -5,7 +5,7 @@ use crate::juniper::{self, Inner};
 use crate::wifi::Dot11;
 
 /// How a captured frame became the bytes a program sees.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum LinkKind {
     /// Captured on Ethernet.
     Ethernet,

@@ -101,7 +101,7 @@ fn hint(e: Errno) -> &'static str {
 }
 
 /// A map's value: one, or one per CPU for per-CPU maps.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MapValue {
     Shared(Value),
     PerCpu(Vec<Value>),

@@ -145,8 +145,10 @@ mod flows_shard;
 mod hook_maps;
 mod hook_spec;
 mod kernel_spec;
+mod map_merge;
 pub mod map_value;
 pub mod mapfmt;
+mod merge;
 mod monitor_spec;
 mod names;
 mod packet_table;
@@ -156,6 +158,7 @@ mod profile_spec;
 mod report;
 mod run_spec;
 mod settings;
+mod shard_run;
 mod sink;
 mod source;
 mod tc_report;
@@ -186,6 +189,15 @@ pub use profile_spec::{ProfileSpec, Profiled, Profiling};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
+// Runs over byte ranges of captures, kept raw and merged (docs/shards.md).
+pub use merge::{
+    MapPolicies, MapPolicy, MergeError, Merged, MergedReport, merge_runs, merge_runs_on,
+};
+pub use shard_run::{Bytes, MapContents, RangeRun, ShardRun};
+/// Shards: a capture list planned as byte ranges, read and proven exact.
+pub mod shards {
+    pub use capture::{Boundary, Position, Redo, Shard, ShardError, check, parse_split, plan};
+}
 pub use sink::{Output, SinkSpec, Target, open_sinks, route_name};
 pub use source::{Origin, Skipped, SourceSpec};
 pub use tc_report::{DeliveryReport, FilterShow, TcReport};

@@ -54,7 +54,7 @@ pub struct Member {
 }
 
 /// A key or value as data.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Value {
     Int(i128),
     /// Decoded: an enum constant's name. Encoded: text as `--map-update`

@@ -305,6 +305,17 @@ pub(crate) fn sum_cpus(btf: Option<&Btf>, ty: Option<TypeId>, copies: &[&[u8]]) 
     Some(sum)
 }
 
+/// Where the integers of a value of BTF type `ty` sit, `(offset, size)`
+/// each: `None` without BTF, or when the value holds anything else.
+pub(crate) fn integer_members(
+    btf: Option<&Btf>,
+    ty: Option<TypeId>,
+) -> Option<Vec<(usize, usize)>> {
+    let mut fields = Vec::new();
+    counter_fields(btf?, ty?, 0, 0, &Cell::new(MAX_PIECES), &mut fields)?;
+    Some(fields)
+}
+
 /// Dumps a map: at most `limit` entries.
 pub fn dump(map: &Map, def: Option<&MapDef>, btf: Option<&Btf>, limit: usize) -> MapDump {
     let spec = map.spec();

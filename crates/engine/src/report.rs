@@ -117,6 +117,10 @@ pub struct RunReport {
     /// Stopped by SIGINT or SIGTERM before the source's end.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// A report merged from runs over byte ranges
+    /// ([`merge_runs`](crate::merge_runs)): how many, and each map's policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::merge::MergedReport>,
     /// What building the hook noted ([`Built::notes`](crate::Built)), when
     /// [`RunSpec::run`](crate::RunSpec::run) built it; not serialized.
     #[serde(skip)]
@@ -192,14 +196,14 @@ impl RunReport {
             .first_errors
             .iter()
             .map(|e| {
-                let e_prog = hook.program_of_vm(e.error.program);
-                let line = (e.error.program == 0 || e_prog.is_some())
-                    .then(|| e_prog.unwrap_or(&prog).line_at(e.error.pc))
+                let e_prog = hook.program_of_vm(e.program);
+                let line = (e.program == 0 || e_prog.is_some())
+                    .then(|| e_prog.unwrap_or(&prog).line_at(e.pc))
                     .flatten()
                     .map(|l| format!("{}:{}: {}", l.file, l.line, l.source.trim()));
                 ErrorReport {
                     packet: e.seq,
-                    message: e.error.to_string(),
+                    message: e.message.clone(),
                     line,
                 }
             })
@@ -300,6 +304,7 @@ impl RunReport {
             maps,
             source_error: s.source_error.as_ref().map(|e| e.to_string()),
             stopped: s.stopped,
+            merged: None,
             notes: Vec::new(),
             packet_table: None,
             coverage: None,

@@ -215,6 +215,29 @@ fn replay(
     stop: Option<&'static AtomicBool>,
     progress: Option<&AtomicU64>,
 ) -> Result<RunReport, Error> {
+    replay_raw(spec, hook, source, opened, stop, progress).map(|r| r.report)
+}
+
+/// A replay's report and, raw, what it was made of: the pipeline's
+/// summary (without its per-packet log and coverage counts, which went
+/// into the report), what the source skipped and, for a byte range read
+/// to its end, its boundary.
+pub(crate) struct Raw {
+    pub report: RunReport,
+    pub summary: pipeline::ReplaySummary,
+    pub skipped: Skipped,
+    pub boundary: Option<capture::Boundary>,
+}
+
+/// [`replay`], keeping the raw parts of the report.
+pub(crate) fn replay_raw(
+    spec: &RunSpec,
+    hook: &mut Hook,
+    source: &mut dyn Source,
+    opened: Opened,
+    stop: Option<&'static AtomicBool>,
+    progress: Option<&AtomicU64>,
+) -> Result<Raw, Error> {
     let Opened { sinks, ports, kept } = opened;
     // The hook sees the interface read, unless told otherwise.
     let arrival = spec
@@ -257,5 +280,10 @@ fn replay(
         }
         cover
     });
-    Ok(report)
+    Ok(Raw {
+        report,
+        summary,
+        skipped: read.skipped,
+        boundary: source.boundary(),
+    })
 }

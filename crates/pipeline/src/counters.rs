@@ -1,25 +1,44 @@
 //! What a replay counts, per worker, merged at the end. Counting is a few
 //! additions per packet: keys are small enums found by a linear scan (a
 //! program returns a handful of distinct verdicts), nothing is formatted
-//! or allocated per packet.
+//! or allocated per packet. The counts serialize (serde), to be summed
+//! by another process: a run over one byte range of a capture is merged
+//! with the others' (the engine's `merge_runs`).
 
 use capture::LinkKind;
 use runtime::{Redirect, Verdict};
+use serde::{Deserialize, Serialize};
 use vm::{RegionKind, VmError};
 
 use crate::histogram::Histogram;
 use crate::packet_log::PacketLog;
 
-/// A packet whose run stopped with an error.
-#[derive(Clone, Debug)]
+/// A packet whose run stopped with an error: what a report says of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PacketError {
     /// The packet's position in the source, from 1.
     pub seq: u64,
-    pub error: VmError,
+    /// The program (among the VM's) the failing instruction belongs to.
+    pub program: usize,
+    /// The failing instruction's slot.
+    pub pc: usize,
+    /// The error's text ([`VmError`]'s `Display`).
+    pub message: String,
+}
+
+impl PacketError {
+    pub fn new(seq: u64, error: &VmError) -> PacketError {
+        PacketError {
+            seq,
+            program: error.program,
+            pc: error.pc,
+            message: error.to_string(),
+        }
+    }
 }
 
 /// Counts keyed by a small set of values.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Tally<K>(Vec<(K, u64)>);
 
 impl<K> Default for Tally<K> {
@@ -59,8 +78,9 @@ impl<K: PartialEq + Copy> Tally<K> {
 /// Where a clone went: (ifindex, into its ingress).
 pub type CloneTarget = (u32, bool);
 
-/// The counts of a replay (or of one worker's share of it).
-#[derive(Clone, Default)]
+/// The counts of a replay (or of one worker's share of it). The log and
+/// the coverage counts are not serialized.
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct ReplayCounters {
     pub packets: u64,
     pub verdicts: Tally<Verdict>,
@@ -83,9 +103,11 @@ pub struct ReplayCounters {
     pub trace_lines: u64,
     /// One record per packet, when the replay keeps them
     /// ([`ReplayOptions::per_packet`](crate::ReplayOptions)).
+    #[serde(skip)]
     pub log: Option<PacketLog>,
     /// How often each instruction ran and each conditional jump jumped,
     /// when the hook counts coverage ([`PacketHook::take_coverage`](runtime::PacketHook)).
+    #[serde(skip)]
     pub coverage: Option<vm::Coverage>,
 }
 
@@ -97,7 +119,7 @@ impl ReplayCounters {
     pub(crate) fn error(&mut self, seq: u64, error: VmError) {
         self.errors += 1;
         if self.first_errors.len() < FIRST_ERRORS {
-            self.first_errors.push(PacketError { seq, error });
+            self.first_errors.push(PacketError::new(seq, &error));
         }
     }
 

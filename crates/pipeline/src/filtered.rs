@@ -99,6 +99,10 @@ impl Source for Filtered {
         self.inner.skipped()
     }
 
+    fn boundary(&self) -> Option<capture::Boundary> {
+        self.inner.boundary()
+    }
+
     fn snapped(&self) -> u64 {
         self.inner.snapped()
     }

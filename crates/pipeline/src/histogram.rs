@@ -1,6 +1,8 @@
 //! A fixed-size histogram of per-packet counts: exact below 2048, within
 //! 1/64 (about 1.6%) above, so percentiles take constant memory whatever
-//! the number of packets.
+//! the number of packets. It serializes sparsely: the buckets in use.
+
+use serde::{Deserialize, Serialize};
 
 const EXACT: u64 = 2048;
 /// Buckets per power of two above `EXACT`.
@@ -117,6 +119,67 @@ impl Histogram {
     }
 }
 
+/// A histogram as it serializes: each bucket in use as (index, count),
+/// the exact ones first, then the coarse ones by octave and sub-bucket.
+#[derive(Serialize, Deserialize)]
+struct Sparse {
+    exact: Vec<(u32, u64)>,
+    coarse: Vec<(u32, u64)>,
+    count: u64,
+    /// The sum's high and low 64 bits.
+    sum: (u64, u64),
+    max: u64,
+}
+
+impl Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let used = |i: usize, &n: &u64| (n > 0).then_some((i as u32, n));
+        Sparse {
+            exact: self
+                .exact
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| used(i, n))
+                .collect(),
+            coarse: self
+                .coarse
+                .iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(i, n)| used(i, n))
+                .collect(),
+            count: self.count,
+            sum: ((self.sum >> 64) as u64, self.sum as u64),
+            max: self.max,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Histogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Histogram, D::Error> {
+        use serde::de::Error;
+        let sparse = Sparse::deserialize(d)?;
+        let mut h = Histogram::default();
+        for (i, n) in sparse.exact {
+            *h.exact
+                .get_mut(i as usize)
+                .ok_or_else(|| D::Error::custom(format!("histogram: no exact bucket {i}")))? = n;
+        }
+        for (i, n) in sparse.coarse {
+            let (o, sub) = (i as usize / SUB, i as usize % SUB);
+            *h.coarse
+                .get_mut(o)
+                .map(|row| &mut row[sub])
+                .ok_or_else(|| D::Error::custom(format!("histogram: no coarse bucket {i}")))? = n;
+        }
+        h.count = sparse.count;
+        h.sum = (u128::from(sparse.sum.0) << 64) | u128::from(sparse.sum.1);
+        h.max = sparse.max;
+        Ok(h)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +220,25 @@ mod tests {
             );
         }
         assert_eq!(h.quantile(1.0), h.max());
+    }
+
+    #[test]
+    fn serializes_sparsely_and_back() {
+        let mut h = Histogram::default();
+        for v in [3u64, 3, 70, 5000, 1 << 40, 999_999] {
+            h.record(v);
+        }
+        let json = serde_json::to_string(&h).unwrap();
+        let back: Histogram = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (back.count(), back.max(), back.mean()),
+            (h.count(), h.max(), h.mean())
+        );
+        for q in [0.0, 0.2, 0.5, 0.8, 1.0] {
+            assert_eq!(back.quantile(q), h.quantile(q));
+        }
+        let bad = json.replace("[[3,2]", "[[99999,2]");
+        assert!(serde_json::from_str::<Histogram>(&bad).is_err());
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl PacketView {
 }
 
 /// Where a redirect sends the packet.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub enum RedirectTarget {
     /// An interface (`bpf_redirect`, a devmap entry, `bpf_redirect_neigh`).
     Device { ifindex: u32, ingress: bool },
@@ -66,7 +66,7 @@ pub struct Cloned {
 }
 
 /// A redirect requested by the program.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Redirect {
     pub target: RedirectTarget,
     /// The map it came from (`bpf_redirect_map`), if any.

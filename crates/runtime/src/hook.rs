@@ -101,7 +101,7 @@ fn eth_type_trans(frame: &[u8], dev_addr: &[u8; 6], broadcast: &[u8; 6]) -> (u32
     (u32::from(u16::from_ne_bytes(proto.to_be_bytes())), pkt_type)
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum XdpAction {
     Aborted,
     Drop,
@@ -135,7 +135,7 @@ impl XdpAction {
     }
 }
 
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum TcAction {
     Unspec,
     Ok,
@@ -185,7 +185,7 @@ impl TcAction {
 }
 
 /// The program's decision.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Verdict {
     Xdp(XdpAction),
     Tc(TcAction),

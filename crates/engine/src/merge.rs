@@ -1,0 +1,317 @@
+//! [`merge_runs`]: the runs over a plan's byte ranges ([`ShardRun`]s, in
+//! plan order) made into the report one process gives over the same
+//! packets: their proof checked ([`capture::check`]), counts summed in
+//! plan order (packet numbers counted on from the ranges before), maps
+//! merged by a [`MapPolicy`] per map into a hook built once from the
+//! specification, and the report made by the path `sluice run` takes
+//! ([`RunReport`]), with a `merged` part saying how (docs/shards.md).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use maps::Errno;
+use pipeline::{ReplayCounters, ReplaySummary, SourceError};
+use runtime::Hook;
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::hook_spec::HookSpec;
+use crate::map_merge;
+use crate::mapfmt::MapDump;
+use crate::report::{Read, RunReport};
+use crate::shard_run::ShardRun;
+use crate::source::Skipped;
+
+/// How a map's contents from several ranges become one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapPolicy {
+    /// Values added member by member (BTF integer members, else whole
+    /// 8, 4, 2 or 1-byte words), each CPU's for per-CPU maps: what each
+    /// range added to the specification's value (counters).
+    Sum,
+    /// Every key of every range; a key in several: the last range's
+    /// value in plan order (an array's index: the last range that
+    /// changed it).
+    Union,
+    /// The last range's contents.
+    Last,
+    /// Each range's contents, kept apart: the report lists them per
+    /// range (`merged.kept`); the map holds the specification's contents.
+    Keep,
+}
+
+impl MapPolicy {
+    /// `sum`, `union`, `last`, `keep`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MapPolicy::Sum => "sum",
+            MapPolicy::Union => "union",
+            MapPolicy::Last => "last",
+            MapPolicy::Keep => "keep",
+        }
+    }
+}
+
+impl std::fmt::Display for MapPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for MapPolicy {
+    type Err = MergeError;
+    fn from_str(text: &str) -> Result<MapPolicy, MergeError> {
+        match text {
+            "sum" => Ok(MapPolicy::Sum),
+            "union" => Ok(MapPolicy::Union),
+            "last" => Ok(MapPolicy::Last),
+            "keep" => Ok(MapPolicy::Keep),
+            _ => Err(MergeError::BadPolicy { text: text.into() }),
+        }
+    }
+}
+
+/// Policies chosen per map name, overriding the defaults.
+pub type MapPolicies = BTreeMap<String, MapPolicy>;
+
+/// Why runs over ranges were not merged, or a range's run not kept.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("no runs to merge")]
+    Empty,
+    #[error(
+        "{range}: not proven: its reader began at offset {first}, the range before ended at offset {from}; \
+         read it again from there (sluice.check lists it)"
+    )]
+    Unproven {
+        range: String,
+        first: u64,
+        from: u64,
+    },
+    #[error("{}: its ranges end at byte {end} of {size}: the runs of the rest are missing", path.display())]
+    Incomplete { path: PathBuf, end: u64, size: u64 },
+    #[error(transparent)]
+    Shards(#[from] capture::ShardError),
+    #[error("map policy for `{name}`: no such map; the object has: {}", maps.join(", "))]
+    NoSuchMap { name: String, maps: Vec<String> },
+    #[error("map policy `{text}`: not a policy (sum, union, last or keep)")]
+    BadPolicy { text: String },
+    #[error("map {map}: merged contents not written: {errno}")]
+    Write { map: String, errno: Errno },
+    #[error("{what}: not a byte range of a capture (a shard's run reads one)")]
+    NotARange { what: String },
+    #[error("a shard's run reads its whole range: a limit is not taken")]
+    Limit,
+    #[error("{range}: the run stopped before the range's end: it has no proof to merge")]
+    NoBoundary { range: String },
+    #[error("a shard's run not encoded: {0}")]
+    Encode(String),
+    #[error("not a shard's run (bytes from ShardRun::to_bytes): {0}")]
+    Decode(String),
+}
+
+/// What the report says of a merge: `merged` in `sluice run --json`'s keys.
+#[derive(Clone, Debug, Serialize)]
+pub struct MergedReport {
+    /// The runs merged, and those among them read again from a proven
+    /// position.
+    pub shards: usize,
+    pub redone: usize,
+    /// Every map's policy, by name.
+    pub map_policies: BTreeMap<String, MapPolicy>,
+    /// The maps kept per range ([`MapPolicy::Keep`]): one dump per run.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub kept: BTreeMap<String, Vec<MapDump>>,
+}
+
+/// A merge: the report one process gives (with its `merged` part), the
+/// hook holding the merged maps, and the policy each map was merged by.
+pub struct Merged {
+    pub report: RunReport,
+    pub hook: Hook,
+    pub policies: BTreeMap<String, MapPolicy>,
+}
+
+/// Merges `runs` (every range of a plan, in plan order, each proven) into
+/// the report one process gives: `hook` built from the specification
+/// with as many CPUs as the runs used, maps merged as `policies` say
+/// (else by default: see [`MapPolicy`] and docs/shards.md), at most
+/// `map_entries` entries shown per map.
+pub fn merge_runs(
+    hook: &HookSpec,
+    runs: &[ShardRun],
+    policies: &MapPolicies,
+    map_entries: usize,
+) -> Result<Merged, Error> {
+    let mut spec = hook.clone();
+    spec.cpus = runs.iter().map(|r| r.cpus).fold(spec.cpus.max(1), u32::max);
+    let mut built = spec.build()?.hook;
+    let (report, policies) = merge_runs_on(&mut built, &spec, runs, policies, map_entries)?;
+    Ok(Merged {
+        report,
+        hook: built,
+        policies,
+    })
+}
+
+/// [`merge_runs`] into `hook`, built from `spec` and holding the maps
+/// every range started from (a caller that wrote maps before the runs
+/// writes them here too); the report and the policies applied.
+pub fn merge_runs_on(
+    hook: &mut Hook,
+    spec: &HookSpec,
+    runs: &[ShardRun],
+    policies: &MapPolicies,
+    map_entries: usize,
+) -> Result<(RunReport, BTreeMap<String, MapPolicy>), Error> {
+    let included = proven(runs)?;
+    let (summary, skipped) = summed(runs, &included);
+    let merged = map_merge::merge(hook, &included, policies, map_entries)?;
+    let read = Read {
+        source: describe(runs),
+        note: None,
+        ports: &[],
+        skipped,
+    };
+    let mut report = RunReport::new(spec.object.name(), map_entries, hook, &summary, &read);
+    // Every run names every ring buffer (0 when it held no record).
+    report.ringbuf = sum_counts(included.iter().map(|r| &r.ringbuf));
+    report.perf_events = sum_counts(included.iter().map(|r| &r.perf_events));
+    report.perf_events.retain(|_, n| *n > 0);
+    report.merged = Some(MergedReport {
+        shards: runs.len(),
+        redone: runs.iter().filter(|r| r.redone).count(),
+        map_policies: merged.policies.clone(),
+        kept: merged.kept,
+    });
+    Ok((report, merged.policies))
+}
+
+/// The runs whose records belong to the sequential read, once every
+/// range's start is proven and every file's ranges are all there: those
+/// of a file after a range that ended on an error are left out.
+fn proven(runs: &[ShardRun]) -> Result<Vec<&ShardRun>, MergeError> {
+    if runs.is_empty() {
+        return Err(MergeError::Empty);
+    }
+    let boundaries: Vec<capture::Boundary> = runs.iter().map(|r| r.boundary.clone()).collect();
+    if let Some(redo) = capture::check(&boundaries)?.first() {
+        return Err(MergeError::Unproven {
+            range: redo.shard.describe(),
+            first: boundaries[redo.index].first.offset,
+            from: redo.from.offset,
+        });
+    }
+    let mut included = Vec::with_capacity(runs.len());
+    let mut errored = false;
+    for (i, run) in runs.iter().enumerate() {
+        let shard = &run.boundary.shard;
+        if shard.start == 0 {
+            errored = false;
+        }
+        let last_of_file = runs
+            .get(i + 1)
+            .is_none_or(|n| n.boundary.shard.path != shard.path || n.boundary.shard.start == 0);
+        if last_of_file && shard.end < shard.size {
+            return Err(MergeError::Incomplete {
+                path: shard.path.clone(),
+                end: shard.end,
+                size: shard.size,
+            });
+        }
+        if !errored {
+            included.push(run);
+        }
+        errored |= run.boundary.error.is_some();
+    }
+    Ok(included)
+}
+
+/// The runs' counts summed in plan order, packet numbers counted on from
+/// the frames of the ranges before (as one sequential read numbers
+/// them); the first source error, its packet counted from its file's
+/// first frame; the frames skipped.
+fn summed(runs: &[ShardRun], included: &[&ShardRun]) -> (ReplaySummary, Skipped) {
+    let mut total = ReplayCounters::default();
+    let mut before = 0u64;
+    let mut file_before = 0u64;
+    let mut source_error = None;
+    let mut skipped: Vec<(String, u64)> = Vec::new();
+    for run in included {
+        if run.boundary.shard.start == 0 {
+            file_before = 0;
+        }
+        let mut c = run.counters.clone();
+        for e in &mut c.first_errors {
+            e.seq += before;
+        }
+        for t in &mut c.trace {
+            t.0 += before;
+        }
+        total.merge(&c);
+        if source_error.is_none()
+            && let Some(text) = &run.source_error
+        {
+            source_error = Some(renumbered(run, text, file_before));
+        }
+        for (link, n) in &run.skipped {
+            match skipped.iter_mut().find(|(l, _)| l == link) {
+                Some((_, m)) => *m += n,
+                None => skipped.push((link.clone(), *n)),
+            }
+        }
+        before += run.boundary.frames;
+        file_before += run.boundary.frames;
+    }
+    let summary = ReplaySummary {
+        counters: total,
+        threads: runs.iter().map(|r| r.threads).max().unwrap_or(1),
+        seconds: runs.iter().map(|r| r.seconds).sum(),
+        source_error,
+        stopped: false,
+    };
+    (summary, Skipped(skipped))
+}
+
+/// A range's source error with its packet counted from its file's first
+/// frame (`before` frames in the ranges before it).
+fn renumbered(run: &ShardRun, text: &str, before: u64) -> SourceError {
+    let name = &run.boundary.shard.path;
+    let mut e = capture::IoError::from_text(name, text);
+    match e.packet {
+        Some(p) => {
+            e.packet = Some(p + before as usize);
+            SourceError(e.to_string())
+        }
+        None => SourceError(text.to_string()),
+    }
+}
+
+/// Per name, the counts of every run added.
+fn sum_counts<'a>(each: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for counts in each {
+        for (name, n) in counts {
+            *out.entry(name.clone()).or_default() += n;
+        }
+    }
+    out
+}
+
+/// What the merged report says was read: `capture F` for one file,
+/// `captures F1 + F2 + ...` for several.
+fn describe(runs: &[ShardRun]) -> String {
+    let mut files: Vec<&std::path::Path> = Vec::new();
+    for r in runs {
+        let p = r.boundary.shard.path.as_path();
+        if files.last() != Some(&p) {
+            files.push(p);
+        }
+    }
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    match names.len() {
+        1 => format!("capture {}", names[0]),
+        _ => format!("captures {}", names.join(" + ")),
+    }
+}
