@@ -442,19 +442,22 @@ impl Program {
     /// ranges redone, every map's policy). Counts are summed in plan
     /// order; maps merged by ``policies`` (``{map: "sum" | "union" |
     /// "last" | "keep"}``), else by default (docs/shards.md);
-    /// ``map_entries``: entries shown per map. Raises ``sluice.MergeError``
-    /// for a range not proven or missing, a policy for no map.
+    /// ``map_entries``: entries shown per map. ``results`` may instead be
+    /// the :class:`BucketResult` of every bucket of a flow-affine run (in
+    /// bucket order): the result is then ``sluice run --threads
+    /// BUCKETS``'s. Raises ``sluice.MergeError`` for a range not proven or
+    /// missing, a policy for no map, results of both kinds.
     #[pyo3(signature = (results, policies = None, *, map_entries = 16))]
     fn merge(
         &self,
         py: Python<'_>,
-        results: Vec<PyRef<'_, crate::shard_result::ShardResult>>,
+        results: Vec<Bound<'_, PyAny>>,
         policies: Option<&Bound<'_, pyo3::types::PyDict>>,
         map_entries: usize,
     ) -> PyResult<RunResult> {
         let policies = crate::shard_result::policies_arg(policies)?;
-        let runs: Vec<engine::ShardRun> = results.iter().map(|r| r.run.clone()).collect();
-        crate::shard_result::merge(py, &self.hook, &self.initial, &runs, &policies, map_entries)
+        let (runs, buckets) = crate::shard_result::runs_arg(&results)?;
+        crate::shard_result::merge(py, &self.hook, &self.initial, &runs, buckets, &policies, map_entries)
     }
 
     /// Pickles as its specification: the object, settings and ``maps=``

@@ -26,18 +26,19 @@ def _frame(proto, src, sport, dport, size, fin=False):
 
 def write_set(folder, files=16, per_file=1500, seed=7):
     """``files`` captures in ``folder`` and their concatenation
-    (``all.pcap``): packets of 300 flows (each flow's packets spread over
-    the files), 1 ms apart, a 30 s silence after the fifth file (flows
+    (``all.pcap``): packets of 300 flows, one per source (each flow's packets spread over
+    the files), 1 ms apart, a 30 s silence in the middle of the sixth file (flows
     end idle there), every 97th TCP packet a FIN. (paths, concatenation)."""
     rng = np.random.default_rng(seed)
-    flows = [(int(rng.choice([6, 17])), int(rng.integers(1, 60)), int(rng.integers(1024, 65535)),
-              int(rng.choice([53, 80, 443]))) for _ in range(300)]  # fmt: skip
+    # Flow i from source 10.0.0.0 + i + 1: a source's state is its flow's.
+    flows = [(int(rng.choice([6, 17])), i + 1, int(rng.integers(1024, 65535)), int(rng.choice([53, 80, 443])))
+             for i in range(300)]  # fmt: skip
     ts, paths, records = 1_700_000_000_000_000, [], []
     for k in range(files):
-        if k == 5:
-            ts += 30_000_000
         body = []
         for i in range(per_file):
+            if k == 5 and i == per_file // 2:
+                ts += 30_000_000
             proto, src, sport, dport = flows[int(rng.integers(0, len(flows)))]
             data = _frame(proto, src, sport, dport, int(rng.integers(64, 600)), fin=proto == 6 and i % 97 == 0)
             body.append(struct.pack("<IIII", ts // 1_000_000, ts % 1_000_000, len(data), len(data)) + data)
