@@ -4,6 +4,7 @@ filter`` and ``sluice monitor flows``; an error is one line on standard
 error and exit status 1."""
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -185,7 +186,10 @@ def main(argv=None):
     progress = sys.stderr.isatty() if a.progress is None else a.progress
     command = {"run": _run, "filter": _filter, "flows": _flows}[a.command]
     try:
-        text = command(a, progress)
+        # Ray's messages (a worker lost, a task retried) go to standard
+        # error: standard output holds the report alone.
+        with contextlib.redirect_stdout(sys.stderr):
+            text = command(a, progress)
     except sluice.Error as e:
         print(f"sluice-cluster: {e}", file=sys.stderr)
         return 1
