@@ -324,7 +324,12 @@ impl BucketResult {
 
     /// A result from its pickled state.
     #[staticmethod]
-    fn _from_state(bucket: usize, buckets: usize, json: String, run: &[u8]) -> PyResult<BucketResult> {
+    fn _from_state(
+        bucket: usize,
+        buckets: usize,
+        json: String,
+        run: &[u8],
+    ) -> PyResult<BucketResult> {
         Ok(BucketResult {
             bucket,
             buckets,

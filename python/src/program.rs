@@ -457,7 +457,15 @@ impl Program {
     ) -> PyResult<RunResult> {
         let policies = crate::shard_result::policies_arg(policies)?;
         let (runs, buckets) = crate::shard_result::runs_arg(&results)?;
-        crate::shard_result::merge(py, &self.hook, &self.initial, &runs, buckets, &policies, map_entries)
+        crate::shard_result::merge(
+            py,
+            &self.hook,
+            &self.initial,
+            &runs,
+            buckets,
+            &policies,
+            map_entries,
+        )
     }
 
     /// Pickles as its specification: the object, settings and ``maps=``

@@ -166,7 +166,15 @@ pub fn merge_runs_on(
     map_entries: usize,
 ) -> Result<(RunReport, BTreeMap<String, MapPolicy>), Error> {
     let included = proven(runs)?;
-    merge_included(hook, spec, runs, &included, policies, map_entries, describe(runs))
+    merge_included(
+        hook,
+        spec,
+        runs,
+        &included,
+        policies,
+        map_entries,
+        describe(runs),
+    )
 }
 
 /// The merge of `included` (of `runs`, whose proof is checked or not
