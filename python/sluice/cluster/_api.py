@@ -4,6 +4,7 @@ guess was wrong from their proven positions), and merge into what one
 process gives."""
 
 import os
+import warnings
 
 import sluice
 
@@ -90,14 +91,16 @@ def run(
     :class:`sluice.Object`) whose program ``program`` is loaded with
     ``set`` (globals) and ``maps`` (map contents). ``captures``: paths
     and glob patterns, planned by :func:`sluice.plan` with ``split``
-    (bytes, or text such as ``"64M"``; default 64 MiB). One task per range (``threads`` threads and Ray CPUs each),
-    retried ``retries`` times if its worker is lost; ``policies``:
-    ``{map: "sum" | "union" | "last" | "keep"}`` over the defaults.
-    ``table_dir`` / ``output_dir``: per-packet tables and output packets
-    written there as partitions. ``flow_affine``: partition packets by
-    flow into ``buckets`` (default: the cluster's CPUs) through Ray's
-    object store, then one task per bucket, equal to ``sluice run
-    --threads buckets`` (for programs whose state is per flow).
+    (bytes, or text such as ``"64M"``; default 64 MiB). One task per
+    range (``threads`` threads and Ray CPUs each), retried ``retries``
+    times if its worker is lost; ``policies``: ``{map: "sum" | "union" |
+    "last" | "keep"}`` over the defaults. ``table_dir`` /
+    ``output_dir``: per-packet tables and output packets written there
+    as partitions. ``flow_affine``: partition packets by flow into
+    ``buckets`` (default: the cluster's CPUs, or more so that a bucket
+    fits in half a node's object store) through Ray's object store, then
+    one task per bucket, equal to ``sluice run --threads buckets`` (for
+    programs whose state is per flow).
     ``address``: a Ray cluster's (default: the connection already made,
     else a local Ray started on this machine)."""
     prog = _program(obj_or_program, program, set, maps)
@@ -106,9 +109,7 @@ def run(
     shards = sluice.plan(_paths(captures), SPLIT if split is None else split)
     ref = ray.put(prog)
     if flow_affine:
-        if buckets is None:
-            buckets = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        results = _affine(ray, ref, shards, _positive("buckets", buckets), retries, progress)
+        results = _affine(ray, ref, shards, _buckets(ray, shards, buckets), retries, progress)
     else:
         if buckets is not None:
             raise ClusterError("buckets= is for flow_affine=True")
@@ -124,6 +125,28 @@ def run(
         finally:
             bar.close()
     return prog.merge(results, policies=policies)
+
+
+def _buckets(ray, shards, buckets):
+    """The buckets of a flow-affine run: ``buckets``, else the cluster's
+    CPUs, or more when a bucket's blobs (about the captures' bytes over
+    the buckets) would fill over half the smallest node's object store,
+    where its task's arguments must fit (a warning when ``buckets`` given
+    is that few)."""
+    data = sum(s.end - s.start for s in shards)
+    stores = [n["Resources"].get("object_store_memory", 0) for n in ray.nodes() if n.get("Alive")]
+    room = max(1, int(min(stores, default=0) // 2))
+    enough = max(1, -(-data // room))
+    if buckets is None:
+        return max(enough, int(ray.cluster_resources().get("CPU", 1)))
+    buckets = _positive("buckets", buckets)
+    if buckets < enough:
+        warnings.warn(
+            f"flow-affine: {buckets} buckets of about {data // buckets:,} bytes each; a node's object store "
+            f"holds {2 * room:,}: the bucket tasks may wait for memory (use {enough} buckets or more)",
+            stacklevel=3,
+        )
+    return buckets
 
 
 def _affine(ray, ref, shards, buckets, retries, progress):
