@@ -134,7 +134,7 @@ class Program:
         """
     def merge(
         self,
-        results: Sequence[ShardResult],
+        results: Union[Sequence[ShardResult], Sequence[BucketResult]],
         policies: Optional[Mapping[str, str]] = None,
         *,
         map_entries: int = 16,
@@ -142,7 +142,9 @@ class Program:
         """Merges the runs over every shard of a plan (plan order, proven) into one process's result.
 
         ``policies``: ``{map: "sum" | "union" | "last" | "keep"}`` over the defaults.
-        Raises :class:`MergeError` for a range not proven or missing.
+        ``results`` may instead be every :class:`BucketResult` of a flow-affine run (bucket
+        order): ``sluice run --threads BUCKETS``'s result. Raises :class:`MergeError` for a
+        range not proven or missing, results of both kinds.
         """
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         """Pickles as its specification (object, settings, ``maps=``), not the maps it holds."""

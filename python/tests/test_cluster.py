@@ -130,6 +130,13 @@ def test_16_captures_filter(cluster, captures, sluice_bin):
     res = sluice.cluster.filter("udp and port 53", paths, address=cluster, split=8 << 10, progress=False)
     one = json.loads(cli_json(sluice_bin, "filter", "-r", whole, "udp and port 53"))
     assert (res.read, res.matched) == (one["read"], one["matched"]) and 0 < res.matched < res.read
+    out = subprocess.run(
+        [SLUICE_CLUSTER, "filter", "udp and port 53", *paths, "--address", cluster, "--split", "8K", "--json"],
+        capture_output=True,
+        check=True,
+    )
+    got = json.loads(out.stdout)
+    assert {k: got[k] for k in ("expression", "read", "matched")} == {k: one[k] for k in ("expression", "read", "matched")}
 
 
 def test_flow_affine_ddos(cluster, captures, bpf, sluice_bin):
