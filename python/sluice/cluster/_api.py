@@ -81,6 +81,7 @@ def run(
     progress=True,
     set=None,
     maps=None,
+    map_entries=16,
     retries=RETRIES,
 ):
     """Runs a program over captures on Ray, merged as one process: the
@@ -100,7 +101,8 @@ def run(
     ``buckets`` (default: the cluster's CPUs, or more so that a bucket
     fits in half a node's object store) through Ray's object store, then
     one task per bucket, equal to ``sluice run --threads buckets`` (for
-    programs whose state is per flow).
+    programs whose state is per flow). ``map_entries``: entries shown
+    per map in the report (``sluice run --map-entries``).
     ``address``: a Ray cluster's (default: the connection already made,
     else a local Ray started on this machine)."""
     prog = _program(obj_or_program, program, set, maps)
@@ -124,7 +126,7 @@ def run(
             )
         finally:
             bar.close()
-    return prog.merge(results, policies=policies)
+    return prog.merge(results, policies=policies, map_entries=map_entries)
 
 
 def _buckets(ray, shards, buckets):

@@ -105,6 +105,9 @@ def parser():
     run.add_argument(
         "--set", metavar="NAME=VALUE", type=_integer_assignment, action="append", default=[], help="set a global"
     )
+    run.add_argument(
+        "--map-entries", metavar="N", type=_positive, default=16, help="entries shown per map [default: 16]"
+    )
     run.add_argument("--table-dir", metavar="DIR", help="write per-packet tables here (Parquet partitions)")
     run.add_argument("--output-dir", metavar="DIR", help="write output packets here (pcap partitions)")
     _common(run)
@@ -141,6 +144,7 @@ def _run(a, progress):
         output_dir=a.output_dir,
         progress=progress,
         set=dict(a.set) or None,
+        map_entries=a.map_entries,
     )
     return result.to_json() + "\n" if a.json else _text.run_text(result.report)
 
