@@ -34,7 +34,8 @@ def connect(address=None):
         return ray
     try:
         if address is None:
-            ray.init(log_to_driver=False, include_dashboard=False, logging_level=logging.WARNING)
+            # "local": a new Ray of this process, never a cluster found on the machine.
+            ray.init(address="local", log_to_driver=False, include_dashboard=False, logging_level=logging.WARNING)
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as e:
