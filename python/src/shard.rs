@@ -288,7 +288,8 @@ pub(crate) fn plan(
 
 /// Checks that every range of a plan was read exactly: ``results`` (the
 /// runs over every shard, in plan order: :class:`ShardResult`, or any
-/// result with a ``_boundary_bytes()``) each begin where the range before
+/// result with a ``_boundary_bytes()``: the range's boundary as JSON or
+/// CBOR) each begin where the range before
 /// them ended. Returns the :class:`Redo` of each range that did not (its
 /// proven position: read it again with ``proven=``), empty when every
 /// range is proven; check again after the re-reads.
@@ -298,7 +299,11 @@ pub(crate) fn check(results: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Redo>> {
     let mut indexes = Vec::with_capacity(results.len());
     for (i, r) in results.iter().enumerate() {
         let bytes: Vec<u8> = r.call_method0("_boundary_bytes")?.extract()?;
-        let b: Boundary = serde_json::from_slice(&bytes).map_err(|e| not_pickled("boundary", e))?;
+        // JSON, as this module's results give it; CBOR as another's may.
+        let b: Boundary = match serde_json::from_slice(&bytes) {
+            Ok(b) => b,
+            Err(e) => ciborium::from_reader(&bytes[..]).map_err(|_| not_pickled("boundary", e))?,
+        };
         boundaries.push(b);
         indexes.push(match r.getattr("index") {
             Ok(index) => index.extract()?,

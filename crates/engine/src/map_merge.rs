@@ -83,14 +83,17 @@ pub(crate) fn merge(
         let name = map.name().to_string();
         let def = object.maps.get(i);
         let fields = mapfmt::integer_members(btf, def.and_then(|d| d.value_type));
+        // A map the program does not write holds the specification's
+        // contents, whatever the policy asked.
+        if !holds_values(map) {
+            out.policies.insert(name.clone(), MapPolicy::Last);
+            continue;
+        }
         let policy = match policies.get(&name) {
             Some(p) => *p,
             None => default_policy(map, fields.is_some()),
         };
         out.policies.insert(name.clone(), policy);
-        if !holds_values(map) {
-            continue;
-        }
         let value_size = map.spec().value_size as usize;
         let layout = Layout {
             array: matches!(map.map_type(), MapType::Array | MapType::PercpuArray),

@@ -227,6 +227,27 @@ fn xdp_ddos_merged_is_one_process() {
 }
 
 #[test]
+fn ring_buffer_records_merged_are_one_processs() {
+    // burn with to_user: a ring-buffer record per packet, counted per range.
+    let mut hook = HookSpec::from_bytes("burn.o", programs::object("burn").unwrap());
+    hook.settings.set = vec!["to_user=1".into()];
+    let path = dir().join("burn.pcap");
+    write(&path, &frames(1500, 4_000_000_000, 4));
+    let one = one_process(&hook, &path);
+    assert!(
+        one["ringbuf"]["copies"].as_u64().unwrap() > 1000,
+        "{}",
+        one["ringbuf"]
+    );
+    let size = std::fs::metadata(&path).unwrap().len();
+    for n in [2u64, 9] {
+        let (m, _) = merged(&hook, &[&path], size.div_ceil(n), &MapPolicies::new());
+        assert_same(&one, &m, &format!("burn in {n} ranges"), true);
+        assert_eq!(m["merged"]["map_policies"]["copies"], "last");
+    }
+}
+
+#[test]
 fn a_hash_of_counters_merged_is_one_process() {
     each_cut(&classify(), &MapPolicies::new(), "classify", false);
 }
