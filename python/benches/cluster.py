@@ -16,8 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import ray
-
 import sluice
 import sluice.cluster
 from common import SLUICE, WORK, capture, obj
@@ -79,6 +77,9 @@ def main():
     with tempfile.TemporaryDirectory() as marks:
         # Object stores of 1 GiB: a flow-affine bucket of the 2M packets fits.
         c = Cluster(marks, pin=[0, 1], object_store=1 << 30)
+        os.environ.update(c.token_env)
+        import ray  # after the cluster's token is set: Ray reads it once
+
         try:
             ray.init(address=c.address, logging_level="WARNING", log_to_driver=False)
             run = lambda **kw: sluice.cluster.run(obj(PROGRAM), paths, progress=False, **kw)  # noqa: E731

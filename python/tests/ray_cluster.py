@@ -5,6 +5,7 @@ signalling the process groups it started (never ``ray stop``, which
 stops every Ray on the machine)."""
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -43,7 +44,14 @@ class Cluster:
         self.marks = marks
         self.procs = []
         self.address = None
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", SLUICE_CLUSTER_MARK_DIR=str(marks))
+        # A token of the cluster's own (Ray 2.60's nodes check one, and a
+        # local ray.init() leaves one in ~/.ray): every node, the test's
+        # driver and the command lines it starts take this one
+        # (``token_env``, set in the test process while the cluster runs).
+        token = self.root / "auth_token"
+        token.write_text(secrets.token_hex(32))
+        self.token_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", SLUICE_CLUSTER_MARK_DIR=str(marks), **self.token_env)
         self.env = env
         try:
             gcs, *head_ports = free_ports(7)

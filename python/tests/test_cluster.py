@@ -41,15 +41,23 @@ def marks(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster(marks):
     """The two-node cluster's address; the test process connected to it."""
+    c = Cluster(marks)
+    saved = {k: os.environ.get(k) for k in c.token_env}
+    os.environ.update(c.token_env)
+    # Imported after the token is set: Ray reads it once.
     import ray
 
-    c = Cluster(marks)
     try:
         ray.init(address=c.address, logging_level="WARNING", log_to_driver=False)
         yield c.address
     finally:
         ray.shutdown()
         c.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="module")
