@@ -192,7 +192,7 @@ bench_python() {
     (cd python && "../$PYVENV/bin/maturin" build -q --locked --release -o "$target/wheels-release")
     "$PYVENV/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps \
         "$target"/wheels-release/sluice-*.whl
-    for b in run_vs_cli table_export baselines; do
+    for b in run_vs_cli table_export baselines cluster; do
         SLUICE_BIN="$target/release/sluice" SLUICE_BPF_DIR="$target/bpf" \
             "$PYVENV/bin/python" "python/benches/$b.py"
     done

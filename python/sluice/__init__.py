@@ -83,6 +83,7 @@ from ._sluice import Map, MapError, Maps, VerifyResult
 
 # Shards of a capture list, runs over them, their merge.
 from ._sluice import MergeError, Redo, Shard, ShardResult, check, plan
+
 # Flows and filters over shards (pickling's constructors too).
 from ._sluice import FilterShard, FlowsShard, flows_shard, merge_flows
 from ._sluice import _filter_shard_from_bytes, _flows_shard_from_bytes

@@ -134,7 +134,7 @@ class Program:
         """
     def merge(
         self,
-        results: Sequence[ShardResult],
+        results: Union[Sequence[ShardResult], Sequence[BucketResult]],
         policies: Optional[Mapping[str, str]] = None,
         *,
         map_entries: int = 16,
@@ -142,7 +142,9 @@ class Program:
         """Merges the runs over every shard of a plan (plan order, proven) into one process's result.
 
         ``policies``: ``{map: "sum" | "union" | "last" | "keep"}`` over the defaults.
-        Raises :class:`MergeError` for a range not proven or missing.
+        ``results`` may instead be every :class:`BucketResult` of a flow-affine run (bucket
+        order): ``sluice run --threads BUCKETS``'s result. Raises :class:`MergeError` for a
+        range not proven or missing, results of both kinds.
         """
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         """Pickles as its specification (object, settings, ``maps=``), not the maps it holds."""
@@ -168,6 +170,63 @@ class Program:
     ) -> BucketResult:
         """Flow-affine mode: bucket ``bucket``'s blobs (one per range, in plan order) run
         as worker ``bucket`` of ``sluice run --threads BUCKETS``, on fresh maps."""
+
+class Partition:
+    """One range split by flow into buckets, from :meth:`Program.partition`. Picklable."""
+
+    @property
+    def index(self) -> int:
+        """The range's place in the plan."""
+    @property
+    def sharding(self) -> str:
+        """``"symmetric"`` or ``"directional"``."""
+    @property
+    def buckets(self) -> int:
+        """The number of buckets (workers)."""
+    @property
+    def boundary(self) -> Optional[dict[str, Any]]:
+        """The range's reader's ``first``, ``next``, ``frames`` and ``error``; None for a whole capture."""
+    @property
+    def frames(self) -> int:
+        """Frames the range read (skipped ones included)."""
+    @property
+    def packets(self) -> int:
+        """Packets put in the buckets."""
+    @property
+    def per_bucket(self) -> list[int]:
+        """Packets per bucket."""
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Frames skipped for want of an Ethernet form, per link type."""
+    @property
+    def snapped(self) -> int:
+        """Frames captured shorter than on the wire."""
+    @property
+    def source_error(self) -> Optional[str]:
+        """The error the range's reading ended on."""
+    def _boundary_bytes(self) -> Optional[bytes]:
+        """The boundary as JSON bytes, for :func:`check`."""
+
+class BucketResult:
+    """One bucket's run, from :meth:`Program.run_bucket`. Picklable."""
+
+    @property
+    def bucket(self) -> int:
+        """The worker this run was."""
+    @property
+    def buckets(self) -> int:
+        """The workers of the run (``--threads``)."""
+    @property
+    def report(self) -> dict[str, Any]:
+        """The bucket's report, with the keys of ``sluice run --json``."""
+    @property
+    def packets(self) -> int:
+        """The packets the bucket ran."""
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """Packets per verdict."""
+    def to_json(self) -> str:
+        """The report as JSON text."""
 
 class Shard:
     """A piece of work over a capture list, from :func:`plan`: the records of ``path`` whose first byte lies in ``[start, end)``."""
@@ -254,63 +313,6 @@ def plan(
 
 def check(results: Sequence[Any]) -> list[Redo]:
     """The ranges whose start the range before them does not prove: read them again from ``redo.position``."""
-
-class Partition:
-    """One range split by flow into buckets, from :meth:`Program.partition`. Picklable."""
-
-    @property
-    def index(self) -> int:
-        """The range's place in the plan."""
-    @property
-    def sharding(self) -> str:
-        """``"symmetric"`` or ``"directional"``."""
-    @property
-    def buckets(self) -> int:
-        """The number of buckets (workers)."""
-    @property
-    def boundary(self) -> Optional[dict[str, Any]]:
-        """The range's reader's ``first``, ``next``, ``frames`` and ``error``; None for a whole capture."""
-    @property
-    def frames(self) -> int:
-        """Frames the range read (skipped ones included)."""
-    @property
-    def packets(self) -> int:
-        """Packets put in the buckets."""
-    @property
-    def per_bucket(self) -> list[int]:
-        """Packets per bucket."""
-    @property
-    def skipped(self) -> dict[str, int]:
-        """Frames skipped for want of an Ethernet form, per link type."""
-    @property
-    def snapped(self) -> int:
-        """Frames captured shorter than on the wire."""
-    @property
-    def source_error(self) -> Optional[str]:
-        """The error the range's reading ended on."""
-    def _boundary_bytes(self) -> Optional[bytes]:
-        """The boundary as JSON bytes, for :func:`check`."""
-
-class BucketResult:
-    """One bucket's run, from :meth:`Program.run_bucket`. Picklable."""
-
-    @property
-    def bucket(self) -> int:
-        """The worker this run was."""
-    @property
-    def buckets(self) -> int:
-        """The workers of the run (``--threads``)."""
-    @property
-    def report(self) -> dict[str, Any]:
-        """The bucket's report, with the keys of ``sluice run --json``."""
-    @property
-    def packets(self) -> int:
-        """The packets the bucket ran."""
-    @property
-    def verdicts(self) -> dict[str, int]:
-        """Packets per verdict."""
-    def to_json(self) -> str:
-        """The report as JSON text."""
 
 class RunResult:
     """The result of :meth:`Program.run`."""

@@ -71,6 +71,13 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(monitor::flows, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::rtt, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::sample, m)?)?;
+    // Flows and filters over shards (docs/shards.md).
+    m.add_class::<cluster_flows::FlowsShard>()?;
+    m.add_class::<cluster_flows::FilterShard>()?;
+    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::merge_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard_from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_flows::filter_shard_from_bytes, m)?)?;
     // Shards of a capture list, runs over them, their merge (docs/shards.md).
     m.add_class::<shard::Shard>()?;
     m.add_class::<shard::Redo>()?;
@@ -81,13 +88,6 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shard::_redo_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(shard_result::_shard_result_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(program::_program_from_bytes, m)?)?;
-    // Flows and filters over shards (docs/shards.md).
-    m.add_class::<cluster_flows::FlowsShard>()?;
-    m.add_class::<cluster_flows::FilterShard>()?;
-    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_flows::merge_flows, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_flows::flows_shard_from_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_flows::filter_shard_from_bytes, m)?)?;
     errors::register(m)?;
     Ok(())
 }

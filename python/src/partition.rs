@@ -242,6 +242,8 @@ pub(crate) fn partition<'py>(
 pub struct BucketResult {
     bucket: usize,
     buckets: usize,
+    /// The run's raw parts, for :meth:`Program.merge`.
+    pub(crate) run: engine::ShardRun,
     /// The report as JSON.
     json: String,
     /// `packets=N, verdicts={...}`, for `repr`.
@@ -288,20 +290,28 @@ impl BucketResult {
 
     /// A result from its pickled state.
     #[staticmethod]
-    fn _from_state(bucket: usize, buckets: usize, json: String) -> BucketResult {
-        BucketResult {
+    fn _from_state(
+        bucket: usize,
+        buckets: usize,
+        json: String,
+        run: &[u8],
+    ) -> PyResult<BucketResult> {
+        Ok(BucketResult {
             bucket,
             buckets,
+            run: engine::ShardRun::from_bytes(run).map_err(|e| errors::to_py(e.into()))?,
             summary: format!("bucket {bucket} of {buckets}"),
             json,
-        }
+        })
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let me = slf.get();
         let make = py.get_type::<BucketResult>().getattr("_from_state")?;
-        let args = (me.bucket, me.buckets, me.json.clone()).into_pyobject(py)?;
+        let run = me.run.to_bytes().map_err(|e| errors::to_py(e.into()))?;
+        let run = pyo3::types::PyBytes::new(py, &run);
+        let args = (me.bucket, me.buckets, me.json.clone(), run).into_pyobject(py)?;
         PyTuple::new(py, [make, args.into_any()])
     }
 
@@ -337,6 +347,7 @@ pub(crate) fn run_bucket(
     Ok(BucketResult {
         bucket: spec.bucket,
         buckets: spec.buckets,
+        run: run.raw(spec.bucket, spec.buckets),
         summary: format!(
             "bucket {} of {}, packets={}, verdicts={{{}}}",
             spec.bucket,

@@ -337,80 +337,6 @@ impl Program {
         crate::profile::run(py, hook, source, limit, warm_up)
     }
 
-    /// Runs the program over one shard of a plan (:func:`sluice.plan`), on
-    /// fresh maps (its settings and ``maps=`` contents, not the maps it
-    /// holds), and returns a :class:`ShardResult`: the range's counts,
-    /// maps and proof, raw, for :meth:`merge` and :func:`sluice.check`.
-    ///
-    /// ``shard``: a :class:`Shard` (or a dict or object with ``path``,
-    /// ``start``, ``end``, ``size``, ``index``). ``proven``: the position
-    /// to read the range from (:attr:`Redo.position`), for a range
-    /// :func:`sluice.check` listed; else its first record is found from
-    /// its start. ``threads``: worker threads on the range. ``cpu``: pin
-    /// the run to this host CPU. ``table_dir``: write the range's
-    /// per-packet table as ``{table_dir}/part-{index:05}.parquet``;
-    /// ``output_dir``: each route's packets as
-    /// ``{output_dir}/{route}/part-{index:05}.pcap`` (``pass``, ``tx``,
-    /// ``redirect``, ``drop``): both written under a temporary name, then
-    /// renamed, so a run repeated writes the same files. Raises as
-    /// :meth:`run` does; ``sluice.MergeError`` when the run has no proof
-    /// (stopped before the range's end).
-    #[pyo3(signature = (
-        shard, proven = None, *, threads = 1, cpu = None, table_dir = None, output_dir = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn run_shard(
-        &self,
-        py: Python<'_>,
-        shard: &Bound<'_, PyAny>,
-        proven: Option<&Bound<'_, PyAny>>,
-        threads: usize,
-        cpu: Option<usize>,
-        table_dir: Option<std::path::PathBuf>,
-        output_dir: Option<std::path::PathBuf>,
-    ) -> PyResult<crate::shard_result::ShardResult> {
-        let args = crate::shard_result::ShardArgs {
-            shard: crate::shard::shard_arg(shard)?,
-            proven: crate::shard::position_arg(proven)?,
-            threads,
-            cpu,
-            table_dir,
-            output_dir,
-        };
-        crate::shard_result::run_shard(py, &self.hook, &self.initial, args)
-    }
-
-    /// Merges the runs over every shard of a plan (:class:`ShardResult`
-    /// in plan order, each proven: :func:`sluice.check` lists none) into
-    /// the :class:`RunResult` one process gives over the same packets:
-    /// its report is ``sluice run --json``'s, plus ``merged`` (shards,
-    /// ranges redone, every map's policy). Counts are summed in plan
-    /// order; maps merged by ``policies`` (``{map: "sum" | "union" |
-    /// "last" | "keep"}``), else by default (docs/shards.md);
-    /// ``map_entries``: entries shown per map. Raises ``sluice.MergeError``
-    /// for a range not proven or missing, a policy for no map.
-    #[pyo3(signature = (results, policies = None, *, map_entries = 16))]
-    fn merge(
-        &self,
-        py: Python<'_>,
-        results: Vec<PyRef<'_, crate::shard_result::ShardResult>>,
-        policies: Option<&Bound<'_, pyo3::types::PyDict>>,
-        map_entries: usize,
-    ) -> PyResult<RunResult> {
-        let policies = crate::shard_result::policies_arg(policies)?;
-        let runs: Vec<engine::ShardRun> = results.iter().map(|r| r.run.clone()).collect();
-        crate::shard_result::merge(py, &self.hook, &self.initial, &runs, &policies, map_entries)
-    }
-
-    /// Pickles as its specification: the object, settings and ``maps=``
-    /// contents (not the maps it holds).
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-        let mut bytes = Vec::new();
-        ciborium::into_writer(&(&self.hook, &self.initial), &mut bytes)
-            .map_err(|e| errors::Error::new_err(e.to_string()))?;
-        crate::shard::reduce(py, "_program_from_bytes", &bytes)
-    }
-
     /// Flow-affine mode, its shuffle: reads one range of a capture (a
     /// :class:`Shard` of :func:`sluice.plan`, or a capture's path for the
     /// whole file) and splits its packets by flow into the buckets of
@@ -464,6 +390,91 @@ impl Program {
         let (mut loaded, _) = load(&spec.hook, spec.hook_spec().cpus, &self.initial)?;
         py.detach(|| loaded.built.verify()).map_err(errors::to_py)?;
         crate::partition::run_bucket(py, loaded.built, spec, blobs)
+    }
+
+    /// Runs the program over one shard of a plan (:func:`sluice.plan`), on
+    /// fresh maps (its settings and ``maps=`` contents, not the maps it
+    /// holds), and returns a :class:`ShardResult`: the range's counts,
+    /// maps and proof, raw, for :meth:`merge` and :func:`sluice.check`.
+    ///
+    /// ``shard``: a :class:`Shard` (or a dict or object with ``path``,
+    /// ``start``, ``end``, ``size``, ``index``). ``proven``: the position
+    /// to read the range from (:attr:`Redo.position`), for a range
+    /// :func:`sluice.check` listed; else its first record is found from
+    /// its start. ``threads``: worker threads on the range. ``cpu``: pin
+    /// the run to this host CPU. ``table_dir``: write the range's
+    /// per-packet table as ``{table_dir}/part-{index:05}.parquet``;
+    /// ``output_dir``: each route's packets as
+    /// ``{output_dir}/{route}/part-{index:05}.pcap`` (``pass``, ``tx``,
+    /// ``redirect``, ``drop``): both written under a temporary name, then
+    /// renamed, so a run repeated writes the same files. Raises as
+    /// :meth:`run` does; ``sluice.MergeError`` when the run has no proof
+    /// (stopped before the range's end).
+    #[pyo3(signature = (
+        shard, proven = None, *, threads = 1, cpu = None, table_dir = None, output_dir = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_shard(
+        &self,
+        py: Python<'_>,
+        shard: &Bound<'_, PyAny>,
+        proven: Option<&Bound<'_, PyAny>>,
+        threads: usize,
+        cpu: Option<usize>,
+        table_dir: Option<std::path::PathBuf>,
+        output_dir: Option<std::path::PathBuf>,
+    ) -> PyResult<crate::shard_result::ShardResult> {
+        let args = crate::shard_result::ShardArgs {
+            shard: crate::shard::shard_arg(shard)?,
+            proven: crate::shard::position_arg(proven)?,
+            threads,
+            cpu,
+            table_dir,
+            output_dir,
+        };
+        crate::shard_result::run_shard(py, &self.hook, &self.initial, args)
+    }
+
+    /// Merges the runs over every shard of a plan (:class:`ShardResult`
+    /// in plan order, each proven: :func:`sluice.check` lists none) into
+    /// the :class:`RunResult` one process gives over the same packets:
+    /// its report is ``sluice run --json``'s, plus ``merged`` (shards,
+    /// ranges redone, every map's policy). Counts are summed in plan
+    /// order; maps merged by ``policies`` (``{map: "sum" | "union" |
+    /// "last" | "keep"}``), else by default (docs/shards.md);
+    /// ``map_entries``: entries shown per map. ``results`` may instead be
+    /// the :class:`BucketResult` of every bucket of a flow-affine run (in
+    /// bucket order): the result is then ``sluice run --threads
+    /// BUCKETS``'s. Raises ``sluice.MergeError`` for a range not proven or
+    /// missing, a policy for no map, results of both kinds.
+    #[pyo3(signature = (results, policies = None, *, map_entries = 16))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        results: Vec<Bound<'_, PyAny>>,
+        policies: Option<&Bound<'_, pyo3::types::PyDict>>,
+        map_entries: usize,
+    ) -> PyResult<RunResult> {
+        let policies = crate::shard_result::policies_arg(policies)?;
+        let (runs, buckets) = crate::shard_result::runs_arg(&results)?;
+        crate::shard_result::merge(
+            py,
+            &self.hook,
+            &self.initial,
+            &runs,
+            buckets,
+            &policies,
+            map_entries,
+        )
+    }
+
+    /// Pickles as its specification: the object, settings and ``maps=``
+    /// contents (not the maps it holds).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&(&self.hook, &self.initial), &mut bytes)
+            .map_err(|e| errors::Error::new_err(e.to_string()))?;
+        crate::shard::reduce(py, "_program_from_bytes", &bytes)
     }
 
     fn __repr__(&self) -> String {

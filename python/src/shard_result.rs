@@ -280,11 +280,42 @@ pub(crate) fn policies_arg(policies: Option<&Bound<'_, PyDict>>) -> PyResult<Map
 
 /// Merges `results` (every shard of a plan, in plan order) into the
 /// report one process gives, on a fresh hook whose maps hold `initial`.
+/// `Program.merge`'s results: the raw runs, and whether they are a
+/// flow-affine run's buckets (all of them :class:`BucketResult`) rather
+/// than ranges (all :class:`ShardResult`).
+pub(crate) fn runs_arg(results: &[Bound<'_, PyAny>]) -> PyResult<(Vec<ShardRun>, bool)> {
+    let mut runs = Vec::with_capacity(results.len());
+    let mut kinds = (0, 0);
+    for r in results {
+        if let Ok(shard) = r.cast::<ShardResult>() {
+            runs.push(shard.borrow().run.clone());
+            kinds.0 += 1;
+        } else if let Ok(bucket) = r.cast::<crate::partition::BucketResult>() {
+            runs.push(bucket.get().run.clone());
+            kinds.1 += 1;
+        } else {
+            let what = r.get_type().name()?;
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "merge() takes ShardResult or BucketResult objects, not {what}"
+            )));
+        }
+    }
+    if kinds.0 > 0 && kinds.1 > 0 {
+        return Err(errors::MergeError::new_err(
+            "merge() takes the ShardResults of ranges or the BucketResults of a flow-affine run's buckets, not both",
+        ));
+    }
+    Ok((runs, kinds.1 > 0))
+}
+
+/// Merges `results` (ranges' runs, or with `buckets` a flow-affine
+/// run's buckets') into the one process's result.
 pub(crate) fn merge(
     py: Python<'_>,
     hook: &HookSpec,
     initial: &[(String, Value, MapValue)],
     results: &[ShardRun],
+    buckets: bool,
     policies: &MapPolicies,
     map_entries: usize,
 ) -> PyResult<RunResult> {
@@ -296,8 +327,12 @@ pub(crate) fn merge(
         let (mut loaded, maps) = crate::program::load(hook, cpus, initial)?;
         loaded.built.verify().map_err(errors::to_py)?;
         let built = &mut loaded.built.hook;
-        let (report, _) = engine::merge_runs_on(built, hook, results, policies, map_entries)
-            .map_err(errors::to_py)?;
+        let merged = if buckets {
+            engine::merge_buckets_on(built, hook, results, policies, map_entries)
+        } else {
+            engine::merge_runs_on(built, hook, results, policies, map_entries)
+        };
+        let (report, _) = merged.map_err(errors::to_py)?;
         let maps: HookMaps = maps;
         let values = report
             .maps

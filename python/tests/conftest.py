@@ -77,3 +77,8 @@ def compile_c(tmp_path):
         return str(o)
 
     return build
+
+
+def pytest_configure(config):
+    """The marks of the suite: ``-m "not cluster"`` leaves out the Ray tests."""
+    config.addinivalue_line("markers", "cluster: starts a local two-node Ray cluster (test_cluster.py)")

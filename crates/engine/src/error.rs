@@ -85,10 +85,6 @@ pub enum Error {
     /// [`SampleSpec`](crate::SampleSpec)).
     #[error("{0}")]
     Monitor(#[from] monitor::MonitorError),
-    /// Runs over byte ranges not merged, or a range's run not kept
-    /// ([`merge_runs`](crate::merge_runs), [`ShardRun`](crate::ShardRun)).
-    #[error("{0}")]
-    Merge(#[from] crate::merge::MergeError),
     /// Shards' parts (flows, filters) that cannot be made or merged.
     #[error("{0}")]
     Parts(#[from] crate::flows_shard::PartsError),
@@ -96,6 +92,10 @@ pub enum Error {
     /// together ([`partition`](crate::partition), [`BucketRunSpec`](crate::BucketRunSpec)).
     #[error("{0}")]
     Partition(#[from] crate::bucket::PartitionError),
+    /// Runs over byte ranges not merged, or a range's run not kept
+    /// ([`merge_runs`](crate::merge_runs), [`ShardRun`](crate::ShardRun)).
+    #[error("{0}")]
+    Merge(#[from] crate::merge::MergeError),
     /// A profile's packets did not read, or none ran to a verdict
     /// ([`ProfileSpec`](crate::ProfileSpec)).
     #[error("{0}")]

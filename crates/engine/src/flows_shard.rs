@@ -95,9 +95,16 @@ impl FlowsPart {
     }
 }
 
-/// The boundary as bytes (CBOR), as `capture::check` reads it back.
+/// The boundary as bytes (JSON, as every part's `_boundary_bytes()` gives
+/// it to Python's `sluice.check`).
 pub fn boundary_bytes(b: &Boundary) -> Result<Vec<u8>, Error> {
-    encode(b, "a boundary")
+    serde_json::to_vec(b).map_err(|e| {
+        PartsError::Encode {
+            what: "a boundary",
+            why: e.to_string(),
+        }
+        .into()
+    })
 }
 
 /// Opens the range `shard` from `proven` (else from the guess of its

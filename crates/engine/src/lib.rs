@@ -135,6 +135,7 @@
 //! ```
 
 mod bucket;
+mod bucket_merge;
 mod bucket_run;
 mod contents;
 mod error;
@@ -168,6 +169,7 @@ mod verify;
 
 // Flow-affine runs: a range split into the buckets of N workers, each run as its worker.
 pub use bucket::{Bucket, BucketPacket, PartitionError};
+pub use bucket_merge::{merge_buckets, merge_buckets_on};
 pub use bucket_run::{BucketRun, BucketRunSpec};
 pub use contents::{Contents, ContentsError, MapUpdate};
 pub use error::{Error, ObjectError, TcError};

@@ -166,10 +166,32 @@ pub fn merge_runs_on(
     map_entries: usize,
 ) -> Result<(RunReport, BTreeMap<String, MapPolicy>), Error> {
     let included = proven(runs)?;
-    let (summary, skipped) = summed(runs, &included);
-    let merged = map_merge::merge(hook, &included, policies, map_entries)?;
+    merge_included(
+        hook,
+        spec,
+        runs,
+        &included,
+        policies,
+        map_entries,
+        describe(runs),
+    )
+}
+
+/// The merge of `included` (of `runs`, whose proof is checked or not
+/// needed) into `hook`, the report saying `source` was read.
+pub(crate) fn merge_included(
+    hook: &mut Hook,
+    spec: &HookSpec,
+    runs: &[ShardRun],
+    included: &[&ShardRun],
+    policies: &MapPolicies,
+    map_entries: usize,
+    source: String,
+) -> Result<(RunReport, BTreeMap<String, MapPolicy>), Error> {
+    let (summary, skipped) = summed(runs, included);
+    let merged = map_merge::merge(hook, included, policies, map_entries)?;
     let read = Read {
-        source: describe(runs),
+        source,
         note: None,
         ports: &[],
         skipped,

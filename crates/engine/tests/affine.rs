@@ -3,7 +3,8 @@
 //! worker ([`engine::BucketRunSpec`]), the counters summed and each
 //! worker's map contents taken: verdicts, counts and maps equal `sluice
 //! run --threads N` over the whole capture, for a stateful program (the
-//! DDoS rate limiter, per-source token buckets) and a per-CPU counter.
+//! DDoS rate limiter, per-source token buckets) and a per-CPU counter;
+//! and the same from [`engine::merge_buckets`] over the buckets' raw runs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,12 +136,14 @@ fn same_as_threads(program: &str, path: &Path, k: u64, n: usize) {
     let mut links: BTreeMap<String, u64> = BTreeMap::new();
     let mut packets = 0;
     let mut merged = Maps::new();
+    let mut raws = Vec::new();
     for b in 0..n {
         let blobs: Vec<&[u8]> = parts.iter().map(|p| p.buckets[b].as_slice()).collect();
         let run = BucketRunSpec::new(hook(program), b, n)
             .run(&blobs, None)
             .unwrap();
         assert_eq!(run.report.threads, n);
+        raws.push(run.raw(b, n));
         packets += run.counters.packets;
         for (v, c) in &run.report.verdicts {
             *verdicts.entry(v.clone()).or_default() += c;
@@ -178,6 +181,22 @@ fn same_as_threads(program: &str, path: &Path, k: u64, n: usize) {
     }
     assert_eq!(links, whole.report.link_types, "{what}");
     assert_eq!(merged, maps_of(&whole.hook), "{what}");
+    // The engine's merge of the buckets' raw runs gives the same.
+    let m = engine::merge_buckets(&hook(program), &raws, &engine::MapPolicies::new(), 16).unwrap();
+    assert_eq!(
+        m.report.verdicts, whole.report.verdicts,
+        "{what}: merge_buckets"
+    );
+    assert_eq!(
+        m.report.packets, whole.report.packets,
+        "{what}: merge_buckets"
+    );
+    assert_eq!(m.report.threads, n, "{what}: merge_buckets");
+    assert_eq!(
+        maps_of(&m.hook),
+        maps_of(&whole.hook),
+        "{what}: merge_buckets"
+    );
 }
 
 #[test]
