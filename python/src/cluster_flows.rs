@@ -15,7 +15,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::filter::FilterResult;
+use crate::filter_result::FilterResult;
 use crate::monitor::{MonitorResult, flows_summary};
 use crate::{errors, interrupt};
 

@@ -27,6 +27,7 @@ mod cluster_flows;
 mod coverage;
 mod errors;
 mod filter;
+mod filter_result;
 mod interrupt;
 mod map_table;
 mod maps;
@@ -61,7 +62,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<verify::VerifyResult>()?;
     m.add_class::<coverage::Coverage>()?;
     m.add_class::<filter::Filter>()?;
-    m.add_class::<filter::FilterResult>()?;
+    m.add_class::<filter_result::FilterResult>()?;
     m.add_class::<tc::Tc>()?;
     m.add_class::<tc::TcResult>()?;
     m.add_class::<monitor::MonitorResult>()?;

@@ -17,7 +17,8 @@ use runtime::Hook;
 use crate::Error;
 use crate::bucket_run::BucketRun;
 use crate::hook_spec::HookSpec;
-use crate::merge::{MapPolicies, MapPolicy, MergeError, Merged, merge_included};
+use crate::merge::{Merged, merge_included};
+use crate::merge_policy::{MapPolicies, MapPolicy, MergeError};
 use crate::report::RunReport;
 use crate::shard_run::{MapContents, ShardRun, contents_of, holds_values};
 

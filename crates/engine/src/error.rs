@@ -95,7 +95,7 @@ pub enum Error {
     /// Runs over byte ranges not merged, or a range's run not kept
     /// ([`merge_runs`](crate::merge_runs), [`ShardRun`](crate::ShardRun)).
     #[error("{0}")]
-    Merge(#[from] crate::merge::MergeError),
+    Merge(#[from] crate::merge_policy::MergeError),
     /// A profile's packets did not read, or none ran to a verdict
     /// ([`ProfileSpec`](crate::ProfileSpec)).
     #[error("{0}")]

@@ -150,6 +150,7 @@ mod map_merge;
 pub mod map_value;
 pub mod mapfmt;
 mod merge;
+mod merge_policy;
 mod monitor_spec;
 mod names;
 mod packet_table;
@@ -190,9 +191,8 @@ pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
 // Runs over byte ranges of captures, kept raw and merged (docs/shards.md).
-pub use merge::{
-    MapPolicies, MapPolicy, MergeError, Merged, MergedReport, merge_runs, merge_runs_on,
-};
+pub use merge::{Merged, merge_runs, merge_runs_on};
+pub use merge_policy::{MapPolicies, MapPolicy, MergeError, MergedReport};
 pub use shard_run::{Bytes, MapContents, RangeRun, ShardRun};
 /// Shards: a capture list planned as byte ranges, read and proven exact.
 pub mod shards {

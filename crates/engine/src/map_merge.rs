@@ -12,7 +12,7 @@ use maps::{Map, MapType};
 use runtime::Hook;
 
 use crate::mapfmt::{self, MapDump};
-use crate::merge::{MapPolicies, MapPolicy, MergeError};
+use crate::merge_policy::{MapPolicies, MapPolicy, MergeError};
 use crate::shard_run::{Bytes, ShardRun, contents_of, holds_values};
 
 /// What merging the maps did: every map's policy, and the dumps of the

@@ -120,7 +120,7 @@ pub struct RunReport {
     /// A report merged from runs over byte ranges
     /// ([`merge_runs`](crate::merge_runs)): how many, and each map's policy.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub merged: Option<crate::merge::MergedReport>,
+    pub merged: Option<crate::merge_policy::MergedReport>,
     /// What building the hook noted ([`Built::notes`](crate::Built)), when
     /// [`RunSpec::run`](crate::RunSpec::run) built it; not serialized.
     #[serde(skip)]

@@ -15,7 +15,7 @@ use pipeline::ReplayCounters;
 use runtime::Hook;
 use serde::{Deserialize, Serialize};
 
-use crate::merge::MergeError;
+use crate::merge_policy::MergeError;
 use crate::report::RunReport;
 use crate::run_spec::{RunSpec, replay_raw};
 use crate::source::Origin;
