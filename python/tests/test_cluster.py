@@ -47,11 +47,16 @@ def cluster(marks):
     # Imported after the token is set: Ray reads it once.
     import ray
 
+    # Ray's core worker puts its own SIGINT handler in place of Python's:
+    # put Python's back after, so that Ctrl-C still interrupts the tests
+    # that run after these (test_interrupt.py).
+    sigint = signal.getsignal(signal.SIGINT)
     try:
         ray.init(address=c.address, logging_level="WARNING", log_to_driver=False)
         yield c.address
     finally:
         ray.shutdown()
+        signal.signal(signal.SIGINT, sigint)
         c.stop()
         for k, v in saved.items():
             if v is None:
