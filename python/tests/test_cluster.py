@@ -101,7 +101,7 @@ def test_16_captures_run(cluster, captures, bpf, sluice_bin):
     assert res.map_policies["proto_stats"] == "sum"
 
 
-def same_flows(res, sluice_bin, paths, whole, address, split):
+def same_flows(res, sluice_bin, paths, whole, address, split, *, both_faces=True):
     """Asserts merged flows equal one process's over ``whole`` (the
     captures one after another: a flow goes on across a file's end), in
     Python and on the command line."""
@@ -114,6 +114,10 @@ def same_flows(res, sluice_bin, paths, whole, address, split):
     }
     assert set(res.summary) - set(summary) <= {"inexact"}
     assert res.records.equals(sluice.flows(pcap=whole).records)
+    if not both_faces:
+        # The command's face is checked on the small captures; over the
+        # 1 GB capture it would be one more cluster pass.
+        return summary
     # sluice-cluster flows --json prints the lines sluice monitor flows --json prints.
     out = subprocess.run(
         [SLUICE_CLUSTER, "flows", *paths, "--address", address, "--split", str(split), "--json"],
@@ -213,7 +217,7 @@ def test_big_capture_32_ranges_worker_killed(cluster, marks, bpf, sluice_bin, tm
         assert merged["packets"] == 1_000_000
         # Flow accounting over the same 32 ranges, flows joined across their ends.
         res = sluice.cluster.flows([str(big)], address=cluster, split=split, progress=False)
-        same_flows(res, sluice_bin, [str(big)], str(big), cluster, split)
+        same_flows(res, sluice_bin, [str(big)], str(big), cluster, split, both_faces=False)
     finally:
         big.unlink(missing_ok=True)
 
