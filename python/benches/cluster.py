@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from cluster_captures import write_set  # noqa: E402
 from ray_cluster import Cluster  # noqa: E402
 
-COPIES = int(os.environ.get("CLUSTER_COPIES", "8"))
+# 24 copies (48M packets, 72 ranges): enough work per task that the
+# fixed costs (tasks, Ray's own processes) do not hide the scaling.
+COPIES = int(os.environ.get("CLUSTER_COPIES", "24"))
 PROGRAM = "xdp_ddos"
 NODES = 2
 
