@@ -32,6 +32,15 @@ fn shard_arg(shard: &Bound<'_, PyAny>) -> PyResult<(engine::shards::Shard, usize
     Ok((s.shard, s.index))
 }
 
+/// A boundary as bytes, as `sluice.check` reads them.
+fn boundary_py_bytes<'py>(
+    py: Python<'py>,
+    b: &engine::shards::Boundary,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let b = engine::boundary_bytes(b).map_err(errors::to_py)?;
+    Ok(PyBytes::new(py, &b))
+}
+
 /// A boundary as a dict (its JSON form).
 fn boundary_dict<'py>(
     py: Python<'py>,
@@ -90,8 +99,7 @@ impl FlowsShard {
 
     /// The boundary as bytes, for ``sluice.check``.
     fn _boundary_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let b = engine::boundary_bytes(&self.part.boundary).map_err(errors::to_py)?;
-        Ok(PyBytes::new(py, &b))
+        boundary_py_bytes(py, &self.part.boundary)
     }
 
     /// The part as bytes (:func:`FlowsShard.from_bytes` reads them back).
@@ -106,9 +114,8 @@ impl FlowsShard {
         flows_shard_from_bytes(data)
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
-        let make = py.import("sluice")?.getattr("_flows_shard_from_bytes")?;
-        Ok((make, (self.bytes()?,)))
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        crate::shard::reduce(py, "_flows_shard_from_bytes", &self.bytes()?)
     }
 
     fn __repr__(&self) -> String {
@@ -294,8 +301,7 @@ impl FilterShard {
 
     /// The boundary as bytes, for ``sluice.check``.
     fn _boundary_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let b = engine::boundary_bytes(&self.part.boundary).map_err(errors::to_py)?;
-        Ok(PyBytes::new(py, &b))
+        boundary_py_bytes(py, &self.part.boundary)
     }
 
     /// The part as bytes (:func:`FilterShard.from_bytes` reads them back).
@@ -310,9 +316,8 @@ impl FilterShard {
         filter_shard_from_bytes(data)
     }
 
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Vec<u8>,))> {
-        let make = py.import("sluice")?.getattr("_filter_shard_from_bytes")?;
-        Ok((make, (self.bytes()?,)))
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        crate::shard::reduce(py, "_filter_shard_from_bytes", &self.bytes()?)
     }
 
     fn __repr__(&self) -> String {

@@ -17,7 +17,7 @@ use runtime::Hook;
 use crate::Error;
 use crate::bucket_run::BucketRun;
 use crate::hook_spec::HookSpec;
-use crate::merge::{Merged, merge_included};
+use crate::merge::{Merged, hook_for, merge_included};
 use crate::merge_policy::{MapPolicies, MapPolicy, MergeError};
 use crate::report::RunReport;
 use crate::shard_run::{MapContents, ShardRun, contents_of, holds_values};
@@ -102,9 +102,7 @@ pub fn merge_buckets(
     policies: &MapPolicies,
     map_entries: usize,
 ) -> Result<Merged, Error> {
-    let mut spec = spec.clone();
-    spec.cpus = runs.iter().map(|r| r.cpus).fold(spec.cpus.max(1), u32::max);
-    let mut hook = spec.build()?.hook;
+    let (spec, mut hook) = hook_for(spec, runs)?;
     let (report, policies) = merge_buckets_on(&mut hook, &spec, runs, policies, map_entries)?;
     Ok(Merged {
         report,

@@ -38,15 +38,22 @@ pub fn merge_runs(
     policies: &MapPolicies,
     map_entries: usize,
 ) -> Result<Merged, Error> {
-    let mut spec = hook.clone();
-    spec.cpus = runs.iter().map(|r| r.cpus).fold(spec.cpus.max(1), u32::max);
-    let mut built = spec.build()?.hook;
+    let (spec, mut built) = hook_for(hook, runs)?;
     let (report, policies) = merge_runs_on(&mut built, &spec, runs, policies, map_entries)?;
     Ok(Merged {
         report,
         hook: built,
         policies,
     })
+}
+
+/// The hook a merge writes into: built from `spec` with as many CPUs as
+/// the runs used (and the specification so widened).
+pub(crate) fn hook_for(spec: &HookSpec, runs: &[ShardRun]) -> Result<(HookSpec, Hook), Error> {
+    let mut spec = spec.clone();
+    spec.cpus = runs.iter().map(|r| r.cpus).fold(spec.cpus.max(1), u32::max);
+    let hook = spec.build()?.hook;
+    Ok((spec, hook))
 }
 
 /// [`merge_runs`] into `hook`, built from `spec` and holding the maps

@@ -68,16 +68,10 @@ pub fn partition(
             end,
             proven,
             foreign,
-        } => {
-            let range = capture::Shard {
-                path: path.clone(),
-                start: *start,
-                end: *end,
-                size: std::fs::metadata(path).map_or(*end, |m| m.len()),
-            };
-            let reader = PcapSource::open_range_with(&range, proven.as_ref(), stop);
-            (reader.map_err(opening)?, *foreign)
-        }
+        } => (
+            crate::source::open_range(path, *start, *end, proven.as_ref(), stop)?,
+            *foreign,
+        ),
         Origin::Capture { path, foreign } if !capture::is_stdin(path) => (
             PcapSource::open_with(path, stop).map_err(opening)?,
             *foreign,

@@ -145,14 +145,7 @@ impl SourceSpec {
                 proven,
                 foreign,
             } => {
-                let shard = capture::Shard {
-                    path: path.clone(),
-                    start: *start,
-                    end: *end,
-                    size: std::fs::metadata(path).map_or(*end, |m| m.len()),
-                };
-                let reader = capture::PcapSource::open_range_with(&shard, proven.as_ref(), stop)
-                    .map_err(|e| pipeline::SourceError(e.to_string()))?;
+                let reader = open_range(path, *start, *end, proven.as_ref(), stop)?;
                 Box::new(Capture::from_reader(reader, stop).foreign(*foreign))
             }
             Origin::Generated { specs } => {
@@ -206,6 +199,25 @@ impl SourceSpec {
             _ => None,
         }
     }
+}
+
+/// The reader of the records of `path` whose first byte lies in
+/// `[start, end)` ([`Origin::Range`]), from `proven` when given.
+pub(crate) fn open_range(
+    path: &std::path::Path,
+    start: u64,
+    end: u64,
+    proven: Option<&capture::Position>,
+    stop: Option<&'static AtomicBool>,
+) -> Result<capture::PcapSource, pipeline::SourceError> {
+    let shard = capture::Shard {
+        path: path.to_path_buf(),
+        start,
+        end,
+        size: std::fs::metadata(path).map_or(end, |m| m.len()),
+    };
+    capture::PcapSource::open_range_with(&shard, proven, stop)
+        .map_err(|e| pipeline::SourceError(e.to_string()))
 }
 
 /// Frames a capture skipped for want of an Ethernet form, per link type
