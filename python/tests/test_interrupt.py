@@ -24,6 +24,10 @@ def interrupt_after(seconds):
 
 def stopped_soon(run):
     """RUN interrupted after half a second: its KeyboardInterrupt, and how long it took."""
+    # Python's own SIGINT handler, as in a fresh interpreter: a library
+    # loaded by an earlier test (Ray's core worker) may have put its own
+    # in its place at the C level.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     start = time.monotonic()
     interrupt_after(0.5)
     with pytest.raises(KeyboardInterrupt) as e:
