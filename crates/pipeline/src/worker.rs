@@ -46,72 +46,73 @@ impl<'h, H: PacketHook> Worker<'h, H> {
     pub fn run(&mut self, batch: &Batch) {
         let c = &mut self.counters;
         let counting = self.hook.is_counting();
-        for (info, data) in batch.iter() {
-            c.packets += 1;
-            c.link_types.add(info.link, 1);
-            self.meta.timestamp_ns = info.timestamp_ns;
-            match self.hook.run(data, &self.meta) {
-                Ok(o) => {
-                    c.verdicts.add(o.verdict, 1);
-                    c.insns.record(o.stats.insns);
-                    c.helper_calls += o.stats.helper_calls;
-                    c.tail_calls += o.stats.tail_calls;
-                    if counting {
-                        for k in 0..vm::RegionKind::COUNT {
-                            c.loads[k] += o.stats.loads[k];
-                            c.stores[k] += o.stats.stores[k];
+        let (outputs, wants) = (&mut self.outputs, &self.wants);
+        let packet = |i| (batch.data(i), batch.info(i).timestamp_ns);
+        self.hook
+            .run_batch(batch.len(), packet, &mut self.meta, |i, result| {
+                let (info, data) = (batch.info(i), batch.data(i));
+                c.packets += 1;
+                c.link_types.add(info.link, 1);
+                match result {
+                    Ok(o) => {
+                        c.verdicts.add(o.verdict, 1);
+                        c.insns.record(o.stats.insns);
+                        c.helper_calls += o.stats.helper_calls;
+                        c.tail_calls += o.stats.tail_calls;
+                        if counting {
+                            for k in 0..vm::RegionKind::COUNT {
+                                c.loads[k] += o.stats.loads[k];
+                                c.stores[k] += o.stats.stores[k];
+                            }
+                        }
+                        if !o.trace.is_empty() {
+                            c.trace(info.seq, o.trace);
+                        }
+                        if let Some(r) = o.redirect {
+                            c.redirects.add(r, 1);
+                        }
+                        if let Some(log) = &mut c.log {
+                            let e = Entry {
+                                verdict: Some(o.verdict),
+                                redirect: o.redirect,
+                                insns: o.stats.insns,
+                                helper_calls: o.stats.helper_calls,
+                                memory: counting.then_some((o.stats.loads, o.stats.stores)),
+                                error: None,
+                            };
+                            log.push(info, data.len(), e);
+                        }
+                        for clone in o.clones {
+                            c.clones.add((clone.ifindex, clone.ingress), 1);
+                            // Copies leave as redirected packets do.
+                            if wants[Route::Redirect as usize] {
+                                let ts = info.timestamp_ns;
+                                outputs.push(Route::Redirect, info.seq, &clone.packet, &[], ts);
+                            }
+                        }
+                        if let Some(route) = Route::of(o.verdict)
+                            && wants[route as usize]
+                        {
+                            outputs.push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
                         }
                     }
-                    if !o.trace.is_empty() {
-                        c.trace(info.seq, o.trace);
-                    }
-                    if let Some(r) = o.redirect {
-                        c.redirects.add(r, 1);
-                    }
-                    if let Some(log) = &mut c.log {
-                        let e = Entry {
-                            verdict: Some(o.verdict),
-                            redirect: o.redirect,
-                            insns: o.stats.insns,
-                            helper_calls: o.stats.helper_calls,
-                            memory: counting.then_some((o.stats.loads, o.stats.stores)),
-                            error: None,
-                        };
-                        log.push(info, data.len(), e);
-                    }
-                    for clone in o.clones {
-                        c.clones.add((clone.ifindex, clone.ingress), 1);
-                        // Copies leave as redirected packets do.
-                        if self.wants[Route::Redirect as usize] {
-                            let ts = info.timestamp_ns;
-                            self.outputs
-                                .push(Route::Redirect, info.seq, &clone.packet, &[], ts);
+                    Err(e) => {
+                        if let Some(log) = &mut c.log {
+                            let none = [0; vm::RegionKind::COUNT];
+                            let entry = Entry {
+                                verdict: None,
+                                redirect: None,
+                                insns: 0,
+                                helper_calls: 0,
+                                memory: counting.then_some((none, none)),
+                                error: Some(e.to_string()),
+                            };
+                            log.push(info, data.len(), entry);
                         }
-                    }
-                    if let Some(route) = Route::of(o.verdict)
-                        && self.wants[route as usize]
-                    {
-                        self.outputs
-                            .push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
+                        c.error(info.seq, e);
                     }
                 }
-                Err(e) => {
-                    if let Some(log) = &mut c.log {
-                        let none = [0; vm::RegionKind::COUNT];
-                        let entry = Entry {
-                            verdict: None,
-                            redirect: None,
-                            insns: 0,
-                            helper_calls: 0,
-                            memory: counting.then_some((none, none)),
-                            error: Some(e.to_string()),
-                        };
-                        log.push(info, data.len(), entry);
-                    }
-                    c.error(info.seq, e);
-                }
-            }
-        }
+            });
     }
 
     /// Whether the last batches left packets for the sinks.

@@ -283,7 +283,7 @@ fn classify() {
 }
 
 /// What one run produced, owned.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Run {
     r0: u64,
     verdict: Verdict,
@@ -297,9 +297,11 @@ struct Run {
 
 fn replay(h: &mut Hook, frame: &capture::Frame) -> Result<Run, String> {
     let input = &frame.data[..frame.data.len().min(runtime::MAX_FRAME)];
-    let out = h
-        .run(input, &meta(frame.timestamp_ns))
-        .map_err(|e| e.to_string())?;
+    run_of(h.run(input, &meta(frame.timestamp_ns)))
+}
+
+fn run_of(out: Result<Outcome<'_>, vm::VmError>) -> Result<Run, String> {
+    let out = out.map_err(|e| e.to_string())?;
     Ok(Run {
         r0: out.r0,
         verdict: out.verdict,
@@ -329,6 +331,130 @@ fn verified(h: &Hook) -> bool {
     })
 }
 
+/// Runs `frames` through `h` in batches of varying sizes (1 to 150, so
+/// batches span the hook's 64 frames and end anywhere): each outcome must
+/// be the interpreter's run of its own.
+fn batches_alike(
+    h: &mut Hook,
+    name: &str,
+    frames: &[(String, capture::Frame)],
+    wants: &[Result<Run, String>],
+) {
+    let native = h.batches_natively();
+    if h.kind().is_xdp() {
+        assert!(
+            native,
+            "{name}: a verified XDP program runs batches natively"
+        );
+    }
+    let (mut at, mut size) = (0, 1);
+    let mut m = meta(0);
+    while at < frames.len() {
+        let n = size.min(frames.len() - at);
+        let group = &frames[at..at + n];
+        let input = |i: usize| {
+            let f = &group[i].1;
+            (
+                &f.data[..f.data.len().min(runtime::MAX_FRAME)],
+                f.timestamp_ns,
+            )
+        };
+        let mut seen = 0;
+        h.run_batch(n, input, &mut m, |i, out| {
+            assert_eq!(i, seen, "{name}: outcomes in order");
+            seen += 1;
+            let (where_, want) = (&group[i].0, &wants[at + i]);
+            assert_eq!(&run_of(out), want, "{name} on {where_}: batch of {n}");
+        });
+        assert_eq!(seen, n, "{name}: every packet has an outcome");
+        at += n;
+        size = size * 7 % 151;
+    }
+}
+
+/// Batches that mix packets the program redirects, rewrites, grows
+/// (ESP encapsulation: `xdp_adjust_head`/`_tail`) or passes with frames
+/// over a page (fragments: a run of their own) and exactly one frame's
+/// linear part: each packet's outcome and the maps at the end are the
+/// interpreter's.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn batches_mix_redirects_rewrites_growth_and_frames_over_a_page() {
+    use packet::Builder;
+    let udp = |dst: &str, ttl: u8, len: usize| {
+        let b = Builder::udp("10.0.0.1", dst, 4500, 4500).ttl(ttl);
+        let head = b.clone().build().len();
+        b.payload(&vec![0x5a; len.saturating_sub(head)]).build()
+    };
+    let mut frames = Vec::new();
+    for k in 0..400u64 {
+        let len = [
+            60,
+            1500,
+            runtime::XDP_LINEAR_MAX,
+            runtime::XDP_LINEAR_MAX + 1,
+            5000,
+            9000,
+        ][k as usize % 6];
+        let data = match k % 5 {
+            0 => udp("10.10.5.5", 64, len),
+            1 => udp("172.20.1.1", 64, len),
+            2 => udp("10.10.5.5", 1, len),
+            3 => udp("10.66.1.1", 64, len),
+            _ => Builder::udp("2001:db8::1", "2001:db8:100::9", 1, 2)
+                .ttl(9)
+                .build(),
+        };
+        let frame = capture::Frame {
+            orig_len: data.len() as u32,
+            data,
+            timestamp_ns: 1_000_000 * k,
+            link: capture::LinkKind::Ethernet,
+        };
+        frames.push((format!("frame {k}"), frame));
+    }
+    for name in [
+        "xdp_router",
+        "xdp_parse_tx",
+        "esp_aes",
+        "esp_3des",
+        "xdp_count",
+        "xdp_ddos",
+    ] {
+        let make = || {
+            let h = if name == "xdp_router" {
+                router()
+            } else {
+                hook(name)
+            };
+            set_up(&h, name);
+            h
+        };
+        let (mut interp, mut batched) = (make(), make());
+        batched.enable_jit().unwrap();
+        assert!(verified(&batched), "{name} verifies");
+        // SAFETY: the verifier accepted every program the hook runs.
+        unsafe { batched.trust_verified() };
+        let wants: Vec<_> = frames.iter().map(|(_, f)| replay(&mut interp, f)).collect();
+        let redirected = wants
+            .iter()
+            .filter(|w| w.as_ref().is_ok_and(|r| r.redirect.is_some()))
+            .count();
+        if name == "xdp_router" {
+            assert!(redirected > 100, "{name}: {redirected} redirected");
+        }
+        batches_alike(&mut batched, name, &frames, &wants);
+        for (i, m) in interp.maps().iter().enumerate() {
+            assert_eq!(
+                batched.maps()[i].entries(),
+                m.entries(),
+                "{name}: map {}",
+                m.name()
+            );
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn the_jit_replays_every_capture_like_the_interpreter() {
@@ -340,7 +466,9 @@ fn the_jit_replays_every_capture_like_the_interpreter() {
         checked.enable_jit().unwrap();
         let mut fast = hook(name);
         fast.enable_jit().unwrap();
-        for h in [&interp, &checked, &fast] {
+        let mut batched = hook(name);
+        batched.enable_jit().unwrap();
+        for h in [&interp, &checked, &fast, &batched] {
             set_up(h, name);
         }
         let trusted = verified(&fast);
@@ -348,10 +476,14 @@ fn the_jit_replays_every_capture_like_the_interpreter() {
             // SAFETY: the verifier accepted every program the hook runs,
             // against its own maps.
             unsafe { fast.trust_verified() };
+            // SAFETY: as above.
+            unsafe { batched.trust_verified() };
             unchecked_programs += 1;
         }
+        let mut wants = Vec::with_capacity(frames.len());
         for (at, frame) in &frames {
             let want = replay(&mut interp, frame);
+            wants.push(want.clone());
             assert_eq!(
                 replay(&mut checked, frame),
                 want,
@@ -365,7 +497,18 @@ fn the_jit_replays_every_capture_like_the_interpreter() {
                 );
             }
         }
+        if trusted {
+            batches_alike(&mut batched, name, &frames, &wants);
+        }
         for (i, m) in interp.maps().iter().enumerate() {
+            if trusted {
+                assert_eq!(
+                    batched.maps()[i].entries(),
+                    m.entries(),
+                    "{name}: map {} (batches)",
+                    m.name()
+                );
+            }
             assert_eq!(
                 checked.maps()[i].entries(),
                 m.entries(),

@@ -1,6 +1,7 @@
 //! Per-packet time of `Hook::run` for small XDP programs in the interpreter
 //! and the JIT (verified, so trusted), beside a plain loop that only copies
-//! the packet (the floor a per-packet call cannot go under).
+//! the packet (the floor a per-packet call cannot go under), and the JIT's
+//! batch entry (`Hook::run_batch`, 64 packets per entry into native code).
 //!
 //! `cargo bench -p runtime --bench hook`. `HOOK_BENCH_ONLY=xdp_drop:jit`
 //! runs one case and `HOOK_BENCH_ITERS=N` fixes its iterations (for
@@ -124,6 +125,22 @@ fn main() {
                 black_box(out.verdict);
             });
             println!("{case:<24}{ns:>10.1} ns/packet");
+        }
+        // The same packet 64 times per entry into native code.
+        let case = format!("{name}:jit-batch");
+        if wanted(&case) {
+            let mut h = hook(name, true);
+            assert!(h.batches_natively(), "{name}: batches natively");
+            let mut m = meta();
+            let per_call = 64;
+            let iters = iters.map(|i| i.div_ceil(per_call));
+            let ns = time(iters, seconds, || {
+                let input = |_| (black_box(&pkt[..]), 0);
+                h.run_batch(per_call as usize, input, &mut m, |_, out| {
+                    black_box(out.expect("the program runs").verdict);
+                });
+            });
+            println!("{case:<24}{:>10.1} ns/packet", ns / per_call as f64);
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::helpers;
 use crate::image::Image;
 use crate::lowmem::LowBuf;
 
+mod batch;
 mod fast;
 mod sibling;
 mod verify;
@@ -34,6 +35,13 @@ pub const FRAME: usize = 4096;
 /// the linear part ([`XDP_LINEAR_MAX`]) and fragments.
 pub const MAX_PACKET: usize = 65_535;
 const CTX_SIZE: usize = 192;
+/// A hook's packet buffer: one packet of any length from its start, or a
+/// batch's packets a frame each (`hook/batch.rs`).
+const BUF_LEN: usize = {
+    let one = HEADROOM + MAX_PACKET + TAILROOM + FRAME;
+    let batch = batch::SLOTS * FRAME;
+    if one > batch { one } else { batch }
+};
 
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum HookError {
@@ -281,6 +289,8 @@ pub struct Hook {
     skb: SkbFields,
     /// The last second program a redirect ran ([`Outcome::followup`]).
     followup: Option<Followup>,
+    /// Descriptors and results of batch runs (`hook/batch.rs`).
+    batch: batch::Slots,
 }
 
 /// Index of the packet's region in a hook's `Memory`.
@@ -358,8 +368,7 @@ impl Hook {
             object: Arc::new(object),
             program,
             kind,
-            buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
-                .map_err(|e| HookError::Memory(e.to_string()))?,
+            buf: LowBuf::new(BUF_LEN).map_err(|e| HookError::Memory(e.to_string()))?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: false,
             mem: Memory::new(),
@@ -370,6 +379,7 @@ impl Hook {
             both: Stats::default(),
             skb: SkbFields::default(),
             followup: None,
+            batch: batch::Slots::default(),
         })
     }
 
@@ -548,6 +558,13 @@ impl Hook {
         let first = self
             .exec(entry, packet, meta, None, true)
             .map_err(|e| self.explain(e))?;
+        self.outcome(first, meta)
+    }
+
+    /// The outcome of a run whose result is `first` (the environment as
+    /// the run left it): a redirect's second program runs here.
+    #[inline(always)]
+    fn outcome(&mut self, first: Exec, meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
         let mut last = first;
         // The second program's action, when a redirect ran one.
         let mut followed = None;
@@ -868,17 +885,27 @@ impl Hook {
             helpers::release_held_lock(&mut self.env, &mut self.mem);
         }
         let r0 = out?;
-        let p = &self.env.packet;
-        Ok(Exec {
-            r0,
-            meta: (p.meta.min(p.data) - p.hard_start) as usize,
-            start: (p.data - p.hard_start) as usize,
-            end: (p.data_end - p.hard_start) as usize,
-        })
+        Ok(self.exec_of(r0))
     }
 }
 
-/// One execution's result, before it becomes an [`Outcome`].
+impl Hook {
+    /// A run's result from the packet as the environment has it.
+    #[inline(always)]
+    fn exec_of(&self, r0: u64) -> Exec {
+        let p = &self.env.packet;
+        let base = u64::from(self.buf.addr32(0));
+        Exec {
+            r0,
+            meta: (p.meta.min(p.data) - base) as usize,
+            start: (p.data - base) as usize,
+            end: (p.data_end - base) as usize,
+        }
+    }
+}
+
+/// One execution's result, before it becomes an [`Outcome`]: offsets into
+/// the hook's buffer.
 #[derive(Copy, Clone)]
 struct Exec {
     r0: u64,

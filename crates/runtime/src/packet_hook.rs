@@ -22,6 +22,26 @@ pub trait PacketHook: Send {
     /// Runs one packet; the outcome borrows what the hook keeps for it.
     fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError>;
 
+    /// Runs packets `0..n` in order (`packet(i)`: its bytes and
+    /// timestamp, which goes into `meta`), handing each outcome to `each`
+    /// with the packet's index: what [`PacketHook::run`] gives each, which
+    /// a hook may reach faster for a whole batch ([`Hook::run_batch`]).
+    fn run_batch<'p>(
+        &mut self,
+        n: usize,
+        packet: impl Fn(usize) -> (&'p [u8], u64),
+        meta: &mut PacketMeta,
+        mut each: impl FnMut(usize, Result<Outcome<'_>, VmError>),
+    ) where
+        Self: Sized,
+    {
+        for i in 0..n {
+            let (data, ts) = packet(i);
+            meta.timestamp_ns = ts;
+            each(i, self.run(data, meta));
+        }
+    }
+
     /// Whether outcomes count memory accesses per region.
     fn is_counting(&self) -> bool {
         false
@@ -49,6 +69,17 @@ impl PacketHook for Hook {
     #[inline]
     fn run(&mut self, packet: &[u8], meta: &PacketMeta) -> Result<Outcome<'_>, VmError> {
         Hook::run(self, packet, meta)
+    }
+
+    #[inline]
+    fn run_batch<'p>(
+        &mut self,
+        n: usize,
+        packet: impl Fn(usize) -> (&'p [u8], u64),
+        meta: &mut PacketMeta,
+        each: impl FnMut(usize, Result<Outcome<'_>, VmError>),
+    ) {
+        Hook::run_batch(self, n, packet, meta, each)
     }
 
     fn is_counting(&self) -> bool {

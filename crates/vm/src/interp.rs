@@ -46,10 +46,12 @@ pub(crate) struct Machine {
     pub error: Option<VmErrorKind>,
     /// Loads and stores per place of a counting run (`Vm::last_region_accesses`).
     pub regions: Vec<[u64; 2]>,
+    /// The batch being run (`vm::batch`), null otherwise.
+    pub batch: *mut crate::batch::BatchState,
     frames: [Frame; MAX_FRAMES],
 }
 
-// SAFETY: `mem` and `host` are only dereferenced by native code during a
+// SAFETY: `mem`, `host` and `batch` are only dereferenced during a
 // run, after the driver set them to that run's; between runs they are dead.
 unsafe impl Send for Machine {}
 
@@ -208,6 +210,7 @@ impl<E> Vm<E> {
                 host: ptr::null_mut(),
                 error: None,
                 regions: Vec::new(),
+                batch: ptr::null_mut(),
                 frames: [Frame::default(); MAX_FRAMES],
             })
         });
@@ -228,6 +231,7 @@ impl<E> Vm<E> {
         m.mem = ptr::null();
         m.host = ptr::null_mut();
         m.error = None;
+        m.batch = ptr::null_mut();
         m
     }
 

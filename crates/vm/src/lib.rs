@@ -21,6 +21,7 @@
 //! assert_eq!(out.stats.insns, 2);
 //! ```
 
+mod batch;
 mod cover;
 mod error;
 pub mod helpers;
@@ -33,6 +34,7 @@ mod op;
 mod program;
 mod trusted;
 
+pub use batch::{BatchHooks, BatchPacket, BatchResult, BatchStop, HelperSet, NotBatchable};
 pub use cover::{Coverage, ProgramCoverage};
 pub use error::{VmError, VmErrorKind};
 pub use helpers::{

@@ -179,3 +179,20 @@ pub fn fwd_expected(frame: &[u8]) -> Option<Option<FwdHop>> {
         FWD_DEFAULT_HOP
     }))
 }
+
+pub const FIB: &str = "link eth1 index 3 address 02:00:00:00:03:03\nlink eth2 index 4 address 02:00:00:00:04:04 mtu 9000\n\
+neigh 192.168.3.1 dev eth1 lladdr 02:00:00:00:33:33\nneigh 2001:db8:4::1 dev eth2 lladdr 02:00:00:00:44:44\n\
+10.10.0.0/16 via 192.168.3.1 dev eth1\nblackhole 10.66.0.0/16\n2001:db8:100::/48 via 2001:db8:4::1 dev eth2\n";
+
+/// `xdp_router` with a FIB (two links, neighbours, routes) and devmap
+/// entries for its interfaces.
+pub fn router() -> Hook {
+    let mut h = hook("xdp_router");
+    h.env_mut().fib = runtime::fib::Fib::parse(FIB).unwrap();
+    for ifindex in [3u32, 4, 7] {
+        map(&h, "tx_ports")
+            .user_update(&ifindex.to_le_bytes(), &ifindex.to_le_bytes(), 0)
+            .unwrap();
+    }
+    h
+}

@@ -4,10 +4,7 @@ use std::sync::Arc;
 
 use vm::Vm;
 
-use super::{
-    CTX_SIZE, FRAME, HEADROOM, Hook, HookError, MAX_PACKET, TAILROOM, helper_table,
-    resolve_tail_call,
-};
+use super::{CTX_SIZE, Hook, HookError, helper_table, resolve_tail_call};
 use crate::env::Env;
 use crate::lowmem::LowBuf;
 
@@ -72,8 +69,7 @@ impl Hook {
             object: Arc::clone(&self.object),
             program: self.program,
             kind: self.kind.clone(),
-            buf: LowBuf::new(HEADROOM + MAX_PACKET + TAILROOM + FRAME)
-                .map_err(|e| HookError::Memory(e.to_string()))?,
+            buf: LowBuf::new(super::BUF_LEN).map_err(|e| HookError::Memory(e.to_string()))?,
             ctx: Box::new([0; CTX_SIZE]),
             counting: self.counting,
             // Its own regions (its own packet buffer and context), mapped
@@ -86,6 +82,7 @@ impl Hook {
             both: vm::Stats::default(),
             skb: super::SkbFields::default(),
             followup: None,
+            batch: super::batch::Slots::default(),
         };
         if self.jit_enabled() {
             hook.enable_jit()?;

@@ -28,23 +28,23 @@ use crate::{ArrayLookup, Lookup};
 
 /// eBPF r0-r10 in x86 registers: r1-r5 are the System V argument
 /// registers, r6-r9 and the frame pointer callee-saved ones.
-const MAP: [R; 11] = [RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP];
+pub(super) const MAP: [R; 11] = [RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP];
 /// Scratch registers (no eBPF register lives there) and the machine.
-const T0: R = R9;
-const T1: R = R10;
-const T2: R = R11;
-const CTX: R = R12;
+pub(super) const T0: R = R9;
+pub(super) const T1: R = R10;
+pub(super) const T2: R = R11;
+pub(super) const CTX: R = R12;
 
 fn reg(n: u8) -> R {
     MAP[n as usize]
 }
 
-const REGS: i32 = offset_of!(Machine, r) as i32;
-const LEFT: i32 = offset_of!(Machine, left) as i32;
-const PC: i32 = offset_of!(Machine, pc) as i32;
-const DEPTH: i32 = offset_of!(Machine, depth) as i32;
-const DONE: i32 = offset_of!(Machine, done) as i32;
-const HELPER_CALLS: i32 =
+pub(super) const REGS: i32 = offset_of!(Machine, r) as i32;
+pub(super) const LEFT: i32 = offset_of!(Machine, left) as i32;
+pub(super) const PC: i32 = offset_of!(Machine, pc) as i32;
+pub(super) const DEPTH: i32 = offset_of!(Machine, depth) as i32;
+pub(super) const DONE: i32 = offset_of!(Machine, done) as i32;
+pub(super) const HELPER_CALLS: i32 =
     (offset_of!(Machine, stats) + offset_of!(crate::Stats, helper_calls)) as i32;
 const BRANCHES: i32 = (offset_of!(Machine, stats) + offset_of!(crate::Stats, branches)) as i32;
 const TAKEN: i32 = (offset_of!(Machine, stats) + offset_of!(crate::Stats, taken)) as i32;
@@ -208,11 +208,14 @@ struct Stub {
 /// Compiles `slots` (a validated program). `checked`: every load and store
 /// is checked (and counted when the machine asks) by `check_access`.
 /// `natives` are the VM's Rust functions for helpers, calls and tail calls.
+/// `batch`: the code runs batches (`vm::batch`), zeroing that many bytes
+/// of the entry frame per packet.
 pub fn compile(
     slots: &[Slot],
     checked: bool,
     natives: Natives,
     lookups: &[(usize, Lookup)],
+    batch: Option<usize>,
 ) -> std::io::Result<Code> {
     let mut a = Asm::new()?;
     let n = slots.len();
@@ -220,36 +223,36 @@ pub fn compile(
     let labels: Vec<DynamicLabel> = (0..n).map(|_| a.label()).collect();
     let exit = a.label();
 
-    // The trampoline.
+    // The trampoline: a run from `pc`, or a batch's packet loop.
     let enter = a.offset();
     for r in [RBP, RBX, R12, R13, R14, R15] {
         a.push(r);
     }
     a.add_rsp(-8);
     a.alu_rr(Alu::Mov, W::Q, CTX, RDI);
-    a.alu_rr(Alu::Mov, W::Q, T2, RSI);
-    for (i, &r) in MAP.iter().enumerate() {
-        a.load_q(r, CTX, REGS + 8 * i as i32);
+    let finish = a.label();
+    match batch {
+        Some(zeroed) => super::batch_code::packet_loop(&mut a, zeroed, finish),
+        None => {
+            a.alu_rr(Alu::Mov, W::Q, T2, RSI);
+            for (i, &r) in MAP.iter().enumerate() {
+                a.load_q(r, CTX, REGS + 8 * i as i32);
+            }
+            a.jmp_r(T2);
+        }
     }
-    a.jmp_r(T2);
     a.bind(exit);
     for (i, &r) in MAP.iter().enumerate() {
         a.store_q(CTX, REGS + 8 * i as i32, r);
     }
-    a.add_rsp(8);
-    for r in [R15, R14, R13, R12, RBX, RBP] {
-        a.pop(r);
+    epilogue(&mut a);
+    // The program's own exit: only r0 matters to the driver (a batch
+    // stores it and goes on with the next packet).
+    if batch.is_none() {
+        a.bind(finish);
+        a.store_q(CTX, REGS, MAP[0]);
+        epilogue(&mut a);
     }
-    a.ret();
-    // The program's own exit: only r0 matters to the driver.
-    let finish = a.label();
-    a.bind(finish);
-    a.store_q(CTX, REGS, MAP[0]);
-    a.add_rsp(8);
-    for r in [R15, R14, R13, R12, RBX, RBP] {
-        a.pop(r);
-    }
-    a.ret();
 
     let mut at = vec![None; n];
     let mut stubs: Vec<Stub> = Vec::new();
@@ -320,6 +323,15 @@ pub fn compile(
         .map(|o| o.map_or(std::ptr::null(), |o| buf.ptr(o)))
         .collect();
     Ok(Code { buf, enter, at })
+}
+
+/// Back to the caller of the trampoline (the native stack as it found it).
+pub(super) fn epilogue(a: &mut Asm) {
+    a.add_rsp(8);
+    for r in [R15, R14, R13, R12, RBX, RBP] {
+        a.pop(r);
+    }
+    a.ret();
 }
 
 /// `bpf_map_lookup_elem(map, key)` on an array map (r1 known to be it):

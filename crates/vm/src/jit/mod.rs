@@ -12,6 +12,8 @@
 //! implementation of everything but the straight-line code, and agree on
 //! results, errors and counts by construction there.
 
+mod batch_code;
+mod batch_run;
 mod codegen;
 mod x64;
 
@@ -116,6 +118,15 @@ extern "sysv64" fn call_native<E>(m: *mut Machine, id: u64) -> u64 {
     let args = [m.r[1], m.r[2], m.r[3], m.r[4], m.r[5]];
     // SAFETY: as above.
     let (helpers, env, mem) = unsafe { (&*host.helpers, &mut *host.env, &mut *host.mem) };
+    if !m.batch.is_null() {
+        // SAFETY: `Vm::run_batch` set it to its state for this run.
+        let b = unsafe { &mut *m.batch };
+        // SAFETY: `run_batch` set `sync` for this `E` and the packets.
+        unsafe { b.sync_now(env, mem) };
+        if !b.quiet.contains(id) {
+            b.loud = 1;
+        }
+    }
     match call_helper(helpers, id, args, None, &mut m.r, env, mem) {
         Ok(None) => 0,
         Ok(Some(_)) => {
@@ -187,6 +198,10 @@ extern "sysv64" fn tail_call<E>(m: *mut Machine) -> u64 {
 extern "sysv64" fn legacy_load<E>(m: *mut Machine, packed: u64) -> u64 {
     // SAFETY: native code passes the machine it was entered with.
     let (m, host) = unsafe { parts::<E>(m) };
+    if !m.batch.is_null() {
+        // SAFETY: as in `call_native`.
+        unsafe { (*m.batch).sync_now(&mut *host.env, &mut *host.mem) };
+    }
     // SAFETY: as above.
     let mem = unsafe { &*host.mem };
     let slot = codegen::unpack_legacy(packed).expect("packed by codegen");
@@ -222,6 +237,9 @@ fn natives<E>() -> Natives {
 pub(crate) struct Jit {
     checked: Vec<Code>,
     fast: Option<Vec<Code>>,
+    /// The batch variant of `fast` (`vm::batch`), for the stack bytes it
+    /// zeroes per packet.
+    batch: Option<(usize, Vec<Code>)>,
 }
 
 /// Why the JIT is not available.
@@ -235,11 +253,12 @@ impl Jit {
     pub fn compile<E>(programs: &[crate::Program]) -> Result<Jit, JitError> {
         let checked = programs
             .iter()
-            .map(|p| codegen::compile(p.slots(), true, natives::<E>(), &[]))
+            .map(|p| codegen::compile(p.slots(), true, natives::<E>(), &[], None))
             .collect::<Result<_, _>>()?;
         Ok(Jit {
             checked,
             fast: None,
+            batch: None,
         })
     }
 
@@ -264,6 +283,7 @@ impl<E> Vm<E> {
     pub(crate) fn forget_fast_code(&mut self) {
         if let Some(jit) = &mut self.jit {
             jit.fast = None;
+            jit.batch = None;
         }
     }
 
@@ -287,16 +307,8 @@ impl<E> Vm<E> {
         mem: &mut Memory<'_>,
         args: [u64; 5],
     ) -> Result<u64, VmError> {
-        if !(CHECK || COUNT) && self.jit.as_ref().is_some_and(|j| j.fast.is_none()) {
-            // If no memory is left for more code, the checked variant runs.
-            let fast = (self.programs.iter().enumerate())
-                .map(|(i, p)| {
-                    let lookups = self.lookups_of(i);
-                    codegen::compile(p.slots(), false, natives::<E>(), lookups)
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .ok();
-            self.jit.as_mut().expect("the JIT is enabled").fast = fast;
+        if !(CHECK || COUNT) {
+            self.compile_fast();
         }
         // Native code until it leaves, one interpreted instruction, and
         // again; the code is borrowed for the run, never moved.
@@ -316,6 +328,21 @@ impl<E> Vm<E> {
         }
         self.machine = Some(m);
         result
+    }
+
+    /// Compiles the unchecked code if it is not there (if no memory is
+    /// left for more code, the checked variant runs).
+    fn compile_fast(&mut self) {
+        if self.jit.as_ref().is_some_and(|j| j.fast.is_none()) {
+            let fast = (self.programs.iter().enumerate())
+                .map(|(i, p)| {
+                    let lookups = self.lookups_of(i);
+                    codegen::compile(p.slots(), false, natives::<E>(), lookups, None)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .ok();
+            self.jit.as_mut().expect("the JIT is enabled").fast = fast;
+        }
     }
 
     fn drive_from<const COUNT: bool, const CHECK: bool>(
