@@ -75,7 +75,7 @@ pub struct RunError {
 /// absolute and inside the program; scratch indices are below 16 (else the
 /// instruction decodes to [`Op::Bad`]).
 #[derive(Clone, Copy, Debug)]
-enum Op {
+pub(crate) enum Op {
     LdB(u32),
     LdH(u32),
     LdW(u32),
@@ -155,7 +155,7 @@ pub const LOOP_LIMIT: u64 = 1 << 24;
 /// A classic program decoded for running.
 #[derive(Clone, Debug)]
 pub struct Filter {
-    ops: Vec<Op>,
+    pub(crate) ops: Vec<Op>,
 }
 
 /// How an xPF run went: the result, and whether the budget ran out.
@@ -306,7 +306,7 @@ fn reads_field(k: u32) -> bool {
 /// kernel's negative windows; `None` outside (a negative offset in neither
 /// window, as libpcap and the kernel's `ld_abs` both read it).
 #[inline]
-fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
+pub(crate) fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
     let start = if off >= 0 {
         off
     } else if off >= i64::from(ancillary::AD_OFF as i32) {
@@ -331,7 +331,7 @@ fn load(packet: &[u8], meta: &Meta, off: i64, n: usize) -> Option<u32> {
 const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// The ancillary field at `SKF_AD_OFF + off`.
-fn ancillary_load(meta: &Meta, off: u32, a: u32, x: u32) -> u32 {
+pub(crate) fn ancillary_load(meta: &Meta, off: u32, a: u32, x: u32) -> u32 {
     use ancillary::*;
     match off {
         PROTOCOL => u32::from(meta.protocol),

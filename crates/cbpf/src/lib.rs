@@ -4,7 +4,8 @@
 //! ([`parse_decimal`]); the program as `tcpdump -d`, `-dd` and `-ddd` print
 //! it ([`image`], [`image_c`], [`image_decimal`]); the Linux `bpf_asm`
 //! syntax ([`assemble`]); the kernel's checker ([`check`]); an
-//! interpreter with the kernel's semantics ([`run`]); the kernel's
+//! interpreter with the kernel's semantics ([`run`]) and a compiler to
+//! x86-64 code with the same ([`JitFilter`]); the kernel's
 //! translation to eBPF ([`to_ebpf`]); tcpdump's filter language, compiled
 //! by libpcap ([`compile_expr`]); and a capture filtered as `tcpdump -r`
 //! filters it ([`filter_capture`]), each packet decided by an [`Engine`].
@@ -29,6 +30,7 @@ mod expr;
 mod image;
 mod insn;
 mod interp;
+mod jit;
 mod to_ebpf;
 pub mod xpf;
 
@@ -46,4 +48,5 @@ pub use insn::{
     parse_decimal, rval, size, src,
 };
 pub use interp::{Filter, FilterResult, LOOP_LIMIT, Meta, RunError, run};
+pub use jit::{Jit, JitError, JitFilter};
 pub use to_ebpf::{Form, TranslateError, to_ebpf, to_xdp};

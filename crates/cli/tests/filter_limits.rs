@@ -1,7 +1,8 @@
 //! Long tcpdump expressions. The kernel's limit on classic programs
-//! (BPF_MAXINSNS, 4,096 instructions) binds the engines that run the eBPF
-//! translation (`--engine jit`, `kernel`): a longer program is refused
-//! before any translation or verification, naming the limit and the way
+//! (BPF_MAXINSNS, 4,096 instructions) binds the engines that compile the
+//! program or run its eBPF translation (`--engine jit`, `ebpf-jit`,
+//! `kernel`): a longer program is refused before any compilation,
+//! translation or verification, naming the limit and the way
 //! out, while the interpreter (libpcap's `bpf_filter` has no such limit)
 //! runs it. libpcap's own compiler takes minutes on long `host` chains
 //! (tcpdump too): the first SIGINT ends that wait.

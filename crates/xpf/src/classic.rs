@@ -1,9 +1,11 @@
 //! Engines that filter captures with the eBPF translation of a classic
 //! program (`cbpf::to_ebpf`, the kernel's `bpf_convert_filter`), for
-//! `cbpf::filter_capture` (`sluice filter --engine jit|kernel`):
+//! `cbpf::filter_capture` (`sluice filter --engine ebpf-jit|kernel`;
+//! `--engine jit` is the classic program compiled straight to native code,
+//! `cbpf::Jit`):
 //!
-//! - [`Jit`]: verified by sluice's verifier as a tc classifier, then run in
-//!   sluice's x86-64 JIT without per-access checks. Each packet runs
+//! - [`EbpfJit`]: verified by sluice's verifier as a tc classifier, then
+//!   run in sluice's x86-64 JIT without per-access checks. Each packet runs
 //!   straight on a [`vm::Vm`] with two regions (the `__sk_buff` and the
 //!   packet, which `ld_abs`/`ld_ind` read): no frame copy, no hook
 //!   around it. `__sk_buff.len` is the packet's wire length, so `len`
@@ -80,7 +82,7 @@ fn translate(prog: &[Insn]) -> Result<Vec<isa::Insn>, EngineError> {
 
 /// The translation in sluice's JIT, after sluice's verifier.
 #[derive(Debug, Default)]
-pub struct Jit;
+pub struct EbpfJit;
 
 /// The `__sk_buff` a run reads, aligned for its word loads.
 #[repr(C, align(8))]
@@ -109,9 +111,9 @@ impl Skb {
     }
 }
 
-impl FilterEngine for Jit {
+impl FilterEngine for EbpfJit {
     fn name(&self) -> &'static str {
-        "jit"
+        "ebpf-jit"
     }
 
     fn decider(&mut self, _linktype: u32, prog: &[Insn]) -> Result<Decider, EngineError> {

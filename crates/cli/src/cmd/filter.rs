@@ -1,7 +1,8 @@
 //! `sluice filter`: tcpdump's filter language over a capture, as `tcpdump
 //! -r IN [-w OUT] [-c N] EXPR` runs it (classic BPF compiled by libpcap,
-//! run by the engine `--engine` picks: sluice's classic interpreter, or
-//! the eBPF translation in sluice's JIT or in the kernel); without `-w`, a
+//! run by the engine `--engine` picks: sluice's classic interpreter, the
+//! program compiled to native code by sluice's classic JIT, or its eBPF
+//! translation in sluice's eBPF JIT or in the kernel); without `-w`, a
 //! line per matching packet as `tcpdump -n` prints it (crate `dissect`);
 //! `-d`, `-dd`, `-ddd` print the program as tcpdump does.
 
@@ -67,8 +68,10 @@ pub struct Args {
 enum EngineArg {
     /// sluice's classic interpreter
     Interp,
-    /// The eBPF translation, verified by sluice's verifier, in sluice's JIT (programs of at most 4096 classic instructions, the kernel's limit)
+    /// The classic program compiled to x86-64 code by sluice's classic JIT (programs the kernel's checker accepts: at most 4096 instructions; on other architectures the interpreter decides, counted)
     Jit,
+    /// The eBPF translation, verified by sluice's verifier, in sluice's eBPF JIT (programs of at most 4096 classic instructions, the kernel's limit)
+    EbpfJit,
     /// The eBPF translation in the kernel, a BPF_PROG_TEST_RUN per packet (root, or CAP_BPF and CAP_NET_ADMIN); the packets the kernel cannot run as classic BPF would (under 14 bytes, refused by the test run, or cut shorter than their wire length for a filter that reads len) are decided by the interpreter and counted
     Kernel,
 }
@@ -169,7 +172,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
     };
     let mut engine: Box<dyn cbpf::FilterEngine> = match a.engine {
         EngineArg::Interp => Box::new(cbpf::Interp),
-        EngineArg::Jit => Box::new(xpf::classic::Jit),
+        EngineArg::Jit => Box::new(cbpf::Jit),
+        EngineArg::EbpfJit => Box::new(xpf::classic::EbpfJit),
         EngineArg::Kernel => Box::new(xpf::classic::Kernel::new().map_err(|e| e.to_string())?),
     };
     // Without -w (or JSON), a line per matching packet on standard output,
