@@ -214,7 +214,7 @@ pub use obj::{Object, Program, ProgramKind};
 // Hooks: a program over packets, one at a time.
 pub use runtime::{Hook, PacketHook, PacketMeta, Rejection, Verdict};
 // Runs: the engine, routes, sharding, sources.
-pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
+pub use pipeline::{Foreign, Route, Sharding, Sinks, Source};
 // Live sources: how the AF_XDP datapath's redirect program attaches.
 pub use kernel::attach::XdpMode;
 pub use profile::VmEngine;

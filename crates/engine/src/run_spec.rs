@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use pipeline::{Interface, Shard, Source};
+use pipeline::{Interface, Sharding, Source};
 use runtime::Hook;
 use serde::{Deserialize, Serialize};
 
@@ -19,8 +19,8 @@ use crate::source::{Skipped, SourceSpec};
 use coverage::Coverage;
 
 #[derive(Serialize, Deserialize)]
-#[serde(remote = "Shard", rename_all = "kebab-case")]
-enum ShardDef {
+#[serde(remote = "Sharding", rename_all = "kebab-case")]
+enum ShardingDef {
     Symmetric,
     Directional,
     RoundRobin,
@@ -43,8 +43,8 @@ pub struct RunSpec {
     #[serde(default)]
     pub threads: usize,
     /// How packets are spread over threads.
-    #[serde(default, with = "ShardDef")]
-    pub shard: Shard,
+    #[serde(default, with = "ShardingDef")]
+    pub shard: Sharding,
     /// Stop after this many packets (with a filter: packets that pass it).
     #[serde(default)]
     pub limit: Option<u64>,
@@ -90,7 +90,7 @@ impl RunSpec {
             source,
             sinks: Vec::new(),
             threads: 1,
-            shard: Shard::default(),
+            shard: Sharding::default(),
             limit: None,
             ifindex: None,
             map_entries: sixteen(),

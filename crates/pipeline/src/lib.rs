@@ -9,7 +9,7 @@
 //! [`ReplayCounters`] gather verdicts, costs, redirects and errors where the
 //! work is done, and, when asked, one record per packet ([`PacketLog`]).
 //! [`replay`] runs the loop on the caller's thread, or on
-//! several workers sharded by flow ([`Shard`]), each with its own hook on
+//! several workers sharded by flow ([`Sharding`]), each with its own hook on
 //! the same maps.
 
 mod batch;
@@ -35,7 +35,7 @@ pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
 pub use packet_log::PacketLog;
 pub use record::{Recorded, record};
 pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
-pub use shard::{Shard, UnknownShard, flow_hash};
+pub use shard::{Sharding, UnknownSharding, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{
     Capture, Foreign, Generated, Packets, Source, SourceError, Step, for_each_packet, for_each_step,

@@ -16,7 +16,7 @@ use runtime::PacketHook;
 use crate::batch::Batch;
 use crate::counters::ReplayCounters;
 use crate::ordered::{DoneOnDrop, Ordered};
-use crate::shard::Shard;
+use crate::shard::Sharding;
 use crate::sink::{SinkError, Sinks};
 use crate::source::{Source, SourceError};
 use crate::worker::Worker;
@@ -26,7 +26,7 @@ use crate::worker::Worker;
 pub struct ReplayOptions {
     /// Worker threads (1: the caller's thread runs everything, in order).
     pub threads: usize,
-    pub shard: Shard,
+    pub shard: Sharding,
     /// Stop after this many packets.
     pub limit: Option<u64>,
     /// The interface packets arrive on.
@@ -43,7 +43,7 @@ impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
             threads: 1,
-            shard: Shard::default(),
+            shard: Sharding::default(),
             limit: None,
             ifindex: 1,
             stop: None,

@@ -7,7 +7,7 @@ pub(crate) mod tc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use engine::{BtfTarget, HookSpec, Origin, Route, RunSpec, Shard, SinkSpec, SourceSpec, Target};
+use engine::{BtfTarget, HookSpec, Origin, Route, RunSpec, Sharding, SinkSpec, SourceSpec, Target};
 
 use crate::args::{Engine, ForeignFrames};
 use crate::contents::MapContents;
@@ -97,7 +97,7 @@ pub struct Args {
     /// How packets are spread over threads: symmetric (both directions of a
     /// flow together), directional, or round-robin
     #[arg(long, default_value = "symmetric")]
-    pub shard: Shard,
+    pub shard: Sharding,
     /// Interface index the packets arrive on [default: 1; with --iface,
     /// that interface's index]
     #[arg(long)]
