@@ -92,6 +92,7 @@ class Program:
         gen: Union[str, Sequence[str], None] = None,
         *,
         threads: int = 1,
+        shard: str = "auto",
         engine: str = "jit",
         limit: Optional[int] = None,
         filter: Optional[str] = None,
@@ -343,6 +344,12 @@ class RunResult:
     @property
     def stopped(self) -> bool:
         """Whether a signal (Ctrl-C) stopped the run before its source's end."""
+    @property
+    def shard(self) -> Optional[str]:
+        """How the threads shared the packets: ``"ranges"`` or the flow sharding; ``None`` with one thread."""
+    @property
+    def shard_note(self) -> Optional[str]:
+        """Why ``shard="auto"`` sharded by flow rather than by byte ranges."""
     def to_json(self) -> str:
         """The report as JSON text: what ``sluice run --json`` prints."""
     @property

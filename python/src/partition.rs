@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use engine::{BucketRunSpec, Built, Foreign, Origin, Shard, SourceSpec};
+use engine::{BucketRunSpec, Built, Foreign, Origin, Sharding, SourceSpec};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -190,7 +190,7 @@ pub(crate) fn partition<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (mut source, index) = range_of(shard, proven)?;
     source.filter = filter;
-    let how: Shard = sharding
+    let how: Sharding = sharding
         .parse()
         .map_err(|e| PyValueError::new_err(format!("sharding={sharding:?}: {e}")))?;
     let (result, interrupt) = crate::interrupt::run(py, |stop| {

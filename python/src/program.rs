@@ -214,6 +214,11 @@ impl Program {
     /// per-CPU map needs a CPU per thread: a program not run yet (and whose
     /// maps were not written) is made again with as many; otherwise give
     /// ``cpus=`` to :meth:`Object.program` up front (``sluice.MapError``).
+    /// ``shard``: how the threads share the packets, as ``--shard``:
+    /// ``"auto"`` (byte ranges of a capture file where the program's result
+    /// cannot depend on the order of packets across flows, else
+    /// ``"symmetric"``), ``"ranges"``, ``"symmetric"``, ``"directional"``,
+    /// ``"round-robin"`` (:attr:`RunResult.shard` says which ran).
     /// ``engine``: ``"jit"`` or ``"interpreter"``. ``limit``: stop after this many
     /// packets. ``filter``: a tcpdump expression; only the packets it
     /// matches are run. ``per_packet``: keep one row per packet
@@ -236,7 +241,7 @@ impl Program {
     /// (its ``result``: the packets before it), ``sluice.VerifierError``
     /// when the verifier rejects the program, ``sluice.Error`` otherwise.
     #[pyo3(signature = (
-        pcap = None, packets = None, r#gen = None, *, threads = 1, engine = "jit",
+        pcap = None, packets = None, r#gen = None, *, threads = 1, shard = "auto", engine = "jit",
         limit = None, filter = None, per_packet = true, map_entries = 16,
         count_memory = false, coverage = false, output = None
     ))]
@@ -248,6 +253,7 @@ impl Program {
         packets: Option<&Bound<'_, PyAny>>,
         r#gen: Option<&Bound<'_, PyAny>>,
         threads: usize,
+        shard: &str,
         engine: &str,
         limit: Option<u64>,
         filter: Option<String>,
@@ -264,6 +270,9 @@ impl Program {
         hook.count_memory = count_memory;
         let mut spec = RunSpec::new(hook, source);
         spec.threads = threads;
+        spec.shard = shard.parse().map_err(|e: engine::UnknownShardMode| {
+            pyo3::exceptions::PyValueError::new_err(format!("shard=: {e}"))
+        })?;
         spec.limit = limit;
         spec.per_packet = per_packet;
         spec.map_entries = map_entries;

@@ -31,6 +31,15 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// A text key of the report, `None` when it is absent.
+    fn report_key(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
+        let report = self.report(py)?;
+        match report.contains(key)? {
+            true => report.get_item(key)?.extract(),
+            false => Ok(None),
+        }
+    }
+
     /// `maps`: the entries the report's map dumps list, decoded; `sinks`:
     /// the run's, to know which routes it kept in memory.
     pub(crate) fn new(
@@ -203,6 +212,22 @@ impl RunResult {
     fn stopped(&self, py: Python<'_>) -> PyResult<bool> {
         let report = self.report(py)?;
         Ok(report.contains("stopped")? && report.get_item("stopped")?.is_truthy()?)
+    }
+
+    /// How the threads shared the packets, as the report's ``shard``:
+    /// ``"ranges"`` (byte ranges of the capture, each record read once) or
+    /// the flow sharding (``"symmetric"``, ``"directional"``,
+    /// ``"round-robin"``); ``None`` with one thread.
+    #[getter]
+    fn shard(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.report_key(py, "shard")
+    }
+
+    /// Why ``shard="auto"`` sharded by flow rather than by byte ranges (the
+    /// report's ``shard_note``), else ``None``.
+    #[getter]
+    fn shard_note(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.report_key(py, "shard_note")
     }
 
     fn __repr__(&self) -> String {

@@ -73,7 +73,10 @@ def partitions(prog, shards, n):
 
 
 def cli(sluice_bin, obj, capture, n, sets):
-    args = [sluice_bin, "run", obj, "--pcap", capture, "--threads", str(n), "--json", "--map-entries", "100000"]
+    # Buckets split packets by flow, as --shard symmetric does (auto would read
+    # an order-free program's capture by byte ranges: per-CPU values differ).
+    args = [sluice_bin, "run", obj, "--pcap", capture, "--threads", str(n), "--shard", "symmetric", "--json"]
+    args += ["--map-entries", "100000"]
     for k, v in sets.items():
         args += ["--set", f"{k}={v}"]
     return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)

@@ -85,6 +85,10 @@ impl<'de> Deserialize<'de> for Boundary {
     }
 }
 
+/// Bytes read first for a file's header when a range is read from
+/// elsewhere (more come, 64 KiB at a time, if its leading blocks need).
+const HEAD_BYTES: u64 = 4096;
+
 /// Bytes of a file from `pos`, each read stopping at `end` while short of
 /// it, and reading 64 KiB at a time past it (only to finish the range's
 /// last record).
@@ -137,13 +141,21 @@ impl PcapSource {
             let reason = "not a regular file (only a file's byte range can be read)";
             return Err(IoError::reading(&name, reason.into()));
         }
+        let from_header = from.map_or(shard.start == 0, |p| p.offset == 0);
+        // The header (and for pcapng the blocks before the first packet)
+        // only, unless the range is read from there: its reads then go on
+        // to the range's end.
         let head_input = RangeRead {
             file: file.try_clone().map_err(opening)?,
             pos: 0,
-            end: shard.end,
+            end: if from_header {
+                shard.end
+            } else {
+                shard.end.min(HEAD_BYTES)
+            },
         };
         let mut head = PcapSource::from_input(&name, Input::at(Box::new(head_input), 0, stop))?;
-        if from.map_or(shard.start == 0, |p| p.offset == 0) {
+        if from_header {
             let first = Position {
                 offset: 0,
                 state: head.state(),

@@ -16,7 +16,7 @@
 //! LINKTYPE_* (u32), the length of its bytes (u32) and the bytes.
 
 use capture::LinkKind;
-use pipeline::Shard;
+use pipeline::Sharding;
 
 const MAGIC: &[u8; 8] = b"SLUICEBK";
 const VERSION: u8 = 1;
@@ -69,26 +69,26 @@ pub enum PartitionError {
 }
 
 /// The name `--shard` gives a sharding.
-pub(crate) fn shard_name(shard: Shard) -> &'static str {
+pub(crate) fn shard_name(shard: Sharding) -> &'static str {
     match shard {
-        Shard::Symmetric => "symmetric",
-        Shard::Directional => "directional",
-        Shard::RoundRobin => "round-robin",
+        Sharding::Symmetric => "symmetric",
+        Sharding::Directional => "directional",
+        Sharding::RoundRobin => "round-robin",
     }
 }
 
-fn shard_code(shard: Shard) -> u8 {
+fn shard_code(shard: Sharding) -> u8 {
     match shard {
-        Shard::Symmetric => 0,
-        Shard::Directional => 1,
-        Shard::RoundRobin => 2,
+        Sharding::Symmetric => 0,
+        Sharding::Directional => 1,
+        Sharding::RoundRobin => 2,
     }
 }
 
-fn shard_of(code: u8) -> Option<Shard> {
+fn shard_of(code: u8) -> Option<Sharding> {
     match code {
-        0 => Some(Shard::Symmetric),
-        1 => Some(Shard::Directional),
+        0 => Some(Sharding::Symmetric),
+        1 => Some(Sharding::Directional),
         _ => None,
     }
 }
@@ -145,7 +145,7 @@ impl BucketWriter {
     /// `shard`, of the range at `index` that read `frames` frames.
     pub(crate) fn finish(
         mut self,
-        shard: Shard,
+        shard: Sharding,
         bucket: u32,
         buckets: u32,
         index: u32,
@@ -169,7 +169,7 @@ impl BucketWriter {
 /// the bytes.
 #[derive(Clone, Debug)]
 pub struct Bucket<'a> {
-    pub shard: Shard,
+    pub shard: Sharding,
     pub bucket: u32,
     pub buckets: u32,
     /// The range's place in the plan.
@@ -307,9 +307,12 @@ mod tests {
         for p in &packets {
             w.push(p);
         }
-        let bytes = w.finish(Shard::Directional, 2, 4, 7, 11);
+        let bytes = w.finish(Sharding::Directional, 2, 4, 7, 11);
         let b = Bucket::parse(&bytes, 0).unwrap();
-        assert_eq!((b.shard, b.bucket, b.buckets), (Shard::Directional, 2, 4));
+        assert_eq!(
+            (b.shard, b.bucket, b.buckets),
+            (Sharding::Directional, 2, 4)
+        );
         assert_eq!((b.index, b.frames, b.packets), (7, 11, 3));
         assert_eq!(b.iter().collect::<Vec<_>>(), packets);
         for cut in [0, 10, HEADER + 5, bytes.len() - 1] {

@@ -135,6 +135,7 @@ impl BucketRunSpec {
             seconds: start.elapsed().as_secs_f64(),
             source_error: None,
             stopped,
+            ranges: None,
         };
         let read = Read {
             source: format!(

@@ -12,6 +12,10 @@ use crate::settings::SettingsError;
 /// failed. `Display` gives the message `sluice` prints after `sluice: `.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// `--shard ranges` for a run whose result may depend on the order
+    /// of packets, or whose source cannot be cut.
+    #[error("--shard ranges: {0} (--shard auto shards it by flow)")]
+    Ranges(String),
     /// A file (the object, a BTF file, a FIB or route table) not read.
     #[error("{0}")]
     File(#[from] capture::WholeFileError),

@@ -153,6 +153,7 @@ mod merge;
 mod merge_policy;
 mod monitor_spec;
 mod names;
+mod order_free;
 mod packet_table;
 mod partition;
 mod pin;
@@ -160,6 +161,7 @@ mod profile_spec;
 mod report;
 mod run_spec;
 mod settings;
+mod shard_mode;
 mod shard_run;
 mod sink;
 mod source;
@@ -190,6 +192,7 @@ pub use profile_spec::{ProfileSpec, Profiled, Profiling};
 pub use report::{CoreReport, ErrorReport, Percentiles, RunReport, SentReport};
 pub use run_spec::{Finished, Replay, RunSpec};
 pub use settings::{Settings, SettingsError, parse_int};
+pub use shard_mode::{ShardMode, UnknownShardMode};
 // Runs over byte ranges of captures, kept raw and merged (docs/shards.md).
 pub use merge::{Merged, merge_runs, merge_runs_on};
 pub use merge_policy::{MapPolicies, MapPolicy, MergeError, MergedReport};
@@ -214,7 +217,7 @@ pub use obj::{Object, Program, ProgramKind};
 // Hooks: a program over packets, one at a time.
 pub use runtime::{Hook, PacketHook, PacketMeta, Rejection, Verdict};
 // Runs: the engine, routes, sharding, sources.
-pub use pipeline::{Foreign, Route, Shard, Sinks, Source};
+pub use pipeline::{Foreign, Route, Sharding, Sinks, Source};
 // Live sources: how the AF_XDP datapath's redirect program attaches.
 pub use kernel::attach::XdpMode;
 pub use profile::VmEngine;

@@ -193,6 +193,7 @@ fn summed(runs: &[ShardRun], included: &[&ShardRun]) -> (ReplaySummary, Skipped)
         seconds: runs.iter().map(|r| r.seconds).sum(),
         source_error,
         stopped: false,
+        ranges: None,
     };
     (summary, Skipped(skipped))
 }

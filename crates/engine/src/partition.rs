@@ -8,7 +8,7 @@
 use std::sync::atomic::AtomicBool;
 
 use capture::{LinkKind, PcapSource};
-use pipeline::{Foreign, Shard};
+use pipeline::{Foreign, Sharding};
 
 use crate::Error;
 use crate::bucket::{BucketPacket, BucketWriter, PartitionError};
@@ -19,7 +19,7 @@ use crate::source::{Origin, Skipped, SourceSpec};
 pub struct Partition {
     /// The range's place in the plan.
     pub index: u32,
-    pub shard: Shard,
+    pub shard: Sharding,
     /// One blob per bucket ([`crate::Bucket::parse`] reads it).
     pub buckets: Vec<Vec<u8>>,
     /// Where the range's reader began and where its records crossed the
@@ -45,19 +45,19 @@ pub struct Partition {
 /// `buckets` workers by `shard`, as the workers of a run with `buckets`
 /// threads take them: the same frames (converted to Ethernet, foreign
 /// ones skipped or passed, the source's tcpdump filter applied) given to
-/// the same worker ([`Shard::worker`]). `stop`, once set, ends the
+/// the same worker ([`Sharding::worker`]). `stop`, once set, ends the
 /// reading (the partition is then incomplete: its boundary is `None`).
 pub fn partition(
     source: &SourceSpec,
     index: u32,
     buckets: usize,
-    shard: Shard,
+    shard: Sharding,
     stop: Option<&'static AtomicBool>,
 ) -> Result<Partition, Error> {
     if buckets == 0 || u32::try_from(buckets).is_err() {
         return Err(PartitionError::Buckets(buckets).into());
     }
-    if shard == Shard::RoundRobin {
+    if shard == Sharding::RoundRobin {
         return Err(PartitionError::RoundRobin.into());
     }
     let opening = |e: capture::IoError| pipeline::SourceError(e.to_string());

@@ -83,6 +83,14 @@ pub struct RunReport {
     pub packets: u64,
     /// Worker threads that ran the program.
     pub threads: usize,
+    /// How the threads shared the packets, with more than one: `ranges`
+    /// (byte ranges of the capture, each record read once) or the flow
+    /// sharding (`symmetric`, `directional`, `round-robin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<&'static str>,
+    /// Why `--shard auto` sharded by flow rather than by ranges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard_note: Option<String>,
     pub seconds: f64,
     pub packets_per_second: f64,
     pub verdicts: BTreeMap<String, u64>,
@@ -280,6 +288,8 @@ impl RunReport {
             core,
             packets: c.packets,
             threads: s.threads,
+            shard: None,
+            shard_note: None,
             seconds: s.seconds,
             packets_per_second: c.packets as f64 / s.seconds.max(1e-9),
             verdicts,

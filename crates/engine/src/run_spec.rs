@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use pipeline::{Interface, Shard, Source};
+use pipeline::{Interface, Sharding, Source};
 use runtime::Hook;
 use serde::{Deserialize, Serialize};
 
@@ -14,17 +14,10 @@ use crate::Error;
 use crate::hook_spec::HookSpec;
 use crate::packet_table::PacketTable;
 use crate::report::{Read, RunReport};
+use crate::shard_mode::ShardMode;
 use crate::sink::{Opened, SinkSpec};
 use crate::source::{Skipped, SourceSpec};
 use coverage::Coverage;
-
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Shard", rename_all = "kebab-case")]
-enum ShardDef {
-    Symmetric,
-    Directional,
-    RoundRobin,
-}
 
 fn sixteen() -> usize {
     16
@@ -38,13 +31,14 @@ pub struct RunSpec {
     /// Outputs per route (none: packets are only counted).
     #[serde(default)]
     pub sinks: Vec<SinkSpec>,
-    /// Worker threads on the same maps, packets sharded by flow (0: one
-    /// per core; 1: in capture order, exactly as one CPU).
+    /// Worker threads on the same maps (0: one per core; 1: in capture
+    /// order, exactly as one CPU).
     #[serde(default)]
     pub threads: usize,
-    /// How packets are spread over threads.
-    #[serde(default, with = "ShardDef")]
-    pub shard: Shard,
+    /// How threads share the packets: byte ranges of the capture or flows
+    /// ([`ShardMode::Auto`] by default).
+    #[serde(default)]
+    pub shard: ShardMode,
     /// Stop after this many packets (with a filter: packets that pass it).
     #[serde(default)]
     pub limit: Option<u64>,
@@ -90,7 +84,7 @@ impl RunSpec {
             source,
             sinks: Vec::new(),
             threads: 1,
-            shard: Shard::default(),
+            shard: ShardMode::default(),
             limit: None,
             ifindex: None,
             map_entries: sixteen(),
@@ -244,9 +238,13 @@ pub(crate) fn replay_raw(
         .source
         .interface()
         .map(|name| Interface::lookup(name).map_or(1, |i| i.index));
+    let threads = spec.worker_threads();
+    let sharing = Sharing::of(spec, hook, source, threads)?;
     let opts = pipeline::ReplayOptions {
-        threads: spec.worker_threads(),
-        shard: spec.shard,
+        threads,
+        shard: sharing.flows,
+        ranges: sharing.ranges,
+        range_bytes: 0,
         limit: spec.limit,
         ifindex: spec.ifindex.or(arrival).unwrap_or(1),
         stop,
@@ -254,11 +252,15 @@ pub(crate) fn replay_raw(
     };
     let mut summary = pipeline::replay(hook, source, sinks, &opts, progress)?;
     spec.hook.save_pins(hook)?;
+    let skipped = match &summary.ranges {
+        Some(r) => Skipped::by_linktype(r.skipped.clone()),
+        None => Skipped::of(source),
+    };
     let read = Read {
         source: spec.source.describe(),
         note: source.note(),
         ports: &ports,
-        skipped: Skipped::of(source),
+        skipped,
     };
     let log = summary.counters.log.take();
     let counts = summary.counters.coverage.take();
@@ -269,6 +271,13 @@ pub(crate) fn replay_raw(
         &summary,
         &read,
     );
+    if summary.threads > 1 {
+        report.shard = Some(match summary.ranges {
+            Some(_) => "ranges",
+            None => crate::bucket::shard_name(sharing.flows),
+        });
+        report.shard_note = sharing.note;
+    }
     report.packet_table = log.map(|log| PacketTable::new(log, hook));
     report.output = Opened::output(&kept);
     report.coverage = counts.map(|counts| {
@@ -286,4 +295,61 @@ pub(crate) fn replay_raw(
         skipped: read.skipped,
         boundary: source.boundary(),
     })
+}
+
+/// How a run's threads share its packets, as [`RunSpec::shard`] asks and
+/// the program and source allow.
+struct Sharing {
+    /// Byte ranges of the capture.
+    ranges: bool,
+    /// Else, flows spread so.
+    flows: Sharding,
+    /// Why `auto` did not take ranges.
+    note: Option<String>,
+}
+
+impl Sharing {
+    fn of(
+        spec: &RunSpec,
+        hook: &Hook,
+        source: &dyn Source,
+        threads: usize,
+    ) -> Result<Sharing, Error> {
+        let flows = |flows, note| Sharing {
+            ranges: false,
+            flows,
+            note,
+        };
+        if threads <= 1 {
+            return Ok(flows(Sharding::default(), None));
+        }
+        if let ShardMode::Flows(s) = spec.shard {
+            return Ok(flows(s, None));
+        }
+        let why = crate::order_free::order_bound(hook)
+            .or_else(|| {
+                source.cuttable().is_none().then(|| {
+                    format!(
+                        "{} is not a capture file that can be cut into byte ranges",
+                        spec.source.describe()
+                    )
+                })
+            })
+            .or_else(|| {
+                spec.limit
+                    .map(|_| "--limit reads the capture's first packets".to_string())
+            });
+        match (spec.shard, why) {
+            (_, None) => Ok(Sharing {
+                ranges: true,
+                flows: Sharding::default(),
+                note: None,
+            }),
+            (ShardMode::Ranges, Some(why)) => Err(Error::Ranges(why)),
+            (_, Some(why)) => Ok(flows(
+                Sharding::default(),
+                Some(format!("not by ranges: {why}")),
+            )),
+        }
+    }
 }

@@ -229,9 +229,13 @@ pub struct Skipped(pub Vec<(String, u64)>);
 impl Skipped {
     /// What `source` skipped so far.
     pub fn of(source: &dyn Source) -> Skipped {
+        Skipped::by_linktype(source.skipped())
+    }
+
+    /// Frames skipped per LINKTYPE_* number ([`Source::skipped`]'s form).
+    pub fn by_linktype(skipped: Vec<(u32, u64)>) -> Skipped {
         Skipped(
-            source
-                .skipped()
+            skipped
                 .into_iter()
                 .map(|(l, n)| (capture::describe_linktype(l), n))
                 .collect(),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use engine::{
-    Bucket, BucketRunSpec, Foreign, HookSpec, Origin, Partition, RunSpec, Shard, SourceSpec,
+    Bucket, BucketRunSpec, Foreign, HookSpec, Origin, Partition, RunSpec, Sharding, SourceSpec,
     partition,
 };
 
@@ -108,13 +108,13 @@ fn partitions(path: &Path, k: u64, n: usize) -> Vec<Partition> {
     let mut parts: Vec<Partition> = shards
         .iter()
         .enumerate()
-        .map(|(i, s)| partition(&range(s, None), i as u32, n, Shard::Symmetric, None).unwrap())
+        .map(|(i, s)| partition(&range(s, None), i as u32, n, Sharding::Symmetric, None).unwrap())
         .collect();
     let boundaries: Vec<_> = parts.iter().map(|p| p.boundary.clone().unwrap()).collect();
     for redo in capture::check(&boundaries).unwrap() {
         let source = range(&redo.shard, Some(redo.from));
         parts[redo.index] =
-            partition(&source, redo.index as u32, n, Shard::Symmetric, None).unwrap();
+            partition(&source, redo.index as u32, n, Sharding::Symmetric, None).unwrap();
     }
     parts
 }
@@ -124,6 +124,9 @@ fn partitions(path: &Path, k: u64, n: usize) -> Vec<Partition> {
 fn same_as_threads(program: &str, path: &Path, k: u64, n: usize) {
     let mut spec = RunSpec::new(hook(program), SourceSpec::capture(path));
     spec.threads = n;
+    // Buckets split by flow, as symmetric sharding does (auto would read
+    // an order-free program's capture by byte ranges).
+    spec.shard = engine::ShardMode::Flows(Sharding::Symmetric);
     let built = spec.hook_spec().build().unwrap();
     let whole = spec.start(built.hook, None).unwrap().finish(None).unwrap();
     let parts = partitions(path, k, n);
@@ -242,7 +245,7 @@ fn every_record_once_with_its_fields() {
             );
             assert_eq!(bucket.frames, p.frames);
             for pk in bucket.iter() {
-                let w = Shard::Symmetric.worker(4, pk.number, pk.data);
+                let w = Sharding::Symmetric.worker(4, pk.number, pk.data);
                 assert_eq!(w, b);
                 let row = (pk.timestamp_ns, pk.wire_len, pk.linktype, pk.data.to_vec());
                 got.push(((p.index, pk.number), row));
@@ -280,15 +283,15 @@ fn bad_buckets_and_sources_are_errors() {
     let e = run(2, &[]);
     assert!(e.contains("bucket 2 is not one of 2"), "{e}");
     let source = SourceSpec::capture(&path);
-    let e = partition(&source, 0, 2, Shard::RoundRobin, None).unwrap_err();
+    let e = partition(&source, 0, 2, Sharding::RoundRobin, None).unwrap_err();
     assert!(e.to_string().contains("not round-robin"), "{e}");
-    let e = partition(&source, 0, 0, Shard::Symmetric, None).unwrap_err();
+    let e = partition(&source, 0, 0, Sharding::Symmetric, None).unwrap_err();
     assert!(e.to_string().contains("not 0"), "{e}");
     let e = partition(
         &SourceSpec::generated(["udp"]),
         0,
         2,
-        Shard::Symmetric,
+        Sharding::Symmetric,
         None,
     )
     .unwrap_err();
@@ -297,7 +300,7 @@ fn bad_buckets_and_sources_are_errors() {
         &SourceSpec::capture("/nonexistent.pcap"),
         0,
         2,
-        Shard::Symmetric,
+        Sharding::Symmetric,
         None,
     )
     .unwrap_err();
@@ -322,6 +325,7 @@ fn per_packet_rows_are_numbered_as_in_the_capture() {
     let n = 2;
     let mut spec = RunSpec::new(hook("xdp_ddos"), SourceSpec::capture(&path));
     spec.threads = n;
+    spec.shard = engine::ShardMode::Flows(Sharding::Symmetric);
     spec.per_packet = true;
     let whole = spec.run(None, None).unwrap();
     let want = rows(whole.packet_table.as_ref().unwrap());

@@ -152,7 +152,7 @@ fn a_run_spec_reads_back_from_json() {
         route: Route::Drop,
         to: Target::File("dropped.pcap".into()),
     });
-    spec.shard = engine::Shard::RoundRobin;
+    spec.shard = engine::ShardMode::Flows(engine::Sharding::RoundRobin);
     let json = serde_json::to_string(&spec).unwrap();
     assert!(json.contains("\"round-robin\""), "{json}");
     assert!(json.contains("\"interpreter\""), "{json}");

@@ -57,6 +57,14 @@ impl Batch {
         }
     }
 
+    /// Adds `base` to every packet's sequence number (a byte range's
+    /// packets, numbered from 1 by its reader, placed among the others').
+    pub(crate) fn offset_seqs(&mut self, base: u64) {
+        for p in &mut self.packets {
+            p.seq += base;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.packets.len()
     }

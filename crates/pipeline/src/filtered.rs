@@ -91,6 +91,25 @@ impl Source for Filtered {
         }))
     }
 
+    fn cuttable(&self) -> Option<&std::path::Path> {
+        self.inner.cuttable()
+    }
+
+    /// The inner source's range, filtered, its packets counted with this
+    /// reader's (one filter's note for the whole capture).
+    fn range(
+        &self,
+        range: &capture::Shard,
+        from: &capture::Position,
+    ) -> Result<Box<dyn Source>, SourceError> {
+        Ok(Box::new(Filtered {
+            inner: self.inner.range(range, from)?,
+            filter: self.filter.clone(),
+            expr: self.expr.clone(),
+            counts: self.counts.clone(),
+        }))
+    }
+
     fn ends_on_stop(&self) -> bool {
         self.inner.ends_on_stop()
     }

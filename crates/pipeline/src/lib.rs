@@ -9,8 +9,9 @@
 //! [`ReplayCounters`] gather verdicts, costs, redirects and errors where the
 //! work is done, and, when asked, one record per packet ([`PacketLog`]).
 //! [`replay`] runs the loop on the caller's thread, or on
-//! several workers sharded by flow ([`Shard`]), each with its own hook on
-//! the same maps.
+//! several workers, each with its own hook on the same maps: over byte
+//! ranges of a capture file, each record read once
+//! ([`ReplayOptions::ranges`]), or sharded by flow ([`Sharding`]).
 
 mod batch;
 mod counters;
@@ -19,6 +20,7 @@ mod histogram;
 mod live;
 mod ordered;
 mod packet_log;
+mod ranges;
 mod record;
 mod replay;
 mod shard;
@@ -33,9 +35,10 @@ pub use histogram::Histogram;
 pub use kernel::netdev::{Interface, InterfaceError};
 pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
 pub use packet_log::PacketLog;
+pub use ranges::{RANGE_BYTES, RangesRead, range_count};
 pub use record::{Recorded, record};
 pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
-pub use shard::{Shard, UnknownShard, flow_hash};
+pub use shard::{Sharding, UnknownSharding, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{
     Capture, Foreign, Generated, Packets, Source, SourceError, Step, for_each_packet, for_each_step,

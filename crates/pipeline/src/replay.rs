@@ -1,11 +1,14 @@
 //! The replay loop: a source's batches through a hook, each verdict
 //! routed to its sink, counted where the work is done. One thread runs
-//! the loop itself. With more, packets are sharded by flow over workers,
-//! each with its own hook on the same shared maps, as RSS spreads packets
-//! over CPUs: where the source can be read again ([`Source::fork`]: files,
-//! generated traffic, packets in memory) every worker reads it all and
-//! runs its own share, with nothing passed between threads; otherwise one
-//! dispatcher reads and hands each worker its packets in batches.
+//! the loop itself. With more, each worker has its own hook on the same
+//! shared maps. Asked for ranges ([`ReplayOptions::ranges`]) over a
+//! capture file that can be cut ([`Source::cuttable`]), workers take its
+//! byte ranges and each record is read once (ranges.rs). Otherwise
+//! packets are sharded by flow, as RSS spreads packets over CPUs: where
+//! the source can be read again ([`Source::fork`]: files, generated
+//! traffic, packets in memory) every worker reads it all and runs its own
+//! share, with nothing passed between threads; otherwise one dispatcher
+//! reads and hands each worker its packets in batches.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -16,7 +19,7 @@ use runtime::PacketHook;
 use crate::batch::Batch;
 use crate::counters::ReplayCounters;
 use crate::ordered::{DoneOnDrop, Ordered};
-use crate::shard::Shard;
+use crate::shard::Sharding;
 use crate::sink::{SinkError, Sinks};
 use crate::source::{Source, SourceError};
 use crate::worker::Worker;
@@ -26,7 +29,16 @@ use crate::worker::Worker;
 pub struct ReplayOptions {
     /// Worker threads (1: the caller's thread runs everything, in order).
     pub threads: usize,
-    pub shard: Shard,
+    /// How flows are spread over workers (when they are).
+    pub shard: Sharding,
+    /// Workers take byte ranges of the capture rather than flows, when
+    /// the source is a capture file that can be cut and no limit is set:
+    /// for programs whose result does not depend on the order of packets
+    /// across flows (the caller decides which).
+    pub ranges: bool,
+    /// Bytes per range with [`ReplayOptions::ranges`] (0: [`RANGE_BYTES`](crate::RANGE_BYTES));
+    /// at least one range per worker whatever the size.
+    pub range_bytes: u64,
     /// Stop after this many packets.
     pub limit: Option<u64>,
     /// The interface packets arrive on.
@@ -43,7 +55,9 @@ impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
             threads: 1,
-            shard: Shard::default(),
+            shard: Sharding::default(),
+            ranges: false,
+            range_bytes: 0,
             limit: None,
             ifindex: 1,
             stop: None,
@@ -62,6 +76,9 @@ pub struct ReplaySummary {
     pub source_error: Option<SourceError>,
     /// Whether `ReplayOptions::stop` ended the replay before the source's end.
     pub stopped: bool,
+    /// What reading by byte ranges did, when workers took ranges (`None`:
+    /// one thread, or packets sharded by flow).
+    pub ranges: Option<crate::ranges::RangesRead>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,12 +94,15 @@ pub enum ReplayError {
     /// A worker's thread panicked.
     #[error("worker {0}: panicked")]
     Panicked(usize),
+    /// A byte range's records were not read as its proof said.
+    #[error("{range}: the range was not read as proven: {why}")]
+    Range { range: String, why: String },
 }
 
 /// Whether the replay stops reading now: the stop flag is set and the
 /// source does not end by itself on it (one that does is read to its end,
 /// which comes once it has given the packets it holds).
-fn stop_now(source: &dyn Source, opts: &ReplayOptions) -> bool {
+pub(crate) fn stop_now(source: &dyn Source, opts: &ReplayOptions) -> bool {
     opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) && !source.ends_on_stop()
 }
 
@@ -120,6 +140,7 @@ pub fn replay<H: PacketHook>(
 ) -> Result<ReplaySummary, ReplayError> {
     let start = Instant::now();
     let threads = opts.threads.max(1);
+    let mut ranges = None;
     let (counters, source_error, result) = if threads == 1 {
         one_thread(hook, source, sinks, opts, progress)
     } else {
@@ -136,6 +157,24 @@ pub fn replay<H: PacketHook>(
             .map(|h| worker(h, &sinks, opts))
             .collect();
         let writes = !sinks.is_empty();
+        let cut = opts.ranges && opts.limit.is_none();
+        if let Some(path) = source.cuttable().filter(|_| cut).map(|p| p.to_path_buf()) {
+            let ordered = Ordered::new(sinks, threads, true);
+            let out = writes.then_some(&ordered);
+            let (ends, read) =
+                crate::ranges::by_ranges(workers, source, &path, out, opts, progress);
+            ranges = Some(read);
+            let outcome = merge(ends, ordered);
+            outcome.2?;
+            return Ok(ReplaySummary {
+                counters: outcome.0,
+                threads,
+                seconds: start.elapsed().as_secs_f64(),
+                source_error: outcome.1,
+                stopped: opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)),
+                ranges,
+            });
+        }
         let forks: Option<Vec<_>> = (1..threads).map(|_| source.fork()).collect();
         // Forked workers may wait for each other; a sharded one must not
         // (the dispatcher could be waiting for it).
@@ -154,6 +193,7 @@ pub fn replay<H: PacketHook>(
         seconds: start.elapsed().as_secs_f64(),
         source_error,
         stopped: opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)),
+        ranges,
     })
 }
 
@@ -215,7 +255,7 @@ fn siblings<H: PacketHook>(hook: &H, threads: usize) -> Result<Vec<H>, ReplayErr
 }
 
 /// How a worker ended: its counts, how its source ended, its error.
-type WorkerEnd = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
+pub(crate) type WorkerEnd = (ReplayCounters, Option<SourceError>, Result<(), ReplayError>);
 
 /// Hands a worker's outputs to the merge, with its mark.
 fn deposit<H: PacketHook>(
@@ -228,7 +268,9 @@ fn deposit<H: PacketHook>(
 }
 
 /// Waits for every worker.
-fn join_all(spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>) -> Vec<WorkerEnd> {
+pub(crate) fn join_all(
+    spawned: Vec<std::thread::ScopedJoinHandle<'_, WorkerEnd>>,
+) -> Vec<WorkerEnd> {
     spawned
         .into_iter()
         .enumerate()

@@ -5,7 +5,7 @@
 
 /// How packets are spread over workers.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
-pub enum Shard {
+pub enum Sharding {
     /// The 5-tuple (addresses and ports of TCP, UDP and SCTP; addresses
     /// alone for other IP protocols and fragments; MAC addresses for
     /// non-IP frames), the same for both directions.
@@ -18,7 +18,7 @@ pub enum Shard {
     RoundRobin,
 }
 
-impl Shard {
+impl Sharding {
     /// The worker (of `workers`) that runs a packet: the dispatcher of
     /// `sluice run --threads N` and a flow-affine partition ask this one
     /// function. `seq` is the packet's number in the source, from 1
@@ -26,9 +26,9 @@ impl Shard {
     pub fn worker(self, workers: usize, seq: u64, frame: &[u8]) -> usize {
         let n = workers.max(1) as u64;
         match self {
-            Shard::Symmetric => (flow_hash(frame, true) % n) as usize,
-            Shard::Directional => (flow_hash(frame, false) % n) as usize,
-            Shard::RoundRobin => (seq % n) as usize,
+            Sharding::Symmetric => (flow_hash(frame, true) % n) as usize,
+            Sharding::Directional => (flow_hash(frame, false) % n) as usize,
+            Sharding::RoundRobin => (seq % n) as usize,
         }
     }
 }
@@ -36,16 +36,16 @@ impl Shard {
 /// A sharding `--shard` does not take.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown sharding `{0}` (symmetric, directional or round-robin)")]
-pub struct UnknownShard(pub String);
+pub struct UnknownSharding(pub String);
 
-impl std::str::FromStr for Shard {
-    type Err = UnknownShard;
-    fn from_str(s: &str) -> Result<Shard, UnknownShard> {
+impl std::str::FromStr for Sharding {
+    type Err = UnknownSharding;
+    fn from_str(s: &str) -> Result<Sharding, UnknownSharding> {
         match s {
-            "symmetric" => Ok(Shard::Symmetric),
-            "directional" => Ok(Shard::Directional),
-            "round-robin" => Ok(Shard::RoundRobin),
-            _ => Err(UnknownShard(s.to_string())),
+            "symmetric" => Ok(Sharding::Symmetric),
+            "directional" => Ok(Sharding::Directional),
+            "round-robin" => Ok(Sharding::RoundRobin),
+            _ => Err(UnknownSharding(s.to_string())),
         }
     }
 }

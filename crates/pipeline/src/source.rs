@@ -66,6 +66,30 @@ pub trait Source: Send {
         None
     }
 
+    /// The capture file this source reads whole from its start, unread
+    /// yet, when it is a regular file: one that can be cut into byte
+    /// ranges, each read by its own [`range`](Source::range). `None` for
+    /// streams, bytes in memory, a range already, and other sources.
+    fn cuttable(&self) -> Option<&Path> {
+        None
+    }
+
+    /// The records of the byte range `range` of the [`cuttable`](Source::cuttable)
+    /// file, read from `from` (a record's start, proven), as this source
+    /// gives them (frames without an Ethernet form, a filter), counted with
+    /// this source (a filter's counts in its note).
+    fn range(
+        &self,
+        range: &capture::Shard,
+        from: &capture::Position,
+    ) -> Result<Box<dyn Source>, SourceError> {
+        let _ = from;
+        Err(SourceError(format!(
+            "{}: not a capture file that can be cut into byte ranges",
+            range.path.display()
+        )))
+    }
+
     /// Reads up to `max` packets into an empty `batch`, keeping only those
     /// `keep` takes (by sequence number and bytes), until the batch is
     /// full: how many packets were read, kept or not (0: the source has
@@ -201,6 +225,23 @@ impl Source for Capture {
 
     fn ends_on_stop(&self) -> bool {
         self.stop.is_some()
+    }
+
+    fn cuttable(&self) -> Option<&Path> {
+        let whole = self.bytes.is_none() && self.reader.range_start().is_none();
+        (whole && self.seq == 0 && !self.reader.is_stream()).then(|| self.reader.path())
+    }
+
+    fn range(
+        &self,
+        range: &capture::Shard,
+        from: &capture::Position,
+    ) -> Result<Box<dyn Source>, SourceError> {
+        let reader = capture::PcapSource::open_range_with(range, Some(from), self.stop)
+            .map_err(|e| SourceError(e.to_string()))?;
+        Ok(Box::new(
+            Capture::from_reader(reader, self.stop).foreign(self.foreign),
+        ))
     }
 
     fn skipped(&self) -> Vec<(u32, u64)> {

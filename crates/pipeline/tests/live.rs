@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use pipeline::{
-    Batch, Collect, InterfaceSink, Live, Packets, ReplayOptions, Route, Shard, Sink, Sinks, Source,
+    Batch, Collect, InterfaceSink, Live, Packets, ReplayOptions, Route, Sharding, Sink, Sinks,
+    Source,
 };
 use runtime::{Hook, Image, LoadOptions};
 use testkit::Netns;
@@ -377,7 +378,7 @@ fn a_live_replay_on_two_workers_reads_up_to_its_limit_and_forwards() {
             sinks.add(&[Route::Pass], Box::new(InterfaceSink::open(VB).unwrap()));
             let opts = ReplayOptions {
                 threads: 2,
-                shard: Shard::RoundRobin,
+                shard: Sharding::RoundRobin,
                 limit: Some(30),
                 stop: Some(stop),
                 ..ReplayOptions::default()

@@ -3,7 +3,9 @@
 //! whose result does not depend on the order of packets across flows.
 
 use maps::Map;
-use pipeline::{Capture, Generated, Packets, ReplayCounters, ReplayOptions, Shard, Sinks, Source};
+use pipeline::{
+    Capture, Generated, Packets, ReplayCounters, ReplayOptions, Sharding, Sinks, Source,
+};
 use runtime::{Hook, Image, LoadOptions};
 
 /// Workers in the multi-threaded runs (per-CPU maps get a slot each).
@@ -58,7 +60,7 @@ fn replay(
     setup(&h);
     let opts = ReplayOptions {
         threads,
-        shard: Shard::Symmetric,
+        shard: Sharding::Symmetric,
         ..ReplayOptions::default()
     };
     let s = pipeline::replay(&mut h, source, Sinks::new(), &opts, None).unwrap();

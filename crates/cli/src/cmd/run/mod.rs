@@ -7,7 +7,9 @@ pub(crate) mod tc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use engine::{BtfTarget, HookSpec, Origin, Route, RunSpec, Shard, SinkSpec, SourceSpec, Target};
+use engine::{
+    BtfTarget, HookSpec, Origin, Route, RunSpec, ShardMode, SinkSpec, SourceSpec, Target,
+};
 
 use crate::args::{Engine, ForeignFrames};
 use crate::contents::MapContents;
@@ -90,14 +92,16 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub cpus: u32,
     /// Worker threads, each with its own copy of the program on the same
-    /// maps, packets sharded by flow (0: one per core; 1: in capture order,
-    /// exactly as one CPU)
+    /// maps (0: one per core; 1: in capture order, exactly as one CPU)
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// How packets are spread over threads: symmetric (both directions of a
-    /// flow together), directional, or round-robin
-    #[arg(long, default_value = "symmetric")]
-    pub shard: Shard,
+    /// How threads share the packets: ranges (byte ranges of a capture
+    /// file, each record read once: for programs whose result does not
+    /// depend on the order of packets across flows), by flow: symmetric
+    /// (both directions of a flow together), directional, round-robin; or
+    /// auto: ranges where the program and source allow, else symmetric
+    #[arg(long, default_value = "auto")]
+    pub shard: ShardMode,
     /// Interface index the packets arrive on [default: 1; with --iface,
     /// that interface's index]
     #[arg(long)]

@@ -49,8 +49,14 @@ fn text(r: &RunReport) -> String {
             "checks on every access"
         }
     );
+    let shard = match (r.shard, &r.shard_note) {
+        (Some("ranges"), _) => ", by byte ranges".to_string(),
+        (Some(flows), Some(note)) => format!(", by flow ({flows}; {note})"),
+        (Some(flows), None) => format!(", by flow ({flows})"),
+        (None, _) => String::new(),
+    };
     say!(
-        "packets       {} in {:.3} s ({:.0} packets/s) on {} thread{}",
+        "packets       {} in {:.3} s ({:.0} packets/s) on {} thread{}{shard}",
         r.packets,
         r.seconds,
         r.packets_per_second,
