@@ -50,67 +50,29 @@ impl<'h, H: PacketHook> Worker<'h, H> {
         let packet = |i| (batch.data(i), batch.info(i).timestamp_ns);
         self.hook
             .run_batch(batch.len(), packet, &mut self.meta, |i, result| {
-                let (info, data) = (batch.info(i), batch.data(i));
+                let info = batch.info(i);
                 c.packets += 1;
                 c.link_types.add(info.link, 1);
                 match result {
-                    Ok(o) => {
+                    // Most packets: a verdict and its costs, nothing more.
+                    Ok(o)
+                        if !counting
+                            && c.log.is_none()
+                            && o.trace.is_empty()
+                            && o.redirect.is_none()
+                            && o.clones.is_empty() =>
+                    {
                         c.verdicts.add(o.verdict, 1);
                         c.insns.record(o.stats.insns);
                         c.helper_calls += o.stats.helper_calls;
                         c.tail_calls += o.stats.tail_calls;
-                        if counting {
-                            for k in 0..vm::RegionKind::COUNT {
-                                c.loads[k] += o.stats.loads[k];
-                                c.stores[k] += o.stats.stores[k];
-                            }
-                        }
-                        if !o.trace.is_empty() {
-                            c.trace(info.seq, o.trace);
-                        }
-                        if let Some(r) = o.redirect {
-                            c.redirects.add(r, 1);
-                        }
-                        if let Some(log) = &mut c.log {
-                            let e = Entry {
-                                verdict: Some(o.verdict),
-                                redirect: o.redirect,
-                                insns: o.stats.insns,
-                                helper_calls: o.stats.helper_calls,
-                                memory: counting.then_some((o.stats.loads, o.stats.stores)),
-                                error: None,
-                            };
-                            log.push(info, data.len(), e);
-                        }
-                        for clone in o.clones {
-                            c.clones.add((clone.ifindex, clone.ingress), 1);
-                            // Copies leave as redirected packets do.
-                            if wants[Route::Redirect as usize] {
-                                let ts = info.timestamp_ns;
-                                outputs.push(Route::Redirect, info.seq, &clone.packet, &[], ts);
-                            }
-                        }
                         if let Some(route) = Route::of(o.verdict)
                             && wants[route as usize]
                         {
                             outputs.push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
                         }
                     }
-                    Err(e) => {
-                        if let Some(log) = &mut c.log {
-                            let none = [0; vm::RegionKind::COUNT];
-                            let entry = Entry {
-                                verdict: None,
-                                redirect: None,
-                                insns: 0,
-                                helper_calls: 0,
-                                memory: counting.then_some((none, none)),
-                                error: Some(e.to_string()),
-                            };
-                            log.push(info, data.len(), entry);
-                        }
-                        c.error(info.seq, e);
-                    }
+                    other => count(c, outputs, wants, counting, info, batch.data(i), other),
                 }
             });
     }
@@ -144,5 +106,79 @@ impl<'h, H: PacketHook> Worker<'h, H> {
     pub fn into_counters(mut self) -> ReplayCounters {
         self.counters.coverage = self.hook.take_coverage();
         self.counters
+    }
+}
+
+/// What a packet's outcome adds to the counts and outputs, in full
+/// (memory counts, trace lines, redirects, clones, the per-packet log, an
+/// error); out of line, so the common case above stays small.
+#[inline(never)]
+fn count(
+    c: &mut ReplayCounters,
+    outputs: &mut Outputs,
+    wants: &[bool; Route::ALL.len()],
+    counting: bool,
+    info: &crate::batch::PacketInfo,
+    data: &[u8],
+    result: Result<runtime::Outcome<'_>, vm::VmError>,
+) {
+    match result {
+        Ok(o) => {
+            c.verdicts.add(o.verdict, 1);
+            c.insns.record(o.stats.insns);
+            c.helper_calls += o.stats.helper_calls;
+            c.tail_calls += o.stats.tail_calls;
+            if counting {
+                for k in 0..vm::RegionKind::COUNT {
+                    c.loads[k] += o.stats.loads[k];
+                    c.stores[k] += o.stats.stores[k];
+                }
+            }
+            if !o.trace.is_empty() {
+                c.trace(info.seq, o.trace);
+            }
+            if let Some(r) = o.redirect {
+                c.redirects.add(r, 1);
+            }
+            if let Some(log) = &mut c.log {
+                let e = Entry {
+                    verdict: Some(o.verdict),
+                    redirect: o.redirect,
+                    insns: o.stats.insns,
+                    helper_calls: o.stats.helper_calls,
+                    memory: counting.then_some((o.stats.loads, o.stats.stores)),
+                    error: None,
+                };
+                log.push(info, data.len(), e);
+            }
+            for clone in o.clones {
+                c.clones.add((clone.ifindex, clone.ingress), 1);
+                // Copies leave as redirected packets do.
+                if wants[Route::Redirect as usize] {
+                    let ts = info.timestamp_ns;
+                    outputs.push(Route::Redirect, info.seq, &clone.packet, &[], ts);
+                }
+            }
+            if let Some(route) = Route::of(o.verdict)
+                && wants[route as usize]
+            {
+                outputs.push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
+            }
+        }
+        Err(e) => {
+            if let Some(log) = &mut c.log {
+                let none = [0; vm::RegionKind::COUNT];
+                let entry = Entry {
+                    verdict: None,
+                    redirect: None,
+                    insns: 0,
+                    helper_calls: 0,
+                    memory: counting.then_some((none, none)),
+                    error: Some(e.to_string()),
+                };
+                log.push(info, data.len(), entry);
+            }
+            c.error(info.seq, e);
+        }
     }
 }
