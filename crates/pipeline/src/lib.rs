@@ -23,6 +23,7 @@ mod packet_log;
 mod ranges;
 mod record;
 mod replay;
+mod replay_shared;
 mod shard;
 mod sink;
 mod source;
@@ -37,7 +38,8 @@ pub use live::{Direction, InterfaceSink, Live, LiveStats, PortCounts};
 pub use packet_log::PacketLog;
 pub use ranges::{RANGE_BYTES, RangesRead, range_count};
 pub use record::{Recorded, record};
-pub use replay::{ReplayError, ReplayOptions, ReplaySummary, replay};
+pub use replay::{ReplaySummary, replay};
+pub use replay_shared::{ReplayError, ReplayOptions};
 pub use shard::{Sharding, UnknownSharding, flow_hash};
 pub use sink::{Collect, Collected, PcapWriter, Route, Sink, SinkError, Sinks};
 pub use source::{

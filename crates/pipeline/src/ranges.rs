@@ -32,7 +32,7 @@ use runtime::PacketHook;
 use crate::batch::Batch;
 use crate::counters::ReplayCounters;
 use crate::ordered::{DoneOnDrop, Ordered};
-use crate::replay::{ReplayError, ReplayOptions, WorkerEnd, stop_now};
+use crate::replay_shared::{ReplayError, ReplayOptions, WorkerEnd, join_all, stop_now};
 use crate::source::{Source, SourceError};
 use crate::worker::Worker;
 
@@ -248,7 +248,7 @@ pub(crate) fn by_ranges<H: PacketHook>(
                 s.spawn(move || run_worker(shared, worker, w))
             })
             .collect();
-        crate::replay::join_all(spawned)
+        join_all(spawned)
     });
     let ranges = shared.ends.into_inner().unwrap_or_else(|p| p.into_inner());
     // Range k's packets follow the frames of every range before it.

@@ -17,7 +17,7 @@ use std::mem::{offset_of, size_of};
 
 use dynasmrt::DynamicLabel;
 
-use super::codegen::{CTX, DONE, HELPER_CALLS, LEFT, MAP, T0, T1, T2, epilogue};
+use super::frame::{CTX, DONE, HELPER_CALLS, LEFT, MAP, T0, T1, T2, epilogue};
 use super::x64::*;
 use crate::batch::{BatchPacket, BatchResult, BatchState};
 use crate::interp::Machine;

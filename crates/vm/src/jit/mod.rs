@@ -15,6 +15,7 @@
 mod batch_code;
 mod batch_run;
 mod codegen;
+mod frame;
 mod x64;
 
 use crate::helpers::HelperTable;
