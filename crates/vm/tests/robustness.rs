@@ -106,6 +106,18 @@ fn shape(insns: Vec<Insn>, knobs: &[u16]) -> Vec<Insn> {
         .collect()
 }
 
+/// The run's memory with fresh contents at the same addresses each time
+/// (so pointer values agree): the context (0xa5 bytes) and the packet;
+/// the context's address.
+fn fresh<'m>(ctx: &'m mut [u8], pkt: &'m mut [u8], packet: &[u8]) -> (Memory<'m>, u64) {
+    ctx.fill(0xa5);
+    pkt.copy_from_slice(packet);
+    let mut mem = Memory::new();
+    let addr = mem.add(RegionKind::Context, ctx);
+    mem.add(RegionKind::Packet, pkt);
+    (mem, addr)
+}
+
 /// Runs the program in one mode on `machine`, with fresh buffer contents
 /// at the same addresses each time (so pointer values agree too).
 fn run(
@@ -115,11 +127,7 @@ fn run(
     pkt: &mut [u8],
     packet: &[u8],
 ) -> (Result<RunResult, VmError>, Vec<u8>, Vec<u8>) {
-    ctx.fill(0xa5);
-    pkt.copy_from_slice(packet);
-    let mut mem = Memory::new();
-    let addr = mem.add(RegionKind::Context, ctx);
-    mem.add(RegionKind::Packet, pkt);
+    let (mut mem, addr) = fresh(ctx, pkt, packet);
     let mut env = SimEnv::default();
     let args = [addr, CTX_LEN as u64, 0, 0, 0];
     let out = if counting {
@@ -144,11 +152,7 @@ fn batch_as_runs(
     all_quiet: bool,
 ) -> Result<(), TestCaseError> {
     const RUNS: usize = 3;
-    ctx.fill(0xa5);
-    pkt.copy_from_slice(packet);
-    let mut mem = Memory::new();
-    let addr = mem.add(RegionKind::Context, ctx);
-    mem.add(RegionKind::Packet, pkt);
+    let (mut mem, addr) = fresh(ctx, pkt, packet);
     let mut env = SimEnv::default();
     let mut want = Vec::new();
     for _ in 0..RUNS {
@@ -165,11 +169,7 @@ fn batch_as_runs(
     }
     drop(mem);
     let (want_ctx, want_pkt) = (ctx.to_vec(), pkt.to_vec());
-    ctx.fill(0xa5);
-    pkt.copy_from_slice(packet);
-    let mut mem = Memory::new();
-    let addr = mem.add(RegionKind::Context, ctx);
-    mem.add(RegionKind::Packet, pkt);
+    let (mut mem, addr) = fresh(ctx, pkt, packet);
     let mut env = SimEnv::default();
     // SAFETY: the checked runs of these very inputs, in this order,
     // succeeded: the unchecked ones take the same paths and accesses.
