@@ -4,7 +4,7 @@
 use runtime::{PacketHook, PacketMeta};
 
 use crate::batch::Batch;
-use crate::counters::ReplayCounters;
+use crate::counters::{ReplayCounters, Tally};
 use crate::packet_log::{Entry, PacketLog};
 use crate::sink::{Outputs, Route, SinkError, Sinks};
 
@@ -48,11 +48,15 @@ impl<'h, H: PacketHook> Worker<'h, H> {
         let counting = self.hook.is_counting();
         let (outputs, wants) = (&mut self.outputs, &self.wants);
         let packet = |i| (batch.data(i), batch.info(i).timestamp_ns);
+        // Consecutive packets mostly share their link kind and verdict:
+        // each is counted once per run of equal ones.
+        let mut links = Run::default();
+        let mut verdicts = Run::default();
         self.hook
             .run_batch(batch.len(), packet, &mut self.meta, |i, result| {
                 let info = batch.info(i);
                 c.packets += 1;
-                c.link_types.add(info.link, 1);
+                links.add(info.link, &mut c.link_types);
                 match result {
                     // Most packets: a verdict and its costs, nothing more.
                     Ok(o)
@@ -62,7 +66,7 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                             && o.redirect.is_none()
                             && o.clones.is_empty() =>
                     {
-                        c.verdicts.add(o.verdict, 1);
+                        verdicts.add(o.verdict, &mut c.verdicts);
                         c.insns.record(o.stats.insns);
                         c.helper_calls += o.stats.helper_calls;
                         c.tail_calls += o.stats.tail_calls;
@@ -72,9 +76,15 @@ impl<'h, H: PacketHook> Worker<'h, H> {
                             outputs.push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
                         }
                     }
-                    other => count(c, outputs, wants, counting, info, batch.data(i), other),
+                    other => {
+                        // Verdicts keep their order of first appearance.
+                        verdicts.flush(&mut c.verdicts);
+                        count(c, outputs, wants, counting, info, batch.data(i), other)
+                    }
                 }
             });
+        links.flush(&mut c.link_types);
+        verdicts.flush(&mut c.verdicts);
     }
 
     /// Whether the last batches left packets for the sinks.
@@ -106,6 +116,37 @@ impl<'h, H: PacketHook> Worker<'h, H> {
     pub fn into_counters(mut self) -> ReplayCounters {
         self.counters.coverage = self.hook.take_coverage();
         self.counters
+    }
+}
+
+/// A key and how many packets in a row had it, not yet in its tally.
+struct Run<K> {
+    key: Option<K>,
+    n: u64,
+}
+
+impl<K> Default for Run<K> {
+    fn default() -> Self {
+        Run { key: None, n: 0 }
+    }
+}
+
+impl<K: PartialEq + Copy> Run<K> {
+    #[inline(always)]
+    fn add(&mut self, key: K, tally: &mut Tally<K>) {
+        if self.key == Some(key) {
+            self.n += 1;
+        } else {
+            self.flush(tally);
+            self.key = Some(key);
+            self.n = 1;
+        }
+    }
+
+    fn flush(&mut self, tally: &mut Tally<K>) {
+        if let Some(k) = self.key.take() {
+            tally.add(k, self.n);
+        }
     }
 }
 
