@@ -31,10 +31,10 @@ fn deleting_a_port_under_traffic_leaves_the_others_running() {
     let p = Pair::new("d");
     let (c, out_if) = p.third_host("d");
     let pinned_before = bpffs_entries();
-    let receiver = spawn_sluice(&c, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);
-    let datapath = p.spawn_router(out_if, &["--json"]);
-    wait_xdp_on(&c, &["sl_c"]);
-    let ids = wait_xdp_on(&p.b, &[VB, "sl_b2"]);
+    let mut receiver = spawn_sluice(&c, &["xsk", "rxdrop", "--dev", "sl_c", "--json"]);
+    let mut datapath = p.spawn_router(out_if, &["--json"]);
+    wait_xdp_on(&mut receiver, &c, &["sl_c"]);
+    let ids = wait_xdp_on(&mut datapath, &p.b, &[VB, "sl_b2"]);
     assert_eq!(xdp_sockets(&p.b), 2, "one socket per port");
     let (rss_before, _) = memory_kib(datapath.id()).unwrap();
     // 3 s of traffic; sl_b2 (and with it its peer sl_c) goes after 1 s.
@@ -143,7 +143,7 @@ fn losing_every_port_stops_the_datapath_cleanly() {
         return;
     }
     let p = Pair::new("e");
-    let datapath = spawn_sluice(
+    let mut datapath = spawn_sluice(
         &p.b,
         &[
             "datapath",
@@ -155,7 +155,7 @@ fn losing_every_port_stops_the_datapath_cleanly() {
             "--json",
         ],
     );
-    let ids = wait_xdp_on(&p.b, &[VB]);
+    let ids = wait_xdp_on(&mut datapath, &p.b, &[VB]);
     let sender = spawn_sluice(
         &p.a,
         &["gen", "--dev", VA, "udp,count=40000,rate=20000", "--json"],
@@ -200,7 +200,7 @@ fn a_port_set_down_and_up_again_is_not_lost() {
     // Down is not gone: the sockets stay bound and the program attached,
     // and frames flow again once the link is up.
     let p = Pair::new("u");
-    let datapath = spawn_sluice(
+    let mut datapath = spawn_sluice(
         &p.b,
         &[
             "datapath",
@@ -211,7 +211,7 @@ fn a_port_set_down_and_up_again_is_not_lost() {
             "--json",
         ],
     );
-    let ids = wait_xdp_on(&p.b, &[VB]);
+    let ids = wait_xdp_on(&mut datapath, &p.b, &[VB]);
     p.send("udp,count=3000,rate=20000", "live");
     sh(&["ip", "-n", &p.b, "link", "set", VB, "down"]);
     std::thread::sleep(Duration::from_millis(500));
@@ -250,7 +250,7 @@ fn a_monitor_on_the_datapath_stops_when_its_interface_goes() {
     // `sluice monitor --datapath afxdp` waits in poll(), which says
     // nothing of an unbound socket: it must look at the interface.
     let p = Pair::new("n");
-    let monitor = spawn_sluice(
+    let mut monitor = spawn_sluice(
         &p.b,
         &[
             "monitor",
@@ -262,7 +262,7 @@ fn a_monitor_on_the_datapath_stops_when_its_interface_goes() {
             "--json",
         ],
     );
-    let ids = wait_xdp_on(&p.b, &[VB]);
+    let ids = wait_xdp_on(&mut monitor, &p.b, &[VB]);
     p.send("udp,flows=10,count=1000,rate=20000", "live");
     // Time for the monitor to read what arrived (a busy machine may keep
     // it waiting for a CPU); what the veth refused is read before the

@@ -50,7 +50,7 @@ fn the_datapath_at_full_rate_keeps_its_memory_flat_and_counts_every_frame() {
     let seconds = soak_seconds();
     let warm_up = Duration::from_secs((seconds / 5).max(5));
     let p = Pair::new("k");
-    let datapath = spawn_sluice(
+    let mut datapath = spawn_sluice(
         &p.b,
         &[
             "datapath",
@@ -67,7 +67,7 @@ fn the_datapath_at_full_rate_keeps_its_memory_flat_and_counts_every_frame() {
             "--json",
         ],
     );
-    wait_xdp_on(&p.b, &[VB]);
+    wait_xdp_on(&mut datapath, &p.b, &[VB]);
     let pid = datapath.id();
     let start_mem = memory_kib(pid).expect("the datapath's memory");
 

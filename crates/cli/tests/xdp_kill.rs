@@ -65,8 +65,8 @@ fn a_killed_datapath_leaves_no_xdp_program_and_starts_again() {
     }
     let p = Pair::new("k");
     let drop_prog = object_path("xdp_drop");
-    let first = spawn_sluice(&p.b, &datapath_args(&drop_prog));
-    let ids = wait_xdp_on(&p.b, &[VB]);
+    let mut first = spawn_sluice(&p.b, &datapath_args(&drop_prog));
+    let ids = wait_xdp_on(&mut first, &p.b, &[VB]);
     // While it runs, the port is its own: a second datapath is refused
     // (its socket cannot bind the queue), and so is `sluice attach`,
     // naming the bpf link that holds the program.
@@ -114,8 +114,8 @@ fn a_killed_datapath_leaves_no_xdp_program_and_starts_again() {
     assert!(!prog_exists(ids[0]), "program {} is still loaded", ids[0]);
 
     // The next start on the same port works, and so does its traffic.
-    let again = spawn_sluice(&p.b, &datapath_args(&drop_prog));
-    wait_xdp_on(&p.b, &[VB]);
+    let mut again = spawn_sluice(&p.b, &datapath_args(&drop_prog));
+    wait_xdp_on(&mut again, &p.b, &[VB]);
     p.send("udp,count=500,rate=20000", "live");
     let (out, _) = stops_cleanly(again, "the restarted datapath");
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -151,8 +151,8 @@ fn a_killed_switch_leaves_no_xdp_program_on_any_port() {
         &ctl,
         "--json",
     ];
-    let first = spawn_sluice(&p.b, &args);
-    let ids = wait_xdp_on(&p.b, &[VB, "sl_b2"]);
+    let mut first = spawn_sluice(&p.b, &args);
+    let ids = wait_xdp_on(&mut first, &p.b, &[VB, "sl_b2"]);
     let name = sh(&["bpftool", "prog", "show", "id", &ids[0].to_string()]);
     assert!(name.contains("sluice_switch"), "{name}");
     kill_hard(first);
@@ -160,8 +160,8 @@ fn a_killed_switch_leaves_no_xdp_program_on_any_port() {
     assert!(!prog_exists(ids[0]), "program {} is still loaded", ids[0]);
     let _ = std::fs::remove_file(&ctl);
 
-    let again = spawn_sluice(&p.b, &args);
-    wait_xdp_on(&p.b, &[VB, "sl_b2"]);
+    let mut again = spawn_sluice(&p.b, &args);
+    wait_xdp_on(&mut again, &p.b, &[VB, "sl_b2"]);
     stops_cleanly(again, "the restarted switch");
     wait_no_xdp(&p.b);
     let _ = std::fs::remove_file(&ctl);
@@ -184,7 +184,7 @@ fn a_stale_program_of_sluice_is_taken_over_and_a_foreign_one_is_not() {
     let stale_id = stale[0].1;
 
     let drop_prog = object_path("xdp_drop");
-    let datapath = spawn_sluice(&p.b, &datapath_args(&drop_prog));
+    let mut datapath = spawn_sluice(&p.b, &datapath_args(&drop_prog));
     let t0 = Instant::now();
     while xdp_attached(&p.b).iter().any(|(_, id)| *id == stale_id) {
         assert!(
@@ -193,7 +193,7 @@ fn a_stale_program_of_sluice_is_taken_over_and_a_foreign_one_is_not() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let ids = wait_xdp_on(&p.b, &[VB]);
+    let ids = wait_xdp_on(&mut datapath, &p.b, &[VB]);
     assert_ne!(ids[0], stale_id);
     let (out, err) = stops_cleanly(datapath, "the datapath taking over");
     assert!(out.contains("\"ports\""), "{out}");
@@ -237,13 +237,13 @@ fn a_killed_monitor_leaves_no_xdp_program_either() {
     // the run only: through a bpf link too.
     let p = Pair::new("m");
     let args = ["monitor", "flows", "--dev", VB, "--mode", "skb", "--json"];
-    let first = spawn_sluice(&p.b, &args);
-    let ids = wait_xdp_on(&p.b, &[VB]);
+    let mut first = spawn_sluice(&p.b, &args);
+    let ids = wait_xdp_on(&mut first, &p.b, &[VB]);
     kill_hard(first);
     wait_no_xdp(&p.b);
     assert!(!prog_exists(ids[0]), "program {} is still loaded", ids[0]);
-    let again = spawn_sluice(&p.b, &args);
-    wait_xdp_on(&p.b, &[VB]);
+    let mut again = spawn_sluice(&p.b, &args);
+    wait_xdp_on(&mut again, &p.b, &[VB]);
     stops_cleanly(again, "the restarted monitor");
     wait_no_xdp(&p.b);
 }

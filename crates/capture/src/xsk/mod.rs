@@ -409,21 +409,19 @@ impl Xsk {
             sxdp_queue_id: queue,
             sxdp_shared_umem_fd: shared_fd,
         };
-        // SAFETY: `addr` is a live sockaddr_xdp of the size passed.
-        let rc = unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_xdp).cast(),
-                size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = bind_retrying(raw, &addr) {
             return Err(match e.raw_os_error() {
                 Some(libc::EOPNOTSUPP) if config.bind == BindMode::ZeroCopy => {
                     XskError::ZeroCopyUnsupported { dev: dev.into() }
                 }
                 Some(libc::EPERM) => XskError::Permission(format!("binding to {dev}")),
+                Some(libc::EBUSY) => XskError::Os {
+                    what: format!(
+                        "binding an AF_XDP socket to {dev} queue {queue} (another AF_XDP \
+                         socket holds the queue)"
+                    ),
+                    source: e,
+                },
                 _ => XskError::Os {
                     what: format!("binding an AF_XDP socket to {dev} queue {queue}"),
                     source: e,
@@ -606,4 +604,33 @@ fn getsockopt_offsets(fd: RawFd) -> Result<libc::xdp_mmap_offsets, XskError> {
         ));
     }
     Ok(off)
+}
+
+/// How long a bind waits for a queue whose socket is being released.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Binds `raw` to `addr`. A queue stays busy for a moment after the
+/// process that held it died (the kernel releases a closed socket's
+/// buffer pool from a work queue): a datapath restarted at once would be
+/// refused, so a busy queue is tried again for [`BUSY_WAIT`].
+fn bind_retrying(raw: libc::c_int, addr: &libc::sockaddr_xdp) -> std::io::Result<()> {
+    let t0 = std::time::Instant::now();
+    loop {
+        // SAFETY: `addr` is a live sockaddr_xdp of the size passed.
+        let rc = unsafe {
+            libc::bind(
+                raw,
+                (addr as *const libc::sockaddr_xdp).cast(),
+                size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EBUSY) || t0.elapsed() >= BUSY_WAIT {
+            return Err(e);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }

@@ -28,8 +28,9 @@ pub fn xdp_attached(ns: &str) -> Vec<(String, u64)> {
 
 /// Waits (20 s at most: a debug `sluice` loading and verifying its
 /// program on a busy machine takes seconds) until `ns` has an XDP program
-/// on each of `devs`; their ids.
-pub fn wait_xdp_on(ns: &str, devs: &[&str]) -> Vec<u64> {
+/// on each of `devs`, attached by `child`; their ids. A child that ends
+/// first fails the test with what it printed.
+pub fn wait_xdp_on(child: &mut Child, ns: &str, devs: &[&str]) -> Vec<u64> {
     let t0 = Instant::now();
     loop {
         let attached = xdp_attached(ns);
@@ -41,6 +42,16 @@ pub fn wait_xdp_on(ns: &str, devs: &[&str]) -> Vec<u64> {
             // A moment more for the sockets to be registered.
             std::thread::sleep(Duration::from_millis(300));
             return ids;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let read = |r: Option<&mut dyn std::io::Read>| {
+                let mut s = String::new();
+                r.map(|r| r.read_to_string(&mut s));
+                s
+            };
+            let out = read(child.stdout.as_mut().map(|r| r as &mut dyn std::io::Read));
+            let err = read(child.stderr.as_mut().map(|r| r as &mut dyn std::io::Read));
+            panic!("ended ({status}) before attaching to {devs:?} in {ns}:\n{err}{out}");
         }
         assert!(
             t0.elapsed() < Duration::from_secs(20),
