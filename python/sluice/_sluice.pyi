@@ -499,8 +499,9 @@ class Filter:
         *,
         write: Union[str, os.PathLike[str], None] = None,
         count: Optional[int] = None,
+        engine: str = "interp",
     ) -> FilterResult:
-        """Filters packets as ``sluice filter -r`` does."""
+        """Filters packets as ``sluice filter -r`` does; ``engine``: interp, jit, ebpf-jit or kernel."""
     def run_shard(
         self,
         shard: Any,

@@ -4,7 +4,7 @@
 //! and gives a [`FilterResult`](crate::filter_result::FilterResult): the report of `sluice filter --json`
 //! and the matching packets as an Arrow table.
 
-use engine::{CompiledFilter, DumpForm, FilterRunSpec};
+use engine::{CompiledFilter, DumpForm, FilterEngineKind, FilterRunSpec};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -132,14 +132,20 @@ impl Filter {
     /// packets) and ``gen`` (generated traffic). ``write``: write the
     /// matching packets to this capture file (``-w``; pcapng for a
     /// ``.pcapng`` name). ``count``: stop after this many matches
-    /// (``-c``). The classic interpreter decides (``--engine interp``).
+    /// (``-c``). ``engine``: what runs the program, as ``sluice filter
+    /// --engine`` takes it: ``"interp"`` (the classic interpreter, the
+    /// default), ``"jit"`` (sluice's classic JIT), ``"ebpf-jit"`` (the
+    /// eBPF translation in sluice's JIT) or ``"kernel"`` (in the kernel;
+    /// root); packets an engine refuses are decided by the interpreter
+    /// and counted (``decided_by_interpreter``).
     ///
     /// The GIL is released while packets are filtered; Ctrl-C stops it and
     /// raises ``KeyboardInterrupt`` with the partial result as its
     /// ``result``. A capture that does not open raises
     /// ``sluice.SourceError``; one that ends early on a cut or corrupt
     /// record too, after the packets before it (its ``result``).
-    #[pyo3(signature = (pcap = None, packets = None, r#gen = None, *, write = None, count = None))]
+    #[pyo3(signature = (pcap = None, packets = None, r#gen = None, *, write = None, count = None, engine = "interp"))]
+    #[allow(clippy::too_many_arguments)] // the keywords of a Python method
     fn run(
         &self,
         py: Python<'_>,
@@ -148,7 +154,14 @@ impl Filter {
         r#gen: Option<&Bound<'_, PyAny>>,
         write: Option<std::path::PathBuf>,
         count: Option<u64>,
+        engine: &str,
     ) -> PyResult<Py<FilterResult>> {
+        let engine = FilterEngineKind::from_name(engine).map_err(|e| {
+            PyValueError::new_err(format!(
+                "engine={}",
+                e.to_string().trim_start_matches("--engine ")
+            ))
+        })?;
         if count == Some(0) {
             return Err(PyValueError::new_err(
                 "invalid packet count 0 (count= takes 1 or more)",
@@ -159,6 +172,7 @@ impl Filter {
         spec.linktype = self.compiled.linktype;
         spec.write = write;
         spec.count = count;
+        spec.engine = engine;
         let (report, interrupt) = interrupt::run(py, |stop| spec.run(Some(stop)));
         let result = report.map_err(errors::to_py).and_then(|r| {
             let early = errors::ended_early(r.capture_error.as_deref(), r.read);

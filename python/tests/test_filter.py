@@ -151,3 +151,29 @@ def test_a_link_type_libpcap_cannot_filter_is_the_clis_error(name, pcaps, sluice
     with pytest.raises(sluice.FilterError) as e:
         sluice.Filter("ip").run(pcap=open(pcap, "rb"))
     assert str(e.value) == want
+
+
+@pytest.mark.parametrize("engine", ["jit", "ebpf-jit"])
+@pytest.mark.parametrize("expr", ["udp port 53", "tcp[tcpflags] & tcp-syn != 0", "greater 100", "ip6 or arp"])
+def test_engines_agree_with_the_clis_engine_and_the_interpreter(engine, expr, pcaps, sluice_bin, tmp_path):
+    pcap = str(pcaps / "dns-badcookie.pcap")
+    out = cli(sluice_bin, "-r", pcap, expr, "--json", "--engine", engine, "-w", str(tmp_path / "cli.pcap"))
+    assert out.returncode == 0, out.stderr
+    want = json.loads(out.stdout)
+    res = sluice.Filter(expr).run(pcap=pcap, engine=engine, write=tmp_path / "py.pcap")
+    want["written"] = res.report["written"]
+    assert res.report == want
+    assert res.report["engine"] == engine
+    assert (tmp_path / "py.pcap").read_bytes() == (tmp_path / "cli.pcap").read_bytes()
+    interp = sluice.Filter(expr).run(pcap=pcap)
+    assert res.packets.column("index").to_pylist() == interp.packets.column("index").to_pylist()
+    # Frames in memory and generated traffic go through the engine too.
+    frames = [frame(17), frame(6), frame(17, size=120), frame(1)]
+    mem = sluice.Filter(expr).run(packets=frames, engine=engine)
+    assert mem.report["engine"] == engine
+    assert mem.matched == sluice.Filter(expr).run(packets=frames).matched
+
+
+def test_an_unknown_engine_names_the_engines():
+    with pytest.raises(ValueError, match=r"engine=bpf: not an engine \(interp, jit, ebpf-jit, kernel\)"):
+        sluice.Filter("ip").run(gen="udp,count=1", engine="bpf")

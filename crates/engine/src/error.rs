@@ -66,6 +66,9 @@ pub enum Error {
     /// output not written, a program the interpreter could not run.
     #[error("{0}")]
     FilterRun(cbpf::FilterError),
+    /// A filter engine not known, or not usable here (the kernel's).
+    #[error("--engine {engine}: {cause}")]
+    FilterEngine { engine: String, cause: String },
     /// A link type name not known.
     #[error("{0}")]
     Linktype(#[from] capture::UnknownLinkType),

@@ -144,11 +144,78 @@ impl CompiledFilter {
     }
 }
 
+/// What runs a filter's classic program (`sluice filter --engine`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FilterEngineKind {
+    /// sluice's classic interpreter: any program libpcap compiles.
+    #[default]
+    Interp,
+    /// The classic program compiled to x86-64 code by sluice's classic JIT.
+    Jit,
+    /// The eBPF translation, verified by sluice's verifier, in sluice's
+    /// eBPF JIT.
+    EbpfJit,
+    /// The eBPF translation in the kernel, a `BPF_PROG_TEST_RUN` per
+    /// packet (root, or CAP_BPF and CAP_NET_ADMIN).
+    Kernel,
+}
+
+impl FilterEngineKind {
+    pub const ALL: [FilterEngineKind; 4] = [
+        FilterEngineKind::Interp,
+        FilterEngineKind::Jit,
+        FilterEngineKind::EbpfJit,
+        FilterEngineKind::Kernel,
+    ];
+
+    /// The name `--engine` takes and reports give.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterEngineKind::Interp => "interp",
+            FilterEngineKind::Jit => "jit",
+            FilterEngineKind::EbpfJit => "ebpf-jit",
+            FilterEngineKind::Kernel => "kernel",
+        }
+    }
+
+    /// The engine named `name` ([`FilterEngineKind::name`]).
+    pub fn from_name(name: &str) -> Result<FilterEngineKind, Error> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
+                Error::FilterEngine {
+                    engine: name.to_string(),
+                    cause: format!("not an engine ({})", names.join(", ")),
+                }
+            })
+    }
+
+    /// The engine, ready to take programs: the kernel's fails, naming what
+    /// is missing, where this process may not load programs.
+    pub fn open(self) -> Result<Box<dyn cbpf::FilterEngine>, Error> {
+        Ok(match self {
+            FilterEngineKind::Interp => Box::new(cbpf::Interp),
+            FilterEngineKind::Jit => Box::new(cbpf::Jit),
+            FilterEngineKind::EbpfJit => Box::new(xpf::classic::EbpfJit),
+            FilterEngineKind::Kernel => {
+                Box::new(
+                    xpf::classic::Kernel::new().map_err(|e| Error::FilterEngine {
+                        engine: self.name().to_string(),
+                        cause: e.to_string(),
+                    })?,
+                )
+            }
+        })
+    }
+}
+
 /// Packets filtered by a tcpdump expression, as `sluice filter` filters a
 /// capture: a capture's records each through the program compiled for
 /// its own link type (cut at its snapshot length, `len` its length on the
 /// wire); frames in memory and generated traffic through the program for
-/// [`FilterRunSpec::linktype`]. The classic interpreter decides.
+/// [`FilterRunSpec::linktype`], decided by [`FilterRunSpec::engine`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FilterRunSpec {
     pub expr: String,
@@ -160,6 +227,9 @@ pub struct FilterRunSpec {
     pub write: Option<PathBuf>,
     /// Stop after this many matches (`-c`, 1 or more).
     pub count: Option<u64>,
+    /// What runs the program (the interpreter by default); packets it
+    /// refuses are decided by the interpreter, and counted.
+    pub engine: FilterEngineKind,
 }
 
 /// The packets a filter matched, in columns, in the source's order.
@@ -230,31 +300,44 @@ impl FilterRunSpec {
             linktype: cbpf::ETHERNET,
             write: None,
             count: None,
+            engine: FilterEngineKind::Interp,
         }
     }
 
     /// Filters, writes the matches when asked, reports. `stop`, once set,
     /// ends the run after the packets read (the report says so).
     pub fn run(&self, stop: Option<&'static AtomicBool>) -> Result<FilterReport, Error> {
+        let mut matches = MatchTable::default();
+        let mut report = self.run_each(stop, &mut |m| matches.push(m))?;
+        report.matches = matches;
+        Ok(report)
+    }
+
+    /// As [`run`](FilterRunSpec::run), handing each matching packet to
+    /// `each` (as it is written) instead of keeping it: the report's
+    /// `matches` stay empty.
+    pub fn run_each(
+        &self,
+        stop: Option<&'static AtomicBool>,
+        each: &mut dyn FnMut(&Matched),
+    ) -> Result<FilterReport, Error> {
         let opts = FilterOptions {
             write: self.write.as_deref(),
             count: self.count,
             stop,
         };
-        let mut matches = MatchTable::default();
+        let mut engine = self.engine.open()?;
         let (input, summary) = match open_capture(&self.origin, stop)? {
             Some(source) => {
                 let input = source.path().display().to_string();
-                let mut each = |m: &Matched| matches.push(m);
-                let mut engine = cbpf::Interp;
                 let summary =
-                    cbpf::filter_source_each(source, &self.expr, &mut engine, &opts, &mut each)
+                    cbpf::filter_source_each(source, &self.expr, engine.as_mut(), &opts, each)
                         .map_err(|e| filter_error(e, self.write.as_deref()))?;
                 (input, summary)
             }
             None => {
                 let input = SourceSpec::new(self.origin.clone()).describe();
-                (input, self.frames(&opts, &mut matches)?)
+                (input, self.frames(engine.as_mut(), &opts, each)?)
             }
         };
         Ok(FilterReport {
@@ -273,21 +356,33 @@ impl FilterRunSpec {
             interpreter_reasons: summary.interpreted.iter().copied().collect(),
             capture_error: summary.capture_error.clone(),
             stopped: summary.stopped,
-            matches,
+            matches: MatchTable::default(),
         })
     }
 
     /// Frames in memory, generated or live, of [`FilterRunSpec::linktype`].
     fn frames(
         &self,
+        engine: &mut dyn cbpf::FilterEngine,
         opts: &FilterOptions,
-        matches: &mut MatchTable,
+        each: &mut dyn FnMut(&Matched),
     ) -> Result<FilterSummary, Error> {
         let filter = CompiledFilter::compile(&self.expr, self.linktype, cbpf::DEFAULT_SNAPLEN)?;
         let classic = cbpf::Filter::new(filter.instructions());
+        let name = engine.name();
+        let mut decide = engine
+            .decider(self.linktype, filter.instructions())
+            .map_err(|why| {
+                Error::FilterRun(cbpf::FilterError::Engine {
+                    expr: self.expr.clone(),
+                    linktype: self.linktype,
+                    engine: name,
+                    why,
+                })
+            })?;
         let mut source = SourceSpec::new(self.origin.clone()).open(opts.stop)?;
         let mut summary = FilterSummary {
-            engine: "interp",
+            engine: name,
             programs: vec![(self.linktype, filter.program.clone())],
             ..FilterSummary::default()
         };
@@ -310,17 +405,24 @@ impl FilterRunSpec {
                 }
                 summary.read += 1;
                 let meta = cbpf::Meta::default();
-                let ret = classic
-                    .run(data, &meta)
-                    .map_err(|e| {
-                        Error::FilterRun(cbpf::FilterError::Run {
-                            path: SourceSpec::new(self.origin.clone()).describe(),
-                            packet: info.seq,
-                            engine: "interp",
-                            why: e.into(),
-                        })
-                    })?
-                    .ret;
+                let failed = |why: cbpf::EngineError| {
+                    Error::FilterRun(cbpf::FilterError::Run {
+                        path: SourceSpec::new(self.origin.clone()).describe(),
+                        packet: info.seq,
+                        engine: name,
+                        why,
+                    })
+                };
+                let ret = match decide(data, &meta).map_err(failed)? {
+                    cbpf::Decision::Ret(r) => r,
+                    cbpf::Decision::Refused(reason) => {
+                        match summary.interpreted.iter_mut().find(|r| r.0 == reason) {
+                            Some(r) => r.1 += 1,
+                            None => summary.interpreted.push((reason, 1)),
+                        }
+                        classic.run(data, &meta).map_err(|e| failed(e.into()))?.ret
+                    }
+                };
                 if ret == 0 {
                     continue;
                 }
@@ -332,7 +434,7 @@ impl FilterRunSpec {
                     linktype: self.linktype,
                     timestamp_ns: info.timestamp_ns,
                 };
-                matches.push(&m);
+                each(&m);
                 if let Some(out) = sink.as_mut() {
                     out.write_record(data, m.orig_len, m.timestamp_ns)
                         .map_err(|e| Error::FilterRun(e.into()))?;

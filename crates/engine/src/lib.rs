@@ -177,8 +177,8 @@ pub use bucket_run::{BucketRun, BucketRunSpec};
 pub use contents::{Contents, ContentsError, MapUpdate};
 pub use error::{Error, ObjectError, TcError};
 pub use filter::{
-    CompiledFilter, DumpForm, FilterReport, FilterRunSpec, MatchTable, capture_link,
-    linktype_from_name,
+    CompiledFilter, DumpForm, FilterEngineKind, FilterReport, FilterRunSpec, MatchTable,
+    capture_link, linktype_from_name,
 };
 pub use filter_shard::{FilterPart, merge_filter, partition_path};
 pub use flows_shard::{FlowsPart, MergedFlows, PartsError, boundary_bytes, merge_flows};

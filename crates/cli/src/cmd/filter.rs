@@ -164,17 +164,15 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         return Err("invalid packet count 0 (-c takes 1 or more)".into());
     }
     crate::report::outputs_on_stdout([a.write.as_deref()])?;
-    let opts = cbpf::FilterOptions {
-        write: a.write.as_deref(),
-        count: a.count,
-        // Ctrl-C or SIGTERM: stop reading, finish the output, report.
-        stop: Some(crate::signals::stop_on_signals()),
-    };
-    let mut engine: Box<dyn cbpf::FilterEngine> = match a.engine {
-        EngineArg::Interp => Box::new(cbpf::Interp),
-        EngineArg::Jit => Box::new(cbpf::Jit),
-        EngineArg::EbpfJit => Box::new(xpf::classic::EbpfJit),
-        EngineArg::Kernel => Box::new(xpf::classic::Kernel::new().map_err(|e| e.to_string())?),
+    let mut spec =
+        engine::FilterRunSpec::new(expr.clone(), engine::SourceSpec::capture(input).origin);
+    spec.write = a.write.clone();
+    spec.count = a.count;
+    spec.engine = match a.engine {
+        EngineArg::Interp => engine::FilterEngineKind::Interp,
+        EngineArg::Jit => engine::FilterEngineKind::Jit,
+        EngineArg::EbpfJit => engine::FilterEngineKind::EbpfJit,
+        EngineArg::Kernel => engine::FilterEngineKind::Kernel,
     };
     // Without -w (or JSON), a line per matching packet on standard output,
     // as tcpdump prints them; the counts then go to standard error.
@@ -194,15 +192,16 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             }
         }
     };
-    let s =
-        cbpf::filter_capture_each(input, &expr, engine.as_mut(), &opts, &mut print).map_err(|e| {
-            match e {
-                // The interpreter runs any program libpcap compiles (as
-                // libpcap's bpf_filter: no length limit, backward jumps).
-                cbpf::FilterError::Engine { .. } => format!("{e} (`--engine interp` runs it)"),
-                e => e.to_string(),
-            }
-        });
+    // Ctrl-C or SIGTERM: stop reading, finish the output, report.
+    let stop = Some(crate::signals::stop_on_signals());
+    let report = spec.run_each(stop, &mut print).map_err(|e| match e {
+        // The interpreter runs any program libpcap compiles (as
+        // libpcap's bpf_filter: no length limit, backward jumps).
+        engine::Error::FilterRun(cbpf::FilterError::Engine { .. }) => {
+            format!("{e} (`--engine interp` runs it)")
+        }
+        e => e.to_string(),
+    });
     {
         use std::io::Write;
         let flushed = out.flush();
@@ -213,21 +212,7 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
             ));
         }
     }
-    let s = s?;
-    let report = engine::FilterReport {
-        input: input.display().to_string(),
-        expression: expr,
-        engine: s.engine,
-        decided_by_interpreter: s.interpreted_total(),
-        interpreter_reasons: s.interpreted.iter().copied().collect(),
-        read: s.read,
-        matched: s.matched,
-        written: a.write.as_ref().map(|p| p.display().to_string()),
-        programs: s.programs.iter().map(|(l, p)| (*l, p.len())).collect(),
-        capture_error: s.capture_error.clone(),
-        stopped: s.stopped,
-        matches: engine::MatchTable::default(),
-    };
+    let report = report?;
     if a.json {
         print_json(&report)?;
     } else {
