@@ -182,6 +182,7 @@ impl Input {
 
     /// Whether the next record would wait for a stream's writer: nothing
     /// is buffered and nothing is ready to read.
+    #[inline]
     pub(crate) fn would_wait(&self) -> bool {
         match self.stream {
             Some(fd) => self.have() == 0 && !poll_in(fd, 0).unwrap_or(true),

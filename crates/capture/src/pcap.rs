@@ -297,6 +297,7 @@ impl PcapSource {
         &self.path
     }
 
+    #[inline]
     fn input(&self) -> &Input {
         match &self.reader {
             Reader::Pcap(r) => &r.input,
@@ -317,6 +318,7 @@ impl PcapSource {
 
     /// Whether the next frame would wait for a stream's writer: none is
     /// buffered and no bytes are ready. Never for a regular file.
+    #[inline]
     pub fn would_wait(&self) -> bool {
         self.input().would_wait()
     }

@@ -130,11 +130,13 @@ impl Batch {
     }
 
     /// Packet `i`'s bytes.
+    #[inline]
     pub fn data(&self, i: usize) -> &[u8] {
         let p = &self.packets[i];
         &self.bytes[p.start as usize..(p.start + p.len) as usize]
     }
 
+    #[inline]
     pub fn info(&self, i: usize) -> &PacketInfo {
         &self.packets[i]
     }

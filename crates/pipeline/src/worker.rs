@@ -53,36 +53,44 @@ impl<'h, H: PacketHook> Worker<'h, H> {
         let mut links = Run::default();
         let mut verdicts = Run::default();
         self.hook
-            .run_batch(batch.len(), packet, &mut self.meta, |i, result| {
-                let info = batch.info(i);
-                c.packets += 1;
-                links.add(info.link, &mut c.link_types);
-                match result {
-                    // Most packets: a verdict and its costs, nothing more.
-                    Ok(o)
-                        if !counting
-                            && c.log.is_none()
-                            && o.trace.is_empty()
-                            && o.redirect.is_none()
-                            && o.clones.is_empty() =>
-                    {
-                        verdicts.add(o.verdict, &mut c.verdicts);
-                        c.insns.record(o.stats.insns);
-                        c.helper_calls += o.stats.helper_calls;
-                        c.tail_calls += o.stats.tail_calls;
-                        if let Some(route) = Route::of(o.verdict)
-                            && wants[route as usize]
+            // Inlined where the hook hands out outcomes: the fields a
+            // quiet packet's outcome has empty are then known empty here.
+            .run_batch(
+                batch.len(),
+                packet,
+                &mut self.meta,
+                #[inline(always)]
+                |i, result| {
+                    let info = batch.info(i);
+                    c.packets += 1;
+                    links.add(info.link, &mut c.link_types);
+                    match result {
+                        // Most packets: a verdict and its costs, nothing more.
+                        Ok(o)
+                            if !counting
+                                && c.log.is_none()
+                                && o.trace.is_empty()
+                                && o.redirect.is_none()
+                                && o.clones.is_empty() =>
                         {
-                            outputs.push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
+                            verdicts.add(o.verdict, &mut c.verdicts);
+                            c.insns.record(o.stats.insns);
+                            c.helper_calls += o.stats.helper_calls;
+                            c.tail_calls += o.stats.tail_calls;
+                            if let Some(route) = Route::of(o.verdict)
+                                && wants[route as usize]
+                            {
+                                outputs.push(route, info.seq, o.packet, o.frags, info.timestamp_ns);
+                            }
+                        }
+                        other => {
+                            // Verdicts keep their order of first appearance.
+                            verdicts.flush(&mut c.verdicts);
+                            count(c, outputs, wants, counting, info, batch.data(i), other)
                         }
                     }
-                    other => {
-                        // Verdicts keep their order of first appearance.
-                        verdicts.flush(&mut c.verdicts);
-                        count(c, outputs, wants, counting, info, batch.data(i), other)
-                    }
-                }
-            });
+                },
+            );
         links.flush(&mut c.link_types);
         verdicts.flush(&mut c.verdicts);
     }
