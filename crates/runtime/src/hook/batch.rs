@@ -191,8 +191,11 @@ impl Hook {
             });
             *i += 1;
         }
-        self.batch.results.clear();
-        (self.batch.results).resize(self.batch.packets.len(), BatchResult::default());
+        // Results are read only where the batch wrote them: the array is
+        // kept at its full size, not cleared per batch.
+        if self.batch.results.len() < SLOTS {
+            (self.batch.results).resize(SLOTS, BatchResult::default());
+        }
     }
 
     /// Runs the packets [`Hook::fill_slots`] placed (the first is packet
@@ -221,7 +224,7 @@ impl Hook {
                 &mut self.mem,
                 &hooks,
                 &self.batch.packets[from..],
-                &mut self.batch.results[from..],
+                &mut self.batch.results[from..n],
             );
             let (end, last) = match stop {
                 Ok(BatchStop::Done) => (n, None),
