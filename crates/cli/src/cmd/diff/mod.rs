@@ -34,8 +34,8 @@ pub struct Args {
     /// Program to compare (a function name; needed when the object has several)
     #[arg(long)]
     pub prog: Option<String>,
-    /// Capture to replay (pcap or pcapng): a file, a FIFO, or - for standard input
-    #[arg(long)]
+    /// Capture to replay (pcap or pcapng): a file, a FIFO, or - for standard input; -r as tcpdump's
+    #[arg(short = 'r', long)]
     pub pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=10000 (repeat to mix streams)
     #[arg(long)]

@@ -43,8 +43,8 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["pcap", "gen", "dev"])))]
 pub struct Input {
-    /// Capture to read (pcap or pcapng): a file, a FIFO, or - for standard input
-    #[arg(long)]
+    /// Capture to read (pcap or pcapng): a file, a FIFO, or - for standard input; -r as tcpdump's
+    #[arg(short = 'r', long)]
     pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=100,count=10000 or tcp-conv,flows=10,rtt=5..50 (repeat to mix streams)
     #[arg(long)]

@@ -24,8 +24,8 @@ pub struct Args {
     /// Program to profile (a function name; needed when the object has several)
     #[arg(long)]
     prog: Option<String>,
-    /// Packets from a capture: a file, a FIFO, or - for standard input
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["gen", "sizes"])]
+    /// Packets from a capture: a file, a FIFO, or - for standard input; -r as tcpdump's
+    #[arg(short = 'r', long, value_name = "FILE", conflicts_with_all = ["gen", "sizes"])]
     pcap: Option<PathBuf>,
     /// Generated packets (see `sluice run --help`); repeatable. With
     /// --sizes, the template each size is made from

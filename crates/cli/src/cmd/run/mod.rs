@@ -35,8 +35,8 @@ pub struct Args {
     #[arg(long)]
     pub prog: Option<String>,
     /// Capture to replay (pcap or pcapng): a file, a FIFO, or - for
-    /// standard input (`tcpdump -w - | sluice run OBJ --pcap -`)
-    #[arg(long, value_name = "FILE")]
+    /// standard input (`tcpdump -w - | sluice run OBJ --pcap -`); -r as tcpdump's
+    #[arg(short = 'r', long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
     /// Generated traffic, e.g. udp,flows=1000,size=64,count=1000000 (repeat to mix streams)
     #[arg(long)]
