@@ -44,13 +44,14 @@ pub fn wait_xdp_on(child: &mut Child, ns: &str, devs: &[&str]) -> Vec<u64> {
             return ids;
         }
         if let Some(status) = child.try_wait().unwrap() {
-            let read = |r: Option<&mut dyn std::io::Read>| {
-                let mut s = String::new();
-                r.map(|r| r.read_to_string(&mut s));
-                s
-            };
-            let out = read(child.stdout.as_mut().map(|r| r as &mut dyn std::io::Read));
-            let err = read(child.stderr.as_mut().map(|r| r as &mut dyn std::io::Read));
+            use std::io::Read;
+            let (mut out, mut err) = (String::new(), String::new());
+            if let Some(o) = child.stdout.as_mut() {
+                let _ = o.read_to_string(&mut out);
+            }
+            if let Some(e) = child.stderr.as_mut() {
+                let _ = e.read_to_string(&mut err);
+            }
             panic!("ended ({status}) before attaching to {devs:?} in {ns}:\n{err}{out}");
         }
         assert!(
