@@ -35,10 +35,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::process::Command;
 
 use monitor::{EbpfRtt, MeterOptions, Method, RttMeter, RttSample, segment};
 use testkit::captures;
+
+mod common;
 
 /// Per frame: (number, malformed, stream, initial_rtt in ns, time in ns).
 type Dissected = Vec<(u64, bool, Option<u64>, Option<i64>, Option<i64>)>;
@@ -57,35 +58,17 @@ fn seconds_to_ns(s: &str) -> Option<i64> {
 }
 
 fn tshark(path: &std::path::Path) -> Dissected {
-    let out = testkit::tool::output(Command::new("tshark").args(["-n", "-r"]).arg(path).args([
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=f",
-        "-e",
-        "frame.number",
-        "-e",
-        "_ws.malformed",
-        "-e",
-        "tcp.stream",
-        "-e",
-        "tcp.analysis.initial_rtt",
-        "-e",
-        "frame.time_epoch",
-    ]));
-    String::from_utf8_lossy(&out.stdout)
+    use common::field;
+    common::lines(path)
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            let get = |i: usize| f.get(i).copied().filter(|s| !s.is_empty());
             Some((
-                get(0)?.parse().ok()?,
-                get(1).is_some(),
-                get(2).and_then(|s| s.parse().ok()),
-                get(3).and_then(seconds_to_ns),
-                get(4).and_then(seconds_to_ns),
+                field(&f, "frame.number")?.parse().ok()?,
+                field(&f, "_ws.malformed").is_some(),
+                field(&f, "tcp.stream").and_then(|s| s.parse().ok()),
+                field(&f, "tcp.analysis.initial_rtt").and_then(seconds_to_ns),
+                field(&f, "frame.time_epoch").and_then(seconds_to_ns),
             ))
         })
         .collect()

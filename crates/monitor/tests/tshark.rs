@@ -11,62 +11,19 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::Command;
 use testkit::captures;
 
 use monitor::{FlowKey, FlowTable, Observed, TableOptions, observe};
 
-const FIELDS: &[&str] = &[
-    "frame.number",
-    "_ws.malformed",
-    "frame.protocols",
-    "ip.src",
-    "ip.dst",
-    "ip.proto",
-    "ip.len",
-    "ipv6.src",
-    "ipv6.dst",
-    "ipv6.plen",
-    "tcp.srcport",
-    "tcp.dstport",
-    "tcp.flags",
-    "udp.srcport",
-    "udp.dstport",
-    "sctp.srcport",
-    "sctp.dstport",
-    "icmp.type",
-    "icmp.code",
-    "icmpv6.type",
-    "icmpv6.code",
-];
+mod common;
+use common::field;
 
-/// tshark's view of each frame: its number and, when it dissects
-/// Ethernet (+ VLAN) + IP whose transport it names, the facts.
 /// tshark's view of each frame: its number, whether it is malformed, and
 /// its facts when it dissects IP right behind the link layers sluice
 /// converts.
 fn tshark(path: &std::path::Path) -> Vec<(u64, bool, Option<Observed>)> {
-    let mut c = Command::new("tshark");
-    c.args(["-n", "-r"]).arg(path).args([
-        "-o",
-        "ip.defragment:FALSE",
-        "-o",
-        "ipv6.defragment:FALSE",
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=f",
-    ]);
-    for f in FIELDS {
-        c.args(["-e", f]);
-    }
-    let out = c
-        .output()
-        .expect("tshark runs (./dev.sh setup installs it)");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.lines()
+    common::lines(path)
+        .lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.split('\t').collect();
             let number: u64 = field(&f, "frame.number")?.parse().ok()?;
@@ -74,15 +31,6 @@ fn tshark(path: &std::path::Path) -> Vec<(u64, bool, Option<Observed>)> {
             Some((number, malformed, facts(&f)))
         })
         .collect()
-}
-
-/// Field `name` of a tshark line, if it has a value.
-fn field<'a>(f: &[&'a str], name: &str) -> Option<&'a str> {
-    let i = FIELDS
-        .iter()
-        .position(|x| *x == name)
-        .expect("a field asked for");
-    f.get(i).copied().filter(|s| !s.is_empty())
 }
 
 fn num<T: std::str::FromStr>(s: Option<&str>) -> Option<T> {
