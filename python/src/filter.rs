@@ -156,11 +156,11 @@ impl Filter {
         count: Option<u64>,
         engine: &str,
     ) -> PyResult<Py<FilterResult>> {
-        let engine = FilterEngineKind::from_name(engine).map_err(|e| {
-            PyValueError::new_err(format!(
-                "engine={}",
-                e.to_string().trim_start_matches("--engine ")
-            ))
+        let engine = FilterEngineKind::from_name(engine).map_err(|e| match e {
+            engine::Error::FilterEngine { engine, cause } => {
+                PyValueError::new_err(format!("engine={engine}: {cause}"))
+            }
+            e => errors::to_py(e),
         })?;
         if count == Some(0) {
             return Err(PyValueError::new_err(

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use capture::{PcapSink, PcapSource, SinkFormat};
 
-use crate::engine::{Decider, Decision, EngineError, FilterEngine};
+use crate::engine::{Decider, EngineError, FilterEngine, decide_or_interpret};
 use crate::expr::{DEFAULT_SNAPLEN, compile_expr_until};
 use crate::insn::Insn;
 use crate::interp::{Filter, Meta};
@@ -39,7 +39,7 @@ pub struct FilterSummary {
     pub matched: u64,
     /// The program of each link type met, in order met.
     pub programs: Vec<(u32, Vec<Insn>)>,
-    /// Records the engine refused ([`Decision::Refused`]) and the
+    /// Records the engine refused ([`Decision::Refused`](crate::Decision::Refused)) and the
     /// interpreter decided instead, by reason, in order met.
     pub interpreted: Vec<(&'static str, u64)>,
     /// Why reading stopped early, if it did: every record before it was
@@ -250,20 +250,14 @@ pub fn filter_source_each(
             engine: engine_name,
             why,
         };
-        let ret = match (program.decide)(data, &meta).map_err(failed)? {
-            Decision::Ret(r) => r,
-            Decision::Refused(reason) => {
-                match summary.interpreted.iter_mut().find(|r| r.0 == reason) {
-                    Some(r) => r.1 += 1,
-                    None => summary.interpreted.push((reason, 1)),
-                }
-                program
-                    .classic
-                    .run(data, &meta)
-                    .map_err(|e| failed(e.into()))?
-                    .ret
-            }
-        };
+        let ret = decide_or_interpret(
+            &mut program.decide,
+            &program.classic,
+            data,
+            &meta,
+            &mut summary.interpreted,
+        )
+        .map_err(failed)?;
         if ret == 0 {
             continue;
         }

@@ -75,3 +75,25 @@ pub fn reads_len(prog: &[Insn]) -> bool {
     prog.iter()
         .any(|i| matches!(i.code & 0x07, class::LD | class::LDX) && i.code & 0xe0 == mode::LEN)
 }
+
+/// The filter's return value for one packet: `decide`'s, or where it
+/// refused the packet the interpreter's (`classic`, the same program), the
+/// refusal counted by reason in `interpreted` (in order met).
+pub fn decide_or_interpret(
+    decide: &mut Decider,
+    classic: &Filter,
+    data: &[u8],
+    meta: &Meta,
+    interpreted: &mut Vec<(&'static str, u64)>,
+) -> Result<u32, EngineError> {
+    match decide(data, meta)? {
+        Decision::Ret(r) => Ok(r),
+        Decision::Refused(reason) => {
+            match interpreted.iter_mut().find(|r| r.0 == reason) {
+                Some(r) => r.1 += 1,
+                None => interpreted.push((reason, 1)),
+            }
+            Ok(classic.run(data, meta)?.ret)
+        }
+    }
+}

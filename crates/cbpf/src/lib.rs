@@ -40,7 +40,9 @@ pub use capture_filter::{
     filter_source_each,
 };
 pub use check::{CheckError, check, known_opcode};
-pub use engine::{Decider, Decision, EngineError, FilterEngine, Interp, reads_len};
+pub use engine::{
+    Decider, Decision, EngineError, FilterEngine, Interp, decide_or_interpret, reads_len,
+};
 pub use expr::{DEFAULT_SNAPLEN, ETHERNET, ExprError, compile_expr, compile_expr_until};
 pub use image::{image, image_c, image_decimal, image_line};
 pub use insn::{

@@ -413,16 +413,14 @@ impl FilterRunSpec {
                         why,
                     })
                 };
-                let ret = match decide(data, &meta).map_err(failed)? {
-                    cbpf::Decision::Ret(r) => r,
-                    cbpf::Decision::Refused(reason) => {
-                        match summary.interpreted.iter_mut().find(|r| r.0 == reason) {
-                            Some(r) => r.1 += 1,
-                            None => summary.interpreted.push((reason, 1)),
-                        }
-                        classic.run(data, &meta).map_err(|e| failed(e.into()))?.ret
-                    }
-                };
+                let ret = cbpf::decide_or_interpret(
+                    &mut decide,
+                    &classic,
+                    data,
+                    &meta,
+                    &mut summary.interpreted,
+                )
+                .map_err(failed)?;
                 if ret == 0 {
                     continue;
                 }
