@@ -28,7 +28,7 @@ const BACK_SLACK_NS: u64 = 3_600 * 1_000_000_000;
 const FORWARD_SLACK_NS: u64 = 366 * 86_400 * 1_000_000_000;
 
 /// Bytes read at once while guessing.
-const WINDOW: usize = 1 << 20;
+const WINDOW: usize = 64 << 10;
 
 /// What a guess needs of a file's start: a classic pcap file's header;
 /// for pcapng the reader's states through the blocks before the first

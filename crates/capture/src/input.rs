@@ -129,16 +129,52 @@ pub(crate) struct Input {
 
 impl Input {
     pub(crate) fn new(file: Box<dyn Read + Send>) -> Input {
+        Input::with_buffer(file, vec![0; BUF_SIZE], 0)
+    }
+
+    /// `file` through `buf`, whose first `end` bytes are the input's first.
+    fn with_buffer(file: Box<dyn Read + Send>, buf: Vec<u8>, end: usize) -> Input {
         Input {
             file,
             stream: None,
             stop: None,
             stopped: false,
-            buf: vec![0; BUF_SIZE],
+            buf,
             pos: 0,
-            end: 0,
+            end,
             offset: 0,
         }
+    }
+
+    /// A file's first bytes, through a buffer of `size` bytes (grown as
+    /// the bytes come): a header read apart from the records.
+    pub(crate) fn head(
+        file: Box<dyn Read + Send>,
+        size: usize,
+        stop: Option<&'static AtomicBool>,
+    ) -> Input {
+        let mut input = Input::with_buffer(file, vec![0; size.max(16)], 0);
+        input.stop = stop;
+        input
+    }
+
+    /// The bytes `held` (read already, from `offset` of the input), then
+    /// `file` (the input's bytes after them): the held bytes are the
+    /// buffer, read without a copy.
+    pub(crate) fn after(
+        held: Vec<u8>,
+        file: Box<dyn Read + Send>,
+        offset: u64,
+        stop: Option<&'static AtomicBool>,
+    ) -> Input {
+        if held.is_empty() {
+            return Input::at(file, offset, stop);
+        }
+        let end = held.len();
+        let mut input = Input::with_buffer(file, held, end);
+        input.offset = offset;
+        input.stop = stop;
+        input
     }
 
     /// `file`, whose next byte is at `offset` of its input (a byte range of

@@ -31,7 +31,7 @@ pub use linktype::{UnknownLinkType, describe_linktype, linktype_from_name, linkt
 pub use pcap::PcapSource;
 pub use pcapng::Interface;
 pub use proof::{Checked, Redo, check, read_checked};
-pub use range::{Boundary, Position, ReaderState};
+pub use range::{Boundary, Position, RangeStart, ReaderState, WalkedRange};
 pub use shard::{Shard, ShardError, parse_split, plan};
 pub use sink::{PcapSink, SinkFormat, is_stdout};
 pub use whole::{

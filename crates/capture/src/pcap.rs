@@ -233,6 +233,15 @@ impl PcapSource {
         }
     }
 
+    /// A classic pcap file's byte order (big-endian or not); `None` for
+    /// pcapng, whose sections each say their own.
+    pub(crate) fn pcap_big_endian(&self) -> Option<bool> {
+        match &self.reader {
+            Reader::Pcap(r) => Some(r.big_endian),
+            Reader::PcapNg(_) => None,
+        }
+    }
+
     /// Makes this the reader of `shard` from `first`: records are read
     /// from `input` (positioned at `first.offset`) in state `first.state`,
     /// up to the first starting at or past the shard's end. Without

@@ -89,8 +89,57 @@ fn exact_once(bytes: &[u8], name: &str, cuts: &[u64]) -> Result<(), TestCaseErro
     Ok(())
 }
 
+/// A range's frames as its reader reads them, and how it ended.
+fn range_frames(mut source: PcapSource) -> (Vec<Frame>, Option<capture::Boundary>) {
+    let frames = source.by_ref().map_while(Result::ok).collect();
+    (frames, source.boundary())
+}
+
+/// The walk of each of `shards` (from its guess, and from the position
+/// the range before proved) finds the start and end its reader finds, and
+/// the reader given the walk's held bytes reads the same frames as one
+/// reading the file.
+fn walks_agree(shards: &[Shard]) -> Result<(), TestCaseError> {
+    let mut proven = None;
+    for shard in shards {
+        for from in [None, proven.clone()] {
+            let Ok(reader) = PcapSource::open_range_with(shard, from.as_ref(), None) else {
+                prop_assert!(PcapSource::walk_range(shard, from.as_ref(), None).is_err());
+                continue;
+            };
+            let (want, boundary) = range_frames(reader);
+            let boundary = boundary.expect("a range read to its end has a boundary");
+            let walked = PcapSource::walk_range(shard, from.as_ref(), None)
+                .unwrap()
+                .unwrap();
+            prop_assert_eq!(&walked.start.position, &boundary.first, "{:?}", shard);
+            prop_assert_eq!(&walked.next, &boundary.next, "{:?}", shard);
+            let reader = PcapSource::open_range_from(shard, walked.start, None).unwrap();
+            let (got, again) = range_frames(reader);
+            prop_assert_eq!(got, want, "{:?}", shard);
+            prop_assert_eq!(again.map(|b| b.next), Some(boundary.next.clone()));
+            if from.is_none() {
+                proven = boundary.next.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn a_walk_finds_what_its_reader_finds(seed: u64, ng: bool, cuts in prop::collection::vec(any::<u64>(), 0..12)) {
+        let (name, bytes) = if ng {
+            ("walk.pcapng", random_captures::pcapng(&mut Rng(seed)))
+        } else {
+            ("walk.pcap", random_captures::pcap(&mut Rng(seed)))
+        };
+        let path = temp(name);
+        std::fs::write(&path, &bytes).unwrap();
+        walks_agree(&cut(&path, bytes.len() as u64, &cuts))?;
+    }
 
     #[test]
     fn pcap_ranges_give_every_record_once(seed: u64, cuts in prop::collection::vec(any::<u64>(), 0..12)) {
@@ -222,6 +271,19 @@ fn every_real_capture_reads_exactly() {
             let cuts: Vec<u64> = (1..parts).map(|i| size * i / parts + i).collect();
             let (got, _) = sharded(&cut(&path, size, &cuts));
             assert_eq!(got, want, "{}", path.display());
+        }
+    }
+}
+
+/// Every capture of tcpdump's suite cut in 2, 4 and 9: each range's walk
+/// agrees with its reader (see [`walks_agree`]).
+#[test]
+fn every_real_capture_walks_as_it_reads() {
+    for path in testkit::captures() {
+        let size = std::fs::metadata(&path).unwrap().len();
+        for parts in [1u64, 2, 4, 9] {
+            let cuts: Vec<u64> = (1..parts).map(|i| size * i / parts + i).collect();
+            walks_agree(&cut(&path, size, &cuts)).unwrap();
         }
     }
 }

@@ -100,7 +100,7 @@ impl Source for Filtered {
     fn range(
         &self,
         range: &capture::Shard,
-        from: &capture::Position,
+        from: capture::RangeStart,
     ) -> Result<Box<dyn Source>, SourceError> {
         Ok(Box::new(Filtered {
             inner: self.inner.range(range, from)?,

@@ -16,6 +16,11 @@
 //! from the proven start. Only then are the packets run, so a wrong guess
 //! costs a second walk, never a packet run twice or out of place.
 //!
+//! A classic pcap range is read from the file once: its walk reads its
+//! bytes into memory and follows the records' headers there, and its run
+//! reads the records from those bytes in place ([`capture::RangeStart`]);
+//! a pcapng range's walk reads it through a reader, and its run again.
+//!
 //! Packets are numbered within their range while they run (range k's
 //! packet i as `k << RANGE_SHIFT | i`, which orders them as the file
 //! does), so the merge of outputs ([`Ordered`]) writes them in the file's
@@ -26,7 +31,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use capture::{PcapSource, Position};
+use capture::{PcapSource, Position, RangeStart, WalkedRange};
 use runtime::PacketHook;
 
 use crate::batch::Batch;
@@ -37,7 +42,7 @@ use crate::source::{Source, SourceError};
 use crate::worker::Worker;
 
 /// Bytes of a range when the file has enough of them for every worker.
-pub const RANGE_BYTES: u64 = 4 << 20;
+pub const RANGE_BYTES: u64 = 1 << 20;
 
 /// Packets of range k are numbered `k << RANGE_SHIFT | i` while they run.
 const RANGE_SHIFT: u32 = 40;
@@ -151,24 +156,18 @@ impl Proofs {
     }
 }
 
-/// What a chain walk found: where it began and where it crossed the
-/// range's end (`None`: the file's read ends in the range, on an error).
-struct Walked {
-    first: Position,
-    next: Option<Position>,
-}
-
 /// Follows the chain of records of `range` from `from` (from the guess
-/// of its first record without), reading their headers only; `None` when
-/// no start was found or reading stopped.
-fn walk(range: &capture::Shard, from: Option<&Position>, opts: &ReplayOptions) -> Option<Walked> {
-    let mut reader = PcapSource::open_range_with(range, from, opts.stop).ok()?;
-    while reader.next_raw().is_some() {}
-    let b = reader.boundary()?;
-    Some(Walked {
-        first: b.first,
-        next: b.next,
-    })
+/// of its first record without), reading a classic pcap range once and
+/// keeping its bytes for the run; `None` when no start was found or
+/// reading stopped.
+fn walk(
+    range: &capture::Shard,
+    from: Option<&Position>,
+    opts: &ReplayOptions,
+) -> Option<WalkedRange> {
+    PcapSource::walk_range(range, from, opts.stop)
+        .ok()
+        .flatten()
 }
 
 /// One range as run: its frames (every record read, skipped or not), what
@@ -363,7 +362,7 @@ fn one_range<H: PacketHook>(
         return Ok(());
     };
     let walked = match guessed {
-        Some(g) if g.first == start => Some(g),
+        Some(g) if g.start.position == start => Some(g),
         _ => {
             if k > 0 {
                 shared.guessed_wrong.fetch_add(1, Ordering::Relaxed);
@@ -371,7 +370,10 @@ fn one_range<H: PacketHook>(
             walk(&range, Some(&start), opts)
         }
     };
-    let next = walked.as_ref().and_then(|w| w.next.clone());
+    let (from, next) = match walked {
+        Some(w) => (w.start, w.next),
+        None => (RangeStart::from(start), None),
+    };
     shared.proofs.publish(
         k + 1,
         match &next {
@@ -379,20 +381,21 @@ fn one_range<H: PacketHook>(
             None => Start::None,
         },
     );
-    let end = run_range(shared, worker, w, &range, &start, base, next.as_ref())?;
+    let end = run_range(shared, worker, w, &range, from, base, next.as_ref())?;
     let mut ends = shared.ends.lock().unwrap_or_else(|p| p.into_inner());
     ends[k] = Some(end);
     Ok(())
 }
 
-/// Runs the packets of `range` from its proven `start`; `next`: where its
-/// walk said the next range starts, which its reading must confirm.
+/// Runs the packets of `range` from its proven `start` (its bytes in
+/// place when the walk kept them); `next`: where its walk said the next
+/// range starts, which its reading must confirm.
 fn run_range<H: PacketHook>(
     shared: &Shared<'_>,
     worker: &mut Worker<'_, H>,
     w: usize,
     range: &capture::Shard,
-    start: &Position,
+    start: RangeStart,
     base: u64,
     next: Option<&Position>,
 ) -> Result<RangeEnd, ReplayError> {

@@ -75,13 +75,14 @@ pub trait Source: Send {
     }
 
     /// The records of the byte range `range` of the [`cuttable`](Source::cuttable)
-    /// file, read from `from` (a record's start, proven), as this source
-    /// gives them (frames without an Ethernet form, a filter), counted with
-    /// this source (a filter's counts in its note).
+    /// file, read from `from` (a record's start, proven; with the range's
+    /// bytes when its walk read them), as this source gives them (frames
+    /// without an Ethernet form, a filter), counted with this source (a
+    /// filter's counts in its note).
     fn range(
         &self,
         range: &capture::Shard,
-        from: &capture::Position,
+        from: capture::RangeStart,
     ) -> Result<Box<dyn Source>, SourceError> {
         let _ = from;
         Err(SourceError(format!(
@@ -235,9 +236,9 @@ impl Source for Capture {
     fn range(
         &self,
         range: &capture::Shard,
-        from: &capture::Position,
+        from: capture::RangeStart,
     ) -> Result<Box<dyn Source>, SourceError> {
-        let reader = capture::PcapSource::open_range_with(range, Some(from), self.stop)
+        let reader = capture::PcapSource::open_range_from(range, from, self.stop)
             .map_err(|e| SourceError(e.to_string()))?;
         Ok(Box::new(
             Capture::from_reader(reader, self.stop).foreign(self.foreign),
