@@ -188,14 +188,20 @@ impl PcapSink {
                         "timestamp {secs} s is beyond what pcap can hold (2106)"
                     )));
                 };
-                for v in [
+                let words = [
                     secs,
                     (timestamp_ns % 1_000_000_000) as u32,
                     len as u32,
                     orig as u32,
-                ] {
-                    self.buf.extend_from_slice(&v.to_be_bytes());
+                ];
+                // The header built apart and the record's room reserved
+                // once: a record costs three copies, not a check per word.
+                let mut header = [0u8; 16];
+                for (at, v) in header.chunks_exact_mut(4).zip(words) {
+                    at.copy_from_slice(&v.to_be_bytes());
                 }
+                self.buf.reserve(16 + len);
+                self.buf.extend_from_slice(&header);
                 self.buf.extend_from_slice(head);
                 self.buf.extend_from_slice(tail);
             }
@@ -204,7 +210,7 @@ impl PcapSink {
                 // timestamps, no options.
                 let pad = (4 - len % 4) % 4;
                 let block_len = (32 + len + pad) as u32;
-                for v in [
+                let words = [
                     ENHANCED_PACKET_BLOCK,
                     block_len,
                     0,
@@ -212,9 +218,13 @@ impl PcapSink {
                     timestamp_ns as u32,
                     len as u32,
                     orig as u32,
-                ] {
-                    self.buf.extend_from_slice(&v.to_ne_bytes());
+                ];
+                let mut header = [0u8; 28];
+                for (at, v) in header.chunks_exact_mut(4).zip(words) {
+                    at.copy_from_slice(&v.to_ne_bytes());
                 }
+                self.buf.reserve(block_len as usize);
+                self.buf.extend_from_slice(&header);
                 self.buf.extend_from_slice(head);
                 self.buf.extend_from_slice(tail);
                 self.buf.extend_from_slice(&[0; 3][..pad]);
