@@ -1,6 +1,7 @@
 //! Actions (`ofp_action_*`): 8-byte aligned TLVs.
 
 use crate::decode_error::DecodeError;
+use crate::nx::{NX_VENDOR_ID, NxAction};
 use crate::types::{Action, Oxm, error};
 use crate::wire::{Put, Reader};
 
@@ -50,7 +51,7 @@ impl Action {
             Action::SetField(_) => at::SET_FIELD,
             Action::PushPbb(_) => at::PUSH_PBB,
             Action::PopPbb => at::POP_PBB,
-            Action::Experimenter { .. } => at::EXPERIMENTER,
+            Action::Nx(_) | Action::Experimenter { .. } => at::EXPERIMENTER,
         }
     }
 
@@ -79,6 +80,10 @@ impl Action {
             }
             Action::SetQueue(id) | Action::Group(id) => out.u32(*id),
             Action::SetField(oxm) => oxm.encode(out),
+            Action::Nx(a) => {
+                out.u32(NX_VENDOR_ID);
+                a.encode_body(out);
+            }
             Action::Experimenter { experimenter, data } => {
                 out.u32(*experimenter);
                 out.extend_from_slice(data);
@@ -170,10 +175,21 @@ impl Action {
                 Action::Group(b.u32("group_id")?)
             }
             at::SET_FIELD => Action::SetField(set_field(&mut b, at)?),
-            at::EXPERIMENTER => Action::Experimenter {
-                experimenter: b.u32("experimenter id")?,
-                data: b.rest().to_vec(),
-            },
+            at::EXPERIMENTER => {
+                let experimenter = b.u32("experimenter id")?;
+                let data = b.rest();
+                let nx = match experimenter {
+                    NX_VENDOR_ID => NxAction::decode_body(&mut Reader::new(data, short), at)?,
+                    _ => None,
+                };
+                match nx {
+                    Some(a) => Action::Nx(a),
+                    None => Action::Experimenter {
+                        experimenter,
+                        data: data.to_vec(),
+                    },
+                }
+            }
             t => {
                 return Err(bad_action(
                     error::BAD_ACTION_BAD_TYPE,

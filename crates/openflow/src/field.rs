@@ -1,7 +1,7 @@
 //! What the specification says of each OXM field: its number, width and
 //! whether it may carry a mask.
 
-use crate::types::Field;
+use crate::types::{Field, any_reg};
 
 /// `OFPXMC_OPENFLOW_BASIC`.
 pub const OXM_CLASS_BASIC: u16 = 0x8000;
@@ -9,24 +9,47 @@ pub const OXM_CLASS_BASIC: u16 = 0x8000;
 pub const OXM_CLASS_EXPERIMENTER: u16 = 0xffff;
 /// The ONF's experimenter id, under which OVS sends TCP flags in 1.3.
 pub const ONF_EXPERIMENTER: u32 = 0x4f4e_4600;
+/// `NXM_NX`: Open vSwitch's own fields (its registers, here).
+pub const OXM_CLASS_NXM1: u16 = 0x0001;
+
+/// The registers in order.
+const REGS: [Field; 16] = {
+    use Field::*;
+    [
+        Reg0, Reg1, Reg2, Reg3, Reg4, Reg5, Reg6, Reg7, Reg8, Reg9, Reg10, Reg11, Reg12, Reg13,
+        Reg14, Reg15,
+    ]
+};
 
 impl Field {
     /// The `oxm_field` number (42 for TCP flags, under the ONF's
     /// experimenter class).
     pub fn code(self) -> u8 {
-        match self {
-            Field::TcpFlags => 42,
+        match (self, self.register()) {
+            (_, Some(n)) => n,
+            (Field::TcpFlags, _) => 42,
             // The variants before TcpFlags are declared in oxm_field order.
-            f => f as u8,
+            (f, None) => f as u8,
         }
     }
 
     /// The `oxm_class`.
     pub fn class(self) -> u16 {
-        match self {
-            Field::TcpFlags => OXM_CLASS_EXPERIMENTER,
+        match (self, self.register()) {
+            (_, Some(_)) => OXM_CLASS_NXM1,
+            (Field::TcpFlags, _) => OXM_CLASS_EXPERIMENTER,
             _ => OXM_CLASS_BASIC,
         }
+    }
+
+    /// Register `n` (`reg0`..`reg15`).
+    pub fn reg(n: u8) -> Option<Field> {
+        REGS.get(usize::from(n)).copied()
+    }
+
+    /// The register's number, for a register.
+    pub fn register(self) -> Option<u8> {
+        REGS.iter().position(|&r| r == self).map(|n| n as u8)
     }
 
     /// The field of class `class` and number `code`, if it is one of ours
@@ -36,8 +59,9 @@ impl Field {
             OXM_CLASS_BASIC => Field::ALL
                 .get(usize::from(code))
                 .copied()
-                .filter(|f| *f != Field::TcpFlags),
+                .filter(|f| f.class() == OXM_CLASS_BASIC),
             OXM_CLASS_EXPERIMENTER if code == 42 => Some(Field::TcpFlags),
+            OXM_CLASS_NXM1 => Field::reg(code),
             _ => None,
         }
     }
@@ -46,7 +70,15 @@ impl Field {
     pub fn bytes(self) -> usize {
         use Field::*;
         match self {
-            InPort | InPhyPort | Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa | Ipv6Flabel | MplsLabel => 4,
+            InPort
+            | InPhyPort
+            | Ipv4Src
+            | Ipv4Dst
+            | ArpSpa
+            | ArpTpa
+            | Ipv6Flabel
+            | MplsLabel
+            | any_reg!() => 4,
             Metadata | TunnelId => 8,
             EthDst | EthSrc | ArpSha | ArpTha | Ipv6NdSll | Ipv6NdTll => 6,
             EthType | VlanVid | TcpSrc | TcpDst | UdpSrc | UdpDst | SctpSrc | SctpDst | ArpOp
@@ -82,35 +114,36 @@ impl Field {
     /// the codec carries.
     pub fn maskable(self) -> bool {
         use Field::*;
-        matches!(
-            self,
-            Metadata
-                | TcpSrc
-                | TcpDst
-                | UdpSrc
-                | UdpDst
-                | SctpSrc
-                | SctpDst
-                | Ipv6NdTarget
-                | Ipv6NdSll
-                | Ipv6NdTll
-                | EthDst
-                | EthSrc
-                | VlanVid
-                | Ipv4Src
-                | Ipv4Dst
-                | ArpSpa
-                | ArpTpa
-                | ArpSha
-                | ArpTha
-                | Ipv6Src
-                | Ipv6Dst
-                | Ipv6Flabel
-                | PbbIsid
-                | TunnelId
-                | Ipv6Exthdr
-                | TcpFlags
-        )
+        self.register().is_some()
+            || matches!(
+                self,
+                Metadata
+                    | TcpSrc
+                    | TcpDst
+                    | UdpSrc
+                    | UdpDst
+                    | SctpSrc
+                    | SctpDst
+                    | Ipv6NdTarget
+                    | Ipv6NdSll
+                    | Ipv6NdTll
+                    | EthDst
+                    | EthSrc
+                    | VlanVid
+                    | Ipv4Src
+                    | Ipv4Dst
+                    | ArpSpa
+                    | ArpTpa
+                    | ArpSha
+                    | ArpTha
+                    | Ipv6Src
+                    | Ipv6Dst
+                    | Ipv6Flabel
+                    | PbbIsid
+                    | TunnelId
+                    | Ipv6Exthdr
+                    | TcpFlags
+            )
     }
 
     /// All ones over the field's width.
@@ -121,6 +154,13 @@ impl Field {
     /// The specification's name without `OFPXMT_OFB_`, in lower case.
     pub fn name(self) -> &'static str {
         use Field::*;
+        const REG_NAMES: [&str; 16] = [
+            "reg0", "reg1", "reg2", "reg3", "reg4", "reg5", "reg6", "reg7", "reg8", "reg9",
+            "reg10", "reg11", "reg12", "reg13", "reg14", "reg15",
+        ];
+        if let Some(n) = self.register() {
+            return REG_NAMES[usize::from(n)];
+        }
         match self {
             InPort => "in_port",
             InPhyPort => "in_phy_port",
@@ -163,6 +203,7 @@ impl Field {
             TunnelId => "tunnel_id",
             Ipv6Exthdr => "ipv6_exthdr",
             TcpFlags => "tcp_flags",
+            any_reg!() => "reg",
         }
     }
 }

@@ -38,6 +38,7 @@ mod header;
 mod instruction;
 mod message;
 mod multipart;
+mod nx;
 mod ofctl;
 mod oxm;
 mod prereq;
@@ -47,10 +48,14 @@ mod wire;
 pub use action::action_type;
 pub use body::PORT_LEN;
 pub use decode_error::DecodeError;
-pub use field::{ONF_EXPERIMENTER, OXM_CLASS_BASIC, OXM_CLASS_EXPERIMENTER};
+pub use field::{ONF_EXPERIMENTER, OXM_CLASS_BASIC, OXM_CLASS_EXPERIMENTER, OXM_CLASS_NXM1};
 pub use header::{HEADER_LEN, Header, frame_len, msg_type, multipart_type};
 pub use instruction::instruction_type;
 pub use message::type_name;
+pub use nx::{
+    NX_VENDOR_ID, NxAction, RESUBMIT_IN_PORT, RESUBMIT_THIS_TABLE, SubField, field_of,
+    header_by_name, header_name, nx_subtype, oxm_header, preferred_header,
+};
 pub use ofctl::*;
 pub use oxm::MATCH_TYPE_OXM;
 pub use types::*;

@@ -3,7 +3,7 @@
 //! fields that say the packet has that protocol.
 
 use crate::decode_error::DecodeError;
-use crate::types::{Field, Match, VID_PRESENT, error};
+use crate::types::{Field, Match, VID_PRESENT, any_reg, error};
 
 const IPV4: u128 = 0x0800;
 const IPV6: u128 = 0x86dd;
@@ -39,7 +39,9 @@ fn need(f: Field) -> Need {
         Ipv6NdTll => Need::OneOf(Icmpv6Type, &[136]),
         MplsLabel | MplsTc | MplsBos => Need::OneOf(EthType, &[MPLS, MPLS_MC]),
         PbbIsid => Need::OneOf(EthType, &[PBB]),
-        InPort | Metadata | EthDst | EthSrc | EthType | VlanVid | TunnelId => Need::None,
+        InPort | Metadata | EthDst | EthSrc | EthType | VlanVid | TunnelId | any_reg!() => {
+            Need::None
+        }
     }
 }
 

@@ -37,19 +37,43 @@ pub const TABLE_ALL: u8 = 0xff;
 macro_rules! fields {
     ($($(#[$doc:meta])* $name:ident,)*) => {
         /// An OXM match field of class `OFPXMC_OPENFLOW_BASIC` (its `oxm_field`
-        /// number), and TCP flags (ONF's experimenter field, as OVS sends it for
-        /// OpenFlow 1.3).
+        /// number), TCP flags (ONF's experimenter field, as OVS sends it for
+        /// OpenFlow 1.3) and Open vSwitch's registers (class `NXM_NX`).
         #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
         pub enum Field {
             $($(#[$doc])* $name,)*
         }
 
         impl Field {
-            /// Every field, in `oxm_field` order (TCP flags last).
+            /// Every field, in `oxm_field` order (TCP flags, then the
+            /// registers, last).
             pub const ALL: &'static [Field] = &[$(Field::$name,)*];
         }
     };
 }
+
+/// Every register, as a pattern.
+macro_rules! any_reg {
+    () => {
+        $crate::types::Field::Reg0
+            | $crate::types::Field::Reg1
+            | $crate::types::Field::Reg2
+            | $crate::types::Field::Reg3
+            | $crate::types::Field::Reg4
+            | $crate::types::Field::Reg5
+            | $crate::types::Field::Reg6
+            | $crate::types::Field::Reg7
+            | $crate::types::Field::Reg8
+            | $crate::types::Field::Reg9
+            | $crate::types::Field::Reg10
+            | $crate::types::Field::Reg11
+            | $crate::types::Field::Reg12
+            | $crate::types::Field::Reg13
+            | $crate::types::Field::Reg14
+            | $crate::types::Field::Reg15
+    };
+}
+pub(crate) use any_reg;
 
 fields! {
     InPort,
@@ -95,6 +119,24 @@ fields! {
     /// `ONFOXM_ET_TCP_FLAGS` (experimenter 0x4f4e4600, field 42), 12 bits
     /// in 2 bytes.
     TcpFlags,
+    /// Open vSwitch's registers `NXM_NX_REG0..15` (class 1, fields 0-15,
+    /// 32 bits): scratch space of a packet's pipeline, zero when it comes in.
+    Reg0,
+    Reg1,
+    Reg2,
+    Reg3,
+    Reg4,
+    Reg5,
+    Reg6,
+    Reg7,
+    Reg8,
+    Reg9,
+    Reg10,
+    Reg11,
+    Reg12,
+    Reg13,
+    Reg14,
+    Reg15,
 }
 
 /// `OFPVID_PRESENT`: the bit of `vlan_vid` that says a tag is there.
@@ -139,6 +181,10 @@ pub enum Action {
     SetField(Oxm),
     PushPbb(u16),
     PopPbb,
+    /// A Nicira (Open vSwitch) action: an experimenter action of vendor
+    /// [`NX_VENDOR_ID`](crate::NX_VENDOR_ID) whose subtype this crate knows.
+    Nx(crate::nx::NxAction),
+    /// Any other experimenter action, its bytes after the id kept.
     Experimenter {
         experimenter: u32,
         data: Vec<u8>,

@@ -119,10 +119,14 @@ fn oxm_errors() {
         error::BAD_MATCH_BAD_FIELD,
     );
     refused(
-        &raw_flow_mod(&[0x00, 1, 0, 4, 0, 0, 0, 1], &[]),
+        &raw_flow_mod(&[0x00, 1, 40 << 1, 4, 0, 0, 0, 1], &[]),
         error::BAD_MATCH,
         error::BAD_MATCH_BAD_FIELD,
     );
+    // Class 1 fields 0-15 are Open vSwitch's registers (NXM_NX_REG0..15).
+    let (_, m) = Message::decode(&raw_flow_mod(&[0x00, 1, 0, 4, 0, 0, 0, 1], &[])).unwrap();
+    let Message::FlowMod(f) = m else { panic!() };
+    assert_eq!(f.matcher.fields, vec![Oxm::exact(Field::Reg0, 1)]);
     refused(
         &raw_flow_mod(&[0xff, 0xff, 42 << 1, 6, 0, 0, 0x23, 0x20, 0, 2], &[]),
         error::BAD_MATCH,
@@ -322,6 +326,29 @@ fn action_errors() {
         &raw_actions(&[0, 25, 0, 16, 0x80, 0, 0x0c, 2, 0xff, 0xff, 0, 0, 0, 0, 0, 0]),
         error::BAD_ACTION,
         error::BAD_ACTION_BAD_SET_ARGUMENT,
+    );
+    // Nicira actions whose subfields name unknown fields or bits outside
+    // theirs, or whose value does not fit, are refused; a cut one too.
+    let load = |ofs_nbits: u16, header: u32, value: u64| {
+        let mut a = vec![0xff, 0xff, 0, 24, 0, 0, 0x23, 0x20, 0, 7];
+        a.extend_from_slice(&ofs_nbits.to_be_bytes());
+        a.extend_from_slice(&header.to_be_bytes());
+        a.extend_from_slice(&value.to_be_bytes());
+        raw_actions(&a)
+    };
+    let reg0 = 0x0001_0004;
+    assert!(Message::decode(&load(15, reg0, 5)).is_ok());
+    for bad in [
+        load(15, 0x0001_7004, 5),
+        load(20 << 6 | 15, reg0, 5),
+        load(3, reg0, 0x10),
+    ] {
+        refused(&bad, error::BAD_ACTION, error::BAD_ACTION_BAD_ARGUMENT);
+    }
+    refused(
+        &raw_actions(&[0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 0, 7, 0, 15, 0, 1, 0, 4]),
+        error::BAD_ACTION,
+        error::BAD_ACTION_BAD_LEN,
     );
     // Experimenter ids and data are kept.
     let exp = [0xff, 0xff, 0, 16, 0, 0, 0x23, 0x20, 1, 2, 3, 4, 5, 6, 7, 8];

@@ -63,6 +63,13 @@ const FLOWS: &[&str] = &[
     "udp,tp_src=0x50/0xfff0,in_port=7,actions=output:65534",
     "tcp6,ipv6_src=2001:db8::/32,tp_dst=443,tcp_flags=+syn,actions=output:3,goto_table:4",
     "dl_src=aa:bb:cc:dd:ee:ff,dl_dst=ff:ff:ff:ff:ff:ff,arp,arp_tpa=10.0.0.1,actions=NORMAL",
+    // Nicira extensions: registers, resubmit, load, move, note.
+    "reg0=5,reg15=0x5/0xff,reg3=0x10,actions=drop",
+    "ip,reg1=0x7,tun_id=0x1,actions=resubmit(,3),resubmit:2,resubmit(IN_PORT,4),resubmit(1,2)",
+    "actions=load:0x5->NXM_NX_REG0[0..15],load:0x1->reg2[1],load:0->NXM_OF_VLAN_TCI[],load:0x5->OXM_OF_METADATA[0..3]",
+    "actions=move:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],move:reg0[0..15]->reg1[16..31]",
+    "ip,actions=move:OXM_OF_IPV4_SRC[]->reg0[],move:NXM_OF_IP_SRC[0..7]->NXM_NX_REG0[8..15],load:7->NXM_OF_IP_DST[]",
+    "actions=note:01.02.03,note:,note:0102030405060708,set_field:5->reg1,load:0x5->OXM_OF_IN_PORT[]",
 ];
 
 /// `ovs-ofctl -O OpenFlow13 parse-flow FLOW`'s flow-mod line after

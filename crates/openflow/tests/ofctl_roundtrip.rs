@@ -128,6 +128,11 @@ fn random_match(rng: &mut Rng) -> Match {
     f2.extend(eth.map(|e| exact(EthType, e)));
     f2.extend(proto.map(|p| exact(IpProto, p)));
     f.extend(f2);
+    for n in 0..16 {
+        if rng.below(8) == 0 {
+            f.extend(value(rng, Field::reg(n).unwrap(), 32, true));
+        }
+    }
     let mut maybe = |rng: &mut Rng, field, bits, maskable| {
         if rng.coin() {
             f.extend(value(rng, field, bits, maskable));
@@ -214,7 +219,7 @@ fn random_actions(rng: &mut Rng, m: &Match) -> Vec<Action> {
     };
     let mut out = Vec::new();
     for _ in 0..rng.below(6) {
-        match rng.below(14) {
+        match rng.below(16) {
             0 => {
                 // Numbers 0xff00-0xffff read as OpenFlow 1.0's reserved ports.
                 let p = rng.below(0xffff_ff00) as u32;
@@ -274,10 +279,53 @@ fn random_actions(rng: &mut Rng, m: &Match) -> Vec<Action> {
             }
             13 if has(Field::IpProto, 6) => out.push(set(Field::TcpDst, rng.bits(16))),
             13 if has(Field::IpProto, 17) => out.push(set(Field::UdpSrc, rng.bits(16))),
+            14 | 15 => out.push(Action::Nx(random_nx(rng))),
             _ => out.push(Action::PushMpls(0x8847)),
         }
     }
     out
+}
+
+/// A register subfield of random bits.
+fn random_reg_bits(rng: &mut Rng, n_bits: u16) -> SubField {
+    SubField {
+        header: oxm_header(Field::reg(rng.below(16) as u8).unwrap()),
+        ofs: rng.below(u64::from(33 - n_bits)) as u16,
+        n_bits,
+    }
+}
+
+fn random_nx(rng: &mut Rng) -> NxAction {
+    match rng.below(4) {
+        0 => {
+            let in_port = [port::IN_PORT, 1 + rng.below(0xfe00) as u32][rng.below(2) as usize];
+            let table = [None, Some(rng.below(255) as u8)][rng.below(2) as usize];
+            // resubmit(,) (own port, this table) is an endless loop that
+            // ovs-ofctl prints but refuses to read, as we do.
+            let table = table.or((in_port == port::IN_PORT).then_some(0));
+            NxAction::Resubmit { in_port, table }
+        }
+        1 => {
+            let n_bits = 1 + rng.below(32) as u16;
+            NxAction::RegLoad {
+                dst: random_reg_bits(rng, n_bits),
+                value: rng.bits(u32::from(n_bits)) as u64,
+            }
+        }
+        2 => {
+            let n_bits = 1 + rng.below(32) as u16;
+            NxAction::RegMove {
+                src: random_reg_bits(rng, n_bits),
+                dst: random_reg_bits(rng, n_bits),
+            }
+        }
+        _ => {
+            // Notes as the wire pads them (what a parse gives back).
+            let mut bytes: Vec<u8> = (0..rng.below(12)).map(|_| rng.bits(8) as u8).collect();
+            bytes.resize((10 + bytes.len()).next_multiple_of(8).max(16) - 10, 0);
+            NxAction::Note(bytes)
+        }
+    }
 }
 
 fn random_instructions(rng: &mut Rng, m: &Match) -> Vec<Instruction> {

@@ -3,11 +3,12 @@
 //! (ports, bytes, packet-ins) as the OpenFlow tables translating each
 //! packet alone, through random flow tables changed by random flow-mods
 //! and group-mods (revalidation) and timeouts (expiry), and the OpenFlow
-//! counters agree once the datapath's counts are pushed.
+//! counters agree once the datapath's counts are pushed. The flows use
+//! registers (matched, loaded, moved from the packet's bits) and resubmit.
 
 use openflow::{
     Action, Bucket, Field, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType,
-    Instruction, Match, Oxm, Port, port,
+    Instruction, Match, NxAction, Oxm, Port, SubField, header_by_name, oxm_header, port,
 };
 use proptest::prelude::*;
 use switch::flow::extract;
@@ -46,9 +47,13 @@ fn a_match() -> impl Strategy<Value = Match> {
         prop::option::of(0usize..3),
         prop::option::of(prop::sample::select(vec![0u16, 0x1000 | 10, 0x1000 | 20])),
         prop::option::of(0u64..3),
+        prop::option::of(0u64..3),
     )
-        .prop_map(|(in_port, proto, dst, tp, vlan, meta)| {
+        .prop_map(|(in_port, proto, dst, tp, vlan, meta, reg0)| {
             let mut f = Vec::new();
+            if let Some(r) = reg0 {
+                f.push(oxm(Field::Reg0, u128::from(r), None));
+            }
             if let Some(p) = in_port {
                 f.push(oxm(Field::InPort, u128::from(p), None));
             }
@@ -83,9 +88,9 @@ fn a_match() -> impl Strategy<Value = Match> {
         })
 }
 
-fn an_action(groups: bool) -> impl Strategy<Value = Action> {
+fn an_action(groups: bool) -> BoxedStrategy<Action> {
     let out = prop::sample::select(vec![1u32, 2, 3, 4, port::IN_PORT, port::FLOOD, port::ALL]);
-    prop_oneof![
+    let base = prop_oneof![
         4 => out.prop_map(|p| Action::Output { port: p, max_len: 0 }),
         1 => Just(Action::Output { port: port::CONTROLLER, max_len: 0xffff }),
         1 => (0usize..4).prop_map(|a| Action::SetField(oxm(Field::Ipv4Dst, u128::from(ADDRS[a]), None))),
@@ -95,8 +100,40 @@ fn an_action(groups: bool) -> impl Strategy<Value = Action> {
         1 => Just(Action::PushVlan(0x8100)),
         1 => Just(Action::PopVlan),
         1 => Just(Action::DecNwTtl),
-        if groups { 1 } else { 0 } => (1u32..3).prop_map(Action::Group),
-    ]
+        1 => (0u64..3).prop_map(|v| nx(NxAction::RegLoad { dst: reg0(0, 32), value: v })),
+        // Registers from the packet's bits: the megaflow must match them.
+        1 => Just(nx(NxAction::RegMove {
+            src: SubField { header: header_by_name("NXM_OF_IP_DST").unwrap(), ofs: 0, n_bits: 2 },
+            dst: reg0(0, 2),
+        })),
+        1 => Just(nx(NxAction::RegLoad {
+            dst: SubField { header: header_by_name("NXM_OF_IP_DST").unwrap(), ofs: 0, n_bits: 4 },
+            value: 5,
+        })),
+        1 => (prop::option::of(prop::sample::select(vec![1u32, 2])), prop::option::of(0u8..3))
+            .prop_map(|(p, table)| nx(NxAction::Resubmit {
+                in_port: p.unwrap_or(port::IN_PORT),
+                table: table.or(p.is_none().then_some(2)),
+            })),
+    ];
+    if groups {
+        prop_oneof![14 => base, 1 => (1u32..3).prop_map(Action::Group)].boxed()
+    } else {
+        base.boxed()
+    }
+}
+
+fn nx(a: NxAction) -> Action {
+    Action::Nx(a)
+}
+
+/// Bits of register 0.
+fn reg0(ofs: u16, n_bits: u16) -> SubField {
+    SubField {
+        header: oxm_header(Field::Reg0),
+        ofs,
+        n_bits,
+    }
 }
 
 fn instructions(table: u8) -> impl Strategy<Value = Vec<Instruction>> {
@@ -402,4 +439,47 @@ fn repeated_packets_hit_the_caches_and_a_flow_mod_revalidates() {
     let counts = shared.with(|of| counters(of));
     assert!(counts.contains(&(0, 1, 0, 12, 12 * frame(80).len() as u64)));
     assert!(counts.contains(&(0, 5, 0, 1, frame(80).len() as u64)));
+}
+
+/// A register written from the packet's bits (`move`) and matched after a
+/// `resubmit`: the megaflow matches exactly the bits moved, so packets
+/// that differ there never share one, and those that differ elsewhere do.
+/// A `resubmit` with a port looks up as if from that port; one that loops
+/// ends.
+#[test]
+fn registers_from_packet_bits_keep_megaflows_apart() {
+    let shared = Shared::new(switch_ofproto());
+    for flow in [
+        "table=0,ip,in_port=1,actions=move:NXM_OF_IP_DST[0..1]->NXM_NX_REG0[0..1],resubmit(,1)",
+        "table=1,reg0=1,actions=output:2",
+        "table=1,reg0=2,actions=output:3",
+        "table=1,priority=0,actions=output:4",
+        "table=0,in_port=3,actions=resubmit(1,2)",
+        "table=2,in_port=1,actions=output:4",
+        "table=0,in_port=4,actions=resubmit(,0),output:1",
+    ] {
+        let fm = openflow::parse_flow(flow, FlowModCommand::Add).unwrap();
+        shared.with(|of| of.flow_mod(&fm, 0)).unwrap();
+    }
+    let mut dp = Datapath::new(CacheOptions::default());
+    let frame = |dst: &str| packet::Builder::tcp("10.9.9.9", dst, 5, 80).build();
+    let out = |dp: &mut Datapath, dst: &str, in_port: u32| {
+        let mut seen = Seen::default();
+        dp.process(&frame(dst), in_port, 0, &shared, &mut seen);
+        seen.0.iter().map(|s| s.0).collect::<Vec<_>>()
+    };
+    assert_eq!(out(&mut dp, "10.0.0.1", 1), vec![2]);
+    assert_eq!(out(&mut dp, "10.0.1.2", 1), vec![3]);
+    assert_eq!(out(&mut dp, "10.1.0.0", 1), vec![4]);
+    assert_eq!(dp.megaflows().count(), 3);
+    // The same two low bits as 10.0.0.1: its megaflow.
+    assert_eq!(out(&mut dp, "10.0.0.5", 1), vec![2]);
+    assert_eq!(out(&mut dp, "192.168.7.9", 1), vec![2]);
+    assert_eq!(dp.megaflows().count(), 3);
+    assert_eq!(dp.stats.upcalls, 3);
+    // From port 3, looked up in table 2 as if from port 1.
+    assert_eq!(out(&mut dp, "10.0.0.1", 3), vec![4]);
+    // A resubmit loop ends, and the packet is dropped (as in OVS:
+    // "recursion too deep"), the output after the resubmit too.
+    assert_eq!(out(&mut dp, "10.0.0.1", 4), Vec::<u32>::new());
 }

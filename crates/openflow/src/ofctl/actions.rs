@@ -212,6 +212,10 @@ fn parse_action(tok: &Token, ctx: &mut Ctx, out: &mut Vec<Action>) -> Result<(),
         out.push(output(p));
         return Ok(());
     }
+    if let Some(a) = super::nx_text::parse(k, v, tok.paren, ctx.matcher, ctx.ports) {
+        out.push(a?);
+        return Ok(());
+    }
     if tok.paren && k != "controller" {
         return Err(OfctlError::UnknownAction(tok.key.to_string()));
     }

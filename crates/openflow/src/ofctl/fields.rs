@@ -4,7 +4,7 @@
 
 use super::OfctlError;
 use super::lexer::{self, Token};
-use crate::types::{Field, Match, Oxm, VID_PRESENT, port};
+use crate::types::{Field, Match, Oxm, VID_PRESENT, any_reg, port};
 use std::collections::BTreeMap;
 
 /// Resolves port names that are not OpenFlow's reserved ones.
@@ -83,6 +83,7 @@ pub(crate) fn name(f: Field) -> &'static str {
         TunnelId => "tun_id",
         Ipv6Exthdr => "ipv6_exthdr",
         TcpFlags => "tcp_flags",
+        any_reg!() => f.name(),
     }
 }
 
@@ -131,8 +132,17 @@ pub(crate) fn by_name(n: &str) -> Option<Field> {
         "tunnel_id" | "tun_id" => TunnelId,
         "ipv6_exthdr" => Ipv6Exthdr,
         "tcp_flags" => TcpFlags,
-        _ => return None,
+        _ => return reg_by_name(n),
     })
+}
+
+/// `reg0`..`reg15`.
+fn reg_by_name(n: &str) -> Option<Field> {
+    let k = n.strip_prefix("reg")?;
+    if k.len() > 1 && k.starts_with('0') {
+        return None;
+    }
+    Field::reg(k.parse().ok()?)
 }
 
 const RESERVED_PORTS: [(&str, u32); 9] = [
@@ -564,9 +574,15 @@ pub(crate) fn check_prereq(f: Field, fields: &[Oxm]) -> Result<(), OfctlError> {
         Ipv6NdTll => (icmp6_type == Some(136), "icmp6 with icmp_type=136"),
         MplsLabel | MplsTc | MplsBos => (matches!(eth, Some(0x8847 | 0x8848)), "mpls or mplsm"),
         PbbIsid => (eth == Some(0x88e7), "dl_type=0x88e7"),
-        InPort | InPhyPort | Metadata | EthDst | EthSrc | EthType | VlanVid | TunnelId => {
-            (true, "")
-        }
+        InPort
+        | InPhyPort
+        | Metadata
+        | EthDst
+        | EthSrc
+        | EthType
+        | VlanVid
+        | TunnelId
+        | any_reg!() => (true, ""),
     };
     if ok {
         Ok(())

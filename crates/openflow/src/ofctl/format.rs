@@ -47,6 +47,7 @@ fn match_value(o: &Oxm) -> String {
             Field::Metadata | Field::TunnelId | Field::Ipv6Exthdr | Field::PbbIsid => {
                 hex(o.value, m)
             }
+            f if f.register().is_some() => hex(o.value, m),
             Field::Ipv6Flabel => match m {
                 None => format!("0x{:05x}", o.value),
                 Some(m) => format!("0x{:05x}/0x{m:05x}", o.value),
@@ -108,6 +109,11 @@ pub fn format_match(m: &Match) -> String {
             parts.push(format!("{label}={}", match_value(o)));
         }
     };
+    for n in 0..16 {
+        if let Some(r) = Field::reg(n) {
+            put(&mut parts, r, r.name());
+        }
+    }
     put(&mut parts, TunnelId, "tun_id");
     put(&mut parts, Metadata, "metadata");
     put(&mut parts, InPort, "in_port");
@@ -219,6 +225,7 @@ fn set_value(o: &Oxm) -> String {
             format!("0x{:x}", o.value)
         }
         (Kind::TcpFlags, _) => format!("0x{:x}", o.value),
+        (_, f) if f.register().is_some() => format!("0x{:x}", o.value),
         _ => o.value.to_string(),
     };
     match o.mask {
@@ -251,6 +258,7 @@ fn action_text(a: &Action) -> String {
         Action::SetField(o) => format!("set_field:{}->{}", set_value(o), name(o.field)),
         Action::PushPbb(e) => format!("push_pbb:0x{e:x}"),
         Action::PopPbb => "pop_pbb".into(),
+        Action::Nx(a) => super::nx_text::text(a),
         Action::Experimenter { experimenter, data } => {
             format!("experimenter(0x{experimenter:08x},{})", hex_bytes(data))
         }

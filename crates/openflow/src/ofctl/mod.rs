@@ -23,6 +23,7 @@ mod fields;
 mod flow;
 mod format;
 mod lexer;
+mod nx_text;
 
 pub use actions::{parse_group, parse_group_with_ports};
 pub use flow::{parse_flow, parse_flow_with_ports, parse_flows_file};

@@ -14,9 +14,35 @@ pub const WORDS: usize = 16;
 /// metadata) at the positions [`FieldSlot`] gives.
 pub type PackedKey = [u64; WORDS];
 
+/// Words of the key the OpenFlow tables look up: a packet's [`WORDS`], then
+/// Open vSwitch's sixteen 32-bit registers, two to a word.
+pub const PIPELINE_WORDS: usize = WORDS + 8;
+
+/// A packet's key as the OpenFlow pipeline sees it: its fields, then the
+/// registers its actions wrote ([`slot::reg`]). The registers are zero
+/// when a packet comes in and are never part of a datapath flow: they are
+/// a function of the packet's fields that the translation read.
+pub type PipelineKey = [u64; PIPELINE_WORDS];
+
+/// `key` with all registers zero, as a packet enters the pipeline.
+pub fn pipeline_key(key: &PackedKey) -> PipelineKey {
+    let mut k = [0u64; PIPELINE_WORDS];
+    k[..WORDS].copy_from_slice(key);
+    k
+}
+
+/// The packet's part of a pipeline key (or mask): what a datapath flow
+/// holds.
+pub fn datapath_part(key: &PipelineKey) -> PackedKey {
+    let mut k = [0u64; WORDS];
+    k.copy_from_slice(&key[..WORDS]);
+    k
+}
+
 /// Where a field's bits are: `bits` bits of word `word` from bit `shift`
 /// (the field's least significant bit); 128-bit fields take two words,
-/// the high half first.
+/// the high half first. The same slot reads a [`PackedKey`] or a
+/// [`PipelineKey`] (registers only the latter).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct FieldSlot {
     pub word: usize,
@@ -40,7 +66,7 @@ impl FieldSlot {
 
     /// The field's value in `key`.
     #[inline]
-    pub fn get(self, key: &PackedKey) -> u128 {
+    pub fn get<const W: usize>(self, key: &[u64; W]) -> u128 {
         if self.bits > 64 {
             (u128::from(key[self.word]) << 64) | u128::from(key[self.word + 1])
         } else {
@@ -50,7 +76,7 @@ impl FieldSlot {
 
     /// Sets the field in `key` to `value` (bits past the field ignored).
     #[inline]
-    pub fn set(self, key: &mut PackedKey, value: u128) {
+    pub fn set<const W: usize>(self, key: &mut [u64; W], value: u128) {
         if self.bits > 64 {
             key[self.word] = (value >> 64) as u64;
             key[self.word + 1] = value as u64;
@@ -62,7 +88,7 @@ impl FieldSlot {
 
     /// Adds `mask` (the field's bits that matter) to a key-wide mask.
     #[inline]
-    pub fn or_mask(self, key_mask: &mut PackedKey, mask: u128) {
+    pub fn or_mask<const W: usize>(self, key_mask: &mut [u64; W], mask: u128) {
         let mask = mask & self.low_mask();
         if self.bits > 64 {
             key_mask[self.word] |= (mask >> 64) as u64;
@@ -74,7 +100,7 @@ impl FieldSlot {
 
     /// The whole field in a key-wide mask.
     #[inline]
-    pub fn or_all(self, key_mask: &mut PackedKey) {
+    pub fn or_all<const W: usize>(self, key_mask: &mut [u64; W]) {
         self.or_mask(key_mask, u128::MAX);
     }
 }
@@ -123,6 +149,12 @@ pub mod slot {
     pub const ND_TARGET: FieldSlot = FieldSlot::new(12, 0, 128);
     pub const IPV6_FLABEL: FieldSlot = FieldSlot::new(14, 0, 20);
     pub const TUNNEL_ID: FieldSlot = FieldSlot::new(15, 0, 64);
+
+    /// Register `n` (0-15) of a [`PipelineKey`](super::PipelineKey).
+    pub const fn reg(n: u8) -> FieldSlot {
+        let n = n as usize % 16;
+        FieldSlot::new(super::WORDS + n / 2, if n.is_multiple_of(2) { 32 } else { 0 }, 32)
+    }
 }
 
 /// Where an OpenFlow match field lives in the key; `None` for fields this
@@ -156,7 +188,19 @@ pub fn slot_of(field: Field) -> Option<FieldSlot> {
         TunnelId => slot::TUNNEL_ID,
         TcpFlags => slot::TCP_FLAGS,
         MplsLabel | MplsTc | MplsBos | PbbIsid | Ipv6Exthdr => return None,
+        // Not the packet's: see `pipeline_slot_of`.
+        Reg0 | Reg1 | Reg2 | Reg3 | Reg4 | Reg5 | Reg6 | Reg7 | Reg8 | Reg9 | Reg10 | Reg11
+        | Reg12 | Reg13 | Reg14 | Reg15 => return None,
     })
+}
+
+/// Where a field lives in a [`PipelineKey`]: the packet's fields as
+/// [`slot_of`] says, and the registers.
+pub fn pipeline_slot_of(field: Field) -> Option<FieldSlot> {
+    match field.register() {
+        Some(n) => Some(slot::reg(n)),
+        None => slot_of(field),
+    }
 }
 
 /// `key` with only the bits of `mask`.

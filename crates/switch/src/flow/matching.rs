@@ -2,16 +2,16 @@
 
 use openflow::{Match, error};
 
-use super::key::{PackedKey, WORDS, slot_of};
+use super::key::{PIPELINE_WORDS, PipelineKey, pipeline_slot_of};
 use crate::error::OfError;
 
 /// The mask and (masked) value of `m`: a key matches when its bits under
 /// the mask equal the value.
-pub fn key_match(m: &Match) -> Result<(PackedKey, PackedKey), OfError> {
-    let mut mask = [0u64; WORDS];
-    let mut value = [0u64; WORDS];
+pub fn key_match(m: &Match) -> Result<(PipelineKey, PipelineKey), OfError> {
+    let mut mask = [0u64; PIPELINE_WORDS];
+    let mut value = [0u64; PIPELINE_WORDS];
     for oxm in &m.fields {
-        let slot = slot_of(oxm.field).ok_or_else(|| {
+        let slot = pipeline_slot_of(oxm.field).ok_or_else(|| {
             OfError::new(
                 error::BAD_MATCH,
                 error::BAD_MATCH_BAD_FIELD,
@@ -22,11 +22,11 @@ pub fn key_match(m: &Match) -> Result<(PackedKey, PackedKey), OfError> {
             )
         })?;
         let field_mask = oxm.mask.unwrap_or(u128::MAX);
-        let mut m1 = [0u64; WORDS];
+        let mut m1 = [0u64; PIPELINE_WORDS];
         slot.or_mask(&mut m1, field_mask);
-        let mut v1 = [0u64; WORDS];
+        let mut v1 = [0u64; PIPELINE_WORDS];
         slot.set(&mut v1, oxm.value & field_mask);
-        for i in 0..WORDS {
+        for i in 0..PIPELINE_WORDS {
             mask[i] |= m1[i];
             value[i] |= v1[i] & m1[i];
         }
@@ -35,14 +35,15 @@ pub fn key_match(m: &Match) -> Result<(PackedKey, PackedKey), OfError> {
 }
 
 /// Whether some key matches both (mask, value) pairs.
-pub fn overlaps(a: &(PackedKey, PackedKey), b: &(PackedKey, PackedKey)) -> bool {
-    (0..WORDS).all(|i| (a.1[i] ^ b.1[i]) & a.0[i] & b.0[i] == 0)
+pub fn overlaps(a: &(PipelineKey, PipelineKey), b: &(PipelineKey, PipelineKey)) -> bool {
+    (0..PIPELINE_WORDS).all(|i| (a.1[i] ^ b.1[i]) & a.0[i] & b.0[i] == 0)
 }
 
 /// Whether every key `narrow` matches, `wide` matches too (`wide` is
 /// OpenFlow's non-strict match of a modify or delete).
-pub fn covers(wide: &(PackedKey, PackedKey), narrow: &(PackedKey, PackedKey)) -> bool {
-    (0..WORDS).all(|i| wide.0[i] & !narrow.0[i] == 0 && (narrow.1[i] ^ wide.1[i]) & wide.0[i] == 0)
+pub fn covers(wide: &(PipelineKey, PipelineKey), narrow: &(PipelineKey, PipelineKey)) -> bool {
+    (0..PIPELINE_WORDS)
+        .all(|i| wide.0[i] & !narrow.0[i] == 0 && (narrow.1[i] ^ wide.1[i]) & wide.0[i] == 0)
 }
 
 #[cfg(test)]
@@ -64,12 +65,12 @@ mod tests {
             ],
         };
         let kv = key_match(&m).unwrap();
-        let (mut k, _) = crate::flow::extract(&[], 1);
+        let mut k = crate::flow::pipeline_key(&crate::flow::extract(&[], 1).0);
         slot::ETH_TYPE.set(&mut k, 0x0800);
         slot::NW_DST.set(&mut k, 0x0a01_0203);
-        assert!((0..WORDS).all(|i| k[i] & kv.0[i] == kv.1[i]));
+        assert!((0..PIPELINE_WORDS).all(|i| k[i] & kv.0[i] == kv.1[i]));
         slot::NW_DST.set(&mut k, 0x0b01_0203);
-        assert!(!(0..WORDS).all(|i| k[i] & kv.0[i] == kv.1[i]));
+        assert!(!(0..PIPELINE_WORDS).all(|i| k[i] & kv.0[i] == kv.1[i]));
     }
 
     #[test]

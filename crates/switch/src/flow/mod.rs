@@ -6,5 +6,8 @@ mod key;
 mod matching;
 
 pub use extract::*;
-pub use key::{FieldSlot, PackedKey, WORDS, masked, slot, slot_of};
+pub use key::{
+    FieldSlot, PIPELINE_WORDS, PackedKey, PipelineKey, WORDS, datapath_part, masked, pipeline_key,
+    pipeline_slot_of, slot, slot_of,
+};
 pub use matching::{covers, key_match, overlaps};

@@ -8,6 +8,7 @@ mod action_set;
 mod table;
 mod validate;
 mod xlate;
+mod xlate_nx;
 
 use std::collections::BTreeMap;
 
@@ -232,7 +233,10 @@ impl Ofproto {
 
     fn delete_users_of(&mut self, group: u32) -> Vec<Removed> {
         let sel = Selector {
-            key_match: ([0; crate::flow::WORDS], [0; crate::flow::WORDS]),
+            key_match: (
+                [0; crate::flow::PIPELINE_WORDS],
+                [0; crate::flow::PIPELINE_WORDS],
+            ),
             strict: None,
             cookie: 0,
             cookie_mask: 0,

@@ -9,13 +9,13 @@ use std::collections::HashMap;
 use openflow::{Action, FlowMod, Instruction, Match, flow_flags};
 use tss::{Rule, RuleId, Tss};
 
-use crate::flow::{PackedKey, WORDS, covers, key_match, overlaps};
+use crate::flow::{PIPELINE_WORDS, PipelineKey, covers, key_match, overlaps};
 
 /// A flow entry: what OpenFlow said, and its counters.
 #[derive(Clone, Debug)]
 pub struct FlowEntry {
     pub matcher: Match,
-    pub key_match: (PackedKey, PackedKey),
+    pub key_match: (PipelineKey, PipelineKey),
     pub priority: u16,
     pub cookie: u64,
     pub idle_timeout: u16,
@@ -69,7 +69,7 @@ impl FlowEntry {
 
 /// Which entries a modify, delete or stats request names.
 pub struct Selector {
-    pub key_match: (PackedKey, PackedKey),
+    pub key_match: (PipelineKey, PipelineKey),
     /// Strict: the same match and this priority.
     pub strict: Option<u16>,
     pub cookie: u64,
@@ -97,9 +97,9 @@ pub type RemovedReason = u8;
 
 #[derive(Default)]
 pub struct Table {
-    rules: Tss<WORDS, FlowEntry>,
+    rules: Tss<PIPELINE_WORDS, FlowEntry>,
     /// (mask, value, priority) -> the entry, for strict requests and adds.
-    exact: HashMap<(PackedKey, PackedKey, u16), RuleId>,
+    exact: HashMap<(PipelineKey, PipelineKey, u16), RuleId>,
     /// Entries with an idle or hard timeout: without any, expiry has
     /// nothing to look at (a big table of permanent flows is not walked
     /// once a second under the lock the packet threads wait on).
@@ -125,7 +125,11 @@ impl Table {
 
     /// The first entry matching `key`, adding what the lookup looked at to
     /// `seen`.
-    pub fn lookup(&self, key: &PackedKey, seen: &mut PackedKey) -> Option<(RuleId, &FlowEntry)> {
+    pub fn lookup(
+        &self,
+        key: &PipelineKey,
+        seen: &mut PipelineKey,
+    ) -> Option<(RuleId, &FlowEntry)> {
         self.rules
             .lookup_masks(key, seen)
             .map(|m| (m.id, m.payload))

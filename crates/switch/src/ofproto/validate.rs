@@ -2,7 +2,9 @@
 //! the OpenFlow error for the rest: refused when added, a request never
 //! fails later while packets run.
 
-use openflow::{Action, Field, GroupModCommand, GroupType, Instruction, error, port};
+use openflow::{
+    Action, Field, GroupModCommand, GroupType, Instruction, NxAction, SubField, error, port,
+};
 
 use super::{N_TABLES, Ofproto};
 use crate::OfError;
@@ -100,14 +102,9 @@ fn action(of: &Ofproto, a: &Action, packet_out: bool) -> Result<(), OfError> {
             ));
         }
         Action::PushVlan(_) => {}
+        Action::Nx(nx) => nicira(nx)?,
         Action::SetField(oxm) => {
-            let settable = oxm.field == Field::Metadata
-                || (crate::flow::slot_of(oxm.field).is_some()
-                    && !matches!(
-                        oxm.field,
-                        Field::InPort | Field::InPhyPort | Field::TunnelId | Field::TcpFlags
-                    ));
-            if !settable {
+            if !settable(oxm.field) {
                 return Err(bad_action(
                     error::BAD_ACTION_BAD_SET_TYPE,
                     format!("set_field of {:?} is not supported", oxm.field),
@@ -139,6 +136,49 @@ fn action(of: &Ofproto, a: &Action, packet_out: bool) -> Result<(), OfError> {
         }
     }
     Ok(())
+}
+
+/// Whether actions may write `field`: the metadata, the registers, and
+/// the header fields this switch parses but the port, tunnel id and TCP
+/// flags.
+fn settable(field: Field) -> bool {
+    field == Field::Metadata
+        || crate::flow::pipeline_slot_of(field).is_some()
+            && !matches!(
+                field,
+                Field::InPort | Field::InPhyPort | Field::TunnelId | Field::TcpFlags
+            )
+}
+
+/// A Nicira action: its subfields name fields this switch has, a `load`
+/// or `move` writes one it may write.
+fn nicira(a: &NxAction) -> Result<(), OfError> {
+    let known = |s: &SubField, what: &str| match s.field() {
+        Some(f) if crate::flow::pipeline_slot_of(f).is_some() => Ok(f),
+        _ => Err(bad_action(
+            error::BAD_ACTION_BAD_ARGUMENT,
+            format!("{what} {} is not a field this switch has", s.header_name()),
+        )),
+    };
+    let writable = |s: &SubField| {
+        let f = known(s, "destination")?;
+        if settable(f) {
+            Ok(())
+        } else {
+            Err(bad_action(
+                error::BAD_ACTION_BAD_SET_TYPE,
+                format!("{} cannot be written", s.header_name()),
+            ))
+        }
+    };
+    match a {
+        NxAction::Resubmit { .. } | NxAction::Note(_) => Ok(()),
+        NxAction::RegLoad { dst, .. } => writable(dst),
+        NxAction::RegMove { src, dst } => {
+            known(src, "source")?;
+            writable(dst)
+        }
+    }
 }
 
 /// A group-mod's buckets.

@@ -6,6 +6,11 @@
 //!
 //! The rule for soundness: whatever decides the result (a table lookup, a
 //! test of a field in an action) adds the bits it read to the mask first.
+//! Registers (Open vSwitch's `reg0..15`) are part of the key the tables
+//! look up ([`PipelineKey`]) but not of the megaflow: they start at zero
+//! and only actions write them, from constants or from fields whose bits
+//! the write adds to the mask, so the packet's bits under the mask decide
+//! them.
 
 use openflow::{Action, Field, GroupType, Instruction, packet_in_reason, port};
 use tss::RuleId;
@@ -14,7 +19,8 @@ use super::Ofproto;
 use super::action_set::ActionSet;
 use crate::flow::{
     ETH_TYPE_ARP, ETH_TYPE_IPV4, ETH_TYPE_IPV6, FRAG_LATER, FieldSlot, IPPROTO_ICMP,
-    IPPROTO_ICMPV6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, PackedKey, WORDS, slot, slot_of,
+    IPPROTO_ICMPV6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, PIPELINE_WORDS, PackedKey, PipelineKey,
+    datapath_part, pipeline_key, slot, slot_of,
 };
 use crate::odp::{DpAction, ToController};
 
@@ -48,20 +54,29 @@ const MAX_DEPTH: u32 = 16;
 /// `OFPC_INVALID_TTL_TO_CONTROLLER` in the switch config's flags.
 pub const INVALID_TTL_TO_CONTROLLER: u16 = 1 << 2;
 
-struct Xlate<'a> {
-    of: &'a Ofproto,
-    in_port: u32,
-    mask: PackedKey,
-    touched: Vec<Touch>,
+pub(super) struct Xlate<'a> {
+    pub(super) of: &'a Ofproto,
+    /// The port the packet came in on, as outputs see it (a `resubmit`
+    /// with a port changes it for its lookup and actions).
+    pub(super) in_port: u32,
+    pub(super) mask: PipelineKey,
+    pub(super) touched: Vec<Touch>,
+    /// The action set of the pipeline running (a `resubmit` writes to it).
+    pub(super) set: ActionSet,
+    /// Resubmits so far, against endless loops.
+    pub(super) resubmits: u32,
+    /// The translation went too deep: the packet is dropped, as Open
+    /// vSwitch drops it ("recursion too deep").
+    pub(super) too_deep: bool,
 }
 
 /// One branch of a translation: the flow as the actions so far changed
 /// it, and where its actions go.
-struct Branch {
-    flow: PackedKey,
-    actions: Vec<DpAction>,
+pub(super) struct Branch {
+    pub(super) flow: PipelineKey,
+    pub(super) actions: Vec<DpAction>,
     /// A failed TTL decrement ends the packet's processing.
-    halted: bool,
+    pub(super) halted: bool,
 }
 
 impl Ofproto {
@@ -77,13 +92,16 @@ impl Ofproto {
         let mut x = Xlate {
             of: self,
             in_port: slot::IN_PORT.get(key) as u32,
-            mask: [0; WORDS],
+            mask: [0; PIPELINE_WORDS],
             touched: Vec::new(),
+            set: ActionSet::default(),
+            resubmits: 0,
+            too_deep: false,
         };
         // Datapath flows always match the port a packet came in on.
         slot::IN_PORT.or_all(&mut x.mask);
         let mut b = Branch {
-            flow: *key,
+            flow: pipeline_key(key),
             actions: Vec::new(),
             halted: false,
         };
@@ -95,9 +113,12 @@ impl Ofproto {
                 }
             }
         }
+        if x.too_deep {
+            b.actions.clear();
+        }
         Translation {
             actions: b.actions,
-            mask: x.mask,
+            mask: datapath_part(&x.mask),
             touched: x.touched,
         }
     }
@@ -105,14 +126,34 @@ impl Ofproto {
 
 impl Xlate<'_> {
     /// The value of a field of `b`'s flow, marking it as looked at.
-    fn look(&mut self, b: &Branch, s: FieldSlot) -> u128 {
+    pub(super) fn look(&mut self, b: &Branch, s: FieldSlot) -> u128 {
         s.or_all(&mut self.mask);
         s.get(&b.flow)
     }
 
-    /// Runs the tables from `table` on `b`, then its action set.
+    /// Runs the tables from `table` on `b`, then its action set (a
+    /// pipeline of its own: an enclosing one's set is kept aside).
     fn pipeline(&mut self, b: &mut Branch, table: u8, depth: u32) {
-        let mut set = ActionSet::default();
+        let outer = std::mem::take(&mut self.set);
+        let last = self.tables(b, table, depth);
+        let set = std::mem::replace(&mut self.set, outer);
+        // A miss drops the packet, action set and all (OpenFlow 1.3).
+        let Some(ctx) = last.filter(|_| !b.halted) else {
+            return;
+        };
+        for a in set.in_order() {
+            self.action_in(b, &a, depth, false, ctx);
+            if b.halted {
+                return;
+            }
+        }
+    }
+
+    /// Runs the tables from `table` on `b`: each entry's instructions,
+    /// its actions applied and written into the action set, until one
+    /// entry has no `goto_table`: that entry's context, or `None` when a
+    /// lookup missed (or an action halted the packet).
+    pub(super) fn tables(&mut self, b: &mut Branch, table: u8, depth: u32) -> Option<Ctx> {
         let mut t = table;
         while let Some(tab) = self.of.tables.get(usize::from(t)) {
             let found = tab.lookup(&b.flow, &mut self.mask);
@@ -121,7 +162,7 @@ impl Xlate<'_> {
                 rule: found.map(|(id, _)| id),
             });
             // A miss with no table-miss entry drops (OpenFlow 1.3).
-            let Some((_, entry)) = found else { break };
+            let (_, entry) = found?;
             let miss = entry.is_table_miss();
             let cookie = entry.cookie;
             let mut next = None;
@@ -139,8 +180,8 @@ impl Xlate<'_> {
                             self.action_in(b, a, depth, false, ctx);
                         }
                     }
-                    Instruction::ClearActions => set = ActionSet::default(),
-                    Instruction::WriteActions(list) => set.write(list),
+                    Instruction::ClearActions => self.set = ActionSet::default(),
+                    Instruction::WriteActions(list) => self.set.write(list),
                     Instruction::WriteMetadata { metadata, mask } => {
                         let m = slot::METADATA.get(&b.flow) as u64;
                         let v = (m & !mask) | (metadata & mask);
@@ -150,27 +191,22 @@ impl Xlate<'_> {
                     Instruction::Meter(_) | Instruction::Experimenter { .. } => {}
                 }
                 if b.halted {
-                    return;
+                    return None;
                 }
             }
             match next {
                 Some(n) if n > t => t = n,
                 _ => {
-                    let ctx = Ctx {
+                    return Some(Ctx {
                         table: t,
                         cookie,
                         miss,
-                    };
-                    for a in set.in_order() {
-                        self.action_in(b, &a, depth, false, ctx);
-                        if b.halted {
-                            return;
-                        }
-                    }
-                    return;
+                    });
                 }
             }
         }
+        // A goto to a table that is not there.
+        None
     }
 
     fn action(&mut self, b: &mut Branch, a: &Action, depth: u32, packet_out: bool) {
@@ -182,7 +218,14 @@ impl Xlate<'_> {
         self.action_in(b, a, depth, packet_out, ctx);
     }
 
-    fn action_in(&mut self, b: &mut Branch, a: &Action, depth: u32, packet_out: bool, ctx: Ctx) {
+    pub(super) fn action_in(
+        &mut self,
+        b: &mut Branch,
+        a: &Action,
+        depth: u32,
+        packet_out: bool,
+        ctx: Ctx,
+    ) {
         if b.halted {
             return;
         }
@@ -190,7 +233,12 @@ impl Xlate<'_> {
             Action::Output { port: p, max_len } => {
                 self.output(b, *p, *max_len, depth, packet_out, ctx)
             }
+            Action::Nx(nx) => self.nx(b, nx, depth, ctx),
             Action::SetField(oxm) => {
+                if let Some(n) = oxm.field.register() {
+                    slot::reg(n).set(&mut b.flow, oxm.value);
+                    return;
+                }
                 if oxm.field == Field::Metadata {
                     slot::METADATA.set(&mut b.flow, oxm.value);
                     return;
@@ -377,7 +425,7 @@ impl Xlate<'_> {
 
     /// Whether a set-field of `field` applies to the packet: its header is
     /// there (the fields that say so are looked at).
-    fn applies(&mut self, b: &Branch, field: Field) -> bool {
+    pub(super) fn applies(&mut self, b: &Branch, field: Field) -> bool {
         use Field::*;
         let proto = |x: &mut Self| x.look(b, slot::NW_PROTO) as u8;
         match field {
@@ -415,10 +463,10 @@ impl Xlate<'_> {
 /// Where an action runs: its table, its entry's cookie, whether the
 /// entry is the table-miss entry (its packet-ins say `no_match`).
 #[derive(Copy, Clone)]
-struct Ctx {
-    table: u8,
-    cookie: u64,
-    miss: bool,
+pub(super) struct Ctx {
+    pub(super) table: u8,
+    pub(super) cookie: u64,
+    pub(super) miss: bool,
 }
 
 /// An entry's instructions in the order OpenFlow runs them.
