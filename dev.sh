@@ -24,7 +24,10 @@ cd "$(dirname "$0")"
 # AF_XDP benchmark's baseline, util-linux's setpriv for unprivileged checks,
 # nfdump (nfcapd) and tshark to check the IPFIX exporter against real collectors,
 # python3 for the live RTT test's TCP peers and the xPF RTT program's generator.
-# openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with;
+# openvswitch-common for ovs-ofctl, the OpenFlow client the switch is tested with,
+# and openvswitch-switch for Open vSwitch itself, which the tests run in sandboxes
+# of their own on its dummy datapath to compare with (its system service is not
+# started: no package service is, see setup_apt);
 # python3-venv for os-ken, the controller it is tested with; iputils-ping and
 # ethtool for the hosts of the switch's namespace tests; stress-ng to load
 # the cores under `./dev.sh stress-test`; lcov for genhtml, which draws the
@@ -34,7 +37,7 @@ APT_PACKAGES=(
     clang-19 llvm-19 clang-14
     libbpf-dev libelf-dev zlib1g-dev libpcap-dev libxdp-dev
     bpftool iproute2 procps tcpdump unzip util-linux
-    nfdump tshark python3 python3-venv openvswitch-common iputils-ping ethtool
+    nfdump tshark python3 python3-venv openvswitch-common openvswitch-switch iputils-ping ethtool
     fonts-dejavu-core stress-ng lcov
 )
 RUST_TOOLCHAIN=1.95.0
@@ -51,7 +54,17 @@ setup_apt() {
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)
     say "installing Debian packages: ${missing[*]}"
     "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    # Packages' services (Open vSwitch's switch, nfdump's collector) are not
+    # started: the tests start what they compare with themselves.
+    local policy=/usr/sbin/policy-rc.d made=0 status=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+        "${sudo[@]}" chmod +x "$policy"
+        made=1
+    fi
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" || status=$?
+    [ "$made" = 0 ] || "${sudo[@]}" rm -f "$policy"
+    return "$status"
 }
 
 setup_rust() {

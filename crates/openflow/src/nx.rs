@@ -19,6 +19,7 @@ pub mod nx_subtype {
     pub const REG_LOAD: u16 = 7;
     pub const NOTE: u16 = 8;
     pub const RESUBMIT_TABLE: u16 = 14;
+    pub const LEARN: u16 = 16;
 }
 use nx_subtype as st;
 
@@ -39,6 +40,8 @@ pub enum NxAction {
     RegMove { src: SubField, dst: SubField },
     /// Bytes that do nothing (a comment the controller reads back).
     Note(Vec<u8>),
+    /// Adds (or refreshes) a flow made from the packet's fields.
+    Learn(Box<crate::nx_learn::Learn>),
 }
 
 /// Bits `ofs..ofs + n_bits` of the field an NXM or OXM header names.
@@ -49,14 +52,19 @@ pub struct SubField {
     pub n_bits: u16,
 }
 
+/// `NXM_OF_IN_PORT`: OpenFlow 1.0's 16-bit port number.
+pub const NXM_OF_IN_PORT: u32 = 0x0000_0002;
+/// `NXM_OF_VLAN_TCI`: the 802.1Q TCI, its CFI bit set when a tag is there.
+pub const NXM_OF_VLAN_TCI: u32 = 0x0000_0802;
+
 /// NXM headers by name: class 0 (`NXM_OF_*`, OpenFlow 1.0's fields) and
 /// class 1 (`NXM_NX_*`), the field each reads and the bits it has.
 const NXM_FIELDS: &[(&str, u32, Option<Field>, u16)] = &[
-    ("NXM_OF_IN_PORT", 0x0000_0002, Some(Field::InPort), 16),
+    ("NXM_OF_IN_PORT", NXM_OF_IN_PORT, Some(Field::InPort), 16),
     ("NXM_OF_ETH_DST", 0x0000_0206, Some(Field::EthDst), 48),
     ("NXM_OF_ETH_SRC", 0x0000_0406, Some(Field::EthSrc), 48),
     ("NXM_OF_ETH_TYPE", 0x0000_0602, Some(Field::EthType), 16),
-    ("NXM_OF_VLAN_TCI", 0x0000_0802, None, 16),
+    ("NXM_OF_VLAN_TCI", NXM_OF_VLAN_TCI, None, 16),
     ("NXM_OF_IP_TOS", 0x0000_0a01, None, 8),
     ("NXM_OF_IP_PROTO", 0x0000_0c01, Some(Field::IpProto), 8),
     ("NXM_OF_IP_SRC", 0x0000_0e04, Some(Field::Ipv4Src), 32),
@@ -230,6 +238,7 @@ impl NxAction {
             NxAction::RegLoad { .. } => st::REG_LOAD,
             NxAction::RegMove { .. } => st::REG_MOVE,
             NxAction::Note(_) => st::NOTE,
+            NxAction::Learn(_) => st::LEARN,
         }
     }
 
@@ -256,6 +265,7 @@ impl NxAction {
                 out.u32(dst.header);
             }
             NxAction::Note(bytes) => out.extend_from_slice(bytes),
+            NxAction::Learn(l) => l.encode_body(out),
         }
     }
 
@@ -310,6 +320,7 @@ impl NxAction {
                 NxAction::RegMove { src, dst }
             }
             st::NOTE => NxAction::Note(b.rest().to_vec()),
+            st::LEARN => NxAction::Learn(Box::new(crate::nx_learn::Learn::decode_body(b, at)?)),
             _ => return Ok(None),
         };
         Ok(Some(a))

@@ -70,6 +70,10 @@ const FLOWS: &[&str] = &[
     "actions=move:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],move:reg0[0..15]->reg1[16..31]",
     "ip,actions=move:OXM_OF_IPV4_SRC[]->reg0[],move:NXM_OF_IP_SRC[0..7]->NXM_NX_REG0[8..15],load:7->NXM_OF_IP_DST[]",
     "actions=note:01.02.03,note:,note:0102030405060708,set_field:5->reg1,load:0x5->OXM_OF_IN_PORT[]",
+    "table=2 actions=learn(table=10, NXM_OF_VLAN_TCI[0..11], NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[], load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15]), resubmit(,3)",
+    "ip,actions=learn(table=1,idle_timeout=10,hard_timeout=20,priority=5,cookie=0x9,fin_idle_timeout=2,fin_hard_timeout=3,send_flow_rem,delete_learned,dl_type=0x800,NXM_OF_IP_PROTO[]=6,NXM_OF_IP_SRC[]=NXM_OF_IP_DST[],load:0x5->NXM_NX_REG1[],output:NXM_OF_IN_PORT[])",
+    "actions=learn(NXM_OF_ETH_SRC[]=NXM_OF_ETH_DST[],load:NXM_NX_REG0[]->NXM_NX_REG1[],NXM_NX_REG2[0..3]=0x5,in_port=99)",
+    "actions=learn(eth_type=0x800,ip_dst=10.0.0.1,reg3=5,nw_proto=17,load:0->NXM_NX_REG4[])",
 ];
 
 /// `ovs-ofctl -O OpenFlow13 parse-flow FLOW`'s flow-mod line after

@@ -295,7 +295,37 @@ fn random_reg_bits(rng: &mut Rng, n_bits: u16) -> SubField {
     }
 }
 
+fn random_learn(rng: &mut Rng) -> Learn {
+    let mut l = Learn {
+        table_id: rng.below(255) as u8,
+        idle_timeout: rng.bits(16) as u16,
+        priority: rng.bits(16) as u16,
+        cookie: rng.next(),
+        flags: rng.bits(2) as u16,
+        ..Learn::default()
+    };
+    for _ in 0..rng.below(4) {
+        let n_bits = 1 + rng.below(32) as u16;
+        let dst = random_reg_bits(rng, n_bits);
+        let src = match rng.coin() {
+            true => LearnSrc::Field(random_reg_bits(rng, n_bits)),
+            false => LearnSrc::Value(rng.bits(u32::from(n_bits))),
+        };
+        l.specs.push(match rng.below(3) {
+            0 => LearnSpec::Match { dst, src },
+            1 => LearnSpec::Load { dst, src },
+            _ => LearnSpec::Output {
+                src: random_reg_bits(rng, 16),
+            },
+        });
+    }
+    l
+}
+
 fn random_nx(rng: &mut Rng) -> NxAction {
+    if rng.below(5) == 0 {
+        return NxAction::Learn(Box::new(random_learn(rng)));
+    }
     match rng.below(4) {
         0 => {
             let in_port = [port::IN_PORT, 1 + rng.below(0xfe00) as u32][rng.below(2) as usize];

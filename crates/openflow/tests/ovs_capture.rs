@@ -279,6 +279,8 @@ fn nicira_registers_and_actions_decode_as_our_parser_reads_them() {
         "reg0=5,reg3=0x10/0xf0,actions=resubmit(,2),resubmit:3,resubmit(1,2)",
         "actions=load:0x5->NXM_NX_REG0[0..15],load:0x1->reg2[1],move:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15]",
         "actions=move:NXM_NX_REG0[0..15]->NXM_NX_REG1[16..31],note:01.02.03,set_field:5->reg1",
+        "table=2,actions=learn(table=10,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15]),resubmit(,3)",
+        "ip,actions=learn(idle_timeout=10,priority=5,cookie=0x9,send_flow_rem,dl_type=0x800,NXM_OF_IP_SRC[]=NXM_OF_IP_DST[],load:0x5->NXM_NX_REG1[],output:NXM_OF_IN_PORT[],NXM_NX_REG2[0..3]=0x5)",
     ];
     for flow in flows {
         let theirs = one_flow_mod("add-flow", flow);

@@ -13,6 +13,8 @@
 //! - [`tool`]: tcpdump, tshark, nfdump/nfcapd and ovs-ofctl: is it there
 //!   (else a loud skip), run it, read what it said.
 //! - [`Scratch`] and [`temp_dir`]: directories of a test's own.
+//! - [`ovs::OvsSandbox`]: Open vSwitch on its dummy datapath in a scratch
+//!   directory, to compare the switch with (`ofproto/trace`, megaflows).
 //!
 //! ```
 //! let dir = testkit::Scratch::new("doc");
@@ -23,6 +25,7 @@
 mod captures;
 #[cfg(feature = "kernel")]
 pub mod netns;
+pub mod ovs;
 mod root;
 mod scratch;
 pub mod tool;

@@ -215,7 +215,7 @@ fn vlan_text(vid: Option<&Oxm>, pcp: Option<&Oxm>) -> Option<String> {
 }
 
 /// A set_field's value as `ovs-ofctl` prints it.
-fn set_value(o: &Oxm) -> String {
+pub(super) fn set_value(o: &Oxm) -> String {
     let (_, kind, _) = shape(o.field);
     let v = match (kind, o.field) {
         (Kind::Mac, _) => mac_text(o.value),

@@ -22,6 +22,7 @@ mod actions;
 mod fields;
 mod flow;
 mod format;
+mod learn_text;
 mod lexer;
 mod nx_text;
 

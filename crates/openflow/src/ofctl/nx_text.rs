@@ -95,6 +95,9 @@ pub(crate) fn parse(
         "load" => load(value, matcher),
         "move" => reg_move(value, matcher),
         "note" => note_bytes(value).map(note),
+        "learn" if paren => {
+            super::learn_text::parse_learn(value, ports).map(|l| NxAction::Learn(Box::new(l)))
+        }
         _ => return None,
     };
     Some(parsed.map(Action::Nx))
@@ -217,5 +220,6 @@ pub(crate) fn text(a: &NxAction) -> String {
             let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
             format!("note:{}", hex.join("."))
         }
+        NxAction::Learn(l) => super::learn_text::learn_text(l),
     }
 }

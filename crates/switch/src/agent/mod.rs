@@ -374,7 +374,12 @@ fn run_packet(
     actions: Option<&[openflow::Action]>,
 ) {
     let (key, layout) = extract(&data, in_port);
-    let t = core.shared.with(|of| of.translate_actions(&key, actions));
+    let now = core.now();
+    let t = core.shared.with(|of| {
+        let t = of.translate_actions(&key, actions);
+        of.learn(&t.learned, now);
+        t
+    });
     let mut frame = data;
     let ports = core.port_table();
     let mut out = CoreOutput {

@@ -24,7 +24,7 @@ use super::megaflow::{Counts, Megaflow, Offloaded};
 use super::offload::Offload;
 use crate::flow::{PackedKey, WORDS, extract};
 use crate::odp::DpAction;
-use crate::ofproto::{Ofproto, Touch};
+use crate::ofproto::{Ofproto, Touch, Translation};
 
 /// The OpenFlow tables shared by datapaths, and their version readable
 /// without the lock.
@@ -167,14 +167,19 @@ impl Datapath {
             Some(slot) => slot,
             None => {
                 self.stats.upcalls += 1;
-                let t = shared.with(|of| of.translate(&key));
+                // Flows `learn` made go in now, as the packet passes.
+                let t = shared.with(|of| {
+                    let t = of.translate(&key);
+                    of.learn(&t.learned, now);
+                    t
+                });
                 if !self.options.megaflows {
                     // No cache: the translation's counts go straight in.
                     shared.with(|of| of.credit(&t.touched, 1, frame.len() as u64, now));
                     self.run(frame, layout, in_port, &t.actions, out);
                     return;
                 }
-                self.install(key, t.mask, t.actions, t.touched, now)
+                self.install(key, t, now)
             }
         };
         self.count(slot, 1, frame.len() as u64, now);
@@ -244,14 +249,8 @@ impl Datapath {
         Some(slot)
     }
 
-    fn install(
-        &mut self,
-        key: PackedKey,
-        mask: PackedKey,
-        actions: Vec<DpAction>,
-        touched: Vec<Touch>,
-        now: u64,
-    ) -> u32 {
+    fn install(&mut self, key: PackedKey, t: Translation, now: u64) -> u32 {
+        let mask = t.mask;
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -260,8 +259,9 @@ impl Datapath {
                 (self.flows.len() - 1) as u32
             }
         };
-        let mut mf = Megaflow::new(key, mask, actions, now);
-        mf.touched = touched;
+        let mut mf = Megaflow::new(key, mask, t.actions, now);
+        mf.touched = t.touched;
+        mf.learned = t.learned;
         self.dpcls.insert(&mask, &mf.key, slot);
         if let Some(o) = &self.offload {
             mf.offloaded = o
@@ -347,6 +347,9 @@ impl Datapath {
                 && mf.unpushed.0 != 0
             {
                 of.credit(&mf.touched, mf.unpushed.0, mf.unpushed.1, mf.used_ns);
+                // Its packets learn again: the learned flows stay fresh
+                // (Open vSwitch's revalidators do the same).
+                of.learn(&mf.learned, mf.used_ns);
                 mf.unpushed = (0, 0);
             }
         }

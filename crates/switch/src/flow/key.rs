@@ -153,7 +153,11 @@ pub mod slot {
     /// Register `n` (0-15) of a [`PipelineKey`](super::PipelineKey).
     pub const fn reg(n: u8) -> FieldSlot {
         let n = n as usize % 16;
-        FieldSlot::new(super::WORDS + n / 2, if n.is_multiple_of(2) { 32 } else { 0 }, 32)
+        FieldSlot::new(
+            super::WORDS + n / 2,
+            if n.is_multiple_of(2) { 32 } else { 0 },
+            32,
+        )
     }
 }
 

@@ -19,7 +19,7 @@ use openflow::{
 
 pub use table::{FlowEntry, RemovedReason, Selector, Table};
 pub use validate::actions as validate_actions;
-pub use xlate::Touch;
+pub use xlate::{Touch, Translation};
 
 use crate::OfError;
 
@@ -161,6 +161,27 @@ impl Ofproto {
     }
 
     /// `table` or, for `OFPTT_ALL`, every table.
+    /// Adds the flows `learn` actions made in a translation at `now`; one
+    /// already there with the same actions is only refreshed (its idle and
+    /// hard timeouts start again, the tables' version stays, so the caches
+    /// are not revalidated), as Open vSwitch does. A flow the tables
+    /// refuse (prerequisites, a full table) is dropped, as OVS drops it.
+    pub fn learn(&mut self, learned: &[FlowMod], now: u64) {
+        for fm in learned {
+            let Some(table) = self.tables.get_mut(usize::from(fm.table_id)) else {
+                continue;
+            };
+            if let Some(e) = table.same_entry(fm) {
+                e.installed_ns = now;
+                e.used_ns = e.used_ns.max(now);
+                continue;
+            }
+            if fm.matcher.check_prerequisites().is_ok() {
+                let _ = self.flow_mod(fm, now);
+            }
+        }
+    }
+
     pub fn table_ids(&self, table: u8) -> std::ops::Range<u8> {
         if table == TABLE_ALL {
             0..N_TABLES

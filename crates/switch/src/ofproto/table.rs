@@ -197,6 +197,17 @@ impl Table {
         Ok(())
     }
 
+    /// The entry with exactly `fm`'s match and priority, if its
+    /// instructions are `fm`'s too: a `learn` that makes it again only
+    /// refreshes it.
+    pub fn same_entry(&mut self, fm: &FlowMod) -> Option<&mut FlowEntry> {
+        let km = key_match(&fm.matcher).ok()?;
+        let id = *self.exact.get(&(km.0, km.1, fm.priority))?;
+        self.rules
+            .get_mut(id)
+            .filter(|e| e.instructions == fm.instructions)
+    }
+
     /// Changes the instructions (and cookie) of the entries `sel` names;
     /// how many.
     pub fn modify(&mut self, sel: &Selector, fm: &FlowMod) -> usize {

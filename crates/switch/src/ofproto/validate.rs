@@ -3,7 +3,8 @@
 //! fails later while packets run.
 
 use openflow::{
-    Action, Field, GroupModCommand, GroupType, Instruction, NxAction, SubField, error, port,
+    Action, Field, GroupModCommand, GroupType, Instruction, LearnSpec, LearnSrc, NxAction,
+    SubField, error, port,
 };
 
 use super::{N_TABLES, Ofproto};
@@ -171,8 +172,50 @@ fn nicira(a: &NxAction) -> Result<(), OfError> {
             ))
         }
     };
+    // The TCI has no OXM field of its own; it is read (and learned) whole.
+    let readable = |s: &SubField, what: &str| match s.header {
+        openflow::NXM_OF_VLAN_TCI => Ok(()),
+        _ => known(s, what).map(|_| ()),
+    };
     match a {
         NxAction::Resubmit { .. } | NxAction::Note(_) => Ok(()),
+        NxAction::Learn(l) => {
+            if l.table_id >= N_TABLES {
+                return Err(bad_action(
+                    error::BAD_ACTION_BAD_ARGUMENT,
+                    format!(
+                        "learn into table {}: this switch has {N_TABLES}",
+                        l.table_id
+                    ),
+                ));
+            }
+            for spec in &l.specs {
+                let src = match spec {
+                    LearnSpec::Match { dst, src } => {
+                        readable(dst, "learned match")?;
+                        src
+                    }
+                    LearnSpec::Load { dst, src } => {
+                        writable(dst)?;
+                        if dst.n_bits > 64 {
+                            return Err(bad_action(
+                                error::BAD_ACTION_BAD_ARGUMENT,
+                                format!("learned load of {} bits (at most 64)", dst.n_bits),
+                            ));
+                        }
+                        src
+                    }
+                    LearnSpec::Output { src } => {
+                        readable(src, "learned output port")?;
+                        continue;
+                    }
+                };
+                if let LearnSrc::Field(s) = src {
+                    readable(s, "learn source")?;
+                }
+            }
+            Ok(())
+        }
         NxAction::RegLoad { dst, .. } => writable(dst),
         NxAction::RegMove { src, dst } => {
             known(src, "source")?;

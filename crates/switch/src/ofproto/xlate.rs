@@ -46,6 +46,9 @@ pub struct Translation {
     /// The key bits the translation depended on.
     pub mask: PackedKey,
     pub touched: Vec<Touch>,
+    /// Flows `learn` actions made, for the caller to add
+    /// ([`Ofproto::learn`]) when the packet really passes.
+    pub learned: Vec<openflow::FlowMod>,
 }
 
 /// How deep groups and `output:TABLE` may nest.
@@ -68,6 +71,8 @@ pub(super) struct Xlate<'a> {
     /// The translation went too deep: the packet is dropped, as Open
     /// vSwitch drops it ("recursion too deep").
     pub(super) too_deep: bool,
+    /// Flows made by `learn` actions.
+    pub(super) learned: Vec<openflow::FlowMod>,
 }
 
 /// One branch of a translation: the flow as the actions so far changed
@@ -97,6 +102,7 @@ impl Ofproto {
             set: ActionSet::default(),
             resubmits: 0,
             too_deep: false,
+            learned: Vec::new(),
         };
         // Datapath flows always match the port a packet came in on.
         slot::IN_PORT.or_all(&mut x.mask);
@@ -120,6 +126,7 @@ impl Ofproto {
             actions: b.actions,
             mask: datapath_part(&x.mask),
             touched: x.touched,
+            learned: x.learned,
         }
     }
 }

@@ -1,10 +1,15 @@
 //! The Nicira actions in a translation, as Open vSwitch runs them:
 //! `resubmit` looks the packet up again in a table (as if it came in on
 //! another port, for that lookup and its actions), `load` and `move`
-//! write bits of a register, the metadata or a header field, `note` does
-//! nothing. Reading a field for `move` adds its bits to the megaflow mask.
+//! write bits of a register, the metadata or a header field, `learn`
+//! makes a flow from the packet's fields (added by the caller once the
+//! packet passes), `note` does nothing. Reading a field for `move` or
+//! `learn` adds its bits to the megaflow mask.
 
-use openflow::{Action, Field, NxAction, Oxm, SubField, port};
+use openflow::{
+    Action, Field, FlowMod, FlowModCommand, Instruction, Learn, LearnSpec, LearnSrc, Match,
+    NXM_OF_IN_PORT, NXM_OF_VLAN_TCI, NxAction, Oxm, SubField, flow_flags, learn_flags, port,
+};
 
 use super::xlate::{Branch, Ctx, Xlate};
 use crate::flow::{FieldSlot, pipeline_slot_of, slot};
@@ -39,6 +44,11 @@ impl Xlate<'_> {
                 }
             }
             NxAction::Note(_) => {}
+            NxAction::Learn(l) => {
+                if let Some(fm) = self.learn(b, l) {
+                    self.learned.push(fm);
+                }
+            }
         }
     }
 
@@ -67,9 +77,12 @@ impl Xlate<'_> {
         Some((f, pipeline_slot_of(f)?))
     }
 
-    /// The bits of `src`, marked as looked at.
+    /// The bits of `src`, marked as looked at (the 802.1Q TCI too).
     fn read_bits(&mut self, b: &Branch, src: &SubField) -> Option<u128> {
-        let (_, s) = Self::slot(src)?;
+        let s = match src.header {
+            NXM_OF_VLAN_TCI => slot::VLAN_TCI,
+            _ => Self::slot(src)?.1,
+        };
         s.or_mask(&mut self.mask, src.mask());
         Some(low_bits(s.get(&b.flow) >> src.ofs, src.n_bits))
     }
@@ -103,4 +116,118 @@ impl Xlate<'_> {
         };
         self.action_in(b, &set, 0, false, ctx);
     }
+}
+
+impl Xlate<'_> {
+    /// The flow `l` makes of `b`'s packet; `None` when a spec cannot be
+    /// said as an OpenFlow 1.3 match (a part of a field OXM cannot mask).
+    fn learn(&mut self, b: &Branch, l: &Learn) -> Option<FlowMod> {
+        let mut fields: Vec<Oxm> = Vec::new();
+        let mut actions = Vec::new();
+        for spec in &l.specs {
+            match spec {
+                LearnSpec::Match { dst, src } => {
+                    let v = self.learn_value(b, src)?;
+                    learned_match(&mut fields, dst, v)?;
+                }
+                LearnSpec::Load { dst, src } => {
+                    let value = self.learn_value(b, src)?;
+                    actions.push(Action::Nx(NxAction::RegLoad {
+                        dst: *dst,
+                        value: u64::try_from(value).ok()?,
+                    }));
+                }
+                LearnSpec::Output { src } => {
+                    let p = self.read_bits(b, src)? as u32;
+                    let p = if src.header == NXM_OF_IN_PORT && p >= 0xff00 {
+                        0xffff_0000 | p
+                    } else {
+                        p
+                    };
+                    actions.push(Action::Output {
+                        port: p,
+                        max_len: 0,
+                    });
+                }
+            }
+        }
+        for o in &mut fields {
+            if o.mask == Some(o.field.full_mask()) {
+                o.mask = None;
+            }
+            if o.mask.is_some() && !o.field.maskable() {
+                return None;
+            }
+        }
+        let flags = if l.flags & learn_flags::SEND_FLOW_REM != 0 {
+            flow_flags::SEND_FLOW_REM
+        } else {
+            0
+        };
+        Some(FlowMod {
+            cookie: l.cookie,
+            cookie_mask: 0,
+            table_id: l.table_id,
+            command: FlowModCommand::Add,
+            idle_timeout: l.idle_timeout,
+            hard_timeout: l.hard_timeout,
+            priority: l.priority,
+            buffer_id: openflow::NO_BUFFER,
+            out_port: port::ANY,
+            out_group: openflow::group::ANY,
+            flags,
+            matcher: Match { fields },
+            instructions: match actions.is_empty() {
+                true => Vec::new(),
+                false => vec![Instruction::ApplyActions(actions)],
+            },
+        })
+    }
+
+    fn learn_value(&mut self, b: &Branch, src: &LearnSrc) -> Option<u128> {
+        match src {
+            LearnSrc::Field(s) => self.read_bits(b, s),
+            LearnSrc::Value(v) => Some(*v),
+        }
+    }
+}
+
+/// Adds "the bits of `dst` equal `value`" to a learned flow's match: the
+/// 802.1Q TCI as `vlan_vid` (its CFI bit is OpenFlow's present bit) and
+/// `vlan_pcp`; OpenFlow 1.0's 16-bit in_port as the 32-bit one.
+fn learned_match(fields: &mut Vec<Oxm>, dst: &SubField, value: u128) -> Option<()> {
+    let bits = low_bits(value, dst.n_bits) << dst.ofs;
+    let mask = dst.mask();
+    let mut put = |field: Field, value: u128, mask: u128| match fields
+        .iter_mut()
+        .find(|o| o.field == field)
+    {
+        Some(o) => {
+            o.value |= value & mask;
+            o.mask = o.mask.map(|m| m | mask);
+        }
+        None => fields.push(Oxm::masked(field, value & mask, mask)),
+    };
+    match dst.header {
+        NXM_OF_VLAN_TCI => {
+            if mask & 0x1fff != 0 {
+                put(Field::VlanVid, bits & 0x1fff, mask & 0x1fff);
+            }
+            match (mask >> 13) & 7 {
+                0 => {}
+                7 => put(Field::VlanPcp, (bits >> 13) & 7, 7),
+                _ => return None,
+            }
+        }
+        NXM_OF_IN_PORT if mask == 0xffff => {
+            let p = if bits >= 0xff00 {
+                0xffff_0000 | bits
+            } else {
+                bits
+            };
+            put(Field::InPort, p, Field::InPort.full_mask());
+        }
+        _ => put(dst.field()?, bits, mask),
+    }
+    Some(())
 }
