@@ -30,5 +30,5 @@ mod subtable;
 mod tss;
 
 pub use linear::Linear;
-pub use rule::{Key, LookupStats, Match, Rule, RuleId, RuleRef};
+pub use rule::{FieldBits, Key, LookupStats, Match, Rule, RuleId, RuleRef};
 pub use tss::Tss;

@@ -5,6 +5,17 @@
 /// A key: a fixed number `W` of 64-bit words (a flow key, a miniflow).
 pub type Key<const W: usize> = [u64; W];
 
+/// A field of the keys, for narrowing what a missed lookup looked at
+/// ([`Tss::with_fields`](crate::Tss::with_fields)): its bits in word
+/// `word`. A `prefix` field (an address, a port) may be told apart by its
+/// high bits alone; any other field is looked at whole.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FieldBits {
+    pub word: usize,
+    pub mask: u64,
+    pub prefix: bool,
+}
+
 /// Names a rule from its insertion until its removal; never reused by the
 /// classifier that gave it. Ids are given in insertion order.
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::bucket::Entry;
 use crate::hash::{WordState, Words};
-use crate::rule::{Key, LookupStats, Match, Rank, Rule, RuleId, RuleRef};
+use crate::rule::{FieldBits, Key, LookupStats, Match, Rank, Rule, RuleId, RuleRef};
 use crate::subtable::Subtable;
 
 /// A tuple-space search classifier over keys of `W` words, with payloads
@@ -25,6 +25,9 @@ pub struct Tss<const W: usize, V> {
     rules: HashMap<RuleId, (u32, Key<W>), WordState>,
     next_seq: u64,
     hasher: WordState,
+    /// The keys' fields, when [`lookup_masks`](Tss::lookup_masks) narrows
+    /// what a missed subtable adds ([`with_fields`](Tss::with_fields)).
+    fields: Vec<FieldBits>,
 }
 
 impl<const W: usize, V> Default for Tss<W, V> {
@@ -44,6 +47,20 @@ impl<const W: usize, V> Tss<W, V> {
             rules: HashMap::with_hasher(hasher),
             next_seq: 0,
             hasher,
+            fields: Vec::new(),
+        }
+    }
+
+    /// A classifier whose [`lookup_masks`](Tss::lookup_masks) adds, for a
+    /// subtable the key misses, only the bits that tell the key apart from
+    /// that subtable's rules (whole `fields`, or the high bits of prefix
+    /// ones), as Open vSwitch's staged lookup and prefix tries do: a port
+    /// scan past a rule on one port then needs one megaflow, not one per
+    /// port.
+    pub fn with_fields(fields: Vec<FieldBits>) -> Tss<W, V> {
+        Tss {
+            fields,
+            ..Tss::new()
         }
     }
 
@@ -127,11 +144,18 @@ impl<const W: usize, V> Tss<W, V> {
         (m, LookupStats { probed })
     }
 
-    /// [`lookup`](Tss::lookup), adding to `seen` the mask of every
-    /// subtable it probed: any key equal to `key` under `seen` has the same
-    /// result (Open vSwitch's wildcard tracking, which makes a megaflow).
+    /// [`lookup`](Tss::lookup), adding to `seen` what it looked at in
+    /// every subtable it probed (the subtable's mask, or with
+    /// [`with_fields`](Tss::with_fields) for a subtable the key missed the
+    /// part of it that told the key apart): any key equal to `key` under
+    /// `seen` has the same result (Open vSwitch's wildcard tracking, which
+    /// makes a megaflow).
     pub fn lookup_masks(&self, key: &Key<W>, seen: &mut Key<W>) -> Option<Match<'_, V>> {
-        self.search_with(key, |mask| {
+        self.search_with(key, |sub, hit| {
+            let mask = match hit || self.fields.is_empty() {
+                true => sub.mask,
+                false => sub.miss_mask(key, &self.fields),
+            };
             for i in 0..W {
                 seen[i] |= mask[i];
             }
@@ -141,14 +165,16 @@ impl<const W: usize, V> Tss<W, V> {
 
     #[inline]
     fn search(&self, key: &Key<W>) -> (Option<Match<'_, V>>, usize) {
-        self.search_with(key, |_| {})
+        self.search_with(key, |_, _| {})
     }
 
+    /// The search, telling `probed` of each subtable probed and whether
+    /// the key matched a rule there.
     #[inline]
     fn search_with(
         &self,
         key: &Key<W>,
-        mut probing: impl FnMut(&Key<W>),
+        mut probed_one: impl FnMut(&Subtable<W, V>, bool),
     ) -> (Option<Match<'_, V>>, usize) {
         let mut found: Option<&Entry<V>> = None;
         let mut probed = 0;
@@ -159,8 +185,9 @@ impl<const W: usize, V> Tss<W, V> {
                 break;
             }
             probed += 1;
-            probing(&sub.mask);
-            if let Some(e) = sub.probe(key)
+            let hit = sub.probe(key);
+            probed_one(sub, hit.is_some());
+            if let Some(e) = hit
                 && found.is_none_or(|f| e.rank < f.rank)
             {
                 found = Some(e);

@@ -1,10 +1,13 @@
 //! The tuple-space search gives the linear reference's first match, always:
 //! random rule sets over few and many masks (overlapping, at equal
 //! priorities, with removals, replacements and re-insertions) and random
-//! keys, half of them built to hit a rule.
+//! keys, half of them built to hit a rule. What a lookup says it looked at
+//! decides its result, also when a miss is narrowed to the fields that
+//! tell the key apart (`Tss::with_fields`): a key that agrees with the
+//! looked-at bits and with any rule elsewhere finds the same match.
 
 use proptest::prelude::*;
-use tss::{Key, Linear, Rule, RuleId, Tss};
+use tss::{FieldBits, Key, Linear, Rule, RuleId, Tss};
 
 const W: usize = 4;
 
@@ -159,11 +162,61 @@ impl Pair {
             assert_eq!(self.tss.lookup_masks(&key, &mut seen), t);
             let flipped: Key<W> = std::array::from_fn(|w| key[w] ^ !seen[w]);
             assert_eq!(self.tss.lookup(&flipped), t, "key {key:x?} seen {seen:x?}");
+            // The hardest keys: equal under `seen`, a rule's value elsewhere.
+            for r in self.linear.iter() {
+                let like: Key<W> =
+                    std::array::from_fn(|w| (key[w] & seen[w]) | (r.rule.value[w] & !seen[w]));
+                assert_eq!(
+                    self.tss.lookup(&like),
+                    t,
+                    "key {key:x?} seen {seen:x?} like {like:x?}"
+                );
+            }
         }
     }
 }
 
+/// Fields of the keys' words: whole words, halves or bytes, each a
+/// prefix field or not.
+fn fields() -> impl Strategy<Value = Vec<FieldBits>> {
+    prop::collection::vec((0u8..3, any::<u8>()), W).prop_map(|words| {
+        let mut out = Vec::new();
+        for (word, (split, prefixes)) in words.into_iter().enumerate() {
+            let parts: Vec<u64> = match split {
+                0 => vec![u64::MAX],
+                1 => vec![0xffff_ffff_0000_0000, 0xffff_ffff],
+                _ => (0..8).map(|b| 0xffu64 << (8 * b)).collect(),
+            };
+            for (i, mask) in parts.into_iter().enumerate() {
+                let prefix = (prefixes >> (i % 8)) & 1 == 1;
+                out.push(FieldBits { word, mask, prefix });
+            }
+        }
+        out
+    })
+}
+
 proptest! {
+    #[test]
+    fn narrowed_misses_decide_the_match(
+        fields in fields(),
+        masks in masks(),
+        ops in prop::collection::vec(op(), 1..60),
+        probes in probes(),
+    ) {
+        let mut pair = Pair {
+            tss: Tss::with_fields(fields),
+            linear: Linear::new(),
+            live: Vec::new(),
+            removed: Vec::new(),
+            next_payload: 0,
+        };
+        for op in &ops {
+            pair.apply(op, &masks);
+            pair.check(&probes);
+        }
+    }
+
     #[test]
     fn tss_matches_linear(
         masks in masks(),

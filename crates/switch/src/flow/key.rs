@@ -207,6 +207,52 @@ pub fn pipeline_slot_of(field: Field) -> Option<FieldSlot> {
     }
 }
 
+/// The fields of a [`PipelineKey`] for the classifier's narrowing of a
+/// miss (`tss::Tss::with_fields`), as Open vSwitch tracks them: IP
+/// addresses and transport ports by prefix (OVS's prefix and port tries),
+/// every other field whole (its staged lookup).
+pub fn classifier_fields() -> Vec<tss::FieldBits> {
+    use slot::*;
+    let whole = [
+        IN_PORT,
+        ETH_TYPE,
+        VLAN_TCI,
+        METADATA,
+        ETH_DST,
+        NW_PROTO,
+        NW_TOS,
+        ETH_SRC,
+        NW_TTL,
+        NW_FRAG,
+        TCP_FLAGS,
+        ARP_OP,
+        ARP_SHA,
+        ARP_THA,
+        ND_TARGET,
+        IPV6_FLABEL,
+        TUNNEL_ID,
+    ];
+    let prefix = [NW_SRC, NW_DST, TP_SRC, TP_DST, IPV6_SRC, IPV6_DST];
+    let regs = (0..16).map(reg);
+    let bits = |s: FieldSlot, prefix: bool| {
+        // A 128-bit field is two words, the high one first.
+        let words = if s.bits > 64 {
+            vec![(s.word, !0u64), (s.word + 1, !0u64)]
+        } else {
+            vec![(s.word, (s.low_mask() as u64) << s.shift)]
+        };
+        words
+            .into_iter()
+            .map(move |(word, mask)| tss::FieldBits { word, mask, prefix })
+    };
+    whole
+        .into_iter()
+        .chain(regs)
+        .flat_map(|s| bits(s, false))
+        .chain(prefix.into_iter().flat_map(|s| bits(s, true)))
+        .collect()
+}
+
 /// `key` with only the bits of `mask`.
 #[inline]
 pub fn masked(key: &PackedKey, mask: &PackedKey) -> PackedKey {

@@ -7,7 +7,7 @@ mod matching;
 
 pub use extract::*;
 pub use key::{
-    FieldSlot, PIPELINE_WORDS, PackedKey, PipelineKey, WORDS, datapath_part, masked, pipeline_key,
-    pipeline_slot_of, slot, slot_of,
+    FieldSlot, PIPELINE_WORDS, PackedKey, PipelineKey, WORDS, classifier_fields, datapath_part,
+    masked, pipeline_key, pipeline_slot_of, slot, slot_of,
 };
 pub use matching::{covers, key_match, overlaps};

@@ -95,7 +95,6 @@ impl Selector {
 /// Why an entry left its table (`ofp_flow_removed_reason`).
 pub type RemovedReason = u8;
 
-#[derive(Default)]
 pub struct Table {
     rules: Tss<PIPELINE_WORDS, FlowEntry>,
     /// (mask, value, priority) -> the entry, for strict requests and adds.
@@ -106,6 +105,20 @@ pub struct Table {
     timed: usize,
     pub lookups: u64,
     pub matched: u64,
+}
+
+impl Default for Table {
+    fn default() -> Table {
+        Table {
+            // A miss looks at what tells the packet apart from the rules
+            // only: megaflows as general as Open vSwitch's.
+            rules: Tss::with_fields(crate::flow::classifier_fields()),
+            exact: HashMap::default(),
+            timed: 0,
+            lookups: 0,
+            matched: 0,
+        }
+    }
 }
 
 /// The priority order of the classifier: lower first, so OpenFlow's
