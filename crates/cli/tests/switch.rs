@@ -112,3 +112,92 @@ fn a_bad_flows_file_names_the_line() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--vlan` and the NORMAL action over capture ports: p1 a trunk, p2 and
+/// p3 access ports of VLAN 20. A broadcast tagged 20 from p1 floods to p2
+/// and p3 untagged; the answer from p2 to the first frame's source goes
+/// back to p1 alone, tagged 20 (its source learned there).
+#[test]
+fn normal_with_access_and_trunk_ports() {
+    let dir = testkit::Scratch::new("switch-normal");
+    let write = |name: &str, frames: &[(u64, Vec<u8>)]| {
+        let path = dir.join(name);
+        let mut sink = capture::PcapSink::create(&path).unwrap();
+        for (ts, f) in frames {
+            sink.write(f, *ts).unwrap();
+        }
+        sink.finish().unwrap();
+        path
+    };
+    let ether = |src: u8, dst: [u8; 6], vlan: Option<u16>| {
+        let mut f = dst.to_vec();
+        f.extend_from_slice(&[2, 0, 0, 0, 0, src]);
+        if let Some(v) = vlan {
+            f.extend_from_slice(&[0x81, 0, (v >> 8) as u8, v as u8]);
+        }
+        f.extend_from_slice(&[0x88, 0xb5]);
+        f.extend_from_slice(&[0u8; 46]);
+        f
+    };
+    let first = ether(1, [0xff; 6], Some(20));
+    let answer = ether(2, [2, 0, 0, 0, 0, 1], None);
+    let p1in = write("p1in.pcap", &[(1_000_000_000, first.clone())]);
+    let p2in = write("p2in.pcap", &[(2_000_000_000, answer.clone())]);
+    let flows = dir.join("flows.txt");
+    std::fs::write(&flows, "actions=NORMAL\n").unwrap();
+    let out_of = |p: &str| dir.join(format!("{p}out.pcap"));
+    let out = sluice()
+        .args(["switch", "--flows"])
+        .arg(&flows)
+        .arg("--port")
+        .arg(format!(
+            "p1=pcap:{}:{}",
+            p1in.display(),
+            out_of("p1").display()
+        ))
+        .arg("--port")
+        .arg(format!(
+            "p2=pcap:{}:{}",
+            p2in.display(),
+            out_of("p2").display()
+        ))
+        .arg("--port")
+        .arg(format!("p3=pcap::{}", out_of("p3").display()))
+        .args(["--vlan", "p2 tag=20", "--vlan", "p3 tag=20"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames = |p: &str| {
+        let path = out_of(p);
+        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
+        let mut v = Vec::new();
+        while let Some(p) = r.next_packet() {
+            v.push(p.unwrap().data.into_owned());
+        }
+        v
+    };
+    let untagged_first = ether(1, [0xff; 6], None);
+    assert_eq!(frames("p2"), vec![untagged_first.clone()]);
+    assert_eq!(frames("p3"), vec![untagged_first]);
+    assert_eq!(frames("p1"), vec![ether(2, [2, 0, 0, 0, 0, 1], Some(20))]);
+    // A port the switch does not have, or a setting it does not know.
+    for bad in ["p9 tag=20", "p2 tag=5000", "p2 native=3"] {
+        let out = sluice()
+            .args(["switch", "--flows"])
+            .arg(&flows)
+            .arg("--port")
+            .arg(format!("p2=pcap:{}", p2in.display()))
+            .args(["--vlan", bad])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("--vlan"),
+            "{bad}: {err}"
+        );
+    }
+}

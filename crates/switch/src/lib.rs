@@ -62,7 +62,7 @@ pub use error::{OfError, SwitchError};
 pub use link::{interface_port, interface_state};
 pub use live::{Backend, LiveOptions, LivePort, LiveReport, run_live};
 pub use odp::{DpAction, ToController};
-pub use ofproto::Ofproto;
+pub use ofproto::{Ofproto, PortVlan};
 pub use pmd::PortRef;
 pub use replay::{PcapPort, ReplayReport, replay};
 pub use xdp_offload::{OffloadReport, XdpOffload, XdpPortCounts};

@@ -4,7 +4,8 @@
 //! packet alone, through random flow tables changed by random flow-mods
 //! and group-mods (revalidation) and timeouts (expiry), and the OpenFlow
 //! counters agree once the datapath's counts are pushed. The flows use
-//! registers (matched, loaded, moved from the packet's bits) and resubmit.
+//! registers (matched, loaded, moved from the packet's bits), resubmit and
+//! the NORMAL port (MAC learning on access and trunk ports).
 
 use openflow::{
     Action, Bucket, Field, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType,
@@ -89,7 +90,16 @@ fn a_match() -> impl Strategy<Value = Match> {
 }
 
 fn an_action(groups: bool) -> BoxedStrategy<Action> {
-    let out = prop::sample::select(vec![1u32, 2, 3, 4, port::IN_PORT, port::FLOOD, port::ALL]);
+    let out = prop::sample::select(vec![
+        1u32,
+        2,
+        3,
+        4,
+        port::IN_PORT,
+        port::FLOOD,
+        port::ALL,
+        port::NORMAL,
+    ]);
     let base = prop_oneof![
         4 => out.prop_map(|p| Action::Output { port: p, max_len: 0 }),
         1 => Just(Action::Output { port: port::CONTROLLER, max_len: 0xffff }),
@@ -246,32 +256,43 @@ fn a_packet() -> impl Strategy<Value = (u32, Vec<u8>)> {
         0usize..3,
         prop::sample::select(vec![1u8, 2, 64]),
         0u16..1000,
+        (0u8..3, 0u8..4),
     )
-        .prop_map(|(in_port, vlan, proto, dst, tp, ttl, sport)| {
-            let src = "10.9.9.9";
-            let dst = std::net::Ipv4Addr::from(ADDRS[dst]).to_string();
-            let l4 = match proto {
-                0 | 3 => packet::L4::Tcp {
-                    sport,
-                    dport: TP[tp],
-                    syn: true,
-                },
-                1 => packet::L4::Udp {
-                    sport,
-                    dport: TP[tp],
-                },
-                _ => packet::L4::Icmp,
-            };
-            let mut f = packet::Builder::new(src, &dst, l4).ttl(ttl).build();
-            if proto == 3 {
-                // Not IP: an ARP-typed frame of the same bytes.
-                f[12..14].copy_from_slice(&[0x08, 0x06]);
-            }
-            if let Some(v) = vlan {
-                f.splice(12..12, [0x81, 0x00, 0x00, v as u8]);
-            }
-            (in_port, f)
-        })
+        .prop_map(
+            |(in_port, vlan, proto, dst, tp, ttl, sport, (smac, dmac))| {
+                let src = "10.9.9.9";
+                let dst = std::net::Ipv4Addr::from(ADDRS[dst]).to_string();
+                let l4 = match proto {
+                    0 | 3 => packet::L4::Tcp {
+                        sport,
+                        dport: TP[tp],
+                        syn: true,
+                    },
+                    1 => packet::L4::Udp {
+                        sport,
+                        dport: TP[tp],
+                    },
+                    _ => packet::L4::Icmp,
+                };
+                let mut f = packet::Builder::new(src, &dst, l4).ttl(ttl).build();
+                if proto == 3 {
+                    // Not IP: an ARP-typed frame of the same bytes.
+                    f[12..14].copy_from_slice(&[0x08, 0x06]);
+                }
+                // Few MACs, so that NORMAL learns a source and meets it again
+                // as a destination, moved or not (3: broadcast).
+                let mac = |n: u8| match n {
+                    3 => [0xff; 6],
+                    n => [0x02, 0, 0, 0, 0, n + 1],
+                };
+                f[0..6].copy_from_slice(&mac(dmac));
+                f[6..12].copy_from_slice(&mac(smac));
+                if let Some(v) = vlan {
+                    f.splice(12..12, [0x81, 0x00, 0x00, v as u8]);
+                }
+                (in_port, f)
+            },
+        )
 }
 
 #[derive(Clone, Debug)]
@@ -301,6 +322,14 @@ fn switch_ofproto() -> Ofproto {
             ..Port::default()
         });
     }
+    // For NORMAL: two access ports, two trunks (one of some VLANs).
+    for (p, tag, trunks) in [
+        (2, Some(10), vec![]),
+        (3, Some(20), vec![]),
+        (4, None, vec![0, 10]),
+    ] {
+        of.set_port_vlan(p, switch::PortVlan { tag, trunks });
+    }
     of
 }
 
@@ -308,6 +337,7 @@ fn switch_ofproto() -> Ofproto {
 fn reference(of: &mut Ofproto, in_port: u32, frame: &[u8], now: u64) -> Seen {
     let (key, layout) = extract(frame, in_port);
     let t = of.translate(&key);
+    of.learn(&t.learned, now);
     of.credit(&t.touched, 1, frame.len() as u64, now);
     let mut seen = Seen::default();
     execute(&mut frame.to_vec(), layout, in_port, &t.actions, &mut seen);
@@ -482,4 +512,47 @@ fn registers_from_packet_bits_keep_megaflows_apart() {
     // A resubmit loop ends, and the packet is dropped (as in OVS:
     // "recursion too deep"), the output after the resubmit too.
     assert_eq!(out(&mut dp, "10.0.0.1", 4), Vec::<u32>::new());
+}
+
+/// NORMAL through the caches: a megaflow that flooded to an unknown
+/// destination is revalidated once that MAC is learned (and again when it
+/// moves), so the next frame goes to its port alone.
+#[test]
+fn normal_learns_and_the_caches_follow() {
+    let mut of = Ofproto::new();
+    for p in PORTS {
+        of.set_port(Port {
+            port_no: p,
+            name: format!("p{p}"),
+            ..Port::default()
+        });
+    }
+    let fm = openflow::parse_flow("actions=NORMAL", FlowModCommand::Add).unwrap();
+    of.flow_mod(&fm, 0).unwrap();
+    let shared = Shared::new(of);
+    let mut dp = Datapath::new(CacheOptions::default());
+    let frame = |src: u8, dst: u8| {
+        let mut f = packet::Builder::udp("10.0.0.1", "10.0.0.2", 1, 2).build();
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, dst]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, src]);
+        f
+    };
+    let mut t = SEC;
+    let mut out = |dp: &mut Datapath, f: &[u8], port: u32| {
+        let mut seen = Seen::default();
+        t += 1000;
+        dp.process(f, port, t, &shared, &mut seen);
+        seen.0.iter().map(|s| s.0).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        out(&mut dp, &frame(1, 2), 1),
+        vec![2, 3, 4],
+        "unknown: flood"
+    );
+    assert_eq!(out(&mut dp, &frame(2, 1), 2), vec![1], "learned on port 1");
+    assert_eq!(out(&mut dp, &frame(1, 2), 1), vec![2], "learned on port 2");
+    // 02::02 moves to port 3.
+    assert_eq!(out(&mut dp, &frame(2, 1), 3), vec![1]);
+    assert_eq!(out(&mut dp, &frame(1, 2), 1), vec![3], "moved to port 3");
+    assert!(dp.stats.megaflows_revalidated_away >= 2);
 }

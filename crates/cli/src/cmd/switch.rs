@@ -23,6 +23,9 @@ pub struct Args {
     /// A port, numbered from 1 in order: [NAME=]IF or [NAME=]afxdp:IF (AF_XDP), [NAME=]afpacket:IF, or [NAME=]pcap:IN[:OUT] (replays IN as the frames arriving on it, writes the frames sent out of it to OUT). AF_XDP ports get their XDP program through a bpf link of this process: the kernel detaches it when the switch ends, even by SIGKILL
     #[arg(long = "port", value_name = "SPEC", required = true)]
     ports: Vec<String>,
+    /// A port's VLANs for the NORMAL action, in `ovs-vsctl set port` words: "NAME tag=20" (an access port of VLAN 20), "NAME trunks=10,20" (a trunk of those VLANs; a port without either is a trunk of all VLANs)
+    #[arg(long = "vlan", value_name = "PORT SETTINGS")]
+    vlans: Vec<String>,
     /// Flows to start with, in `ovs-ofctl add-flows` syntax (one a line)
     #[arg(long, value_name = "FILE")]
     flows: Option<PathBuf>,
@@ -146,6 +149,58 @@ fn ports(specs: &[String]) -> Result<Ports, String> {
     })
 }
 
+/// `--vlan "NAME tag=N"` / `--vlan "NAME trunks=N,M"`: each port's number
+/// and VLANs.
+fn port_vlans(specs: &[String], ports: &Ports) -> Result<Vec<(u32, switch::PortVlan)>, String> {
+    let named: Vec<(String, u32)> = match ports {
+        Ports::Pcap(p) => p.iter().map(|p| (p.name.clone(), p.port_no)).collect(),
+        Ports::Live { ports, .. } => ports.iter().map(|p| (p.name.clone(), p.port_no)).collect(),
+    };
+    let mut out = Vec::new();
+    for spec in specs {
+        let mut words = spec.split_whitespace();
+        let name = words.next().unwrap_or_default();
+        let port_no = named
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| *p)
+            .ok_or_else(|| {
+                let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+                format!(
+                    "--vlan `{spec}`: no port `{name}` (the ports: {})",
+                    names.join(", ")
+                )
+            })?;
+        let mut vlan = switch::PortVlan::default();
+        let vid = |v: &str| {
+            v.parse::<u16>()
+                .ok()
+                .filter(|&v| v < 4096)
+                .ok_or_else(|| format!("--vlan `{spec}`: {v} is not a VLAN (0-4095)"))
+        };
+        for word in words {
+            match word.split_once('=') {
+                Some(("tag", v)) => vlan.tag = Some(vid(v)?),
+                Some(("trunks", v)) => {
+                    vlan.trunks = v.split(',').map(vid).collect::<Result<_, _>>()?;
+                }
+                _ => {
+                    return Err(format!(
+                        "--vlan `{spec}`: `{word}` is not tag=N or trunks=N,M"
+                    ));
+                }
+            }
+        }
+        if vlan.tag.is_some() && !vlan.trunks.is_empty() {
+            return Err(format!(
+                "--vlan `{spec}`: an access port (tag) has no trunks"
+            ));
+        }
+        out.push((port_no, vlan));
+    }
+    Ok(out)
+}
+
 /// What either kind of run did, for printing.
 struct Report {
     packets: u64,
@@ -168,6 +223,9 @@ pub fn run(a: Args) -> Result<ExitCode, String> {
         return Err("--offload xdp needs AF_XDP ports (IF or afxdp:IF)".into());
     }
     let core = Core::new(0x51);
+    for (port_no, vlan) in port_vlans(&a.vlans, &ports)? {
+        core.shared.with(|of| of.set_port_vlan(port_no, vlan));
+    }
     if let Some(path) = &a.flows {
         let text = crate::files::text(path)?;
         let mods =

@@ -18,9 +18,9 @@ pub struct Megaflow {
     pub first: PackedKey,
     pub actions: Vec<DpAction>,
     pub touched: Vec<Touch>,
-    /// Flows its translation's `learn` actions made: its packets refresh
-    /// them when their counts are pushed.
-    pub learned: Vec<openflow::FlowMod>,
+    /// What its translation learned (flows, MACs): its packets learn it
+    /// again when their counts are pushed.
+    pub learned: crate::ofproto::Learned,
     pub created_ns: u64,
     pub used_ns: u64,
     pub packets: u64,
@@ -40,7 +40,7 @@ impl Megaflow {
             first,
             actions,
             touched: Vec::new(),
-            learned: Vec::new(),
+            learned: Default::default(),
             created_ns: now,
             used_ns: now,
             packets: 0,

@@ -5,6 +5,7 @@
 //! tells the datapath its cached flows need revalidating.
 
 mod action_set;
+mod normal;
 mod table;
 mod validate;
 mod xlate;
@@ -17,9 +18,10 @@ use openflow::{
     TABLE_ALL, error, flow_flags, port_bits,
 };
 
+pub use normal::{MacLearn, MacTable, PortVlan};
 pub use table::{FlowEntry, RemovedReason, Selector, Table};
 pub use validate::actions as validate_actions;
-pub use xlate::{Touch, Translation};
+pub use xlate::{Learned, Touch, Translation};
 
 use crate::OfError;
 
@@ -30,6 +32,8 @@ pub const N_TABLES: u8 = 64;
 #[derive(Clone, Debug, Default)]
 pub struct PortInfo {
     pub desc: Port,
+    /// Its VLANs for the NORMAL port (`ovs-vsctl`'s `tag` and `trunks`).
+    pub vlan: PortVlan,
 }
 
 impl PortInfo {
@@ -76,6 +80,10 @@ pub struct Ofproto {
     pub config: SwitchConfig,
     /// Bumped by every change that may change a translation.
     pub version: u64,
+    /// What the NORMAL port learned.
+    pub macs: MacTable,
+    /// Ports' VLANs by port number, also for ports not added yet.
+    vlans: BTreeMap<u32, PortVlan>,
 }
 
 impl Default for Ofproto {
@@ -95,6 +103,8 @@ impl Ofproto {
                 miss_send_len: 128,
             },
             version: 0,
+            macs: MacTable::default(),
+            vlans: BTreeMap::new(),
         }
     }
 
@@ -161,13 +171,16 @@ impl Ofproto {
     }
 
     /// `table` or, for `OFPTT_ALL`, every table.
-    /// Adds the flows `learn` actions made in a translation at `now`; one
-    /// already there with the same actions is only refreshed (its idle and
-    /// hard timeouts start again, the tables' version stays, so the caches
-    /// are not revalidated), as Open vSwitch does. A flow the tables
-    /// refuse (prerequisites, a full table) is dropped, as OVS drops it.
-    pub fn learn(&mut self, learned: &[FlowMod], now: u64) {
-        for fm in learned {
+    /// Applies what a translation learned, at `now`: the flows `learn`
+    /// actions made (one already there with the same actions is only
+    /// refreshed: its idle and hard timeouts start again, the tables'
+    /// version stays, so the caches are not revalidated, as Open vSwitch
+    /// does; a flow the tables refuse, for prerequisites or room, is
+    /// dropped as OVS drops it), and the MACs the NORMAL port saw (a new or
+    /// moved one changes the version: megaflows that flooded to it are
+    /// revalidated).
+    pub fn learn(&mut self, learned: &Learned, now: u64) {
+        for fm in &learned.flows {
             let Some(table) = self.tables.get_mut(usize::from(fm.table_id)) else {
                 continue;
             };
@@ -180,6 +193,22 @@ impl Ofproto {
                 let _ = self.flow_mod(fm, now);
             }
         }
+        for m in &learned.macs {
+            if self.macs.learn(m, now) {
+                self.version += 1;
+            }
+        }
+    }
+
+    /// Sets port `port_no`'s VLANs for the NORMAL port, now or when it is
+    /// added (what it learned there is forgotten).
+    pub fn set_port_vlan(&mut self, port_no: u32, vlan: PortVlan) {
+        if let Some(p) = self.ports.get_mut(&port_no) {
+            p.vlan = vlan.clone();
+            self.macs.forget_port(port_no);
+            self.version += 1;
+        }
+        self.vlans.insert(port_no, vlan);
     }
 
     pub fn table_ids(&self, table: u8) -> std::ops::Range<u8> {
@@ -289,6 +318,9 @@ impl Ofproto {
                 });
             }
         }
+        if self.macs.expire(now) {
+            self.version += 1;
+        }
         if !removed.is_empty() {
             self.version += 1;
         }
@@ -349,13 +381,17 @@ impl Ofproto {
     }
 
     /// Adds or replaces a port; translations that flood change.
+    /// Adds a port or changes its description (its VLANs are the ones
+    /// set for its number).
     pub fn set_port(&mut self, desc: Port) {
         self.version += 1;
-        self.ports.insert(desc.port_no, PortInfo { desc });
+        let vlan = self.vlans.get(&desc.port_no).cloned().unwrap_or_default();
+        self.ports.insert(desc.port_no, PortInfo { desc, vlan });
     }
 
     pub fn remove_port(&mut self, port_no: u32) -> Option<PortInfo> {
         self.version += 1;
+        self.macs.forget_port(port_no);
         self.ports.remove(&port_no)
     }
 }

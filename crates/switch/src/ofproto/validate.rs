@@ -77,7 +77,12 @@ fn action(of: &Ofproto, a: &Action, packet_out: bool) -> Result<(), OfError> {
             let ok = match *p {
                 0 => false,
                 n if n < port::MAX => true,
-                port::IN_PORT | port::ALL | port::FLOOD | port::CONTROLLER | port::LOCAL => true,
+                port::IN_PORT
+                | port::ALL
+                | port::FLOOD
+                | port::CONTROLLER
+                | port::LOCAL
+                | port::NORMAL => true,
                 port::TABLE => packet_out,
                 _ => false,
             };

@@ -46,9 +46,23 @@ pub struct Translation {
     /// The key bits the translation depended on.
     pub mask: PackedKey,
     pub touched: Vec<Touch>,
-    /// Flows `learn` actions made, for the caller to add
+    /// What the translation learned, for the caller to apply
     /// ([`Ofproto::learn`]) when the packet really passes.
-    pub learned: Vec<openflow::FlowMod>,
+    pub learned: Learned,
+}
+
+/// What a translation learned: flows `learn` actions made, MACs the NORMAL
+/// port saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Learned {
+    pub flows: Vec<openflow::FlowMod>,
+    pub macs: Vec<super::MacLearn>,
+}
+
+impl Learned {
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty() && self.macs.is_empty()
+    }
 }
 
 /// How deep groups and `output:TABLE` may nest.
@@ -71,8 +85,8 @@ pub(super) struct Xlate<'a> {
     /// The translation went too deep: the packet is dropped, as Open
     /// vSwitch drops it ("recursion too deep").
     pub(super) too_deep: bool,
-    /// Flows made by `learn` actions.
-    pub(super) learned: Vec<openflow::FlowMod>,
+    /// Flows made by `learn` actions, MACs seen by NORMAL.
+    pub(super) learned: Learned,
 }
 
 /// One branch of a translation: the flow as the actions so far changed
@@ -102,7 +116,7 @@ impl Ofproto {
             set: ActionSet::default(),
             resubmits: 0,
             too_deep: false,
-            learned: Vec::new(),
+            learned: Learned::default(),
         };
         // Datapath flows always match the port a packet came in on.
         slot::IN_PORT.or_all(&mut x.mask);
@@ -330,6 +344,7 @@ impl Xlate<'_> {
                 }));
             }
             port::IN_PORT => b.actions.push(DpAction::Output(self.in_port)),
+            port::NORMAL => self.normal(b, depth),
             port::ALL | port::FLOOD => {
                 let flood = p == port::FLOOD;
                 for (&n, info) in &self.of.ports {

@@ -46,7 +46,7 @@ impl Xlate<'_> {
             NxAction::Note(_) => {}
             NxAction::Learn(l) => {
                 if let Some(fm) = self.learn(b, l) {
-                    self.learned.push(fm);
+                    self.learned.flows.push(fm);
                 }
             }
         }
