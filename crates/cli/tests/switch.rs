@@ -13,6 +13,16 @@ fn capture() -> PathBuf {
     testkit::capture("of10_s4810.pcap")
 }
 
+/// The frames of a capture a port wrote.
+fn frames_of(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut v = Vec::new();
+    while let Some(p) = r.next_packet() {
+        v.push(p.unwrap().data.into_owned());
+    }
+    v
+}
+
 #[test]
 fn a_capture_through_openflow_flows_lands_in_the_ports_captures() {
     let dir = std::env::temp_dir().join(format!("sluice-switch-{}", std::process::id()));
@@ -73,15 +83,7 @@ fn a_capture_through_openflow_flows_lands_in_the_ports_captures() {
         flows[1].contains(&format!("n_packets={}", tx(2))),
         "{flows:?}"
     );
-    let frames = |p: &PathBuf| {
-        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(p).unwrap()).unwrap();
-        let mut v = Vec::new();
-        while let Some(p) = r.next_packet() {
-            v.push(p.unwrap().data.into_owned());
-        }
-        v
-    };
-    let (fa, fb) = (frames(&a), frames(&b));
+    let (fa, fb) = (frames_of(&a), frames_of(&b));
     assert_eq!((fa.len() as u64, fb.len() as u64), (tx(1), tx(2)));
     // Port 3's frames had their TTL decremented (IPv4, no VLAN: byte 22).
     assert!(fb.iter().all(|f| f[22] == 63), "TTL 64 became 63");
@@ -171,15 +173,7 @@ fn normal_with_access_and_trunk_ports() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let frames = |p: &str| {
-        let path = out_of(p);
-        let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
-        let mut v = Vec::new();
-        while let Some(p) = r.next_packet() {
-            v.push(p.unwrap().data.into_owned());
-        }
-        v
-    };
+    let frames = |p: &str| frames_of(&out_of(p));
     let untagged_first = ether(1, [0xff; 6], None);
     assert_eq!(frames("p2"), vec![untagged_first.clone()]);
     assert_eq!(frames("p3"), vec![untagged_first]);

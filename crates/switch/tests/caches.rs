@@ -313,7 +313,8 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn switch_ofproto() -> Ofproto {
+/// Ports 1-4, every one a trunk of all VLANs.
+fn ports_only() -> Ofproto {
     let mut of = Ofproto::new();
     for p in PORTS {
         of.set_port(Port {
@@ -322,6 +323,11 @@ fn switch_ofproto() -> Ofproto {
             ..Port::default()
         });
     }
+    of
+}
+
+fn switch_ofproto() -> Ofproto {
+    let mut of = ports_only();
     // For NORMAL: two access ports, two trunks (one of some VLANs).
     for (p, tag, trunks) in [
         (2, Some(10), vec![]),
@@ -519,14 +525,7 @@ fn registers_from_packet_bits_keep_megaflows_apart() {
 /// moves), so the next frame goes to its port alone.
 #[test]
 fn normal_learns_and_the_caches_follow() {
-    let mut of = Ofproto::new();
-    for p in PORTS {
-        of.set_port(Port {
-            port_no: p,
-            name: format!("p{p}"),
-            ..Port::default()
-        });
-    }
+    let mut of = ports_only();
     let fm = openflow::parse_flow("actions=NORMAL", FlowModCommand::Add).unwrap();
     of.flow_mod(&fm, 0).unwrap();
     let shared = Shared::new(of);

@@ -7,8 +7,11 @@
 //! the high bits of addresses and ports, as OVS's staged lookup and prefix
 //! tries do).
 
+#[path = "common/side_by_side.rs"]
+mod side_by_side;
+
 use openflow::FlowModCommand;
-use switch::{CacheOptions, Datapath, Ofproto, Output, Shared, ToController};
+use switch::{CacheOptions, Datapath, Output, Shared, ToController};
 use testkit::ovs::OvsSandbox;
 
 struct Nothing;
@@ -19,14 +22,7 @@ impl Output for Nothing {
 }
 
 fn sluice(flows: &[&str]) -> Shared {
-    let mut of = Ofproto::new();
-    for p in 1..=2 {
-        of.set_port(openflow::Port {
-            port_no: p,
-            name: format!("p{p}"),
-            ..openflow::Port::default()
-        });
-    }
+    let mut of = side_by_side::ofproto_with_ports(2);
     for flow in flows {
         let fm = openflow::parse_flow(flow, FlowModCommand::Add).unwrap();
         of.flow_mod(&fm, 0).unwrap();

@@ -88,6 +88,19 @@ struct Pair {
 }
 
 impl Pair {
+    /// `tss` (empty) beside an empty linear reference.
+    fn over(tss: Tss<W, u32>) -> Pair {
+        Pair {
+            tss,
+            linear: Linear::new(),
+            live: Vec::new(),
+            removed: Vec::new(),
+            next_payload: 0,
+        }
+    }
+}
+
+impl Pair {
     fn insert(&mut self, rule: Rule<W>) {
         let p = self.next_payload;
         self.next_payload += 1;
@@ -204,13 +217,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..60),
         probes in probes(),
     ) {
-        let mut pair = Pair {
-            tss: Tss::with_fields(fields),
-            linear: Linear::new(),
-            live: Vec::new(),
-            removed: Vec::new(),
-            next_payload: 0,
-        };
+        let mut pair = Pair::over(Tss::with_fields(fields));
         for op in &ops {
             pair.apply(op, &masks);
             pair.check(&probes);
@@ -223,13 +230,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..80),
         probes in probes(),
     ) {
-        let mut pair = Pair {
-            tss: Tss::new(),
-            linear: Linear::new(),
-            live: Vec::new(),
-            removed: Vec::new(),
-            next_payload: 0,
-        };
+        let mut pair = Pair::over(Tss::new());
         for op in &ops {
             pair.apply(op, &masks);
             pair.check(&probes);
