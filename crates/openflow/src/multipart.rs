@@ -85,6 +85,8 @@ impl MultipartRequest {
             MultipartRequest::GroupDesc => mp::GROUP_DESC,
             MultipartRequest::PortDesc => mp::PORT_DESC,
             MultipartRequest::TableFeatures(_) => mp::TABLE_FEATURES,
+            MultipartRequest::GroupFeatures => mp::GROUP_FEATURES,
+            MultipartRequest::QueueStats { .. } => mp::QUEUE,
             MultipartRequest::Other { mp_type, .. } => *mp_type,
         }
     }
@@ -101,9 +103,14 @@ impl MultipartRequest {
             MultipartRequest::TableFeatures(b) | MultipartRequest::Other { body: b, .. } => {
                 out.extend_from_slice(b)
             }
+            MultipartRequest::QueueStats { port_no, queue_id } => {
+                out.u32(*port_no);
+                out.u32(*queue_id);
+            }
             MultipartRequest::Desc
             | MultipartRequest::Table
             | MultipartRequest::GroupDesc
+            | MultipartRequest::GroupFeatures
             | MultipartRequest::PortDesc => {}
         }
     }
@@ -126,6 +133,15 @@ impl MultipartRequest {
                 }
             }
             mp::TABLE_FEATURES => MultipartRequest::TableFeatures(r.rest().to_vec()),
+            mp::GROUP_FEATURES => {
+                no_body(r, "group features").map(|_| MultipartRequest::GroupFeatures)?
+            }
+            mp::QUEUE => {
+                let port_no = r.u32("queue stats port_no")?;
+                let queue_id = r.u32("queue stats queue_id")?;
+                no_body(r, "queue stats")?;
+                MultipartRequest::QueueStats { port_no, queue_id }
+            }
             _ => MultipartRequest::Other {
                 mp_type,
                 body: r.rest().to_vec(),
@@ -154,6 +170,8 @@ impl MultipartReply {
             MultipartReply::Group(_) => mp::GROUP,
             MultipartReply::GroupDesc(_) => mp::GROUP_DESC,
             MultipartReply::PortDesc(_) => mp::PORT_DESC,
+            MultipartReply::GroupFeatures(_) => mp::GROUP_FEATURES,
+            MultipartReply::QueueStats(_) => mp::QUEUE,
         }
     }
 
@@ -202,6 +220,23 @@ impl MultipartReply {
                 }
             }
             MultipartReply::PortDesc(v) => v.iter().for_each(|p| p.encode(out)),
+            MultipartReply::GroupFeatures(g) => {
+                out.u32(g.types);
+                out.u32(g.capabilities);
+                g.max_groups.iter().for_each(|&m| out.u32(m));
+                g.actions.iter().for_each(|&a| out.u32(a));
+            }
+            MultipartReply::QueueStats(v) => {
+                for q in v {
+                    out.u32(q.port_no);
+                    out.u32(q.queue_id);
+                    out.u64(q.tx_bytes);
+                    out.u64(q.tx_packets);
+                    out.u64(q.tx_errors);
+                    out.u32(q.duration_sec);
+                    out.u32(q.duration_nsec);
+                }
+            }
         }
     }
 
@@ -248,6 +283,31 @@ impl MultipartReply {
                 })
             })?),
             mp::PORT_DESC => MultipartReply::PortDesc(many(r, Port::decode)?),
+            mp::GROUP_FEATURES => {
+                let mut g = GroupFeatures {
+                    types: r.u32("group features types")?,
+                    capabilities: r.u32("group features capabilities")?,
+                    ..GroupFeatures::default()
+                };
+                for m in &mut g.max_groups {
+                    *m = r.u32("group features max_groups")?;
+                }
+                for a in &mut g.actions {
+                    *a = r.u32("group features actions")?;
+                }
+                MultipartReply::GroupFeatures(g)
+            }
+            mp::QUEUE => MultipartReply::QueueStats(many(r, |r| {
+                Ok(QueueStats {
+                    port_no: r.u32("queue port_no")?,
+                    queue_id: r.u32("queue_id")?,
+                    tx_bytes: r.u64("queue tx_bytes")?,
+                    tx_packets: r.u64("queue tx_packets")?,
+                    tx_errors: r.u64("queue tx_errors")?,
+                    duration_sec: r.u32("queue duration_sec")?,
+                    duration_nsec: r.u32("queue duration_nsec")?,
+                })
+            })?),
             _ => return Ok(None),
         };
         if !r.is_empty() {

@@ -510,6 +510,13 @@ pub enum MultipartRequest {
     PortDesc,
     /// `OFPMP_TABLE_FEATURES` with its body (the switch may refuse it).
     TableFeatures(Vec<u8>),
+    GroupFeatures,
+    /// `OFPMP_QUEUE`: the queues of a port (`port::ANY`: all), one queue
+    /// or all (`0xffffffff`).
+    QueueStats {
+        port_no: u32,
+        queue_id: u32,
+    },
     /// Any other multipart type, kept for the error reply.
     Other {
         mp_type: u16,
@@ -531,6 +538,35 @@ pub enum MultipartReply {
     Group(Vec<GroupStats>),
     GroupDesc(Vec<GroupDesc>),
     PortDesc(Vec<Port>),
+    GroupFeatures(GroupFeatures),
+    QueueStats(Vec<QueueStats>),
+}
+
+/// `ofp_group_features`: the group types and capabilities a switch has,
+/// its most groups and the actions a bucket may hold, per type (all,
+/// select, indirect, fast failover), as bitmaps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupFeatures {
+    /// Bit n: group type n.
+    pub types: u32,
+    /// `OFPGFC_*`: select weight 1, select liveness 2, chaining 4,
+    /// chaining checks 8.
+    pub capabilities: u32,
+    pub max_groups: [u32; 4],
+    /// Bit n: action type n.
+    pub actions: [u32; 4],
+}
+
+/// `ofp_queue_stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    pub port_no: u32,
+    pub queue_id: u32,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_errors: u64,
+    pub duration_sec: u32,
+    pub duration_nsec: u32,
 }
 
 /// A message without its header.
@@ -672,6 +708,11 @@ pub mod error {
     pub const FLOW_MOD_FAILED_BAD_TIMEOUT: u16 = 5;
     pub const FLOW_MOD_FAILED_BAD_COMMAND: u16 = 6;
     pub const FLOW_MOD_FAILED_BAD_FLAGS: u16 = 7;
+
+    /// `OFPET_QUEUE_OP_FAILED`.
+    pub const QUEUE_OP_FAILED: u16 = 9;
+    pub const QUEUE_OP_FAILED_BAD_PORT: u16 = 0;
+    pub const QUEUE_OP_FAILED_BAD_QUEUE: u16 = 1;
 
     pub const GROUP_MOD_FAILED: u16 = 6;
     pub const GROUP_MOD_FAILED_GROUP_EXISTS: u16 = 0;

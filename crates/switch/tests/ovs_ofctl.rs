@@ -310,6 +310,45 @@ fn ovs_ofctl_nicira_registers_and_resubmit() {
     assert!(!good && err.contains("OFPBAC_BAD_SET_TYPE"), "{err}");
 }
 
+/// `dump-group-features` and `queue-stats`, which OVS answers and this
+/// switch refused (OFPBRC_BAD_STAT): the group types and capabilities it
+/// has, and each port's default queue (a port or queue it does not have
+/// is an error, as in OVS).
+#[test]
+fn ovs_ofctl_group_features_and_queue_stats() {
+    if !common::have_ovs_ofctl("the ovs-ofctl group features test") {
+        return;
+    }
+    let r = start(Wire::default());
+    let out = ok(&r, "dump-group-features", &[]);
+    println!("{out}");
+    for want in [
+        "OFPST_GROUP_FEATURES reply",
+        "Group table:",
+        "Types:  0xf",
+        "Capabilities:  0x1",
+        "select group:",
+        "max_groups=0xffffff00",
+        "actions: output set_field strip_vlan push_vlan mod_nw_ttl dec_ttl set_queue",
+    ] {
+        assert!(out.contains(want), "{want} not in:\n{out}");
+    }
+    // Each port has queue 0, as in OVS, its counters the port's; errors
+    // as OVS gives them (ovs-ofctl prints them and exits 0).
+    let out = ok(&r, "queue-stats", &[]);
+    for want in [
+        "OFPST_QUEUE reply",
+        "3 queues",
+        "port 1 queue 0: bytes=0, pkts=0, errors=0",
+    ] {
+        assert!(out.contains(want), "{want} not in:\n{out}");
+    }
+    let out = ok(&r, "queue-stats", &["1"]);
+    assert!(out.contains("1 queues"), "{out}");
+    assert!(ok(&r, "queue-stats", &["9"]).contains("OFPQOFC_BAD_PORT"));
+    assert!(ok(&r, "queue-stats", &["1", "3"]).contains("OFPQOFC_BAD_QUEUE"));
+}
+
 /// The lines `ovs-ofctl` prints for the port headed `head` (`1(p1)`,
 /// `LOCAL(br0)`): its address line and the indented ones below it.
 fn port_block(text: &str, head: &str) -> Vec<String> {

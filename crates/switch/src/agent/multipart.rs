@@ -1,10 +1,11 @@
 //! Multipart (statistics) replies: desc, flow, aggregate, table, port,
-//! port desc, group and group desc. Replies too long for one message are
+//! port desc, group, group desc, group features and queues (each port's
+//! default queue 0). Replies too long for one message are
 //! split, every part but the last flagged `OFPMPF_REPLY_MORE`.
 
 use openflow::{
-    Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupStats, MULTIPART_MORE, Message,
-    MultipartReply, MultipartRequest, TableStats, error,
+    Desc, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures, GroupStats, MULTIPART_MORE,
+    Message, MultipartReply, MultipartRequest, QueueStats, TableStats, action_type, error, port,
 };
 
 use crate::OfError;
@@ -103,6 +104,39 @@ pub fn reply(core: &Core, req: MultipartRequest) -> Result<Vec<Message>, OfError
             });
             Ok(parts(groups, MultipartReply::GroupDesc))
         }
+        MultipartRequest::GroupFeatures => one(MultipartReply::GroupFeatures(group_features())),
+        MultipartRequest::QueueStats { port_no, queue_id } => {
+            // Every port has one queue, 0 (OVS's default queue), which all
+            // its frames leave through: its counters are the port's.
+            let stats = core.port_stats(port_no);
+            if stats.is_empty() && port_no != port::ANY {
+                return Err(OfError::new(
+                    error::QUEUE_OP_FAILED,
+                    error::QUEUE_OP_FAILED_BAD_PORT,
+                    format!("port {port_no} does not exist"),
+                ));
+            }
+            if queue_id != 0 && queue_id != u32::MAX {
+                return Err(OfError::new(
+                    error::QUEUE_OP_FAILED,
+                    error::QUEUE_OP_FAILED_BAD_QUEUE,
+                    format!("queue {queue_id} does not exist (each port has queue 0 only)"),
+                ));
+            }
+            let queues = stats
+                .into_iter()
+                .map(|p| QueueStats {
+                    port_no: p.port_no,
+                    queue_id: 0,
+                    tx_bytes: p.tx_bytes,
+                    tx_packets: p.tx_packets,
+                    tx_errors: p.tx_errors,
+                    duration_sec: p.duration_sec,
+                    duration_nsec: p.duration_nsec,
+                })
+                .collect();
+            Ok(parts(queues, MultipartReply::QueueStats))
+        }
         MultipartRequest::TableFeatures(_) => Err(OfError::new(
             error::TABLE_FEATURES_FAILED,
             error::TABLE_FEATURES_FAILED_EPERM,
@@ -177,4 +211,30 @@ pub(crate) fn flow_stats(
         }
     }
     Ok(out)
+}
+
+/// What this switch's groups can do: all four types; select buckets by
+/// weight (no liveness: every port is live; no chaining: a bucket may not
+/// output to a group); as many groups as OpenFlow numbers; in a bucket the
+/// actions `validate` takes.
+fn group_features() -> GroupFeatures {
+    let bit = |t: u16| 1u32 << t;
+    let actions = [
+        action_type::OUTPUT,
+        action_type::PUSH_VLAN,
+        action_type::POP_VLAN,
+        action_type::SET_QUEUE,
+        action_type::SET_NW_TTL,
+        action_type::DEC_NW_TTL,
+        action_type::SET_FIELD,
+    ]
+    .into_iter()
+    .map(bit)
+    .fold(0, |a, b| a | b);
+    GroupFeatures {
+        types: 0b1111,
+        capabilities: 1,
+        max_groups: [openflow::group::MAX; 4],
+        actions: [actions; 4],
+    }
 }
