@@ -24,6 +24,9 @@ impl Output for Nothing {
     fn to_controller(&mut self, _: &[u8], _: u32, _: &ToController) {}
 }
 
+/// A scan: its name, the flows it goes past, its frames.
+type Scan<'a> = (&'a str, &'a [&'a str], &'a [Vec<u8>]);
+
 /// What one switch did with a scan.
 struct Outcome {
     megaflows: usize,
@@ -129,7 +132,7 @@ fn main() {
             packet::Builder::tcp("10.9.0.1", &dst, 4000, 443).build()
         })
         .collect();
-    let scans: [(&str, &[&str], &[Vec<u8>]); 2] = [
+    let scans: [Scan; 2] = [
         ("port scan", &["udp,tp_dst=9999,actions=drop"], &ports),
         ("address scan", &["ip,nw_dst=10.0.0.1,actions=drop"], &addrs),
     ];
