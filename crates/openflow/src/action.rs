@@ -1,7 +1,8 @@
 //! Actions (`ofp_action_*`): 8-byte aligned TLVs.
 
 use crate::decode_error::DecodeError;
-use crate::nx::{NX_VENDOR_ID, NxAction};
+use crate::nx::NX_VENDOR_ID;
+use crate::nx_types::NxAction;
 use crate::types::{Action, Oxm, error};
 use crate::wire::{Put, Reader};
 

@@ -40,6 +40,7 @@ mod message;
 mod multipart;
 mod nx;
 mod nx_learn;
+mod nx_types;
 mod ofctl;
 mod oxm;
 mod prereq;
@@ -54,11 +55,12 @@ pub use header::{HEADER_LEN, Header, frame_len, msg_type, multipart_type};
 pub use instruction::instruction_type;
 pub use message::type_name;
 pub use nx::{
-    NX_VENDOR_ID, NXM_OF_IN_PORT, NXM_OF_VLAN_TCI, NxAction, RESUBMIT_IN_PORT, RESUBMIT_THIS_TABLE,
-    SubField, field_of, header_by_name, header_name, nx_subtype, oxm_header, preferred_header,
+    NX_VENDOR_ID, NXM_OF_IN_PORT, NXM_OF_VLAN_TCI, RESUBMIT_IN_PORT, RESUBMIT_THIS_TABLE, field_of,
+    header_by_name, header_name, nx_subtype, oxm_header, preferred_header,
 };
-pub use nx_learn::{
-    LEARN_DEFAULT_PRIORITY, LEARN_DEFAULT_TABLE, Learn, LearnSpec, LearnSrc, learn_flags,
+pub use nx_types::{
+    LEARN_DEFAULT_PRIORITY, LEARN_DEFAULT_TABLE, Learn, LearnSpec, LearnSrc, NxAction, SubField,
+    learn_flags,
 };
 pub use ofctl::*;
 pub use oxm::MATCH_TYPE_OXM;

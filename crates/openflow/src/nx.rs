@@ -6,6 +6,7 @@
 //! against the bytes `ovs-ofctl` sends (crates/openflow/tests/ovs_capture.rs).
 
 use crate::decode_error::DecodeError;
+use crate::nx_types::{Learn, NxAction, SubField};
 use crate::types::{Field, error, port};
 use crate::wire::{Put, Reader};
 
@@ -27,30 +28,6 @@ use nx_subtype as st;
 const OFPP10_IN_PORT: u16 = 0xfff8;
 /// `resubmit`'s table for "this table".
 pub const RESUBMIT_THIS_TABLE: u8 = 255;
-
-/// A Nicira action.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub enum NxAction {
-    /// Looks the packet up again, as if it came in on `in_port`
-    /// ([`port::IN_PORT`]: its own), in `table` (`None`: the current one).
-    Resubmit { in_port: u32, table: Option<u8> },
-    /// Writes `value` into the bits of `dst`.
-    RegLoad { dst: SubField, value: u64 },
-    /// Copies the bits of `src` into those of `dst` (as wide).
-    RegMove { src: SubField, dst: SubField },
-    /// Bytes that do nothing (a comment the controller reads back).
-    Note(Vec<u8>),
-    /// Adds (or refreshes) a flow made from the packet's fields.
-    Learn(Box<crate::nx_learn::Learn>),
-}
-
-/// Bits `ofs..ofs + n_bits` of the field an NXM or OXM header names.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub struct SubField {
-    pub header: u32,
-    pub ofs: u16,
-    pub n_bits: u16,
-}
 
 /// `NXM_OF_IN_PORT`: OpenFlow 1.0's 16-bit port number.
 pub const NXM_OF_IN_PORT: u32 = 0x0000_0002;
@@ -320,7 +297,7 @@ impl NxAction {
                 NxAction::RegMove { src, dst }
             }
             st::NOTE => NxAction::Note(b.rest().to_vec()),
-            st::LEARN => NxAction::Learn(Box::new(crate::nx_learn::Learn::decode_body(b, at)?)),
+            st::LEARN => NxAction::Learn(Box::new(Learn::decode_body(b, at)?)),
             _ => return Ok(None),
         };
         Ok(Some(a))

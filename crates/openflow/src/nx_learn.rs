@@ -6,68 +6,9 @@
 //! 16-bit units) and its destination (a subfield, or none for `output`).
 
 use crate::decode_error::DecodeError;
-use crate::nx::SubField;
+use crate::nx_types::{Learn, LearnSpec, LearnSrc, SubField, learn_flags};
 use crate::types::error;
 use crate::wire::{Put, Reader};
-
-/// `NX_LEARN_F_*` flags.
-pub mod learn_flags {
-    pub const SEND_FLOW_REM: u16 = 1;
-    pub const DELETE_LEARNED: u16 = 2;
-}
-
-/// The learned flow's priority when the action does not say.
-pub const LEARN_DEFAULT_PRIORITY: u16 = 0x8000;
-/// The learned flow's table when the action does not say.
-pub const LEARN_DEFAULT_TABLE: u8 = 1;
-
-/// A `learn` action.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct Learn {
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    pub priority: u16,
-    pub cookie: u64,
-    pub flags: u16,
-    pub table_id: u8,
-    pub fin_idle_timeout: u16,
-    pub fin_hard_timeout: u16,
-    pub specs: Vec<LearnSpec>,
-}
-
-impl Default for Learn {
-    fn default() -> Learn {
-        Learn {
-            idle_timeout: 0,
-            hard_timeout: 0,
-            priority: LEARN_DEFAULT_PRIORITY,
-            cookie: 0,
-            flags: 0,
-            table_id: LEARN_DEFAULT_TABLE,
-            fin_idle_timeout: 0,
-            fin_hard_timeout: 0,
-            specs: Vec::new(),
-        }
-    }
-}
-
-/// Where a spec's bits come from: the packet's field, or a constant.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum LearnSrc {
-    Field(SubField),
-    Value(u128),
-}
-
-/// One part of the learned flow.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum LearnSpec {
-    /// The learned flow matches `dst` equal to `src` (as many bits).
-    Match { dst: SubField, src: LearnSrc },
-    /// The learned flow's actions load `src` into `dst`.
-    Load { dst: SubField, src: LearnSrc },
-    /// The learned flow's actions output to the port in `src`.
-    Output { src: SubField },
-}
 
 const SRC_IMMEDIATE: u16 = 1 << 13;
 const DST_LOAD: u16 = 1 << 11;
@@ -119,7 +60,7 @@ impl Learn {
     }
 
     pub(crate) fn decode_body(b: &mut Reader, at: usize) -> Result<Learn, DecodeError> {
-        let bad = |why: String| {
+        let refuse = |why: String| {
             DecodeError::new(
                 error::BAD_ACTION,
                 error::BAD_ACTION_BAD_ARGUMENT,
@@ -139,10 +80,10 @@ impl Learn {
         l.fin_idle_timeout = b.u16("learn fin_idle_timeout")?;
         l.fin_hard_timeout = b.u16("learn fin_hard_timeout")?;
         if l.table_id == 0xff {
-            return Err(bad("table 255 is not a table".into()));
+            return Err(refuse("table 255 is not a table".into()));
         }
         if l.flags & !(learn_flags::SEND_FLOW_REM | learn_flags::DELETE_LEARNED) != 0 {
-            return Err(bad(format!("unknown flags {:#x}", l.flags)));
+            return Err(refuse(format!("unknown flags {:#x}", l.flags)));
         }
         let subfield = |b: &mut Reader, n_bits: u16| -> Result<SubField, DecodeError> {
             let s = SubField {
@@ -151,7 +92,7 @@ impl Learn {
                 n_bits,
             };
             if !s.fits() {
-                return Err(bad(format!(
+                return Err(refuse(format!(
                     "bits {}..{} of {} are not within its {} bits",
                     s.ofs,
                     u32::from(s.ofs) + u32::from(n_bits),
@@ -166,7 +107,7 @@ impl Learn {
             let h = b.u16("learn spec")?;
             if h == 0 {
                 if b.rest().iter().any(|&x| x != 0) {
-                    return Err(bad("bytes after the end of its specs".into()));
+                    return Err(refuse("bytes after the end of its specs".into()));
                 }
                 break;
             }
@@ -174,7 +115,7 @@ impl Learn {
             let src = if h & SRC_IMMEDIATE != 0 {
                 let bytes = b.bytes(immediate_len(n_bits), "learn immediate value")?;
                 if bytes.len() > 16 {
-                    return Err(bad(format!("an immediate value of {n_bits} bits")));
+                    return Err(refuse(format!("an immediate value of {n_bits} bits")));
                 }
                 LearnSrc::Value(bytes.iter().fold(0u128, |v, &x| v << 8 | u128::from(x)))
             } else {
@@ -191,10 +132,12 @@ impl Learn {
                 },
                 DST_OUTPUT => match src {
                     LearnSrc::Field(src) => LearnSpec::Output { src },
-                    LearnSrc::Value(_) => return Err(bad("output from an immediate value".into())),
+                    LearnSrc::Value(_) => {
+                        return Err(refuse("output from an immediate value".into()));
+                    }
                 },
                 _ => {
-                    return Err(bad(format!(
+                    return Err(refuse(format!(
                         "spec header {h:#06x} has an unknown destination"
                     )));
                 }
@@ -202,7 +145,7 @@ impl Learn {
             l.specs.push(spec);
         }
         if b.remaining() == 1 {
-            return Err(bad("a spec cut short".into()));
+            return Err(refuse("a spec cut short".into()));
         }
         Ok(l)
     }

@@ -183,7 +183,7 @@ pub enum Action {
     PopPbb,
     /// A Nicira (Open vSwitch) action: an experimenter action of vendor
     /// [`NX_VENDOR_ID`](crate::NX_VENDOR_ID) whose subtype this crate knows.
-    Nx(crate::nx::NxAction),
+    Nx(crate::nx_types::NxAction),
     /// Any other experimenter action, its bytes after the id kept.
     Experimenter {
         experimenter: u32,

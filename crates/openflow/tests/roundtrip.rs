@@ -57,8 +57,72 @@ fn action() -> impl Strategy<Value = Action> {
             .prop_map(Action::SetField),
         any::<u16>().prop_map(Action::PushPbb),
         Just(Action::PopPbb),
-        (any::<u32>(), exp_data())
+        (
+            any::<u32>().prop_filter("not Nicira's", |e| *e != NX_VENDOR_ID),
+            exp_data()
+        )
             .prop_map(|(experimenter, data)| Action::Experimenter { experimenter, data }),
+        nx_action().prop_map(Action::Nx),
+    ]
+}
+
+/// A register's bits `ofs..ofs + n_bits`.
+fn reg_bits() -> impl Strategy<Value = SubField> {
+    (0u8..16, 1u16..=32).prop_flat_map(|(r, n_bits)| {
+        (0..=32 - n_bits).prop_map(move |ofs| SubField {
+            header: oxm_header(Field::reg(r).unwrap()),
+            ofs,
+            n_bits,
+        })
+    })
+}
+
+/// Nicira actions as the wire carries them (ports of 16 bits, notes
+/// padded to 8-byte actions).
+fn nx_action() -> impl Strategy<Value = NxAction> {
+    let port = prop_oneof![0u32..0xff00, Just(port::IN_PORT), Just(port::LOCAL)];
+    prop_oneof![
+        (port, prop::option::of(0u8..255))
+            .prop_map(|(in_port, table)| NxAction::Resubmit { in_port, table }),
+        (reg_bits(), any::<u64>()).prop_map(|(dst, v)| NxAction::RegLoad {
+            value: if dst.n_bits >= 64 {
+                v
+            } else {
+                v & ((1 << dst.n_bits) - 1)
+            },
+            dst,
+        }),
+        (reg_bits(), 0u8..16).prop_map(|(src, r)| NxAction::RegMove {
+            dst: SubField {
+                header: oxm_header(Field::reg(r).unwrap()),
+                ofs: 32 - src.n_bits,
+                n_bits: src.n_bits,
+            },
+            src,
+        }),
+        (0usize..3).prop_map(|units| NxAction::Note(vec![7; 6 + 8 * units])),
+        (any::<(u16, u16, u64, u8)>(), reg_bits()).prop_map(
+            |((idle, prio, cookie, table), dst)| {
+                NxAction::Learn(Box::new(Learn {
+                    idle_timeout: idle,
+                    priority: prio,
+                    cookie,
+                    table_id: table % 255,
+                    specs: vec![
+                        LearnSpec::Match {
+                            dst,
+                            src: LearnSrc::Field(dst),
+                        },
+                        LearnSpec::Load {
+                            dst,
+                            src: LearnSrc::Value(1),
+                        },
+                        LearnSpec::Output { src: dst },
+                    ],
+                    ..Learn::default()
+                }))
+            }
+        ),
     ]
 }
 
@@ -199,8 +263,12 @@ fn multipart_request() -> impl Strategy<Value = MultipartRequest> {
         Just(MultipartRequest::GroupDesc),
         Just(MultipartRequest::PortDesc),
         bytes(64).prop_map(MultipartRequest::TableFeatures),
+        Just(MultipartRequest::GroupFeatures),
+        any::<(u32, u32)>()
+            .prop_map(|(port_no, queue_id)| MultipartRequest::QueueStats { port_no, queue_id }),
         (
-            select(vec![5u16, 8, 9, 10, 11, 14, 0x1234, 0xffff]),
+            // Types not modelled (meters, experimenter, ...).
+            select(vec![9u16, 10, 11, 14, 0x1234, 0xffff]),
             bytes(32)
         )
             .prop_map(|(mp_type, body)| MultipartRequest::Other { mp_type, body }),
@@ -301,6 +369,33 @@ fn multipart_reply() -> impl Strategy<Value = MultipartReply> {
                 .collect()
         )),
         vec(port_stats(), 0..3).prop_map(MultipartReply::PortStats),
+        (any::<(u32, u32)>(), any::<[u32; 4]>(), any::<[u32; 4]>()).prop_map(
+            |((types, capabilities), max_groups, actions)| {
+                MultipartReply::GroupFeatures(GroupFeatures {
+                    types,
+                    capabilities,
+                    max_groups,
+                    actions,
+                })
+            }
+        ),
+        vec(any::<(u32, u32, u64, u64, u64, u32, u32)>(), 0..3).prop_map(|v| {
+            MultipartReply::QueueStats(
+                v.into_iter()
+                    .map(
+                        |(port_no, queue_id, tx_bytes, tx_packets, tx_errors, s, ns)| QueueStats {
+                            port_no,
+                            queue_id,
+                            tx_bytes,
+                            tx_packets,
+                            tx_errors,
+                            duration_sec: s,
+                            duration_nsec: ns,
+                        },
+                    )
+                    .collect(),
+            )
+        }),
         vec(
             (
                 any::<(u32, u32, u64, u64, u32, u32)>(),

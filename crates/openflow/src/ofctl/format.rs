@@ -2,6 +2,8 @@
 //! (`dump-flows`, `parse-flow`): its field names, order and shorthands.
 
 use super::fields::{Kind, TCP_FLAGS, name, port_text, shape, shorthand};
+use super::subfield::subfield_text;
+use crate::nx_types::{LEARN_DEFAULT_PRIORITY, Learn, LearnSpec, LearnSrc, NxAction, learn_flags};
 use crate::types::{
     Action, Bucket, Field, FlowMod, FlowModCommand, FlowStats, GroupMod, GroupType, Instruction,
     Match, Oxm, TABLE_ALL, flow_flags, group, port,
@@ -215,7 +217,7 @@ fn vlan_text(vid: Option<&Oxm>, pcp: Option<&Oxm>) -> Option<String> {
 }
 
 /// A set_field's value as `ovs-ofctl` prints it.
-pub(super) fn set_value(o: &Oxm) -> String {
+fn set_value(o: &Oxm) -> String {
     let (_, kind, _) = shape(o.field);
     let v = match (kind, o.field) {
         (Kind::Mac, _) => mac_text(o.value),
@@ -258,7 +260,7 @@ fn action_text(a: &Action) -> String {
         Action::SetField(o) => format!("set_field:{}->{}", set_value(o), name(o.field)),
         Action::PushPbb(e) => format!("push_pbb:0x{e:x}"),
         Action::PopPbb => "pop_pbb".into(),
-        Action::Nx(a) => super::nx_text::text(a),
+        Action::Nx(a) => nx_text(a),
         Action::Experimenter { experimenter, data } => {
             format!("experimenter(0x{experimenter:08x},{})", hex_bytes(data))
         }
@@ -473,4 +475,101 @@ fn bucket_text(b: &Bucket, ty: GroupType) -> String {
         format!("actions={}", action_list(&b.actions))
     });
     parts.join(",")
+}
+
+/// A Nicira action as `ovs-ofctl` prints it.
+fn nx_text(a: &NxAction) -> String {
+    match a {
+        NxAction::Resubmit {
+            in_port,
+            table: None,
+        } if *in_port != port::IN_PORT => format!("resubmit:{}", port_text(*in_port)),
+        NxAction::Resubmit { in_port, table } => {
+            let p = match *in_port {
+                port::IN_PORT => String::new(),
+                p => port_text(p),
+            };
+            let t = table.map_or(String::new(), |t| t.to_string());
+            format!("resubmit({p},{t})")
+        }
+        // ovs-ofctl prints 0 as "0", other values in hex.
+        NxAction::RegLoad { dst, value: 0 } => format!("load:0->{}", subfield_text(dst)),
+        NxAction::RegLoad { dst, value } => format!("load:0x{value:x}->{}", subfield_text(dst)),
+        NxAction::RegMove { src, dst } => {
+            format!("move:{}->{}", subfield_text(src), subfield_text(dst))
+        }
+        NxAction::Note(bytes) => {
+            let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            format!("note:{}", hex.join("."))
+        }
+        NxAction::Learn(l) => learn_text(l),
+    }
+}
+
+/// A value `ovs-ofctl` prints: 0 as `0`, others in hex.
+fn zero_or_hex(v: u128) -> String {
+    if v == 0 {
+        "0".into()
+    } else {
+        format!("0x{v:x}")
+    }
+}
+
+/// `learn(...)` as `ovs-ofctl` prints it.
+fn learn_text(l: &Learn) -> String {
+    let mut parts = vec![format!("table={}", l.table_id)];
+    for (name, v) in [
+        ("idle_timeout", l.idle_timeout),
+        ("hard_timeout", l.hard_timeout),
+        ("fin_idle_timeout", l.fin_idle_timeout),
+        ("fin_hard_timeout", l.fin_hard_timeout),
+    ] {
+        if v != 0 {
+            parts.push(format!("{name}={v}"));
+        }
+    }
+    if l.priority != LEARN_DEFAULT_PRIORITY {
+        parts.push(format!("priority={}", l.priority));
+    }
+    if l.flags & learn_flags::SEND_FLOW_REM != 0 {
+        parts.push("send_flow_rem".into());
+    }
+    if l.flags & learn_flags::DELETE_LEARNED != 0 {
+        parts.push("delete_learned".into());
+    }
+    if l.cookie != 0 {
+        parts.push(format!("cookie={:#x}", l.cookie));
+    }
+    for spec in &l.specs {
+        parts.push(match spec {
+            LearnSpec::Match {
+                dst,
+                src: LearnSrc::Field(src),
+            } if src == dst => subfield_text(dst),
+            LearnSpec::Match {
+                dst,
+                src: LearnSrc::Field(src),
+            } => format!("{}={}", subfield_text(dst), subfield_text(src)),
+            LearnSpec::Match {
+                dst,
+                src: LearnSrc::Value(v),
+            } => match dst.field() {
+                // A whole field by its name and its value's own form.
+                Some(f) if dst.ofs == 0 && dst.n_bits == dst.field_bits() => {
+                    format!("{}={}", name(f), set_value(&Oxm::exact(f, *v)))
+                }
+                _ => format!("{}={}", subfield_text(dst), zero_or_hex(*v)),
+            },
+            LearnSpec::Load {
+                dst,
+                src: LearnSrc::Value(v),
+            } => format!("load:{}->{}", zero_or_hex(*v), subfield_text(dst)),
+            LearnSpec::Load {
+                dst,
+                src: LearnSrc::Field(src),
+            } => format!("load:{}->{}", subfield_text(src), subfield_text(dst)),
+            LearnSpec::Output { src } => format!("output:{}", subfield_text(src)),
+        });
+    }
+    format!("learn({})", parts.join(","))
 }

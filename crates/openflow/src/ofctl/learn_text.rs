@@ -1,16 +1,14 @@
-//! The `learn(...)` action's text, as `ovs-actions(7)` writes it and
-//! `ovs-ofctl` prints it: the learned flow's `table`, timeouts, `priority`,
+//! The `learn(...)` action read from its text, as `ovs-actions(7)` writes
+//! it (printed back by `format.rs`): the learned flow's `table`, timeouts, `priority`,
 //! `cookie` and flags, then its specs: `FIELD=VALUE` or `DST[]=SRC[]` or
 //! `SUBFIELD[]` (match), `load:SRC->DST`, `output:SRC`.
 
 use super::OfctlError;
 use super::fields::{self, Ports};
-use super::format::set_value;
 use super::lexer::{self, tokens};
-use super::nx_text::{parse_subfield, subfield_text};
-use crate::nx::{SubField, preferred_header};
-use crate::nx_learn::{LEARN_DEFAULT_PRIORITY, Learn, LearnSpec, LearnSrc, learn_flags};
-use crate::types::Oxm;
+use super::subfield::{parse_subfield, subfield_text};
+use crate::nx::preferred_header;
+use crate::nx_types::{Learn, LearnSpec, LearnSrc, SubField, learn_flags};
 
 fn syntax(why: String) -> OfctlError {
     OfctlError::Syntax(format!("learn: {why}"))
@@ -113,72 +111,4 @@ pub(crate) fn parse_learn(text: &str, ports: Ports) -> Result<Learn, OfctlError>
         }
     }
     Ok(l)
-}
-
-/// A value `ovs-ofctl` prints: 0 as `0`, others in hex.
-fn hex(v: u128) -> String {
-    if v == 0 {
-        "0".into()
-    } else {
-        format!("0x{v:x}")
-    }
-}
-
-/// `learn(...)` as `ovs-ofctl` prints it.
-pub(crate) fn learn_text(l: &Learn) -> String {
-    let mut parts = vec![format!("table={}", l.table_id)];
-    for (name, v) in [
-        ("idle_timeout", l.idle_timeout),
-        ("hard_timeout", l.hard_timeout),
-        ("fin_idle_timeout", l.fin_idle_timeout),
-        ("fin_hard_timeout", l.fin_hard_timeout),
-    ] {
-        if v != 0 {
-            parts.push(format!("{name}={v}"));
-        }
-    }
-    if l.priority != LEARN_DEFAULT_PRIORITY {
-        parts.push(format!("priority={}", l.priority));
-    }
-    if l.flags & learn_flags::SEND_FLOW_REM != 0 {
-        parts.push("send_flow_rem".into());
-    }
-    if l.flags & learn_flags::DELETE_LEARNED != 0 {
-        parts.push("delete_learned".into());
-    }
-    if l.cookie != 0 {
-        parts.push(format!("cookie={:#x}", l.cookie));
-    }
-    for spec in &l.specs {
-        parts.push(match spec {
-            LearnSpec::Match {
-                dst,
-                src: LearnSrc::Field(src),
-            } if src == dst => subfield_text(dst),
-            LearnSpec::Match {
-                dst,
-                src: LearnSrc::Field(src),
-            } => format!("{}={}", subfield_text(dst), subfield_text(src)),
-            LearnSpec::Match {
-                dst,
-                src: LearnSrc::Value(v),
-            } => match dst.field() {
-                // A whole field by its name and its value's own form.
-                Some(f) if dst.ofs == 0 && dst.n_bits == dst.field_bits() => {
-                    format!("{}={}", fields::name(f), set_value(&Oxm::exact(f, *v)))
-                }
-                _ => format!("{}={}", subfield_text(dst), hex(*v)),
-            },
-            LearnSpec::Load {
-                dst,
-                src: LearnSrc::Value(v),
-            } => format!("load:{}->{}", hex(*v), subfield_text(dst)),
-            LearnSpec::Load {
-                dst,
-                src: LearnSrc::Field(src),
-            } => format!("load:{}->{}", subfield_text(src), subfield_text(dst)),
-            LearnSpec::Output { src } => format!("output:{}", subfield_text(src)),
-        });
-    }
-    format!("learn({})", parts.join(","))
 }

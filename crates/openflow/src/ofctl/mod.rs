@@ -25,6 +25,7 @@ mod format;
 mod learn_text;
 mod lexer;
 mod nx_text;
+mod subfield;
 
 pub use actions::{parse_group, parse_group_with_ports};
 pub use flow::{parse_flow, parse_flow_with_ports, parse_flows_file};

@@ -1,68 +1,14 @@
-//! The Nicira actions' text, as `ovs-actions(7)` writes them and
-//! `ovs-ofctl` prints them: `resubmit:PORT`, `resubmit([PORT],[TABLE])`,
-//! `load:VALUE->DST`, `move:SRC->DST`, `note:HEX`; subfields as
-//! `NAME[]`, `NAME[BIT]` or `NAME[START..END]`.
+//! The Nicira actions read from their text, as `ovs-actions(7)` writes
+//! them: `resubmit:PORT`, `resubmit([PORT],[TABLE])`, `load:VALUE->DST`,
+//! `move:SRC->DST`, `note:HEX`, `learn(...)` (`learn_text.rs`); they are
+//! printed back by `format.rs`.
 
 use super::OfctlError;
-use super::fields::{self, Ports, check_prereq, parse_port, port_text};
+use super::fields::{Ports, check_prereq, parse_port};
 use super::lexer;
-use crate::nx::{NxAction, SubField, header_by_name, preferred_header};
+use super::subfield::parse_subfield;
+use crate::nx_types::{NxAction, SubField};
 use crate::types::{Action, Oxm, port};
-
-/// A subfield: `NXM_NX_REG0[0..15]`, `reg2[1]`, `NXM_OF_ETH_SRC[]`.
-pub(crate) fn parse_subfield(s: &str) -> Result<SubField, OfctlError> {
-    let bad = |why: &str| OfctlError::Syntax(format!("{s}: {why}"));
-    let (name, bits) = s
-        .strip_suffix(']')
-        .and_then(|t| t.split_once('['))
-        .ok_or_else(|| bad("a subfield is NAME[], NAME[BIT] or NAME[START..END]"))?;
-    let header = header_by_name(name)
-        .or_else(|| fields::by_name(name).map(preferred_header))
-        .ok_or_else(|| bad(&format!("unknown field {name}")))?;
-    let width = SubField {
-        header,
-        ofs: 0,
-        n_bits: 1,
-    }
-    .field_bits();
-    let bit = |t: &str| {
-        t.trim()
-            .parse::<u16>()
-            .map_err(|_| bad(&format!("{t} is not a bit number")))
-    };
-    let (ofs, n_bits) = match bits.split_once("..") {
-        _ if bits.is_empty() => (0, width),
-        Some((a, b)) => {
-            let (a, b) = (bit(a)?, bit(b)?);
-            if b < a {
-                return Err(bad("the end bit is before the start bit"));
-            }
-            (a, b - a + 1)
-        }
-        None => (bit(bits)?, 1),
-    };
-    let sub = SubField {
-        header,
-        ofs,
-        n_bits,
-    };
-    if !sub.fits() {
-        return Err(bad(&format!("{name} has {width} bits")));
-    }
-    Ok(sub)
-}
-
-/// A subfield as `ovs-ofctl` prints it.
-pub(crate) fn subfield_text(s: &SubField) -> String {
-    let bits = if s.ofs == 0 && s.n_bits == s.field_bits() {
-        String::new()
-    } else if s.n_bits == 1 {
-        s.ofs.to_string()
-    } else {
-        format!("{}..{}", s.ofs, s.ofs + s.n_bits - 1)
-    };
-    format!("{}[{bits}]", s.header_name())
-}
 
 /// A note's bytes as on the wire: padded with zeros so that the action
 /// (16 bytes of header and subtype, then the bytes) fills 8-byte units,
@@ -193,33 +139,4 @@ fn note_bytes(value: &str) -> Result<Vec<u8>, OfctlError> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(|_| bad()))
         .collect()
-}
-
-/// A Nicira action as `ovs-ofctl` prints it.
-pub(crate) fn text(a: &NxAction) -> String {
-    match a {
-        NxAction::Resubmit {
-            in_port,
-            table: None,
-        } if *in_port != port::IN_PORT => format!("resubmit:{}", port_text(*in_port)),
-        NxAction::Resubmit { in_port, table } => {
-            let p = match *in_port {
-                port::IN_PORT => String::new(),
-                p => port_text(p),
-            };
-            let t = table.map_or(String::new(), |t| t.to_string());
-            format!("resubmit({p},{t})")
-        }
-        // ovs-ofctl prints 0 as "0", other values in hex.
-        NxAction::RegLoad { dst, value: 0 } => format!("load:0->{}", subfield_text(dst)),
-        NxAction::RegLoad { dst, value } => format!("load:0x{value:x}->{}", subfield_text(dst)),
-        NxAction::RegMove { src, dst } => {
-            format!("move:{}->{}", subfield_text(src), subfield_text(dst))
-        }
-        NxAction::Note(bytes) => {
-            let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            format!("note:{}", hex.join("."))
-        }
-        NxAction::Learn(l) => super::learn_text::learn_text(l),
-    }
 }
