@@ -112,6 +112,18 @@ fn a_bad_flows_file_names_the_line() {
         err.contains("line 2") && err.contains("10.0.0.300"),
         "{err}"
     );
+    // A reserved port the switch does not output to is named, not numbered.
+    std::fs::write(&flows, "actions=output:TABLE\n").unwrap();
+    let out = sluice()
+        .args(["switch", "--port", "pcap::/dev/null", "--flows"])
+        .arg(&flows)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("output to port TABLE is not supported here"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

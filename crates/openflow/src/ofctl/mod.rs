@@ -31,6 +31,12 @@ pub use actions::{parse_group, parse_group_with_ports};
 pub use flow::{parse_flow, parse_flow_with_ports, parse_flows_file};
 pub use format::{format_actions, format_flow, format_flow_stats, format_group, format_match};
 
+/// A port as `ovs-ofctl` names it: reserved ports by name (`NORMAL`,
+/// `LOCAL`, `TABLE`, ...), others by number.
+pub fn port_name(port: u32) -> String {
+    fields::port_text(port)
+}
+
 /// What is wrong with a flow or group text; the messages read like
 /// `ovs-ofctl`'s.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

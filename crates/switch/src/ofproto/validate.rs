@@ -89,7 +89,15 @@ fn action(of: &Ofproto, a: &Action, packet_out: bool) -> Result<(), OfError> {
             if !ok {
                 return Err(bad_action(
                     error::BAD_ACTION_BAD_OUT_PORT,
-                    format!("output to port {p:#x} is not supported here"),
+                    format!(
+                        "output to port {} is not supported here{}",
+                        openflow::port_name(*p),
+                        if *p == port::TABLE {
+                            " (TABLE is for packet-outs)"
+                        } else {
+                            ""
+                        }
+                    ),
                 ));
             }
         }
