@@ -55,8 +55,8 @@ pub use header::{HEADER_LEN, Header, frame_len, msg_type, multipart_type};
 pub use instruction::instruction_type;
 pub use message::type_name;
 pub use nx::{
-    NX_VENDOR_ID, NXM_OF_IN_PORT, NXM_OF_VLAN_TCI, RESUBMIT_IN_PORT, RESUBMIT_THIS_TABLE, field_of,
-    header_by_name, header_name, nx_subtype, oxm_header, preferred_header,
+    NX_VENDOR_ID, NXM_OF_IN_PORT, NXM_OF_VLAN_TCI, RESUBMIT_THIS_TABLE, field_of, header_by_name,
+    header_name, nx_subtype, oxm_header, preferred_header,
 };
 pub use nx_types::{
     LEARN_DEFAULT_PRIORITY, LEARN_DEFAULT_TABLE, Learn, LearnSpec, LearnSrc, NxAction, SubField,

@@ -7,7 +7,7 @@
 
 use crate::decode_error::DecodeError;
 use crate::nx_types::{Learn, NxAction, SubField};
-use crate::types::{Field, error, port};
+use crate::types::{Field, error};
 use crate::wire::{Put, Reader};
 
 /// Nicira's vendor (experimenter) id.
@@ -24,8 +24,6 @@ pub mod nx_subtype {
 }
 use nx_subtype as st;
 
-/// OpenFlow 1.0's 16-bit `OFPP_IN_PORT`, which `resubmit` carries.
-const OFPP10_IN_PORT: u16 = 0xfff8;
 /// `resubmit`'s table for "this table".
 pub const RESUBMIT_THIS_TABLE: u8 = 255;
 
@@ -304,8 +302,9 @@ impl NxAction {
     }
 }
 
-/// A subfield must name a field this switch knows, within its bits.
-fn check(s: &SubField, what: &str, at: usize) -> Result<(), DecodeError> {
+/// A subfield must name a field this switch knows, within its bits (the
+/// action at byte `at` is refused otherwise).
+pub(crate) fn check(s: &SubField, what: &str, at: usize) -> Result<(), DecodeError> {
     if s.field_bits() == 0 {
         return Err(bad(
             error::BAD_ACTION_BAD_ARGUMENT,
@@ -347,8 +346,3 @@ fn port_from_16(p: u16) -> u32 {
         u32::from(p)
     }
 }
-
-/// `resubmit`'s port for "the packet's own in_port".
-pub const RESUBMIT_IN_PORT: u32 = port::IN_PORT;
-
-const _: () = assert!(OFPP10_IN_PORT as u32 | 0xffff_0000 == port::IN_PORT);

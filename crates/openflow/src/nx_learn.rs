@@ -6,6 +6,7 @@
 //! 16-bit units) and its destination (a subfield, or none for `output`).
 
 use crate::decode_error::DecodeError;
+use crate::nx::check;
 use crate::nx_types::{Learn, LearnSpec, LearnSrc, SubField, learn_flags};
 use crate::types::error;
 use crate::wire::{Put, Reader};
@@ -91,15 +92,7 @@ impl Learn {
                 ofs: b.u16("learn field offset")?,
                 n_bits,
             };
-            if !s.fits() {
-                return Err(refuse(format!(
-                    "bits {}..{} of {} are not within its {} bits",
-                    s.ofs,
-                    u32::from(s.ofs) + u32::from(n_bits),
-                    s.header_name(),
-                    s.field_bits()
-                )));
-            }
+            check(&s, "a learn spec's field", at)?;
             Ok(s)
         };
         // Specs until the end; a zero header (and zeros after it) pads.
