@@ -13,6 +13,14 @@ fn capture() -> PathBuf {
     testkit::capture("of10_s4810.pcap")
 }
 
+/// `sluice ARGS`, which must fail: what it said.
+fn refused(args: &[&str]) -> String {
+    let out = sluice().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{args:?} succeeded: {err}");
+    err
+}
+
 /// The frames of a capture a port wrote.
 fn frames_of(path: &std::path::Path) -> Vec<Vec<u8>> {
     let mut r = pcap_file::pcap::PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
@@ -101,27 +109,18 @@ fn a_bad_flows_file_names_the_line() {
         "priority=1,actions=output:2\nnw_dst=10.0.0.300,actions=drop\n",
     )
     .unwrap();
-    let out = sluice()
-        .args(["switch", "--port", "pcap::/dev/null", "--flows"])
-        .arg(&flows)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let flows_arg = flows.display().to_string();
+    let switch = ["switch", "--port", "pcap::/dev/null", "--flows", &flows_arg];
+    let err = refused(&switch);
     assert!(
         err.contains("line 2") && err.contains("10.0.0.300"),
         "{err}"
     );
     // A reserved port the switch does not output to is named, not numbered.
     std::fs::write(&flows, "actions=output:TABLE\n").unwrap();
-    let out = sluice()
-        .args(["switch", "--port", "pcap::/dev/null", "--flows"])
-        .arg(&flows)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&switch);
     assert!(
-        !out.status.success() && err.contains("output to port TABLE is not supported here"),
+        err.contains("output to port TABLE is not supported here"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -192,18 +191,9 @@ fn normal_with_access_and_trunk_ports() {
     assert_eq!(frames("p1"), vec![ether(2, [2, 0, 0, 0, 0, 1], Some(20))]);
     // A port the switch does not have, or a setting it does not know.
     for bad in ["p9 tag=20", "p2 tag=5000", "p2 native=3"] {
-        let out = sluice()
-            .args(["switch", "--flows"])
-            .arg(&flows)
-            .arg("--port")
-            .arg(format!("p2=pcap:{}", p2in.display()))
-            .args(["--vlan", bad])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success() && err.contains("--vlan"),
-            "{bad}: {err}"
-        );
+        let flows = flows.display().to_string();
+        let port = format!("p2=pcap:{}", p2in.display());
+        let err = refused(&["switch", "--flows", &flows, "--port", &port, "--vlan", bad]);
+        assert!(err.contains("--vlan"), "{bad}: {err}");
     }
 }
